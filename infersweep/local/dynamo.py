@@ -1,0 +1,497 @@
+"""Realise a DynamoGraphDeployment (DGD) on this machine: real Dynamo processes, no GPU, no K8s.
+
+One `dynamo.frontend` stands in for the Frontend component; each worker/prefill/decode component
+becomes one `dynamo.mocker` process running `--num-workers N` simulated engines that serve the
+recipe's model name from a local toy model dir. Discovery goes through a per-deployment
+directory (`DYN_FILE_KV`), the request plane is TCP on 127.0.0.1 with OS-assigned ports and the
+HTTP port is picked free, so several deployments and test runs never meet.
+
+Everything a later step needs is in `<state_dir>/deployment.json` (+ `processes.json` from
+`procs`), so deploy, readiness, benchmark and teardown can run in different processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import socket
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from infersweep.local import procs
+from infersweep.local.toy_model import build_toy_model
+
+DEPLOYMENT_FILE = "deployment.json"
+DEFAULT_MODEL_NAME = "infersweep/toy-model"
+ROLES = ("frontend", "worker", "prefill", "decode")
+# Router modes the 1.6.1 frontend accepts; anything else falls back to its default.
+ROUTER_MODES = ("round-robin", "random", "power-of-two", "kv", "direct", "least-loaded",
+                "device-aware-weighted")
+ENGINE_BY_MODULE = {"dynamo.vllm": "vllm", "dynamo.sglang": "sglang", "dynamo.trtllm": "trtllm"}
+SHELLS = ("sh", "bash", "dash", "ash", "zsh")
+SHELL_SEPARATORS = ("&&", "||", ";", "|", "&")
+
+# Mocker flags local mode sets itself (or that point into the recipe's image / pin ports):
+# dropped from a dynamo.mocker component's own args. Value = takes an argument.
+MOCKER_OWNED_FLAGS = {
+    "--model-path": True, "--model-name": True, "--num-workers": True,
+    "--discovery-backend": True, "--request-plane": True, "--response-plane": True,
+    "--event-plane": True, "--disaggregation-mode": True, "--engine-type": True,
+    "--planner-profile-data": True, "--extra-engine-args": True,
+    "--response-replay-trace-path": True, "--bootstrap-ports": True,
+    "--zmq-kv-events-ports": True, "--zmq-replay-ports": True,
+    "--is-prefill-worker": False, "--is-decode-worker": False,
+}
+
+# Engine flags with a mocker equivalent that shapes scheduling / KV routing (block size matters
+# for KV-router hashing). (engine flags...) -> mocker flag; value None = boolean switch.
+ENGINE_FLAG_MAP = [
+    (("--block-size", "--page-size", "--kv-block-size"), "--block-size"),
+    (("--max-num-seqs", "--max-running-requests", "--max-batch-size"), "--max-num-seqs"),
+    (("--max-num-batched-tokens", "--max-num-tokens"), "--max-num-batched-tokens"),
+]
+ENGINE_SWITCH_MAP = [
+    (("--no-enable-prefix-caching", "--disable-radix-cache"), "--no-enable-prefix-caching"),
+]
+
+
+class LocalDeploymentError(RuntimeError):
+    """A local deployment could not start or died while starting."""
+
+
+def default_dynamo_python() -> str:
+    """The interpreter with ai-dynamo installed: $INFERSWEEP_DYNAMO_PYTHON or <repo>/.venv-dynamo."""
+    repo = Path(__file__).resolve().parents[2]
+    return os.environ.get("INFERSWEEP_DYNAMO_PYTHON") or str(repo / ".venv-dynamo/bin/python")
+
+
+# ---------------------------------------------------------------- reading the DGD
+
+
+@dataclass
+class Component:
+    """What local mode needs from one DGD component, whatever the API version."""
+
+    name: str
+    role: str  # frontend | worker | prefill | decode
+    replicas: int
+    node_count: int  # 1 unless multinode
+    module: str | None  # "dynamo.vllm", ... (None: image entrypoint, no command)
+    args: list[str]  # the args after `-m <module>`
+
+
+def _flag(args: list[str], *names: str) -> str | None:
+    """Value of the last `--name value` / `--name=value` among `names`, else None."""
+    value = None
+    for i, arg in enumerate(args):
+        for name in names:
+            if arg == name and i + 1 < len(args):
+                value = args[i + 1]
+            elif arg.startswith(name + "="):
+                value = arg.split("=", 1)[1]
+    return value
+
+
+def _has_switch(args: list[str], *names: str) -> bool:
+    return any(arg in names for arg in args)
+
+
+def _env_map(*env_lists: Any) -> dict[str, str]:
+    """Merge K8s env lists ([{name, value}]) in order; valueFrom entries cannot be resolved here."""
+    env: dict[str, str] = {}
+    for env_list in env_lists:
+        for item in env_list or []:
+            if "value" in item:
+                env[item["name"]] = str(item["value"])
+    return env
+
+
+def _expand(text: str, env: dict[str, str], shell: bool) -> str:
+    """Kubelet's $(VAR) expansion, plus $VAR/${VAR} when a shell will run the string."""
+    text = re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: env.get(m[1], m[0]), text)
+    if shell:
+        text = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)",
+                      lambda m: env.get(m[1] or m[2], ""), text)
+    return text
+
+
+def command_line(container: dict, env: dict[str, str]) -> tuple[str | None, list[str]]:
+    """(module, args) of the `python -m dynamo.X ...` a container runs.
+
+    Handles exec form (command: [python3, -m, dynamo.vllm], args: [...]) and shell form
+    (command: [/bin/sh, -c], args: ["python3 -m dynamo.vllm --model $MODEL_PATH ..."]).
+    """
+    tokens = [str(t) for t in (container.get("command") or []) + (container.get("args") or [])]
+    if tokens and os.path.basename(tokens[0]) in SHELLS and "-c" in tokens:
+        script = tokens[tokens.index("-c") + 1] if tokens.index("-c") + 1 < len(tokens) else ""
+        tokens = shlex.split(_expand(script.replace("\\\n", " "), env, shell=True))
+    else:
+        tokens = [_expand(t, env, shell=False) for t in tokens]
+    for i, token in enumerate(tokens[:-1]):
+        if token == "-m" and tokens[i + 1].startswith("dynamo."):
+            rest = tokens[i + 2 :]
+            for j, arg in enumerate(rest):
+                if arg in SHELL_SEPARATORS:
+                    rest = rest[:j]
+                    break
+            return tokens[i + 1], rest
+    return None, tokens
+
+
+def _count(value: Any, default: int) -> int:
+    return default if value is None else int(value)
+
+
+def _node_count(multinode: dict | None) -> int:
+    if not multinode:
+        return 1
+    return _count(multinode.get("nodeCount"), 2)  # CRD default is 2
+
+
+def _main_container(containers: list[dict]) -> dict:
+    for container in containers:
+        if container.get("name") == "main":
+            return container
+    return containers[0] if containers else {}
+
+
+def read_components(dgd: dict) -> list[Component]:
+    """The frontend/worker/prefill/decode components of a v1beta1 or v1alpha1 DGD.
+
+    Planner, EPP and untyped components are skipped: local mode does not run them.
+    """
+    spec = dgd.get("spec") or {}
+    found: list[Component] = []
+    if "components" in spec:  # nvidia.com/v1beta1
+        for comp in spec["components"]:
+            containers = ((comp.get("podTemplate") or {}).get("spec") or {}).get("containers")
+            container = _main_container(containers or [])
+            env = _env_map(spec.get("env"), container.get("env"))
+            module, args = command_line(container, env)
+            found.append(Component(comp["name"], comp.get("type") or "", _count(
+                comp.get("replicas"), 1), _node_count(comp.get("multinode")), module, args))
+    elif "services" in spec:  # nvidia.com/v1alpha1
+        for name, svc in spec["services"].items():
+            container = (svc.get("extraPodSpec") or {}).get("mainContainer") or {}
+            env = _env_map(spec.get("envs"), svc.get("envs"), container.get("env"))
+            module, args = command_line(container, env)
+            role = svc.get("componentType") or ""
+            if role == "worker" and svc.get("subComponentType") in ("prefill", "decode"):
+                role = svc["subComponentType"]
+            found.append(Component(name, role, _count(svc.get("replicas"), 1),
+                                   _node_count(svc.get("multinode")), module, args))
+    else:
+        raise ValueError(f"DGD {dgd.get('apiVersion')!r} has neither spec.components "
+                         "(v1beta1) nor spec.services (v1alpha1)")
+
+    components = []
+    for comp in found:
+        if comp.role == "worker":  # plain workers may still say their role in the args
+            mode = _flag(comp.args, "--disaggregation-mode")
+            if mode in ("prefill", "decode"):
+                comp.role = mode
+            elif _has_switch(comp.args, "--is-prefill-worker"):
+                comp.role = "prefill"
+            elif _has_switch(comp.args, "--is-decode-worker"):
+                comp.role = "decode"
+        if comp.role in ROLES and comp.replicas > 0:
+            components.append(comp)
+    roles = {c.role for c in components}
+    if "prefill" not in roles:
+        # A lone "decode" component (e.g. the mocker agg example) is an aggregated worker:
+        # started as decode it would wait forever for prefill workers.
+        for comp in components:
+            if comp.role == "decode":
+                comp.role = "worker"
+    elif "decode" not in roles:
+        raise ValueError("DGD has prefill workers but no decode workers")
+    if not any(c.role != "frontend" for c in components):
+        raise ValueError("DGD has no worker, prefill or decode component to run")
+    return components
+
+
+def engine_of(comp: Component, backend_framework: str | None = None) -> str:
+    if comp.module == "dynamo.mocker":
+        return _flag(comp.args, "--engine-type") or "vllm"
+    return ENGINE_BY_MODULE.get(comp.module or "", backend_framework or "vllm")
+
+
+def served_model_name(comp: Component) -> str:
+    """The name clients must request: what the engine would register for these args."""
+    return (_flag(comp.args, "--served-model-name", "--model-name")
+            or _flag(comp.args, "--model", "--model-path") or DEFAULT_MODEL_NAME)
+
+
+def router_mode_of(frontend: Component | None) -> str:
+    mode = _flag(frontend.args, "--router-mode") if frontend else None
+    return mode if mode in ROUTER_MODES else "round-robin"
+
+
+# ---------------------------------------------------------------- building command lines
+
+
+def _mocker_passthrough(comp: Component) -> list[str]:
+    """Args of the component that still mean something for a mocker."""
+    if comp.module == "dynamo.mocker":
+        kept, skip = [], False
+        for arg in comp.args:
+            if skip:
+                skip = False
+                continue
+            flag = arg.split("=", 1)[0]
+            if flag in MOCKER_OWNED_FLAGS:
+                skip = MOCKER_OWNED_FLAGS[flag] and "=" not in arg
+                continue
+            kept.append(arg)
+        return kept
+    out: list[str] = []
+    for engine_flags, mocker_flag in ENGINE_FLAG_MAP:
+        value = _flag(comp.args, *engine_flags)
+        if value is not None:
+            out += [mocker_flag, value]
+    for engine_flags, mocker_flag in ENGINE_SWITCH_MAP:
+        if _has_switch(comp.args, *engine_flags):
+            out.append(mocker_flag)
+    return out
+
+
+def mocker_argv(comp: Component, *, python: str, model_dir: Path, num_workers: int,
+                engine: str) -> list[str]:
+    argv = [python, "-m", "dynamo.mocker",
+            "--model-path", str(model_dir), "--model-name", served_model_name(comp),
+            "--discovery-backend", "file", "--request-plane", "tcp",
+            "--num-workers", str(num_workers), "--engine-type", engine]
+    if comp.role in ("prefill", "decode"):
+        argv += ["--disaggregation-mode", comp.role]
+    return argv + _mocker_passthrough(comp)
+
+
+def frontend_argv(frontend: Component | None, *, python: str, http_port: int,
+                  http_host: str = "127.0.0.1") -> list[str]:
+    argv = [python, "-m", "dynamo.frontend", "--discovery-backend", "file",
+            "--request-plane", "tcp", "--router-mode", router_mode_of(frontend),
+            "--http-host", http_host, "--http-port", str(http_port)]
+    # KV router without worker KV events (approximate mode) changes routing: keep that choice.
+    if frontend and _has_switch(frontend.args, "--no-kv-events", "--no-router-kv-events"):
+        argv.append("--no-router-kv-events")
+    return argv
+
+
+def dynamo_env(discovery_dir: Path) -> dict[str, str]:
+    """Environment for every Dynamo process of one deployment."""
+    env = {
+        k: v for k, v in os.environ.items()
+        # Inherited DYN_* settings (ports, namespaces, backends) would break isolation;
+        # PYTHONPATH/HOME of the calling env must not leak into the dynamo venv.
+        if not (k.startswith("DYN_") and not k.startswith("DYN_LOG"))
+        and k not in ("ETCD_ENDPOINTS", "NATS_SERVER", "PYTHONPATH", "PYTHONHOME")
+    }
+    env.update({
+        "DYN_FILE_KV": str(discovery_dir),  # discovery root, one per deployment
+        "DYN_DISCOVERY_BACKEND": "file",
+        "DYN_REQUEST_PLANE": "tcp",
+        # Bind/advertise loopback only; ports stay OS-assigned (system port stays off).
+        "DYN_TCP_RPC_HOST": "127.0.0.1",
+        "DYN_TCP_RESPONSE_STREAM_HOST": "127.0.0.1",
+        "DYN_EVENT_PLANE_HOST": "127.0.0.1",
+        "DYN_HTTP_RPC_HOST": "127.0.0.1",
+        "DYN_SELF_HOST_METADATA": "0",  # needs a system port; shared-storage MDC works locally
+        "HF_HUB_OFFLINE": "1",  # the toy model is local; never reach for the hub
+        "TRANSFORMERS_OFFLINE": "1",
+        "DYN_SDK_DISABLE_ANSI_LOGGING": "1",  # plain log files, readable tails
+        "PYTHONUNBUFFERED": "1",
+    })
+    return env
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port free right now (the kernel's pick). A race is possible but shows up fast:
+    the frontend exits with 'address in use' and wait_ready_local fails at once."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+# ---------------------------------------------------------------- the deployment
+
+
+@dataclass
+class LocalDeployment:
+    name: str
+    state_dir: str
+    frontend_url: str
+    model_name: str
+    router_mode: str
+    model_dir: str
+    processes: list[dict] = field(default_factory=list)  # procs records
+    components: list[dict] = field(default_factory=list)  # what each mocker realises
+    created_at: float = 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "LocalDeployment":
+        return cls(**data)
+
+    def save(self) -> Path:
+        path = Path(self.state_dir) / DEPLOYMENT_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+        os.replace(tmp, path)
+        return path
+
+
+def deploy_local(
+    dgd: dict,
+    *,
+    model_dir: Path,
+    state_dir: Path,
+    max_workers_per_component: int = 2,
+    python: str | None = None,
+) -> LocalDeployment:
+    """Start the frontend and one mocker process per worker component; do not wait for ready.
+
+    `model_dir` is built as a toy model if it has no config.json. Raises if processes recorded
+    under `state_dir` still run (teardown first).
+    """
+    python = python or default_dynamo_python()
+    state_dir, model_dir = Path(state_dir).resolve(), Path(model_dir).resolve()
+    if procs.alive(state_dir):
+        raise LocalDeploymentError(f"{state_dir} still has live processes; teardown_local first")
+    procs.stop_all(state_dir)  # forget records of dead processes
+    components = read_components(dgd)
+    if not (model_dir / "config.json").exists():
+        build_toy_model(model_dir)
+
+    # Stale registrations of dead workers would be routed to: start from empty discovery.
+    discovery_dir = state_dir / "discovery"
+    shutil.rmtree(discovery_dir, ignore_errors=True)
+    discovery_dir.mkdir(parents=True)
+    logs = state_dir / "logs"
+    env = dynamo_env(discovery_dir)
+    backend = (dgd.get("spec") or {}).get("backendFramework")
+
+    frontend = next((c for c in components if c.role == "frontend"), None)
+    workers = [c for c in components if c.role != "frontend"]
+    # Clients ask for the decode/aggregated worker's name; prefill workers serve the same one.
+    main = next((c for c in workers if c.role != "prefill"), workers[0])
+    http_port = free_port()
+    deployment = LocalDeployment(
+        name=(dgd.get("metadata") or {}).get("name", "dgd"),
+        state_dir=str(state_dir),
+        frontend_url=f"http://127.0.0.1:{http_port}",
+        model_name=served_model_name(main),
+        router_mode=router_mode_of(frontend),
+        model_dir=str(model_dir),
+        created_at=time.time(),
+    )
+    group = procs.ProcessGroup(state_dir)
+    try:
+        for comp in workers:
+            # A multinode replica spans nodeCount pods; each counts as a worker here.
+            num_workers = max(1, min(comp.replicas * comp.node_count, max_workers_per_component))
+            engine = engine_of(comp, backend)
+            argv = mocker_argv(comp, python=python, model_dir=model_dir,
+                               num_workers=num_workers, engine=engine)
+            group.spawn(comp.name, argv, env, logs / f"{comp.name}.log", cwd=state_dir)
+            deployment.components.append({
+                "name": comp.name, "role": comp.role, "engine": engine,
+                "module": comp.module, "replicas": comp.replicas,
+                "node_count": comp.node_count, "num_workers": num_workers,
+                "model_name": served_model_name(comp),
+            })
+        name = frontend.name if frontend else "Frontend"
+        argv = frontend_argv(frontend, python=python, http_port=http_port)
+        group.spawn(name, argv, env, logs / f"{name}.log", cwd=state_dir)
+    except BaseException:
+        procs.stop_all(state_dir, grace_s=2)
+        raise
+    deployment.processes = group.records()
+    deployment.save()
+    return deployment
+
+
+def load_local(state_dir: Path) -> LocalDeployment:
+    path = Path(state_dir) / DEPLOYMENT_FILE
+    if not path.exists():
+        raise FileNotFoundError(f"no local deployment in {state_dir} ({DEPLOYMENT_FILE} missing)")
+    return LocalDeployment.from_dict(json.loads(path.read_text()))
+
+
+def teardown_local(state_dir: Path, grace_s: float = 5) -> list[dict]:
+    """Stop every process of the deployment (idempotent). Returns the records stopped."""
+    return procs.stop_all(state_dir, grace_s=grace_s)
+
+
+def _fail_if_any_exited(deployment: LocalDeployment) -> None:
+    for record in deployment.processes:
+        if not procs.record_alive(record):
+            code = procs.exit_code(record)
+            how = "" if code is None else f" with code {code}"
+            raise LocalDeploymentError(
+                f"{record['name']} (pid {record['pid']}) exited{how} before "
+                f"{deployment.name} was ready: {shlex.join(record['argv'])}\n"
+                + procs.format_tails([record["log_path"]], lines=40)
+            )
+
+
+def registered_workers(state_dir: Path) -> int | None:
+    """Worker model cards in the deployment's file discovery store, one per running engine.
+
+    Relies on Dynamo 1.6's store layout (`v1/mdc/...`); None when that layout is not there, so a
+    future layout change skips this check instead of blocking readiness.
+    """
+    cards = Path(state_dir) / "discovery" / "v1" / "mdc"
+    if not cards.is_dir():
+        return None
+    return sum(1 for p in cards.rglob("*") if p.is_file())
+
+
+def wait_ready_local(state_dir: Path, timeout_s: float = 60) -> float:
+    """Wait until every worker has registered, the frontend lists the model and answers one
+    chat completion. Returns the seconds it took.
+
+    Fails at once (LocalDeploymentError, with the log tail) if a process of the deployment has
+    exited; TimeoutError after `timeout_s` otherwise.
+    """
+    deployment = load_local(state_dir)
+    start = time.monotonic()
+    logs = [r["log_path"] for r in deployment.processes]
+    expected = sum(c["num_workers"] for c in deployment.components)
+
+    def remaining() -> float:
+        return max(0.0, timeout_s - (time.monotonic() - start))
+
+    # A benchmark that starts while one of two workers is still registering measures the wrong
+    # deployment: wait for all of them (the frontend alone would be content with one).
+    while (count := registered_workers(state_dir)) is not None and count < expected:
+        _fail_if_any_exited(deployment)
+        if remaining() <= 0:
+            raise TimeoutError(f"only {count}/{expected} workers of {deployment.name} registered "
+                               f"after {timeout_s:.0f}s\n" + procs.format_tails(logs))
+        time.sleep(0.1)
+
+    def check() -> None:
+        _fail_if_any_exited(deployment)
+
+    procs.wait_http(
+        f"{deployment.frontend_url}/v1/models", remaining(),
+        lambda answer: any(m.get("id") == deployment.model_name
+                           for m in (answer or {}).get("data", [])),
+        log_paths=logs, check=check,
+    )
+    # Listed is not yet servable (disagg waits for prefill activation): retry one real request.
+    procs.wait_http(
+        f"{deployment.frontend_url}/v1/chat/completions", remaining(),
+        lambda answer: bool((answer or {}).get("choices")),
+        body={"model": deployment.model_name, "max_tokens": 4, "stream": False,
+              "messages": [{"role": "user", "content": "are you ready ?"}]},
+        log_paths=logs, check=check,
+    )
+    return time.monotonic() - start

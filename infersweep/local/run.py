@@ -1,0 +1,158 @@
+"""`infersweep run --local`: render a recipe exactly as for a cluster, then run that rendered workflow here.
+
+The stand-ins for cluster services are real programs: Dynamo frontend + mocker workers for the DGD, a
+real S3-compatible server for the artifact repository and results bucket, AIPerf for every point. The
+recipe is scaled down by params/local.yaml (same shape, fewer workers, smaller sweep). Every process this
+starts is stopped when it ends: on success, on a failed step, on Ctrl-C and on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from infersweep.local import procs
+from infersweep.local.argo import LocalArgo, LocalCluster, Node
+from infersweep.local.s3server import LocalS3
+from infersweep.local.toy_model import build_toy_model
+from infersweep.paths import REPO_ROOT, params_dir, venv_python
+from infersweep.platform_config import load_platform
+from infersweep.recipe import ResolvedRecipe, load_recipe
+from infersweep.render import render_recipe
+
+ARTIFACT_BUCKET = "infersweep-artifacts"
+
+
+@dataclass
+class LocalRun:
+    run_id: str
+    run_dir: Path
+    phase: str
+    results_dir: Path
+    s3_keys: list[str]
+    root: Node
+    seconds: float
+    message: str = ""
+
+
+def local_profile() -> dict[str, Any]:
+    return yaml.safe_load((params_dir() / "local.yaml").read_text())
+
+
+def scaled_points(r: ResolvedRecipe, prof: dict[str, Any]) -> list[dict[str, int]]:
+    """The recipe's sweep, cut to this machine: its lowest levels up to max_concurrency, at most max_points."""
+    levels = [c for c in r.recipe.workload.concurrency if c <= prof["max_concurrency"]] or [min(r.recipe.workload.concurrency)]
+    levels = levels[: prof["max_points"]]
+    return [{"concurrency": c, "requests": max(prof["min_requests"], c * prof["requests_per_concurrency"]),
+             "warmup": min(prof["max_warmup"], c)} for c in levels]
+
+
+def scaled_lengths(r: ResolvedRecipe, prof: dict[str, Any]) -> tuple[int, int]:
+    # Keep the ISL:OSL ratio when both must shrink, so a prefill-heavy recipe stays prefill-heavy.
+    w = r.recipe.workload
+    scale = min(1.0, prof["max_isl"] / w.isl, prof["max_osl"] / w.osl)
+    return max(8, int(w.isl * scale)), max(4, int(w.osl * scale))
+
+
+def _printer(stream=sys.stdout) -> Callable[[str, Node], None]:
+    t0 = time.monotonic()
+
+    def on_event(kind: str, node: Node) -> None:
+        short = node.name.split(".", 1)[1] if "." in node.name else node.name
+        if node.template in ("pipeline", "sweep", "exit-handler") and kind == "start":
+            return
+        stamp = f"[{time.monotonic() - t0:6.1f}s]"
+        if kind == "start":
+            print(f"{stamp} > {short}", file=stream, flush=True)
+            return
+        detail = ""
+        if "result" in node.outputs:
+            try:
+                res = json.loads(node.outputs["result"])
+                detail = f"  {res.get('status')}: {res.get('reason', '')}"[:160]
+            except json.JSONDecodeError:
+                pass
+        elif node.message:
+            detail = f"  {node.message}"[:300]
+        mark = {"Succeeded": "ok", "Omitted": "skipped"}.get(node.phase, node.phase.upper())
+        print(f"{stamp} {mark:>9} {short} ({node.seconds:.1f}s){detail}", file=stream, flush=True)
+
+    return on_event
+
+
+def run_local(recipe_ref: str | Path, *, out_root: Path = Path("runs"), cache_root: Path = Path(".infersweep"),
+              overrides: dict[str, str] | None = None, dgd_api: str = "v1beta1",
+              on_event: Callable[[str, Node], None] | None = None) -> LocalRun:
+    t_start = time.monotonic()
+    r = load_recipe(recipe_ref)
+    prof = local_profile()
+    isl, osl = scaled_lengths(r, prof)
+    run_id = f"{r.name[:40]}-{datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S')}"
+    run_dir = (out_root / run_id).resolve()
+    state_dir = run_dir / "state"
+    cache_root = cache_root.resolve()
+    model_dir = build_toy_model(cache_root / "toy-model")
+
+    local_overrides = {"model-source": f"file://{model_dir}", "isl": str(isl), "osl": str(osl),
+                       "points": json.dumps(scaled_points(r, prof), separators=(",", ":")), "ready-timeout-s": "120",
+                       "point-timeout-s": "600"}
+    bundle = render_recipe(r, load_platform(), dgd_api=dgd_api, namespace="local",
+                           overrides=local_overrides | (overrides or {}), workflow_name=run_id)
+    bundle.write(run_dir / "rendered")
+    platform = load_platform()
+
+    pythons = {platform["images"]["steps"]: sys.executable, platform["images"]["aiperf"]: venv_python("aiperf")}
+    s3 = LocalS3(buckets=[platform["s3"]["bucket"], ARTIFACT_BUCKET])
+    prev = {}
+    argo: LocalArgo | None = None
+
+    def handle(signum, _frame):
+        if argo is not None:
+            argo.stop(f"stopped by {signal.Signals(signum).name}")
+
+    try:
+        s3.start()
+        env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}  # see AIPerf note in steps.aiperf_point
+        env |= s3.env() | {
+            "INFERSWEEP_PLATFORM": "local",
+            "INFERSWEEP_LOCAL_STATE": str(state_dir),
+            "INFERSWEEP_LOCAL_MODEL_DIR": str(model_dir),
+            "INFERSWEEP_LOCAL_MAX_WORKERS": str(prof["max_workers_per_component"]),
+        }
+        s3c = s3.client()
+
+        def upload_artifact(key: str, f: Path) -> str:
+            s3c.upload_file(str(f), ARTIFACT_BUCKET, key)
+            return f"s3://{ARTIFACT_BUCKET}/{key}"
+
+        cluster = LocalCluster(
+            pythons=pythons, pvc_dirs=lambda claim: cache_root / "pvc" / claim, run_dir=run_dir, cwd=REPO_ROOT,
+            env=env, upload_artifact=upload_artifact, on_event=on_event or _printer())
+        argo = LocalArgo(bundle.workflow, bundle.templates, cluster)
+        argo.name = run_id
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            prev[sig] = signal.signal(sig, handle)
+        root = argo.run()
+        prefix = f"{platform['s3']['prefix']}/{r.name}/{run_id}/"
+        keys = [o["Key"] for o in s3c.list_objects_v2(Bucket=platform["s3"]["bucket"], Prefix=prefix).get("Contents", [])]
+    finally:
+        for sig, h in prev.items():
+            signal.signal(sig, h)
+        # Belt and braces: whatever the exit handler did, no Dynamo process outlives the run.
+        for d in sorted((state_dir / "dgd").glob("*")) if (state_dir / "dgd").exists() else []:
+            procs.stop_all(d)
+        s3.stop()
+    results = run_dir / "volumes" / "workdir" / "run"
+    link = run_dir / "results"
+    if results.exists() and not link.exists():
+        link.symlink_to(results.relative_to(run_dir))
+    return LocalRun(run_id, run_dir, root.phase, link, keys, root, time.monotonic() - t_start, root.message)

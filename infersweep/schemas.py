@@ -1,0 +1,609 @@
+"""Strict schema validation for every YAML document we render.
+
+Why: Hera's generated models silently drop unknown fields, and the Kubernetes API server silently
+prunes unknown fields of custom resources. A typo therefore renders (or deploys) as *nothing*
+instead of failing. We validate each rendered document against the upstream schema of its kind
+with unknown properties forbidden, so the typo fails here, with its path.
+
+Sources (read-only, see ``reference_dir()``):
+  * Argo: ``argo/schema-<version>.json`` (argo-workflows ``api/jsonschema/schema.json``).
+  * DGD:  ``dynamo/crds/nvidia.com_dynamographdeployments.yaml`` (openAPIV3Schema per version).
+  * Core/RBAC objects: the ``io.k8s`` definitions inside the Argo schema where they exist
+    (PersistentVolumeClaim, ObjectMeta, ...), small hand-written schemas otherwise.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import functools
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Iterable, NamedTuple
+
+import yaml
+from jsonschema import Draft7Validator
+
+__all__ = [
+    "SchemaError",
+    "reference_dir",
+    "validate_argo",
+    "validate_dgd",
+    "validate_document",
+    "validate_yaml_stream",
+]
+
+ARGO_VERSIONS = ("v4.1.2", "v3.7.18")
+MAX_LISTED = 20  # violations shown in a SchemaError message; the rest are counted
+
+ARGO_KINDS = (
+    "Workflow",
+    "WorkflowTemplate",
+    "CronWorkflow",
+    "ClusterWorkflowTemplate",
+    "WorkflowEventBinding",
+)
+DGD_VERSIONS = {"nvidia.com/v1alpha1": "v1alpha1", "nvidia.com/v1beta1": "v1beta1"}
+
+# (apiVersion, kind) -> definition name inside the (patched) Argo definitions.
+# "infersweep.*" names are the hand-written schemas below; the others ship with the Argo schema.
+K8S_KINDS = {
+    ("v1", "PersistentVolumeClaim"): "io.k8s.api.core.v1.PersistentVolumeClaim",
+    ("v1", "ConfigMap"): "infersweep.ConfigMap",
+    ("v1", "ServiceAccount"): "infersweep.ServiceAccount",
+    ("rbac.authorization.k8s.io/v1", "Role"): "infersweep.Role",
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): "infersweep.ClusterRole",
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): "infersweep.RoleBinding",
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "infersweep.RoleBinding",
+}
+RBAC_KINDS = {"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}
+
+
+# ----------------------------------------------------------------------------------------------
+# Errors
+
+
+class Violation(NamedTuple):
+    where: str  # "<kind>/<name>"
+    path: tuple  # JSON path elements (str keys, int indexes)
+    message: str
+
+
+class SchemaError(ValueError):
+    """One or more documents do not match their schema; ``violations`` holds all of them."""
+
+    def __init__(self, violations: Iterable[Violation]):
+        self.violations = sorted(set(violations), key=lambda v: (v.where, _sort_key(v.path), v.message))
+        lines = [f"{v.where}: {format_path(v.path)}: {v.message}" for v in self.violations[:MAX_LISTED]]
+        if len(self.violations) > MAX_LISTED:
+            lines.append(f"... and {len(self.violations) - MAX_LISTED} more")
+        super().__init__("\n".join(lines))
+
+
+def _sort_key(path: tuple) -> tuple:
+    # Sort indexes numerically ([2] before [10]) and never compare int with str.
+    return tuple((0, p, "") if isinstance(p, int) else (1, 0, p) for p in path)
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+
+
+def format_path(path: Iterable) -> str:
+    """``("spec", "templates", 0, "nvidia.com/gpu")`` -> ``spec.templates[0]["nvidia.com/gpu"]``."""
+    text = ""
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif _PLAIN_KEY.fullmatch(part):
+            text += f".{part}"
+        else:
+            text += f"[{json.dumps(part)}]"
+    return text.lstrip(".") or "(root)"
+
+
+def _where(doc: Any) -> str:
+    if not isinstance(doc, dict):
+        return "?/?"
+    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    name = meta.get("name") or meta.get("generateName") or "?"
+    return f"{doc.get('kind') or '?'}/{name}"
+
+
+# ----------------------------------------------------------------------------------------------
+# Locating and loading the reference schemas
+
+
+def reference_dir() -> Path:
+    """The read-only ``shared/reference`` folder.
+
+    ``$INFERSWEEP_REFERENCE`` wins; otherwise walk up from this file looking for
+    ``<ancestor>/shared/reference`` (dev: /work/main + /work/shared; CI: <clone>/../shared).
+    """
+    env = os.environ.get("INFERSWEEP_REFERENCE")
+    if env:
+        path = Path(env)
+        if not path.is_dir():
+            raise FileNotFoundError(f"INFERSWEEP_REFERENCE={env} is not a directory")
+        return path
+    for ancestor in Path(__file__).resolve().parents:
+        candidate = ancestor / "shared" / "reference"
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(
+        f"no shared/reference folder above {Path(__file__).resolve()}; set INFERSWEEP_REFERENCE"
+    )
+
+
+def _forbid_unknown_properties(node: Any) -> None:
+    """In place: every object schema with ``properties`` and no ``additionalProperties`` gets
+    ``additionalProperties: false`` (recursively, so inline objects are covered too)."""
+    if isinstance(node, dict):
+        if "properties" in node and "additionalProperties" not in node:
+            node["additionalProperties"] = False
+        for value in node.values():
+            _forbid_unknown_properties(value)
+    elif isinstance(node, list):
+        for value in node:
+            _forbid_unknown_properties(value)
+
+
+# Hand-written strict schemas for core/RBAC kinds the Argo schema does not carry. They refer to
+# Argo's io.k8s definitions (ObjectMeta, ObjectReference, ...) so metadata is checked strictly too.
+_META = {"$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}
+_STRINGS = {"type": "array", "items": {"type": "string"}}
+_HEADER = {"apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": _META}
+_POLICY_RULE = {
+    "type": "object",
+    "required": ["verbs"],
+    "properties": {
+        "apiGroups": _STRINGS,
+        "resources": _STRINGS,
+        "verbs": _STRINGS,
+        "resourceNames": _STRINGS,
+        "nonResourceURLs": _STRINGS,
+    },
+}
+_EXTRA_DEFINITIONS = {
+    "infersweep.ConfigMap": {
+        "type": "object",
+        "required": ["apiVersion", "kind", "metadata"],
+        "properties": {
+            **_HEADER,
+            # Keys of data/binaryData must be valid file names (the API server rejects others).
+            "data": {
+                "type": "object",
+                "propertyNames": {"pattern": r"^[-._a-zA-Z0-9]+$", "maxLength": 253},
+                "additionalProperties": {"type": "string"},
+            },
+            "binaryData": {
+                "type": "object",
+                "propertyNames": {"pattern": r"^[-._a-zA-Z0-9]+$", "maxLength": 253},
+                "additionalProperties": {"type": "string"},
+            },
+            "immutable": {"type": "boolean"},
+        },
+    },
+    "infersweep.ServiceAccount": {
+        "type": "object",
+        "required": ["apiVersion", "kind", "metadata"],
+        "properties": {
+            **_HEADER,
+            "automountServiceAccountToken": {"type": "boolean"},
+            "imagePullSecrets": {
+                "type": "array",
+                "items": {"$ref": "#/definitions/io.k8s.api.core.v1.LocalObjectReference"},
+            },
+            "secrets": {
+                "type": "array",
+                "items": {"$ref": "#/definitions/io.k8s.api.core.v1.ObjectReference"},
+            },
+        },
+    },
+    "infersweep.Role": {
+        "type": "object",
+        "required": ["apiVersion", "kind", "metadata"],
+        "properties": {**_HEADER, "rules": {"type": "array", "items": _POLICY_RULE}},
+    },
+    "infersweep.ClusterRole": {
+        "type": "object",
+        "required": ["apiVersion", "kind", "metadata"],
+        "properties": {
+            **_HEADER,
+            "rules": {"type": "array", "items": _POLICY_RULE},
+            "aggregationRule": {
+                "type": "object",
+                "properties": {
+                    "clusterRoleSelectors": {
+                        "type": "array",
+                        "items": {"$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"},
+                    }
+                },
+            },
+        },
+    },
+    "infersweep.RoleBinding": {
+        "type": "object",
+        "required": ["apiVersion", "kind", "metadata", "roleRef"],
+        "properties": {
+            **_HEADER,
+            "roleRef": {
+                "type": "object",
+                "required": ["apiGroup", "kind", "name"],
+                "properties": {
+                    "apiGroup": {"type": "string"},
+                    "kind": {"enum": ["Role", "ClusterRole"]},
+                    "name": {"type": "string"},
+                },
+            },
+            "subjects": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["kind", "name"],
+                    "properties": {
+                        "apiGroup": {"type": "string"},
+                        "kind": {"enum": ["ServiceAccount", "User", "Group"]},
+                        "name": {"type": "string"},
+                        "namespace": {"type": "string"},
+                    },
+                },
+            },
+        },
+    },
+}
+
+
+@functools.lru_cache(maxsize=None)
+def _argo_definitions(ref_dir: str, version: str) -> dict:
+    """The Argo schema's definitions, patched (see module docstring and comments)."""
+    path = Path(ref_dir) / "argo" / f"schema-{version}.json"
+    if not path.is_file():
+        available = sorted(p.stem.removeprefix("schema-") for p in path.parent.glob("schema-*.json"))
+        raise ValueError(f"no Argo schema for {version!r}; available: {available}")
+    definitions = json.loads(path.read_text())["definitions"]
+    definitions.update(copy.deepcopy(_EXTRA_DEFINITIONS))
+    _forbid_unknown_properties(definitions)
+    # The schema types IntOrString as string only; the API server (and Argo) accept both.
+    definitions["io.k8s.apimachinery.pkg.util.intstr.IntOrString"] = {
+        "anyOf": [{"type": "string"}, {"type": "integer"}]
+    }
+    # Same for resource quantities: `cpu: 1` or `nvidia.com/gpu: 1` is valid Kubernetes.
+    definitions["io.k8s.apimachinery.pkg.api.resource.Quantity"] = {
+        "anyOf": [{"type": "string"}, {"type": "number"}]
+    }
+    _inline_refs(definitions)
+    return definitions
+
+
+def _inline_refs(definitions: dict) -> None:
+    """In place: replace each ``{"$ref": "#/definitions/X", ...}`` by the definition object X.
+
+    Why: jsonschema's $ref lookups were ~40% of validation time (a 27 KB workflow: ~45 ms ->
+    ~25 ms per schema version). The graph becomes cyclic (Template -> DAGTask.inline ->
+    Template), which is fine: validation only follows the instance. The siblings dropped with
+    each $ref are description/title annotations only. Must run after every other patch.
+    """
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return definitions[node["$ref"].removeprefix("#/definitions/")]
+            for key, value in node.items():
+                if key == "properties":  # a name -> schema map: never treat a name as a keyword
+                    for name, sub in value.items():
+                        value[name] = resolve(sub)
+                else:
+                    node[key] = resolve(value)
+        elif isinstance(node, list):
+            node[:] = [resolve(item) for item in node]
+        return node
+
+    for schema in definitions.values():
+        resolve(schema)
+
+
+@functools.lru_cache(maxsize=None)
+def _argo_validator(ref_dir: str, version: str, definition: str) -> Draft7Validator:
+    # The file declares draft 2020-12 but only uses keywords whose meaning is identical in
+    # draft 7 (type/properties/items/required/additionalProperties/const/enum/format, and $ref
+    # whose siblings are only description/title annotations), so Draft 7 validates the same.
+    # We validate against the definition of the document's kind, not the top-level
+    # oneOf-over-kinds, so errors point at the offending field instead of "not valid under oneOf".
+    definitions = _argo_definitions(ref_dir, version)
+    if definition not in definitions:
+        raise ValueError(f"Argo schema {version} has no definition {definition}")
+    return Draft7Validator(definitions[definition], format_checker=None)
+
+
+def _crd_to_json_schema(node: dict) -> dict:
+    """Convert one structural openAPIV3Schema node to a strict JSON Schema (draft 7).
+
+    * ``x-kubernetes-preserve-unknown-fields: true`` -> extra properties allowed there.
+    * ``x-kubernetes-int-or-string: true`` -> integer or string.
+    * any other ``type: object`` without ``additionalProperties`` -> unknown properties forbidden:
+      the API server prunes them silently. That includes objects with no ``properties`` at all
+      (e.g. v1beta1 ``scalingAdapter``): the server prunes *everything* inside them.
+    * ``x-kubernetes-validations`` (CEL rules) are ignored: we do not evaluate CEL, and the API
+      server rejects CEL violations loudly at apply time anyway.
+    * ``null`` is rejected where the schema is not ``nullable``: the API server prunes such nulls
+      (another silent drop), and a None rendered from Python almost always means a missing value.
+    * descriptions/defaults/other ``x-kubernetes-*`` annotations are dropped (fewer keywords
+      to walk per node); ``format`` stays but is not checked (format checker off).
+    """
+    out: dict = {}
+    for key, value in node.items():
+        if key == "properties":
+            out[key] = {name: _crd_to_json_schema(sub) for name, sub in value.items()}
+        elif key in ("items", "not") or (key == "additionalProperties" and isinstance(value, dict)):
+            out[key] = _crd_to_json_schema(value)
+        elif key in ("anyOf", "allOf", "oneOf"):
+            out[key] = [_crd_to_json_schema(sub) for sub in value]
+        elif key.startswith("x-kubernetes-") or key in ("description", "default", "example", "nullable"):
+            continue
+        else:
+            out[key] = value
+    if node.get("nullable") and "type" in out:
+        out["type"] = [out["type"], "null"]
+    if node.get("x-kubernetes-int-or-string"):
+        out.pop("type", None)
+        out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
+    is_object = out.get("type") == "object" or "properties" in out
+    if (
+        is_object
+        and "additionalProperties" not in out
+        and not node.get("x-kubernetes-preserve-unknown-fields")
+    ):
+        out["additionalProperties"] = False
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _dgd_validators(ref_dir: str) -> dict[str, Draft7Validator]:
+    path = Path(ref_dir) / "dynamo" / "crds" / "nvidia.com_dynamographdeployments.yaml"
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the CRD is 1.6 MB: libyaml is ~20x faster
+    crd = yaml.load(path.read_text(), Loader=loader)
+    validators = {}
+    for version in crd["spec"]["versions"]:
+        schema = _crd_to_json_schema(version["schema"]["openAPIV3Schema"])
+        # A CRD declares metadata as a bare `type: object` (the server handles ObjectMeta itself);
+        # leave it open here and check it by hand in _metadata_violations.
+        schema["properties"]["metadata"] = {"type": "object"}
+        validators[version["name"]] = Draft7Validator(schema, format_checker=None)
+    return validators
+
+
+# ----------------------------------------------------------------------------------------------
+# Turning jsonschema errors into violations
+
+
+def _describe_type(value: Any) -> str:
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer", float: "number"}
+    return names.get(type(value), "null" if value is None else type(value).__name__)
+
+
+def _error_violations(where: str, error) -> list[Violation]:
+    path = tuple(error.absolute_path)
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    if error.validator == "additionalProperties" and error.validator_value is False:
+        known = list(schema.get("properties", {}))
+        out = []
+        for extra in error.instance:
+            if extra in known:
+                continue
+            close = difflib.get_close_matches(extra, known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            if not known:
+                hint = " (this object takes no fields)"
+            out.append(Violation(where, path + (extra,), f"unknown field{hint}"))
+        return out
+    if error.validator == "required":
+        # jsonschema yields one error per missing property; its message starts with repr(name).
+        missing = next((r for r in error.validator_value if error.message.startswith(repr(r))), "?")
+        return [Violation(where, path + (missing,), "required field is missing")]
+    if error.validator == "type":
+        expected = error.validator_value
+        expected = " or ".join(expected) if isinstance(expected, list) else expected
+        return [Violation(where, path, f"expected {expected}, got {_describe_type(error.instance)}")]
+    if error.validator == "anyOf" and all(set(sub) == {"type"} for sub in error.validator_value):
+        expected = " or ".join(sub["type"] for sub in error.validator_value)
+        return [Violation(where, path, f"expected {expected}, got {_describe_type(error.instance)}")]
+    message = error.message if len(error.message) <= 200 else error.message[:197] + "..."
+    return [Violation(where, path, message)]
+
+
+def _schema_violations(validator: Draft7Validator, doc: dict) -> list[Violation]:
+    where = _where(doc)
+    out: list[Violation] = []
+    for error in validator.iter_errors(doc):
+        out.extend(_error_violations(where, error))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# metadata checks the schemas cannot express (CRD metadata is a bare object; Argo's ObjectMeta
+# types name/labels as plain strings)
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")  # used with fullmatch: "$" would accept "\n"
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_OBJECT_META_FIELDS = {
+    "annotations", "creationTimestamp", "deletionGracePeriodSeconds", "deletionTimestamp",
+    "finalizers", "generateName", "generation", "labels", "managedFields", "name", "namespace",
+    "ownerReferences", "resourceVersion", "selfLink", "uid",
+}  # fmt: skip
+
+
+def _is_dns_subdomain(value: str) -> bool:
+    return len(value) <= 253 and bool(_DNS_SUBDOMAIN.fullmatch(value))
+
+
+def _is_qualified_key(key: str) -> bool:
+    """Label/annotation key: optional DNS-subdomain prefix + '/' + name of at most 63 chars."""
+    prefix, _, name = key.rpartition("/")
+    if prefix and not _is_dns_subdomain(prefix):
+        return False
+    return len(name) <= 63 and bool(_QUALIFIED_NAME.fullmatch(name))
+
+
+def _metadata_violations(doc: dict, require_name: bool, schema_checked: bool = True) -> list[Violation]:
+    """Name/namespace/label rules of the API server. ``schema_checked=False`` (CRDs, whose
+    metadata schema is a bare object) also checks field names and value types."""
+    where = _where(doc)
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict):
+        return [Violation(where, ("metadata",), "required field is missing")]
+    out: list[Violation] = []
+
+    def bad(path: tuple, message: str) -> None:
+        out.append(Violation(where, ("metadata",) + path, message))
+
+    if not schema_checked:
+        for key in meta:
+            if key not in _OBJECT_META_FIELDS:
+                bad((key,), "unknown field")
+    name, generate_name = meta.get("name"), meta.get("generateName")
+    # RBAC object names only need to be valid path segments; everything else a DNS-1123 subdomain.
+    if doc.get("kind") in RBAC_KINDS:
+        name_ok = lambda v: v not in (".", "..") and not re.search(r"[/%]", v)  # noqa: E731
+        rule = "a path segment (no '/', '%', '.' or '..')"
+    else:
+        name_ok, rule = _is_dns_subdomain, "a DNS-1123 subdomain (<=253, lowercase alnum, '-', '.')"
+    if name is None and (require_name or generate_name is None):
+        bad(("name",), "required field is missing" if require_name else "name or generateName is required")
+    if name is not None and not (isinstance(name, str) and name_ok(name)):
+        bad(("name",), f"{name!r} is not {rule}")
+    if generate_name is not None:
+        # The API server masks a trailing '-' before checking generateName as a name.
+        masked = (
+            generate_name[:-1] + "a"
+            if isinstance(generate_name, str) and generate_name.endswith("-")
+            else generate_name
+        )
+        if not (isinstance(masked, str) and name_ok(masked)):
+            bad(("generateName",), f"{generate_name!r} is not a valid prefix of {rule}")
+    namespace = meta.get("namespace")
+    if namespace is not None and not (
+        isinstance(namespace, str) and len(namespace) <= 63 and _DNS_LABEL.fullmatch(namespace)
+    ):
+        bad(("namespace",), f"{namespace!r} is not a DNS-1123 label")
+    for field in ("labels", "annotations"):
+        mapping = meta.get(field)
+        if mapping is None:
+            continue
+        if not isinstance(mapping, dict):
+            if not schema_checked:
+                bad((field,), f"expected object, got {_describe_type(mapping)}")
+            continue
+        for key, value in mapping.items():
+            if not (isinstance(key, str) and _is_qualified_key(key)):
+                bad(
+                    (field, key),
+                    "invalid key (optional DNS prefix + '/' + name of <=63 alnum, '-', '_', '.')",
+                )
+            if not isinstance(value, str):
+                # YAML turns `true`/`1` into bool/int; the API server only accepts strings.
+                if not schema_checked:
+                    bad((field, key), f"expected string, got {_describe_type(value)}")
+            elif field == "labels" and not (
+                len(value) <= 63 and (value == "" or _QUALIFIED_NAME.fullmatch(value))
+            ):
+                bad((field, key), f"{value!r} is not a valid label value (<=63 alnum, '-', '_', '.')")
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Public API
+
+
+def _argo_violations(doc: dict, versions: tuple[str, ...]) -> list[Violation]:
+    """Schema violations under each Argo version; one line per violation, naming the versions."""
+    kind = doc.get("kind")
+    if kind not in ARGO_KINDS:
+        return [Violation(_where(doc), ("kind",), f"{kind!r} is not an Argo kind {list(ARGO_KINDS)}")]
+    failing: dict[Violation, list[str]] = {}
+    for version in versions:
+        validator = _argo_validator(str(reference_dir()), version, f"io.argoproj.workflow.v1alpha1.{kind}")
+        for violation in _schema_violations(validator, doc):
+            failing.setdefault(violation, []).append(version)
+    return [v._replace(message=f"{v.message} (Argo {', '.join(vs)})") for v, vs in failing.items()]
+
+
+def validate_argo(doc: dict, argo_version: str = "v4.1.2") -> None:
+    """Raise SchemaError unless ``doc`` (an Argo object) matches the schema of ``argo_version``."""
+    violations = _argo_violations(doc, (argo_version,)) + _metadata_violations(doc, require_name=False)
+    if violations:
+        raise SchemaError(violations)
+
+
+def _dgd_violations(doc: dict) -> list[Violation]:
+    version = DGD_VERSIONS.get(doc.get("apiVersion"))
+    if version is None or doc.get("kind") != "DynamoGraphDeployment":
+        return [Violation(_where(doc), ("apiVersion",),
+                          f"expected DynamoGraphDeployment of {sorted(DGD_VERSIONS)}, "
+                          f"got {doc.get('apiVersion')!r} {doc.get('kind')!r}")]  # fmt: skip
+    validator = _dgd_validators(str(reference_dir()))[version]
+    return _schema_violations(validator, doc) + _metadata_violations(
+        doc, require_name=True, schema_checked=False
+    )
+
+
+def validate_dgd(doc: dict) -> None:
+    """Raise SchemaError unless ``doc`` matches the DGD CRD version named by its apiVersion."""
+    violations = _dgd_violations(doc)
+    if violations:
+        raise SchemaError(violations)
+
+
+def _k8s_violations(doc: dict) -> list[Violation]:
+    definition = K8S_KINDS[(doc.get("apiVersion"), doc.get("kind"))]
+    # Core definitions are taken from the newest Argo schema (newest Kubernetes API).
+    validator = _argo_validator(str(reference_dir()), ARGO_VERSIONS[0], definition)
+    return _schema_violations(validator, doc) + _metadata_violations(doc, require_name=True)
+
+
+def _document_violations(doc: Any, argo_versions: Iterable[str]) -> list[Violation]:
+    if not isinstance(doc, dict):
+        return [Violation("?/?", (), f"expected a mapping, got {_describe_type(doc)}")]
+    api_version, kind = doc.get("apiVersion"), doc.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        return [Violation(_where(doc), (), "apiVersion and kind are required strings")]
+    if api_version.startswith("argoproj.io/"):
+        return _argo_violations(doc, tuple(argo_versions)) + _metadata_violations(doc, require_name=False)
+    if api_version.startswith("nvidia.com/") and kind == "DynamoGraphDeployment":
+        return _dgd_violations(doc)
+    if (api_version, kind) in K8S_KINDS:
+        return _k8s_violations(doc)
+    # Failing loudly is the point: an unchecked kind is exactly where a typo would slip through.
+    return [Violation(_where(doc), ("kind",),
+                      f"no schema for {api_version} {kind}; add one to infersweep/schemas.py")]  # fmt: skip
+
+
+def validate_document(doc: dict, argo_versions: Iterable[str] = ARGO_VERSIONS) -> None:
+    """Validate one document against the schema of its apiVersion/kind.
+
+    argoproj.io -> the Argo schema of every version in ``argo_versions``;
+    nvidia.com DynamoGraphDeployment -> the DGD CRD; v1 / rbac kinds -> Kubernetes checks.
+    """
+    violations = _document_violations(doc, tuple(argo_versions))
+    if violations:
+        raise SchemaError(violations)
+
+
+def validate_yaml_stream(text: str, argo_versions: Iterable[str] = ARGO_VERSIONS) -> int:
+    """Validate every document of a multi-document YAML string; return how many there were.
+
+    All violations of all documents are reported in one SchemaError. Empty documents
+    (a stray ``---``) are skipped and not counted.
+    """
+    argo_versions = tuple(argo_versions)
+    count, violations = 0, []
+    for doc in yaml.safe_load_all(text):
+        if doc is None:
+            continue
+        count += 1
+        violations += _document_violations(doc, argo_versions)
+    if violations:
+        raise SchemaError(violations)
+    return count

@@ -1,0 +1,265 @@
+"""Run one AIPerf benchmark point and leave an honest OUT/result.json behind.
+
+Runs inside the AIPerf image: standard library only.
+
+    python -m steps.aiperf_point --url URL --model NAME --tokenizer DIR --concurrency N \
+        --requests N --warmup N --isl N --osl N --out DIR [--trace FILE] [--timeout-s S] \
+        [--max-error-rate F] [--aiperf BIN] [--extra-inputs k:v ...] [--result-param PATH]
+
+What it guarantees:
+- AIPerf gets an argv list, never a shell string: recipe values cannot reach a shell.
+- Argo stops a step with SIGTERM, which kills AIPerf without a summary. We catch SIGTERM and
+  send AIPerf SIGINT instead, which makes it write a partial summary; SIGKILL only after a grace period.
+- A retried step never redoes or overwrites a measured point: an existing OUT/result.json with
+  status ok is kept as is. Any other earlier attempt is moved to OUT/attempts/<n>/ first.
+- Exit 0 for ok/partial, 2 for cancelled/failed (the reason goes to stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+try:
+    from steps.aiperf_results import read_point
+except ImportError:  # the two files copied flat into an image, without the package
+    from aiperf_results import read_point  # type: ignore[no-redef]
+
+RESULT_FILE = "result.json"
+ARTIFACT_SUBDIR = "aiperf"
+LOG_FILE = "aiperf.log"
+# Kubernetes' default terminationGracePeriodSeconds is 30 s: AIPerf must be gone (and result.json
+# written) before the kubelet's own SIGKILL, so our grace period stays below it.
+DEFAULT_GRACE_S = 20.0
+EXIT_OK = 0
+EXIT_BAD_POINT = 2
+
+
+def build_argv(args: argparse.Namespace) -> list[str]:
+    """The AIPerf command line, as a list. Every value is a separate item, never shell-parsed."""
+    argv = [
+        args.aiperf, "profile",
+        "--model", args.model,
+        "--url", args.url,
+        "--endpoint-type", "chat",
+        "--streaming",
+        "--tokenizer", args.tokenizer,
+        "--concurrency", str(args.concurrency),
+        "--request-count", str(args.requests),
+    ]
+    if args.warmup > 0:
+        argv += ["--warmup-request-count", str(args.warmup)]
+    if args.trace:
+        # The trace gives each request its lengths; --no-fixed-schedule keeps this a concurrency
+        # point instead of replaying the trace's timestamps.
+        argv += ["--input-file", str(args.trace), "--custom-dataset-type", args.trace_type, "--no-fixed-schedule"]
+    else:
+        argv += ["--isl", str(args.isl), "--osl", str(args.osl)]
+    argv += ["--random-seed", str(args.seed)]
+    if args.request_timeout_s is not None:
+        argv += ["--request-timeout-seconds", f"{args.request_timeout_s:g}"]
+    if args.failed_request_threshold is not None:
+        argv += ["--failed-request-threshold", f"{args.failed_request_threshold:g}"]
+    for item in args.extra_inputs:
+        argv += ["--extra-inputs", item]
+    argv += ["--ui-type", "none", "--artifact-dir", str(Path(args.out) / ARTIFACT_SUBDIR)]
+    return argv
+
+
+def child_env() -> dict[str, str]:
+    # With HF_HUB_OFFLINE=1 AIPerf treats a local --tokenizer DIR as a hub id and fails.
+    env = dict(os.environ)
+    env.pop("HF_HUB_OFFLINE", None)
+    return env
+
+
+def run_aiperf(argv: list[str], log_path: Path, *, timeout_s: float | None, grace_s: float) -> tuple[int, str | None]:
+    """Run AIPerf to the end; return (exit code, what stopped it early or None).
+
+    SIGTERM/SIGINT to us, or the timeout, become one SIGINT to AIPerf (partial summary), then a
+    SIGKILL to its whole process group if it is still there after grace_s.
+    """
+    stop: dict[str, str | None] = {"cause": None}
+
+    def on_signal(signum, _frame):
+        stop["cause"] = stop["cause"] or signal.Signals(signum).name
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        with open(log_path, "ab") as log:
+            try:
+                # Own session: a terminal Ctrl-C or a group kill aimed at us does not hit AIPerf
+                # directly; it gets exactly one SIGINT from us. It also lets us SIGKILL its workers.
+                proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        env=child_env(), start_new_session=True)
+            except OSError as exc:
+                log.write(f"could not start AIPerf: {exc}\n".encode())
+                return 127, None
+        deadline = time.monotonic() + timeout_s if timeout_s else None
+        interrupted_at = None
+        while True:
+            try:
+                code = proc.wait(timeout=0.2)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            now = time.monotonic()
+            if stop["cause"] is None and deadline is not None and now >= deadline:
+                stop["cause"] = "timeout"
+            if stop["cause"] and interrupted_at is None:
+                _signal(proc.pid, signal.SIGINT, group=False)
+                interrupted_at = now
+            elif interrupted_at is not None and now - interrupted_at >= grace_s:
+                _signal(proc.pid, signal.SIGKILL, group=True)
+                stop["cause"] = f"{stop['cause']}, then SIGKILL after {grace_s:g} s"
+                code = proc.wait()
+                break
+        _signal(proc.pid, signal.SIGKILL, group=True)  # leftover AIPerf workers, if any
+        return code, stop["cause"]
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _signal(pid: int, sig: signal.Signals, *, group: bool) -> None:
+    try:
+        os.killpg(pid, sig) if group else os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass  # already gone
+
+
+def set_aside_previous_attempt(out: Path) -> int:
+    """Move an earlier attempt's files to OUT/attempts/<n>/; return this attempt's number."""
+    attempts = out / "attempts"
+    taken = [int(p.name) for p in attempts.iterdir() if p.name.isdigit()] if attempts.is_dir() else []
+    leftovers = [out / name for name in (RESULT_FILE, ARTIFACT_SUBDIR, LOG_FILE) if (out / name).exists()]
+    if leftovers:
+        dest = attempts / str(max(taken, default=0) + 1)
+        dest.mkdir(parents=True)
+        for path in leftovers:
+            path.rename(dest / path.name)
+        taken.append(int(dest.name))
+    return max(taken, default=0) + 1
+
+
+def _trace_has_hash_ids(trace: str) -> bool:
+    try:
+        with open(trace, encoding="utf-8") as f:
+            return "hash_ids" in json.loads(f.readline() or "{}")
+    except (OSError, ValueError, TypeError):
+        return False
+
+
+def load_json(path: Path) -> dict | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def write_json(path: Path, data: dict, indent: int | None = 2) -> None:
+    """Write via a temp file + rename: a kill mid-write never leaves a torn result.json."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=indent) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_result_param(path: str | None, result: dict) -> None:
+    # An Argo output parameter: keep it small, the full result lives in result.json.
+    if path:
+        write_json(Path(path), {k: result.get(k) for k in ("concurrency", "status", "reason")}, indent=None)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description="Run one AIPerf benchmark point into OUT/.")
+    p.add_argument("--url", required=True, help="frontend base URL, e.g. http://frontend:8000")
+    p.add_argument("--model", required=True, help="served model name")
+    p.add_argument("--tokenizer", required=True, help="local tokenizer dir (passed as is)")
+    p.add_argument("--concurrency", type=int, required=True)
+    p.add_argument("--requests", type=int, required=True, help="profiling requests")
+    p.add_argument("--warmup", type=int, default=0, help="warmup requests, excluded from results")
+    p.add_argument("--isl", type=int, help="input tokens per request (synthetic prompts)")
+    p.add_argument("--osl", type=int, help="output tokens per request (synthetic prompts)")
+    p.add_argument("--out", required=True, help="point dir: OUT/aiperf/, OUT/aiperf.log, OUT/result.json")
+    p.add_argument("--trace", help="trace file to take requests from instead of --isl/--osl")
+    p.add_argument("--trace-type", default="mooncake_trace", help="AIPerf --custom-dataset-type of --trace")
+    p.add_argument("--timeout-s", type=float, help="stop the point (SIGINT, then SIGKILL) after this long")
+    p.add_argument("--grace-s", type=float, default=DEFAULT_GRACE_S, help="wait after SIGINT before SIGKILL")
+    p.add_argument("--max-error-rate", type=float, default=0.0, help="fraction 0..1 of failed requests still ok")
+    p.add_argument("--aiperf", default="aiperf", help="AIPerf executable")
+    p.add_argument("--seed", type=int, default=1, help="AIPerf --random-seed: same prompts at every point")
+    p.add_argument("--request-timeout-s", type=float, help="AIPerf --request-timeout-seconds")
+    p.add_argument("--failed-request-threshold", type=float, help="AIPerf --failed-request-threshold (0..1)")
+    p.add_argument("--extra-inputs", nargs="*", default=[], metavar="KEY:VALUE", help="sent in every request body")
+    p.add_argument("--result-param", help="also write {concurrency,status,reason} here (Argo output parameter)")
+    args = p.parse_args(argv)
+    if args.trace is None and (args.isl is None or args.osl is None):
+        p.error("--isl and --osl are required without --trace")
+    if args.concurrency < 1 or args.requests < 1 or args.warmup < 0:
+        p.error("--concurrency and --requests must be >= 1, --warmup >= 0")
+    if not 0.0 <= args.max_error_rate <= 1.0:
+        p.error("--max-error-rate is a fraction between 0 and 1")
+    for item in args.extra_inputs:
+        if ":" not in item:
+            p.error(f"--extra-inputs wants KEY:VALUE, got {item!r}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    result_path = out / RESULT_FILE
+
+    previous = load_json(result_path)
+    if previous is not None and previous.get("status") == "ok":
+        print(f"{result_path} already holds a good point (attempt {previous.get('attempt')}): kept, AIPerf not run")
+        previous.setdefault("concurrency", args.concurrency)
+        write_result_param(args.result_param, previous)
+        return EXIT_OK
+
+    attempt = set_aside_previous_attempt(out)
+    if not Path(args.tokenizer).is_dir():
+        print(f"warning: --tokenizer {args.tokenizer} is not a local dir; AIPerf will look it up by name",
+              file=sys.stderr)
+    if args.trace and Path(args.tokenizer).is_dir() and _trace_has_hash_ids(args.trace):
+        # Measured on AIPerf 0.13.0: its hash_ids prompt synthesis loads the tokenizer in worker
+        # processes with HF_HUB_OFFLINE=1 forced, so a local dir is taken for a hub id and fails.
+        print("warning: AIPerf 0.13.0 fails trace replay with hash_ids and a local tokenizer dir "
+              "(>= 10 requests); use a hub id with a filled HF cache (HF_HOME) instead", file=sys.stderr)
+    command = build_argv(args)
+    log_path = out / LOG_FILE
+    print(f"attempt {attempt}: running AIPerf at concurrency {args.concurrency}, log in {log_path}", flush=True)
+
+    started = time.monotonic()
+    exit_code, stopped_by = run_aiperf(command, log_path, timeout_s=args.timeout_s, grace_s=args.grace_s)
+    wall_s = time.monotonic() - started
+
+    result = read_point(out / ARTIFACT_SUBDIR, max_error_rate=args.max_error_rate,
+                        exit_code=exit_code, console_log=log_path)
+    if stopped_by:  # say who stopped it: "(stopped by SIGTERM)", "(stopped by --timeout-s 600, then SIGKILL ...)"
+        who = stopped_by.replace("timeout", f"--timeout-s {args.timeout_s:g}", 1)
+        result["reason"] += f" (stopped by {who})"
+    result.update(concurrency=args.concurrency, argv=command, exit_code=exit_code,
+                  wall_s=round(wall_s, 3), attempt=attempt, stopped_by=stopped_by)
+    write_json(result_path, result)
+    write_result_param(args.result_param, result)
+
+    line = f"concurrency {args.concurrency}: {result['status']}: {result['reason']}"
+    if result["status"] in ("ok", "partial"):
+        print(line)
+        return EXIT_OK
+    print(line, file=sys.stderr)
+    return EXIT_BAD_POINT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,382 @@
+"""Read one AIPerf artifact dir into a small, honest result dict.
+
+Runs inside the AIPerf image as well as in the main env, so: standard library only.
+
+Why this exists: AIPerf's exit code says little. It exits 0 when half the requests got HTTP 500,
+when --failed-request-threshold cancelled the run, and when SIGINT stopped it early; it exits 1
+with no summary at all when nothing succeeded. The truth is in profile_export_aiperf.json:
+`is_complete`, `was_cancelled`, `request_error_rate` (a percentage) and `error_summary`, with
+`request_count` = successful requests and `completed_request_count` = successful + errored.
+
+    python -m steps.aiperf_results ARTIFACT_DIR [--max-error-rate F] [--exit-code N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+from pathlib import Path
+from typing import Any, Iterator
+
+SUMMARY_FILE = "profile_export_aiperf.json"
+RECORDS_FILE = "profile_export.jsonl"
+MANIFEST_FILE = "phase_manifest.json"
+LOG_FILE = "logs/aiperf.log"
+
+# AIPerf summary metric -> our flat prefix. Only these distributions are copied.
+DISTRIBUTIONS = {
+    "time_to_first_token": "ttft_ms",
+    "time_to_second_token": "ttst_ms",
+    "inter_token_latency": "itl_ms",
+    "request_latency": "request_latency_ms",
+    "output_sequence_length": "osl",
+    "input_sequence_length": "isl",
+}
+STATS = ("avg", "p50", "p90", "p95", "p99", "min", "max", "std")
+
+# Single numbers: our name -> (AIPerf metric, stat).
+SCALARS = {
+    "output_tok_s": ("output_token_throughput", "avg"),
+    "request_per_s": ("request_throughput", "avg"),
+    "tok_s_per_user_avg": ("output_token_throughput_per_user", "avg"),
+    "tok_s_per_user_p50": ("output_token_throughput_per_user", "p50"),
+    "input_tok_s": ("input_token_throughput", "avg"),
+    "total_tok_s": ("total_token_throughput", "avg"),
+}
+
+STATUSES = ("ok", "partial", "cancelled", "failed")
+
+
+def iter_profiling_records(jsonl_path: str | Path) -> Iterator[dict]:
+    """Yield the profiling-phase records of profile_export.jsonl.
+
+    Warmup requests are in the same file and must not count. A line that is not valid JSON
+    is skipped: a killed AIPerf can leave a torn last line, and the records before it are
+    still real measurements.
+    """
+    with open(jsonl_path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(record, dict):
+                continue
+            meta = record.get("metadata") or {}
+            if meta.get("benchmark_phase", meta.get("phase_kind")) == "profiling":
+                yield record
+
+
+def read_point(
+    artifact_dir: str | Path,
+    *,
+    max_error_rate: float = 0.0,
+    exit_code: int | None = None,
+    console_log: str | Path | None = None,
+) -> dict:
+    """Classify one AIPerf run as ok / partial / cancelled / failed and pull its headline numbers.
+
+    `console_log` is AIPerf's own stdout/stderr, searched for a cause when the run left no
+    logs/aiperf.log ERROR line (a bad CLI flag, say, only shows up there).
+    Never raises on a damaged dir: that comes back as status "failed" with the reason.
+    """
+    artifact_dir = Path(artifact_dir)
+    result = _blank_result()
+    try:
+        _fill(result, artifact_dir, max_error_rate, exit_code, console_log)
+    except Exception as exc:  # a damaged dir must give a result, not a traceback
+        result.update(status="failed", reason=f"could not read AIPerf artifacts in {artifact_dir}: {exc!r}")
+    return result
+
+
+def _blank_result() -> dict:
+    return {
+        "status": "failed",
+        "reason": "",
+        "requests_ok": 0,
+        "requests_failed": 0,
+        "error_rate": None,
+        "was_cancelled": None,
+        "is_complete": False,
+        "errors": [],
+        "duration_s": None,
+        "start_time": None,
+        "end_time": None,
+        "profiling_start_ns": None,
+        "profiling_end_ns": None,
+        "aiperf_version": None,
+        "metrics": {},
+    }
+
+
+def _fill(result: dict, artifact_dir: Path, max_error_rate: float, exit_code: int | None, console_log) -> None:
+    summary_path = artifact_dir / SUMMARY_FILE
+    if not summary_path.exists():
+        _fill_without_summary(result, artifact_dir, exit_code, console_log)
+        return
+    try:
+        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        result["reason"] = f"AIPerf summary {SUMMARY_FILE} is unreadable ({exc})"
+        return
+    if not isinstance(summary, dict):
+        result["reason"] = f"AIPerf summary {SUMMARY_FILE} is not a JSON object"
+        return
+
+    ok = _int(_stat(summary, "request_count"))
+    completed = _int(_stat(summary, "completed_request_count"))
+    errors = _errors_from_summary(summary.get("error_summary"))
+    if completed is not None and ok is not None:
+        failed = max(completed - ok, 0)
+    else:
+        failed = _int(_stat(summary, "error_request_count"))
+        if failed is None:
+            failed = sum(e["count"] for e in errors)
+    ok = ok or 0
+    rate_pct = _num(_stat(summary, "request_error_rate"))
+    if rate_pct is not None:
+        error_rate = rate_pct / 100.0
+    else:
+        error_rate = failed / (ok + failed) if ok + failed else 0.0
+
+    result.update(
+        requests_ok=ok,
+        requests_failed=failed,
+        error_rate=error_rate,
+        was_cancelled=bool(summary.get("was_cancelled", False)),
+        is_complete=bool(summary.get("is_complete", False)),
+        errors=errors,
+        duration_s=_num(_stat(summary, "benchmark_duration")),
+        start_time=summary.get("start_time"),
+        end_time=summary.get("end_time"),
+        aiperf_version=summary.get("aiperf_version"),
+        metrics=_metrics(summary),
+    )
+    result["profiling_start_ns"], result["profiling_end_ns"] = _profiling_window(artifact_dir)
+    result["status"], result["reason"] = _classify(result, summary, artifact_dir, max_error_rate, exit_code)
+
+
+def _classify(r: dict, summary: dict, artifact_dir: Path, max_error_rate: float, exit_code: int | None) -> tuple[str, str]:
+    ok, failed = r["requests_ok"], r["requests_failed"]
+    done = ok + failed
+    if r["was_cancelled"]:
+        # Partial results are kept: the metrics above stay in the dict.
+        requests, duration = _profiling_target(summary)
+        if requests:
+            reason = f"AIPerf was cancelled after {done} of {requests} requests"
+        elif duration and r["duration_s"] is not None:
+            reason = f"AIPerf was cancelled after {done} requests, {r['duration_s']:.1f} s into a {duration:g} s run"
+        else:
+            reason = f"AIPerf was cancelled after {done} requests"
+        if failed:
+            # No counts here: a cancelled run's error_summary may count records past the cut.
+            reason += f" ({failed} failed: {_describe_errors(r['errors'], counts=False)})"
+        cause = _cancel_cause(artifact_dir / LOG_FILE)
+        if cause:
+            reason += f": {cause}"
+        return "cancelled", reason
+    if ok == 0:
+        if failed:
+            return "failed", f"all {failed} requests failed ({_describe_errors(r['errors'])})"
+        return "failed", "AIPerf finished without a single successful request"
+    if r["error_rate"] > max_error_rate:
+        return "partial", (f"{failed} of {done} requests failed ({_describe_errors(r['errors'])}), "
+                           f"above the allowed error rate {max_error_rate:g}")
+    if not r["is_complete"]:
+        return "partial", f"AIPerf marked the run incomplete: {summary.get('incomplete_reason') or 'no reason given'}"
+    if exit_code not in (None, 0):
+        # The summary says complete but the process did not: trust neither fully.
+        return "partial", f"AIPerf exited with code {exit_code} although its summary says the run completed"
+    if failed:
+        return "ok", f"{ok} of {done} requests succeeded ({failed} failed, within the allowed error rate {max_error_rate:g})"
+    return "ok", f"all {ok} requests succeeded"
+
+
+def _fill_without_summary(result: dict, artifact_dir: Path, exit_code: int | None, console_log) -> None:
+    """No summary JSON: the run failed. Say why from the logs, and count what the records show."""
+    where = f" (exit code {exit_code})" if exit_code is not None else ""
+    cause = _last_error_line(artifact_dir / LOG_FILE)
+    if not cause and console_log is not None:
+        cause = _last_console_line(Path(console_log))
+    result["reason"] = f"AIPerf wrote no summary{where}: {cause}" if cause else f"AIPerf wrote no summary{where}"
+
+    records = artifact_dir / RECORDS_FILE
+    if not records.exists():
+        return
+    ok = failed = 0
+    groups: dict[tuple, int] = {}
+    starts, ends = [], []
+    for rec in iter_profiling_records(records):
+        meta = rec.get("metadata") or {}
+        _collect_window(meta, starts, ends)
+        err = rec.get("error")
+        if err:
+            failed += 1
+            key = (err.get("code"), err.get("type"), err.get("message"))
+            groups[key] = groups.get(key, 0) + 1
+        else:
+            ok += 1
+    result.update(requests_ok=ok, requests_failed=failed,
+                  error_rate=failed / (ok + failed) if ok + failed else None,
+                  errors=[{"code": c, "type": t, "message": m, "count": n} for (c, t, m), n in groups.items()],
+                  profiling_start_ns=min(starts) if starts else None,
+                  profiling_end_ns=max(ends) if ends else None)
+
+
+def _metrics(summary: dict) -> dict:
+    out: dict[str, float] = {}
+    for name, prefix in DISTRIBUTIONS.items():
+        block = summary.get(name)
+        if isinstance(block, dict):
+            for stat in STATS:
+                value = _num(block.get(stat))
+                if value is not None:
+                    out[f"{prefix}_{stat}"] = value
+    for ours, (name, stat) in SCALARS.items():
+        value = _num(_stat(summary, name, stat))
+        if value is not None:
+            out[ours] = value
+    return out
+
+
+def _profiling_window(artifact_dir: Path) -> tuple[int | None, int | None]:
+    """The profiling phase's [start, end] in ns: phase_manifest.json when present, else the records."""
+    try:
+        manifest = json.loads((artifact_dir / MANIFEST_FILE).read_text(encoding="utf-8"))
+        phases = [p for p in manifest.get("phases", []) if p.get("phase_kind") == "profiling"]
+        starts = [p["start_ns"] for p in phases if isinstance(p.get("start_ns"), int)]
+        ends = [p["end_ns"] for p in phases if isinstance(p.get("end_ns"), int)]
+        if starts and ends:
+            return min(starts), max(ends)
+    except (OSError, ValueError, AttributeError, TypeError):
+        pass  # no (or damaged) manifest: AIPerf writes one only with several phases
+    starts, ends = [], []
+    records = artifact_dir / RECORDS_FILE
+    if records.exists():
+        for rec in iter_profiling_records(records):
+            _collect_window(rec.get("metadata") or {}, starts, ends)
+    return (min(starts) if starts else None, max(ends) if ends else None)
+
+
+def _collect_window(meta: dict, starts: list, ends: list) -> None:
+    if isinstance(meta.get("request_start_ns"), int):
+        starts.append(meta["request_start_ns"])
+    if isinstance(meta.get("request_end_ns"), int):
+        ends.append(meta["request_end_ns"])
+
+
+def _errors_from_summary(raw: Any) -> list[dict]:
+    errors = []
+    for item in raw if isinstance(raw, list) else []:
+        if not isinstance(item, dict):
+            continue
+        details = item.get("error_details") or {}
+        errors.append({"code": details.get("code"), "type": details.get("type"),
+                       "message": details.get("message"), "count": _int(item.get("count")) or 0})
+    return errors
+
+
+def _describe_errors(errors: list[dict], counts: bool = True) -> str:
+    """'HTTP 500 Internal Server Error x16', or the error type and a short message when there is no code."""
+    if not errors:
+        return "no error details"
+    parts = []
+    for e in sorted(errors, key=lambda e: -e["count"])[:3]:
+        if e.get("code") is not None:
+            label = f"HTTP {e['code']} {e.get('type') or ''}".rstrip()
+        else:
+            label = f"{e.get('type') or 'error'}: {_short(str(e.get('message') or ''), 80)}"
+        parts.append(f"{label} x{e['count']}" if counts else label)
+    if len(errors) > 3:
+        parts.append(f"and {len(errors) - 3} more kinds")
+    return ", ".join(parts)
+
+
+def _profiling_target(summary: dict) -> tuple[int | None, float | None]:
+    """What the profiling phase was asked for: (request count, duration in s), either may be None."""
+    phases = ((summary.get("input_config") or {}).get("phases")) or []
+    for phase in phases if isinstance(phases, list) else []:
+        if isinstance(phase, dict) and phase.get("kind") == "profiling":
+            return _int(phase.get("requests")), _num(phase.get("duration"))
+    return None, None
+
+
+def _cancel_cause(log_path: Path) -> str | None:
+    """Why AIPerf cancelled, from its log: the failed-request threshold, or a signal."""
+    cause = None
+    for line in _read_lines(log_path):
+        if "--failed-request-threshold exceeded" in line:
+            cause = _log_message(line).split(". Requesting")[0]
+        elif re.search(r"Signal \d+ received", line):
+            number = int(re.search(r"Signal (\d+)", line).group(1))
+            cause = {2: "SIGINT received", 15: "SIGTERM received"}.get(number, f"signal {number} received")
+    return cause
+
+
+def _last_error_line(log_path: Path) -> str | None:
+    errors = [line for line in _read_lines(log_path) if " - ERROR - " in line]
+    return _short(_log_message(errors[-1]), 300) if errors else None
+
+
+def _last_console_line(path: Path) -> str | None:
+    """Last meaningful line of AIPerf's console output (CLI errors come boxed: strip the box)."""
+    for line in reversed(_read_lines(path)):
+        text = line.strip().strip("│╭╮╰╯─┃┏┓┗┛━ ").strip()
+        if text and text.lower() != "error":
+            return _short(_log_message(text), 300)
+    return None
+
+
+def _log_message(line: str) -> str:
+    """'2026-11-29 16:45:52.231 - system_controller - ERROR - msg' -> 'msg'."""
+    match = re.match(r"^\S+ \S+ - \S+ - [A-Z]+ - (.*)$", line.strip())
+    return match.group(1) if match else line.strip()
+
+
+def _read_lines(path: Path) -> list[str]:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+
+
+def _stat(summary: dict, name: str, stat: str = "avg") -> Any:
+    block = summary.get(name)
+    return block.get(stat) if isinstance(block, dict) else None
+
+
+def _num(value: Any) -> float | None:
+    """A finite float, else None (NaN/inf are not valid JSON and mean 'no data' here)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _int(value: Any) -> int | None:
+    number = _num(value)
+    return int(round(number)) if number is not None else None
+
+
+def _short(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Summarise one AIPerf artifact dir as JSON.")
+    parser.add_argument("artifact_dir")
+    parser.add_argument("--max-error-rate", type=float, default=0.0, help="fraction 0..1 of failed requests tolerated")
+    parser.add_argument("--exit-code", type=int, default=None, help="AIPerf's exit code, if known")
+    args = parser.parse_args(argv)
+    result = read_point(args.artifact_dir, max_error_rate=args.max_error_rate, exit_code=args.exit_code)
+    json.dump(result, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

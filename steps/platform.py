@@ -1,0 +1,148 @@
+"""Where a DGD is realised: the Kubernetes API (in a cluster) or Dynamo processes on this machine.
+
+The workflow steps (deploy, wait-ready, teardown, ensure-pvc) are the same code in both places; only this
+adapter differs. In a cluster it is chosen by default; `infersweep run --local` sets
+INFERSWEEP_PLATFORM=local and INFERSWEEP_LOCAL_STATE for every step it runs.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Protocol
+
+DGD_GROUP = "nvidia.com"
+DGD_PLURAL = "dynamographdeployments"
+
+
+class Platform(Protocol):
+    def ensure_pvc(self, name: str, namespace: str, size: str, storage_class: str) -> str: ...
+    def apply_dgd(self, dgd: dict[str, Any], namespace: str, owner: dict[str, str] | None) -> str: ...
+    def wait_ready(self, name: str, namespace: str, model: str, timeout_s: float) -> float: ...
+    def delete_dgd(self, name: str, namespace: str, api_version: str) -> bool: ...
+
+
+def frontend_url(name: str, namespace: str) -> str:
+    # The operator exposes the frontend as the Service `<dgd>-frontend` on port 8000.
+    return f"http://{name}-frontend.{namespace}.svc.cluster.local:8000"
+
+
+class KubernetesPlatform:
+    def __init__(self) -> None:
+        from kubernetes import client, config
+
+        try:
+            config.load_incluster_config()
+        except config.ConfigException:
+            config.load_kube_config()
+        self.core = client.CoreV1Api()
+        self.custom = client.CustomObjectsApi()
+
+    def ensure_pvc(self, name: str, namespace: str, size: str, storage_class: str) -> str:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            self.core.read_namespaced_persistent_volume_claim(name, namespace)
+            return "exists"
+        except ApiException as e:
+            if e.status != 404:
+                raise
+        body: dict[str, Any] = {
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "infersweep"}},
+            # ReadWriteMany: every worker pod on every node mounts the same cache.
+            "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": size}}},
+        }
+        if storage_class:
+            body["spec"]["storageClassName"] = storage_class
+        try:
+            self.core.create_namespaced_persistent_volume_claim(namespace, body)
+        except ApiException as e:
+            if e.status != 409:  # created by a concurrent run in between: that is fine
+                raise
+        return "created"
+
+    def apply_dgd(self, dgd: dict[str, Any], namespace: str, owner: dict[str, str] | None) -> str:
+        from kubernetes.client.exceptions import ApiException
+
+        version = dgd["apiVersion"].split("/", 1)[1]
+        name = dgd["metadata"]["name"]
+        if owner and owner.get("uid"):
+            # Owned by the Workflow: deleting the workflow garbage-collects the deployment and its GPUs.
+            dgd["metadata"]["ownerReferences"] = [{
+                "apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow", "name": owner["name"],
+                "uid": owner["uid"], "blockOwnerDeletion": False, "controller": False,
+            }]
+        try:
+            self.custom.create_namespaced_custom_object(DGD_GROUP, version, namespace, DGD_PLURAL, dgd)
+        except ApiException as e:
+            if e.status != 409:
+                raise
+            # A retried step finds its own DGD: bring it to the rendered spec instead of failing.
+            self.custom.patch_namespaced_custom_object(DGD_GROUP, version, namespace, DGD_PLURAL, name,
+                                                       {"spec": dgd["spec"], "metadata": {"labels": dgd["metadata"].get("labels", {})}})
+        return frontend_url(name, namespace)
+
+    def wait_ready(self, name: str, namespace: str, model: str, timeout_s: float) -> float:
+        from steps.readiness import wait_dgd_ready
+
+        return wait_dgd_ready(self, name, namespace, model, timeout_s)
+
+    def delete_dgd(self, name: str, namespace: str, api_version: str) -> bool:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            self.custom.delete_namespaced_custom_object(DGD_GROUP, api_version, namespace, DGD_PLURAL, name)
+            return True
+        except ApiException as e:
+            if e.status == 404:
+                return False
+            raise
+
+
+class LocalPlatform:
+    """A DGD realised as a Dynamo frontend + mocker workers on this machine (no GPU, no Kubernetes)."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.state_dir = state_dir
+
+    def _dgd_dir(self, name: str) -> Path:
+        return self.state_dir / "dgd" / name
+
+    def ensure_pvc(self, name: str, namespace: str, size: str, storage_class: str) -> str:
+        # Locally the "PVC" is a folder the runner mounts at the cache path; nothing to create.
+        return "local"
+
+    def apply_dgd(self, dgd: dict[str, Any], namespace: str, owner: dict[str, str] | None) -> str:
+        from infersweep.local.dynamo import deploy_local, load_local
+
+        d = self._dgd_dir(dgd["metadata"]["name"])
+        if (d / "deployment.json").exists():
+            try:
+                return load_local(d).frontend_url  # a retried deploy step: already running
+            except Exception:
+                pass
+        model_dir = Path(os.environ["INFERSWEEP_LOCAL_MODEL_DIR"])
+        max_workers = int(os.environ.get("INFERSWEEP_LOCAL_MAX_WORKERS", "2"))
+        dep = deploy_local(dgd, model_dir=model_dir, state_dir=d, max_workers_per_component=max_workers)
+        return dep.frontend_url
+
+    def wait_ready(self, name: str, namespace: str, model: str, timeout_s: float) -> float:
+        from infersweep.local.dynamo import wait_ready_local
+
+        return wait_ready_local(self._dgd_dir(name), timeout_s)
+
+    def delete_dgd(self, name: str, namespace: str, api_version: str) -> bool:
+        from infersweep.local.dynamo import teardown_local
+
+        d = self._dgd_dir(name)
+        if not (d / "deployment.json").exists():
+            return False
+        teardown_local(d)
+        return True
+
+
+def get_platform() -> Platform:
+    if os.environ.get("INFERSWEEP_PLATFORM") == "local":
+        return LocalPlatform(Path(os.environ["INFERSWEEP_LOCAL_STATE"]))
+    return KubernetesPlatform()

@@ -1,0 +1,183 @@
+"""The benchmark pipeline WorkflowTemplate (one per engine x topology) and the Workflow that runs a recipe.
+
+DAG: ensure-pvc -> model-cache -> deploy -> wait-ready -> sweep (AIPerf points, one at a time) ->
+teardown || scrape -> summarize -> publish, plus an exit handler that deletes the DGD whatever happened.
+Teardown runs as soon as the sweep ends (GPUs are released before the bookkeeping), and again on exit;
+it is idempotent. Results flow between steps through the run's workdir volume, never through parameters.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+from hera.workflows import DAG, Parameter, Task, Workflow, WorkflowTemplate
+from hera.workflows import models as m
+
+from infersweep.recipe import ResolvedRecipe
+from workflows.dgd import labels as recipe_labels
+from workflows.dgd import render_dgd
+from workflows.steps_library import STEP_BY_NAME, step_template_name
+
+# Every task of the DAG that runs after the sweep must run whether the sweep succeeded or not:
+# a failed point still leaves measured points to summarise and publish.
+AFTER_SWEEP = "(sweep.Succeeded || sweep.Failed || sweep.Errored)"
+
+# (name, description for the Argo UI form, enum or None)
+PIPELINE_PARAMS: list[tuple[str, str, list[str] | None]] = [
+    ("recipe", "recipe name (label and S3 key component)", None),
+    ("dgd-name", "name of the DynamoGraphDeployment", None),
+    ("dgd", "the DynamoGraphDeployment to benchmark, as YAML", None),
+    ("dgd-api-version", "DGD apiVersion: v1beta1 (Dynamo >= 1.6) or v1alpha1 (older operators)", ["v1beta1", "v1alpha1"]),
+    ("model", "Hugging Face model id (also the served model name)", None),
+    ("model-revision", "model commit to pin", None),
+    ("model-source", "'hf' (download from the hub) or file:///path on the PVC", None),
+    ("model-cache-pvc", "PVC holding the model cache (created if missing)", None),
+    ("model-cache-size", "size of the PVC if it must be created", None),
+    ("storage-class", "storage class for a new PVC ('' = cluster default)", None),
+    ("ready-timeout-s", "fail when the deployment is not serving after this many seconds", None),
+    ("points", "the sweep as JSON: [{concurrency, requests, warmup}, ...]", None),
+    ("isl", "input tokens per request", None),
+    ("osl", "output tokens per request", None),
+    ("max-error-rate", "failed-request fraction a point may have and still count", None),
+    ("point-timeout-s", "stop a point gracefully after this many seconds", None),
+    ("gpu-count", "GPUs the deployment uses (for tok/s/GPU)", None),
+    ("slo", "SLO bounds as JSON", None),
+    ("prometheus-url", "Prometheus base URL ('' skips server metrics)", None),
+    ("s3-bucket", "bucket for published results", None),
+    ("s3-prefix", "key prefix under which runs are published", None),
+]
+
+
+def pipeline_name(engine: str, mode: str) -> str:
+    return f"infersweep-{engine}-{mode}"
+
+
+def _ref(step: str) -> m.TemplateRef:
+    assert step in STEP_BY_NAME, step
+    return m.TemplateRef(name=step_template_name(STEP_BY_NAME[step]), template=step)
+
+
+def _wf(name: str) -> str:
+    return "{{workflow.parameters.%s}}" % name
+
+
+def pipeline_defaults(platform: dict[str, Any]) -> dict[str, str]:
+    """Values a submit may leave out: cluster settings from params/platform.yaml and safe bounds."""
+    return {
+        "dgd-api-version": "v1beta1", "model-source": "hf",
+        "model-cache-pvc": platform["model_cache"]["pvc"], "model-cache-size": platform["model_cache"]["size"],
+        "storage-class": platform["model_cache"]["storage_class"], "ready-timeout-s": "1800",
+        "max-error-rate": "0.0", "point-timeout-s": "3600", "prometheus-url": platform.get("prometheus_url", ""),
+        "s3-bucket": platform["s3"]["bucket"], "s3-prefix": platform["s3"]["prefix"],
+    }
+
+
+def _param(name: str, description: str, enum: list[str] | None, defaults: dict[str, str]) -> Parameter:
+    kw: dict[str, Any] = {"name": name, "description": description}
+    if enum:
+        kw["enum"] = enum
+    if name in defaults:  # no default: the submit must give it (Argo refuses the workflow otherwise)
+        kw["value"] = defaults[name]
+    return Parameter(**kw)
+
+
+def pipeline_template(engine: str, mode: str, platform: dict[str, Any], *, point_parallelism: int = 1,
+                      workdir_size: str = "20Gi", active_deadline_s: int = 6 * 3600) -> WorkflowTemplate:
+    defaults = pipeline_defaults(platform)
+    with WorkflowTemplate(
+        name=pipeline_name(engine, mode),
+        labels={"app.kubernetes.io/managed-by": "infersweep", "infersweep.io/kind": "pipeline",
+                "infersweep.io/engine": engine, "infersweep.io/topology": mode},
+        entrypoint="pipeline",
+        on_exit="exit-handler",
+        arguments=[_param(n, d, e, defaults) for n, d, e in PIPELINE_PARAMS],
+        volume_claim_templates=[m.PersistentVolumeClaim(
+            metadata=m.ObjectMeta(name="workdir"),
+            spec=m.PersistentVolumeClaimSpec(access_modes=["ReadWriteOnce"],
+                                             resources=m.VolumeResourceRequirements(requests={"storage": m.Quantity(workdir_size)})))],
+        volumes=[m.Volume(name="model-cache",
+                          persistent_volume_claim=m.PersistentVolumeClaimVolumeSource(claim_name=_wf("model-cache-pvc")))],
+        active_deadline_seconds=active_deadline_s,
+        pod_gc=m.PodGC(strategy="OnPodSuccess"),
+        ttl_strategy=m.TTLStrategy(seconds_after_completion=7 * 24 * 3600),
+        service_account_name="infersweep",
+    ) as wt:
+        with DAG(name="sweep", inputs=[Parameter(name="points"), Parameter(name="url"), Parameter(name="tokenizer")],
+                 parallelism=point_parallelism, fail_fast=False):
+            Task(name="point", template_ref=_ref("aiperf-point"), with_param="{{inputs.parameters.points}}",
+                 arguments={"url": "{{inputs.parameters.url}}", "model": _wf("model"),
+                            "tokenizer": "{{inputs.parameters.tokenizer}}",
+                            "concurrency": "{{item.concurrency}}", "requests": "{{item.requests}}",
+                            "warmup": "{{item.warmup}}", "isl": _wf("isl"), "osl": _wf("osl"),
+                            "max-error-rate": _wf("max-error-rate"), "timeout-s": _wf("point-timeout-s")})
+
+        with DAG(name="exit-handler"):
+            Task(name="teardown", template_ref=_ref("teardown"),
+                 arguments={"dgd-name": _wf("dgd-name"), "api-version": _wf("dgd-api-version")})
+
+        with DAG(name="pipeline"):
+            pvc = Task(name="ensure-pvc", template_ref=_ref("ensure-pvc"),
+                       arguments={"pvc": _wf("model-cache-pvc"), "size": _wf("model-cache-size"),
+                                  "storage-class": _wf("storage-class")})
+            cache = Task(name="model-cache", template_ref=_ref("model-cache"),
+                         arguments={"model": _wf("model"), "revision": _wf("model-revision"), "source": _wf("model-source")})
+            deploy = Task(name="deploy", template_ref=_ref("deploy"), arguments={"dgd": _wf("dgd")})
+            ready = Task(name="wait-ready", template_ref=_ref("wait-ready"),
+                         arguments={"dgd-name": _wf("dgd-name"), "model": _wf("model"), "timeout-s": _wf("ready-timeout-s")})
+            sweep = Task(name="sweep", template="sweep",
+                         arguments={"points": _wf("points"), "url": "{{tasks.deploy.outputs.parameters.frontend-url}}",
+                                    "tokenizer": "{{tasks.model-cache.outputs.parameters.model-dir}}"})
+            pvc >> cache >> deploy >> ready >> sweep
+            Task(name="teardown", template_ref=_ref("teardown"), depends=AFTER_SWEEP,
+                 arguments={"dgd-name": _wf("dgd-name"), "api-version": _wf("dgd-api-version")})
+            scrape = Task(name="scrape", template_ref=_ref("scrape"), depends=AFTER_SWEEP,
+                          arguments={"prometheus-url": _wf("prometheus-url")})
+            summarize = Task(name="summarize", template_ref=_ref("summarize"),
+                             arguments={"gpu-count": _wf("gpu-count"), "slo": _wf("slo"), "title": _wf("recipe")})
+            publish = Task(name="publish", template_ref=_ref("publish"),
+                           arguments={"bucket": _wf("s3-bucket"),
+                                      "prefix": f"{_wf('s3-prefix')}/{_wf('recipe')}/{{{{workflow.name}}}}"})
+            scrape >> summarize >> publish
+    return wt
+
+
+def recipe_arguments(r: ResolvedRecipe, platform: dict[str, Any], *, dgd_api: str = "v1beta1",
+                     points: list[dict[str, int]] | None = None, overrides: dict[str, str] | None = None) -> dict[str, str]:
+    """A recipe as the arguments of its pipeline template (all strings, as Argo parameters are)."""
+    w = r.recipe.workload
+    slo = {k: v for k, v in r.recipe.slo.model_dump().items() if v is not None}
+    args = pipeline_defaults(platform)
+    args.update({
+        "recipe": r.name,
+        "dgd-name": r.name,
+        "dgd": yaml.safe_dump(render_dgd(r, api_version=dgd_api, pvc=platform["model_cache"]["pvc"],
+                                         hf_secret=platform["hf_token_secret"]), sort_keys=False),
+        "dgd-api-version": dgd_api,
+        "model": r.model.id,
+        "model-revision": r.model.revision,
+        "points": json.dumps(points if points is not None else w.points(), separators=(",", ":")),
+        "isl": str(w.isl),
+        "osl": str(w.osl),
+        "max-error-rate": str(w.max_error_rate),
+        "point-timeout-s": str(w.point_timeout_s),
+        "gpu-count": str(r.gpu_count),
+        "slo": json.dumps(slo, separators=(",", ":")),
+    })
+    for k, v in (overrides or {}).items():
+        if k not in args:
+            raise KeyError(f"--set {k}: no such parameter; parameters are {sorted(args)}")
+        args[k] = v
+    return args
+
+
+def recipe_workflow(r: ResolvedRecipe, args: dict[str, str], namespace: str) -> Workflow:
+    """The Workflow a submit creates: it references the pipeline template, so the UI can resubmit it."""
+    return Workflow(
+        generate_name=f"{r.name[:40]}-",
+        namespace=namespace,
+        labels=recipe_labels(r),
+        workflow_template_ref=m.WorkflowTemplateRef(name=pipeline_name(r.recipe.engine, r.recipe.topology.mode)),
+        arguments=args,
+    )
