@@ -439,6 +439,10 @@ def _is_dns_subdomain(value: str) -> bool:
     return len(value) <= 253 and bool(_DNS_SUBDOMAIN.fullmatch(value))
 
 
+def _is_path_segment(value: str) -> bool:
+    return value not in (".", "..") and not re.search(r"[/%]", value)
+
+
 def _is_qualified_key(key: str) -> bool:
     """Label/annotation key: optional DNS-subdomain prefix + '/' + name of at most 63 chars."""
     prefix, _, name = key.rpartition("/")
@@ -466,8 +470,7 @@ def _metadata_violations(doc: dict, require_name: bool, schema_checked: bool = T
     name, generate_name = meta.get("name"), meta.get("generateName")
     # RBAC object names only need to be valid path segments; everything else a DNS-1123 subdomain.
     if doc.get("kind") in RBAC_KINDS:
-        name_ok = lambda v: v not in (".", "..") and not re.search(r"[/%]", v)  # noqa: E731
-        rule = "a path segment (no '/', '%', '.' or '..')"
+        name_ok, rule = _is_path_segment, "a path segment (no '/', '%', '.' or '..')"
     else:
         name_ok, rule = _is_dns_subdomain, "a DNS-1123 subdomain (<=253, lowercase alnum, '-', '.')"
     if name is None and (require_name or generate_name is None):

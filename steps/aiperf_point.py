@@ -246,7 +246,9 @@ def main(argv: list[str] | None = None) -> int:
     result = read_point(out / ARTIFACT_SUBDIR, max_error_rate=args.max_error_rate,
                         exit_code=exit_code, console_log=log_path)
     if stopped_by:  # say who stopped it: "(stopped by SIGTERM)", "(stopped by --timeout-s 600, then SIGKILL ...)"
-        who = stopped_by.replace("timeout", f"--timeout-s {args.timeout_s:g}", 1)
+        who = stopped_by
+        if stopped_by.startswith("timeout"):
+            who = stopped_by.replace("timeout", f"--timeout-s {args.timeout_s:g}", 1)
         result["reason"] += f" (stopped by {who})"
     result.update(concurrency=args.concurrency, argv=command, exit_code=exit_code,
                   wall_s=round(wall_s, 3), attempt=attempt, stopped_by=stopped_by)

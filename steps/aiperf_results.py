@@ -47,7 +47,7 @@ SCALARS = {
     "total_tok_s": ("total_token_throughput", "avg"),
 }
 
-STATUSES = ("ok", "partial", "cancelled", "failed")
+STATUSES = ("ok", "partial", "cancelled", "failed")  # every value `status` can take, best first
 
 
 def iter_profiling_records(jsonl_path: str | Path) -> Iterator[dict]:
@@ -322,9 +322,16 @@ def _last_error_line(log_path: Path) -> str | None:
 
 
 def _last_console_line(path: Path) -> str | None:
-    """Last meaningful line of AIPerf's console output (CLI errors come boxed: strip the box)."""
-    for line in reversed(_read_lines(path)):
-        text = line.strip().strip("│╭╮╰╯─┃┏┓┗┛━ ").strip()
+    """The cause in AIPerf's console output: the last exception line, else the first line of the
+    last boxed message (CLI errors and load errors come boxed), else the last line."""
+    lines = [line.strip() for line in _read_lines(path)]
+    for line in reversed(lines):
+        if re.match(r"^[\w.]*(Error|Exception)\b[^ ]*: ", line):
+            return _short(line, 300)
+    box_tops = [i for i, line in enumerate(lines) if line.startswith("╭")]
+    candidates = lines[box_tops[-1] + 1:] if box_tops else []
+    for line in candidates + list(reversed(lines)):
+        text = line.strip("│╭╮╰╯─┃┏┓┗┛━ ")
         if text and text.lower() != "error":
             return _short(_log_message(text), 300)
     return None

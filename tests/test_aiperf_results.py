@@ -93,6 +93,11 @@ def test_error_rate_within_tolerance_is_ok(aiperf_ref):
     assert "16 failed" in r["reason"]
 
 
+def test_nonzero_exit_downgrades_a_complete_summary(aiperf_ref):
+    r = read_point(aiperf_ref / "dynamo-mocker-c4", exit_code=1)
+    assert r["status"] == "partial" and "code 1" in r["reason"]
+
+
 def test_failed_request_threshold_is_cancelled(aiperf_ref):
     r = read_point(aiperf_ref / "failed_threshold_cancelled_rc0", exit_code=0)
     assert r["status"] == "cancelled"
@@ -138,6 +143,17 @@ def test_truncated_summary_is_failed_not_an_exception(aiperf_ref, tmp_path):
 def test_empty_dir_is_failed(tmp_path):
     r = read_point(tmp_path / "never-created", exit_code=-9)
     assert r["status"] == "failed" and r["reason"] == "AIPerf wrote no summary (exit code -9)"
+
+
+def test_no_aiperf_log_falls_back_to_the_console_output(tmp_path):
+    # What AIPerf 0.13.0 prints (and nothing else) for a bad flag: no artifact dir at all.
+    console = tmp_path / "aiperf.log"
+    console.write_text("╭─ Error ─────────────────────╮\n"
+                       "│ Unknown option: --bogus-flag. │\n"
+                       "╰─────────────────────────────╯\n")
+    r = read_point(tmp_path / "aiperf", exit_code=1, console_log=console)
+    assert r["status"] == "failed"
+    assert r["reason"] == "AIPerf wrote no summary (exit code 1): Unknown option: --bogus-flag."
 
 
 def test_cli_prints_the_result(aiperf_ref):
@@ -303,3 +319,69 @@ def test_timeout_sends_sigint_then_sigkill(tmp_path):
     assert result["status"] == "failed" and result["exit_code"] == -signal.SIGKILL
     assert result["stopped_by"] == "timeout, then SIGKILL after 1 s"
     assert "--timeout-s 1" in result["reason"]
+
+
+# ---------------------------------------------------------------- the real AIPerf, once
+
+AIPERF_BIN = REPO / ".venv-aiperf" / "bin" / "aiperf"
+
+
+class _StreamingChat:
+    """A loopback OpenAI-style streaming chat server: just enough for AIPerf to measure."""
+
+    def __enter__(self):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *_args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                for _ in range(body.get("max_completion_tokens") or 4):
+                    time.sleep(0.002)
+                    event = {"object": "chat.completion.chunk", "model": body.get("model"),
+                             "choices": [{"index": 0, "delta": {"content": " word"}, "finish_reason": None}]}
+                    self._chunk(f"data: {json.dumps(event)}\n\n")
+                self._chunk("data: [DONE]\n\n")
+                self.wfile.write(b"0\r\n\r\n")
+
+            def _chunk(self, text):
+                data = text.encode()
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __exit__(self, *_exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(not AIPERF_BIN.exists(), reason="needs the AIPerf env at .venv-aiperf")
+def test_real_aiperf_accepts_our_argv_and_measures(tmp_path):
+    from infersweep.local.toy_model import build_toy_model
+
+    tokenizer = build_toy_model(tmp_path / "toy")
+    out = tmp_path / "c2"
+    with _StreamingChat() as url:
+        code = aiperf_point.main([
+            "--url", url, "--model", "toy", "--tokenizer", str(tokenizer), "--concurrency", "2",
+            "--requests", "10", "--warmup", "2", "--isl", "16", "--osl", "4", "--out", str(out),
+            "--aiperf", str(AIPERF_BIN), "--extra-inputs", "ignore_eos:true", "--timeout-s", "120",
+        ])
+    result = json.loads((out / "result.json").read_text())
+    assert code == 0, result["reason"]
+    assert result["status"] == "ok" and result["requests_ok"] == 10
+    assert result["metrics"]["osl_avg"] == 4.0 and result["metrics"]["ttft_ms_p50"] > 0
+    assert result["profiling_start_ns"] < result["profiling_end_ns"]

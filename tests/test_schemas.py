@@ -102,7 +102,9 @@ def test_misspelled_spec_field_is_rejected_with_its_path(version):
 def test_unknown_field_deep_in_a_container_is_rejected():
     doc = minimal_workflow()
     doc["spec"]["templates"][0]["container"]["imagePullPolicyy"] = "Always"
-    with pytest.raises(SchemaError, match=r"spec\.templates\[0\]\.container\.imagePullPolicyy: unknown field"):
+    with pytest.raises(
+        SchemaError, match=r"spec\.templates\[0\]\.container\.imagePullPolicyy: unknown field"
+    ):
         validate_document(doc)
 
 
@@ -136,7 +138,10 @@ def test_singular_synchronization_fields_exist_only_in_v3(field):
 
 @pytest.mark.parametrize("version", ARGO_VERSIONS)
 def test_plural_synchronization_fields_are_valid(version):
-    sync = {"semaphores": [{"configMapKeyRef": {"name": "locks", "key": "gpu"}}], "mutexes": [{"name": "gpu"}]}
+    sync = {
+        "semaphores": [{"configMapKeyRef": {"name": "locks", "key": "gpu"}}],
+        "mutexes": [{"name": "gpu"}],
+    }
     validate_argo(minimal_workflow(synchronization=sync), version)
 
 
@@ -227,9 +232,7 @@ def test_unknown_argo_version_is_a_usage_error():
 
 def test_schema_error_lists_at_most_twenty_sorted_violations():
     doc = minimal_workflow()
-    doc["spec"]["templates"] = [
-        {"name": f"t{i}", "container": {"image": "x"}, "bogus": i} for i in range(25)
-    ]
+    doc["spec"]["templates"] = [{"name": f"t{i}", "container": {"image": "x"}, "bogus": i} for i in range(25)]
     with pytest.raises(SchemaError) as excinfo:
         validate_argo(doc)
     lines = error_lines(excinfo)
@@ -256,7 +259,10 @@ def thirty_kb_workflow() -> dict:
                     "command": ["python", "-m", "steps.run"],
                     "args": ["--x", "{{inputs.parameters.x}}"],
                     "env": [{"name": f"E{j}", "value": "v"} for j in range(5)],
-                    "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"nvidia.com/gpu": "1"}},
+                    "resources": {
+                        "requests": {"cpu": "1", "memory": "1Gi"},
+                        "limits": {"nvidia.com/gpu": "1"},
+                    },
                     "readinessProbe": {"httpGet": {"path": "/health", "port": 8000}},
                     "volumeMounts": [{"name": "cache", "mountPath": "/cache"}],
                 },
@@ -405,7 +411,9 @@ def test_v1beta1_scaling_adapter_takes_no_fields(v1beta1_dgd):
     # v1beta1 `scalingAdapter` is presence-only: the API server would prune `enabled: false`
     # to `{}`, which ENABLES the adapter. Our checker must refuse the field.
     v1beta1_dgd["spec"]["components"][1]["scalingAdapter"] = {"enabled": False}
-    with pytest.raises(SchemaError, match=r"scalingAdapter\.enabled: unknown field \(this object takes no fields\)"):
+    with pytest.raises(
+        SchemaError, match=r"scalingAdapter\.enabled: unknown field \(this object takes no fields\)"
+    ):
         validate_dgd(v1beta1_dgd)
     v1beta1_dgd["spec"]["components"][1]["scalingAdapter"] = {}
     validate_dgd(v1beta1_dgd)
@@ -414,7 +422,10 @@ def test_v1beta1_scaling_adapter_takes_no_fields(v1beta1_dgd):
 def test_dgd_int_or_string_and_preserve_unknown_fields(v1beta1_dgd):
     worker = v1beta1_dgd["spec"]["components"][1]
     worker["podTemplate"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = 1
-    worker["providerOverride"] = {"apiVersion": "grove.io/v1alpha1", "value": {"anything": {"goes": ["here"]}}}
+    worker["providerOverride"] = {
+        "apiVersion": "grove.io/v1alpha1",
+        "value": {"anything": {"goes": ["here"]}},
+    }
     validate_dgd(v1beta1_dgd)
 
 
@@ -436,8 +447,10 @@ def test_dgd_metadata_is_checked_by_hand(v1beta1_dgd):
     prefix = "DynamoGraphDeployment/vllm-agg.v1: metadata."
     assert error_lines(excinfo) == [
         prefix + "annotation: unknown field",
-        prefix + "labels[\"bad key\"]: invalid key (optional DNS prefix + '/' + name of <=63 alnum, '-', '_', '.')",
-        prefix + f"labels[\"example.com/run\"]: '{'a' * 64}' is not a valid label value (<=63 alnum, '-', '_', '.')",
+        prefix
+        + "labels[\"bad key\"]: invalid key (optional DNS prefix + '/' + name of <=63 alnum, '-', '_', '.')",
+        prefix
+        + f"labels[\"example.com/run\"]: '{'a' * 64}' is not a valid label value (<=63 alnum, '-', '_', '.')",
     ]
 
 
@@ -520,13 +533,33 @@ def test_core_and_rbac_stream_validates():
 @pytest.mark.parametrize(
     "old,new,expected",
     [
-        ("  verbs: [get", "  verb: [get", "Role/infersweep-dgd: rules[0].verb: unknown field (did you mean 'verbs'?)"),
-        ("roleRef: {apiGroup: rbac.authorization.k8s.io, ", "roleRef: {", "roleRef.apiGroup: required field is missing"),
-        ("- {kind: ServiceAccount, name: infersweep, ", "- {kind: ServiceAccount, nmae: infersweep, ", "subjects[0].nmae"),
+        (
+            "  verbs: [get",
+            "  verb: [get",
+            "Role/infersweep-dgd: rules[0].verb: unknown field (did you mean 'verbs'?)",
+        ),
+        (
+            "roleRef: {apiGroup: rbac.authorization.k8s.io, ",
+            "roleRef: {",
+            "roleRef.apiGroup: required field is missing",
+        ),
+        (
+            "- {kind: ServiceAccount, name: infersweep, ",
+            "- {kind: ServiceAccount, nmae: infersweep, ",
+            "subjects[0].nmae",
+        ),
         ("data:\n", "date:\n", "ConfigMap/sweep-config: date: unknown field (did you mean 'data'?)"),
-        ("metadata: {name: infersweep}", "metadata: {name: infersweep}\nsecret: []", "ServiceAccount/infersweep: secret"),
+        (
+            "metadata: {name: infersweep}",
+            "metadata: {name: infersweep}\nsecret: []",
+            "ServiceAccount/infersweep: secret",
+        ),
         ("accessModes:", "accesModes:", "PersistentVolumeClaim/model-cache: spec.accesModes: unknown field"),
-        ("metadata: {name: model-cache}", "metadata: {name: Model_Cache}", "metadata.name: 'Model_Cache' is not"),
+        (
+            "metadata: {name: model-cache}",
+            "metadata: {name: Model_Cache}",
+            "metadata.name: 'Model_Cache' is not",
+        ),
     ],
 )
 def test_core_and_rbac_typos_are_rejected(old, new, expected):
@@ -560,4 +593,3 @@ def test_validation_does_not_mutate_the_document():
     before = copy.deepcopy(doc)
     validate_document(doc)
     assert doc == before
-

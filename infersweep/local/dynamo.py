@@ -48,8 +48,8 @@ MOCKER_OWNED_FLAGS = {
     "--is-prefill-worker": False, "--is-decode-worker": False,
 }
 
-# Engine flags with a mocker equivalent that shapes scheduling / KV routing (block size matters
-# for KV-router hashing). (engine flags...) -> mocker flag; value None = boolean switch.
+# Engine flags (vLLM / SGLang / TRT-LLM spellings) with a mocker equivalent that shapes scheduling
+# or KV routing (the block size sets the KV router's block hashing): (engine flags) -> mocker flag.
 ENGINE_FLAG_MAP = [
     (("--block-size", "--page-size", "--kv-block-size"), "--block-size"),
     (("--max-num-seqs", "--max-running-requests", "--max-batch-size"), "--max-num-seqs"),
@@ -287,7 +287,7 @@ def dynamo_env(discovery_dir: Path) -> dict[str, str]:
     env = {
         k: v for k, v in os.environ.items()
         # Inherited DYN_* settings (ports, namespaces, backends) would break isolation;
-        # PYTHONPATH/HOME of the calling env must not leak into the dynamo venv.
+        # the caller's PYTHONPATH/PYTHONHOME must not leak into the dynamo venv.
         if not (k.startswith("DYN_") and not k.startswith("DYN_LOG"))
         and k not in ("ETCD_ENDPOINTS", "NATS_SERVER", "PYTHONPATH", "PYTHONHOME")
     }
@@ -361,6 +361,9 @@ def deploy_local(
     under `state_dir` still run (teardown first).
     """
     python = python or default_dynamo_python()
+    if not (Path(python).exists() or shutil.which(python)):
+        raise LocalDeploymentError(f"no Dynamo interpreter at {python}: create .venv-dynamo "
+                                   "or set INFERSWEEP_DYNAMO_PYTHON")
     state_dir, model_dir = Path(state_dir).resolve(), Path(model_dir).resolve()
     if procs.alive(state_dir):
         raise LocalDeploymentError(f"{state_dir} still has live processes; teardown_local first")

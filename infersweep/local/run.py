@@ -63,6 +63,12 @@ def scaled_lengths(r: ResolvedRecipe, prof: dict[str, Any]) -> tuple[int, int]:
     return max(8, int(w.isl * scale)), max(4, int(w.osl * scale))
 
 
+def simulated_gpus(r: ResolvedRecipe, prof: dict[str, Any]) -> int:
+    """GPUs the local stand-in represents: each mocker worker plays one replica of TP GPUs."""
+    return sum(min(w.replicas * w.nodes, prof["max_workers_per_component"]) * w.gpus_per_replica // w.nodes
+               for w in r.recipe.topology.roles().values())
+
+
 def _printer(stream=sys.stdout) -> Callable[[str, Node], None]:
     t0 = time.monotonic()
 
@@ -91,7 +97,8 @@ def _printer(stream=sys.stdout) -> Callable[[str, Node], None]:
 
 def run_local(recipe_ref: str | Path, *, out_root: Path = Path("runs"), cache_root: Path = Path(".infersweep"),
               overrides: dict[str, str] | None = None, dgd_api: str = "v1beta1",
-              on_event: Callable[[str, Node], None] | None = None) -> LocalRun:
+              on_event: Callable[[str, Node], None] | None = None, s3: LocalS3 | None = None) -> LocalRun:
+    """Run the recipe's rendered workflow here. Pass a started `s3` to keep the bucket after the run."""
     t_start = time.monotonic()
     r = load_recipe(recipe_ref)
     prof = local_profile()
@@ -104,14 +111,16 @@ def run_local(recipe_ref: str | Path, *, out_root: Path = Path("runs"), cache_ro
 
     local_overrides = {"model-source": f"file://{model_dir}", "isl": str(isl), "osl": str(osl),
                        "points": json.dumps(scaled_points(r, prof), separators=(",", ":")), "ready-timeout-s": "120",
-                       "point-timeout-s": "600"}
+                       "point-timeout-s": "600",
+                       "gpu-count": str(simulated_gpus(r, prof))}
     bundle = render_recipe(r, load_platform(), dgd_api=dgd_api, namespace="local",
                            overrides=local_overrides | (overrides or {}), workflow_name=run_id)
     bundle.write(run_dir / "rendered")
     platform = load_platform()
 
     pythons = {platform["images"]["steps"]: sys.executable, platform["images"]["aiperf"]: venv_python("aiperf")}
-    s3 = LocalS3(buckets=[platform["s3"]["bucket"], ARTIFACT_BUCKET])
+    own_s3 = s3 is None
+    s3 = s3 or LocalS3(buckets=[platform["s3"]["bucket"], ARTIFACT_BUCKET])
     prev = {}
     argo: LocalArgo | None = None
 
@@ -120,7 +129,8 @@ def run_local(recipe_ref: str | Path, *, out_root: Path = Path("runs"), cache_ro
             argo.stop(f"stopped by {signal.Signals(signum).name}")
 
     try:
-        s3.start()
+        if own_s3:
+            s3.start()
         env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}  # see AIPerf note in steps.aiperf_point
         env |= s3.env() | {
             "INFERSWEEP_PLATFORM": "local",
@@ -150,7 +160,8 @@ def run_local(recipe_ref: str | Path, *, out_root: Path = Path("runs"), cache_ro
         # Belt and braces: whatever the exit handler did, no Dynamo process outlives the run.
         for d in sorted((state_dir / "dgd").glob("*")) if (state_dir / "dgd").exists() else []:
             procs.stop_all(d)
-        s3.stop()
+        if own_s3:
+            s3.stop()
     results = run_dir / "volumes" / "workdir" / "run"
     link = run_dir / "results"
     if results.exists() and not link.exists():

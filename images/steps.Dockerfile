@@ -1,0 +1,11 @@
+# The step image: every workflow step except benchmark points runs `python -m steps.<module>` from here.
+FROM python:3.11-slim
+WORKDIR /opt/infersweep
+COPY pyproject.toml README.md ./
+COPY infersweep ./infersweep
+COPY workflows ./workflows
+COPY steps ./steps
+COPY params ./params
+RUN pip install --no-cache-dir . && useradd --uid 1000 --create-home infersweep
+ENV INFERSWEEP_PARAMS=/opt/infersweep/params PYTHONUNBUFFERED=1
+USER 1000

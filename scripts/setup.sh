@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs everything infersweep needs on a fresh Debian machine with Python 3.11, idempotently:
+#   .venv         the tool, its tests (hera, kubernetes, boto3, pandas, moto ...)
+#   .venv-aiperf  AIPerf 0.13.0 (pins pandas 2.3: its own environment, as it has its own image)
+#   .venv-dynamo  Dynamo 1.6.1 frontend + mocker for local mode
+#   prometheus    (Debian package) for the metrics-scrape tests
+# A second run with nothing changed takes a second or two.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3.11}
+command -v "$PY" >/dev/null || PY=python3
+"$PY" -c 'import sys; assert sys.version_info[:2] == (3, 11), "infersweep needs Python 3.11 (Dynamo 1.6.1 wheels)"'
+
+stamp() { sha256sum "$@" | sha256sum | cut -c1-16; }
+
+if ! command -v prometheus >/dev/null; then
+  echo "setup: installing prometheus (apt)"
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+fi
+
+venv() {  # venv DIR STAMP_INPUTS... -- INSTALL_COMMANDS (run with the venv's pip)
+  local dir=$1; shift
+  local want; want=$(stamp "$@")
+  if [ -f "$dir/.infersweep-stamp" ] && [ "$(cat "$dir/.infersweep-stamp")" = "$want" ]; then return 1; fi
+  echo "setup: building $dir"
+  [ -x "$dir/bin/python" ] || "$PY" -m venv "$dir"
+  "$dir/bin/python" -m pip install -q --disable-pip-version-check -U pip
+  echo "$want" > "$dir/.infersweep-stamp.new"
+  return 0
+}
+done_venv() { mv "$1/.infersweep-stamp.new" "$1/.infersweep-stamp"; }
+
+if venv .venv pyproject.toml; then
+  .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
+  done_venv .venv
+fi
+if venv .venv-aiperf images/aiperf.requirements.txt; then
+  .venv-aiperf/bin/pip install -q --disable-pip-version-check -r images/aiperf.requirements.txt
+  done_venv .venv-aiperf
+fi
+if venv .venv-dynamo images/dynamo-local.requirements.txt; then
+  .venv-dynamo/bin/pip install -q --disable-pip-version-check -r images/dynamo-local.requirements.txt
+  .venv-dynamo/bin/pip install -q --disable-pip-version-check --no-deps ai-dynamo==1.6.1
+  done_venv .venv-dynamo
+fi
+echo "setup: ready ($(.venv/bin/infersweep --help >/dev/null && echo infersweep ok))"

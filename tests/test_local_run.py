@@ -1,0 +1,86 @@
+"""End to end on this machine: the rendered workflow of the walking-skeleton recipe runs with a real Dynamo
+frontend + mocker workers, real AIPerf at each concurrency, and a real S3-compatible server."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pandas as pd
+import pytest
+
+from infersweep.local import procs
+from infersweep.local.run import ARTIFACT_BUCKET, run_local
+from infersweep.local.s3server import LocalS3
+from infersweep.platform_config import load_platform
+from steps.publish import verify_run
+
+pytestmark = pytest.mark.e2e
+NEMOTRON = "nemotron-3-nano-fp8-vllm-agg-kv"
+
+
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("local")
+    bucket = load_platform()["s3"]["bucket"]
+    with LocalS3(buckets=[bucket, ARTIFACT_BUCKET]) as s3:
+        events = []
+        res = run_local(NEMOTRON, out_root=root / "runs", cache_root=root / "cache", s3=s3,
+                        on_event=lambda kind, node: events.append((kind, node.name, node.phase)))
+        report = verify_run(bucket, f"{load_platform()['s3']['prefix']}/{NEMOTRON}/{res.run_id}", s3=s3.client())
+        artifacts = [o["Key"] for o in s3.client().list_objects_v2(Bucket=ARTIFACT_BUCKET).get("Contents", [])]
+        yield res, report, artifacts, events
+
+
+def test_run_succeeds_and_table_has_one_measured_row_per_concurrency(local_run):
+    res, *_ = local_run
+    assert res.phase == "Succeeded", res.message
+    df = pd.read_parquet(res.results_dir / "summary" / "results.parquet")
+    assert list(df["concurrency"]) == [1, 4]
+    assert (df["status"] == "ok").all()
+    for col in ("ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "itl_p50_ms", "latency_p99_ms", "output_tok_s",
+                "tok_s_per_gpu", "tok_s_per_user", "request_per_s"):
+        assert (df[col] > 0).all(), col
+    assert (df["error_rate"] == 0).all()
+    # More concurrency, more throughput: the mocker workers really served the load.
+    assert df["output_tok_s"].iloc[1] > 1.5 * df["output_tok_s"].iloc[0]
+    csv = pd.read_csv(res.results_dir / "summary" / "results.csv")
+    assert len(csv) == 2
+    png = (res.results_dir / "summary" / "pareto.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+
+
+def test_points_are_real_aiperf_measurements_against_the_frontend(local_run):
+    res, *_ = local_run
+    for c in (1, 4):
+        result = json.loads((res.results_dir / "points" / f"c{c}" / "result.json").read_text())
+        assert result["status"] == "ok" and result["aiperf_version"] == "0.13.0"
+        assert f"--concurrency" in result["argv"] and str(c) in result["argv"]
+        assert result["requests_ok"] >= 24
+
+
+def test_results_are_published_with_checksums_and_manifest_and_artifacts_kept(local_run):
+    res, report, artifacts, _ = local_run
+    assert report["ok"]
+    keys = {o.split(res.run_id + "/", 1)[1] for o in res.s3_keys}
+    assert {"manifest.json", "summary/results.parquet", "summary/pareto.png", "points/c4/result.json"} <= keys
+    assert any(k.endswith("pareto.png") for k in artifacts), "summarize's output artifacts go to the artifact repository"
+
+
+def test_dag_ran_in_declared_order_with_exit_handler_last(local_run):
+    *_, events = local_run
+    ends = [n.split(".", 1)[1] for kind, n, _ in events if kind == "end" and "." in n]
+    order = [e for e in ends if e in ("ensure-pvc", "model-cache", "deploy", "wait-ready", "sweep", "teardown",
+                                      "scrape", "summarize", "publish", "onExit")]
+    assert order[:5] == ["ensure-pvc", "model-cache", "deploy", "wait-ready", "sweep"]
+    assert order[-1] == "onExit" and order.index("publish") > order.index("summarize")
+
+
+def test_no_process_or_port_is_left(local_run):
+    res, *_ = local_run
+    for d in (res.run_dir / "state" / "dgd").iterdir():
+        assert procs.alive(d) == [], d
+        dep = json.loads((d / "deployment.json").read_text())
+        port = int(dep["frontend_url"].rsplit(":", 1)[1])
+        with socket.socket() as s:
+            assert s.connect_ex(("127.0.0.1", port)) != 0, f"frontend port {port} still open"
