@@ -1,0 +1,35 @@
+"""`infersweep render RECIPE --out DIR` / `render --all --out DIR`."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from infersweep.cli_util import parse_sets
+from infersweep.recipe import RecipeError, all_recipe_paths, load_recipe
+
+
+def run(a: argparse.Namespace) -> int:
+    from infersweep.platform_config import load_platform
+    from infersweep.render import render_recipe
+
+    if a.all == bool(a.recipe):
+        raise RecipeError("infersweep render: give a RECIPE or --all (not both)")
+    refs = all_recipe_paths() if a.all else [a.recipe]
+    out = Path(a.out)
+    for ref in refs:
+        r = load_recipe(ref)
+        dest = out / r.name if a.all else out
+        files = render_recipe(r, load_platform(), dgd_api=a.dgd_api, overrides=parse_sets(a.set)).write(dest)
+        print(f"{r.name}: {len(files)} documents -> {dest}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("render", help="write the DGD, Workflow and WorkflowTemplates of a recipe")
+    p.add_argument("recipe", nargs="?", help="recipe name or file")
+    p.add_argument("--all", action="store_true", help="every recipe in params/recipes")
+    p.add_argument("--out", required=True)
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a workflow parameter")
+    p.add_argument("--dgd-api", choices=["v1beta1", "v1alpha1"], default="v1beta1")
+    p.set_defaults(fn=run)

@@ -1,0 +1,38 @@
+"""`infersweep run --local RECIPE`: the rendered workflow, executed on this machine."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from infersweep.cli_util import parse_sets
+from infersweep.recipe import RecipeError
+
+
+def run(a: argparse.Namespace) -> int:
+    if not a.local:
+        raise RecipeError("infersweep run: only --local runs here; for a cluster use `infersweep submit`")
+    from infersweep.local.run import run_local
+
+    res = run_local(a.recipe, out_root=Path(a.out), overrides=parse_sets(a.set), dgd_api=a.dgd_api)
+    table = res.results_dir / "summary" / "results.md"
+    if table.exists():
+        print()
+        print(table.read_text())
+    print(f"run {res.run_id}: {res.phase} in {res.seconds:.1f} s" + (f" ({res.message})" if res.message else ""))
+    print(f"results:  {res.results_dir}/summary/ (results.parquet, results.csv, results.md, pareto.png)")
+    print(f"logs:     {res.run_dir}/nodes/")
+    if res.s3_keys:
+        prefix = res.s3_keys[0].split(res.run_id, 1)[0] + res.run_id
+        print(f"published {len(res.s3_keys)} objects to the local S3 server under {prefix}/")
+    return 0 if res.phase == "Succeeded" else 1
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run a recipe's rendered workflow")
+    p.add_argument("recipe", help="recipe name or file")
+    p.add_argument("--local", action="store_true", help="run on this machine (Dynamo mocker + AIPerf + local S3)")
+    p.add_argument("--out", default="runs", help="folder for local runs (default ./runs)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a workflow parameter")
+    p.add_argument("--dgd-api", choices=["v1beta1", "v1alpha1"], default="v1beta1")
+    p.set_defaults(fn=run)

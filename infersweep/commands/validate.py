@@ -1,0 +1,34 @@
+"""`infersweep validate [PATHS]`: recipes and every document they render."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from infersweep.recipe import RecipeError, all_recipe_paths, load_recipe
+
+
+def run(a: argparse.Namespace) -> int:
+    from infersweep.platform_config import load_platform
+    from infersweep.render import render_recipe
+
+    paths = [Path(p) for p in a.paths] if a.paths else all_recipe_paths()
+    errors = 0
+    for p in paths:
+        try:
+            r = load_recipe(p)
+            render_recipe(r, load_platform())
+            note = "" if r.model.pinned else f" (warning: model revision {r.model.revision!r} is not a commit SHA)"
+            print(f"ok  {p}{note}")
+        except (RecipeError, ValueError) as e:
+            errors += 1
+            print(f"ERR {e}", file=sys.stderr)
+    print(f"{len(paths) - errors} valid, {errors} invalid")
+    return 1 if errors else 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("validate", help="validate recipes and everything they render")
+    p.add_argument("paths", nargs="*")
+    p.set_defaults(fn=run)
