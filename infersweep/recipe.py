@@ -120,6 +120,10 @@ class Workload(_Strict):
             raise ValueError(f"concurrency values repeat: {dup}; list each level once")
         return v
 
+    def aiperf_workload(self) -> dict[str, Any]:
+        """What the benchmark-point step sends (see steps.aiperf_point.WORKLOAD_FLAGS)."""
+        return {"isl": self.isl, "osl": self.osl}
+
     def points(self) -> list[dict[str, int]]:
         """The sweep as data: one item per concurrency level, in the recipe's order."""
         return [{"concurrency": c, "requests": max(self.min_requests, c * self.requests_per_concurrency),

@@ -41,6 +41,32 @@ EXIT_OK = 0
 EXIT_BAD_POINT = 2
 
 
+# The workload a recipe describes, as AIPerf flags. Only these keys are accepted: a recipe value reaches
+# AIPerf as one argv item after a known flag, never as a flag of its own choosing.
+WORKLOAD_FLAGS = {
+    "isl": "--isl",
+    "osl": "--osl",
+    "isl_stddev": "--isl-stddev",
+    "seq_dist": "--seq-dist",  # e.g. "1024,256:35;4096,512:30" (ISL,OSL:percent)
+    "prefix_tokens": "--prefix-prompt-length",  # shared prefix length (KV reuse)
+    "num_prefixes": "--num-prefix-prompts",  # how many distinct prefixes
+    "turns": "--conversation-turn-mean",  # multi-turn sessions
+    "turn_delay_ms": "--conversation-turn-delay-mean",
+    "sessions": "--conversation-num",
+}
+
+
+def workload_argv(workload: dict) -> list[str]:
+    unknown = sorted(set(workload) - set(WORKLOAD_FLAGS) - {"trace", "trace_type"})
+    if unknown:
+        raise ValueError(f"--workload: unknown keys {unknown}; known: {sorted(WORKLOAD_FLAGS)} + trace, trace_type")
+    argv: list[str] = []
+    for key, flag in WORKLOAD_FLAGS.items():
+        if workload.get(key) is not None:
+            argv += [flag, str(workload[key])]
+    return argv
+
+
 def build_argv(args: argparse.Namespace) -> list[str]:
     """The AIPerf command line, as a list. Every value is a separate item, never shell-parsed."""
     argv = [
@@ -55,12 +81,18 @@ def build_argv(args: argparse.Namespace) -> list[str]:
     ]
     if args.warmup > 0:
         argv += ["--warmup-request-count", str(args.warmup)]
-    if args.trace:
+    workload = dict(args.workload or {})
+    trace = args.trace or workload.pop("trace", None)
+    trace_type = workload.pop("trace_type", None) or args.trace_type
+    if trace:
         # The trace gives each request its lengths; --no-fixed-schedule keeps this a concurrency
         # point instead of replaying the trace's timestamps.
-        argv += ["--input-file", str(args.trace), "--custom-dataset-type", args.trace_type, "--no-fixed-schedule"]
+        argv += ["--input-file", str(trace), "--custom-dataset-type", trace_type, "--no-fixed-schedule"]
+        workload.pop("isl", None), workload.pop("osl", None)
     else:
-        argv += ["--isl", str(args.isl), "--osl", str(args.osl)]
+        workload.setdefault("isl", args.isl)
+        workload.setdefault("osl", args.osl)
+    argv += workload_argv(workload)
     argv += ["--random-seed", str(args.seed)]
     if args.request_timeout_s is not None:
         argv += ["--request-timeout-seconds", f"{args.request_timeout_s:g}"]
@@ -70,6 +102,20 @@ def build_argv(args: argparse.Namespace) -> list[str]:
         argv += ["--extra-inputs", item]
     argv += ["--ui-type", "none", "--artifact-dir", str(Path(args.out) / ARTIFACT_SUBDIR)]
     return argv
+
+
+def _workload_json(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"not JSON: {e}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object")
+    try:
+        workload_argv({k: v for k, v in value.items() if k not in ("trace", "trace_type")})
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return value
 
 
 def child_env() -> dict[str, str]:
@@ -189,6 +235,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--isl", type=int, help="input tokens per request (synthetic prompts)")
     p.add_argument("--osl", type=int, help="output tokens per request (synthetic prompts)")
     p.add_argument("--out", required=True, help="point dir: OUT/aiperf/, OUT/aiperf.log, OUT/result.json")
+    p.add_argument("--workload", type=_workload_json, default=None,
+                   help='the workload as JSON, e.g. {"isl":1024,"osl":256} or {"seq_dist":"1024,256:60;4096,512:40"}')
     p.add_argument("--trace", help="trace file to take requests from instead of --isl/--osl")
     p.add_argument("--trace-type", default="mooncake_trace", help="AIPerf --custom-dataset-type of --trace")
     p.add_argument("--timeout-s", type=float, help="stop the point (SIGINT, then SIGKILL) after this long")
@@ -201,8 +249,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--extra-inputs", nargs="*", default=[], metavar="KEY:VALUE", help="sent in every request body")
     p.add_argument("--result-param", help="also write {concurrency,status,reason} here (Argo output parameter)")
     args = p.parse_args(argv)
-    if args.trace is None and (args.isl is None or args.osl is None):
-        p.error("--isl and --osl are required without --trace")
+    w = args.workload or {}
+    has_lengths = (args.isl or w.get("isl")) and (args.osl or w.get("osl")) or w.get("seq_dist")
+    if args.trace is None and not w.get("trace") and not has_lengths:
+        p.error("give --isl and --osl (or --workload with isl/osl or seq_dist) unless a trace is used")
     if args.concurrency < 1 or args.requests < 1 or args.warmup < 0:
         p.error("--concurrency and --requests must be >= 1, --warmup >= 0")
     if not 0.0 <= args.max_error_rate <= 1.0:

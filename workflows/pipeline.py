@@ -38,8 +38,7 @@ PIPELINE_PARAMS: list[tuple[str, str, list[str] | None]] = [
     ("storage-class", "storage class for a new PVC ('' = cluster default)", None),
     ("ready-timeout-s", "fail when the deployment is not serving after this many seconds", None),
     ("points", "the sweep as JSON: [{concurrency, requests, warmup}, ...]", None),
-    ("isl", "input tokens per request", None),
-    ("osl", "output tokens per request", None),
+    ("workload", "the AIPerf workload as JSON: isl/osl, seq_dist, prefix_tokens/num_prefixes, turns, trace", None),
     ("max-error-rate", "failed-request fraction a point may have and still count", None),
     ("point-timeout-s", "stop a point gracefully after this many seconds", None),
     ("gpu-count", "GPUs the deployment uses (for tok/s/GPU)", None),
@@ -110,7 +109,7 @@ def pipeline_template(engine: str, mode: str, platform: dict[str, Any], *, point
                  arguments={"url": "{{inputs.parameters.url}}", "model": _wf("model"),
                             "tokenizer": "{{inputs.parameters.tokenizer}}",
                             "concurrency": "{{item.concurrency}}", "requests": "{{item.requests}}",
-                            "warmup": "{{item.warmup}}", "isl": _wf("isl"), "osl": _wf("osl"),
+                            "warmup": "{{item.warmup}}", "workload": _wf("workload"),
                             "max-error-rate": _wf("max-error-rate"), "timeout-s": _wf("point-timeout-s")})
 
         with DAG(name="exit-handler"):
@@ -158,8 +157,7 @@ def recipe_arguments(r: ResolvedRecipe, platform: dict[str, Any], *, dgd_api: st
         "model": r.model.id,
         "model-revision": r.model.revision,
         "points": json.dumps(points if points is not None else w.points(), separators=(",", ":")),
-        "isl": str(w.isl),
-        "osl": str(w.osl),
+        "workload": json.dumps(w.aiperf_workload(), separators=(",", ":")),
         "max-error-rate": str(w.max_error_rate),
         "point-timeout-s": str(w.point_timeout_s),
         "gpu-count": str(r.gpu_count),

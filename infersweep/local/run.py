@@ -109,7 +109,8 @@ def run_local(recipe_ref: str | Path, *, out_root: Path = Path("runs"), cache_ro
     cache_root = cache_root.resolve()
     model_dir = build_toy_model(cache_root / "toy-model")
 
-    local_overrides = {"model-source": f"file://{model_dir}", "isl": str(isl), "osl": str(osl),
+    workload = r.recipe.workload.aiperf_workload() | {"isl": isl, "osl": osl}
+    local_overrides = {"model-source": f"file://{model_dir}", "workload": json.dumps(workload, separators=(",", ":")),
                        "points": json.dumps(scaled_points(r, prof), separators=(",", ":")), "ready-timeout-s": "120",
                        "point-timeout-s": "600",
                        "gpu-count": str(simulated_gpus(r, prof))}
