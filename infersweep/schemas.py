@@ -118,8 +118,8 @@ def _where(doc: Any) -> str:
 def reference_dir() -> Path:
     """The read-only ``shared/reference`` folder.
 
-    ``$INFERSWEEP_REFERENCE`` wins; otherwise walk up from this file looking for
-    ``<ancestor>/shared/reference`` (dev: /work/main + /work/shared; CI: <clone>/../shared).
+    ``$INFERSWEEP_REFERENCE`` wins; then the copy shipped in the package (infersweep/reference, so an
+    installed infersweep validates anywhere); then ``<ancestor>/shared/reference`` above this file.
     """
     env = os.environ.get("INFERSWEEP_REFERENCE")
     if env:
@@ -127,6 +127,9 @@ def reference_dir() -> Path:
         if not path.is_dir():
             raise FileNotFoundError(f"INFERSWEEP_REFERENCE={env} is not a directory")
         return path
+    bundled = Path(__file__).resolve().parent / "reference"
+    if (bundled / "argo").is_dir():
+        return bundled
     for ancestor in Path(__file__).resolve().parents:
         candidate = ancestor / "shared" / "reference"
         if candidate.is_dir():

@@ -10,9 +10,7 @@ import pytest
 @pytest.fixture(scope="session")
 def reference() -> Path:
     """The read-only shared/reference folder (Argo schemas, Dynamo CRDs/recipes/templates, ...)."""
-    from infersweep.schemas import reference_dir
-
-    return reference_dir()
+    return shared_dir() / "reference"
 
 
 def shared_dir() -> Path:

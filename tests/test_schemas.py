@@ -11,6 +11,7 @@ import json
 import time
 
 import pytest
+from pathlib import Path
 import yaml
 
 from infersweep import schemas
@@ -24,7 +25,9 @@ from infersweep.schemas import (
 )
 
 ARGO_VERSIONS = ["v4.1.2", "v3.7.18"]
-REFERENCE = reference_dir()  # needed at collection time for parametrization
+from conftest import shared_dir
+
+REFERENCE = shared_dir() / "reference"  # upstream DGDs and templates; needed at collection time
 
 
 def minimal_workflow(**spec) -> dict:
@@ -48,11 +51,12 @@ def error_lines(excinfo) -> list[str]:
 # reference_dir
 
 
-def test_reference_dir_finds_shared_beside_the_checkout(monkeypatch):
+def test_reference_dir_is_the_copy_shipped_in_the_package_and_matches_shared(monkeypatch):
     monkeypatch.delenv("INFERSWEEP_REFERENCE", raising=False)
     found = reference_dir()
-    assert found.name == "reference" and found.parent.name == "shared"
-    assert (found / "argo" / "schema-v4.1.2.json").is_file()
+    assert found == Path(schemas.__file__).resolve().parent / "reference"
+    for rel in ("argo/schema-v4.1.2.json", "argo/schema-v3.7.18.json", "dynamo/crds/nvidia.com_dynamographdeployments.yaml"):
+        assert (found / rel).read_bytes() == (REFERENCE / rel).read_bytes(), f"{rel} differs from shared/reference"
 
 
 def test_reference_dir_env_override(monkeypatch, tmp_path):
