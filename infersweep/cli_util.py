@@ -14,9 +14,133 @@ def parse_sets(values: list[str] | None) -> dict[str, str]:
             raise RecipeError(f"--set {v!r}: write it as key=value (a workflow parameter name, "
                               "e.g. --set prometheus-url=http://prom:9090)")
         out[key] = val
+    from workflows.pipeline import PIPELINE_PARAMS
+
+    # Checked here, once, for every command that takes --set (run, render, submit): bad values are
+    # refused before anything is rendered, written or sent.
+    check_sets(out, [name for name, _, _ in PIPELINE_PARAMS])
     return out
 
 
 def table(head: list[str], rows: list[tuple]) -> str:
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in [head, *rows])
+
+
+# What each `--set` value must look like. A value is refused here, before anything is rendered or
+# started, instead of failing mid-run inside a step (a bad `points` would only fail at the sweep's
+# withParam, after the deployment took its GPUs). Names end up in Kubernetes object names and S3 keys.
+_BUCKET_RE = r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]"
+_PREFIX_RE = r"[A-Za-z0-9!_.*'()-]+(/[A-Za-z0-9!_.*'()-]+)*"
+_QUANTITY_RE = r"[0-9]+(\.[0-9]+)?([KMGTPE]i?)?"
+
+
+def _json(key: str, value: str, kind: type):
+    import json
+
+    try:
+        data = json.loads(value)
+    except ValueError as e:
+        raise RecipeError(f"--set {key}=...: not JSON ({e}); give a JSON {kind.__name__}") from None
+    if not isinstance(data, kind):
+        raise RecipeError(f"--set {key}=...: must be a JSON {'list' if kind is list else 'object'}")
+    return data
+
+
+def _int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _check_points(value: str) -> None:
+    points = _json("points", value, list)
+    fix = 'write it as [{"concurrency":1,"requests":8,"warmup":0}, ...]'
+    if not 1 <= len(points) <= 64:
+        raise RecipeError(f"--set points=...: needs 1 to 64 points; {fix}")
+    seen = set()
+    for i, p in enumerate(points):
+        if not isinstance(p, dict) or set(p) != {"concurrency", "requests", "warmup"}:
+            raise RecipeError(f"--set points=...: point {i} must have exactly concurrency, requests, warmup; {fix}")
+        if not (_int(p["concurrency"]) and _int(p["requests"]) and _int(p["warmup"])
+                and p["concurrency"] >= 1 and p["requests"] >= 1 and p["warmup"] >= 0):
+            raise RecipeError(f"--set points=...: point {i}: concurrency and requests must be integers >= 1, "
+                              f"warmup an integer >= 0; {fix}")
+        if p["concurrency"] in seen:
+            raise RecipeError(f"--set points=...: concurrency {p['concurrency']} repeats; list each level once")
+        seen.add(p["concurrency"])
+
+
+def _check_workload(value: str) -> None:
+    try:
+        from steps.aiperf_point import WORKLOAD_FLAGS
+    except ImportError:  # pragma: no cover - steps/ is part of this repository
+        return
+    w = _json("workload", value, dict)
+    unknown = sorted(set(w) - set(WORKLOAD_FLAGS) - {"trace", "trace_type"})
+    if unknown:
+        raise RecipeError(f"--set workload=...: unknown keys {unknown}; known: {sorted(WORKLOAD_FLAGS)} + trace, trace_type")
+    for k, v in w.items():
+        if not isinstance(v, (str, int, float)) or isinstance(v, bool) or (isinstance(v, str) and _bad_chars(v)):
+            raise RecipeError(f"--set workload=...: {k} must be a number or a one-line string")
+
+
+def _check_slo(value: str) -> None:
+    for k, v in _json("slo", value, dict).items():
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or v <= 0:
+            raise RecipeError(f"--set slo=...: {k} must be a number > 0")
+
+
+def _number(key: str, value: str, lo: float, hi: float | None = None, integer: bool = False) -> None:
+    try:
+        x = int(value) if integer else float(value)
+    except ValueError:
+        x = None
+    if x is None or x != x or x < lo or (hi is not None and x > hi) or (not integer and x in (float("inf"),)):
+        rng = f"between {lo:g} and {hi:g}" if hi is not None else f">= {lo:g}"
+        raise RecipeError(f"--set {key}={value[:60]!r}: must be {'an integer' if integer else 'a number'} {rng}")
+
+
+def _bad_chars(value: str) -> bool:
+    return any(ch in value for ch in "\n\r\x00")
+
+
+def check_sets(sets: dict[str, str], known: list[str]) -> None:
+    """Refuse `--set` keys that are not workflow parameters and values a step could not use."""
+    import re
+
+    from infersweep.names import is_dns_label
+
+    for key, value in sets.items():
+        if key not in known:
+            raise RecipeError(f"--set {key}: no such parameter; parameters are {sorted(known)}")
+        if key != "dgd" and _bad_chars(value):
+            raise RecipeError(f"--set {key}=...: a value may not contain a newline or NUL")
+        if key == "points":
+            _check_points(value)
+        elif key == "workload":
+            _check_workload(value)
+        elif key == "slo":
+            _check_slo(value)
+        elif key in ("ready-timeout-s", "point-timeout-s"):
+            _number(key, value, 1)
+        elif key == "max-error-rate":
+            _number(key, value, 0, 1)
+        elif key == "gpu-count":
+            _number(key, value, 1, integer=True)
+        elif key in ("dgd-name", "recipe", "model-cache-pvc") and not is_dns_label(value):
+            raise RecipeError(f"--set {key}={value[:60]!r}: must be a Kubernetes name (lowercase letters, digits "
+                              "and '-', starting and ending with a letter or digit, at most 63)")
+        elif key == "dgd-api-version" and value not in ("v1beta1", "v1alpha1"):
+            raise RecipeError(f"--set {key}={value[:60]!r}: must be v1beta1 or v1alpha1")
+        elif key == "model-source" and not (value == "hf" or re.fullmatch(r"file:///\S+", value)):
+            raise RecipeError(f"--set {key}={value[:60]!r}: use 'hf' or file:///absolute/path")
+        elif key == "s3-bucket" and not re.fullmatch(_BUCKET_RE, value):
+            raise RecipeError(f"--set {key}={value[:60]!r}: not an S3 bucket name (3-63 lowercase letters, digits, '.', '-')")
+        elif key == "s3-prefix" and (not re.fullmatch(_PREFIX_RE, value) or ".." in value.split("/")):
+            raise RecipeError(f"--set {key}={value[:60]!r}: use a key prefix like runs/team-a (letters, digits, "
+                              "'-', '_', '.', no '..' and no leading or trailing '/')")
+        elif key == "prometheus-url" and value and not re.fullmatch(r"https?://[^\s'\"]+", value):
+            raise RecipeError(f"--set {key}={value[:60]!r}: give an http(s):// URL, or '' to skip server metrics")
+        elif key == "model-cache-size" and not re.fullmatch(_QUANTITY_RE, value):
+            raise RecipeError(f"--set {key}={value[:60]!r}: give a size like 500Gi")
+        elif key in ("model", "model-revision", "storage-class") and re.search(r"\s", value):
+            raise RecipeError(f"--set {key}={value[:60]!r}: may not contain whitespace")

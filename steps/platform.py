@@ -18,7 +18,8 @@ DGD_PLURAL = "dynamographdeployments"
 class Platform(Protocol):
     def ensure_pvc(self, name: str, namespace: str, size: str, storage_class: str) -> str: ...
     def apply_dgd(self, dgd: dict[str, Any], namespace: str, owner: dict[str, str] | None) -> str: ...
-    def wait_ready(self, name: str, namespace: str, model: str, timeout_s: float) -> float: ...
+    def wait_ready(self, name: str, namespace: str, model: str, timeout_s: float, *,
+                   api_version: str = "v1beta1", bundle_path: Path | None = None) -> float: ...
     def delete_dgd(self, name: str, namespace: str, api_version: str) -> bool: ...
 
 
@@ -83,10 +84,12 @@ class KubernetesPlatform:
                                                        {"spec": dgd["spec"], "metadata": {"labels": dgd["metadata"].get("labels", {})}})
         return frontend_url(name, namespace)
 
-    def wait_ready(self, name: str, namespace: str, model: str, timeout_s: float) -> float:
+    def wait_ready(self, name: str, namespace: str, model: str, timeout_s: float, *,
+                   api_version: str = "v1beta1", bundle_path: Path | None = None) -> float:
         from steps.readiness import wait_dgd_ready
 
-        return wait_dgd_ready(self, name, namespace, model, timeout_s)
+        return wait_dgd_ready(self.core, self.custom, name, namespace, model, timeout_s,
+                              api_version=api_version, bundle_path=bundle_path)
 
     def delete_dgd(self, name: str, namespace: str, api_version: str) -> bool:
         from kubernetes.client.exceptions import ApiException
@@ -118,16 +121,34 @@ class LocalPlatform:
 
         d = self._dgd_dir(dgd["metadata"]["name"])
         if (d / "deployment.json").exists():
+            from infersweep.local import procs
+
             try:
-                return load_local(d).frontend_url  # a retried deploy step: already running
+                dep = load_local(d)
+                if dep.processes and all(procs.record_alive(r) for r in dep.processes):
+                    return dep.frontend_url  # a retried deploy step: already running
             except Exception:
                 pass
+            # A resumed run finds the deployment its first attempt tore down (or one with a dead
+            # worker): stop what is left and start afresh rather than hand out a dead URL.
+            from infersweep.local.dynamo import teardown_local
+
+            teardown_local(d)
         model_dir = Path(os.environ["INFERSWEEP_LOCAL_MODEL_DIR"])
         max_workers = int(os.environ.get("INFERSWEEP_LOCAL_MAX_WORKERS", "2"))
         dep = deploy_local(dgd, model_dir=model_dir, state_dir=d, max_workers_per_component=max_workers)
+        targets = os.environ.get("INFERSWEEP_LOCAL_PROM_TARGETS")
+        if targets:
+            # The local Prometheus scrapes the frontend's /metrics from now on (file_sd, refreshed each second).
+            from infersweep.local.prometheus import write_targets
+
+            write_targets(Path(targets), [dep.frontend_url.removeprefix("http://")],
+                          {"dgd": dgd["metadata"]["name"], "namespace": namespace})
         return dep.frontend_url
 
-    def wait_ready(self, name: str, namespace: str, model: str, timeout_s: float) -> float:
+    def wait_ready(self, name: str, namespace: str, model: str, timeout_s: float, *,
+                   api_version: str = "v1beta1", bundle_path: Path | None = None) -> float:
+        # Local processes have no API objects to bundle: the runner keeps their logs under the run dir.
         from infersweep.local.dynamo import wait_ready_local
 
         return wait_ready_local(self._dgd_dir(name), timeout_s)

@@ -536,6 +536,13 @@ def main(argv: list[str] | None = None) -> int:
         f"{summary['skipped']} skipped, manifest {'written' if summary['manifest_written'] else 'unchanged'}, "
         f"{summary['seconds']:.2f} s"
     )
+    try:
+        # Listed only now that the manifest is there: the index never shows a half-written run.
+        from infersweep.results.index import publish_index_entry
+
+        print(f"indexed as s3://{args.bucket}/{publish_index_entry(args.bucket, args.prefix)}")
+    except Exception as exc:  # the run itself is published and complete; `RunStore.reindex()` can list it later
+        print(f"publish: run published, but its index entry was not written: {exc}", file=sys.stderr)
     return 0
 
 

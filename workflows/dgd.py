@@ -3,11 +3,17 @@
 `nvidia.com/v1beta1` (`spec.components[]`, `podTemplate`) is what Dynamo 1.6 stores and is the default;
 `v1alpha1` (`spec.services`, `extraPodSpec`) is for operators before 1.6, like the 1.3.0 in the cluster
 report. Both carry the same graph: one frontend with the recipe's router mode, and one component per
-worker role (aggregated `worker`, or `prefill` + `decode`) reading the model from the cache PVC.
+worker role (aggregated `worker`, or `prefill` + `decode`) reading the model from the cache PVC. A worker's
+args are the engine's own spelling (params/engines/*.yaml) of the recipe's TP/DP/EP, disaggregation role and
+KV transfer, KV-router events, CPU KV offload and speculative decoding; a multinode replica is one
+component with `multinode.nodeCount` and each pod asks for its share of the GPUs (the operator adds the
+engine's multinode flags); fabric resources (rdma/ib, EFA) are extra pod resources; an autoscaled role
+starts at its min replicas with a scaling adapter and its range is an annotation.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from infersweep.recipe import ResolvedRecipe, Workers
@@ -32,13 +38,80 @@ def frontend_args(r: ResolvedRecipe) -> list[str]:
     return ["--router-mode", r.recipe.router]
 
 
+def parallelism_args(r: ResolvedRecipe, w: Workers) -> list[str]:
+    """DP/EP flags as the engine spells them (the rules are in infersweep.recipe.Recipe._dp_rule)."""
+    e, args = r.engine, []
+    if w.dp > 1:
+        args += [e.dp_flag, str(w.dp)] if e.dp_flag else []
+        args += e.dp_switches
+    if w.ep > 1:
+        args += [e.ep_flag, str(w.ep)] if e.ep_flag else [e.ep_switch] if e.ep_switch else []
+    return args
+
+
+def kv_transfer_args(r: ResolvedRecipe) -> list[str]:
+    """vLLM's NIXL connector config, with the transport's NIXL backend when it is not the default UCX."""
+    e = r.engine
+    if not (e.kv_transfer_flag and e.kv_transfer_config):
+        return []
+    config = dict(e.kv_transfer_config)
+    t = r.recipe.transport
+    if t and t.nixl_backend != "UCX":
+        config["kv_connector_extra_config"] = {"backends": [t.nixl_backend]}
+    return [e.kv_transfer_flag, json.dumps(config, separators=(",", ":"))]
+
+
+def offload_args(r: ResolvedRecipe) -> list[str]:
+    off, spell = r.recipe.kv_offload, r.engine.offload
+    if not off:
+        return []
+    if off.cpu_gib is not None and spell.cpu_gib_flag:
+        return [spell.cpu_gib_flag, f"{off.cpu_gib:g}", *spell.cpu_args]
+    args = [spell.hicache_switch] if spell.hicache_switch else []
+    if off.hicache_ratio is not None and spell.hicache_ratio_flag:
+        args += [spell.hicache_ratio_flag, f"{off.hicache_ratio:g}"]
+    if off.write_policy and spell.hicache_write_policy_flag:
+        args += [spell.hicache_write_policy_flag, off.write_policy]
+    return args
+
+
+def speculative_args(r: ResolvedRecipe) -> list[str]:
+    spec, style = r.recipe.speculative, r.engine.speculative
+    if not spec or spec.mode == "none" or not style:
+        return []
+    method, n, draft = style.methods[spec.mode], spec.num_tokens, r.draft_model
+    if style.style == "vllm-config":
+        config: dict = {"method": method, "num_speculative_tokens": n}
+        if draft:
+            config["model"] = draft
+        return [style.flag, json.dumps(config, separators=(",", ":"))]
+    if style.style == "sglang-flags":
+        args = [style.flag, method, "--speculative-num-steps", str(n), "--speculative-num-draft-tokens", str(n + 1),
+                "--speculative-eagle-topk", "1"]
+        return args + (["--speculative-draft-model-path", draft] if draft else [])
+    # TRT-LLM takes it as engine-args: MTP reuses the model's NextN layers, Eagle needs the draft dir.
+    spec_config: dict = {"decoding_type": method}
+    if spec.mode == "mtp":
+        spec_config["num_nextn_predict_layers"] = n
+    else:
+        spec_config |= {"max_draft_len": n, "speculative_model_dir": draft}
+    return [style.flag, json.dumps({"speculative_config": spec_config}, separators=(",", ":"))]
+
+
 def worker_args(r: ResolvedRecipe, role: str, w: Workers) -> list[str]:
-    args = [r.engine.model_flag, r.model.id, r.engine.tp_flag, str(w.tp)]
+    e = r.engine
+    args = [e.model_flag, r.model.id, e.tp_flag, str(w.tp)] + parallelism_args(r, w)
     args += list(r.recipe.engine_args)
     if role == "prefill":
-        args += r.engine.prefill_args
+        args += e.prefill_args + kv_transfer_args(r)
     elif role == "decode":
-        args += r.engine.decode_args
+        args += e.decode_args + kv_transfer_args(r)
+    if r.recipe.router == "kv" and role in ("worker", "prefill"):
+        args += e.kv_router_args  # the router scores the workers a request enters at
+    args += offload_args(r)
+    # Speculation is set on every role: vLLM and SGLang need the same draft config on both sides of a
+    # disaggregated pair for the KV layout to match.
+    args += speculative_args(r)
     return args
 
 
@@ -51,9 +124,28 @@ def _gpus_per_pod(w: Workers) -> int:
     return w.gpus_per_replica // w.nodes
 
 
-def _worker_env() -> list[dict[str, str]]:
+def _worker_env(r: ResolvedRecipe) -> list[dict[str, str]]:
     # The model-cache step has put the pinned revision on the PVC; workers must never reach the hub.
-    return [{"name": "HF_HOME", "value": MODEL_CACHE_MOUNT}, {"name": "HF_HUB_OFFLINE", "value": "1"}]
+    env = [{"name": "HF_HOME", "value": MODEL_CACHE_MOUNT}, {"name": "HF_HUB_OFFLINE", "value": "1"}]
+    t = r.recipe.transport
+    return env + [{"name": k, "value": v} for k, v in sorted((t.env if t else {}).items())]
+
+
+def _extra_resources(r: ResolvedRecipe) -> dict[str, str]:
+    """Fabric resources (rdma/ib, vpc.amazonaws.com/efa) each worker pod asks for besides its GPUs."""
+    t = r.recipe.transport
+    return {k: str(v) for k, v in sorted((t.resources if t else {}).items())}
+
+
+def annotations(r: ResolvedRecipe) -> dict[str, str]:
+    """What the DGD itself cannot say: the autoscaling range an external autoscaler must be given."""
+    out = {}
+    for role, w in r.recipe.topology.roles().items():
+        a = w.autoscaling
+        if a:
+            target = f", target {a.target_per_replica:g} per replica" if a.target_per_replica else ""
+            out[f"{LABEL_PREFIX}/autoscaling-{role}"] = f"{a.min_replicas}-{a.max_replicas} replicas on {a.metric}{target}"
+    return out
 
 
 def render_dgd(r: ResolvedRecipe, *, api_version: str = "v1beta1", name: str | None = None,
@@ -64,12 +156,10 @@ def render_dgd(r: ResolvedRecipe, *, api_version: str = "v1beta1", name: str | N
         spec = _spec_v1alpha1(r, pvc, hf_secret)
     else:
         raise ValueError(f"DGD apiVersion {api_version!r}: use v1beta1 (Dynamo >= 1.6) or v1alpha1 (older operators)")
-    return {
-        "apiVersion": f"nvidia.com/{api_version}",
-        "kind": "DynamoGraphDeployment",
-        "metadata": {"name": name or r.name, "labels": labels(r)},
-        "spec": spec,
-    }
+    metadata: dict[str, Any] = {"name": name or r.name, "labels": labels(r)}
+    if annotations(r):
+        metadata["annotations"] = annotations(r)
+    return {"apiVersion": f"nvidia.com/{api_version}", "kind": "DynamoGraphDeployment", "metadata": metadata, "spec": spec}
 
 
 def _spec_v1beta1(r: ResolvedRecipe, pvc: str, hf_secret: str) -> dict[str, Any]:
@@ -85,6 +175,7 @@ def _spec_v1beta1(r: ResolvedRecipe, pvc: str, hf_secret: str) -> dict[str, Any]
     components = [frontend]
     for role, w in r.recipe.topology.roles().items():
         gpus = str(_gpus_per_pod(w))
+        res = {r.gpu_type.resource: gpus} | _extra_resources(r)
         comp: dict[str, Any] = {
             "name": _component_name(r, role),
             "type": role,
@@ -95,9 +186,9 @@ def _spec_v1beta1(r: ResolvedRecipe, pvc: str, hf_secret: str) -> dict[str, Any]
                     "command": ["python3", "-m", r.engine.module],
                     "args": worker_args(r, role, w),
                     "workingDir": r.engine.working_dir,
-                    "env": _worker_env(),
+                    "env": _worker_env(r),
                     "envFrom": [{"secretRef": {"name": hf_secret}}],
-                    "resources": {"limits": {r.gpu_type.resource: gpus}, "requests": {r.gpu_type.resource: gpus}},
+                    "resources": {"limits": dict(res), "requests": dict(res)},
                     "volumeMounts": [{"name": "model-cache", "mountPath": MODEL_CACHE_MOUNT, "readOnly": True}],
                 }],
                 "volumes": [{"name": "model-cache", "persistentVolumeClaim": {"claimName": pvc, "readOnly": True}}],
@@ -105,6 +196,8 @@ def _spec_v1beta1(r: ResolvedRecipe, pvc: str, hf_secret: str) -> dict[str, Any]
         }
         if w.nodes > 1:
             comp["multinode"] = {"nodeCount": w.nodes}
+        if w.autoscaling:
+            comp["scalingAdapter"] = {}  # replicas start at min; the adapter lets KEDA/HPA move them
         components.append(comp)
     return {"backendFramework": r.recipe.engine, "components": components}
 
@@ -125,7 +218,7 @@ def _spec_v1alpha1(r: ResolvedRecipe, pvc: str, hf_secret: str) -> dict[str, Any
             "componentType": "worker",
             "replicas": w.replicas,
             "envFromSecret": hf_secret,
-            "envs": _worker_env(),
+            "envs": _worker_env(r),
             "resources": {"limits": {"gpu": gpus}, "requests": {"gpu": gpus}},
             "volumeMounts": [{"name": pvc, "mountPoint": MODEL_CACHE_MOUNT}],
             "extraPodSpec": {"mainContainer": {
@@ -135,7 +228,12 @@ def _spec_v1alpha1(r: ResolvedRecipe, pvc: str, hf_secret: str) -> dict[str, Any
         }
         if role != "worker":
             svc["subComponentType"] = role
+        if _extra_resources(r):
+            for side in ("limits", "requests"):
+                svc["resources"][side]["custom"] = _extra_resources(r)
         if w.nodes > 1:
             svc["multinode"] = {"nodeCount": w.nodes}
+        if w.autoscaling:
+            svc["scalingAdapter"] = {"enabled": True}
         services[_component_name(r, role)] = svc
     return {"backendFramework": r.recipe.engine, "pvcs": [{"name": pvc, "create": False}], "services": services}

@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from infersweep.platform_config import load_platform
-from infersweep.recipe import all_recipe_paths, load_recipe
+from infersweep.recipe import ResolvedRecipe, all_recipe_paths, load_recipe
 from infersweep.render import library_templates, render_recipe
 
 GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
@@ -22,18 +22,29 @@ def _dump(doc: dict) -> str:
     return yaml.safe_dump(doc, sort_keys=False, width=120)
 
 
+def dgd_shape(r: ResolvedRecipe) -> tuple:
+    """What changes the structure of a rendered DGD (not just its values)."""
+    roles = r.recipe.topology.roles().values()
+    return (r.recipe.engine, r.recipe.topology.mode, any(w.nodes > 1 for w in roles),
+            any(w.autoscaling for w in roles), bool(r.recipe.transport and r.recipe.transport.resources))
+
+
 def golden_documents() -> dict[str, str]:
-    """Relative file name -> YAML text, for every pipeline shape and every recipe."""
+    """Relative file name -> YAML text: every recipe's v1beta1 DGD and Workflow, the v1alpha1 DGD of the
+    first recipe of each DGD shape (the v1alpha1 mapping is per shape, so one each keeps the set reviewable),
+    and the templates of every pipeline shape."""
     platform = load_platform()
     out: dict[str, str] = {}
-    shapes = set()
+    shapes, dgd_shapes = set(), set()
     for path in all_recipe_paths():
         r = load_recipe(path)
         shapes.add((r.recipe.engine, r.recipe.topology.mode))
-        for api in ("v1beta1", "v1alpha1"):
-            b = render_recipe(r, platform, dgd_api=api)
-            out[f"recipes/{r.name}/dgd-{api}.yaml"] = _dump(b.dgd)
-        out[f"recipes/{r.name}/workflow.yaml"] = _dump(render_recipe(r, platform).workflow)
+        b = render_recipe(r, platform)
+        out[f"recipes/{r.name}/dgd-v1beta1.yaml"] = _dump(b.dgd)
+        out[f"recipes/{r.name}/workflow.yaml"] = _dump(b.workflow)
+        if dgd_shape(r) not in dgd_shapes:
+            dgd_shapes.add(dgd_shape(r))
+            out[f"recipes/{r.name}/dgd-v1alpha1.yaml"] = _dump(render_recipe(r, platform, dgd_api="v1alpha1").dgd)
     for engine, mode in sorted(shapes):
         for t in library_templates(platform, engine, mode):
             out[f"templates/{t['metadata']['name']}.yaml"] = _dump(t)

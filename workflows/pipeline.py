@@ -15,9 +15,12 @@ import yaml
 from hera.workflows import DAG, Parameter, Task, Workflow, WorkflowTemplate
 from hera.workflows import models as m
 
+from infersweep.names import label_value
 from infersweep.recipe import ResolvedRecipe
+from infersweep.results.context import recipe_context
 from workflows.dgd import labels as recipe_labels
 from workflows.dgd import render_dgd
+from workflows.cluster import semaphore
 from workflows.steps_library import STEP_BY_NAME, step_template_name
 
 # Every task of the DAG that runs after the sweep must run whether the sweep succeeded or not:
@@ -46,6 +49,9 @@ PIPELINE_PARAMS: list[tuple[str, str, list[str] | None]] = [
     ("prometheus-url", "Prometheus base URL ('' skips server metrics)", None),
     ("s3-bucket", "bucket for published results", None),
     ("s3-prefix", "key prefix under which runs are published", None),
+    ("baseline-prefix", "S3 prefix of the recipe's baseline run to check for regressions ('' skips)", None),
+    ("regression", "regression tolerances per metric and noise z as JSON", None),
+    ("context", "the run's context as JSON (recipe hash, images, model revision, topology)", None),
 ]
 
 
@@ -69,7 +75,8 @@ def pipeline_defaults(platform: dict[str, Any]) -> dict[str, str]:
         "model-cache-pvc": platform["model_cache"]["pvc"], "model-cache-size": platform["model_cache"]["size"],
         "storage-class": platform["model_cache"]["storage_class"], "ready-timeout-s": "1800",
         "max-error-rate": "0.0", "point-timeout-s": "3600", "prometheus-url": platform.get("prometheus_url", ""),
-        "s3-bucket": platform["s3"]["bucket"], "s3-prefix": platform["s3"]["prefix"],
+        "s3-bucket": platform["s3"]["bucket"], "s3-prefix": platform["s3"]["prefix"], "baseline-prefix": "",
+        "regression": "{}", "context": "{}",
     }
 
 
@@ -101,7 +108,11 @@ def pipeline_template(engine: str, mode: str, platform: dict[str, Any], *, point
         active_deadline_seconds=active_deadline_s,
         pod_gc=m.PodGC(strategy="OnPodSuccess"),
         ttl_strategy=m.TTLStrategy(seconds_after_completion=7 * 24 * 3600),
-        service_account_name="infersweep",
+        service_account_name=platform["service_account"],
+        # Logs and output artifacts go to the S3 repository the operator installed, by reference: the
+        # template carries no endpoint or credentials (ConfigMap printed by `infersweep install`).
+        artifact_repository_ref=m.ArtifactRepositoryRef(config_map=platform["artifact_repository"]["configmap"],
+                                                        key=platform["artifact_repository"]["key"]),
     ) as wt:
         with DAG(name="sweep", inputs=[Parameter(name="points"), Parameter(name="url"), Parameter(name="tokenizer")],
                  parallelism=point_parallelism, fail_fast=False):
@@ -124,7 +135,8 @@ def pipeline_template(engine: str, mode: str, platform: dict[str, Any], *, point
                          arguments={"model": _wf("model"), "revision": _wf("model-revision"), "source": _wf("model-source")})
             deploy = Task(name="deploy", template_ref=_ref("deploy"), arguments={"dgd": _wf("dgd")})
             ready = Task(name="wait-ready", template_ref=_ref("wait-ready"),
-                         arguments={"dgd-name": _wf("dgd-name"), "model": _wf("model"), "timeout-s": _wf("ready-timeout-s")})
+                         arguments={"dgd-name": _wf("dgd-name"), "model": _wf("model"), "timeout-s": _wf("ready-timeout-s"),
+                                    "api-version": _wf("dgd-api-version")})
             sweep = Task(name="sweep", template="sweep",
                          arguments={"points": _wf("points"), "url": "{{tasks.deploy.outputs.parameters.frontend-url}}",
                                     "tokenizer": "{{tasks.model-cache.outputs.parameters.model-dir}}"})
@@ -134,11 +146,16 @@ def pipeline_template(engine: str, mode: str, platform: dict[str, Any], *, point
             scrape = Task(name="scrape", template_ref=_ref("scrape"), depends=AFTER_SWEEP,
                           arguments={"prometheus-url": _wf("prometheus-url")})
             summarize = Task(name="summarize", template_ref=_ref("summarize"),
-                             arguments={"gpu-count": _wf("gpu-count"), "slo": _wf("slo"), "title": _wf("recipe")})
+                             arguments={"gpu-count": _wf("gpu-count"), "slo": _wf("slo"), "title": _wf("recipe"),
+                                        "context": _wf("context"),
+                                        "model-commit": "{{tasks.model-cache.outputs.parameters.commit}}"})
             publish = Task(name="publish", template_ref=_ref("publish"),
                            arguments={"bucket": _wf("s3-bucket"),
                                       "prefix": f"{_wf('s3-prefix')}/{_wf('recipe')}/{{{{workflow.name}}}}"})
-            scrape >> summarize >> publish
+            check = Task(name="regression-check", template_ref=_ref("regression-check"),
+                         arguments={"bucket": _wf("s3-bucket"), "baseline-prefix": _wf("baseline-prefix"),
+                                    "tolerances": _wf("regression")})
+            scrape >> summarize >> publish >> check
     return wt
 
 
@@ -162,6 +179,8 @@ def recipe_arguments(r: ResolvedRecipe, platform: dict[str, Any], *, dgd_api: st
         "point-timeout-s": str(w.point_timeout_s),
         "gpu-count": str(r.gpu_count),
         "slo": json.dumps(slo, separators=(",", ":")),
+        "regression": json.dumps(r.recipe.regression.for_judge(), separators=(",", ":")),
+        "context": json.dumps(recipe_context(r, platform), separators=(",", ":"), sort_keys=True),
     })
     for k, v in (overrides or {}).items():
         if k not in args:
@@ -170,12 +189,24 @@ def recipe_arguments(r: ResolvedRecipe, platform: dict[str, Any], *, dgd_api: st
     return args
 
 
+def workflow_labels(r: ResolvedRecipe) -> dict[str, str]:
+    """The DGD's labels plus model and GPU count, so `argo list -l infersweep.io/model=...` filters runs."""
+    return {**recipe_labels(r), "infersweep.io/model": label_value(r.model.id), "infersweep.io/gpu-count": str(r.gpu_count)}
+
+
+def workflow_synchronization(r: ResolvedRecipe) -> m.Synchronization:
+    """One deployment slot of the recipe's GPU pool, held for the whole run (see workflows/cluster.py)."""
+    ref = semaphore(r.recipe.gpu.type)["configMapKeyRef"]
+    return m.Synchronization(semaphores=[m.SemaphoreRef(config_map_key_ref=m.ConfigMapKeySelector(**ref))])
+
+
 def recipe_workflow(r: ResolvedRecipe, args: dict[str, str], namespace: str) -> Workflow:
     """The Workflow a submit creates: it references the pipeline template, so the UI can resubmit it."""
     return Workflow(
         generate_name=f"{r.name[:40]}-",
         namespace=namespace,
-        labels=recipe_labels(r),
+        labels=workflow_labels(r),
         workflow_template_ref=m.WorkflowTemplateRef(name=pipeline_name(r.recipe.engine, r.recipe.topology.mode)),
         arguments=args,
+        synchronization=workflow_synchronization(r),
     )

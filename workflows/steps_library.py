@@ -35,6 +35,8 @@ class StepSpec:
     image: str = "steps"
     outputs: list[str] = field(default_factory=list)
     artifacts: list[tuple[str, str]] = field(default_factory=list)  # (name, path)
+    # written only on some outcomes (a failure's debug bundle): Argo must not fail the step when absent
+    optional_artifacts: list[tuple[str, str]] = field(default_factory=list)
     mounts: tuple[str, ...] = ("workdir",)
     env_from_secret: str | None = None
     retry: bool = False  # only steps whose failure is transient and whose rerun cannot lose a measurement
@@ -64,9 +66,12 @@ STEPS: list[StepSpec] = [
              outputs=["frontend-url"], mounts=(), retry=True),
     StepSpec("wait-ready", "wait_ready",
              [("dgd-name", "DGD name"), ("model", "model /v1/models must list"),
-              ("timeout-s", "fail when not serving after this many seconds")],
+              ("timeout-s", "fail when not serving after this many seconds"),
+              ("api-version", "DGD apiVersion (v1beta1 or v1alpha1)")],
              ["--name", _p("dgd-name"), "--namespace", "{{workflow.namespace}}", "--model", _p("model"),
-              "--timeout-s", _p("timeout-s")], mounts=()),
+              "--timeout-s", _p("timeout-s"), "--api-version", _p("api-version"),
+              "--bundle", f"{OUT}/debug-bundle.json"], mounts=(),
+             optional_artifacts=[("debug-bundle", f"{OUT}/debug-bundle.json")]),
     StepSpec("aiperf-point", "aiperf_point",
              [("url", "frontend URL"), ("model", "served model name"), ("tokenizer", "tokenizer folder"),
               ("concurrency", "concurrent requests"), ("requests", "profiled requests"),
@@ -83,15 +88,27 @@ STEPS: list[StepSpec] = [
              [("prometheus-url", "Prometheus base URL ('' skips server metrics)")],
              ["--run-dir", RUN_DIR, "--prometheus-url", _p("prometheus-url")]),
     StepSpec("summarize", "summarize",
-             [("gpu-count", "GPUs the deployment uses"), ("slo", "SLO bounds as JSON"), ("title", "plot title")],
-             ["--run-dir", RUN_DIR, "--gpu-count", _p("gpu-count"), "--slo", _p("slo"), "--title", _p("title")],
+             [("gpu-count", "GPUs the deployment uses"), ("slo", "SLO bounds as JSON"), ("title", "plot title"),
+              ("context", "the run's context as JSON (recipe hash, images, model revision, ...)"),
+              ("model-commit", "the model commit the model-cache step resolved")],
+             ["--run-dir", RUN_DIR, "--gpu-count", _p("gpu-count"), "--slo", _p("slo"), "--title", _p("title"),
+              "--run-id", "{{workflow.name}}", "--context", _p("context"), "--model-commit", _p("model-commit")],
              artifacts=[("results-csv", f"{RUN_DIR}/summary/results.csv"),
                         ("results-parquet", f"{RUN_DIR}/summary/results.parquet"),
                         ("results-md", f"{RUN_DIR}/summary/results.md"),
-                        ("pareto-png", f"{RUN_DIR}/summary/pareto.png")]),
+                        ("pareto-png", f"{RUN_DIR}/summary/pareto.png"),
+                        ("report-html", f"{RUN_DIR}/summary/report.html")]),
     StepSpec("publish", "publish",
              [("bucket", "S3 bucket"), ("prefix", "S3 key prefix of this run")],
              [RUN_DIR, "--bucket", _p("bucket"), "--prefix", _p("prefix")], env_from_secret="s3", retry=True),
+    StepSpec("regression-check", "regression_check",
+             [("bucket", "S3 bucket of results and baselines"),
+              ("baseline-prefix", "S3 prefix of the recipe's baseline run ('' skips the check)"),
+              ("tolerances", "regression tolerances per metric as JSON (the recipe's regression section)")],
+             ["--run-dir", RUN_DIR, "--bucket", _p("bucket"), "--baseline-prefix", _p("baseline-prefix"),
+              "--tolerances", _p("tolerances"),
+              "--report", f"{OUT}/regression.md"], env_from_secret="s3",
+             optional_artifacts=[("regression-report", f"{OUT}/regression.md")]),
     StepSpec("teardown", "teardown",
              [("dgd-name", "DGD name"), ("api-version", "DGD apiVersion (v1beta1 or v1alpha1)")],
              ["--name", _p("dgd-name"), "--namespace", "{{workflow.namespace}}", "--api-version", _p("api-version")],
@@ -123,7 +140,9 @@ def step_container(step: StepSpec, images: Images, secrets: dict[str, str] | Non
         args=step.args,
         inputs=[Parameter(name=n, description=d) for n, d in step.inputs],
         outputs=[Parameter(name=o, value_from=m.ValueFrom(path=f"{OUT}/{o}")) for o in step.outputs]
-        + [Artifact(name=n, path=p, archive=m.ArchiveStrategy(none=m.NoneStrategy())) for n, p in step.artifacts],
+        + [Artifact(name=n, path=p, archive=m.ArchiveStrategy(none=m.NoneStrategy())) for n, p in step.artifacts]
+        + [Artifact(name=n, path=p, optional=True, archive=m.ArchiveStrategy(none=m.NoneStrategy()))
+           for n, p in step.optional_artifacts],
         volume_mounts=_mounts(step) or None,
         env_from=env_from,
         env=[m.EnvVar(name="PYTHONUNBUFFERED", value="1")],

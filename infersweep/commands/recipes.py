@@ -1,19 +1,32 @@
-"""`infersweep recipes [list|show NAME]`: the catalog as a table, or one recipe."""
+"""`infersweep recipes [list|show NAME]`: the catalog as a table, or one recipe (folder defaults merged)."""
 
 from __future__ import annotations
 
 import argparse
 
+import yaml
+
 from infersweep.cli_util import table
-from infersweep.recipe import RecipeError, ResolvedRecipe, all_recipe_paths, load_recipe
+from infersweep.recipe import RecipeError, ResolvedRecipe, all_recipe_paths, load_recipe, recipe_data
 
 
 def topology_text(r: ResolvedRecipe) -> str:
     parts = []
     for role, w in r.recipe.topology.roles().items():
-        who = f"{w.replicas} workers" if role == "worker" else f"{w.replicas}{role[0].upper()}"
-        parts.append(f"{who} x TP={w.tp}" + (f" over {w.nodes} nodes" if w.nodes > 1 else ""))
-    return " + ".join(parts) + f" ({r.recipe.topology.mode}, {r.recipe.router})"
+        count = f"{w.autoscaling.min_replicas}-{w.autoscaling.max_replicas}" if w.autoscaling else str(w.replicas)
+        who = f"{count} workers" if role == "worker" else f"{count}{role[0].upper()}"
+        par = f"TP={w.tp}" + (f" DP={w.dp}" if w.dp > 1 else "") + (f" EP={w.ep}" if w.ep > 1 else "")
+        parts.append(f"{who} x {par}" + (f" over {w.nodes} nodes" if w.nodes > 1 else ""))
+    extras = [r.recipe.topology.mode, r.recipe.router]
+    if r.recipe.speculative and r.recipe.speculative.mode != "none":
+        extras.append(r.recipe.speculative.mode)
+    if r.recipe.kv_offload:
+        extras.append("cpu-kv")
+    return " + ".join(parts) + f" ({', '.join(extras)})"
+
+
+def gpus_text(r: ResolvedRecipe) -> str:
+    return str(r.gpu_count) if r.gpu_count == r.gpu_capacity else f"{r.gpu_count}-{r.gpu_capacity}"
 
 
 def run(a: argparse.Namespace) -> int:
@@ -21,13 +34,18 @@ def run(a: argparse.Namespace) -> int:
         if not a.name:
             raise RecipeError("infersweep recipes show NAME: give a recipe name (see `infersweep recipes`)")
         r = load_recipe(a.name)
-        print(r.path.read_text() if r.path else r.recipe.model_dump_json(indent=2))
+        if r.path:
+            print(f"# {r.path} (with its folder's _defaults.yaml merged)")
+            print(yaml.safe_dump(recipe_data(r.path), sort_keys=False, width=120), end="")
+        else:
+            print(r.recipe.model_dump_json(indent=2))
         return 0
     rows = []
     for p in all_recipe_paths():
         r = load_recipe(p)
-        rows.append((r.name, r.model.id, r.recipe.engine, topology_text(r), str(r.gpu_count), r.recipe.gpu.type))
+        rows.append((r.name, r.model.id, r.recipe.engine, topology_text(r), gpus_text(r), r.recipe.gpu.type))
     print(table(["name", "model", "engine", "topology", "GPUs", "GPU type"], rows))
+    print(f"{len(rows)} recipes")
     return 0
 
 

@@ -16,11 +16,11 @@ def run(a: argparse.Namespace) -> int:
     if a.all == bool(a.recipe):
         raise RecipeError("infersweep render: give a RECIPE or --all (not both)")
     refs = all_recipe_paths() if a.all else [a.recipe]
-    out = Path(a.out)
+    out, platform, overrides = Path(a.out), load_platform(), parse_sets(a.set)
     for ref in refs:
         r = load_recipe(ref)
         dest = out / r.name if a.all else out
-        files = render_recipe(r, load_platform(), dgd_api=a.dgd_api, overrides=parse_sets(a.set)).write(dest)
+        files = render_recipe(r, platform, dgd_api=a.dgd_api, overrides=overrides).write(dest)
         print(f"{r.name}: {len(files)} documents -> {dest}")
     return 0
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 
 from infersweep.cli_util import parse_sets
@@ -13,8 +14,16 @@ def run(a: argparse.Namespace) -> int:
     if not a.local:
         raise RecipeError("infersweep run: only --local runs here; for a cluster use `infersweep submit`")
     from infersweep.local.run import run_local
-
-    res = run_local(a.recipe, out_root=Path(a.out), overrides=parse_sets(a.set), dgd_api=a.dgd_api)
+    sets = parse_sets(a.set)
+    if Path(a.recipe).is_dir():
+        raise RecipeError(f"{a.recipe}: is a directory; give a recipe file or a name from `infersweep recipes`")
+    out = Path(a.out)
+    if out.exists() and not out.is_dir():
+        raise RecipeError(f"--out {a.out}: is a file; give a folder for the runs (default ./runs)")
+    if a.resume and not Path(a.resume).is_dir():
+        raise RecipeError(f"--resume {a.resume}: no such run folder; give runs/<run-id> of an earlier run")
+    res = run_local(a.recipe, out_root=out, overrides=sets, dgd_api=a.dgd_api,
+                    resume=Path(a.resume) if a.resume else None)
     table = res.results_dir / "summary" / "results.md"
     if table.exists():
         print()
@@ -25,6 +34,12 @@ def run(a: argparse.Namespace) -> int:
     if res.s3_keys:
         prefix = res.s3_keys[0].split(res.run_id, 1)[0] + res.run_id
         print(f"published {len(res.s3_keys)} objects to the local S3 server under {prefix}/")
+    if res.phase != "Succeeded" or not any(k.endswith("/manifest.json") for k in res.s3_keys):
+        # Nothing measured is lost: every point's files stay in the run folder, and a resumed run keeps
+        # the good points (it does not measure them again) and publishes under its own prefix.
+        print(f"kept locally: {res.results_dir}/points/ (measured points are kept as they are)")
+        print(f"to finish this run: infersweep run --local {shlex.quote(str(a.recipe))} --out {shlex.quote(a.out)} "
+              f"--resume {shlex.quote(str(res.run_dir))}")
     return 0 if res.phase == "Succeeded" else 1
 
 
@@ -35,4 +50,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default="runs", help="folder for local runs (default ./runs)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a workflow parameter")
     p.add_argument("--dgd-api", choices=["v1beta1", "v1alpha1"], default="v1beta1")
+    p.add_argument("--resume", metavar="RUN_DIR", help="run again on an earlier run's folder: points measured ok "
+                   "are kept, the others run; published under a new prefix <run-id>-rN")
     p.set_defaults(fn=run)

@@ -288,7 +288,12 @@ class LocalArgo:
                 if expr and not eval_depends(expr, nodes):
                     tnode.phase = "Omitted"
                     continue
-                if failed and fail_fast:
+                # The controller (dag.go, executeDAGTask) schedules every task whose depends/dependencies
+                # hold, failFast or not: failFast only decides the DAG's phase. So a task downstream of a
+                # failure runs when its own condition allows it (`sweep.Failed`, or `scrape` that ran after
+                # it): this is what lets a failed sweep still be summarised and published. Only tasks with
+                # no dependencies, which this one-at-a-time runner reaches late, are held back here.
+                if failed and fail_fast and not expr:
                     tnode.phase = "Omitted"
                     tnode.message = "not started: an earlier task failed (failFast)"
                     continue
@@ -401,9 +406,17 @@ class LocalArgo:
         node.log = root / "main.log"
         for attempt in range(retries + 1):
             self._check_stop()
-            with open(node.log, "a") as log:
-                log.write(f"$ {' '.join(argv)}\n")
-                log.flush()
+            # Unbuffered and best effort: on a full disk the step must still run (and report its own
+            # failure), and the exit handler after it must still release the deployment.
+            try:
+                log = open(node.log, "ab", buffering=0)
+            except OSError:
+                log = open(os.devnull, "ab", buffering=0)
+            with log:
+                try:
+                    log.write(f"$ {' '.join(argv)}\n".encode())
+                except OSError:
+                    pass
                 self.current = subprocess.Popen(argv, cwd=self.cluster.cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
                                                 stdin=subprocess.DEVNULL, start_new_session=True)
                 rc = self._wait(self.current, tmpl.get("activeDeadlineSeconds"))

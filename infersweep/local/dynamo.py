@@ -54,6 +54,8 @@ ENGINE_FLAG_MAP = [
     (("--block-size", "--page-size", "--kv-block-size"), "--block-size"),
     (("--max-num-seqs", "--max-running-requests", "--max-batch-size"), "--max-num-seqs"),
     (("--max-num-batched-tokens", "--max-num-tokens"), "--max-num-batched-tokens"),
+    # vLLM's spelling: lets a recipe (or a local demo) size the simulated KV cache in blocks.
+    (("--num-gpu-blocks-override",), "--num-gpu-blocks-override"),
 ]
 ENGINE_SWITCH_MAP = [
     (("--no-enable-prefix-caching", "--disable-radix-cache"), "--no-enable-prefix-caching"),

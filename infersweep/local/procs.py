@@ -230,7 +230,10 @@ def stop_all(state_dir: Path, grace_s: float = 5) -> list[dict]:
         while any(record_alive(r) for r in records) and time.monotonic() < deadline:
             time.sleep(0.05)
         left = [r for r in records if record_alive(r)]
-        _write_records(state_dir, left)
+        try:
+            _write_records(state_dir, left)
+        except OSError:
+            pass  # disk full: the processes are stopped, which is what matters; stale records are harmless
     if left:
         raise RuntimeError(f"processes survived SIGKILL: {[(r['name'], r['pid']) for r in left]}")
     return records

@@ -22,11 +22,14 @@ import yaml
 
 from infersweep.local import procs
 from infersweep.local.argo import LocalArgo, LocalCluster, Node
+from infersweep.local.prometheus import BINARY as PROMETHEUS_BINARY
+from infersweep.local.prometheus import LocalPrometheus, free_port
 from infersweep.local.s3server import LocalS3
 from infersweep.local.toy_model import build_toy_model
 from infersweep.paths import REPO_ROOT, params_dir, venv_python
 from infersweep.platform_config import load_platform
-from infersweep.recipe import ResolvedRecipe, load_recipe
+from infersweep.names import dns_label
+from infersweep.recipe import RecipeError, ResolvedRecipe, load_recipe
 from infersweep.render import render_recipe
 
 ARTIFACT_BUCKET = "infersweep-artifacts"
@@ -97,26 +100,55 @@ def _printer(stream=sys.stdout) -> Callable[[str, Node], None]:
 
 def run_local(recipe_ref: str | Path, *, out_root: Path = Path("runs"), cache_root: Path = Path(".infersweep"),
               overrides: dict[str, str] | None = None, dgd_api: str = "v1beta1",
-              on_event: Callable[[str, Node], None] | None = None, s3: LocalS3 | None = None) -> LocalRun:
-    """Run the recipe's rendered workflow here. Pass a started `s3` to keep the bucket after the run."""
+              on_event: Callable[[str, Node], None] | None = None, s3: LocalS3 | None = None,
+              resume: Path | None = None) -> LocalRun:
+    """Run the recipe's rendered workflow here. Pass a started `s3` to keep the bucket after the run.
+
+    `resume`: the folder of an earlier run of this recipe. The workflow runs again on its workdir, so
+    points already measured `ok` are kept (the point step never redoes them) and only the others run.
+    It runs as a new workflow `<run>-rN` (a new S3 prefix), so it never overwrites what the earlier
+    attempt published.
+    """
     t_start = time.monotonic()
     r = load_recipe(recipe_ref)
     prof = local_profile()
     isl, osl = scaled_lengths(r, prof)
-    run_id = f"{r.name[:40]}-{datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S')}"
-    run_dir = (out_root / run_id).resolve()
+    rendered = "rendered"
+    if resume is None:
+        run_id = dns_label(f"{r.name[:40]}-{datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S')}")
+        run_dir = (out_root / run_id).resolve()
+    else:
+        run_dir = Path(resume).resolve()
+        first = run_dir / "rendered" / "workflow.yaml"
+        if not first.is_file():
+            raise RecipeError(f"--resume {resume}: not the folder of an `infersweep run --local` run "
+                              "(no rendered/workflow.yaml); give runs/<run-id>")
+        params = {p["name"]: p.get("value") for p in
+                  yaml.safe_load(first.read_text())["spec"]["arguments"]["parameters"]}
+        if params.get("recipe") != r.name:
+            raise RecipeError(f"--resume {resume}: that run is of recipe {params.get('recipe')!r}, not {r.name!r}")
+        n = len(list(run_dir.glob("rendered*"))) + 1
+        run_id = dns_label(f"{run_dir.name[:56]}-r{n}")
+        rendered = f"rendered-r{n}"
     state_dir = run_dir / "state"
     cache_root = cache_root.resolve()
-    model_dir = build_toy_model(cache_root / "toy-model")
+    model_dir = cache_root / "toy-model"  # built only once the recipe and overrides have rendered
 
-    workload = r.recipe.workload.aiperf_workload() | {"isl": isl, "osl": osl}
+    workload = r.recipe.workload.synthetic_workload(isl, osl)  # a trace or mix runs as its scaled averages
     local_overrides = {"model-source": f"file://{model_dir}", "workload": json.dumps(workload, separators=(",", ":")),
                        "points": json.dumps(scaled_points(r, prof), separators=(",", ":")), "ready-timeout-s": "120",
                        "point-timeout-s": "600",
                        "gpu-count": str(simulated_gpus(r, prof))}
+    # A real Prometheus scrapes the local frontend every second (the local platform's deploy writes its
+    # address into the targets file); its URL is a parameter like a cluster's. No binary: no server metrics.
+    prom = None
+    if "prometheus-url" not in (overrides or {}) and Path(PROMETHEUS_BINARY).exists():
+        prom = LocalPrometheus(state_dir / "prometheus-targets.json", port=free_port())
+        local_overrides["prometheus-url"] = prom.url
     bundle = render_recipe(r, load_platform(), dgd_api=dgd_api, namespace="local",
                            overrides=local_overrides | (overrides or {}), workflow_name=run_id)
-    bundle.write(run_dir / "rendered")
+    build_toy_model(model_dir)
+    bundle.write(run_dir / rendered)
     platform = load_platform()
 
     pythons = {platform["images"]["steps"]: sys.executable, platform["images"]["aiperf"]: venv_python("aiperf")}
@@ -132,6 +164,11 @@ def run_local(recipe_ref: str | Path, *, out_root: Path = Path("runs"), cache_ro
     try:
         if own_s3:
             s3.start()
+        if prom:
+            try:
+                prom.start()
+            except (OSError, RuntimeError) as e:  # metrics enrich a run, they never stop one
+                print(f"prometheus did not start, server metrics will be skipped: {e}", file=sys.stderr)
         env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}  # see AIPerf note in steps.aiperf_point
         env |= s3.env() | {
             "INFERSWEEP_PLATFORM": "local",
@@ -139,6 +176,8 @@ def run_local(recipe_ref: str | Path, *, out_root: Path = Path("runs"), cache_ro
             "INFERSWEEP_LOCAL_MODEL_DIR": str(model_dir),
             "INFERSWEEP_LOCAL_MAX_WORKERS": str(prof["max_workers_per_component"]),
         }
+        if prom:
+            env["INFERSWEEP_LOCAL_PROM_TARGETS"] = str(prom.targets_file)
         s3c = s3.client()
 
         def upload_artifact(key: str, f: Path) -> str:
@@ -154,7 +193,10 @@ def run_local(recipe_ref: str | Path, *, out_root: Path = Path("runs"), cache_ro
             prev[sig] = signal.signal(sig, handle)
         root = argo.run()
         prefix = f"{platform['s3']['prefix']}/{r.name}/{run_id}/"
-        keys = [o["Key"] for o in s3c.list_objects_v2(Bucket=platform["s3"]["bucket"], Prefix=prefix).get("Contents", [])]
+        try:
+            keys = [o["Key"] for o in s3c.list_objects_v2(Bucket=platform["s3"]["bucket"], Prefix=prefix).get("Contents", [])]
+        except Exception:  # S3 went away during the run: the results are on disk, the CLI says how to publish
+            keys = []
     finally:
         for sig, h in prev.items():
             signal.signal(sig, h)
@@ -163,6 +205,8 @@ def run_local(recipe_ref: str | Path, *, out_root: Path = Path("runs"), cache_ro
             procs.stop_all(d)
         if own_s3:
             s3.stop()
+        if prom:
+            prom.stop()
     results = run_dir / "volumes" / "workdir" / "run"
     link = run_dir / "results"
     if results.exists() and not link.exists():

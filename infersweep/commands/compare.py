@@ -1,0 +1,36 @@
+"""`infersweep compare RUN_A RUN_B [...] [--csv F] [--plot F]`: RUN_B.. against RUN_A, per concurrency."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def run(a: argparse.Namespace) -> int:
+    from infersweep.results.cli_common import label_runs, load_run
+    from infersweep.results.compare import compare_runs, comparison_plot
+
+    runs = label_runs([load_run(ref, a.store) for ref in a.runs])
+    tables = {label: r.table for label, r in runs.items()}
+    cmp = compare_runs(tables)
+    print(cmp.text())
+    if a.csv:
+        Path(a.csv).parent.mkdir(parents=True, exist_ok=True)
+        cmp.changes.to_csv(a.csv, index=False)
+        print(f"csv: {a.csv}")
+    if a.plot:
+        print(f"plot: {comparison_plot(tables, cmp, Path(a.plot))}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from infersweep.results.cli_common import add_store_arg
+
+    p = sub.add_parser("compare", help="compare runs: % changes per concurrency, crossovers, best under the SLOs")
+    p.add_argument("runs", nargs="+", metavar="RUN", help="the first is the baseline; folders or ids in --store")
+    p.add_argument("--csv", help="write the per-concurrency changes here")
+    p.add_argument("--plot", help="write a PNG of the metrics vs concurrency here")
+    add_store_arg(p)
+    from infersweep.results.cli_common import clean_errors
+
+    p.set_defaults(fn=clean_errors(run))

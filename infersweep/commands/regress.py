@@ -1,0 +1,49 @@
+"""`infersweep regress RUN --baseline RUN [--tolerance METRIC=REL ...]`: pass / regressed / improved /
+inconclusive, with the evidence. Exit code 0 pass/improved, 1 regressed, 3 inconclusive."""
+
+from __future__ import annotations
+
+import argparse
+
+EXIT = {"pass": 0, "improved": 0, "regressed": 1, "inconclusive": 3}
+
+
+def _tolerances(items: list[str]) -> dict:
+    from infersweep.recipe import RecipeError
+
+    out: dict = {}
+    for item in items:
+        metric, sep, value = item.partition("=")
+        try:
+            if not sep:
+                raise ValueError
+            kind, _, number = value.rpartition(":")
+            out[metric] = {kind or "rel": float(number)} if metric != "z" else float(number)
+        except ValueError:
+            raise RecipeError(f"--tolerance {item!r}: write METRIC=REL (0.05 = 5%), METRIC=abs:A or z=N") from None
+    return out
+
+
+def run(a: argparse.Namespace) -> int:
+    from infersweep.results.cli_common import load_run
+    from infersweep.results.regression import judge_run
+
+    current, baseline = load_run(a.run, a.store), load_run(a.baseline, a.store)
+    v = judge_run(current.table, baseline.table, _tolerances(a.tolerance))
+    print(f"{current.label} ({current.run_id}) against baseline {baseline.label} ({baseline.run_id})")
+    print(v.report)
+    return EXIT[v.verdict]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from infersweep.results.cli_common import add_store_arg
+
+    p = sub.add_parser("regress", help="judge a run against a baseline run, noise-aware")
+    p.add_argument("run", help="the run to judge (folder, or id in --store)")
+    p.add_argument("--baseline", required=True, help="the baseline run (folder, or id in --store)")
+    p.add_argument("--tolerance", action="append", default=[], metavar="METRIC=REL",
+                   help="override a tolerance, e.g. ttft_ms_p50=0.15 or error_rate=abs:0.02, or z=3")
+    add_store_arg(p)
+    from infersweep.results.cli_common import clean_errors
+
+    p.set_defaults(fn=clean_errors(run))

@@ -1,0 +1,59 @@
+"""`infersweep submit RECIPE [--set k=v ...] [--watch]`: a Workflow that references the recipe's pipeline
+template (so the UI can resubmit and retry it), created through the Argo Server; prints the UI link."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from infersweep.argo_server import add_server_flags, server_from_args
+from infersweep.cli_util import parse_sets
+
+DONE = ("Succeeded", "Failed", "Error")
+
+
+def watch(server, name: str, poll_s: float = 5.0, out=print) -> str:
+    """Print each phase/progress change until the workflow ends; return its final phase."""
+    seen = None
+    while True:
+        st = server.get_workflow(name).get("status") or {}
+        now = (st.get("phase") or "Pending", st.get("progress"), st.get("message"))
+        if now != seen:
+            out(f"{name}: {now[0]}" + (f" {now[1]}" if now[1] else "") + (f" ({now[2]})" if now[2] else ""))
+            seen = now
+        if now[0] in DONE:
+            return now[0]
+        time.sleep(poll_s)
+
+
+def run(a: argparse.Namespace) -> int:
+    from infersweep.platform_config import load_platform
+    from infersweep.recipe import all_recipe_paths, load_recipe
+    from infersweep.render import render_recipe
+    from workflows.cluster import check_fits_pool
+
+    platform = load_platform()
+    r = load_recipe(a.recipe)
+    overrides = parse_sets(a.set)
+    server = server_from_args(a)
+    # Everything that can be refused is refused here, before the first request.
+    check_fits_pool(r, platform, [load_recipe(p) for p in all_recipe_paths()])
+    bundle = render_recipe(r, platform, dgd_api=a.dgd_api, namespace=server.cfg.namespace, overrides=overrides)
+    wf = server.create_workflow(bundle.workflow)
+    name = wf["metadata"]["name"]
+    print(f"submitted {server.cfg.namespace}/{name} ({r.name} on pipeline {bundle.workflow['spec']['workflowTemplateRef']['name']})")
+    print(server.ui_link(name))
+    if not a.watch:
+        return 0
+    return 0 if watch(server, name, a.poll_s) == "Succeeded" else 1
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("submit", help="run a recipe on the cluster (through the Argo Server)")
+    p.add_argument("recipe", help="recipe name or file")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a workflow parameter")
+    p.add_argument("--dgd-api", choices=["v1beta1", "v1alpha1"], default="v1beta1")
+    p.add_argument("--watch", action="store_true", help="follow the run until it ends (exit 1 unless it succeeded)")
+    p.add_argument("--poll-s", type=float, default=5.0, help=argparse.SUPPRESS)
+    add_server_flags(p)
+    p.set_defaults(fn=run)

@@ -1,0 +1,13 @@
+"""Results that answer questions: the versioned results table, the run store, reports, comparisons and
+noise-aware regression verdicts.
+
+schema.py      one tidy row per (run, recipe, concurrency, repetition): every AIPerf statistic, derived
+               throughput, goodput, SLO pass/fail and the run's context
+context.py     the run context (recipe hash, images, model revision, topology, GPUs, AIPerf version, times)
+index.py       the per-run index entries that make "all runs of recipe X" one LIST
+store.py       RunStore: S3 or a local folder; refuses runs without a manifest
+report.py      the self-contained HTML report (+ PNGs)
+plots.py       the figures report and compare share
+compare.py     per-concurrency changes, crossovers, best configuration meeting the SLOs
+regression.py  judge_run: pass / regressed / improved / inconclusive, with the evidence
+"""

@@ -1,0 +1,67 @@
+"""What report, compare and regress share: turning a RUN argument into a loaded Run.
+
+RUN is a local run folder (`runs/<run-id>`, as `infersweep run --local` leaves it), or a run id / RECIPE/RUN_ID
+in the store given by --store (s3://BUCKET/PREFIX or a folder; default $INFERSWEEP_STORE, else the platform's
+results bucket and prefix).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from infersweep.results.run import Run, load_run_folder
+from infersweep.results.store import RunStore
+
+
+def default_store() -> str:
+    if os.environ.get("INFERSWEEP_STORE"):
+        return os.environ["INFERSWEEP_STORE"]
+    from infersweep.platform_config import load_platform
+
+    s3 = load_platform()["s3"]
+    return f"s3://{s3['bucket']}/{s3['prefix']}"
+
+
+def add_store_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", default=None,
+                   help="s3://BUCKET/PREFIX or a folder of published runs (default $INFERSWEEP_STORE, else the "
+                        "platform's results bucket)")
+
+
+def load_run(ref: str, store: str | None) -> Run:
+    path = Path(ref)
+    if path.is_dir() and store is None:
+        return load_run_folder(path)
+    return RunStore(store or default_store()).load(ref)
+
+
+def label_runs(runs: list[Run]) -> dict[str, Run]:
+    """Label each run by its recipe, by recipe@run-id where two runs share a recipe."""
+    labels: dict[str, Run] = {}
+    recipes = [r.label for r in runs]
+    for r in runs:
+        label = r.label if recipes.count(r.label) == 1 else f"{r.label}@{r.run_id}"
+        labels[label] = r
+    return labels
+
+
+def clean_errors(fn):
+    """Bad input (a missing run, an incomplete one, a table of another schema) is one clear line, no traceback:
+    the CLI prints RecipeError messages as such."""
+    import functools
+
+    from infersweep.recipe import RecipeError
+    from infersweep.results.store import ChecksumError, IncompleteRunError, RunNotFound
+
+    @functools.wraps(fn)
+    def wrapper(a):
+        try:
+            return fn(a)
+        except (IncompleteRunError, RunNotFound, ChecksumError, FileNotFoundError, ValueError) as e:
+            if isinstance(e, RecipeError):
+                raise
+            raise RecipeError(str(e)) from None
+
+    return wrapper

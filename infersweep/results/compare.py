@@ -1,0 +1,189 @@
+"""Compare runs: per-concurrency percentage changes against the first run, the concurrency where one
+configuration overtakes another on each metric, and the best configuration meeting the SLOs.
+
+Repetitions are reduced to their median per point first, and only concurrencies both runs measured are
+compared (a point one run lacks is reported, never interpolated).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from infersweep.results.plots import COLORS, _plt, _save, per_point
+from infersweep.results.schema import direction
+
+METRICS = [
+    ("ttft_ms_avg", "TTFT mean"), ("ttft_ms_p50", "TTFT p50"), ("ttft_ms_p99", "TTFT p99"),
+    ("itl_ms_avg", "ITL mean"), ("itl_ms_p50", "ITL p50"),
+    ("request_latency_ms_avg", "latency mean"), ("request_latency_ms_p50", "latency p50"),
+    ("output_tok_s", "output tok/s"), ("request_per_s", "req/s"), ("tok_s_per_user", "tok/s/user"),
+    ("goodput_req_s", "goodput req/s"),
+]
+TIE = 0.005  # relative differences below 0.5% are ties: they neither win nor make a crossover
+
+
+@dataclass
+class Comparison:
+    baseline: str
+    changes: pd.DataFrame  # run, concurrency, metric, baseline_value, value, pct_change, better
+    crossovers: pd.DataFrame  # run, metric, concurrency, winner_before, winner_from
+    winners: pd.DataFrame  # run, metric, summary ("A better at c1-c4, B better from c8")
+    best: pd.DataFrame  # the best point meeting the SLOs, per run (first row: overall best)
+    missing: list[str]
+
+    def text(self) -> str:
+        return format_comparison(self)
+
+
+def _pct(a: float, b: float) -> float:
+    return (b - a) / a * 100 if a and math.isfinite(a) and math.isfinite(b) else math.nan
+
+
+def _winner(metric: str, a: float, b: float, la: str, lb: str) -> str | None:
+    if not (math.isfinite(a) and math.isfinite(b)) or abs(b - a) <= TIE * max(abs(a), abs(b)):
+        return None
+    b_better = b < a if direction(metric) == "lower" else b > a
+    return lb if b_better else la
+
+
+def compare_runs(runs: dict[str, pd.DataFrame], metrics: list[tuple[str, str]] | None = None) -> Comparison:
+    if len(runs) < 2:
+        raise ValueError("compare needs at least two runs")
+    metrics = metrics or METRICS
+    labels = list(runs)
+    base_label = labels[0]
+    points = {label: per_point(df).set_index("concurrency") for label, df in runs.items()}
+    base = points[base_label]
+    changes, crossovers, winners, missing = [], [], [], []
+    for label in labels[1:]:
+        other = points[label]
+        common = sorted(set(base.index) & set(other.index))
+        for only, who in ((set(base.index) - set(other.index), label), (set(other.index) - set(base.index), base_label)):
+            if only:
+                missing.append(f"{who} has no measured point at concurrency {sorted(int(c) for c in only)}")
+        for metric, _ in metrics:
+            if metric not in base.columns or metric not in other.columns:
+                continue
+            seq = []
+            for c in common:
+                a, b = float(base.at[c, metric]), float(other.at[c, metric])
+                w = _winner(metric, a, b, base_label, label)
+                changes.append({"run": label, "baseline": base_label, "concurrency": int(c), "metric": metric,
+                                "baseline_value": a, "value": b, "pct_change": _pct(a, b),
+                                "better": None if w is None else w == label})
+                seq.append((int(c), w))
+            last = None
+            for c, w in seq:
+                if w is None:
+                    continue
+                if last is not None and w != last:
+                    crossovers.append({"run": label, "baseline": base_label, "metric": metric, "concurrency": c,
+                                       "winner_before": last, "winner_from": w})
+                last = w
+            winners.append({"run": label, "metric": metric, "summary": _runs_text(seq)})
+    return Comparison(base_label, pd.DataFrame(changes), pd.DataFrame(crossovers, columns=[
+        "run", "baseline", "metric", "concurrency", "winner_before", "winner_from"]),
+        pd.DataFrame(winners), best_meeting_slo(runs), missing)
+
+
+def _runs_text(seq: list[tuple[int, str | None]]) -> str:
+    """'A better at c1-c4, B better at c8-c16' from [(1, A), (4, A), (8, B), (16, B)] (ties as 'tie')."""
+    parts: list[list] = []
+    for c, w in seq:
+        who = w or "tie"
+        if parts and parts[-1][0] == who:
+            parts[-1][2] = c
+        else:
+            parts.append([who, c, c])
+    return ", ".join(f"{w} {'better' if w != 'tie' else ''} at c{a}{'' if a == b else f'-c{b}'}".replace("  ", " ")
+                     for w, a, b in parts) or "no common points"
+
+
+def best_meeting_slo(runs: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per run, the point meeting every SLO with the most tok/s per GPU; sorted best first."""
+    rows = []
+    for label, df in runs.items():
+        pts = per_point(df)
+        ok = pts[pts["slo_pass"] == True] if not pts.empty else pts  # noqa: E712
+        if ok.empty:
+            rows.append({"run": label, "concurrency": None, "tok_s_per_gpu": math.nan, "tok_s_per_user": math.nan,
+                         "goodput_req_s": math.nan, "meets_slo": False})
+            continue
+        top = ok.sort_values(["tok_s_per_gpu", "goodput_req_s"], ascending=False).iloc[0]
+        rows.append({"run": label, "concurrency": int(top["concurrency"]), "tok_s_per_gpu": top["tok_s_per_gpu"],
+                     "tok_s_per_user": top["tok_s_per_user"], "goodput_req_s": top["goodput_req_s"], "meets_slo": True})
+    df = pd.DataFrame(rows)
+    return df.sort_values(["meets_slo", "tok_s_per_gpu"], ascending=False).reset_index(drop=True)
+
+
+def format_comparison(cmp: Comparison) -> str:
+    from infersweep.cli_util import table
+
+    out = []
+    names = dict(METRICS)
+    for label in cmp.changes["run"].unique() if not cmp.changes.empty else []:
+        sub = cmp.changes[cmp.changes["run"] == label]
+        metrics = list(dict.fromkeys(sub["metric"]))
+        head = ["concurrency"] + [names.get(m, m) for m in metrics]
+        rows = []
+        for c, g in sub.groupby("concurrency"):
+            by = g.set_index("metric")
+            rows.append((str(c), *(_pct_text(by.at[m, "pct_change"], by.at[m, "better"]) for m in metrics)))
+        out.append(f"{label} vs {cmp.baseline}: % change per concurrency (+ = higher; * = {label} better)")
+        out.append(table(head, rows))
+        out.append("")
+        out.append("who is better, by metric:")
+        for _, w in cmp.winners[cmp.winners["run"] == label].iterrows():
+            out.append(f"  {names.get(w['metric'], w['metric']):<14} {w['summary']}")
+        xs = cmp.crossovers[cmp.crossovers["run"] == label]
+        out.append("crossovers: " + ("none" if xs.empty else "; ".join(
+            f"{names.get(r['metric'], r['metric'])}: {r['winner_from']} overtakes {r['winner_before']} at c{r['concurrency']}"
+            for _, r in xs.iterrows())))
+        out.append("")
+    for note in cmp.missing:
+        out.append(f"note: {note}")
+    best = cmp.best
+    if best.empty or not best.iloc[0]["meets_slo"]:
+        out.append("best configuration meeting the SLOs: none of the runs has a point meeting them")
+    else:
+        b = best.iloc[0]
+        out.append(f"best configuration meeting the SLOs: {b['run']} at concurrency {int(b['concurrency'])} "
+                   f"({b['tok_s_per_gpu']:.1f} tok/s/GPU, {b['tok_s_per_user']:.1f} tok/s/user, "
+                   f"goodput {b['goodput_req_s']:.2f} req/s)")
+        for _, r in best.iloc[1:].iterrows():
+            out.append(f"  {r['run']}: " + (f"c{int(r['concurrency'])}, {r['tok_s_per_gpu']:.1f} tok/s/GPU"
+                                            if r["meets_slo"] else "no point meets the SLOs"))
+    return "\n".join(out)
+
+
+def _pct_text(pct: float, better) -> str:
+    if not math.isfinite(pct):
+        return "–"
+    return f"{pct:+.1f}%" + ("*" if better is not None and not pd.isna(better) and bool(better) else "")
+
+
+def comparison_plot(runs: dict[str, pd.DataFrame], cmp: Comparison, path: Path) -> Path:
+    """Absolute values vs concurrency for the main metrics, one line per run, crossovers marked."""
+    plt = _plt()
+    shown = [("ttft_ms_avg", "TTFT mean (ms)"), ("itl_ms_avg", "ITL mean (ms)"),
+             ("request_latency_ms_avg", "latency mean (ms)"), ("output_tok_s", "output tok/s"),
+             ("tok_s_per_user", "tok/s/user (p50)"), ("goodput_req_s", "goodput (req/s)")]
+    fig, axes = plt.subplots(2, 3, figsize=(14, 7.5), dpi=100)
+    for ax, (metric, name) in zip(axes.flat, shown):
+        for i, (label, df) in enumerate(runs.items()):
+            pts = per_point(df)
+            if not pts.empty and metric in pts.columns:
+                ax.plot(pts["concurrency"], pts[metric], "o-", color=COLORS[i % len(COLORS)], label=label)
+        for _, x in cmp.crossovers[cmp.crossovers["metric"] == metric].iterrows():
+            ax.axvline(x["concurrency"], color="grey", linestyle=":", lw=1)
+        ax.set_xscale("log", base=2)
+        ax.set_title(name, fontsize=10)
+        ax.set_xlabel("concurrency")
+        ax.grid(True, alpha=0.3)
+    axes.flat[0].legend(fontsize=8)
+    fig.suptitle("comparison against " + cmp.baseline + " (dotted: crossover)", fontsize=11)
+    return _save(fig, path)

@@ -1,0 +1,147 @@
+"""The run context: what was benchmarked, with what, and when. It travels with every row of the results
+table and with the run's index entry, so a table read on its own still says what it measured.
+
+Sources, strongest first:
+1. the context the pipeline hands the summarize step (`--context` JSON or `<run-dir>/context.json`),
+   built by `recipe_context()` from the resolved recipe at render time;
+2. the recipe looked up by name in this image's params/ (when 1 is absent): marked
+   `context_source: recipe-lookup`, because the recipe may have changed since the run was rendered;
+3. the points themselves: AIPerf version, first start and last end time (always measured, never given).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+CONTEXT_FILE = "context.json"
+RUN_FILE = "run.json"  # summary/run.json: the context + SLO + schema version of a summarized run
+
+# Every context key the results table carries (missing ones stay empty, never invented).
+FIELDS = ("run_id", "recipe", "recipe_hash", "engine", "engine_image", "model", "model_revision", "model_commit",
+          "topology", "router", "gpu_type", "gpu_count", "aiperf_version", "aiperf_image", "step_image",
+          "run_start", "run_end", "workload", "slo", "context_source")
+
+
+def recipe_hash(resolved) -> str:
+    """sha256 of everything the recipe resolves to (its fields and the shared facts it names).
+
+    Canonical JSON, so two renders of the same recipe agree and any change to what was deployed changes it.
+    """
+    doc = {"recipe": resolved.recipe.model_dump(mode="json"), "model": resolved.model.model_dump(mode="json"),
+           "engine": resolved.engine.model_dump(mode="json"), "gpu_type": resolved.gpu_type.model_dump(mode="json")}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def topology_text(resolved) -> str:
+    parts = []
+    for role, w in resolved.recipe.topology.roles().items():
+        parts.append(f"{w.replicas}x{role}(tp={w.tp})")
+    return " + ".join(parts)
+
+
+def recipe_context(resolved, platform: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The context of a run of this recipe, as known at render time (for the summarize step's --context)."""
+    r = resolved.recipe
+    ctx = {
+        "recipe": resolved.name, "recipe_hash": recipe_hash(resolved), "engine": r.engine,
+        "engine_image": resolved.image, "model": resolved.model.id, "model_revision": resolved.model.revision,
+        "topology": topology_text(resolved), "router": r.router, "gpu_type": r.gpu.type,
+        "gpu_count": resolved.gpu_count, "slo": {k: v for k, v in r.slo.model_dump().items() if v is not None},
+    }
+    if platform:
+        ctx["aiperf_image"] = platform["images"]["aiperf"]
+        ctx["step_image"] = platform["images"]["steps"]
+    return ctx
+
+
+def parse_context_arg(text: str | None) -> dict[str, Any]:
+    """`--context` value: a JSON object, or @path to a file holding one. Bad input: one clear error."""
+    if not text:
+        return {}
+    source = text
+    if text.startswith("@"):
+        try:
+            text = Path(text[1:]).read_text(encoding="utf-8")
+        except OSError as e:
+            raise ValueError(f"--context {source}: cannot read the file: {e}") from None
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"--context: not JSON ({e})") from None
+    if not isinstance(value, dict):
+        raise ValueError("--context: must be a JSON object")
+    unknown = sorted(set(value) - set(FIELDS))
+    if unknown:
+        raise ValueError(f"--context: unknown keys {unknown}; known: {list(FIELDS)}")
+    return value
+
+
+def _lookup_recipe(name: str) -> dict[str, Any]:
+    """Context from the recipe of that name in params/, {} when there is none (a demo folder, a renamed recipe)."""
+    try:
+        from infersweep.recipe import all_recipe_paths, load_recipe
+        from infersweep.platform_config import load_platform
+    except ImportError:
+        return {}
+    try:
+        for path in all_recipe_paths():
+            resolved = load_recipe(path)
+            if resolved.name == name:
+                try:
+                    platform = load_platform()
+                except Exception:  # the context is enrichment: a missing platform file must not fail a run
+                    platform = None
+                return recipe_context(resolved, platform) | {"context_source": "recipe-lookup"}
+    except Exception:  # an invalid recipe elsewhere in params/ must not fail the summary of this run
+        return {}
+    return {}
+
+
+def workload_from_argv(points: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The workload the points really ran, read back from their AIPerf command lines."""
+    from steps.aiperf_point import WORKLOAD_FLAGS
+
+    by_flag = {flag: key for key, flag in WORKLOAD_FLAGS.items()}
+    for p in points:
+        argv = p.get("argv") or []
+        found = {}
+        for flag, value in zip(argv, argv[1:]):
+            if flag in by_flag:
+                found[by_flag[flag]] = int(value) if value.isdigit() else value
+        if found:
+            return found
+    return None
+
+
+def build_context(run_dir: Path, *, given: dict[str, Any], title: str, gpu_count: int,
+                  slo: dict[str, float], points: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run context of a summarized run (see the module docstring for the sources)."""
+    ctx: dict[str, Any] = {}
+    file_ctx = run_dir / CONTEXT_FILE
+    if file_ctx.exists():
+        ctx.update(parse_context_arg("@" + str(file_ctx)))
+        ctx.setdefault("context_source", "context-file")
+    if given:
+        ctx.update(given)
+        ctx.setdefault("context_source", "pipeline")
+    if not ctx.get("recipe_hash"):
+        looked_up = _lookup_recipe(ctx.get("recipe") or title)
+        ctx = looked_up | ctx
+    ctx.setdefault("recipe", title)
+    ctx.setdefault("context_source", "none")
+    # What the run itself measured or was told at summarize time wins over render-time guesses.
+    ctx["gpu_count"] = gpu_count
+    ctx["slo"] = slo
+    versions = sorted({p["aiperf_version"] for p in points if p.get("aiperf_version")})
+    ctx["aiperf_version"] = ", ".join(versions) or None
+    ctx["workload"] = ctx.get("workload") or workload_from_argv(points)
+    starts = sorted(p["start_time"] for p in points if p.get("start_time"))
+    ends = sorted(p["end_time"] for p in points if p.get("end_time"))
+    ctx["run_start"] = starts[0] if starts else None
+    ctx["run_end"] = ends[-1] if ends else None
+    for key in FIELDS:
+        ctx.setdefault(key, None)
+    return {k: ctx[k] for k in FIELDS}

@@ -1,0 +1,74 @@
+"""The run index: one small entry object per complete run, so "all runs of recipe X" is one LIST.
+
+    <base>/<recipe>/<run-id>/...                  the run (published by steps.publish)
+    <base>/<recipe>/<run-id>/manifest.json        written last by publish: the run is complete
+    <base>/_index/<recipe>/<run-id>.json          the index entry, written only after the manifest
+
+Each run writes only its own entry key, so concurrent runs can never clobber each other's entries (there is
+no shared index object to read-modify-write). An entry is written only once the run's manifest exists, and
+it records the manifest's sha256: an interrupted run has no manifest, hence no entry, hence is never listed.
+If an entry write fails after a successful publish, the run is complete but unlisted until
+`RunStore.reindex()` (or `index_run`) writes it: nothing is lost, only not yet findable by the index.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from typing import Any
+
+INDEX_DIR = "_index"
+INDEX_SCHEMA = "infersweep.run-index/v1"
+MANIFEST_NAME = "manifest.json"  # steps.publish.MANIFEST_NAME (not imported: keep this importable without boto3)
+RUN_RECORD = "summary/run.json"
+
+
+def split_run_prefix(run_prefix: str) -> tuple[str, str, str]:
+    """`<base>/<recipe>/<run-id>` -> (base, recipe, run_id). The pipeline publishes to exactly this shape."""
+    parts = run_prefix.strip("/").split("/")
+    if len(parts) < 3 or not all(parts[-2:]):
+        raise ValueError(f"run prefix {run_prefix!r}: expected <base>/<recipe>/<run-id>")
+    return "/".join(parts[:-2]), parts[-2], parts[-1]
+
+
+def run_prefix(base: str, recipe: str, run_id: str) -> str:
+    return "/".join(p for p in (base.strip("/"), recipe, run_id) if p)
+
+
+def entry_key(base: str, recipe: str, run_id: str) -> str:
+    return "/".join(p for p in (base.strip("/"), INDEX_DIR, recipe, f"{run_id}.json") if p)
+
+
+def index_prefix(base: str, recipe: str | None = None) -> str:
+    return "/".join(p for p in (base.strip("/"), INDEX_DIR, recipe or "") if p) + "/"
+
+
+def make_entry(base: str, recipe: str, run_id: str, manifest_bytes: bytes, run_record: dict[str, Any] | None) -> dict:
+    manifest = json.loads(manifest_bytes)
+    record = run_record or {}
+    return {
+        "schema": INDEX_SCHEMA,
+        "run_id": run_id,
+        "recipe": recipe,
+        "run_prefix": run_prefix(base, recipe, run_id),
+        "manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest(),
+        "manifest_created_at": manifest.get("created_at"),
+        "indexed_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "results_schema": record.get("schema_version"),
+        "points": record.get("points"),
+        "measured_points": record.get("measured_points"),
+        "context": record.get("context") or {},
+    }
+
+
+def publish_index_entry(bucket: str, run_prefix_: str, s3=None) -> str:
+    """Write the index entry of a run just published to s3://bucket/run_prefix_ (call after publish_tree).
+
+    Refuses (IncompleteRun) when the run has no manifest. Returns the entry's key.
+    """
+    from infersweep.results.store import RunStore
+
+    base, recipe, run_id = split_run_prefix(run_prefix_)
+    store = RunStore(f"s3://{bucket}/{base}" if base else f"s3://{bucket}", s3=s3)
+    return store.index_run(recipe, run_id)

@@ -1,0 +1,206 @@
+"""Regression verdicts that noise does not fool.
+
+    from infersweep.results.regression import judge_run
+    v = judge_run(current_table, baseline_table, tolerances)   # tolerances: dict, None = defaults
+    v.verdict   # "pass" | "regressed" | "improved" | "inconclusive"
+    v.report    # the evidence, one line per finding
+
+Method, per (metric, concurrency):
+1. repetitions are reduced to their median, on each side;
+2. d = relative change of the medians, signed so that d > 0 is worse (direction from the schema);
+3. the noise of d comes from the repetitions themselves: sigma of one repetition pooled over all points of
+   the metric in both runs, and the standard error of a median is about 1.2533 * sigma / sqrt(n); with
+   one repetition per point the noise is unknown and the tolerance alone decides;
+4. a change is *regressed* only if it is beyond the tolerance AND beyond z standard errors of noise;
+   beyond the tolerance but within the noise is *inconclusive* (rerun with more repetitions);
+   within the tolerance is *pass*; beyond it in the good direction (and the noise) is *improved*.
+The run verdict: regressed if any cell regressed (or a point measured in the baseline failed now), else
+inconclusive if any cell is, else improved if any cell improved, else pass.
+
+Tolerances are a plain dict {metric: relative tolerance} or {metric: {"rel": r, "abs": a}}; "abs" is used
+for rates whose baseline can be 0 (error_rate). Defaults below; a recipe's `regression:` section (to be wired
+into the recipe model) overrides them per metric.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from infersweep.results.schema import OK_STATUSES, direction
+
+DEFAULT_TOLERANCES: dict[str, dict[str, float]] = {
+    "ttft_ms_p50": {"rel": 0.10},
+    "ttft_ms_p99": {"rel": 0.20},  # tails are noisier than medians
+    "itl_ms_p50": {"rel": 0.05},
+    "request_latency_ms_p50": {"rel": 0.05},
+    "output_tok_s": {"rel": 0.05},
+    "error_rate": {"abs": 0.01},
+}
+DEFAULT_Z = 3.0  # standard errors a change must exceed to count as real (many cells are tested at once)
+MEDIAN_SE = 1.2533  # se(median) / (sigma / sqrt(n)) for normal noise
+
+VERDICTS = ("pass", "regressed", "improved", "inconclusive")
+
+
+@dataclass
+class Finding:
+    metric: str
+    concurrency: int
+    verdict: str
+    baseline: float
+    current: float
+    change: float  # relative (or absolute for abs tolerances), > 0 = worse
+    tolerance: float
+    noise: float  # standard error of `change` (nan = unknown)
+    n_current: int
+    n_baseline: int
+    kind: str  # "rel" | "abs"
+
+    def line(self) -> str:
+        unit = "%" if self.kind == "rel" else ""
+        scale = 100 if self.kind == "rel" else 1
+        worse = "worse" if self.change > 0 else "better" if self.change < 0 else "no change"
+        noise = (f"noise ±{scale * self.noise:.2g}{unit} (1 se, n={self.n_current}/{self.n_baseline})"
+                 if math.isfinite(self.noise) else f"noise unknown (n={self.n_current}/{self.n_baseline})")
+        size = f"{scale * abs(self.change):.2f}{unit} " if self.change else ""
+        return (f"{self.verdict:>12}  {self.metric} @c{self.concurrency}: {self.baseline:.4g} -> {self.current:.4g} "
+                f"({size}{worse}; tolerance {scale * self.tolerance:.3g}{unit}; {noise})")
+
+
+@dataclass
+class Verdict:
+    verdict: str
+    report: str
+    findings: list[Finding] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return self.report
+
+
+def normalize_tolerances(tolerances: dict[str, Any] | None) -> dict[str, dict[str, float]]:
+    """Defaults overridden per metric by `tolerances`. One clear error for a bad entry."""
+    out = {k: dict(v) for k, v in DEFAULT_TOLERANCES.items()}
+    for metric, spec in (tolerances or {}).items():
+        if metric in ("z",):
+            continue
+        direction(metric)  # ValueError for a metric without a better direction
+        if spec is None or spec is False:
+            out.pop(metric, None)  # explicitly not checked
+            continue
+        if isinstance(spec, (int, float)) and not isinstance(spec, bool):
+            spec = {"rel": float(spec)}
+        if not isinstance(spec, dict) or not set(spec) <= {"rel", "abs"} or len(spec) != 1:
+            raise ValueError(f"tolerance for {metric}: give a number (relative, 0.05 = 5%) or {{rel: r}} or {{abs: a}}")
+        (kind, value), = spec.items()
+        if not isinstance(value, (int, float)) or value <= 0:
+            raise ValueError(f"tolerance for {metric}: {kind} must be a positive number, got {value!r}")
+        out[metric] = {kind: float(value)}
+    return out
+
+
+def _pooled_sigma(cells: list[np.ndarray], relative: bool) -> float:
+    """The noise of one repetition, pooled over every point of a metric in both runs (nan: no repetitions).
+
+    Pooling matters: 3 repetitions say almost nothing about their own spread (a sample std of 3 values is
+    off by 2x easily), and a too-small spread would turn noise into "regressed". Noise is roughly the
+    same relative size across the concurrency points of a sweep, so the pooled estimate has the degrees of
+    freedom of all points together.
+    """
+    ss, dof = 0.0, 0
+    for values in cells:
+        if len(values) < 2:
+            continue
+        x = values / abs(np.median(values)) if relative and np.median(values) else values
+        ss += float(np.sum((x - x.mean()) ** 2))
+        dof += len(values) - 1
+    return math.sqrt(ss / dof) if dof else math.nan
+
+
+def _cell(metric: str, conc: int, cur: np.ndarray, base: np.ndarray, tol: dict[str, float], z: float,
+          sigma: dict[str, float]) -> Finding:
+    (kind, tolerance), = tol.items()
+    sign = 1.0 if direction(metric) == "lower" else -1.0  # change > 0 means worse
+    b, c = float(np.median(base)), float(np.median(cur))
+    if kind == "rel" and b == 0:
+        kind = "abs"  # no relative change from 0: judge the absolute one
+    if kind == "rel":
+        change = sign * (c - b) / abs(b)
+    else:
+        change = sign * (c - b)
+    s = sigma["rel" if kind == "rel" else "abs"]
+    noise = MEDIAN_SE * s * math.sqrt(1 / len(cur) + 1 / len(base)) if math.isfinite(s) else math.nan
+    # Unknown noise (single runs): the tolerance alone decides; the report says the noise is unknown.
+    beyond_noise = True if not math.isfinite(noise) else abs(change) > z * noise
+    if abs(change) <= tolerance:
+        verdict = "pass"
+    elif not beyond_noise:
+        verdict = "inconclusive"
+    else:
+        verdict = "regressed" if change > 0 else "improved"
+    return Finding(metric, conc, verdict, b, c, change, tolerance, noise, len(cur), len(base), kind)
+
+
+def _levels(df: pd.DataFrame, metrics: list[str]) -> dict[str, dict[int, np.ndarray]]:
+    """{metric: {concurrency: the repetitions' values}} of the measured points (one groupby for all)."""
+    ok = df[df["status"].isin(OK_STATUSES)].dropna(subset=["concurrency"])
+    out: dict[str, dict[int, np.ndarray]] = {m: {} for m in metrics}
+    for c, g in ok.groupby(ok["concurrency"].astype("int64")):
+        for m in metrics:
+            values = g[m].astype("float64").to_numpy()
+            values = values[np.isfinite(values)]
+            if len(values):
+                out[m][int(c)] = values
+    return out
+
+
+def _measured_levels(df: pd.DataFrame) -> set[int]:
+    return set(df[df["status"].isin(OK_STATUSES)]["concurrency"].dropna().astype(int))
+
+
+def judge_run(current_table: pd.DataFrame, baseline_table: pd.DataFrame,
+              tolerances: dict[str, Any] | None = None) -> Verdict:
+    """The verdict of a run against its baseline (see the module docstring)."""
+    tols = normalize_tolerances(tolerances)
+    z = float((tolerances or {}).get("z", DEFAULT_Z))
+    findings: list[Finding] = []
+    notes: list[str] = []
+    base_measured = _measured_levels(baseline_table)
+    cur_measured = _measured_levels(current_table)
+    lost = sorted(base_measured - cur_measured)
+    for c in lost:
+        reasons = current_table[current_table["concurrency"] == c]["reason"].dropna().unique().tolist()
+        notes.append(f"   regressed  concurrency {c}: measured in the baseline, not now"
+                     + (f" ({'; '.join(map(str, reasons))[:200]})" if reasons else " (point missing)"))
+    metrics = [m for m in tols if m in current_table.columns and m in baseline_table.columns]
+    for m in tols:
+        if m not in metrics:
+            notes.append(f"     skipped  {m}: not in both tables")
+    cur_all, base_all = _levels(current_table, metrics), _levels(baseline_table, metrics)
+    for metric in metrics:
+        cur, base = cur_all[metric], base_all[metric]
+        cells = list(cur.values()) + list(base.values())
+        sigma = {"rel": _pooled_sigma(cells, relative=True), "abs": _pooled_sigma(cells, relative=False)}
+        for conc in sorted(set(cur) & set(base)):
+            findings.append(_cell(metric, conc, cur[conc], base[conc], tols[metric], z, sigma))
+    if not findings and not lost:
+        return Verdict("inconclusive", "inconclusive: no concurrency point measured in both runs", [])
+    kinds = {f.verdict for f in findings}
+    if lost or "regressed" in kinds:
+        verdict = "regressed"
+    elif "inconclusive" in kinds:
+        verdict = "inconclusive"
+    elif "improved" in kinds:
+        verdict = "improved"
+    else:
+        verdict = "pass"
+    counts = ", ".join(f"{sum(f.verdict == k for f in findings)} {k}" for k in VERDICTS if any(f.verdict == k for f in findings))
+    head = (f"{verdict}: {len(findings)} checks over {len({f.concurrency for f in findings})} concurrency points "
+            f"({counts}); a change counts when beyond its tolerance and {z:g} standard errors of noise")
+    order = {"regressed": 0, "inconclusive": 1, "improved": 2, "pass": 3}
+    lines = [head] + notes + [f.line() for f in sorted(findings, key=lambda f: (order[f.verdict], f.metric, f.concurrency))]
+    return Verdict(verdict, "\n".join(lines), findings)

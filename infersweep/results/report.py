@@ -1,0 +1,146 @@
+"""The HTML report of one run: self-contained (PNGs inlined as data URIs, inline CSS, no JS, nothing
+fetched), so it opens from the Argo UI, an S3 console or a mail attachment alike. The PNGs are also
+written beside it.
+
+Sections: run context, SLOs, the results table, Pareto frontier (tok/s/GPU vs tok/s/user, SLO region),
+TTFT/ITL/latency vs concurrency, error rates (with every failed point's reason), server metrics over time.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from infersweep.results import plots
+from infersweep.results.run import Run
+
+TABLE_COLUMNS = [
+    ("concurrency", "conc."), ("repetition", "rep"), ("status", "status"),
+    ("ttft_ms_p50", "TTFT p50 ms"), ("ttft_ms_p99", "TTFT p99 ms"), ("ttft_ms_avg", "TTFT mean ms"),
+    ("itl_ms_p50", "ITL p50 ms"), ("itl_ms_p99", "ITL p99 ms"),
+    ("request_latency_ms_p50", "latency p50 ms"), ("request_latency_ms_p99", "latency p99 ms"),
+    ("output_tok_s", "output tok/s"), ("tok_s_per_gpu", "tok/s/GPU"), ("tok_s_per_user", "tok/s/user p50"),
+    ("request_per_s", "req/s"), ("goodput_req_s", "goodput req/s"), ("goodput_fraction", "good %"),
+    ("error_rate", "errors %"), ("slo_pass", "SLO"),
+]
+CONTEXT_ROWS = ["run_id", "recipe", "recipe_hash", "engine", "engine_image", "model", "model_revision",
+                "model_commit", "topology", "router", "gpu_type", "gpu_count", "workload", "aiperf_version",
+                "aiperf_image", "run_start", "run_end", "context_source"]
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#222;max-width:1400px}
+h1{font-size:22px;margin-bottom:4px} h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd;padding-bottom:4px}
+table{border-collapse:collapse;font-size:12.5px} td,th{border:1px solid #ddd;padding:3px 7px;text-align:right}
+th{background:#f4f4f4} td.l,th.l{text-align:left} tr.bad td{background:#fff3f3}
+.pass{color:#137333;font-weight:600} .fail{color:#b3261e;font-weight:600} .muted{color:#777}
+img{max-width:100%;border:1px solid #eee;margin:6px 0} code{background:#f4f4f4;padding:1px 4px}
+"""
+
+
+def _fmt(value, col: str) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+        return "–"
+    if col == "slo_pass":
+        return '<span class="pass">pass</span>' if bool(value) else '<span class="fail">fail</span>'
+    if col in ("error_rate", "goodput_fraction"):
+        return f"{100 * float(value):.1f}"
+    if isinstance(value, float):
+        return f"{value:,.1f}" if abs(value) >= 100 else f"{value:.3g}"
+    return html.escape(str(value))
+
+
+def results_table_html(df: pd.DataFrame) -> str:
+    cols = [(c, h) for c, h in TABLE_COLUMNS if c in df.columns]
+    head = "".join(f'<th class="{"l" if c == "status" else ""}">{html.escape(h)}</th>' for c, h in cols)
+    body = []
+    for _, r in df.iterrows():
+        cls = "" if r["status"] == "ok" else ' class="bad"'
+        cells = "".join(f'<td class="{"l" if c == "status" else ""}">{_fmt(r.get(c), c)}</td>' for c, _ in cols)
+        body.append(f"<tr{cls}>{cells}</tr>")
+    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+
+
+def _context_html(run: Run) -> str:
+    rows = []
+    for key in CONTEXT_ROWS:
+        value = run.context.get(key)
+        if key == "run_id":
+            value = value or run.run_id
+        if isinstance(value, (dict, list)):
+            value = json.dumps(value, sort_keys=True)
+        shown = html.escape(str(value)) if value not in (None, "") else '<span class="muted">not recorded</span>'
+        rows.append(f'<tr><th class="l">{key}</th><td class="l">{shown}</td></tr>')
+    return f"<table>{''.join(rows)}</table>"
+
+
+def _slo_html(run: Run) -> str:
+    slo = run.context.get("slo") or plots.slo_of(run.table)
+    if not slo:
+        return '<p class="muted">No SLOs were given: SLO pass/fail and goodput are not judged.</p>'
+    items = ", ".join(f"<code>{html.escape(k)} = {v:g}</code>" for k, v in slo.items())
+    ok = plots.per_point(run.table)
+    passing = ok[ok["slo_pass"] == True]  # noqa: E712 (pandas boolean with NA)
+    if passing.empty:
+        best = '<span class="fail">no measured point meets them</span>'
+    else:
+        top = passing.sort_values("tok_s_per_gpu", ascending=False).iloc[0]
+        best = (f'<span class="pass">best point meeting them: concurrency {int(top["concurrency"])}</span>, '
+                f'{top["tok_s_per_gpu"]:.1f} tok/s/GPU at {top["tok_s_per_user"]:.1f} tok/s/user')
+    return f"<p>SLOs: {items}. {best}. Goodput counts the requests that met them (per request).</p>"
+
+
+def _failures_html(df: pd.DataFrame) -> str:
+    bad = df[df["status"] != "ok"]
+    if bad.empty:
+        return "<p>Every point completed with all requests succeeding (or within the allowed error rate).</p>"
+    items = "".join(f"<li>concurrency {html.escape(str(r['concurrency']))}: <b>{html.escape(str(r['status']))}</b> — "
+                    f"{html.escape(str(r['reason']))}</li>" for _, r in bad.iterrows())
+    return f"<ul>{items}</ul>"
+
+
+def _img(path: Path, alt: str) -> str:
+    data = base64.b64encode(Path(path).read_bytes()).decode()
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
+
+
+def write_report(run: Run, out_dir: Path, title: str | None = None) -> Path:
+    """Write report.html and its PNGs into out_dir; return the HTML path."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    title = title or run.label
+    runs = {run.label: run.table}
+    figures = [
+        ("Pareto frontier: throughput per GPU vs per user", plots.pareto_plot(runs, out_dir / "pareto.png", title)),
+        ("TTFT, ITL and request latency vs concurrency", plots.latency_plot(runs, out_dir / "latency.png", title)),
+        ("Error rates", plots.error_plot(runs, out_dir / "errors.png", title)),
+    ]
+    if run.server_metrics is not None and not run.server_metrics.empty:
+        metrics_html = _img(plots.server_metrics_plot(run.server_metrics, out_dir / "server_metrics.png", title),
+                            "server metrics")
+    else:
+        why = run.metrics_note or "no metrics/server_metrics.parquet in this run"
+        metrics_html = f'<p class="muted">No server metrics: {html.escape(why)}</p>'
+    sections = [
+        f"<h1>{html.escape(title)}</h1>",
+        f'<p class="muted">run {html.escape(run.run_id)} · {html.escape(run.source)}</p>',
+        "<h2>Run context</h2>", _context_html(run),
+        "<h2>SLOs</h2>", _slo_html(run),
+        "<h2>Results</h2>", results_table_html(run.table),
+    ]
+    for heading, png in figures:
+        sections += [f"<h2>{html.escape(heading)}</h2>", _img(png, heading)]
+    sections += ["<h2>Failed or partial points</h2>", _failures_html(run.table),
+                 "<h2>Server metrics over time</h2>", metrics_html]
+    doc = ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+           f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>"
+           + "\n".join(sections) + "</body></html>\n")
+    path = out_dir / "report.html"
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(doc, encoding="utf-8")
+    tmp.replace(path)  # a reader never sees half a report
+    return path

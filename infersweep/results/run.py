@@ -1,0 +1,73 @@
+"""One run's results in memory (`Run`), and reading them from a local run folder.
+
+A run folder is what the pipeline's workdir holds (`points/`, `metrics/`, `summary/`), e.g.
+`runs/<run-id>/results` after `infersweep run --local`. Such a folder is the run's own working copy, not
+a published run: `source` says so, and RunStore (store.py) is what decides "complete".
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from infersweep.results.context import RUN_FILE
+from infersweep.results.schema import check_table
+
+RESULTS_FILE = "summary/results.parquet"
+SERVER_METRICS_FILE = "metrics/server_metrics.parquet"
+METRICS_SKIPPED_FILE = "metrics/SKIPPED"
+
+
+@dataclass
+class Run:
+    run_id: str
+    table: pd.DataFrame
+    context: dict[str, Any]
+    source: str  # where it was read from, for the report header
+    server_metrics: pd.DataFrame | None = None
+    metrics_note: str = ""  # why there are no server metrics, when there are none
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def recipe(self) -> str:
+        return self.context.get("recipe") or (self.table["recipe"].iloc[0] if len(self.table) else "")
+
+    @property
+    def label(self) -> str:
+        return self.recipe or self.run_id
+
+
+def resolve_run_folder(path: Path) -> Path:
+    """Accept `runs/<id>` (a local run) or the results folder itself."""
+    path = Path(path)
+    for candidate in (path, path / "results"):
+        if (candidate / "points").is_dir() or (candidate / "summary").is_dir():
+            return candidate
+    raise FileNotFoundError(f"{path}: not a run folder (no points/ or summary/ inside, nor in {path}/results)")
+
+
+def load_run_folder(path: Path) -> Run:
+    """A run from its local folder. Refuses a folder the summarize step never finished."""
+    folder = resolve_run_folder(path)
+    table_path = folder / RESULTS_FILE
+    if not table_path.exists():
+        raise FileNotFoundError(f"{folder}: no {RESULTS_FILE}: the run was never summarized (interrupted before "
+                                f"its summarize step?); `python -m steps.summarize --run-dir {folder} ...` builds it")
+    table = pd.read_parquet(table_path)
+    check_table(table, str(table_path))
+    context = {}
+    if (folder / "summary" / RUN_FILE).exists():
+        context = json.loads((folder / "summary" / RUN_FILE).read_text()).get("context", {})
+    metrics, note = None, ""
+    if (folder / SERVER_METRICS_FILE).exists():
+        metrics = pd.read_parquet(folder / SERVER_METRICS_FILE)
+    elif (folder / METRICS_SKIPPED_FILE).exists():
+        note = (folder / METRICS_SKIPPED_FILE).read_text().strip()
+    run_id = context.get("run_id") or (table["run_id"].iloc[0] if len(table) and table["run_id"].iloc[0] else "")
+    run_id = run_id or (folder.parent.name if folder.name == "results" else folder.name)
+    return Run(run_id=run_id, table=table, context=context, source=f"local folder {folder} (not published)",
+               server_metrics=metrics, metrics_note=note)

@@ -1,0 +1,269 @@
+"""RunStore: the published runs of an S3 prefix or a local folder with the same layout (see index.py).
+
+    store = RunStore("s3://infersweep-results/runs")      # or RunStore("/data/runs")
+    store.runs(recipe="nemotron-3-nano-fp8-vllm-agg-kv")   # one LIST (+ the small entries): a DataFrame
+    run = store.load(run_id)                                # refuses a run without a manifest
+    df = store.table([run_a, run_b])                        # their results tables, concatenated
+
+"Complete" means the run's manifest.json exists (publish writes it last); load() refuses anything else, and
+checks every file it reads against the sha256 the manifest records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from infersweep.results import index as ix
+from infersweep.results.run import METRICS_SKIPPED_FILE, RESULTS_FILE, SERVER_METRICS_FILE, Run
+from infersweep.results.schema import check_table
+
+
+class IncompleteRunError(RuntimeError):
+    """The run has no manifest (its publish never finished) or lacks a file the manifest lists."""
+
+
+class RunNotFound(LookupError):
+    """No run of that id under this store."""
+
+
+class ChecksumError(RuntimeError):
+    """A stored file's bytes do not match the sha256 its manifest records."""
+
+
+# ---------------------------------------------------------------- backends
+
+
+class _DirBackend:
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    def url(self, key: str) -> str:
+        return str(self.root / key)
+
+    def list(self, prefix: str) -> list[str]:
+        base = self.root / prefix
+        folder = base if prefix.endswith("/") else base.parent
+        if not folder.is_dir():
+            return []
+        keys = [p.relative_to(self.root).as_posix() for p in folder.rglob("*") if p.is_file()]
+        return sorted(k for k in keys if k.startswith(prefix) and not k.endswith(".tmp"))
+
+    def children(self, prefix: str) -> list[str]:
+        folder = self.root / prefix
+        return sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+
+    def get(self, key: str) -> bytes | None:
+        try:
+            return (self.root / key).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def put(self, key: str, body: bytes) -> None:
+        path = self.root / key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(body)
+        os.replace(tmp, path)  # readers see the old entry or the new one, never half of one
+
+
+class _S3Backend:
+    def __init__(self, bucket: str, s3=None):
+        from steps.publish import s3_client
+
+        self.bucket = bucket
+        self.s3 = s3 or s3_client()
+
+    def url(self, key: str) -> str:
+        return f"s3://{self.bucket}/{key}"
+
+    def list(self, prefix: str) -> list[str]:
+        keys = []
+        for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
+            keys.extend(o["Key"] for o in page.get("Contents", []))
+        return keys
+
+    def children(self, prefix: str) -> list[str]:
+        names = []
+        for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix, Delimiter="/"):
+            names.extend(p["Prefix"][len(prefix):].rstrip("/") for p in page.get("CommonPrefixes", []))
+        return names
+
+    def get(self, key: str) -> bytes | None:
+        from botocore.exceptions import ClientError
+
+        try:
+            response = self.s3.get_object(Bucket=self.bucket, Key=key)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return None
+            raise
+        body = response["Body"].read()
+        expected = response.get("Metadata", {}).get("sha256")
+        if expected and hashlib.sha256(body).hexdigest() != expected:
+            raise ChecksumError(f"{self.url(key)}: content does not match its sha256 metadata")
+        return body
+
+    def put(self, key: str, body: bytes) -> None:
+        self.s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType="application/json",
+                           Metadata={"sha256": hashlib.sha256(body).hexdigest()})
+
+
+# ---------------------------------------------------------------- the store
+
+
+class RunStore:
+    def __init__(self, location: str | Path, s3=None):
+        text = str(location)
+        if text.startswith("s3://"):
+            bucket, _, base = text[5:].partition("/")
+            if not bucket:
+                raise ValueError(f"{location}: write s3://BUCKET/PREFIX")
+            self.backend: Any = _S3Backend(bucket, s3)
+            self.base = base.strip("/")
+        else:
+            self.backend = _DirBackend(Path(location))
+            self.base = ""
+        self.location = text
+
+    # -- listing
+
+    def runs(self, recipe: str | None = None) -> pd.DataFrame:
+        """The complete runs (of one recipe), newest first: one LIST of the index, then its small entries."""
+        keys = [k for k in self.backend.list(ix.index_prefix(self.base, recipe)) if k.endswith(".json")]
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            bodies = list(pool.map(self.backend.get, keys))
+        rows = []
+        for key, body in zip(keys, bodies):
+            if body is None:
+                continue  # deleted between LIST and GET
+            entry = json.loads(body)
+            ctx = entry.get("context") or {}
+            rows.append({"run_id": entry["run_id"], "recipe": entry["recipe"],
+                         "manifest_created_at": entry.get("manifest_created_at"),
+                         "measured_points": entry.get("measured_points"), "points": entry.get("points"),
+                         **{k: ctx.get(k) for k in ("recipe_hash", "engine", "topology", "router", "gpu_type",
+                                                    "gpu_count", "model_revision", "run_start", "run_end")}})
+        cols = ["run_id", "recipe", "manifest_created_at", "measured_points", "points", "recipe_hash", "engine",
+                "topology", "router", "gpu_type", "gpu_count", "model_revision", "run_start", "run_end"]
+        df = pd.DataFrame(rows, columns=cols)
+        return df.sort_values("manifest_created_at", ascending=False, kind="stable").reset_index(drop=True)
+
+    # -- loading
+
+    def locate(self, run_ref: str) -> tuple[str, str]:
+        """(recipe, run_id) of `RUN_ID` or `RECIPE/RUN_ID`."""
+        if "/" in run_ref:
+            recipe, run_id = run_ref.strip("/").rsplit("/", 1)
+            if run_id in self.backend.children(self._prefix(recipe)):
+                return recipe, run_id
+            raise RunNotFound(f"no run {run_ref!r} in {self.location}")
+        for key in self.backend.list(ix.index_prefix(self.base)):
+            if key.endswith(f"/{run_ref}.json"):
+                return key.rsplit("/", 2)[-2], run_ref
+        # Not indexed: a run whose publish never finished, or one published before indexing.
+        for recipe in self.backend.children(self._prefix()):
+            if recipe != ix.INDEX_DIR and self.backend.children(self._prefix(recipe)).count(run_ref):
+                return recipe, run_ref
+        raise RunNotFound(f"no run {run_ref!r} in {self.location} (`infersweep runs --store {self.location}` "
+                          "lists the complete ones)")
+
+    def _prefix(self, *parts: str) -> str:
+        return "/".join(p for p in (self.base, *parts) if p) + "/" if (self.base or parts) else ""
+
+    def manifest(self, recipe: str, run_id: str) -> tuple[dict, bytes]:
+        key = ix.run_prefix(self.base, recipe, run_id) + "/" + ix.MANIFEST_NAME
+        body = self.backend.get(key)
+        if body is None:
+            raise IncompleteRunError(
+                f"run {recipe}/{run_id} is incomplete: no manifest at {self.backend.url(key)}. Its publish never "
+                "finished (an interrupted or failing run); its files are not trusted as results. Finish it with "
+                "`infersweep publish DIR --bucket B --prefix P` from the run's folder.")
+        return json.loads(body), body
+
+    def read(self, recipe: str, run_id: str, rel: str, manifest: dict) -> bytes | None:
+        """A file of the run, checked against the manifest's sha256; None when the manifest does not list it."""
+        key = ix.run_prefix(self.base, recipe, run_id) + "/" + rel
+        listed = {o["key"].split(f"/{run_id}/", 1)[-1]: o for o in manifest.get("objects", [])}
+        if rel not in listed:
+            return None
+        body = self.backend.get(key)
+        if body is None:
+            raise IncompleteRunError(f"{self.backend.url(key)} is listed in the run's manifest but missing")
+        if hashlib.sha256(body).hexdigest() != listed[rel]["sha256"]:
+            raise ChecksumError(f"{self.backend.url(key)}: sha256 differs from the run's manifest")
+        return body
+
+    def load(self, run_ref: str) -> Run:
+        """The complete run `RUN_ID` (or `RECIPE/RUN_ID`). IncompleteRunError when it has no manifest."""
+        recipe, run_id = self.locate(run_ref)
+        manifest, _ = self.manifest(recipe, run_id)
+        body = self.read(recipe, run_id, RESULTS_FILE, manifest)
+        if body is None:
+            raise IncompleteRunError(f"run {recipe}/{run_id}: its manifest lists no {RESULTS_FILE} "
+                                     "(the summarize step did not run or failed)")
+        table = pd.read_parquet(io.BytesIO(body))
+        check_table(table, f"{recipe}/{run_id}/{RESULTS_FILE}")
+        # The store's key is the run's identity: fill it where the summarize step did not know it.
+        table["run_id"] = table["run_id"].replace("", None).fillna(run_id) if len(table) else table["run_id"]
+        record = self.read(recipe, run_id, ix.RUN_RECORD, manifest)
+        context = (json.loads(record).get("context") or {}) if record else {}
+        context["run_id"] = context.get("run_id") or run_id
+        metrics_body = self.read(recipe, run_id, SERVER_METRICS_FILE, manifest)
+        skipped = self.read(recipe, run_id, METRICS_SKIPPED_FILE, manifest)
+        return Run(run_id=run_id, table=table, context=context, manifest=manifest,
+                   source=self.backend.url(ix.run_prefix(self.base, recipe, run_id)),
+                   server_metrics=pd.read_parquet(io.BytesIO(metrics_body)) if metrics_body else None,
+                   metrics_note=skipped.decode(errors="replace").strip() if skipped else "")
+
+    def table(self, run_refs: list[str]) -> pd.DataFrame:
+        """The results tables of these runs, one DataFrame (every run must be complete)."""
+        return pd.concat([self.load(r).table for r in run_refs], ignore_index=True)
+
+    # -- indexing
+
+    def index_run(self, recipe: str, run_id: str) -> str:
+        """Write the run's index entry (after its manifest exists; IncompleteRunError otherwise)."""
+        manifest, manifest_bytes = self.manifest(recipe, run_id)
+        record = self.read(recipe, run_id, ix.RUN_RECORD, manifest)
+        entry = ix.make_entry(self.base, recipe, run_id, manifest_bytes, json.loads(record) if record else None)
+        key = ix.entry_key(self.base, recipe, run_id)
+        self.backend.put(key, json.dumps(entry, indent=1, sort_keys=True).encode())
+        return key
+
+    def reindex(self, recipe: str | None = None) -> list[str]:
+        """Index every complete run that has no entry yet (e.g. its entry write failed). Returns the new keys."""
+        indexed = {k.rsplit("/", 2)[-2] + "/" + k.rsplit("/", 1)[-1][:-5]
+                   for k in self.backend.list(ix.index_prefix(self.base)) if k.endswith(".json")}
+        written = []
+        recipes = [recipe] if recipe else [r for r in self.backend.children(self._prefix()) if r != ix.INDEX_DIR]
+        for rec in recipes:
+            for run_id in self.backend.children(self._prefix(rec)):
+                if f"{rec}/{run_id}" in indexed:
+                    continue
+                try:
+                    written.append(self.index_run(rec, run_id))
+                except IncompleteRunError:
+                    continue  # not complete: stays unlisted, which is the point
+        return written
+
+    def copy_run_to(self, other: "RunStore", run_ref: str) -> str:
+        """Copy a complete run into another store, manifest last and index entry after it (nothing half-copied
+        is ever listed there). Returns the run id."""
+        recipe, run_id = self.locate(run_ref)
+        manifest, manifest_bytes = self.manifest(recipe, run_id)
+        dest_prefix = ix.run_prefix(other.base, recipe, run_id)
+        for obj in manifest["objects"]:
+            rel = obj["key"].split(f"/{run_id}/", 1)[-1]
+            body = self.read(recipe, run_id, rel, manifest)
+            other.backend.put(f"{dest_prefix}/{rel}", body)
+        other.backend.put(f"{dest_prefix}/{ix.MANIFEST_NAME}", manifest_bytes)
+        other.index_run(recipe, run_id)
+        return run_id

@@ -1,0 +1,305 @@
+"""install / submit / status / list against a stand-in for the Argo Server, through Hera's real WorkflowsService.
+
+There is no Argo Server on this machine. The stand-in below is built from the Argo Server's swagger
+(../shared/reference/argo/argo-server-swagger-v4.1.2.json): the same paths (/api/v1/workflow-templates/{ns},
+/api/v1/cron-workflows/{ns}, /api/v1/workflows/{ns}, .../{name}), the same request bodies
+(WorkflowTemplateCreateRequest {namespace, template}, UpdateCronWorkflowRequest {cronWorkflow}, ...), the
+same error body (grpc-gateway `{code, message}`) and status codes (404 NotFound, 409 AlreadyExists/Conflict,
+401), and Kubernetes' optimistic concurrency (an update must carry the current resourceVersion). Every
+request body is validated with the strict schemas (infersweep.schemas, unknown fields refused), and
+every object it returns is validated the same way, so the client is tested against what a real server
+accepts and returns, not against what the client happens to send.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import uuid
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs
+
+import pytest
+
+from infersweep.argo_server import ArgoConfigError, ArgoServerError, load_config, to_hera_model
+from infersweep.cli import main
+from infersweep.schemas import SchemaError, validate_document
+
+SWAGGER = Path(__file__).resolve().parents[2] / "shared" / "reference" / "argo" / "argo-server-swagger-v4.1.2.json"
+TOKEN = "test-token"
+NS = "bench"
+RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"
+# path regex -> (collection, body key in create/update requests)
+KINDS = {"workflow-templates": ("WorkflowTemplate", "template"), "cron-workflows": ("CronWorkflow", "cronWorkflow"),
+         "workflows": ("Workflow", "workflow")}
+
+
+class ArgoServerStandIn:
+    def __init__(self) -> None:
+        self.store: dict[tuple[str, str, str], dict] = {}  # (collection, ns, name) -> object
+        self.rv = 100
+        self.requests: list[tuple[str, str]] = []
+        self.lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.url = f"http://127.0.0.1:{self.httpd.server_port}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def objects(self, collection: str) -> list[dict]:
+        return [o for (c, _, _), o in self.store.items() if c == collection]
+
+    def _stamp(self, obj: dict, ns: str) -> dict:
+        self.rv += 1
+        meta = obj["metadata"]
+        meta["namespace"] = ns
+        meta["resourceVersion"] = str(self.rv)
+        meta.setdefault("uid", str(uuid.uuid4()))
+        meta.setdefault("creationTimestamp", datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        meta["generation"] = meta.get("generation", 0) + 1
+        validate_document(obj)  # what we return is shaped as the API says, too
+        return obj
+
+    def _handler(self):
+        srv = self
+
+        class H(BaseHTTPRequestHandler):
+            def log_message(self, *a):  # keep pytest output clean
+                pass
+
+            def _send(self, code: int, body: dict) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _error(self, code: int, grpc: int, msg: str) -> None:
+                self._send(code, {"code": grpc, "message": msg})  # grpc.gateway.runtime.Error
+
+            def _route(self, method: str) -> None:
+                path, _, query = self.path.partition("?")
+                srv.requests.append((method, path))
+                if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+                    return self._error(401, 16, "token not valid for running mode")
+                m = re.fullmatch(r"/api/v1/(workflow-templates|cron-workflows|workflows)/([^/]+)(?:/([^/]+))?", path)
+                if not m:
+                    return self._error(404, 5, f"Not Found: {path}")
+                coll, ns, name = m.groups()
+                kind, key = KINDS[coll]
+                body = {}
+                if method in ("POST", "PUT"):
+                    body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with srv.lock:
+                    return self._dispatch(method, coll, kind, key, ns, name, body, query)
+
+            def _dispatch(self, method, coll, kind, key, ns, name, body, query):
+                if method == "GET" and name is None:
+                    selector = parse_qs(query).get("listOptions.labelSelector", [""])[0]
+                    pairs = [p.split("=", 1) for p in selector.split(",") if p]
+                    items = [o for (c, n, _), o in srv.store.items() if c == coll and n == ns
+                             and all((o["metadata"].get("labels") or {}).get(k) == v for k, v in pairs)]
+                    return self._send(200, {"metadata": {"resourceVersion": str(srv.rv)}, "items": items})
+                if method == "GET":
+                    obj = srv.store.get((coll, ns, name))
+                    return self._send(200, obj) if obj else self._error(404, 5, f'{coll} "{name}" not found')
+                unknown = set(body) - {key, "namespace", "name", "createOptions", "serverDryRun"}
+                if unknown or key not in body:
+                    return self._error(400, 3, f"request body: unknown fields {sorted(unknown)} or missing {key!r}")
+                obj = body[key]
+                obj.setdefault("apiVersion", "argoproj.io/v1alpha1")
+                obj.setdefault("kind", kind)
+                try:
+                    validate_document(obj)
+                except SchemaError as e:
+                    return self._error(400, 3, str(e))
+                if method == "POST" and name is None:
+                    meta = obj["metadata"]
+                    if not meta.get("name"):
+                        meta["name"] = meta.pop("generateName") + uuid.uuid4().hex[:5]
+                    if (coll, ns, meta["name"]) in srv.store:
+                        return self._error(409, 6, f'{coll} "{meta["name"]}" already exists')
+                    if coll == "workflows":
+                        ref = obj["spec"].get("workflowTemplateRef", {}).get("name")
+                        if ref and ("workflow-templates", ns, ref) not in srv.store:
+                            return self._error(400, 3, f'workflowtemplates.argoproj.io "{ref}" not found')
+                    srv.store[(coll, ns, meta["name"])] = srv._stamp(obj, ns)
+                    return self._send(200, obj)
+                if method == "PUT" and name and coll != "workflows":
+                    cur = srv.store.get((coll, ns, name))
+                    if cur is None:
+                        return self._error(404, 5, f'{coll} "{name}" not found')
+                    rv = obj["metadata"].get("resourceVersion")
+                    if not rv:
+                        return self._error(400, 3, "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update")
+                    if rv != cur["metadata"]["resourceVersion"]:
+                        return self._error(409, 10, f'Operation cannot be fulfilled on {coll} "{name}": the object has been modified')
+                    obj["metadata"]["uid"] = cur["metadata"]["uid"]
+                    obj["metadata"]["creationTimestamp"] = cur["metadata"]["creationTimestamp"]
+                    obj["metadata"]["generation"] = cur["metadata"]["generation"]
+                    srv.store[(coll, ns, name)] = srv._stamp(obj, ns)
+                    return self._send(200, obj)
+                return self._error(405, 12, f"{method} {coll} not implemented here")
+
+            def do_GET(self):
+                self._route("GET")
+
+            def do_POST(self):
+                self._route("POST")
+
+            def do_PUT(self):
+                self._route("PUT")
+
+        return H
+
+
+@pytest.fixture
+def argo(monkeypatch, tmp_path):
+    for var in ("ARGO_SERVER", "ARGO_TOKEN", "ARGO_NAMESPACE", "ARGO_SECURE", "ARGO_INSECURE_SKIP_VERIFY", "ARGO_BASE_HREF"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("INFERSWEEP_CONFIG", str(tmp_path / "none.yaml"))
+    srv = ArgoServerStandIn()
+    # Configured as a user would: Argo's own environment variables.
+    monkeypatch.setenv("ARGO_SERVER", srv.url.removeprefix("http://"))
+    monkeypatch.setenv("ARGO_SECURE", "false")
+    monkeypatch.setenv("ARGO_TOKEN", TOKEN)
+    monkeypatch.setenv("ARGO_NAMESPACE", NS)
+    yield srv
+    srv.close()
+
+
+def test_the_stand_in_follows_the_swagger_paths():
+    paths = json.loads(SWAGGER.read_text())["paths"]
+    for p in ("/api/v1/workflow-templates/{namespace}", "/api/v1/workflow-templates/{namespace}/{name}",
+              "/api/v1/cron-workflows/{namespace}", "/api/v1/cron-workflows/{namespace}/{name}",
+              "/api/v1/workflows/{namespace}", "/api/v1/workflows/{namespace}/{name}"):
+        assert p in paths
+    assert "put" in paths["/api/v1/workflow-templates/{namespace}/{name}"]
+    defs = json.loads(SWAGGER.read_text())["definitions"]
+    assert set(defs["io.argoproj.workflow.v1alpha1.WorkflowTemplateCreateRequest"]["properties"]) == {"createOptions", "namespace", "template"}
+    assert "cronWorkflow" in defs["io.argoproj.workflow.v1alpha1.UpdateCronWorkflowRequest"]["properties"]
+
+
+def test_install_twice_updates_in_place_without_duplicates(argo, capsys):
+    assert main(["install"]) == 0
+    first = capsys.readouterr().out
+    templates, crons = argo.objects("workflow-templates"), argo.objects("cron-workflows")
+    assert len(templates) == 10 + 3 * 2, "10 step templates + 3 engines x 2 topologies"
+    assert {t["metadata"]["name"] for t in templates} >= {"infersweep-vllm-agg", "infersweep-sglang-disagg",
+                                                          "infersweep-wait-ready", "infersweep-regression-check"}
+    assert len(crons) == 1 and crons[0]["spec"]["concurrencyPolicy"] == "Forbid"
+    assert first.count("created ") == 17 and "kubectl apply" in first and "ConfigMap/infersweep-gpu-pools" in first
+    rv_before = {t["metadata"]["name"]: int(t["metadata"]["resourceVersion"]) for t in templates}
+
+    assert main(["install"]) == 0
+    second = capsys.readouterr().out
+    assert second.count("updated ") == 17 and "created " not in second
+    templates = argo.objects("workflow-templates")
+    assert len(templates) == 16 and len(argo.objects("cron-workflows")) == 1
+    for t in templates:
+        assert int(t["metadata"]["resourceVersion"]) > rv_before[t["metadata"]["name"]]
+    assert ("PUT", f"/api/v1/workflow-templates/{NS}/infersweep-vllm-agg") in argo.requests
+
+
+def test_submit_status_list_round_trip(argo, capsys):
+    assert main(["install"]) == 0
+    capsys.readouterr()
+    assert main(["submit", RECIPE, "--set", "prometheus-url=http://prom:9090"]) == 0
+    out = capsys.readouterr().out
+    (wf,) = argo.objects("workflows")
+    name = wf["metadata"]["name"]
+    assert f"{argo.url}/workflows/{NS}/{name}" in out
+    assert wf["spec"]["workflowTemplateRef"] == {"name": "infersweep-vllm-agg"}
+    params = {p["name"]: p["value"] for p in wf["spec"]["arguments"]["parameters"]}
+    assert params["prometheus-url"] == "http://prom:9090"
+    assert wf["spec"]["synchronization"]["semaphores"][0]["configMapKeyRef"] == {"name": "infersweep-gpu-pools", "key": "h100"}
+    assert wf["metadata"]["labels"]["infersweep.io/model"].startswith("nvidia_NVIDIA-Nemotron-3-Nano")
+
+    # What the controller writes back (shape of io.argoproj.workflow.v1alpha1.WorkflowStatus).
+    wf["status"] = {"phase": "Failed", "progress": "4/6", "startedAt": "2025-01-01T01:00:00Z",
+                    "finishedAt": "2025-01-01T01:09:00Z", "message": "child 'wait-ready' failed",
+                    "nodes": {f"{name}-1": {"id": f"{name}-1", "name": f"{name}.wait-ready", "displayName": "wait-ready",
+                                            "type": "Pod", "phase": "Failed",
+                                            "message": "pod w-0 container main: ImagePullBackOff"}}}
+    validate_document(wf)
+    assert main(["status", name]) == 0
+    out = capsys.readouterr().out
+    assert "Failed (4/6)" in out and "wait-ready" in out and "ImagePullBackOff" in out
+
+    assert main(["list", "-l", f"infersweep.io/recipe={RECIPE}"]) == 0
+    out = capsys.readouterr().out
+    assert name in out and "Failed" in out
+    assert main(["list", "-l", "infersweep.io/recipe=other"]) == 0
+    assert "no workflows" in capsys.readouterr().out
+
+
+def test_bad_input_fails_before_any_request(argo, capsys):
+    assert main(["submit", RECIPE, "--set", "prometheus_url=x"]) == 2
+    assert "no such parameter" in capsys.readouterr().err
+    assert main(["submit", "no-such-recipe"]) == 2
+    assert argo.requests == []
+
+
+def test_submit_without_installed_templates_is_refused_by_the_server(argo, capsys):
+    assert main(["submit", RECIPE]) == 2
+    assert "infersweep-vllm-agg" in capsys.readouterr().err
+
+
+def test_wrong_token_is_one_line(argo, capsys, monkeypatch):
+    monkeypatch.setenv("ARGO_TOKEN", "wrong")
+    assert main(["list"]) == 2
+    err = capsys.readouterr().err
+    assert "401" in err and "Traceback" not in err
+
+
+def test_config_precedence_flags_env_file(tmp_path):
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("host: https://file:2746\ntoken: filetok\nnamespace: filens\n")
+    c = load_config(env={}, config_path=cfg)
+    assert (c.host, c.token, c.namespace, c.verify_ssl) == ("https://file:2746/", "filetok", "filens", True)
+    env = {"ARGO_SERVER": "argo:2746", "ARGO_SECURE": "false", "ARGO_TOKEN": "Bearer envtok",
+           "ARGO_NAMESPACE": "envns", "ARGO_INSECURE_SKIP_VERIFY": "true", "ARGO_BASE_HREF": "/argo/"}
+    c = load_config(env=env, config_path=cfg)
+    assert (c.host, c.token, c.namespace, c.verify_ssl) == ("http://argo:2746/argo/", "Bearer envtok", "envns", False)
+    assert c.ui_link("wf-1") == "http://argo:2746/argo/workflows/envns/wf-1"
+    c = load_config(host="https://flag:443", namespace="flagns", env=env, config_path=cfg)
+    assert (c.host, c.namespace) == ("https://flag:443/argo/", "flagns")
+    with pytest.raises(ArgoConfigError, match="ARGO_SERVER"):
+        load_config(env={}, config_path=tmp_path / "missing.yaml")
+    cfg.write_text("server: x\n")
+    with pytest.raises(ArgoConfigError, match="unknown keys"):
+        load_config(env={}, config_path=cfg)
+
+
+def test_a_field_hera_would_drop_is_refused_before_sending():
+    doc = {"apiVersion": "argoproj.io/v1alpha1", "kind": "WorkflowTemplate", "metadata": {"name": "t"},
+           "spec": {"entrypoint": "a", "templates": [{"name": "a", "container": {"image": "x"}}],
+                    "synchronization": {"semaphore": {"configMapKeyRef": {"name": "p", "key": "h100"}}}}}
+    with pytest.raises(SchemaError, match="semaphore"):
+        to_hera_model(doc)
+    assert isinstance(ArgoServerError("x"), Exception)
+
+
+def test_watch_follows_the_run_until_it_ends(argo, capsys):
+    from infersweep.argo_server import ArgoServer, load_config
+    from infersweep.commands.submit import watch
+
+    assert main(["install"]) == 0 and main(["submit", RECIPE]) == 0
+    capsys.readouterr()
+    (wf,) = argo.objects("workflows")
+    phases = iter(["Running", "Succeeded"])
+
+    def controller(_line):  # each printed change, the "controller" moves the run on
+        wf["status"] = {"phase": next(phases, "Succeeded"), "progress": "1/2"}
+
+    wf["status"] = {"phase": "Pending"}
+    server = ArgoServer(load_config(default_namespace=NS))
+    lines = []
+    assert watch(server, wf["metadata"]["name"], poll_s=0.01, out=lambda s: (lines.append(s), controller(s))) == "Succeeded"
+    assert [ln.split(": ")[1].split()[0] for ln in lines] == ["Pending", "Running", "Succeeded"]

@@ -1,0 +1,61 @@
+"""The nightly regression-check step: fetches the baseline run from a real S3 server, judges the current
+run with the shared verdict logic, fails the step on a regression with a readable report."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pandas as pd
+import pytest
+
+from infersweep.local.s3server import LocalS3
+from steps import regression_check, summarize
+from steps.aiperf_results import read_point
+from steps.publish import publish_tree
+
+
+def make_run(root, fixture, name):
+    run = root / name
+    point = run / "points" / "c4"
+    shutil.copytree(fixture, point / "aiperf")
+    (point / "result.json").write_text(json.dumps(read_point(point / "aiperf") | {"concurrency": 4}))
+    summarize.summarize(run, 2, {"ttft_p50_ms": 5000}, "demo", {"run_id": name})
+    return run
+
+
+@pytest.fixture
+def s3_env(monkeypatch):
+    with LocalS3(buckets=["results"]) as s3:
+        for k, v in s3.env().items():
+            monkeypatch.setenv(k, v)
+        yield s3
+
+
+def test_same_results_pass_and_doubled_ttft_fails_the_step(tmp_path, aiperf_ref, s3_env):
+    fixture = aiperf_ref / "dynamo-mocker-c4"
+    base = make_run(tmp_path, fixture, "base")
+    publish_tree(base, bucket="results", prefix="baselines/demo", s3=s3_env.client())
+    cur = make_run(tmp_path, fixture, "cur")
+    report = tmp_path / "report.md"
+    args = ["--run-dir", str(cur), "--bucket", "results", "--baseline-prefix", "baselines/demo", "--report", str(report)]
+    assert regression_check.main(args) == 0
+    assert "regressed" not in report.read_text().splitlines()[0].lower()
+
+    table = pd.read_parquet(cur / "summary" / "results.parquet")
+    for col in [c for c in table.columns if c.startswith("ttft_ms_p50") or c == "ttft_p50_ms"]:
+        table[col] = table[col] * 2
+    table.to_parquet(cur / "summary" / "results.parquet", index=False)
+    assert regression_check.main(args + ["--tolerances", '{"ttft_ms_p50": {"rel": 0.1}}']) == 1
+    text = report.read_text()
+    assert "regressed" in text.lower() and "ttft_ms_p50" in text
+
+
+def test_no_baseline_prefix_skips_and_missing_baseline_passes_with_a_note(tmp_path, aiperf_ref, s3_env):
+    cur = make_run(tmp_path, aiperf_ref / "dynamo-mocker-c4", "cur")
+    report = tmp_path / "r.md"
+    assert regression_check.main(["--run-dir", str(cur), "--bucket", "results", "--baseline-prefix", "", "--report", str(report)]) == 0
+    assert "skipped" in report.read_text()
+    assert regression_check.main(["--run-dir", str(cur), "--bucket", "results", "--baseline-prefix", "nothing/here",
+                                  "--report", str(report)]) == 0
+    assert "no baseline" in report.read_text()

@@ -1,0 +1,67 @@
+"""Nightly regression: one CronWorkflow per recipe of the suite (params/platform.yaml `nightly`).
+
+Why one CronWorkflow per recipe, each with `workflowSpec.workflowTemplateRef` to its pipeline template,
+rather than one suite workflow: a Workflow cannot call another WorkflowTemplate's *entrypoint* as a step
+(templateRef reaches single templates, and the pipeline's DAG reads `workflow.parameters`, which belong to
+the calling workflow), and a suite that creates child Workflows through a `resource` template needs the
+steps' ServiceAccount to create Workflows, hides each run one level down, and makes a retry rerun the
+whole suite. One CronWorkflow per recipe gives each night one ordinary pipeline Workflow per recipe: the UI
+shows, retries and resubmits it like an ad-hoc run, `argo list -l infersweep.io/recipe=X` finds it, and
+its last step (regression-check) compares it with `s3://<bucket>/<baselines_prefix>/<recipe>/`.
+
+All of a suite's CronWorkflows fire at the same time on purpose: each run holds a slot of its GPU pool's
+semaphore (workflows/cluster.py), so Argo queues them and runs as many at once as the pool holds, and an
+ad-hoc submit queues behind the same semaphore instead of fighting for GPUs. `concurrencyPolicy: Forbid`
+skips a night whose previous run of that recipe is still going. The arguments (DGD included) are rendered
+at install time: re-run `infersweep install` after changing a recipe.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from hera.workflows import CronWorkflow
+from hera.workflows import models as m
+
+from infersweep.recipe import ResolvedRecipe
+from workflows.pipeline import pipeline_name, recipe_arguments, workflow_labels, workflow_synchronization
+
+SUCCESSFUL_HISTORY = 7
+FAILED_HISTORY = 14  # failed nights are the ones someone investigates: keep two weeks of them
+STARTING_DEADLINE_S = 6 * 3600  # a controller down at 01:00 still starts the night's run until 07:00
+
+
+def cron_name(recipe: str) -> str:
+    # Argo appends a timestamp to a CronWorkflow's runs, so it limits the name to 52 characters.
+    name = f"nightly-{recipe}"
+    if len(name) > 52:
+        name = f"{name[:43].rstrip('-')}-{hashlib.sha256(recipe.encode()).hexdigest()[:8]}"
+    return name
+
+
+def nightly_cron(r: ResolvedRecipe, platform: dict[str, Any]) -> dict[str, Any]:
+    nightly = platform["nightly"]
+    args = recipe_arguments(r, platform, overrides={"baseline-prefix": f"{nightly['baselines_prefix']}/{r.name}"})
+    labels = {**workflow_labels(r), "infersweep.io/suite": "nightly"}
+    cron = CronWorkflow(
+        name=cron_name(r.name),
+        namespace=platform["namespace"],
+        labels=labels,
+        schedules=list(nightly["schedules"]),
+        timezone=nightly["timezone"],
+        concurrency_policy="Forbid",
+        starting_deadline_seconds=STARTING_DEADLINE_S,
+        successful_jobs_history_limit=SUCCESSFUL_HISTORY,
+        failed_jobs_history_limit=FAILED_HISTORY,
+        workflow_template_ref=m.WorkflowTemplateRef(name=pipeline_name(r.recipe.engine, r.recipe.topology.mode)),
+        arguments=args,
+        synchronization=workflow_synchronization(r),
+        workflow_metadata=m.WorkflowMetadata(labels=labels),  # the nightly's runs carry the recipe's labels
+    )
+    return cron.to_dict()
+
+
+def nightly_crons(platform: dict[str, Any], load) -> list[dict[str, Any]]:
+    """The suite's CronWorkflows; `load` resolves a recipe name (infersweep.recipe.load_recipe)."""
+    return [nightly_cron(load(name), platform) for name in platform["nightly"]["suite"]]
