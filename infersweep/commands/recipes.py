@@ -14,7 +14,7 @@ def topology_text(r: ResolvedRecipe) -> str:
     parts = []
     for role, w in r.recipe.topology.roles().items():
         count = f"{w.autoscaling.min_replicas}-{w.autoscaling.max_replicas}" if w.autoscaling else str(w.replicas)
-        who = f"{count} workers" if role == "worker" else f"{count}{role[0].upper()}"
+        who = f"{count} worker{'' if count in (1, '1') else 's'}" if role == "worker" else f"{count}{role[0].upper()}"
         par = f"TP={w.tp}" + (f" DP={w.dp}" if w.dp > 1 else "") + (f" EP={w.ep}" if w.ep > 1 else "")
         parts.append(f"{who} x {par}" + (f" over {w.nodes} nodes" if w.nodes > 1 else ""))
     extras = [r.recipe.topology.mode, r.recipe.router]
