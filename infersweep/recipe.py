@@ -501,16 +501,18 @@ def _format_pydantic(path: Path | str, err: ValidationError) -> str:
     return "\n".join(lines)
 
 
-class _NoAliasLoader(yaml.SafeLoader):
-    """YAML without anchors/aliases: a recipe never needs them, and aliases are how a 1 KB file
-    ("billion laughs") expands into gigabytes in memory or in an error message."""
+_CLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: ~10x faster on the catalog
 
-    def compose_node(self, parent, index):  # type: ignore[override]
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not allowed in a recipe; write the value out",
-                                              event.start_mark)
-        return super().compose_node(parent, index)
+
+def _safe_load_no_aliases(text: str) -> Any:
+    """YAML without anchors/aliases: a recipe never needs them, and aliases are how a 1 KB file
+    ("billion laughs") expands into gigabytes in memory or in an error message. The event scan is cheap
+    (no objects are built), so the check costs little next to the load itself."""
+    for event in yaml.parse(text, Loader=_CLoader):
+        if isinstance(event, yaml.AliasEvent):
+            raise yaml.YAMLError(f"aliases (*{event.anchor}) are not allowed in a recipe; write the value out "
+                                 f"(line {event.start_mark.line + 1})")
+    return yaml.load(text, Loader=_CLoader)  # noqa: S506 (a safe loader)
 
 
 def _short(value: Any, limit: int = 80) -> str:
@@ -524,7 +526,7 @@ def _read_yaml_mapping(path: Path) -> dict[str, Any]:
     if path.stat().st_size > MAX_RECIPE_BYTES:
         raise RecipeError(f"{path}: file is {path.stat().st_size} bytes; a recipe is at most {MAX_RECIPE_BYTES} bytes")
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_NoAliasLoader)  # noqa: S506 (safe subclass)
+        data = _safe_load_no_aliases(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as e:
         raise RecipeError(f"{path}: not valid YAML: {' '.join(str(e).split())}") from None
     except UnicodeDecodeError:

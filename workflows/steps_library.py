@@ -41,6 +41,7 @@ class StepSpec:
     env_from_secret: str | None = None
     retry: bool = False  # only steps whose failure is transient and whose rerun cannot lose a measurement
     deadline_param: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
 
 
 def _p(name: str) -> str:
@@ -83,6 +84,9 @@ STEPS: list[StepSpec] = [
               "--workload", _p("workload"), "--max-error-rate", _p("max-error-rate"),
               "--timeout-s", _p("timeout-s"), "--out", f"{RUN_DIR}/points/c{_p('concurrency')}",
               "--result-param", f"{OUT}/result"],
+             # AIPerf sleeps a fixed 2 s per point to flush its own server-metrics scrape; the scrape step
+             # reads Prometheus instead, so that wait is GPU time spent on nothing (benchmarks/aiperf_startup.py).
+             env={"AIPERF_SERVER_METRICS_COLLECTION_FLUSH_PERIOD": "0"},
              image="aiperf", outputs=["result"], mounts=("workdir", "model-cache")),
     StepSpec("scrape", "scrape",
              [("prometheus-url", "Prometheus base URL ('' skips server metrics)")],
@@ -145,7 +149,7 @@ def step_container(step: StepSpec, images: Images, secrets: dict[str, str] | Non
            for n, p in step.optional_artifacts],
         volume_mounts=_mounts(step) or None,
         env_from=env_from,
-        env=[m.EnvVar(name="PYTHONUNBUFFERED", value="1")],
+        env=[m.EnvVar(name="PYTHONUNBUFFERED", value="1")] + [m.EnvVar(name=k, value=v) for k, v in step.env.items()],
         retry_strategy=m.RetryStrategy(limit="2", retry_policy="OnError",
                                        backoff=m.Backoff(duration="10s", factor="2")) if step.retry else None,
     )
