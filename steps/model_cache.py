@@ -80,11 +80,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--revision", required=True)
     ap.add_argument("--cache-dir", required=True)
     ap.add_argument("--source", default="hf", help="'hf' or file:///path/to/model")
+    ap.add_argument("--draft-model", default="", help="speculative-decoding draft to cache too ('' = none)")
+    ap.add_argument("--draft-revision", default="main")
     ap.add_argument("--model-dir-param", default="")
     ap.add_argument("--commit-param", default="")
     a = ap.parse_args(argv)
     try:
         info = ensure_model(a.model_id, a.revision, Path(a.cache_dir), a.source)
+        if a.draft_model:
+            # Workers run with HF_HUB_OFFLINE=1: a draft the cache lacks would fail the deployment later,
+            # with GPUs held. A file:// source stands for the whole model family (local mode).
+            draft = ensure_model(a.draft_model, a.draft_revision, Path(a.cache_dir), a.source)
+            print(f"draft {a.draft_model}@{a.draft_revision}: {'already cached' if draft['cached'] else 'cached'} "
+                  f"-> {draft['path']}")
     except Exception as e:
         print(f"model-cache: {a.model_id}@{a.revision}: {e}", file=sys.stderr)
         return 1

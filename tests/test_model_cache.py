@@ -72,3 +72,19 @@ def test_two_concurrent_runs_one_copies_the_other_skips_and_the_cache_is_whole(t
     third = _step(cache, src, tmp_path / "out3")
     assert third.wait(timeout=60) == 0 and "already cached" in third.stdout.read()
     print(f"model-cache: a later run skipped in {time.monotonic() - t1:.2f} s (process start included)")
+
+
+def test_draft_model_is_cached_beside_the_model(tmp_path):
+    """Spec-decode workers run offline: the step must put the draft on the PVC too, and skip it when warm."""
+    from steps import model_cache
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "config.json").write_text("{}")
+    cache = tmp_path / "cache"
+    args = ["--model-id", "org/main-model", "--revision", "r1", "--cache-dir", str(cache), "--source", f"file://{src}",
+            "--draft-model", "org/draft-model"]
+    assert model_cache.main(args) == 0
+    assert model_cache.marker_path(cache, "org/draft-model", "main").exists()
+    assert (cache / "models" / "org--draft-model" / "main" / "config.json").exists()
+    assert model_cache.ensure_model("org/draft-model", "main", cache, f"file://{src}")["cached"] is True

@@ -35,6 +35,7 @@ PIPELINE_PARAMS: list[tuple[str, str, list[str] | None]] = [
     ("dgd-api-version", "DGD apiVersion: v1beta1 (Dynamo >= 1.6) or v1alpha1 (older operators)", ["v1beta1", "v1alpha1"]),
     ("model", "Hugging Face model id (also the served model name)", None),
     ("model-revision", "model commit to pin", None),
+    ("draft-model", "speculative-decoding draft model to cache beside the model ('' = none)", None),
     ("model-source", "'hf' (download from the hub) or file:///path on the PVC", None),
     ("model-cache-pvc", "PVC holding the model cache (created if missing)", None),
     ("model-cache-size", "size of the PVC if it must be created", None),
@@ -75,7 +76,7 @@ def pipeline_defaults(platform: dict[str, Any]) -> dict[str, str]:
         "model-cache-pvc": platform["model_cache"]["pvc"], "model-cache-size": platform["model_cache"]["size"],
         "storage-class": platform["model_cache"]["storage_class"], "ready-timeout-s": "1800",
         "max-error-rate": "0.0", "point-timeout-s": "3600", "prometheus-url": platform.get("prometheus_url", ""),
-        "s3-bucket": platform["s3"]["bucket"], "s3-prefix": platform["s3"]["prefix"], "baseline-prefix": "",
+        "s3-bucket": platform["s3"]["bucket"], "s3-prefix": platform["s3"]["prefix"], "baseline-prefix": "", "draft-model": "",
         "regression": "{}", "context": "{}",
     }
 
@@ -132,7 +133,8 @@ def pipeline_template(engine: str, mode: str, platform: dict[str, Any], *, point
                        arguments={"pvc": _wf("model-cache-pvc"), "size": _wf("model-cache-size"),
                                   "storage-class": _wf("storage-class")})
             cache = Task(name="model-cache", template_ref=_ref("model-cache"),
-                         arguments={"model": _wf("model"), "revision": _wf("model-revision"), "source": _wf("model-source")})
+                         arguments={"model": _wf("model"), "revision": _wf("model-revision"), "source": _wf("model-source"),
+                                    "draft-model": _wf("draft-model")})
             deploy = Task(name="deploy", template_ref=_ref("deploy"), arguments={"dgd": _wf("dgd")})
             ready = Task(name="wait-ready", template_ref=_ref("wait-ready"),
                          arguments={"dgd-name": _wf("dgd-name"), "model": _wf("model"), "timeout-s": _wf("ready-timeout-s"),
@@ -173,6 +175,7 @@ def recipe_arguments(r: ResolvedRecipe, platform: dict[str, Any], *, dgd_api: st
         "dgd-api-version": dgd_api,
         "model": r.model.id,
         "model-revision": r.model.revision,
+        "draft-model": r.draft_model or "",
         "points": json.dumps(points if points is not None else w.points(), separators=(",", ":")),
         "workload": json.dumps(w.aiperf_workload(), separators=(",", ":")),
         "max-error-rate": str(w.max_error_rate),
