@@ -172,7 +172,12 @@ def publish_tree(
 
     # Phase 1: hash + HEAD every file. Decide everything before writing
     # anything, so a conflict or unreadable file leaves S3 untouched.
-    _, errors, _ = _run_parallel(lambda f: _plan(s3, bucket, f), files, max_workers, key=lambda f: f.key)
+    try:
+        # One LIST instead of a HEAD per file: a new run's prefix is empty, so nothing needs a HEAD.
+        existing: set[str] | None = set(_list_keys(s3, bucket, prefix + "/"))
+    except Exception:
+        existing = None  # HEAD each file instead; its errors are reported per file below
+    _, errors, _ = _run_parallel(lambda f: _plan(s3, bucket, f, existing), files, max_workers, key=lambda f: f.key)
     if errors:
         raise _publish_error("checking", bucket, prefix, local_dir, command, files, errors, uploaded=[])
     conflicts = [f for f in files if f.action == "conflict"]
@@ -245,11 +250,11 @@ def _list_files(local_dir: Path, prefix: str) -> list[_File]:
     return files
 
 
-def _plan(s3, bucket: str, f: _File) -> None:
+def _plan(s3, bucket: str, f: _File, existing: set[str] | None = None) -> None:
     stat = f.path.stat()
     f.size, f.mtime_ns = stat.st_size, stat.st_mtime_ns
     f.sha256 = _sha256_file(f.path)
-    head = _head(s3, bucket, f.key)
+    head = _head(s3, bucket, f.key) if existing is None or f.key in existing else None
     if head is None:
         f.action = "upload"
         return
