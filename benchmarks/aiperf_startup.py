@@ -22,8 +22,6 @@ does not share start-up between points.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import shutil
 import subprocess
 import tempfile

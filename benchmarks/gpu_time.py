@@ -80,9 +80,7 @@ def bench_model_cache(mb: int) -> list[Figure]:
 
 
 def bench_readiness() -> list[Figure]:
-    import yaml
-
-    from infersweep.local.dynamo import deploy_local, load_local, teardown_local, wait_ready_local
+    from infersweep.local.dynamo import deploy_local, teardown_local, wait_ready_local
     from infersweep.local.toy_model import build_toy_model
     from infersweep.platform_config import load_platform
     from infersweep.recipe import load_recipe

@@ -23,7 +23,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from _common import OUT, REPO, Figure, Timer, fmt, report, table
+from _common import OUT, REPO, Figure, Timer, report, table
 
 from infersweep.local.run import local_profile, run_local, scaled_lengths
 from infersweep.recipe import load_recipe

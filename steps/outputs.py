@@ -13,3 +13,16 @@ def write_param(path: str | Path | None, value: Any) -> None:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(value if isinstance(value, str) else json.dumps(value, separators=(",", ":")))
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """argparse type for a JSON-object argument (SLOs, tolerances): bad input is one clear usage error."""
+    import argparse
+
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"not JSON: {e}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object")
+    return value

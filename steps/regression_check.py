@@ -10,10 +10,11 @@ of a new recipe can be promoted to baseline.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from pathlib import Path
+
+from steps.outputs import json_object
 
 
 def fetch_prefix(bucket: str, prefix: str, dest: Path) -> int:
@@ -38,14 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bucket", required=True)
     ap.add_argument("--baseline-prefix", default="", help="S3 prefix of the recipe's baseline run ('' skips)")
     ap.add_argument("--report", required=True, help="where to write the report (an output artifact)")
-    ap.add_argument("--tolerances", default="{}", help="per-metric tolerances and z as JSON (the recipe's regression)")
+    ap.add_argument("--tolerances", type=json_object, default={},
+                    help="per-metric tolerances and z as JSON (the recipe's regression)")
     a = ap.parse_args(argv)
-    try:
-        tolerances = json.loads(a.tolerances)
-        if not isinstance(tolerances, dict):
-            raise ValueError("must be a JSON object")
-    except ValueError as e:
-        ap.error(f"--tolerances: {e}")
     report = Path(a.report)
     report.parent.mkdir(parents=True, exist_ok=True)
     if not a.baseline_prefix:
@@ -62,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         from infersweep.results.regression import judge_run  # the one verdict logic, shared with the CLI
         from infersweep.results.run import load_run_folder
 
-        verdict = judge_run(load_run_folder(Path(a.run_dir)).table, load_run_folder(baseline).table, tolerances)
+        verdict = judge_run(load_run_folder(Path(a.run_dir)).table, load_run_folder(baseline).table, a.tolerances)
     report.write_text(verdict.report if verdict.report.endswith("\n") else verdict.report + "\n")
     print(verdict.report)
     if verdict.verdict == "regressed":

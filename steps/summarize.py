@@ -28,6 +28,7 @@ from infersweep.results.context import RUN_FILE, build_context, parse_context_ar
 from infersweep.results.report import write_report
 from infersweep.results.run import load_run_folder
 from infersweep.results.schema import SCHEMA_VERSION, build_table, point_dirs, read_result
+from steps.outputs import json_object
 
 MD_COLUMNS = ["concurrency", "repetition", "status", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "latency_p50_ms",
               "output_tok_s", "tok_s_per_gpu", "tok_s_per_user", "request_per_s", "goodput_req_s", "error_rate",
@@ -75,20 +76,18 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m steps.summarize")
     ap.add_argument("--run-dir", required=True)
     ap.add_argument("--gpu-count", type=int, required=True)
-    ap.add_argument("--slo", default="{}", help="JSON object of SLO bounds")
+    ap.add_argument("--slo", type=json_object, default={}, help="JSON object of SLO bounds")
     ap.add_argument("--title", default="infersweep", help="the recipe name (plot titles, and the context's recipe)")
     ap.add_argument("--context", default=None,
                     help="run context as JSON or @FILE (infersweep.results.context.recipe_context); optional")
     ap.add_argument("--run-id", default=None, help="the run's id (the workflow name); optional")
     ap.add_argument("--model-commit", default="", help="the commit the model-cache step resolved; optional")
     a = ap.parse_args(argv)
+    slo = a.slo
     try:
-        slo = json.loads(a.slo)
-        if not isinstance(slo, dict):
-            raise ValueError("must be a JSON object")
         context = parse_context_arg(a.context)
     except ValueError as e:
-        ap.error(f"{e}" if str(e).startswith("--context") else f"--slo: {e}")
+        ap.error(str(e))
     if a.run_id:
         context["run_id"] = a.run_id
     if a.model_commit:

@@ -28,3 +28,15 @@ def aiperf_ref() -> Path:
     if not path.is_dir():
         pytest.fail(f"AIPerf reference artifacts missing at {path} (set INFERSWEEP_SHARED)")
     return path
+
+
+def copy_tree(src: Path, dst: Path) -> Path:
+    """Copy a fixture dir writable (the shared originals are read-only, modes included)."""
+    import os
+
+    for root, _dirs, files in os.walk(src):
+        target = dst / Path(root).relative_to(src)
+        target.mkdir(parents=True, exist_ok=True)
+        for name in files:
+            (target / name).write_bytes((Path(root) / name).read_bytes())
+    return dst

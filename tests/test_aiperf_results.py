@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -21,17 +20,9 @@ import pytest
 from steps import aiperf_point
 from steps.aiperf_results import iter_profiling_records, read_point
 
+from conftest import copy_tree
+
 REPO = Path(__file__).resolve().parents[1]
-
-
-def copy_tree(src: Path, dst: Path) -> Path:
-    """Copy a fixture dir writable (the shared originals are read-only, modes included)."""
-    for root, _dirs, files in os.walk(src):
-        target = dst / Path(root).relative_to(src)
-        target.mkdir(parents=True, exist_ok=True)
-        for name in files:
-            (target / name).write_bytes((Path(root) / name).read_bytes())
-    return dst
 
 
 # ---------------------------------------------------------------- read_point on the fixtures

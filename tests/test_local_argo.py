@@ -3,8 +3,6 @@ fan-out, output parameters, failFast, exit handler, stop. Steps are real `python
 
 from __future__ import annotations
 
-import json
-import signal
 import sys
 import threading
 import time
@@ -67,7 +65,7 @@ def build(tmp_path, *, item_exit="0", fail_fast=True, sleep="0"):
             b = e(name="b", with_param="{{tasks.a.outputs.parameters.o}}",
                   arguments={"name": "b{{item.c}}", "exit": item_exit, "sleep": sleep})
             c = s(name="c", arguments={"name": "c", "value": "x"})
-            d = s(name="d", arguments={"name": "d", "value": "y"}, depends="b.Failed")
+            s(name="d", arguments={"name": "d", "value": "y"}, depends="b.Failed")
             a >> b >> c
     return wf.to_dict()
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,18 +16,10 @@ from infersweep.results.schema import SCHEMA_VERSION
 from steps.aiperf_results import read_point
 from steps.summarize import main as summarize_main
 
+from conftest import copy_tree
+
 REPO = Path(__file__).resolve().parents[1]
 SLO = {"ttft_p50_ms": 1000, "tok_s_user_min": 1}
-
-
-def copy_tree(src: Path, dst: Path) -> Path:
-    """Copy a fixture dir writable (the shared originals are read-only, modes included)."""
-    for root, _dirs, files in os.walk(src):
-        target = dst / Path(root).relative_to(src)
-        target.mkdir(parents=True, exist_ok=True)
-        for name in files:
-            (target / name).write_bytes((Path(root) / name).read_bytes())
-    return dst
 
 
 def add_point(run_dir: Path, name: str, artifacts: Path | None, concurrency: int, **extra) -> Path:

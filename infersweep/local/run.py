@@ -145,11 +145,11 @@ def run_local(recipe_ref: str | Path, *, out_root: Path = Path("runs"), cache_ro
     if "prometheus-url" not in (overrides or {}) and Path(PROMETHEUS_BINARY).exists():
         prom = LocalPrometheus(state_dir / "prometheus-targets.json", port=free_port())
         local_overrides["prometheus-url"] = prom.url
-    bundle = render_recipe(r, load_platform(), dgd_api=dgd_api, namespace="local",
+    platform = load_platform()
+    bundle = render_recipe(r, platform, dgd_api=dgd_api, namespace="local",
                            overrides=local_overrides | (overrides or {}), workflow_name=run_id)
     build_toy_model(model_dir)
     bundle.write(run_dir / rendered)
-    platform = load_platform()
 
     pythons = {platform["images"]["steps"]: sys.executable, platform["images"]["aiperf"]: venv_python("aiperf")}
     own_s3 = s3 is None
