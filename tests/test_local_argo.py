@@ -1,5 +1,7 @@
-"""The local interpreter runs Hera-built workflows the way Argo does: DAG order, depends logic, withParam
-fan-out, output parameters, failFast, exit handler, stop. Steps are real `python -m` processes."""
+"""The local executor runs Hera-built workflows the way Argo v4.1.2 does: DAG order, depends logic, withParam
+fan-out, output parameters, the leaf-task verdict, exit handler, stop vs terminate, and the `infersweep argo
+run` command. Steps are real `python -m` processes (and `sh -c` on the host for the command). The rule-by-rule
+cases are the conformance suite (tests/test_argo_conformance.py)."""
 
 from __future__ import annotations
 
@@ -70,34 +72,45 @@ def build(tmp_path, *, item_exit="0", fail_fast=True, sleep="0"):
     return wf.to_dict()
 
 
+def phases(argo: LocalArgo) -> dict[str, str]:
+    return {n.display_name: n.phase for n in argo.nodes.values()}
+
+
 def test_dag_order_fanout_outputs_and_exit_handler(tmp_path, cluster):
-    root = LocalArgo(build(tmp_path), [], cluster).run()
-    assert root.phase == "Succeeded"
-    assert trace_of(tmp_path) == ["a", "b1", "b2", "b3", "c", "exit-Succeeded"]
-    a = root.children[0]
-    assert a.outputs == {"o": '[{"c":1},{"c":2},{"c":3}]'}
-    assert [n.phase for n in root.children] == ["Succeeded", "Succeeded", "Succeeded", "Omitted"]
+    argo = LocalArgo(build(tmp_path), [], cluster)
+    argo.run()
+    assert argo.phase == "Succeeded"
+    trace = trace_of(tmp_path)
+    # b's items run side by side (no parallelism): only the order between tasks is fixed
+    assert trace[0] == "a" and sorted(trace[1:4]) == ["b1", "b2", "b3"] and trace[4:] == ["c", "exit-Succeeded"]
+    assert argo.node_by_display("a").outputs == {"o": '[{"c":1},{"c":2},{"c":3}]'}
+    assert {k: v for k, v in phases(argo).items() if k in "abcd"} == {
+        "a": "Succeeded", "b": "Succeeded", "c": "Succeeded", "d": "Omitted"}
 
 
 def test_failed_items_fail_the_run_but_depends_on_failed_runs_and_exit_handler_sees_failure(tmp_path, cluster):
-    root = LocalArgo(build(tmp_path, item_exit="{{item.c}}", fail_fast=False), [], cluster).run()
-    phases = {n.name.rsplit(".", 1)[-1]: n.phase for n in root.children}
-    assert phases == {"a": "Succeeded", "b": "Failed", "c": "Omitted", "d": "Succeeded"}
-    assert root.phase == "Failed"
-    assert trace_of(tmp_path) == ["a", "b1", "b2", "b3", "d", "exit-Failed"]
-    b = root.children[1]
-    assert [c.phase for c in b.children] == ["Failed", "Failed", "Failed"]
-    assert "exit code 1" in b.children[0].message
+    argo = LocalArgo(build(tmp_path, item_exit="{{item.c}}", fail_fast=False), [], cluster)
+    argo.run()
+    assert {k: v for k, v in phases(argo).items() if k in "abcd"} == {
+        "a": "Succeeded", "b": "Failed", "c": "Omitted", "d": "Succeeded"}
+    # the omitted leaf c inherits its branch's failure (dag.go assessDAGPhase), so the run fails
+    assert argo.phase == "Failed"
+    trace = trace_of(tmp_path)
+    assert trace[0] == "a" and sorted(trace[1:4]) == ["b1", "b2", "b3"] and trace[4:] == ["d", "exit-Failed"]
+    assert [argo.node_by_display(f"b({i}:c:{i + 1})").phase for i in range(3)] == ["Failed"] * 3
+    assert "exit code 1" in argo.node_by_display("b(0:c:1)").message
 
 
-def test_stop_terminates_the_running_step_and_still_runs_the_exit_handler(tmp_path, cluster):
+@pytest.mark.parametrize("strategy", ["Stop", "Terminate"])
+def test_stop_runs_the_exit_handler_and_terminate_does_not(tmp_path, cluster, strategy):
     argo = LocalArgo(build(tmp_path, sleep="30"), [], cluster)
-    threading.Timer(1.5, argo.stop, args=("stopped by SIGINT",)).start()
+    threading.Timer(1.5, argo.stop, kwargs={"reason": "stopped by SIGINT", "strategy": strategy}).start()
     t0 = time.monotonic()
-    root = argo.run()
-    assert time.monotonic() - t0 < 10
-    assert root.phase == "Failed" and "SIGINT" in root.message
-    assert trace_of(tmp_path)[-1] == "exit-Failed"
+    argo.run()
+    assert time.monotonic() - t0 < 15
+    assert argo.phase == "Failed" and argo.message == f"Stopped with strategy '{strategy}'"
+    ran_exit = "exit-Failed" in trace_of(tmp_path)
+    assert ran_exit is (strategy == "Stop")
     assert "c" not in trace_of(tmp_path)
 
 
@@ -109,10 +122,11 @@ def test_workflow_template_ref_and_missing_parameter(tmp_path, cluster):
             Task(name="p", template_ref=m.TemplateRef(name="lib", template="plain"), arguments={"name": "{{workflow.parameters.who}}"})
     wf = Workflow(name="w", workflow_template_ref=m.WorkflowTemplateRef(name="pipe"),
                   arguments={"trace": str(tmp_path / "trace"), "who": "given"}).to_dict()
-    root = LocalArgo(wf, [lib.to_dict(), pipe.to_dict()], cluster).run()
-    assert root.phase == "Succeeded" and trace_of(tmp_path) == ["given"]
+    argo = LocalArgo(wf, [lib.to_dict(), pipe.to_dict()], cluster)
+    argo.run()
+    assert argo.phase == "Succeeded" and trace_of(tmp_path) == ["given"]
     wf["spec"]["arguments"]["parameters"] = [{"name": "who", "value": "y"}]
-    with pytest.raises(WorkflowError, match="'trace' has no value"):
+    with pytest.raises(WorkflowError, match="spec.arguments.trace.value is required"):
         LocalArgo(wf, [lib.to_dict(), pipe.to_dict()], cluster)
 
 
@@ -126,3 +140,60 @@ def test_depends_expressions():
         eval_depends("a.Bogus", nodes)
     with pytest.raises(WorkflowError):
         eval_depends("__import__('os')", nodes)
+
+
+def test_unsupported_features_are_rejected_by_name_before_anything_runs(tmp_path, cluster):
+    wf = build(tmp_path)
+    wf["spec"]["templates"].append({"name": "s2", "steps": [[{"name": "x", "template": "plain"}]]})
+    main = next(t for t in wf["spec"]["templates"] if t["name"] == "main")
+    main["dag"]["tasks"].append({"name": "e", "template": "s2"})
+    with pytest.raises(WorkflowError, match="steps templates are not supported by the local executor"):
+        LocalArgo(wf, [], cluster)
+    assert trace_of(tmp_path) == []
+
+
+ARGO_CLI_CASE = """
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: cli-case}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    dag:
+      tasks:
+      - {name: a, template: sh}
+      - {name: b, template: sh, depends: a, arguments: {parameters: [{name: code, value: "3"}]}}
+  - name: sh
+    inputs: {parameters: [{name: code, value: "0"}]}
+    container: {image: alpine, command: [sh, -c, "exit {{inputs.parameters.code}}"]}
+"""
+
+
+def test_argo_run_command_prints_argo_get_status(tmp_path):
+    import json
+    import os
+    import subprocess
+    f = tmp_path / "wf.yaml"
+    f.write_text(ARGO_CLI_CASE)
+    env = os.environ | {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    p = subprocess.run([sys.executable, "-m", "infersweep.cli", "argo", "run", str(f), "--work-dir", str(tmp_path / "w")],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 1, p.stderr
+    status = json.loads(p.stdout)
+    assert status["phase"] == "Failed"
+    nodes = {n["displayName"]: n for n in status["nodes"].values()}
+    assert {k: (n["type"], n["phase"]) for k, n in nodes.items()} == {
+        "cli-case": ("DAG", "Failed"), "a": ("Pod", "Succeeded"), "b": ("Pod", "Failed")}
+    assert nodes["b"]["message"] == "main: Error (exit code 3)" and nodes["b"]["outputs"]["exitCode"] == "3"
+    assert nodes["cli-case"]["id"] == "cli-case" and nodes["a"]["id"].startswith("cli-case-")
+    f.write_text(ARGO_CLI_CASE.replace("depends: a", "depends: a.Bogus"))
+    p = subprocess.run([sys.executable, "-m", "infersweep.cli", "argo", "run", str(f)], capture_output=True, text=True,
+                       env=env, timeout=120)
+    assert p.returncode == 2 and "task result 'Bogus' for task 'a' is invalid" in p.stderr
+
+
+def test_node_ids_are_argo_node_ids():
+    # pkg/apis/workflow/v1alpha1/workflow_types.go Workflow.NodeID: fnv32a of the node name
+    from infersweep.local.argo import _fnv32a
+    assert _fnv32a("") == 2166136261 and _fnv32a("a") == 0xE40C292C
