@@ -197,3 +197,18 @@ def test_node_ids_are_argo_node_ids():
     # pkg/apis/workflow/v1alpha1/workflow_types.go Workflow.NodeID: fnv32a of the node name
     from infersweep.local.argo import _fnv32a
     assert _fnv32a("") == 2166136261 and _fnv32a("a") == 0xE40C292C
+
+
+def test_semaphore_holds_across_separate_processes(tmp_path):
+    """Two `infersweep argo run` processes of a workflow holding a semaphore of limit 1 never overlap."""
+    import os
+    import subprocess
+    case = Path(__file__).parent / "conformance" / "semaphore-workflow-limit-across-runs.yaml"
+    trace = tmp_path / "trace"
+    env = os.environ | {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    procs = [subprocess.Popen([sys.executable, "-m", "infersweep.cli", "argo", "run", str(case), "-p", f"trace={trace}",
+                               "--work-dir", str(tmp_path / f"w{i}"), "--state-dir", str(tmp_path / "state")],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env) for i in range(2)]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0], [p.stderr.read() for p in procs]
+    lines = trace.read_text().split("\n")
+    assert [ln.split()[0] for ln in lines if ln] == ["start", "end", "start", "end"]

@@ -89,6 +89,7 @@ def run(a: argparse.Namespace) -> int:
     try:
         argo = run_workflow_file(path, templates_dir=Path(a.templates) if a.templates else None, images=images,
                                  work_dir=Path(a.work_dir) if a.work_dir else None, on_started=started,
+                                 state_dir=Path(a.state_dir) if a.state_dir else None,
                                  params=dict(p.split("=", 1) for p in a.parameter))
     except WorkflowError as e:
         # What `argo submit` would refuse: nothing ran.
@@ -108,4 +109,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-p", "--parameter", action="append", default=[], metavar="NAME=VALUE",
                    help="a workflow parameter, as `argo submit -p`")
     p.add_argument("--work-dir", metavar="DIR", help="folder for volumes, node logs (default: a new temp folder)")
+    p.add_argument("--state-dir", metavar="DIR", help="where semaphore/mutex holders live; runs sharing it share "
+                   "their locks (default ~/.cache/infersweep/argo-local)")
     p.set_defaults(fn=run)

@@ -15,7 +15,17 @@ def run(a: argparse.Namespace) -> int:
         raise RecipeError("infersweep run: only --local runs here; for a cluster use `infersweep submit`")
     from infersweep.local.run import run_local
     sets = parse_sets(a.set)
-    if Path(a.recipe).is_dir():
+    earlier = a.retry or a.resubmit
+    if a.retry and a.resubmit:
+        raise RecipeError("give either --retry RUN_DIR or --resubmit RUN_DIR, not both")
+    if earlier:
+        if not Path(earlier).is_dir():
+            raise RecipeError(f"{'--retry' if a.retry else '--resubmit'} {earlier}: no such run folder; give runs/<run-id>")
+        if sets or a.resume:
+            raise RecipeError("--retry/--resubmit run the earlier run's workflow as it was: no --set, no --resume")
+    elif not a.recipe:
+        raise RecipeError("infersweep run: give a RECIPE (or --retry/--resubmit RUN_DIR)")
+    if a.recipe and Path(a.recipe).is_dir():
         raise RecipeError(f"{a.recipe}: is a directory; give a recipe file or a name from `infersweep recipes`")
     out = Path(a.out)
     if out.exists() and not out.is_dir():
@@ -23,7 +33,8 @@ def run(a: argparse.Namespace) -> int:
     if a.resume and not Path(a.resume).is_dir():
         raise RecipeError(f"--resume {a.resume}: no such run folder; give runs/<run-id> of an earlier run")
     res = run_local(a.recipe, out_root=out, overrides=sets, dgd_api=a.dgd_api,
-                    resume=Path(a.resume) if a.resume else None)
+                    resume=Path(a.resume) if a.resume else None, retry=Path(a.retry) if a.retry else None,
+                    resubmit=Path(a.resubmit) if a.resubmit else None)
     table = res.results_dir / "summary" / "results.md"
     if table.exists():
         print()
@@ -38,18 +49,24 @@ def run(a: argparse.Namespace) -> int:
         # Nothing measured is lost: every point's files stay in the run folder, and a resumed run keeps
         # the good points (it does not measure them again) and publishes under its own prefix.
         print(f"kept locally: {res.results_dir}/points/ (measured points are kept as they are)")
-        print(f"to finish this run: infersweep run --local {shlex.quote(str(a.recipe))} --out {shlex.quote(a.out)} "
+        recipe = a.recipe or "RECIPE"
+        print(f"to finish this run: infersweep run --local {shlex.quote(str(recipe))} --out {shlex.quote(a.out)} "
               f"--resume {shlex.quote(str(res.run_dir))}")
+        print(f"or as Argo would: infersweep run --local --retry {shlex.quote(str(res.run_dir))}")
     return 0 if res.phase == "Succeeded" else 1
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run a recipe's rendered workflow")
-    p.add_argument("recipe", help="recipe name or file")
+    p.add_argument("recipe", nargs="?", help="recipe name or file (not needed with --retry/--resubmit)")
     p.add_argument("--local", action="store_true", help="run on this machine (Dynamo mocker + AIPerf + local S3)")
     p.add_argument("--out", default="runs", help="folder for local runs (default ./runs)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a workflow parameter")
     p.add_argument("--dgd-api", choices=["v1beta1", "v1alpha1"], default="v1beta1")
     p.add_argument("--resume", metavar="RUN_DIR", help="run again on an earlier run's folder: points measured ok "
                    "are kept, the others run; published under a new prefix <run-id>-rN")
+    p.add_argument("--retry", metavar="RUN_DIR", help="`argo retry` a finished run: failed steps and what depends on "
+                   "them run again in the same run, succeeded steps are kept")
+    p.add_argument("--resubmit", metavar="RUN_DIR", help="`argo resubmit` a finished run: the same workflow again as "
+                   "a new run")
     p.set_defaults(fn=run)

@@ -403,7 +403,7 @@ class LocalArgo:
             n.finished = time.time()
         if phase in FULFILLED and was not in FULFILLED:
             # handleNodeFulfilled / executeDAGTask: a fulfilled node releases the locks it holds
-            key = f"{self.name}/{n.id}"
+            key = f"{self._holder()}/{n.id}"
             if key in self._sync_held:
                 self.locks.release(key, self._sync_held.pop(key), self.namespace)
             self.cluster.on_event("end", n)
@@ -433,18 +433,28 @@ class LocalArgo:
                 self._wake.wait(timeout=max(wait, 0.01))
         finally:
             self._kill_all("workflow ended")
-            self.locks.release(self.name, self.spec.get("synchronization"), self.namespace)
+            self.locks.release(self._holder(), self.spec.get("synchronization"), self.namespace)
             for holder, sync in list(self._sync_held.items()):
                 self.locks.release(holder, sync, self.namespace)
-        self.root = self.by_name(self.name) or Node(self.name, self.spec["entrypoint"], phase=self.phase, id=self.name)
-        self.root_phase_compat()
+        root = self.by_name(self.name)
+        self.root = self.tree(root) if root else Node(self.name, self.spec["entrypoint"], phase=self.phase, id=self.name)
+        exit_node = self.by_name(f"{self.name}.onExit")
+        self.exit_node = self.tree(exit_node) if exit_node else None
         return self.root
 
-    def root_phase_compat(self) -> None:
-        # Callers of the old API read the run's verdict from the returned node.
-        if self.root is not None:
-            self.root.phase_workflow = self.phase  # type: ignore[attr-defined]
-            self.exit_node = self.by_name(f"{self.name}.onExit")
+    def tree(self, n: Node) -> Node:
+        """A copy of `n` whose `children` are nodes, not ids, in the shape a reader expects: a DAG's tasks
+        (in start order), a TaskGroup's items, a Retry node's attempts. `status()` keeps Argo's own shape."""
+        import dataclasses
+        if n.type == "DAG":
+            grouped = {c for g in self.nodes.values() if g.type in ("TaskGroup", "Retry") and g.boundary_id == n.id
+                       for c in g.children}
+            kids = [k for k in self.nodes.values() if k.boundary_id == n.id and k.id not in grouped]
+        elif n.type in ("TaskGroup", "Retry"):
+            kids = self._kids(n)
+        else:
+            kids = []
+        return dataclasses.replace(n, children=[self.tree(k) for k in kids])
 
     def stop(self, reason: str = "", strategy: str = "Stop") -> None:
         """`argo stop` (strategy Stop: the exit handler still runs) or `argo terminate` (Terminate: it does
@@ -482,7 +492,7 @@ class LocalArgo:
         # Workflow-level synchronization (operate: TryAcquire before anything runs).
         if self.spec.get("synchronization") and self.phase in ("Pending", ""):
             try:
-                ok, msg = self.locks.try_acquire(self.name, self.spec["synchronization"], self.namespace)
+                ok, msg = self.locks.try_acquire(self._holder(), self.spec["synchronization"], self.namespace)
             except SyncError as e:
                 self.phase, self.message = "Failed", f"Failed to acquire the synchronization lock. {e}"
                 return
@@ -544,6 +554,10 @@ class LocalArgo:
                 self.phase, self.message = "Succeeded", ""
         else:
             self.phase, self.message = wf_status, message
+
+    def _holder(self) -> str:
+        # A lock holder is this execution of the workflow: two local runs of one file share a name, never a uid.
+        return f"{self.namespace}/{self.name}/{self.uid[:8]}"
 
     def _requeue(self, seconds: float) -> None:
         at = time.time() + max(0.0, seconds)
@@ -655,7 +669,7 @@ class LocalArgo:
         # synchronization (template level)
         sync = ptmpl.get("synchronization")
         if sync and (node is None or node.phase == "Pending"):
-            holder_key = f"{self.name}/{self.node_id(node_name)}"
+            holder_key = f"{self._holder()}/{self.node_id(node_name)}"
             try:
                 ok, msg = self.locks.try_acquire(holder_key, sync, self.namespace)
             except SyncError as e:
@@ -735,7 +749,7 @@ class LocalArgo:
     def _release(self, node_name: str, sync: Any) -> None:
         if not sync:
             return
-        key = f"{self.name}/{self.node_id(node_name)}"
+        key = f"{self._holder()}/{self.node_id(node_name)}"
         if key in self._sync_held:
             self.locks.release(key, self._sync_held.pop(key), self.namespace)
 
@@ -1006,8 +1020,14 @@ class LocalArgo:
         env = dict(self.cluster.env)
         for e in c.get("env", []) or []:
             if "valueFrom" in e:
-                raise WorkflowError(f"env {e['name']}: valueFrom (Secrets/ConfigMaps) is not supported locally; "
-                                    "give the variable through the local environment")
+                # The local environment stands for the Secrets/ConfigMaps a pod would read the value from.
+                ref = e["valueFrom"].get("secretKeyRef") or e["valueFrom"].get("configMapKeyRef")
+                if ref is None:
+                    raise WorkflowError(f"env {e['name']}: only secretKeyRef/configMapKeyRef values run locally")
+                if e["name"] not in env and not ref.get("optional"):
+                    raise WorkflowError(f"env {e['name']}: {ref.get('name')}/{ref.get('key')} is not in the local "
+                                        f"environment (export {e['name']} to stand for it)")
+                continue
             env[e["name"]] = fill_map(str(e.get("value", "")))
         if python is not None:
             if argv and argv[0] in ("python", "python3"):

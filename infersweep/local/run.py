@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import time
+import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -77,7 +78,8 @@ def _printer(stream=sys.stdout) -> Callable[[str, Node], None]:
 
     def on_event(kind: str, node: Node) -> None:
         short = node.name.split(".", 1)[1] if "." in node.name else node.name
-        if node.template in ("pipeline", "sweep", "exit-handler") and kind == "start":
+        if (node.template in ("pipeline", "sweep", "exit-handler") or node.type in ("DAG", "TaskGroup", "Retry")) \
+                and kind == "start":
             return
         stamp = f"[{time.monotonic() - t0:6.1f}s]"
         if kind == "start":
@@ -98,23 +100,62 @@ def _printer(stream=sys.stdout) -> Callable[[str, Node], None]:
     return on_event
 
 
-def run_local(recipe_ref: str | Path, *, out_root: Path = Path("runs"), cache_root: Path = Path(".infersweep"),
+def _earlier_run(run_dir: Path, flag: str) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]:
+    """(workflow, templates, last status) of an earlier `infersweep run --local` folder."""
+    wf_file = run_dir / "rendered" / "workflow.yaml"
+    if not wf_file.is_file():
+        raise RecipeError(f"{flag} {run_dir}: not the folder of an `infersweep run --local` run "
+                          "(no rendered/workflow.yaml); give runs/<run-id>")
+    templates = [yaml.safe_load(f.read_text()) for f in sorted((run_dir / "rendered" / "templates").glob("*.yaml"))]
+    status_file = run_dir / "status.json"
+    status = json.loads(status_file.read_text()) if status_file.is_file() else None
+    return yaml.safe_load(wf_file.read_text()), templates, status
+
+
+def _local_configmaps(platform: dict[str, Any], r: ResolvedRecipe, namespace: str) -> dict[str, dict[str, str]]:
+    """The ConfigMaps a cluster would hold for this run (`infersweep install`'s kubectl set), so the
+    workflow's semaphores are honoured here exactly as there (a missing one fails the run at start)."""
+    from workflows.cluster import kubectl_manifests
+    return {f"{namespace}/{d['metadata']['name']}": {k: str(v) for k, v in (d.get("data") or {}).items()}
+            for d in kubectl_manifests(platform, [r]) if d.get("kind") == "ConfigMap"}
+
+
+def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), cache_root: Path = Path(".infersweep"),
               overrides: dict[str, str] | None = None, dgd_api: str = "v1beta1",
               on_event: Callable[[str, Node], None] | None = None, s3: LocalS3 | None = None,
-              resume: Path | None = None) -> LocalRun:
+              resume: Path | None = None, retry: Path | None = None, resubmit: Path | None = None,
+              on_started: Callable[[LocalArgo], None] | None = None) -> LocalRun:
     """Run the recipe's rendered workflow here. Pass a started `s3` to keep the bucket after the run.
 
     `resume`: the folder of an earlier run of this recipe. The workflow runs again on its workdir, so
     points already measured `ok` are kept (the point step never redoes them) and only the others run.
     It runs as a new workflow `<run>-rN` (a new S3 prefix), so it never overwrites what the earlier
     attempt published.
+
+    `retry` / `resubmit`: the folder of a finished run, handled as `argo retry` / `argo resubmit` handle a
+    finished workflow (infersweep/local/argo_retry.py): retry continues the same workflow (same name, same
+    folder) from its last status with failed nodes reset and succeeded ones kept; resubmit runs the same
+    documents as a new workflow in a new folder.
     """
     t_start = time.monotonic()
+    earlier = retry or resubmit
+    prev_docs = None
+    if earlier is not None:
+        prev_docs = _earlier_run(Path(earlier).resolve(), "--retry" if retry else "--resubmit")
+        recorded = {p["name"]: p.get("value") for p in prev_docs[0]["spec"]["arguments"]["parameters"]}
+        recipe_ref = recipe_ref or recorded.get("recipe")
     r = load_recipe(recipe_ref)
     prof = local_profile()
     isl, osl = scaled_lengths(r, prof)
     rendered = "rendered"
-    if resume is None:
+    if earlier is not None:
+        if retry is not None:
+            run_dir = Path(retry).resolve()
+            run_id = prev_docs[0]["metadata"]["name"]
+        else:
+            run_id = dns_label(f"{Path(resubmit).resolve().name[:56]}-{uuid.uuid4().hex[:5]}")
+            run_dir = (out_root / run_id).resolve()
+    elif resume is None:
         run_id = dns_label(f"{r.name[:40]}-{datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S')}")
         run_dir = (out_root / run_id).resolve()
     else:
@@ -142,14 +183,41 @@ def run_local(recipe_ref: str | Path, *, out_root: Path = Path("runs"), cache_ro
     # A real Prometheus scrapes the local frontend every second (the local platform's deploy writes its
     # address into the targets file); its URL is a parameter like a cluster's. No binary: no server metrics.
     prom = None
-    if "prometheus-url" not in (overrides or {}) and Path(PROMETHEUS_BINARY).exists():
-        prom = LocalPrometheus(state_dir / "prometheus-targets.json", port=free_port())
-        local_overrides["prometheus-url"] = prom.url
     platform = load_platform()
-    bundle = render_recipe(r, platform, dgd_api=dgd_api, namespace="local",
-                           overrides=local_overrides | (overrides or {}), workflow_name=run_id)
+    if prev_docs is not None:
+        # Retry and resubmit keep the workflow's parameters: the stand-in services come back where they were.
+        from infersweep.local.argo_retry import formulate_resubmit
+        workflow, templates, prev_status = prev_docs
+        prev_params = {p["name"]: p.get("value") for p in workflow["spec"]["arguments"]["parameters"]}
+        prom_url = str(prev_params.get("prometheus-url") or "")
+        if prom_url.startswith("http://127.0.0.1:") and Path(PROMETHEUS_BINARY).exists():
+            prom = LocalPrometheus(state_dir / "prometheus-targets.json", port=int(prom_url.rsplit(":", 1)[1]))
+        if resubmit is not None:
+            workflow = formulate_resubmit(workflow)
+            workflow["metadata"]["name"] = run_id
+            (run_dir / rendered / "templates").mkdir(parents=True, exist_ok=True)
+            (run_dir / rendered / "workflow.yaml").write_text(yaml.safe_dump(workflow, sort_keys=False))
+            for t in templates:
+                (run_dir / rendered / "templates" / f"{t['metadata']['name']}.yaml").write_text(yaml.safe_dump(t, sort_keys=False))
+            retry_status = None
+        else:
+            from infersweep.local.argo_retry import RetryError, formulate_retry
+            if prev_status is None:
+                raise RecipeError(f"--retry {retry}: that run left no status.json (it did not finish); "
+                                  "use --resume or --resubmit")
+            try:
+                retry_status = formulate_retry(run_id, prev_status)
+            except RetryError as e:
+                raise RecipeError(f"--retry {retry}: {e}") from None
+    else:
+        if "prometheus-url" not in (overrides or {}) and Path(PROMETHEUS_BINARY).exists():
+            prom = LocalPrometheus(state_dir / "prometheus-targets.json", port=free_port())
+            local_overrides["prometheus-url"] = prom.url
+        bundle = render_recipe(r, platform, dgd_api=dgd_api, namespace="local",
+                               overrides=local_overrides | (overrides or {}), workflow_name=run_id)
+        bundle.write(run_dir / rendered)
+        workflow, templates, retry_status = bundle.workflow, bundle.templates, None
     build_toy_model(model_dir)
-    bundle.write(run_dir / rendered)
 
     pythons = {platform["images"]["steps"]: sys.executable, platform["images"]["aiperf"]: venv_python("aiperf")}
     own_s3 = s3 is None
@@ -158,6 +226,8 @@ def run_local(recipe_ref: str | Path, *, out_root: Path = Path("runs"), cache_ro
     argo: LocalArgo | None = None
 
     def handle(signum, _frame):
+        # Ctrl-C / SIGTERM is `argo stop`: running steps are terminated and the exit handler still runs,
+        # so the local deployment is torn down (infersweep/local/argo.py LocalArgo.stop).
         if argo is not None:
             argo.stop(f"stopped by {signal.Signals(signum).name}")
 
@@ -184,14 +254,23 @@ def run_local(recipe_ref: str | Path, *, out_root: Path = Path("runs"), cache_ro
             s3c.upload_file(str(f), ARTIFACT_BUCKET, key)
             return f"s3://{ARTIFACT_BUCKET}/{key}"
 
+        namespace = workflow.get("metadata", {}).get("namespace", "default")
         cluster = LocalCluster(
             pythons=pythons, pvc_dirs=lambda claim: cache_root / "pvc" / claim, run_dir=run_dir, cwd=REPO_ROOT,
-            env=env, upload_artifact=upload_artifact, on_event=on_event or _printer())
-        argo = LocalArgo(bundle.workflow, bundle.templates, cluster)
+            env=env, upload_artifact=upload_artifact, on_event=on_event or _printer(),
+            configmaps=_local_configmaps(platform, r, namespace),
+            state_dir=cache_root / "argo-state")  # shared by every local run of this cache: semaphores hold across runs
+        argo = LocalArgo(workflow, templates, cluster, status=retry_status)
         argo.name = run_id
         for sig in (signal.SIGINT, signal.SIGTERM):
             prev[sig] = signal.signal(sig, handle)
-        root = argo.run()
+        if on_started is not None:
+            on_started(argo)
+        try:
+            root = argo.run()
+        finally:
+            # What `argo get` would show; `--retry` starts from it.
+            (run_dir / "status.json").write_text(json.dumps(argo.status(), indent=1))
         prefix = f"{platform['s3']['prefix']}/{r.name}/{run_id}/"
         try:
             keys = [o["Key"] for o in s3c.list_objects_v2(Bucket=platform["s3"]["bucket"], Prefix=prefix).get("Contents", [])]
@@ -211,4 +290,5 @@ def run_local(recipe_ref: str | Path, *, out_root: Path = Path("runs"), cache_ro
     link = run_dir / "results"
     if results.exists() and not link.exists():
         link.symlink_to(results.relative_to(run_dir))
-    return LocalRun(run_id, run_dir, root.phase, link, keys, root, time.monotonic() - t_start, root.message)
+    # The workflow's verdict (operator.go operate: the entry node's phase, made Failed by a failed exit handler)
+    return LocalRun(run_id, run_dir, argo.phase, link, keys, root, time.monotonic() - t_start, argo.message)
