@@ -212,3 +212,25 @@ def test_semaphore_holds_across_separate_processes(tmp_path):
     assert [p.wait(timeout=120) for p in procs] == [0, 0], [p.stderr.read() for p in procs]
     lines = trace.read_text().split("\n")
     assert [ln.split()[0] for ln in lines if ln] == ["start", "end", "start", "end"]
+
+
+def test_run_local_retry_and_resubmit_refuse_what_argo_refuses(tmp_path):
+    """`run --local --retry` follows FormulateRetryWorkflow: a Succeeded run cannot be retried; a folder that
+    is not a finished local run is refused by name; nothing starts."""
+    from infersweep.cli import main
+    from infersweep.local.run import run_local
+    from infersweep.platform_config import load_platform
+    from infersweep.recipe import RecipeError, load_recipe
+    from infersweep.render import render_recipe
+    run_dir = tmp_path / "runs" / "r1"
+    render_recipe(load_recipe("nemotron-3-nano-fp8-vllm-agg-kv"), load_platform(), namespace="local",
+                  workflow_name="r1").write(run_dir / "rendered")
+    with pytest.raises(RecipeError, match="left no status.json"):
+        run_local(None, retry=run_dir, out_root=tmp_path / "runs", cache_root=tmp_path / "cache")
+    (run_dir / "status.json").write_text('{"phase": "Succeeded", "nodes": {}}')
+    with pytest.raises(RecipeError, match="To retry a succeeded workflow"):
+        run_local(None, retry=run_dir, out_root=tmp_path / "runs", cache_root=tmp_path / "cache")
+    assert not (tmp_path / "cache" / "toy-model").exists(), "nothing may be built or started"
+    assert main(["run", "--local", "--retry", str(tmp_path / "nope")]) == 2
+    assert main(["run", "--local", "--retry", str(run_dir), "--set", "points=[]"]) == 2
+    assert main(["run", "--local"]) == 2
