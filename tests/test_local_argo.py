@@ -144,10 +144,10 @@ def test_depends_expressions():
 
 def test_unsupported_features_are_rejected_by_name_before_anything_runs(tmp_path, cluster):
     wf = build(tmp_path)
-    wf["spec"]["templates"].append({"name": "s2", "steps": [[{"name": "x", "template": "plain"}]]})
+    wf["spec"]["templates"].append({"name": "s2", "suspend": {"duration": "10"}})
     main = next(t for t in wf["spec"]["templates"] if t["name"] == "main")
     main["dag"]["tasks"].append({"name": "e", "template": "s2"})
-    with pytest.raises(WorkflowError, match="steps templates are not supported by the local executor"):
+    with pytest.raises(WorkflowError, match="suspend templates are not supported by the local executor"):
         LocalArgo(wf, [], cluster)
     assert trace_of(tmp_path) == []
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from infersweep.local.argo import LocalArgo
 
 _TAG = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")
-UNSUPPORTED_TEMPLATE_KINDS = ("steps", "resource", "suspend", "data", "http", "plugin", "containerSet")
+UNSUPPORTED_TEMPLATE_KINDS = ("resource", "suspend", "data", "http", "plugin", "containerSet")
 
 
 def _err(msg: str) -> Exception:
@@ -57,15 +57,28 @@ def _check_template(argo: "LocalArgo", tmpl: dict[str, Any], scope: str) -> list
     for kind in UNSUPPORTED_TEMPLATE_KINDS:
         if kind in tmpl:
             raise _err(f"templates.{name}: {kind} templates are not supported by the local executor "
-                       "(supported: dag, container, script)")
+                       "(supported: dag, steps, container, script)")
     for feature in ("memoize", "daemon", "sidecars", "initContainers", "hooks"):
         if tmpl.get(feature):
             raise _err(f"templates.{name}.{feature} is not supported by the local executor")
     if (tmpl.get("inputs") or {}).get("artifacts"):
         raise _err(f"templates.{name}.inputs.artifacts: input artifacts are not supported by the local executor")
+    if "steps" in tmpl:
+        holders = []
+        for i, group in enumerate(tmpl["steps"] or []):
+            for st in (group.get("steps", []) if isinstance(group, dict) else group):
+                for feature in ("hooks", "onExit", "inline"):
+                    if st.get(feature):
+                        raise _err(f"templates.{name}.steps[{i}].{st['name']}.{feature} is not supported by the local executor")
+                try:
+                    argo.resolve(st, scope)
+                except Exception as e:
+                    raise _err(f"templates.{name}.steps[{i}].{st['name']} {e}") from None
+                holders.append({k: v for k, v in st.items() if k in ("template", "templateRef")})
+        return holders
     if "dag" not in tmpl:
         if "container" not in tmpl and "script" not in tmpl:
-            raise _err(f"templates.{name} template type unspecified. choose one of: container, dag, script")
+            raise _err(f"templates.{name} template type unspecified. choose one of: container, dag, steps, script")
         return []
     return _check_dag(argo, tmpl, scope)
 
