@@ -42,7 +42,7 @@ def monkeypatch_module():
     ("lightning-vllm-disagg-gb200-dflash-bf16", ["DFLASH"]),
     # A model the matrix has only in other precisions: say which ones it has.
     ("nemotron-3-nano-fp8-vllm-agg-kv", ["outside AIConfigurator", "Nemotron-3-Nano-30B-A3B-BF16"]),
-    ("qwen36-35b-a3b-fp8-sglang-agg-keda", ["Qwen3.6-35B-A3B-FP8 is outside"]),
+    ("lightning-trtllm-agg-h100-mtp", ["NVFP4 on H100", "HW_INCOMPATIBLE", "MTP"]),
     # In the matrix but marked incompatible there: AIConfigurator's own words.
     ("deepseek-v4-flash-fp8-sglang-agg", ["not supported by AIConfigurator", "does not support FP4"]),
 ])
@@ -64,6 +64,11 @@ def test_supported_recipes_land_on_their_system_backend_and_parallelism():
     t = map_recipe(load_recipe("llama-3-1-8b-vllm-tp16-multinode"))
     assert isinstance(t, Target) and t.model_path == "meta-llama/Meta-Llama-3.1-8B"
     assert any("same architecture" in n for n in t.notes)
+    # A checkpoint the matrix lacks, modelled by its same-architecture sibling at our precision, said so.
+    t = map_recipe(load_recipe("qwen36-35b-a3b-fp8-sglang-disagg-dpep-offload"))
+    assert isinstance(t, Target) and t.model_path == "Qwen/Qwen3.5-35B-A3B"
+    assert t.quant == {"gemm_quant_mode": "fp8_block", "moe_quant_mode": "fp8_block"}
+    assert any("Qwen3.5-35B-A3B" in n for n in t.notes) and any("CPU KV offload not modelled" in n for n in t.notes)
 
 
 def test_sglang_dp_attention_and_ep_map_onto_attention_dp_and_moe_ep():

@@ -29,7 +29,7 @@ from contextlib import redirect_stdout
 from pathlib import Path
 
 ESTIMATE_KEYS = ("mode", "backend_name", "backend_version", "isl", "osl", "batch_size", "tp_size",
-                 "attention_dp_size", "moe_tp_size", "moe_ep_size", "prefix")
+                 "attention_dp_size", "moe_tp_size", "moe_ep_size", "prefix", "gemm_quant_mode", "moe_quant_mode")
 
 
 def _family(hf_id: str) -> str:

@@ -48,7 +48,7 @@ class Prediction:
 
 def _base(t: Target) -> dict:
     return {"model_path": t.model_path, "system_name": t.system, "backend_name": t.backend,
-            "backend_version": t.version}
+            "backend_version": t.version, **t.quant}
 
 
 def points_for(t: Target, concurrencies: list[int]) -> list[list[dict]]:

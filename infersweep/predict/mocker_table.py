@@ -64,7 +64,7 @@ def default_grid(t: Target, max_concurrency: int, role: str) -> Grid:
 
 def _base(t: Target, role: str) -> dict:
     return {"model_path": t.model_path, "system_name": t.system, "backend_name": t.backend,
-            "backend_version": t.version, **t.workers[role].kwargs()}
+            "backend_version": t.version, **t.quant, **t.workers[role].kwargs()}
 
 
 def design_points(t: Target, role: str, grid: Grid) -> tuple[list[dict], list[dict]]:
@@ -113,7 +113,7 @@ class TableInfo:
 
 def table_key(t: Target, role: str, grid: Grid) -> str:
     return aic.point_key({"mocker_table": 1, "model": t.model_path, "system": t.system, "backend": t.backend,
-                          "version": t.version, "precision": t.precision, **t.workers[role].kwargs(),
+                          "version": t.version, "precision": t.precision, **t.quant, **t.workers[role].kwargs(),
                           "grid": asdict(grid)})
 
 

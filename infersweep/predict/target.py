@@ -4,7 +4,7 @@ AIConfigurator (0.12.0) estimates from kernels measured per (system, backend, ba
 states what it covers in its support matrix (aiconfigurator_core/systems/support_matrix/<system>.csv,
 one row per HuggingFace id x backend x version x mode with PASS / FAIL / HW_INCOMPATIBLE). A recipe is
 modelled when its GPU type has a system, its engine is a backend, the model's checkpoint (or a checkpoint
-with the same architecture and weights, ALIASES) has a PASS row for that system, backend and mode, and
+with the same architecture, PROXIES, with our weight precision set explicitly) has a PASS row for that system, backend and mode, and
 nothing it does lies outside the estimator (draft-model speculative decoding, NVFP4 on Hopper).
 """
 
@@ -20,9 +20,28 @@ from infersweep.recipe import ResolvedRecipe, _seq_dist_pairs
 # All cluster GPUs here are SXM/NVL boards; PCIe variants would be separate types.
 SYSTEMS = {"H100": "h100_sxm", "H200": "h200_sxm", "B200": "b200_sxm", "GB200": "gb200"}
 HOPPER = ("h100_sxm", "h200_sxm")
-# Checkpoints that differ from a database entry only in fine-tuning (same config.json architecture,
-# sizes and dtype), so their kernels and timing are the database entry's.
-ALIASES = {"meta-llama/Llama-3.1-8B-Instruct": "meta-llama/Meta-Llama-3.1-8B"}
+@dataclass(frozen=True)
+class Proxy:
+    """A database checkpoint that stands for ours: same config.json architecture and sizes (compared in
+    aiconfigurator_core/model_configs/), our weight precision set through cli_estimate's quant modes."""
+    model_path: str
+    why: str
+    quant: tuple[tuple[str, str], ...] = ()
+
+
+PROXIES = {
+    # Fine-tuning changes no kernel.
+    "meta-llama/Llama-3.1-8B-Instruct": Proxy("meta-llama/Meta-Llama-3.1-8B", "same architecture (instruct tune)"),
+    # model_configs: nvidia--Qwen3.6-35B-A3B-NVFP4 and Qwen--Qwen3.5-35B-A3B have the same
+    # Qwen3_5MoeForConditionalGeneration text config (40 layers, hidden 2048, 256 experts, 8 active, linear
+    # attention every 3 of 4 layers); the matrix has the BF16 checkpoint, ours is FP8 (128x128 blocks).
+    "Qwen/Qwen3.6-35B-A3B-FP8": Proxy("Qwen/Qwen3.5-35B-A3B", "same architecture as Qwen3.5-35B-A3B, FP8-block weights",
+                                      (("gemm_quant_mode", "fp8_block"), ("moe_quant_mode", "fp8_block"))),
+    # model_configs: the Lightning and Nemotron-3-Nano NemotronH configs agree in every size (52 layers,
+    # hidden 2688, 128 experts, 6 active, Mamba heads 64); both BF16.
+    "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-BF16": Proxy(
+        "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "same NemotronH architecture as Nemotron-3-Nano-30B-A3B"),
+}
 
 
 @dataclass
@@ -61,6 +80,7 @@ class Target:
     prefix: int
     workers: dict[str, Worker]  # role -> worker ("worker" for agg, "prefill" + "decode" for disagg)
     notes: list[str] = field(default_factory=list)
+    quant: dict[str, str] = field(default_factory=dict)  # cli_estimate quant modes a proxy needs
 
     @property
     def database(self) -> str:
@@ -120,8 +140,9 @@ def map_recipe(r: ResolvedRecipe, *, is_moe: bool | None = None) -> Target | Uns
         reasons.append(f"GPU type {rec.gpu.type} has no AIConfigurator system (known: {sorted(SYSTEMS)})")
     precision = r.model.precision.lower()
     if precision in ("nvfp4", "fp4") and system in HOPPER:
-        reasons.append(f"{precision.upper()} on {rec.gpu.type}: Hopper (SM90) has no FP4 tensor cores, the engine "
-                       "runs it as weight-only W4A16 and AIConfigurator has no data for that")
+        reasons.append(f"{precision.upper()} on {rec.gpu.type}: Hopper (SM90) has no FP4 tensor cores (the engine runs "
+                       "it weight-only, W4A16); AIConfigurator's support matrix marks FP4 checkpoints HW_INCOMPATIBLE "
+                       "on SM90")
     spec = rec.speculative
     if spec and spec.mode == "mtp":
         reasons.append("speculative decoding MTP: AIConfigurator needs an acceptance rate per draft token "
@@ -129,7 +150,8 @@ def map_recipe(r: ResolvedRecipe, *, is_moe: bool | None = None) -> Target | Uns
     elif spec and spec.mode != "none":
         reasons.append(f"speculative decoding {spec.mode.upper()} (a draft model): AIConfigurator models "
                        "speculation only as MTP next-n heads, not a separate draft model")
-    model_path = ALIASES.get(r.model.id, r.model.id)
+    proxy = PROXIES.get(r.model.id)
+    model_path = proxy.model_path if proxy else r.model.id
     mode = "disagg" if rec.topology.mode == "disagg" else "agg"
     passing: list[dict] = []
     if system is not None:
@@ -156,13 +178,14 @@ def map_recipe(r: ResolvedRecipe, *, is_moe: bool | None = None) -> Target | Uns
             notes.append(f"{role}: autoscaled, modelled at {w.replicas} replicas")
         if w.nodes > 1:
             notes.append(f"{role}: TP over {w.nodes} nodes, inter-node links as in {system}.yaml")
-    if ALIASES.get(r.model.id):
-        notes.append(f"{r.model.id} modelled as {model_path} (same architecture)")
+    if proxy:
+        notes.append(f"{r.model.id} modelled as {model_path} ({proxy.why})")
     if rec.kv_offload:
         notes.append("CPU KV offload not modelled")
     if rec.router == "kv" and (rec.workload.prefix or rec.workload.multi_turn or rec.workload.trace):
         notes.append("KV-aware routing's cache hits not modelled")
-    return Target(model_path, system, rec.engine, version, mode, precision, isl, osl, prefix, workers, notes)
+    return Target(model_path, system, rec.engine, version, mode, precision, isl, osl, prefix, workers, notes,
+                  dict(proxy.quant) if proxy else {})
 
 
 def _version_key(v: str) -> tuple:
