@@ -49,10 +49,18 @@ def test_results_table_and_run_json_carry_the_source(tmp_path, aiperf_ref, monke
     assert set(df["source"]) == {calibrated(DB)}
     assert set(pd.read_csv(run / "summary" / "results.csv")["source"]) == {calibrated(DB)}
     assert json.loads((run / "summary" / "run.json").read_text())["context"]["source"] == calibrated(DB)
+    # ... and the markdown table and the HTML report show a banner above the numbers.
+    assert f"> Simulated run: {calibrated(DB)}" in (run / "summary" / "results.md").read_text()
+    report = (run / "summary" / "report.html").read_text()
+    assert 'class="simulated"' in report and "AIConfigurator 0.12.0 h100_sxm vllm 0.24.0" in report
     # Re-summarized elsewhere with the context the run was given: the given source stands.
     monkeypatch.delenv("INFERSWEEP_PLATFORM")
     df = summarize(run, extra=["--context", json.dumps({"source": BUILTIN})])
     assert set(df["source"]) == {BUILTIN}
+    monkeypatch.delenv("INFERSWEEP_LOCAL_STATE")
+    df = summarize(run)  # a measured run: no banner
+    assert set(df["source"]) == {MEASURED} and "Simulated" not in (run / "summary" / "results.md").read_text()
+    assert 'class="simulated"' not in (run / "summary" / "report.html").read_text()
 
 
 def test_banner_only_for_simulated_runs():
