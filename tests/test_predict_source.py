@@ -90,3 +90,19 @@ def test_local_timing_of_an_unmodelled_recipe_records_the_reason(tmp_path, monke
     assert timing_table_args(dgd, "worker", tmp_path) == []
     entry = json.loads((tmp_path / "timing.json").read_text())["worker"]
     assert entry["timing"] == "built-in" and "outside AIConfigurator" in entry["reason"]
+
+
+def test_the_local_table_covers_what_local_mode_sends():
+    import yaml
+
+    from infersweep.paths import params_dir
+    from infersweep.predict.local_timing import local_grid
+
+    prof = yaml.safe_load((params_dir() / "local.yaml").read_text())
+    reach = prof["max_isl"] + prof["max_osl"]
+    for replicas in (1, 2, 8):
+        g = local_grid(replicas)
+        workers = min(replicas, prof["max_workers_per_component"])
+        assert g.isl[-1] >= reach and g.context[-1] >= reach  # the longest local request is inside the design
+        assert g.batch[-1] >= -(-prof["max_concurrency"] // workers)  # so is the fullest local batch
+        assert len(g.isl) + len(g.batch) * len(g.context) <= 14  # and it stays ~40 s to build
