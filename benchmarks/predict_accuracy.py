@@ -95,11 +95,31 @@ def tp_rows() -> list[tuple]:
     return rows
 
 
+def physics_rows() -> list[tuple]:
+    """The TP paragraph's c1 ITLs judged as each candidate model's (infersweep.predict.physics)."""
+    from infersweep.predict.physics import check_itl
+    from infersweep.recipe import Model, gpu_types
+
+    fig = yaml.safe_load((params_dir() / "measured" / "cluster-report-tp1-vs-tp2.yaml").read_text())
+    h100 = gpu_types()["H100"]
+    rows = []
+    for name in ("qwen3-32b-fp8", "qwen3.6-35b-a3b-fp8"):
+        m = Model.model_validate(yaml.safe_load((params_dir() / "models" / f"{name}.yaml").read_text()))
+        for p in (p for p in fig["points"] if "itl_ms" in p):
+            v = check_itl(m, h100, p["tp"], p["itl_ms"], gpu_name="H100")
+            rows.append((f"TP={p['tp']} c{p['concurrency']} as {name}", p["itl_ms"], f"{v.floor_ms:.2f}",
+                         "plausible" if v.plausible else "IMPLAUSIBLE"))
+    return rows
+
+
 def main() -> int:
     rows = tp_rows() + lightning_rows()
     print(table(["case", "metric", "measured", "predicted", "ratio", "note"], rows))
     modelled = [r for r in rows if r[4] != "-"]
     print(f"{len(modelled)} comparisons, {sum(1 for r in rows if r[5].startswith('not modelled'))} cases not modelled")
+    print()
+    print("physics check of the TP paragraph's ITL (floor = active weight bytes / (GPUs x HBM bandwidth)):")
+    print(table(["figure", "ITL ms", "floor ms", "verdict"], physics_rows()))
     return 0
 
 

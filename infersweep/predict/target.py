@@ -179,7 +179,7 @@ def map_recipe(r: ResolvedRecipe, *, is_moe: bool | None = None) -> Target | Uns
         if w.nodes > 1:
             notes.append(f"{role}: TP over {w.nodes} nodes, inter-node links as in {system}.yaml")
     if proxy:
-        notes.append(f"{r.model.id} modelled as {model_path} ({proxy.why})")
+        notes.append(f"{r.model.id} modelled as {model_path}: {proxy.why}")
     if rec.kv_offload:
         notes.append("CPU KV offload not modelled")
     if rec.router == "kv" and (rec.workload.prefix or rec.workload.multi_turn or rec.workload.trace):
