@@ -106,3 +106,30 @@ def test_the_local_table_covers_what_local_mode_sends():
         assert g.isl[-1] >= reach and g.context[-1] >= reach  # the longest local request is inside the design
         assert g.batch[-1] >= -(-prof["max_concurrency"] // workers)  # so is the fullest local batch
         assert len(g.isl) + len(g.batch) * len(g.context) <= 14  # and it stays ~40 s to build
+
+
+def test_compare_and_regress_never_mix_sources_unless_asked(tmp_path, aiperf_ref, monkeypatch, capsys):
+    from infersweep.cli import main
+
+    measured = make_run_folder(tmp_path / "m", aiperf_ref)
+    summarize(measured, extra=["--run-id", "run-measured"])
+    state = tmp_path / "state"
+    _timing(state, "x", {"worker": {"timing": "calibrated", "database": DB}})
+    monkeypatch.setenv("INFERSWEEP_PLATFORM", "local")
+    monkeypatch.setenv("INFERSWEEP_LOCAL_STATE", str(state))
+    simulated = make_run_folder(tmp_path / "s", aiperf_ref)
+    summarize(simulated, extra=["--run-id", "run-simulated"])
+    monkeypatch.delenv("INFERSWEEP_PLATFORM")
+    capsys.readouterr()
+    assert main(["compare", str(measured), str(simulated)]) == 2
+    err = capsys.readouterr().err
+    assert "different sources" in err and "--mix-sources" in err and calibrated(DB) in err
+    assert main(["compare", str(measured), str(simulated), "--mix-sources"]) == 0
+    assert main(["regress", str(simulated), "--baseline", str(measured)]) == 2
+    assert "--mix-sources" in capsys.readouterr().err
+    assert main(["regress", str(simulated), "--baseline", str(measured), "--mix-sources"]) in (0, 1, 3, 4)
+    other = make_run_folder(tmp_path / "s2", aiperf_ref)
+    monkeypatch.setenv("INFERSWEEP_PLATFORM", "local")
+    summarize(other, extra=["--run-id", "run-simulated-2"])
+    monkeypatch.delenv("INFERSWEEP_PLATFORM")
+    assert main(["compare", str(simulated), str(other)]) == 0  # one source: compared as before

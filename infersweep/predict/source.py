@@ -65,3 +65,26 @@ def banner(source: str | None) -> str | None:
                 "engine and parallelism, on local mode's scaled-down workload and worker count.")
     return (f"Simulated run: {source}. The mocker's own timing model: shapes and direction only, not this GPU's "
             "numbers; GPU counts are local mode's.")
+
+
+def source_class(source: str | None) -> str | None:
+    """measured / built-in / calibrated (None: a run from before sources were recorded)."""
+    if not source:
+        return None
+    if str(source).startswith(CALIBRATED_PREFIX):
+        return "calibrated"
+    return "built-in" if is_simulated(source) else "measured"
+
+
+def check_same_source(runs: dict[str, dict], *, allow_mix: bool, flag: str = "--mix-sources") -> None:
+    """Refuse to set measured, built-in-simulated and calibrated-simulated runs against each other unless asked
+    (`runs`: label -> run context). Calibrated runs of different databases compare (that is comparing GPUs or
+    engines in simulation); runs recorded before `source` existed say nothing and are let through."""
+    from infersweep.recipe import RecipeError
+
+    classes = {label: source_class(ctx.get("source")) for label, ctx in runs.items()}
+    known = {c for c in classes.values() if c}
+    if len(known) > 1 and not allow_mix:
+        detail = ", ".join(f"{label}: {runs[label].get('source')}" for label, c in classes.items() if c)
+        raise RecipeError(f"these runs come from different sources ({detail}); a simulation is not a measurement, "
+                          f"so they are not compared; pass {flag} to compare them anyway")
