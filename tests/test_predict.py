@@ -126,3 +126,11 @@ def test_predict_without_the_environment_names_the_fix(monkeypatch, capsys):
     monkeypatch.setenv("INFERSWEEP_PREDICT_CACHE", "/nonexistent-cache-dir")
     assert main(["predict", "qwen3-32b-fp8-vllm-agg", "-c", "1"]) == 1
     assert "scripts/setup.sh" in capsys.readouterr().err
+
+
+def test_the_version_in_labels_and_cache_keys_is_the_installed_pin():
+    from infersweep.paths import REPO_ROOT
+
+    pins = dict(line.split("==") for line in (REPO_ROOT / "images" / "aic.requirements.txt").read_text().splitlines()
+                if "==" in line and not line.startswith("#"))
+    assert pins == {"aiconfigurator": aic.AIC_VERSION, "aiconfigurator-core": aic.AIC_VERSION}

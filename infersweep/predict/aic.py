@@ -17,22 +17,21 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from infersweep.paths import REPO_ROOT, venv_python
+from infersweep.paths import venv_python
 
 WORKER = Path(__file__).with_name("aic_worker.py")
-REQUIREMENTS = REPO_ROOT / "images" / "aic.requirements.txt"
 
 
 class AicError(RuntimeError):
     """AIConfigurator could not be reached or did not answer."""
 
 
+AIC_VERSION = "0.12.0"  # = the pin in images/aic.requirements.txt (tests/test_predict.py keeps them equal)
+
+
 def aic_version() -> str:
-    """The pinned aiconfigurator version (images/aic.requirements.txt): part of every cache key."""
-    for line in REQUIREMENTS.read_text().splitlines():
-        if line.strip().startswith("aiconfigurator=="):
-            return line.split("==", 1)[1].strip()
-    raise AicError(f"{REQUIREMENTS}: no aiconfigurator==VERSION pin")
+    """The AIConfigurator version estimates come from: part of every cache key and every source label."""
+    return AIC_VERSION
 
 
 def aic_python() -> str:
@@ -59,9 +58,13 @@ def run_worker(request: dict, timeout_s: float = 1800) -> dict:
         tail = " ".join(proc.stderr.strip().splitlines()[-3:])[:600]
         raise AicError(f"AIConfigurator worker failed (exit {proc.returncode}): {tail}")
     try:
-        return json.loads(proc.stdout)
+        out = json.loads(proc.stdout)
     except json.JSONDecodeError:
         raise AicError(f"AIConfigurator worker printed no JSON: {proc.stdout[-300:]!r}") from None
+    if out.get("aic_version") != AIC_VERSION:  # a stale env would file its answers under the wrong version
+        raise AicError(f"{python} has aiconfigurator {out.get('aic_version')}, infersweep expects {AIC_VERSION}: "
+                       "run scripts/setup.sh")
+    return out
 
 
 def point_key(point: dict[str, Any]) -> str:
