@@ -52,6 +52,9 @@ class Model(_Strict):
     size_gib: float = Field(gt=0)
     draft_models: dict[Literal["eagle", "dflash", "dspark"], str] = Field(
         default={}, description="speculative-decoding mode -> Hugging Face id of its draft model")
+    # Physics check (infersweep.predict.physics); excluded from dumps so recipe hashes do not change.
+    active_params_b: float | None = Field(default=None, gt=0, exclude=True,
+                                          description="billions of parameters read per decoded token (MoE: active)")
 
     @property
     def pinned(self) -> bool:
@@ -101,6 +104,7 @@ class GpuType(_Strict):
     per_node: int = Field(gt=0)
     memory_gib: float = Field(gt=0)
     resource: str = "nvidia.com/gpu"
+    mem_bw_tb_s: float | None = Field(default=None, gt=0, exclude=True, description="HBM bandwidth per GPU (physics check)")
 
 
 # ---------------------------------------------------------------- the recipe

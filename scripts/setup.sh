@@ -3,6 +3,7 @@
 #   .venv         the tool, its tests (hera, kubernetes, boto3, pandas, moto ...)
 #   .venv-aiperf  AIPerf 0.13.0 (pins pandas 2.3: its own environment, as it has its own image)
 #   .venv-dynamo  Dynamo 1.6.1 frontend + mocker for local mode
+#   .venv-aic     AIConfigurator 0.12.0 (infersweep predict, calibrated local-mode timing tables)
 #   prometheus    (Debian package) for the metrics-scrape tests
 # A second run with nothing changed takes a second or two.
 set -euo pipefail
@@ -43,5 +44,9 @@ if venv .venv-dynamo images/dynamo-local.requirements.txt; then
   .venv-dynamo/bin/pip install -q --disable-pip-version-check -r images/dynamo-local.requirements.txt
   .venv-dynamo/bin/pip install -q --disable-pip-version-check --no-deps ai-dynamo==1.6.1
   done_venv .venv-dynamo
+fi
+if venv .venv-aic images/aic.requirements.txt; then
+  .venv-aic/bin/pip install -q --disable-pip-version-check -r images/aic.requirements.txt
+  done_venv .venv-aic
 fi
 echo "setup: ready ($(.venv/bin/infersweep --help >/dev/null && echo infersweep ok))"

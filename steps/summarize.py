@@ -24,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from infersweep.predict.source import banner
 from infersweep.results.context import RUN_FILE, build_context, parse_context_arg
 from infersweep.results.report import write_report
 from infersweep.results.run import load_run_folder
@@ -64,7 +65,9 @@ def summarize(run_dir: Path, gpu_count: int, slo: dict[str, float], title: str,
     out.mkdir(parents=True, exist_ok=True)
     _write_atomic(out / "results.parquet", lambda p: df.to_parquet(p, index=False))
     _write_atomic(out / "results.csv", lambda p: df.to_csv(p, index=False))
-    _write_atomic(out / "results.md", lambda p: p.write_text(f"# {title}\n\n" + markdown_table(df)))
+    note = banner(ctx.get("source"))  # simulated runs say so above their numbers (infersweep.predict.source)
+    _write_atomic(out / "results.md", lambda p: p.write_text(f"# {title}\n\n" + (f"> {note}\n\n" if note else "")
+                                                             + markdown_table(df)))
     record = {"schema_version": SCHEMA_VERSION, "context": ctx, "title": title, "points": len(df),
               "measured_points": int(df["status"].isin(["ok", "partial"]).sum())}
     _write_atomic(out / RUN_FILE, lambda p: p.write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n"))

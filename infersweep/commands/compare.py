@@ -11,6 +11,8 @@ def run(a: argparse.Namespace) -> int:
     from infersweep.results.compare import compare_runs, comparison_plot
 
     runs = label_runs([load_run(ref, a.store) for ref in a.runs])
+    from infersweep.predict.source import check_same_source  # measured vs simulated: only when asked
+    check_same_source({label: r.context for label, r in runs.items()}, allow_mix=a.mix_sources)
     tables = {label: r.table for label, r in runs.items()}
     cmp = compare_runs(tables)
     print(cmp.text())
@@ -30,6 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("runs", nargs="+", metavar="RUN", help="the first is the baseline; folders or ids in --store")
     p.add_argument("--csv", help="write the per-concurrency changes here")
     p.add_argument("--plot", help="write a PNG of the metrics vs concurrency here")
+    p.add_argument("--mix-sources", action="store_true", help="compare measured and simulated runs together")
     add_store_arg(p)
     from infersweep.results.cli_common import clean_errors
 

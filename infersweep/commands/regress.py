@@ -29,6 +29,8 @@ def run(a: argparse.Namespace) -> int:
     from infersweep.results.regression import judge_run
 
     current, baseline = load_run(a.run, a.store), load_run(a.baseline, a.store)
+    from infersweep.predict.source import check_same_source  # measured vs simulated: only when asked
+    check_same_source({a.run: current.context, a.baseline: baseline.context}, allow_mix=a.mix_sources)
     v = judge_run(current.table, baseline.table, _tolerances(a.tolerance))
     print(f"{current.label} ({current.run_id}) against baseline {baseline.label} ({baseline.run_id})")
     print(v.report)
@@ -43,6 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--baseline", required=True, help="the baseline run (folder, or id in --store)")
     p.add_argument("--tolerance", action="append", default=[], metavar="METRIC=REL",
                    help="override a tolerance, e.g. ttft_ms_p50=0.15 or error_rate=abs:0.02, or z=3")
+    p.add_argument("--mix-sources", action="store_true", help="judge a simulated run against a measured one (or back)")
     add_store_arg(p)
     from infersweep.results.cli_common import clean_errors
 

@@ -404,6 +404,8 @@ def deploy_local(
             engine = engine_of(comp, backend)
             argv = mocker_argv(comp, python=python, model_dir=model_dir,
                                num_workers=num_workers, engine=engine)
+            from infersweep.predict.local_timing import timing_table_args  # calibrated timing (issue 15)
+            argv += timing_table_args(dgd, comp.role, state_dir)
             group.spawn(comp.name, argv, env, logs / f"{comp.name}.log", cwd=state_dir)
             deployment.components.append({
                 "name": comp.name, "role": comp.role, "engine": engine,

@@ -22,7 +22,7 @@ RUN_FILE = "run.json"  # summary/run.json: the context + SLO + schema version of
 # Every context key the results table carries (missing ones stay empty, never invented).
 FIELDS = ("run_id", "recipe", "recipe_hash", "engine", "engine_image", "model", "model_revision", "model_commit",
           "topology", "router", "gpu_type", "gpu_count", "aiperf_version", "aiperf_image", "step_image",
-          "run_start", "run_end", "workload", "slo", "context_source")
+          "run_start", "run_end", "workload", "slo", "context_source", "source")
 
 
 def recipe_hash(resolved) -> str:
@@ -142,6 +142,9 @@ def build_context(run_dir: Path, *, given: dict[str, Any], title: str, gpu_count
     ends = sorted(p["end_time"] for p in points if p.get("end_time"))
     ctx["run_start"] = starts[0] if starts else None
     ctx["run_end"] = ends[-1] if ends else None
+    if not ctx.get("source"):  # measured / simulated (built-in timing) / simulated (calibrated: database)
+        from infersweep.predict.source import result_source
+        ctx["source"] = result_source()
     for key in FIELDS:
         ctx.setdefault(key, None)
     return {k: ctx[k] for k in FIELDS}

@@ -30,7 +30,7 @@ TABLE_COLUMNS = [
 ]
 CONTEXT_ROWS = ["run_id", "recipe", "recipe_hash", "engine", "engine_image", "model", "model_revision",
                 "model_commit", "topology", "router", "gpu_type", "gpu_count", "workload", "aiperf_version",
-                "aiperf_image", "run_start", "run_end", "context_source"]
+                "aiperf_image", "run_start", "run_end", "context_source", "source"]
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#222;max-width:1400px}
@@ -108,6 +108,15 @@ def _img(path: Path, alt: str) -> str:
     return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
 
 
+def simulated_banner_html(source: str | None) -> list[str]:
+    """A visible banner above a simulated run's numbers (infersweep.predict.source.banner); none if measured."""
+    from infersweep.predict.source import banner
+
+    text = banner(source)
+    return [f'<p class="simulated" style="background:#fff3cd;border:1px solid #d4a000;padding:8px 12px">'
+            f"{html.escape(text)}</p>"] if text else []
+
+
 def write_report(run: Run, out_dir: Path, title: str | None = None) -> Path:
     """Write report.html and its PNGs into out_dir; return the HTML path."""
     out_dir = Path(out_dir)
@@ -127,6 +136,7 @@ def write_report(run: Run, out_dir: Path, title: str | None = None) -> Path:
         metrics_html = f'<p class="muted">No server metrics: {html.escape(why)}</p>'
     sections = [
         f"<h1>{html.escape(title)}</h1>",
+        *simulated_banner_html(run.context.get("source")),
         f'<p class="muted">run {html.escape(run.run_id)} · {html.escape(run.source)}</p>',
         "<h2>Run context</h2>", _context_html(run),
         "<h2>SLOs</h2>", _slo_html(run),

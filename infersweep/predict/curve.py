@@ -1,0 +1,105 @@
+"""The predicted curve of a recipe: TTFT, ITL and throughput per concurrency, from AIConfigurator.
+
+- Aggregated: AIConfigurator's IFB model (cli_estimate mode="agg", the in-flight-batching scheduler
+  of aiconfigurator/sdk/backends/base_backend.py run_agg) for one replica at batch size
+  ceil(concurrency / replicas): the router spreads requests evenly. Its tokens/s/user times the
+  concurrency is the output throughput.
+- Disaggregated: one prefill step (mode="static_ctx", batch 1: each request is prefilled alone, no
+  queueing) plus decode steps (mode="static_gen") at batch ceil(concurrency / decode replicas) and the
+  mid-generation context isl + osl/2. Zero-queue: under heavy load measured TTFT is higher (the mocker
+  with a calibrated table adds the queueing; see mocker_table).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from infersweep.predict import aic
+from infersweep.predict.target import Target, Unsupported, map_recipe
+from infersweep.recipe import ResolvedRecipe
+
+
+@dataclass
+class PredictedPoint:
+    concurrency: int
+    ttft_ms: float | None
+    itl_ms: float | None
+    output_tok_s: float | None
+    tok_s_per_user: float | None
+    tok_s_per_gpu: float | None
+    error: str | None = None
+
+
+@dataclass
+class Prediction:
+    recipe: str
+    target: Target | None
+    unsupported: str | None
+    points: list[PredictedPoint]
+    stats: dict
+
+    def to_dict(self) -> dict:
+        return {"recipe": self.recipe, "unsupported": self.unsupported,
+                "database": self.target.database if self.target else None,
+                "notes": self.target.notes if self.target else [],
+                "points": [asdict(p) for p in self.points]}
+
+
+def _base(t: Target) -> dict:
+    return {"model_path": t.model_path, "system_name": t.system, "backend_name": t.backend,
+            "backend_version": t.version, **t.quant}
+
+
+def points_for(t: Target, concurrencies: list[int]) -> list[list[dict]]:
+    """The AIConfigurator estimates each concurrency needs (one for agg, two for disagg)."""
+    out = []
+    for c in concurrencies:
+        if t.mode == "agg":
+            w = t.workers["worker"]
+            out.append([{**_base(t), **w.kwargs(), "mode": "agg", "isl": t.isl, "osl": t.osl,
+                         "prefix": t.prefix, "batch_size": math.ceil(c / w.replicas)}])
+        else:
+            p, d = t.workers["prefill"], t.workers["decode"]
+            out.append([
+                {**_base(t), **p.kwargs(), "mode": "static_ctx", "isl": t.isl, "osl": 1, "batch_size": 1,
+                 "prefix": t.prefix},
+                {**_base(t), **d.kwargs(), "mode": "static_gen", "isl": t.isl + t.osl // 2, "osl": 2,
+                 "batch_size": math.ceil(c / d.replicas)},
+            ])
+    return out
+
+
+def _combine(t: Target, c: int, answers: list[dict], gpus: int) -> PredictedPoint:
+    bad = next((a for a in answers if not a.get("ok")), None)
+    if bad:
+        return PredictedPoint(c, None, None, None, None, None, error=bad["error"])
+    if t.mode == "agg":
+        a = answers[0]
+        ttft, itl, per_user = a["ttft_ms"], a["itl_ms"], a["tok_s_user"]
+    else:
+        ttft, itl = answers[0]["ttft_ms"], answers[1]["itl_ms"]
+        per_user = 1000.0 / itl if itl else None
+    # Output tokens/s of c users: each produces osl tokens per (TTFT + (osl-1) x ITL).
+    latency_s = (ttft + itl * max(0, t.osl - 1)) / 1000.0
+    total = c * t.osl / latency_s if latency_s > 0 else None
+    return PredictedPoint(c, round(ttft, 2), round(itl, 3), total and round(total, 1),
+                          per_user and round(per_user, 2), total and round(total / gpus, 1))
+
+
+def predict_recipe(r: ResolvedRecipe, concurrencies: list[int] | None = None) -> Prediction:
+    cs = list(concurrencies or r.recipe.workload.concurrency)
+    t = map_recipe(r)
+    if isinstance(t, Unsupported):
+        return Prediction(r.name, None, t.reason, [], {})
+    per_c = points_for(t, cs)
+    flat = [p for ps in per_c for p in ps]
+    answers, stats = aic.estimate_points(flat)
+    pts, i = [], 0
+    for c, ps in zip(cs, per_c):
+        pts.append(_combine(t, c, answers[i:i + len(ps)], r.gpu_count))
+        i += len(ps)
+    versions = {a.get("backend_version") for a in answers if a.get("ok")}
+    if versions and versions != {t.version}:
+        t.notes.append(f"database answered for version {sorted(versions)}")
+    return Prediction(r.name, t, None, pts, stats)

@@ -1,0 +1,90 @@
+"""Where a result's numbers come from: the `source` of every results row (and of run.json).
+
+- `measured`: a real deployment on GPUs (any platform but local);
+- `simulated (built-in timing)`: local mode's mocker with its own timing model: shapes and direction,
+  not this GPU's numbers;
+- `simulated (calibrated: AIConfigurator 0.12.0 h100_sxm vllm 0.24.0)`: local mode's mocker on a timing
+  table from that database (infersweep.predict.local_timing), per worker role.
+
+Local mode runs every step with INFERSWEEP_PLATFORM=local and INFERSWEEP_LOCAL_STATE (local/run.py); the
+local platform keeps each deployment under <state>/dgd/<name>/ (steps/platform.py LocalPlatform), where
+local_timing records the timing each worker role ran with (timing.json).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Mapping
+
+from infersweep.predict.local_timing import TIMING_FILE
+
+MEASURED = "measured"
+BUILTIN = "simulated (built-in timing)"
+CALIBRATED_PREFIX = "simulated (calibrated"
+
+
+def calibrated(database: str) -> str:
+    return f"{CALIBRATED_PREFIX}: {database})"
+
+
+def is_simulated(source: str | None) -> bool:
+    return bool(source) and str(source).startswith("simulated")
+
+
+def timing_entries(state_dir: Path) -> list[dict]:
+    """Every role's timing record of every local deployment under a local run's state dir."""
+    out = []
+    for f in sorted(Path(state_dir).glob(f"dgd/*/{TIMING_FILE}")):
+        try:
+            out += list(json.loads(f.read_text()).values())
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def result_source(env: Mapping[str, str] | None = None) -> str:
+    """The source of the results this process summarizes (see the module docstring)."""
+    env = os.environ if env is None else env
+    if env.get("INFERSWEEP_PLATFORM") != "local":
+        return MEASURED
+    state = env.get("INFERSWEEP_LOCAL_STATE")
+    entries = timing_entries(Path(state)) if state else []
+    if entries and all(e.get("timing") == "calibrated" for e in entries):
+        return calibrated("; ".join(sorted({e["database"] for e in entries})))
+    return BUILTIN
+
+
+def banner(source: str | None) -> str | None:
+    """One line a report shows above a simulated run's numbers; None for measured ones."""
+    if not is_simulated(source):
+        return None
+    if str(source).startswith(CALIBRATED_PREFIX):
+        return (f"Simulated run: {source}. Numbers are the mocker's, timed by that database for the recipe's GPU, "
+                "engine and parallelism, on local mode's scaled-down workload and worker count.")
+    return (f"Simulated run: {source}. The mocker's own timing model: shapes and direction only, not this GPU's "
+            "numbers; GPU counts are local mode's.")
+
+
+def source_class(source: str | None) -> str | None:
+    """measured / built-in / calibrated (None: a run from before sources were recorded)."""
+    if not source:
+        return None
+    if str(source).startswith(CALIBRATED_PREFIX):
+        return "calibrated"
+    return "built-in" if is_simulated(source) else "measured"
+
+
+def check_same_source(runs: dict[str, dict], *, allow_mix: bool, flag: str = "--mix-sources") -> None:
+    """Refuse to set measured, built-in-simulated and calibrated-simulated runs against each other unless asked
+    (`runs`: label -> run context). Calibrated runs of different databases compare (that is comparing GPUs or
+    engines in simulation); runs recorded before `source` existed say nothing and are let through."""
+    from infersweep.recipe import RecipeError
+
+    classes = {label: source_class(ctx.get("source")) for label, ctx in runs.items()}
+    known = {c for c in classes.values() if c}
+    if len(known) > 1 and not allow_mix:
+        detail = ", ".join(f"{label}: {runs[label].get('source')}" for label, c in classes.items() if c)
+        raise RecipeError(f"these runs come from different sources ({detail}); a simulation is not a measurement, "
+                          f"so they are not compared; pass {flag} to compare them anyway")
