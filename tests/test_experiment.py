@@ -203,3 +203,28 @@ def test_nemotron_study_is_one_worker_deploy_and_two_frontends():
     plan = make_plan(load_experiment("nemotron-rr-vs-kv"))
     assert [s.transition.cls for s in plan.steps] == [RestartClass.FULL, RestartClass.FRONTEND]
     assert all(s.treatment.recipe.recipe.workload.multi_turn for s in plan.steps)
+
+
+# ---------------------------------------------------------------- the GPU-time model
+
+
+def test_cost_model_saves_exactly_the_avoided_setup():
+    from infersweep.experiment.cost import Durations, naive_cost, plan_cost
+
+    d = Durations()
+    for path in all_experiment_paths():
+        plan = make_plan(load_experiment(path))
+        ours, naive = plan_cost(plan, d), naive_cost(plan, d)
+        measuring = sum(len(s.treatment.recipe.recipe.workload.concurrency) * d.point_s * s.treatment.recipe.gpu_count
+                        for s in plan.steps) / 3600
+        # both run the same sweeps; only setup differs, and it never grows
+        assert ours.gpu_hours - ours.setup_gpu_hours == pytest.approx(measuring)
+        assert naive.gpu_hours - naive.setup_gpu_hours == pytest.approx(measuring)
+        assert ours.setup_gpu_hours <= naive.setup_gpu_hours + 1e-9
+        if plan.counts()[RestartClass.FULL] == len(plan.steps):  # nothing to reuse: the same cost
+            assert ours.gpu_hours == pytest.approx(naive.gpu_hours)
+    # a slower warm-up makes the frontend-only swap worth more (the seed's SGLang start-up point)
+    nemotron = make_plan(load_experiment("nemotron-rr-vs-kv"))
+    slow = Durations(warmup_s={"vllm": 600.0, "sglang": 600.0, "trtllm": 600.0})
+    assert (naive_cost(nemotron, slow).gpu_hours - plan_cost(nemotron, slow).gpu_hours
+            > naive_cost(nemotron, d).gpu_hours - plan_cost(nemotron, d).gpu_hours)
