@@ -1,5 +1,7 @@
 """`infersweep experiment plan FILE|NAME`: an experiment's treatments in run order, the restart class of each
-step, and the counts against one workflow per recipe; `experiment list`: the experiment files."""
+step, and the counts against one workflow per recipe; `experiment list`: the experiment files;
+`experiment report FILE TREATMENT=RUN ...`: the experiment report from the treatments' runs (a treatment
+without a run is reported as failed, the others are still compared)."""
 
 from __future__ import annotations
 
@@ -8,31 +10,55 @@ import argparse
 from infersweep.cli_util import table
 
 
+def _report(a: argparse.Namespace) -> int:
+    from infersweep.experiment.report import experiment_report
+    from infersweep.experiment.spec import load_experiment
+    from infersweep.recipe import RecipeError
+    from infersweep.results.cli_common import load_run
+
+    e = load_experiment(a.file)
+    names = [t.name for t in e.treatments]
+    tables = {}
+    for item in a.runs:
+        name, sep, ref = item.partition("=")
+        if not sep or name not in names:
+            raise RecipeError(f"experiment report: {item!r}: give TREATMENT=RUN with TREATMENT one of {names}")
+        tables[name] = load_run(ref, a.store).table
+    print(experiment_report(e, tables).text(), end="")
+    return 0
+
+
 def run(a: argparse.Namespace) -> int:
     from infersweep.experiment.plan import make_plan
     from infersweep.experiment.restart import RestartClass
     from infersweep.experiment.spec import all_experiment_paths, load_experiment
+    from infersweep.recipe import RecipeError
 
     if a.action == "list":
         rows = []
         for p in all_experiment_paths():
             plan = make_plan(load_experiment(p))
-            counts = plan.counts()
-            rows.append((plan.experiment.name, len(plan.steps), counts.get(RestartClass.FULL, 0),
+            rows.append((plan.experiment.name, len(plan.steps), plan.counts().get(RestartClass.FULL, 0),
                          plan.experiment.spec.description))
         print(table(["name", "treatments", "full deploys", "description"], rows))
         return 0
     if not a.file:
-        from infersweep.recipe import RecipeError
-
         raise RecipeError(f"infersweep experiment {a.action} FILE: give an experiment file or name "
                           "(`infersweep experiment list`)")
+    if a.action == "report":
+        return _report(a)
+    if a.runs:
+        raise RecipeError("infersweep experiment plan FILE: takes no runs (they go to `experiment report`)")
     print(make_plan(load_experiment(a.file)).text())
     return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("experiment", help="plan a comparison of deployments with the fewest redeploys")
-    p.add_argument("action", choices=["plan", "list"])
+    from infersweep.results.cli_common import add_store_arg, clean_errors
+
+    p = sub.add_parser("experiment", help="plan a comparison of deployments with the fewest redeploys; report on it")
+    p.add_argument("action", choices=["plan", "list", "report"])
     p.add_argument("file", nargs="?", help="params/experiments/<name>.yaml or its name")
-    p.set_defaults(fn=run)
+    p.add_argument("runs", nargs="*", metavar="TREATMENT=RUN", help="report: each treatment's run (folder or id)")
+    add_store_arg(p)
+    p.set_defaults(fn=clean_errors(run))
