@@ -63,7 +63,7 @@ def test_mooncake_tears_down_once_and_a_failed_treatment_does_not_stop_the_next(
     assert [n for n in ts if n.endswith("-teardown")] == ["t1-teardown"]  # agg -> disagg only
     # t1 starts after t0's archive whatever its outcome (a failed deploy omits its sweep, still archives)
     assert "t0-archive.Failed" in ts["t1-teardown"]["depends"] and "t0-archive.Omitted" in ts["t1-teardown"]["depends"]
-    assert "t1-archive.Omitted" in ts["t2-deploy"]["depends"]
+    assert "t1-archive.Omitted" in ts["t2-mark-start"]["depends"] and "t2-mark-start" in ts["t2-deploy"]["depends"]
     assert "t0-publish.Omitted" in ts["t0-archive"]["depends"]
     assert "t4-archive.Failed" in ts["compare"]["depends"]
     sweep = next(t for t in doc["spec"]["templates"] if t["name"] == "sweep")
@@ -76,10 +76,14 @@ def test_mooncake_tears_down_once_and_a_failed_treatment_does_not_stop_the_next(
 def test_workdir_steps_record_ready_and_keep_earlier_attempts(tmp_path):
     from infersweep.experiment.workdir_step import main
 
+    from infersweep.experiment.workdir_step import MARK, record_ready
+
     run = tmp_path / "run"
-    assert main(["record-ready", "--started", "2026-11-30T10:00:00Z", "--finished", "2026-11-30T10:04:05Z",
-                 "--out", str(run)]) == 0
-    assert json.loads((run / "time-to-ready.json").read_text())["seconds"] == 245
+    assert main(["mark-start", "--out", str(run)]) == 0
+    assert main(["record-ready", "--out", str(run)]) == 0
+    assert 0 <= json.loads((run / "time-to-ready.json").read_text())["seconds"] < 60
+    (run / MARK).write_text("2026-11-30T10:00:00+00:00")
+    assert record_ready(run, finished="2026-11-30T10:04:05+00:00") == 245
     (run / "points").mkdir()
     (run / "points" / "good").write_text("1")
     assert main(["archive", "--run-dir", str(run), "--to", str(tmp_path / "treatments" / "kv")]) == 0

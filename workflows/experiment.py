@@ -4,7 +4,7 @@ by name, never copies) plus three small workdir steps of its own.
 DAG, per treatment in plan order (infersweep.experiment.plan):
   [teardown of the previous deployment, on a full redeploy] -> deploy (apply the treatment's DGD: a new one
   on a full redeploy, else the same DGD patched, which the operator turns into a frontend swap, a scale or a
-  worker restart, see infersweep.experiment.restart) -> wait-ready -> record-ready (time-to-ready) ->
+  worker restart, see infersweep.experiment.restart) -> wait-ready, with mark-start before the deploy and record-ready after (time-to-ready) ->
   sweep (the AIPerf points, one at a time, failFast off) -> summarize -> publish (to
   <prefix>/experiments/<experiment>/<workflow>/<treatment>) -> archive (the run folder moves to
   /work/treatments/<treatment>, since the step templates write one run to /work/run).
@@ -114,9 +114,8 @@ def experiment_workflow(plan: Plan, platform: dict[str, Any], *, namespace: str 
                             "workload": "{{inputs.parameters.workload}}",
                             "max-error-rate": "{{inputs.parameters.max-error-rate}}",
                             "timeout-s": "{{inputs.parameters.timeout-s}}"})
-        _workdir_container("record-ready", images, ["started", "finished"],
-                           ["record-ready", "--started", "{{inputs.parameters.started}}",
-                            "--finished", "{{inputs.parameters.finished}}", "--out", RUN_DIR])
+        _workdir_container("mark-start", images, [], ["mark-start", "--out", RUN_DIR])
+        _workdir_container("record-ready", images, [], ["record-ready", "--out", RUN_DIR])
         _workdir_container("archive", images, ["treatment"],
                            ["archive", "--run-dir", RUN_DIR, "--to", f"{TREATMENTS_DIR}/{{{{inputs.parameters.treatment}}}}"])
         Container(name="compare", image=images["steps"], command=["python", "-m", "infersweep.experiment.compare_step"],
@@ -152,16 +151,14 @@ def experiment_workflow(plan: Plan, platform: dict[str, Any], *, namespace: str 
                     Task(name=f"{t}-teardown", template_ref=_ref("teardown"), depends=" && ".join(start_after),
                          arguments={"dgd-name": names[i - 1], "api-version": dgd_api})
                     start_after = [f"{t}-teardown"]
+                Task(name=f"{t}-mark-start", template="mark-start", depends=" && ".join(start_after))
                 dgd = render_dgd(r, api_version=dgd_api, name=dgd_name, pvc=platform["model_cache"]["pvc"],
                                  hf_secret=platform["hf_token_secret"])
-                Task(name=f"{t}-deploy", template_ref=_ref("deploy"), depends=" && ".join(start_after),
+                Task(name=f"{t}-deploy", template_ref=_ref("deploy"), depends=_any(f"{t}-mark-start"),
                      arguments={"dgd": yaml.safe_dump(dgd, sort_keys=False)})
                 Task(name=f"{t}-wait-ready", template_ref=_ref("wait-ready"), depends=f"{t}-deploy",
                      arguments={"dgd-name": dgd_name, "model": r.model.id, "timeout-s": "1800", "api-version": dgd_api})
-                # tasks.<name>.startedAt / finishedAt: Argo's DAG variables (docs/variables.md, argo-workflows)
-                Task(name=f"{t}-record-ready", template="record-ready", depends=f"{t}-wait-ready",
-                     arguments={"started": f"{{{{tasks.{t}-deploy.startedAt}}}}",
-                                "finished": f"{{{{tasks.{t}-wait-ready.finishedAt}}}}"})
+                Task(name=f"{t}-record-ready", template="record-ready", depends=f"{t}-wait-ready")
                 w = r.recipe.workload
                 Task(name=f"{t}-sweep", template="sweep", depends=f"{t}-wait-ready",
                      arguments={"points": _compact(w.points()),

@@ -1,12 +1,15 @@
 """Small steps of the experiment workflow that only touch its workdir (the step templates in steps/ write
 one run to the fixed /work/run, so an experiment keeps each treatment's run by moving it aside).
 
-    python -m infersweep.experiment.workdir_step record-ready --started T0 --finished T1 --out /work/run
+    python -m infersweep.experiment.workdir_step mark-start --out /work/run
+    python -m infersweep.experiment.workdir_step record-ready --out /work/run
     python -m infersweep.experiment.workdir_step archive --run-dir /work/run --to /work/treatments/NAME
 
-`record-ready` writes time-to-ready.json (Argo's RFC 3339 `startedAt` of the reconfigure task and
-`finishedAt` of wait-ready); `archive` moves the run folder, keeping an earlier archive of the same
-treatment (a retried or resumed workflow) under attempts/N, so nothing measured is overwritten.
+`mark-start` runs just before the deploy (or reconfigure) step and `record-ready` just after wait-ready:
+time-to-ready.json holds the seconds between them (each includes one pod start, a few seconds in a
+cluster; timestamps in files rather than Argo's `tasks.X.startedAt` so local mode measures the same way).
+`archive` moves the run folder, keeping an earlier archive of the same treatment (a retried or resumed
+workflow) under <name>.attempts/N, so nothing measured is overwritten.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import argparse
 import json
 import shutil
 import sys
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 
@@ -23,9 +26,22 @@ def _time(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-def record_ready(started: str, finished: str, out: Path) -> float:
-    seconds = (_time(finished) - _time(started)).total_seconds()
+MARK = "reconfigure-started"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+def mark_start(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
+    (out / MARK).write_text(_now())
+
+
+def record_ready(out: Path, finished: str | None = None) -> float:
+    started = (out / MARK).read_text().strip()
+    finished = finished or _now()
+    seconds = (_time(finished) - _time(started)).total_seconds()
     (out / "time-to-ready.json").write_text(json.dumps({"started": started, "finished": finished, "seconds": seconds}))
     return seconds
 
@@ -45,16 +61,16 @@ def archive(run_dir: Path, to: Path) -> Path:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="action", required=True)
-    r = sub.add_parser("record-ready")
-    r.add_argument("--started", required=True)
-    r.add_argument("--finished", required=True)
-    r.add_argument("--out", type=Path, required=True)
+    sub.add_parser("mark-start").add_argument("--out", type=Path, required=True)
+    sub.add_parser("record-ready").add_argument("--out", type=Path, required=True)
     m = sub.add_parser("archive")
     m.add_argument("--run-dir", type=Path, required=True)
     m.add_argument("--to", type=Path, required=True)
     a = ap.parse_args(argv)
-    if a.action == "record-ready":
-        print(f"time to ready: {record_ready(a.started, a.finished, a.out):.1f} s")
+    if a.action == "mark-start":
+        mark_start(a.out)
+    elif a.action == "record-ready":
+        print(f"time to ready: {record_ready(a.out):.1f} s")
     else:
         print(f"run kept at {archive(a.run_dir, a.to)}")
     return 0
