@@ -96,28 +96,39 @@ def _short(v: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def dgd_class(a: dict[str, Any], b: dict[str, Any]) -> RestartClass:
+    """The class of applying DGD `b` over a running DGD `a` (v1beta1 documents), by the operator's rules."""
+    sa, sb = a["spec"], b["spec"]
+    ca = {c["name"]: c for c in sa["components"]}
+    cb = {c["name"]: c for c in sb["components"]}
+    if sa.get("backendFramework") != sb.get("backendFramework") or \
+            {n: c["type"] for n, c in ca.items()} != {n: c["type"] for n, c in cb.items()}:
+        return RestartClass.FULL
+    workers = [n for n, c in ca.items() if c["type"] != "frontend"]
+    for n in workers:
+        image = [x["podTemplate"]["spec"]["containers"][0].get("image") for x in (ca[n], cb[n])]
+        if _gpus_per_pod(ca[n]) != _gpus_per_pod(cb[n]) or ca[n].get("multinode") != cb[n].get("multinode") \
+                or image[0] != image[1]:
+            return RestartClass.FULL
+    if any(_pod(ca[n]) != _pod(cb[n]) for n in workers):
+        return RestartClass.WORKER
+    if any(ca[n]["replicas"] != cb[n]["replicas"] or ca[n].get("scalingAdapter") != cb[n].get("scalingAdapter")
+           for n in workers):
+        return RestartClass.SCALE
+    if any(c != cb[n] for n, c in ca.items() if c["type"] == "frontend"):
+        return RestartClass.FRONTEND
+    return RestartClass.LOAD
+
+
 def classify(a: ResolvedRecipe, b: ResolvedRecipe) -> Transition:
     """What going from deployment `a` to deployment `b` forces (see the module docstring)."""
+    from workflows.dgd import render_dgd
+
     reasons = tuple(_field_changes(a, b))
     ra, rb = a.recipe, b.recipe
     if (ra.model, ra.engine, a.image, ra.gpu.type) != (rb.model, rb.engine, b.image, rb.gpu.type):
-        return Transition(RestartClass.FULL, reasons)
-    fa, ca = _components(a)
-    fb, cb = _components(b)
-    if fa != fb or {n: c["type"] for n, c in ca.items()} != {n: c["type"] for n, c in cb.items()}:
-        return Transition(RestartClass.FULL, reasons)
-    workers = [n for n, c in ca.items() if c["type"] != "frontend"]
-    for n in workers:
-        if _gpus_per_pod(ca[n]) != _gpus_per_pod(cb[n]) or ca[n].get("multinode") != cb[n].get("multinode"):
-            return Transition(RestartClass.FULL, reasons)
-    if any(_pod(ca[n]) != _pod(cb[n]) for n in workers):
-        return Transition(RestartClass.WORKER, reasons)
-    if any(ca[n]["replicas"] != cb[n]["replicas"] or ca[n].get("scalingAdapter") != cb[n].get("scalingAdapter")
-           for n in workers):
-        return Transition(RestartClass.SCALE, reasons)
-    if any(c != cb[n] for n, c in ca.items() if c["type"] == "frontend"):
-        return Transition(RestartClass.FRONTEND, reasons)
-    return Transition(RestartClass.LOAD, reasons)
+        return Transition(RestartClass.FULL, reasons)  # a new model cache / MDC: nothing carries over
+    return Transition(dgd_class(render_dgd(a, name=_DGD_NAME), render_dgd(b, name=_DGD_NAME)), reasons)
 
 
 def deployment_keys(r: ResolvedRecipe) -> tuple[str, str, str, str]:
