@@ -1,0 +1,91 @@
+"""`infersweep experiment plan FILE|NAME`: an experiment's treatments in run order, the restart class of each
+step, and the counts against one workflow per recipe; `experiment list`: the experiment files;
+`experiment render FILE [--out DIR]`: the experiment's one Argo Workflow (workflows/experiment.py), validated;
+`experiment report FILE TREATMENT=RUN ...`: the experiment report from the treatments' runs (a treatment
+without a run is reported as failed, the others are still compared)."""
+
+from __future__ import annotations
+
+import argparse
+
+from infersweep.cli_util import table
+
+
+def _report(a: argparse.Namespace) -> int:
+    from infersweep.experiment.report import experiment_report
+    from infersweep.experiment.spec import load_experiment
+    from infersweep.recipe import RecipeError
+    from infersweep.results.cli_common import load_run
+
+    e = load_experiment(a.file)
+    names = [t.name for t in e.treatments]
+    tables = {}
+    for item in a.runs:
+        name, sep, ref = item.partition("=")
+        if not sep or name not in names:
+            raise RecipeError(f"experiment report: {item!r}: give TREATMENT=RUN with TREATMENT one of {names}")
+        tables[name] = load_run(ref, a.store).table
+    print(experiment_report(e, tables).text(), end="")
+    return 0
+
+
+def _render(a: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    import yaml
+
+    from infersweep.experiment.plan import make_plan
+    from infersweep.experiment.spec import load_experiment
+    from infersweep.platform_config import load_platform
+    from infersweep.schemas import validate_document
+    from workflows.experiment import experiment_workflow
+
+    plan = make_plan(load_experiment(a.file))
+    doc = experiment_workflow(plan, load_platform(), dgd_api=a.dgd_api).to_dict()
+    validate_document(doc)  # Hera drops unknown fields silently: the strict Argo schemas catch what it would hide
+    out = Path(a.out or ".") / f"experiment-{plan.experiment.name}.yaml"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(yaml.safe_dump(doc, sort_keys=False, width=120))
+    print(plan.text())
+    print(f"\nworkflow: {out}")
+    return 0
+
+
+def run(a: argparse.Namespace) -> int:
+    from infersweep.experiment.plan import make_plan
+    from infersweep.experiment.restart import RestartClass
+    from infersweep.experiment.spec import all_experiment_paths, load_experiment
+    from infersweep.recipe import RecipeError
+
+    if a.action == "list":
+        rows = []
+        for p in all_experiment_paths():
+            plan = make_plan(load_experiment(p))
+            rows.append((plan.experiment.name, len(plan.steps), plan.counts().get(RestartClass.FULL, 0),
+                         plan.experiment.spec.description))
+        print(table(["name", "treatments", "full deploys", "description"], rows))
+        return 0
+    if not a.file:
+        raise RecipeError(f"infersweep experiment {a.action} FILE: give an experiment file or name "
+                          "(`infersweep experiment list`)")
+    if a.action == "report":
+        return _report(a)
+    if a.action == "render":
+        return _render(a)
+    if a.runs:
+        raise RecipeError("infersweep experiment plan FILE: takes no runs (they go to `experiment report`)")
+    print(make_plan(load_experiment(a.file)).text())
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from infersweep.results.cli_common import add_store_arg, clean_errors
+
+    p = sub.add_parser("experiment", help="plan a comparison of deployments with the fewest redeploys; report on it")
+    p.add_argument("action", choices=["plan", "list", "render", "report"])
+    p.add_argument("file", nargs="?", help="params/experiments/<name>.yaml or its name")
+    p.add_argument("runs", nargs="*", metavar="TREATMENT=RUN", help="report: each treatment's run (folder or id)")
+    p.add_argument("--out", help="render: folder for the Workflow YAML (default: .)")
+    p.add_argument("--dgd-api", default="v1beta1", choices=["v1beta1", "v1alpha1"], help="render: DGD apiVersion")
+    add_store_arg(p)
+    p.set_defaults(fn=clean_errors(run))

@@ -1,0 +1,1 @@
+"""Experiments: a comparison of deployments as one object (spec, restart classes, plan, cost model)."""

@@ -1,0 +1,65 @@
+"""The experiment workflow's last step: read every treatment's results table from the workdir, write the
+experiment report (infersweep.experiment.report) and each treatment's time-to-ready beside it.
+
+    python -m infersweep.experiment.compare_step --experiment YAML --treatments-dir /work/treatments --out /work/run
+
+A treatment whose folder has no results table (its deploy, readiness or every point failed) is reported
+as such; the step fails only when it cannot write the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+
+def read_tables(treatments_dir: Path, names: list[str]):
+    import pandas as pd
+
+    tables, ready = {}, {}
+    for name in names:
+        folder = treatments_dir / name
+        table = folder / "summary" / "results.parquet"
+        if table.is_file():
+            tables[name] = pd.read_parquet(table)
+        marker = folder / "time-to-ready.json"
+        if marker.is_file():
+            ready[name] = json.loads(marker.read_text())
+    return tables, ready
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--experiment", required=True, help="the experiment spec as YAML text")
+    ap.add_argument("--treatments-dir", type=Path, required=True)
+    ap.add_argument("--out", type=Path, required=True)
+    a = ap.parse_args(argv)
+
+    from infersweep.experiment.report import experiment_report
+    from infersweep.experiment.spec import load_experiment
+
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = Path(tmp) / "experiment.yaml"
+        spec.write_text(a.experiment)
+        e = load_experiment(spec)
+    tables, ready = read_tables(a.treatments_dir, [t.name for t in e.treatments])
+    report = experiment_report(e, tables)
+    text = report.text()
+    if ready:
+        text += "\n## Time to ready (deploy or reconfigure -> serving)\n\n" + "\n".join(
+            f"- {n}: {r['seconds']:.0f} s" for n, r in ready.items()) + "\n"
+    a.out.mkdir(parents=True, exist_ok=True)
+    (a.out / "experiment-report.md").write_text(text)
+    (a.out / "experiment-report.json").write_text(json.dumps({
+        "experiment": e.name, "missing": report.missing, "time_to_ready": ready,
+        "claim": None if report.claim is None else {"verdict": report.claim.verdict, "line": report.claim.line()},
+        "seed": [{"expect": x.model_dump(), "direction": v} for x, v in report.seed]}, indent=2))
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

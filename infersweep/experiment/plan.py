@@ -1,0 +1,101 @@
+"""The order an experiment runs its treatments in, and what each step between them costs.
+
+Treatments are grouped by their deployment keys (infersweep.experiment.restart.deployment_keys),
+outermost the full-redeploy key, then the worker pod templates, then replicas, then the frontend: every
+distinct full-redeploy class is deployed exactly once, and within it every distinct worker configuration is
+started once, and so on. Inside a group the walk continues from where the deployment is: the sub-group
+sharing the running treatment's inner key comes first, so going from (8 replicas, kv) to (4 replicas, kv)
+is a scale, where restarting the inner order would be a scale plus a frontend swap. Replica levels are
+visited largest first: scaling down only deletes pods, scaling up loads the model again.
+
+The naive alternative, one workflow per recipe, deploys every treatment from scratch.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from infersweep.experiment.restart import RestartClass, Transition, classify, deployment_keys
+from infersweep.experiment.spec import Experiment, Treatment
+
+
+@dataclass
+class Step:
+    treatment: Treatment
+    transition: Transition  # from the previous step (the first step is a full deploy)
+
+
+@dataclass
+class Plan:
+    experiment: Experiment
+    steps: list[Step]
+
+    def counts(self) -> Counter:
+        return Counter(s.transition.cls for s in self.steps)
+
+    def naive_counts(self) -> Counter:
+        return Counter({RestartClass.FULL: len(self.steps)})
+
+    @property
+    def distinct_full(self) -> int:
+        return len({deployment_keys(s.treatment.recipe)[0] for s in self.steps})
+
+    def text(self) -> str:
+        lines = [f"experiment {self.experiment.name}: {len(self.steps)} treatments", ""]
+        width = max(len(s.treatment.name) for s in self.steps)
+        for i, s in enumerate(self.steps, 1):
+            r = s.treatment.recipe
+            rs = s.transition.reasons
+            why = ("first deployment" if i == 1 else "; ".join(rs[:3]) + (f" (+{len(rs) - 3} more)" if len(rs) > 3 else "")
+                   or "same deployment")
+            lines.append(f"{i:>2}. {s.treatment.name:<{width}}  {s.transition.cls.label:<15} {r.gpu_count:>3} GPUs  {why}")
+        counts = self.counts()
+        lines += ["", "restart class     this plan  one workflow per recipe"]
+        for c in sorted(RestartClass, reverse=True):
+            lines.append(f"{c.label:<17} {counts.get(c, 0):>9}  {self.naive_counts().get(c, 0):>23}")
+        lines.append(f"distinct full-redeploy classes: {self.distinct_full}")
+        return "\n".join(lines)
+
+
+def _key_rank(scale_key: str) -> int:
+    import json
+
+    return -sum(v[0] for v in json.loads(scale_key).values())  # more replicas first
+
+
+def _walk(items: list[tuple[tuple[str, ...], Treatment]], level: int,
+          last: list[tuple[str, ...] | None]) -> list[Treatment]:
+    """Group by keys[level], recursively; `last` holds the keys of the treatment visited last."""
+    if level == len(items[0][0]):
+        last[0] = items[-1][0]
+        return [t for _, t in items]
+    groups: dict[str, list[tuple[tuple[str, ...], Treatment]]] = {}
+    for keys, t in items:
+        groups.setdefault(keys[level], []).append((keys, t))
+    order = list(groups)  # first appearance: the spec's order where nothing else decides
+    if level == 2:
+        order.sort(key=_key_rank)
+    out: list[Treatment] = []
+    while order:
+        # Continue from where the deployment is: the group sharing the running treatment's key at this
+        # level first (a boustrophedon walk when levels nest), else the next in order.
+        prev = last[0]
+        k = next((g for g in order if prev is not None and g == prev[level]), order[0])
+        order.remove(k)
+        out += _walk(groups[k], level + 1, last)
+    return out
+
+
+def order_treatments(treatments: list[Treatment]) -> list[Treatment]:
+    keyed = [(deployment_keys(t.recipe), t) for t in treatments]
+    return _walk(keyed, 0, [None]) if keyed else []
+
+
+def make_plan(experiment: Experiment, ordered: bool = True) -> Plan:
+    treatments = order_treatments(experiment.treatments) if ordered else list(experiment.treatments)
+    steps: list[Step] = []
+    for i, t in enumerate(treatments):
+        tr = Transition(RestartClass.FULL, ()) if i == 0 else classify(treatments[i - 1].recipe, t.recipe)
+        steps.append(Step(t, tr))
+    return Plan(experiment, steps)

@@ -1,0 +1,123 @@
+"""The experiment report: deltas per concurrency against the baseline treatment, crossovers and the best
+configuration meeting the SLOs (infersweep.results.compare), the claim's verdict with its noise, and, per
+seed finding, whether this run's direction agrees.
+
+The claim and the seed checks use the regression judge's noise model (infersweep.results.regression):
+repetitions reduced to their median, the noise of one repetition pooled over all points of the metric in
+both treatments, the standard error of the relative change from it. A claim "T beats B on M at cN by at
+least X %" is
+- supported: T is at least X % better and the change is beyond z standard errors of noise;
+- refuted: T misses X % by more than z standard errors (or, with unknown noise, misses it at all);
+- inconclusive: the evidence is within the noise (rerun with repetitions), or a side has no measured point.
+With one repetition per point the noise is unknown and the report says so. The seed checks compare
+directions only (the mocker locally shows direction, not the seed's magnitudes); differences below
+compare.TIE are ties.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from infersweep.experiment.spec import Comparison as Claim
+from infersweep.experiment.spec import Experiment
+from infersweep.results.compare import TIE, Comparison, compare_runs, format_comparison
+from infersweep.results.regression import DEFAULT_Z, MEDIAN_SE, _levels, _pooled_sigma
+from infersweep.results.schema import direction
+
+
+@dataclass
+class ClaimCheck:
+    claim: Claim
+    verdict: str  # supported | refuted | inconclusive
+    improvement: float  # relative, > 0 = the treatment is better (nan: not measured)
+    noise: float  # one standard error of the relative change (nan: unknown)
+    baseline_value: float
+    value: float
+
+    def line(self) -> str:
+        if not math.isfinite(self.improvement):
+            return f"{self.verdict}: {self.claim.text()}: not measured in both treatments"
+        noise = f"±{100 * self.noise:.2g} % (1 se)" if math.isfinite(self.noise) else "noise unknown (one repetition)"
+        word = "better" if self.improvement >= 0 else "worse"
+        return (f"{self.verdict}: {self.claim.text()}: {self.claim.baseline} {self.baseline_value:.4g} -> "
+                f"{self.claim.treatment} {self.value:.4g}, {100 * abs(self.improvement):.1f} % {word}; {noise}")
+
+
+def check(claim: Claim, tables: dict[str, pd.DataFrame], z: float = DEFAULT_Z) -> ClaimCheck:
+    nan = math.nan
+    if any(side not in tables or claim.metric not in tables[side].columns for side in (claim.treatment, claim.baseline)):
+        return ClaimCheck(claim, "inconclusive", nan, nan, nan, nan)
+    t_all = _levels(tables[claim.treatment], [claim.metric])[claim.metric]
+    b_all = _levels(tables[claim.baseline], [claim.metric])[claim.metric]
+    c = claim.concurrency
+    if c not in t_all or c not in b_all:
+        return ClaimCheck(claim, "inconclusive", nan, nan, nan, nan)
+    t, b = t_all[c], b_all[c]
+    bv, tv = float(np.median(b)), float(np.median(t))
+    if bv == 0:
+        return ClaimCheck(claim, "inconclusive", nan, nan, bv, tv)
+    sign = 1.0 if direction(claim.metric) == "lower" else -1.0
+    improvement = sign * (bv - tv) / abs(bv)
+    sigma = _pooled_sigma(list(t_all.values()) + list(b_all.values()), relative=True)
+    noise = MEDIAN_SE * sigma * math.sqrt(1 / len(t) + 1 / len(b)) if math.isfinite(sigma) else math.nan
+    need = claim.better_by_pct / 100
+    margin = z * noise if math.isfinite(noise) else 0.0
+    if improvement >= need and improvement > margin:
+        verdict = "supported"
+    elif improvement < need - margin:
+        verdict = "refuted"
+    else:
+        verdict = "inconclusive"
+    return ClaimCheck(claim, verdict, improvement, noise, bv, tv)
+
+
+def agrees(expect: Claim, tables: dict[str, pd.DataFrame]) -> str:
+    """'agrees' | 'disagrees' | 'tie' | 'not measured': the direction of the seed's finding here."""
+    c = check(expect.model_copy(update={"better_by_pct": 0.0}), tables)
+    if not math.isfinite(c.improvement):
+        return "not measured"
+    if abs(c.improvement) <= TIE:
+        return "tie"
+    return "agrees" if c.improvement > 0 else "disagrees"
+
+
+@dataclass
+class ExperimentReport:
+    experiment: Experiment
+    comparison: Comparison | None
+    claim: ClaimCheck | None
+    seed: list[tuple[Claim, str]]
+    missing: list[str]  # treatments without results (failed or not run)
+
+    def text(self) -> str:
+        e = self.experiment
+        out = [f"# Experiment {e.name}", "", e.spec.description, ""]
+        for name in self.missing:
+            out.append(f"treatment {name}: no measured results (failed or not run); compared without it")
+        if self.comparison is not None:
+            out += ["## Per-concurrency changes", "", format_comparison(self.comparison), ""]
+        if self.claim is not None:
+            out += ["## Claim", "", self.claim.line(), ""]
+        if e.spec.seed:
+            out += ["## The seed", "", f"source: {e.spec.seed.source}", f"found: {e.spec.seed.found}", ""]
+            for expect, verdict in self.seed:
+                out.append(f"- {expect.treatment} better than {expect.baseline} on {expect.metric} at "
+                           f"c{expect.concurrency} (seed: {expect.better_by_pct:g} %): direction {verdict}")
+        return "\n".join(out).rstrip() + "\n"
+
+
+def experiment_report(e: Experiment, tables: dict[str, pd.DataFrame], z: float = DEFAULT_Z) -> ExperimentReport:
+    """`tables`: treatment name -> its results table (schema infersweep.results/v1); absent = failed."""
+    present = {t.name: tables[t.name] for t in e.treatments if t.name in tables and not tables[t.name].empty}
+    missing = [t.name for t in e.treatments if t.name not in present]
+    comparison = None
+    if e.baseline in present and len(present) >= 2:
+        ordered = {e.baseline: present[e.baseline]} | {k: v for k, v in present.items() if k != e.baseline}
+        comparison = compare_runs(ordered, [(m, m) for m in e.spec.question.metrics])
+    claim = check(e.spec.claim, present, z) if e.spec.claim else None
+    seed = [(x, agrees(x, present)) for x in (e.spec.seed.expect if e.spec.seed else [])]
+    return ExperimentReport(e, comparison, claim, seed, missing)

@@ -1,0 +1,105 @@
+"""Applying a DGD over a running local deployment the way the Dynamo operator would.
+
+`steps.platform.LocalPlatform.apply_dgd` today returns the running deployment's URL when its processes
+are alive, whatever the new DGD says: a patched DGD (an experiment's next treatment) would be ignored
+locally while a cluster applies it. `apply_local` is the stand-in with the operator's semantics
+(infersweep.experiment.restart.dgd_class, from Dynamo's worker-spec hash and rolling-update docs):
+
+- LOAD (same spec): nothing happens;
+- FRONTEND: only the frontend process is replaced, on the same port (the Service keeps its address);
+  the mocker workers keep running and stay registered in the file discovery store;
+- SCALE: the worker processes whose local worker count changes are restarted (locally a component is
+  one mocker process running `num_workers` engines, so it cannot add one engine in place); a scale the
+  local cap (max_workers_per_component) hides changes nothing; the frontend stays;
+- WORKER: every worker process restarts (the operator rolls all workers together), the frontend stays;
+- FULL: everything is stopped and the new DGD deployed afresh.
+The last DGD applied is kept as dgd.json beside deployment.json so the next apply can be classified.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+from infersweep.experiment.restart import RestartClass, dgd_class
+from infersweep.local import procs
+from infersweep.local.dynamo import (DEPLOYMENT_FILE, LocalDeployment, default_dynamo_python, deploy_local,
+                                     dynamo_env, engine_of, frontend_argv, load_local, mocker_argv,
+                                     read_components, router_mode_of, teardown_local)
+
+DGD_FILE = "dgd.json"
+
+
+def _stop(state_dir: Path, names: set[str], grace_s: float = 5) -> None:
+    """Stop the named processes of a deployment and forget their records (the others keep running)."""
+    with procs._locked(state_dir):
+        records = procs.read_records(state_dir)
+        chosen = [r for r in records if r["name"] in names]
+        for r in chosen:
+            procs._signal_group(r, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while any(procs.record_alive(r) for r in chosen) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for r in chosen:
+            procs._signal_group(r, signal.SIGKILL)
+        deadline = time.monotonic() + 5
+        while any(procs.record_alive(r) for r in chosen) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        procs._write_records(state_dir, [r for r in records if r["name"] not in names])
+
+
+def _num_workers(comp, cap: int) -> int:
+    return max(1, min(comp.replicas * comp.node_count, cap))
+
+
+def apply_local(dgd: dict, *, model_dir: Path, state_dir: Path, max_workers_per_component: int = 2,
+                python: str | None = None) -> tuple[LocalDeployment, RestartClass | None]:
+    """Apply `dgd`; returns the deployment and what the apply did (None: created afresh)."""
+    state_dir = Path(state_dir).resolve()
+    prev_file = state_dir / DGD_FILE
+    running = (state_dir / DEPLOYMENT_FILE).exists() and prev_file.exists() and procs.alive(state_dir)
+    cls = dgd_class(json.loads(prev_file.read_text()), dgd) if running else None
+    if cls is None or cls is RestartClass.FULL:
+        teardown_local(state_dir)
+        dep = deploy_local(dgd, model_dir=model_dir, state_dir=state_dir,
+                           max_workers_per_component=max_workers_per_component, python=python)
+        prev_file.write_text(json.dumps(dgd))
+        return dep, cls
+    dep = load_local(state_dir)
+    if cls is RestartClass.LOAD:
+        return dep, cls
+    python = python or default_dynamo_python()
+    components = read_components(dgd)
+    frontend = next((c for c in components if c.role == "frontend"), None)
+    workers = [c for c in components if c.role != "frontend"]
+    old = {c["name"]: c for c in dep.components}
+    if cls is RestartClass.FRONTEND:
+        restart = [frontend.name if frontend else "Frontend"]
+    elif cls is RestartClass.SCALE:
+        restart = [c.name for c in workers if _num_workers(c, max_workers_per_component) != old[c.name]["num_workers"]]
+    else:
+        restart = [c.name for c in workers]
+    _stop(state_dir, set(restart))
+    env = dynamo_env(state_dir / "discovery")
+    group = procs.ProcessGroup(state_dir)
+    logs = state_dir / "logs"
+    port = int(dep.frontend_url.rsplit(":", 1)[1])
+    for c in workers:
+        if c.name in restart:
+            n = _num_workers(c, max_workers_per_component)
+            engine = engine_of(c, (dgd.get("spec") or {}).get("backendFramework"))
+            group.spawn(c.name, mocker_argv(c, python=python, model_dir=Path(dep.model_dir), num_workers=n,
+                                            engine=engine), env, logs / f"{c.name}.log", cwd=state_dir)
+            old[c.name] |= {"replicas": c.replicas, "num_workers": n, "engine": engine}
+    name = frontend.name if frontend else "Frontend"
+    if name in restart:
+        group.spawn(name, frontend_argv(frontend, python=python, http_port=port), env, logs / f"{name}.log",
+                    cwd=state_dir)
+        dep.router_mode = router_mode_of(frontend)
+    dep.components = [old[c["name"]] for c in dep.components]
+    dep.processes = group.records()
+    dep.save()
+    prev_file.write_text(json.dumps(dgd))
+    return dep, cls

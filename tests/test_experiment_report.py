@@ -1,0 +1,88 @@
+"""The experiment report: deltas against the baseline treatment, the claim's verdict with noise, the seed's
+direction, and a failed treatment reported without stopping the comparison."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from infersweep.experiment.report import check, experiment_report
+from infersweep.experiment.spec import load_experiment
+
+
+def table(ttft: dict[int, list[float]], rps: float = 10.0) -> pd.DataFrame:
+    """A results table (the columns the comparison reads): repetitions of mean TTFT per concurrency."""
+    rows = []
+    for c, values in ttft.items():
+        for i, v in enumerate(values):
+            rows.append({"concurrency": c, "repetition": i, "status": "ok", "ttft_ms_avg": v, "itl_ms_avg": 10.0,
+                         "request_latency_ms_avg": v + 1000, "request_per_s": rps, "tok_s_per_gpu": 100.0,
+                         "tok_s_per_user": 50.0, "goodput_req_s": rps, "slo_pass": True})
+    return pd.DataFrame(rows)
+
+
+CS = [1, 4, 16, 32, 64, 128]
+
+
+@pytest.fixture(scope="module")
+def nemotron():
+    return load_experiment("nemotron-rr-vs-kv")  # claim: kv mean TTFT at c128 at least 20 % below rr
+
+
+def test_claim_supported_beyond_noise(nemotron):
+    rr = table({c: [1000, 1010, 990] for c in CS})
+    kv = table({c: [600, 606, 594] for c in CS}, rps=10.3)
+    r = experiment_report(nemotron, {"rr": rr, "kv": kv})
+    assert r.claim.verdict == "supported"
+    assert r.claim.improvement == pytest.approx(0.4)
+    assert 0 < r.claim.noise < 0.02
+    assert dict((x.metric, v) for x, v in r.seed)["ttft_ms_avg"] == "agrees"
+    assert dict((x.metric, v) for x, v in r.seed)["itl_ms_avg"] == "tie"
+    text = r.text()
+    assert "supported: kv beats rr on ttft_ms_avg at c128 by at least 20 %" in text
+    assert "-40.0%*" in text  # the per-concurrency delta, kv better
+    assert "direction agrees" in text
+
+
+def test_claim_refuted_and_inconclusive(nemotron):
+    rr = table({c: [1000, 1010, 990] for c in CS})
+    assert check(nemotron.spec.claim, {"rr": rr, "kv": table({c: [950, 960, 940] for c in CS})}).verdict == "refuted"
+    noisy_rr = table({c: [1000, 1400, 600] for c in CS})
+    noisy_kv = table({c: [780, 1100, 500] for c in CS})
+    assert check(nemotron.spec.claim, {"rr": noisy_rr, "kv": noisy_kv}).verdict == "inconclusive"
+
+
+def test_one_repetition_says_noise_unknown(nemotron):
+    r = experiment_report(nemotron, {"rr": table({c: [1000] for c in CS}), "kv": table({c: [700] for c in CS})})
+    assert r.claim.verdict == "supported" and "noise unknown" in r.claim.line()
+
+
+def test_seed_direction_disagrees_when_kv_is_worse(nemotron):
+    r = experiment_report(nemotron, {"rr": table({c: [700] for c in CS}), "kv": table({c: [1000] for c in CS})})
+    assert dict((x.metric, v) for x, v in r.seed)["ttft_ms_avg"] == "disagrees"
+    assert r.claim.verdict == "refuted"
+
+
+def test_failed_treatment_is_reported_not_fatal():
+    e = load_experiment("qwen3-32b-mooncake")
+    tables = {n: table({c: [1000] for c in [8, 16, 32, 64, 128]}) for n in ("agg", "6p2d", "4p4d", "4p4d-kv-offload")}
+    r = experiment_report(e, tables)  # 4p4d-kv failed: no table
+    assert r.missing == ["4p4d-kv"]
+    assert r.claim.verdict == "inconclusive" and "not measured" in r.claim.line()
+    text = r.text()
+    assert "treatment 4p4d-kv: no measured results" in text
+    assert "6p2d vs agg" in text and "4p4d-kv-offload vs agg" in text
+
+
+def test_a_metric_the_tables_lack_is_not_measured():
+    e = load_experiment("qwen3-32b-mooncake")  # the seed checks ttft_ms_p99, absent from these tables
+    tables = {t.name: table({c: [1000] for c in [8, 16, 32, 64, 128]}) for t in e.treatments}
+    r = experiment_report(e, tables)
+    assert dict((x.metric, v) for x, v in r.seed)["ttft_ms_p99"] == "not measured"
+
+
+def test_cli_report_refuses_an_unknown_treatment(capsys):
+    from infersweep.cli import main
+
+    assert main(["experiment", "report", "nemotron-rr-vs-kv", "fast=runs/x"]) == 2
+    assert "give TREATMENT=RUN with TREATMENT one of ['rr', 'kv']" in capsys.readouterr().err

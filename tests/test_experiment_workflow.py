@@ -1,0 +1,124 @@
+"""The experiment's one Argo Workflow: strict-valid against the Argo schemas, step templates by reference,
+one deploy per treatment with teardowns only at full redeploys, a failed treatment not stopping the next;
+and its workdir steps (time-to-ready, archive) and comparison step on real results tables."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+import yaml
+
+from infersweep.experiment.plan import make_plan
+from infersweep.experiment.spec import all_experiment_paths, load_experiment
+from infersweep.platform_config import load_platform
+from infersweep.schemas import validate_document
+
+
+def render(name: str) -> dict:
+    from workflows.experiment import experiment_workflow
+
+    return experiment_workflow(make_plan(load_experiment(name)), load_platform()).to_dict()
+
+
+def tasks(doc: dict, template: str = "experiment") -> dict[str, dict]:
+    t = next(t for t in doc["spec"]["templates"] if t["name"] == template)
+    return {x["name"]: x for x in t["dag"]["tasks"]}
+
+
+@pytest.mark.parametrize("path", all_experiment_paths(), ids=lambda p: p.stem)
+def test_every_study_renders_strict_valid_with_step_templates_by_reference(path):
+    from workflows.steps_library import STEP_BY_NAME, step_template_name
+
+    doc = render(path.stem)
+    validate_document(doc)  # Argo v4.1.2 and v3.7.18, unknown fields forbidden
+    installed = {step_template_name(s) for s in STEP_BY_NAME.values()}
+    own = {t["name"] for t in doc["spec"]["templates"]}
+    for tmpl in doc["spec"]["templates"]:
+        for task in tmpl.get("dag", {}).get("tasks", []):
+            if "templateRef" in task:
+                assert task["templateRef"]["name"] in installed, task["name"]
+            else:
+                assert task["template"] in own, task["name"]
+    assert doc["spec"]["synchronization"]["semaphores"]  # the GPU guard for the whole experiment
+
+
+def test_nemotron_deploys_workers_once_and_swaps_the_frontend():
+    doc = render("nemotron-rr-vs-kv")
+    ts = tasks(doc)
+    assert [n for n in ts if n.endswith("-teardown")] == []  # no redeploy between rr and kv
+    d0, d1 = (yaml.safe_load(ts[f"t{i}-deploy"]["arguments"]["parameters"][0]["value"]) for i in (0, 1))
+    assert d0["metadata"]["name"] == d1["metadata"]["name"]  # the same DGD, patched
+    fe = [[c for c in d["spec"]["components"] if c["type"] == "frontend"][0] for d in (d0, d1)]
+    assert fe[0]["podTemplate"]["spec"]["containers"][0]["args"] == ["--router-mode", "round-robin"]
+    assert fe[1]["podTemplate"]["spec"]["containers"][0]["args"] == ["--router-mode", "kv"]
+    workers = [[c for c in d["spec"]["components"] if c["type"] != "frontend"] for d in (d0, d1)]
+    assert workers[0] == workers[1]  # worker pods untouched: no worker hash change, no restart
+
+
+def test_mooncake_tears_down_once_and_a_failed_treatment_does_not_stop_the_next():
+    doc = render("qwen3-32b-mooncake")
+    ts = tasks(doc)
+    assert [n for n in ts if n.endswith("-teardown")] == ["t1-teardown"]  # agg -> disagg only
+    # t1 starts after t0's archive whatever its outcome (a failed deploy omits its sweep, still archives)
+    assert "t0-archive.Failed" in ts["t1-teardown"]["depends"] and "t0-archive.Omitted" in ts["t1-teardown"]["depends"]
+    assert "t1-archive.Omitted" in ts["t2-mark-start"]["depends"] and "t2-mark-start" in ts["t2-deploy"]["depends"]
+    assert "t0-publish.Omitted" in ts["t0-archive"]["depends"]
+    assert "t4-archive.Failed" in ts["compare"]["depends"]
+    sweep = next(t for t in doc["spec"]["templates"] if t["name"] == "sweep")
+    assert sweep["dag"]["failFast"] is False and sweep["parallelism"] == 1
+    exit_tasks = tasks(doc, "exit-handler")
+    assert sorted(t["arguments"]["parameters"][0]["value"] for t in exit_tasks.values()) == \
+        ["qwen3-32b-mooncake-0", "qwen3-32b-mooncake-1"]
+
+
+def test_workdir_steps_record_ready_and_keep_earlier_attempts(tmp_path):
+    from infersweep.experiment.workdir_step import main
+
+    from infersweep.experiment.workdir_step import MARK, record_ready
+
+    run = tmp_path / "run"
+    assert main(["mark-start", "--out", str(run)]) == 0
+    assert main(["record-ready", "--out", str(run)]) == 0
+    assert 0 <= json.loads((run / "time-to-ready.json").read_text())["seconds"] < 60
+    (run / MARK).write_text("2026-11-30T10:00:00+00:00")
+    assert record_ready(run, finished="2026-11-30T10:04:05+00:00") == 245
+    (run / "points").mkdir()
+    (run / "points" / "good").write_text("1")
+    assert main(["archive", "--run-dir", str(run), "--to", str(tmp_path / "treatments" / "kv")]) == 0
+    assert not run.exists() and (tmp_path / "treatments" / "kv" / "points" / "good").is_file()
+    run.mkdir()
+    (run / "retry").write_text("2")
+    main(["archive", "--run-dir", str(run), "--to", str(tmp_path / "treatments" / "kv")])
+    assert (tmp_path / "treatments" / "kv" / "retry").is_file()
+    assert (tmp_path / "treatments" / "kv.attempts" / "1" / "points" / "good").is_file()  # never overwritten
+
+
+def test_compare_step_writes_the_report_from_treatment_folders(tmp_path):
+    from infersweep.experiment.compare_step import main
+
+    from tests.test_experiment_report import table
+
+    cs = [1, 4, 16, 32, 64, 128]
+    for name, v in (("rr", 1000.0), ("kv", 550.0)):
+        folder = tmp_path / "treatments" / name
+        (folder / "summary").mkdir(parents=True)
+        table({c: [v] for c in cs}).to_parquet(folder / "summary" / "results.parquet")
+        (folder / "time-to-ready.json").write_text(json.dumps({"seconds": 240.0 if name == "rr" else 21.0}))
+    spec = load_experiment("nemotron-rr-vs-kv").path.read_text()
+    assert main(["--experiment", spec, "--treatments-dir", str(tmp_path / "treatments"), "--out", str(tmp_path / "out")]) == 0
+    text = (tmp_path / "out" / "experiment-report.md").read_text()
+    assert "supported: kv beats rr on ttft_ms_avg at c128" in text
+    assert "- kv: 21 s" in text
+    data = json.loads((tmp_path / "out" / "experiment-report.json").read_text())
+    assert data["claim"]["verdict"] == "supported" and data["missing"] == []
+
+
+def test_cli_render_writes_a_valid_workflow(tmp_path, capsys):
+    from infersweep.cli import main
+
+    assert main(["experiment", "render", "qwen36-hicache-policy", "--out", str(tmp_path)]) == 0
+    doc = yaml.safe_load((tmp_path / "experiment-qwen36-hicache-policy.yaml").read_text())
+    validate_document(doc)
+    assert "worker restart" in capsys.readouterr().out

@@ -1,0 +1,188 @@
+"""One Argo Workflow per experiment, built with Hera from the installed step WorkflowTemplates (templateRef
+by name, never copies) plus three small workdir steps of its own.
+
+DAG, per treatment in plan order (infersweep.experiment.plan):
+  [teardown of the previous deployment, on a full redeploy] -> deploy (apply the treatment's DGD: a new one
+  on a full redeploy, else the same DGD patched, which the operator turns into a frontend swap, a scale or a
+  worker restart, see infersweep.experiment.restart) -> wait-ready, with mark-start before the deploy and record-ready after (time-to-ready) ->
+  sweep (the AIPerf points, one at a time, failFast off) -> summarize -> publish (to
+  <prefix>/experiments/<experiment>/<workflow>/<treatment>) -> archive (the run folder moves to
+  /work/treatments/<treatment>, since the step templates write one run to /work/run).
+The next treatment starts when the previous one's archive has run, whatever happened before it (every
+outcome, Omitted included: Argo's depends grammar, common.TaskResult in argo-workflows), so a failed
+treatment does not stop the others. Then compare (infersweep.experiment.compare_step) writes the
+experiment report and publish-report publishes it. The exit handler deletes every DGD the experiment
+may have created (teardown is idempotent), and the Workflow holds one slot of its GPU pool's semaphore for
+its whole run (workflows/cluster.py), so no other workflow takes the GPUs between treatments.
+
+Not covered yet: local execution of this workflow (`experiment run --local`) and wait-ready's view of a
+rolling update (a patched DGD may report Ready before the operator has started replacing workers: the
+wait-ready step should also compare status.observedGeneration / rollingUpdate.phase; that is steps/ code).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+from hera.workflows import DAG, Container, Parameter, Task, Workflow
+from hera.workflows import models as m
+
+from infersweep.experiment.plan import Plan
+from infersweep.experiment.restart import RestartClass
+from infersweep.recipe import RecipeError, ResolvedRecipe
+from workflows.cluster import semaphore
+from workflows.dgd import render_dgd
+from workflows.steps_library import RUN_DIR, WORKDIR, STEP_BY_NAME, step_template_name
+
+TREATMENTS_DIR = f"{WORKDIR}/treatments"
+ANY_OUTCOME = "(%s.Succeeded || %s.Failed || %s.Errored || %s.Skipped || %s.Omitted)"
+
+
+def _ref(step: str) -> m.TemplateRef:
+    return m.TemplateRef(name=step_template_name(STEP_BY_NAME[step]), template=step)
+
+
+def _any(task: str) -> str:
+    return ANY_OUTCOME % ((task,) * 5)
+
+
+def _compact(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"))
+
+
+def dgd_names(plan: Plan) -> list[str]:
+    """One DGD per full-redeploy group, in plan order: <experiment>-<group>."""
+    names, group = [], -1
+    for step in plan.steps:
+        if step.transition.cls is RestartClass.FULL:
+            group += 1
+        names.append(f"{plan.experiment.name}-{group}")
+    return names
+
+
+def _workdir_container(name: str, images: dict[str, str], inputs: list[str], args: list[str]) -> Container:
+    return Container(name=name, image=images["steps"], command=["python", "-m", "infersweep.experiment.workdir_step"],
+                     args=args, inputs=[Parameter(name=n) for n in inputs],
+                     volume_mounts=[m.VolumeMount(name="workdir", mount_path=WORKDIR)])
+
+
+def experiment_workflow(plan: Plan, platform: dict[str, Any], *, namespace: str | None = None,
+                        dgd_api: str = "v1beta1", workdir_size: str = "50Gi") -> Workflow:
+    e = plan.experiment
+    gpu_types = {s.treatment.recipe.recipe.gpu.type for s in plan.steps}
+    if len(gpu_types) > 1:
+        raise RecipeError(f"{e.path}: treatments: they use GPU types {sorted(gpu_types)}; an experiment holds one "
+                          "GPU pool, so give every treatment the same gpu.type")
+    images = platform["images"]
+    names = dgd_names(plan)
+    s3 = platform["s3"]
+    prefix = f"{s3['prefix']}/experiments/{e.name}/{{{{workflow.name}}}}"
+    points_s = sum(len(s.treatment.recipe.recipe.workload.concurrency) * s.treatment.recipe.recipe.workload.point_timeout_s
+                   for s in plan.steps)
+    with Workflow(
+        generate_name=f"{e.name}-",
+        namespace=namespace or platform["namespace"],
+        labels={"app.kubernetes.io/managed-by": "infersweep", "infersweep.io/kind": "experiment",
+                "infersweep.io/experiment": e.name},
+        entrypoint="experiment",
+        on_exit="exit-handler",
+        volume_claim_templates=[m.PersistentVolumeClaim(
+            metadata=m.ObjectMeta(name="workdir"),
+            spec=m.PersistentVolumeClaimSpec(access_modes=["ReadWriteOnce"], resources=m.VolumeResourceRequirements(
+                requests={"storage": m.Quantity(workdir_size)})))],
+        volumes=[m.Volume(name="model-cache", persistent_volume_claim=m.PersistentVolumeClaimVolumeSource(
+            claim_name=platform["model_cache"]["pvc"]))],
+        # Every point may run to its timeout, plus an hour per treatment for deploys and bookkeeping.
+        active_deadline_seconds=points_s + 3600 * len(plan.steps),
+        pod_gc=m.PodGC(strategy="OnPodSuccess"),
+        ttl_strategy=m.TTLStrategy(seconds_after_completion=7 * 24 * 3600),
+        service_account_name=platform["service_account"],
+        artifact_repository_ref=m.ArtifactRepositoryRef(config_map=platform["artifact_repository"]["configmap"],
+                                                        key=platform["artifact_repository"]["key"]),
+        synchronization=m.Synchronization(semaphores=[m.SemaphoreRef(config_map_key_ref=m.ConfigMapKeySelector(
+            **semaphore(gpu_types.pop())["configMapKeyRef"]))]),
+    ) as wf:
+        with DAG(name="sweep", parallelism=1, fail_fast=False,
+                 inputs=[Parameter(name=n) for n in ("points", "url", "tokenizer", "model", "workload",
+                                                     "max-error-rate", "timeout-s")]):
+            Task(name="point", template_ref=_ref("aiperf-point"), with_param="{{inputs.parameters.points}}",
+                 arguments={"url": "{{inputs.parameters.url}}", "model": "{{inputs.parameters.model}}",
+                            "tokenizer": "{{inputs.parameters.tokenizer}}", "concurrency": "{{item.concurrency}}",
+                            "requests": "{{item.requests}}", "warmup": "{{item.warmup}}",
+                            "workload": "{{inputs.parameters.workload}}",
+                            "max-error-rate": "{{inputs.parameters.max-error-rate}}",
+                            "timeout-s": "{{inputs.parameters.timeout-s}}"})
+        _workdir_container("mark-start", images, [], ["mark-start", "--out", RUN_DIR])
+        _workdir_container("record-ready", images, [], ["record-ready", "--out", RUN_DIR])
+        _workdir_container("archive", images, ["treatment"],
+                           ["archive", "--run-dir", RUN_DIR, "--to", f"{TREATMENTS_DIR}/{{{{inputs.parameters.treatment}}}}"])
+        Container(name="compare", image=images["steps"], command=["python", "-m", "infersweep.experiment.compare_step"],
+                  args=["--experiment", "{{inputs.parameters.experiment}}", "--treatments-dir", TREATMENTS_DIR,
+                        "--out", RUN_DIR],
+                  inputs=[Parameter(name="experiment")],
+                  volume_mounts=[m.VolumeMount(name="workdir", mount_path=WORKDIR)])
+
+        with DAG(name="exit-handler"):
+            for name in dict.fromkeys(names):
+                Task(name=f"teardown-{name}", template_ref=_ref("teardown"),
+                     arguments={"dgd-name": name, "api-version": dgd_api})
+
+        with DAG(name="experiment"):
+            pvc = Task(name="ensure-pvc", template_ref=_ref("ensure-pvc"),
+                       arguments={"pvc": platform["model_cache"]["pvc"], "size": platform["model_cache"]["size"],
+                                  "storage-class": platform["model_cache"]["storage_class"]})
+            caches: dict[tuple[str, str, str], str] = {}
+            for s in plan.steps:
+                r = s.treatment.recipe
+                key = (r.model.id, r.model.revision, r.draft_model or "")
+                if key not in caches:
+                    caches[key] = f"model-cache-{len(caches)}"
+                    Task(name=caches[key], template_ref=_ref("model-cache"), depends="ensure-pvc",
+                         arguments={"model": key[0], "revision": key[1], "source": "hf", "draft-model": key[2]})
+            previous_end: str | None = None
+            for i, (s, dgd_name) in enumerate(zip(plan.steps, names)):
+                r: ResolvedRecipe = s.treatment.recipe
+                t = f"t{i}"
+                cache = caches[(r.model.id, r.model.revision, r.draft_model or "")]
+                start_after = [cache] + ([_any(previous_end)] if previous_end else [])
+                if s.transition.cls is RestartClass.FULL and i > 0:
+                    Task(name=f"{t}-teardown", template_ref=_ref("teardown"), depends=" && ".join(start_after),
+                         arguments={"dgd-name": names[i - 1], "api-version": dgd_api})
+                    start_after = [f"{t}-teardown"]
+                Task(name=f"{t}-mark-start", template="mark-start", depends=" && ".join(start_after))
+                dgd = render_dgd(r, api_version=dgd_api, name=dgd_name, pvc=platform["model_cache"]["pvc"],
+                                 hf_secret=platform["hf_token_secret"])
+                Task(name=f"{t}-deploy", template_ref=_ref("deploy"), depends=_any(f"{t}-mark-start"),
+                     arguments={"dgd": yaml.safe_dump(dgd, sort_keys=False)})
+                Task(name=f"{t}-wait-ready", template_ref=_ref("wait-ready"), depends=f"{t}-deploy",
+                     arguments={"dgd-name": dgd_name, "model": r.model.id, "timeout-s": "1800", "api-version": dgd_api})
+                Task(name=f"{t}-record-ready", template="record-ready", depends=f"{t}-wait-ready")
+                w = r.recipe.workload
+                Task(name=f"{t}-sweep", template="sweep", depends=f"{t}-wait-ready",
+                     arguments={"points": _compact(w.points()),
+                                "url": f"{{{{tasks.{t}-deploy.outputs.parameters.frontend-url}}}}",
+                                "tokenizer": f"{{{{tasks.{cache}.outputs.parameters.model-dir}}}}",
+                                "model": r.model.id, "workload": _compact(w.aiperf_workload()),
+                                "max-error-rate": str(w.max_error_rate), "timeout-s": str(w.point_timeout_s)})
+                slo = {k: v for k, v in r.recipe.slo.model_dump().items() if v is not None}
+                context = {"experiment": e.name, "treatment": s.treatment.name, "recipe": r.name,
+                           "restart_class": s.transition.cls.label, "levels": s.treatment.levels}
+                Task(name=f"{t}-summarize", template_ref=_ref("summarize"),
+                     depends=f"{_any(f'{t}-sweep')} && {_any(f'{t}-record-ready')}",
+                     arguments={"gpu-count": str(r.gpu_count), "slo": _compact(slo), "title": s.treatment.name,
+                                "context": _compact(context),
+                                "model-commit": f"{{{{tasks.{cache}.outputs.parameters.commit}}}}"})
+                Task(name=f"{t}-publish", template_ref=_ref("publish"), depends=f"{t}-summarize",
+                     arguments={"bucket": s3["bucket"], "prefix": f"{prefix}/{s.treatment.name}"})
+                Task(name=f"{t}-archive", template="archive", depends=_any(f"{t}-publish"),
+                     arguments={"treatment": s.treatment.name})
+                previous_end = f"{t}-archive"
+            spec_text = e.path.read_text()
+            compare = Task(name="compare", template="compare", depends=_any(previous_end),
+                           arguments={"experiment": spec_text})
+            Task(name="publish-report", template_ref=_ref("publish"), depends="compare",
+                 arguments={"bucket": s3["bucket"], "prefix": f"{prefix}/report"})
+            del pvc, compare
+    return wf
