@@ -26,7 +26,7 @@ def dgd_shape(r: ResolvedRecipe) -> tuple:
     """What changes the structure of a rendered DGD (not just its values)."""
     roles = r.recipe.topology.roles().values()
     return (r.recipe.engine, r.recipe.topology.mode, any(w.nodes > 1 for w in roles),
-            any(w.autoscaling for w in roles), bool(r.recipe.transport and r.recipe.transport.resources))
+            any(w.autoscaling for w in roles), bool(r.transport and r.transport.resources), bool(r.transport and r.transport.networks))
 
 
 def golden_documents() -> dict[str, str]:
