@@ -759,6 +759,14 @@ def _check_features(r: ResolvedRecipe, path: Path | str) -> None:
                               f"speculative.draft_model or draft_models.{spec.mode} in params/models/{recipe.model}.yaml")
         if spec.mode == "mtp" and spec.draft_model:
             raise RecipeError(f"{path}: speculative.draft_model: MTP drafts with the model's own heads; remove draft_model")
+    for role, w in recipe.topology.roles().items():
+        a = w.autoscaling
+        if a and a.target_per_replica is None:
+            raise RecipeError(f"{path}: {_role_field(role)}.autoscaling.target_per_replica: KEDA scales on a target "
+                              "per replica (the seed's 16 active requests per worker); add it")
+        if a and not a.metric.startswith("dynamo_frontend_"):
+            raise RecipeError(f"{path}: {_role_field(role)}.autoscaling.metric: the ScaledObject queries this DGD's "
+                              f"frontend; use a dynamo_frontend_* metric (got {a.metric!r})")
     t = recipe.transport
     if t and t.nixl_backend != "UCX" and not engine.kv_transfer_config:
         raise RecipeError(f"{path}: transport.nixl_backend: {t.nixl_backend} is rendered for vLLM's NIXL connector "

@@ -17,7 +17,7 @@ import json
 from typing import Any
 
 from infersweep.recipe import ResolvedRecipe, Workers
-from workflows import pod_extras
+from workflows import keda, pod_extras
 
 MODEL_CACHE_MOUNT = "/model-cache"
 LABEL_PREFIX = "infersweep.io"
@@ -139,14 +139,11 @@ def _extra_resources(r: ResolvedRecipe) -> dict[str, str]:
 
 
 def annotations(r: ResolvedRecipe) -> dict[str, str]:
-    """What the DGD itself cannot say: the autoscaling range an external autoscaler must be given."""
-    out = {}
-    for role, w in r.recipe.topology.roles().items():
-        a = w.autoscaling
-        if a:
-            target = f", target {a.target_per_replica:g} per replica" if a.target_per_replica else ""
-            out[f"{LABEL_PREFIX}/autoscaling-{role}"] = f"{a.min_replicas}-{a.max_replicas} replicas on {a.metric}{target}"
-    return out
+    """What the DGD itself cannot say: the autoscaling KEDA must be given (JSON; workflows/keda.py turns it
+    into ScaledObjects on the component's scaling adapter when the DGD is applied)."""
+    names = {role: _component_name(r, role) for role in r.recipe.topology.roles()}
+    spec = keda.autoscaling_annotation(r, names)
+    return {keda.ANNOTATION: spec} if spec else {}
 
 
 def render_dgd(r: ResolvedRecipe, *, api_version: str = "v1beta1", name: str | None = None,
