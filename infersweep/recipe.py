@@ -100,11 +100,133 @@ class Engine(_Strict):
     offload: EngineOffload = EngineOffload()
 
 
+QUANTITY_RE = re.compile(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
+_QUANTITY_BYTES = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
+                   "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+# A Kubernetes label value / annotation-free name: what node labels and Secret names must look like.
+LABEL_VALUE_RE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+# A Multus network reference: `name` or `namespace/name` of a NetworkAttachmentDefinition.
+NETWORK_RE = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?/)?[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def quantity_bytes(q: str) -> float:
+    """Bytes of a Kubernetes memory quantity like 128Gi (the forms QUANTITY_RE accepts)."""
+    m = re.fullmatch(r"([0-9.]+)([A-Za-z]*)", q)
+    assert m, q
+    return float(m.group(1)) * _QUANTITY_BYTES[m.group(2)]
+
+
+class Toleration(_Strict):
+    key: str = Field(min_length=1)
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: str | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+
+    @model_validator(mode="after")
+    def _value(self) -> "Toleration":
+        if self.operator == "Exists" and self.value is not None:
+            raise ValueError("a toleration with operator Exists takes no value; remove value")
+        return self
+
+
+class Placement(_Strict):
+    """Where worker pods may run and what host resources they hold (per GPU type in params/gpus.yaml,
+    per recipe on top: a recipe's field replaces the GPU type's, lists and maps included).
+
+    `gpu_product` lists values of the `nvidia.com/gpu.product` node label that NVIDIA GPU Feature Discovery
+    puts on every GPU node (e.g. NVIDIA-H100-80GB-HBM3; upstream Dynamo recipes select on it the same way,
+    shared/reference/dynamo/recipes/nemotron-3.5-lightning/vllm/*/deploy.yaml): rendered as required node
+    affinity, so an H100 recipe can never be scheduled on a B200 node."""
+
+    gpu_product: list[str] | None = None
+    node_selector: dict[str, str] | None = None
+    tolerations: list[Toleration] | None = None
+    image_pull_secrets: list[str] | None = None
+    memory: str | None = Field(default=None, description="host memory each worker pod requests (e.g. 64Gi); "
+                                                         "default: derived from the recipe's CPU KV tier")
+    shared_memory: str | None = Field(default=None, description="size of the /dev/shm tmpfs (operator default 8Gi)")
+
+    @field_validator("memory", "shared_memory")
+    @classmethod
+    def _quantity(cls, v: str | None) -> str | None:
+        if v is not None and not QUANTITY_RE.match(v):
+            raise ValueError(f"{v!r} is not a memory quantity like 64Gi")
+        return v
+
+    @field_validator("gpu_product", "image_pull_secrets")
+    @classmethod
+    def _label_values(cls, v: list[str] | None) -> list[str] | None:
+        for item in v or []:
+            if not item or len(item) > 63 or not LABEL_VALUE_RE.match(item):
+                raise ValueError(f"{item!r} is not a label value / object name (<=63 alnum, '-', '_', '.')")
+        return v
+
+    def over(self, base: "Placement | None") -> "Placement":
+        """This placement with the fields it leaves unset taken from `base`."""
+        if base is None:
+            return self
+        return Placement(**{k: getattr(self, k) if getattr(self, k) is not None else getattr(base, k)
+                            for k in Placement.model_fields})
+
+
+class Transport(_Strict):
+    """How prefill hands KV to decode (NIXL backend) and what the fabric needs in each worker pod.
+
+    The cluster report's RoCE data path (seeds/000): `rdma/ib` alone was not enough; pods also needed a
+    pod-native RoCE interface (a Multus/MacVLAN secondary network whose addresses come from an NV-IPAM pool)
+    and UCX pinned to the right HCA. So a transport states the extra resources, the Multus networks (pod
+    annotation `k8s.v1.cni.cncf.io/networks`), the container capabilities RDMA needs (IPC_LOCK: pinning
+    memory for registration) and the UCX/NIXL environment (UCX_NET_DEVICES, UCX_TLS, ...)."""
+
+    nixl_backend: Literal["UCX", "LIBFABRIC"] = "UCX"  # LIBFABRIC for AWS EFA
+    resources: dict[str, PositiveInt] = Field(default={}, description="extra pod resources, e.g. rdma/ib: 1")
+    env: dict[str, str] = {}
+    networks: list[str] = Field(default=[], description="Multus NetworkAttachmentDefinitions: name or namespace/name")
+    capabilities: list[Literal["IPC_LOCK", "SYS_RESOURCE", "NET_RAW"]] = []
+    pod_annotations: dict[str, str] = {}
+
+    @field_validator("resources")
+    @classmethod
+    def _resource_names(cls, v: dict[str, int]) -> dict[str, int]:
+        for name in v:
+            if not RESOURCE_RE.match(name) or name in ("cpu", "memory") or name.endswith("/gpu"):
+                raise ValueError(f"{name!r} is not an extra resource name like rdma/ib or vpc.amazonaws.com/efa")
+        return v
+
+    @field_validator("networks")
+    @classmethod
+    def _networks(cls, v: list[str]) -> list[str]:
+        for n in v:
+            if not NETWORK_RE.match(n):
+                raise ValueError(f"{n!r} is not a NetworkAttachmentDefinition name (name or namespace/name)")
+        return v
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, v: dict[str, str]) -> dict[str, str]:
+        for k in v:
+            if not ENV_NAME_RE.match(k):
+                raise ValueError(f"{k!r} is not an environment variable name")
+        return v
+
+    @field_validator("pod_annotations")
+    @classmethod
+    def _annotations(cls, v: dict[str, str]) -> dict[str, str]:
+        if "k8s.v1.cni.cncf.io/networks" in v:
+            raise ValueError("give Multus networks as `networks: [name, ...]`, not as a raw annotation")
+        return v
+
+
 class GpuType(_Strict):
     per_node: int = Field(gt=0)
     memory_gib: float = Field(gt=0)
     resource: str = "nvidia.com/gpu"
     mem_bw_tb_s: float | None = Field(default=None, gt=0, exclude=True, description="HBM bandwidth per GPU (physics check)")
+    placement: Placement | None = None
+    # The pool's inter-pod data path, used by every recipe of this GPU type that moves data between pods
+    # (disaggregated KV transfer, TP across nodes) and states no `transport` of its own.
+    fabric: Transport | None = None
 
 
 # ---------------------------------------------------------------- the recipe
@@ -351,20 +473,14 @@ class Speculative(_Strict):
     draft_model: str | None = Field(default=None, description="Hugging Face id; default: the model's draft_models")
 
 
-class Transport(_Strict):
-    """How prefill hands KV to decode (NIXL backend) and what the fabric needs in each worker pod."""
+class Provenance(_Strict):
+    """Which seed row or upstream recipe this recipe follows, and every deliberate difference from it.
 
-    nixl_backend: Literal["UCX", "LIBFABRIC"] = "UCX"  # LIBFABRIC for AWS EFA
-    resources: dict[str, PositiveInt] = Field(default={}, description="extra pod resources, e.g. rdma/ib: 1")
-    env: dict[str, str] = {}
+    `differences` maps a topic (image, workload, transport, ...) to the reason we differ; it is a mapping so
+    a folder's _defaults.yaml can state what all its recipes share and a recipe adds its own topics."""
 
-    @field_validator("resources")
-    @classmethod
-    def _resource_names(cls, v: dict[str, int]) -> dict[str, int]:
-        for name in v:
-            if not RESOURCE_RE.match(name) or name in ("cpu", "memory") or name.endswith("/gpu"):
-                raise ValueError(f"{name!r} is not an extra resource name like rdma/ib or vpc.amazonaws.com/efa")
-        return v
+    follows: str = Field(min_length=1, description="seed row or upstream recipe path")
+    differences: dict[str, str] = {}
 
 
 class Regression(_Strict):
@@ -407,6 +523,8 @@ class Recipe(_Strict):
     kv_offload: KvOffload | None = None
     speculative: Speculative | None = None
     transport: Transport | None = None
+    placement: Placement | None = None
+    provenance: Provenance | None = None
     workload: Workload
     slo: Slo = Slo()
     baseline: Baseline | None = None
@@ -480,6 +598,24 @@ class ResolvedRecipe:
     def gpu_capacity(self) -> int:
         """GPUs the deployment may claim (an autoscaled role at its max_replicas)."""
         return sum(w.max_replicas * w.gpus_per_replica for w in self.recipe.topology.roles().values())
+
+    @property
+    def needs_fabric(self) -> bool:
+        """Whether data moves between worker pods: KV from prefill to decode, or TP ranks across nodes."""
+        roles = self.recipe.topology.roles().values()
+        return self.recipe.topology.mode == "disagg" or any(w.nodes > 1 for w in roles)
+
+    @property
+    def transport(self) -> Transport | None:
+        """The recipe's own transport, else its GPU pool's fabric when the recipe moves data between pods."""
+        if self.recipe.transport is not None:
+            return self.recipe.transport
+        return self.gpu_type.fabric if self.needs_fabric else None
+
+    @property
+    def placement(self) -> Placement:
+        """The recipe's placement over its GPU type's (a field the recipe sets wins)."""
+        return (self.recipe.placement or Placement()).over(self.gpu_type.placement)
 
     @property
     def draft_model(self) -> str | None:
@@ -627,6 +763,14 @@ def _check_features(r: ResolvedRecipe, path: Path | str) -> None:
                               f"speculative.draft_model or draft_models.{spec.mode} in params/models/{recipe.model}.yaml")
         if spec.mode == "mtp" and spec.draft_model:
             raise RecipeError(f"{path}: speculative.draft_model: MTP drafts with the model's own heads; remove draft_model")
+    for role, w in recipe.topology.roles().items():
+        a = w.autoscaling
+        if a and a.target_per_replica is None:
+            raise RecipeError(f"{path}: {_role_field(role)}.autoscaling.target_per_replica: KEDA scales on a target "
+                              "per replica (the seed's 16 active requests per worker); add it")
+        if a and not a.metric.startswith("dynamo_frontend_"):
+            raise RecipeError(f"{path}: {_role_field(role)}.autoscaling.metric: the ScaledObject queries this DGD's "
+                              f"frontend; use a dynamo_frontend_* metric (got {a.metric!r})")
     t = recipe.transport
     if t and t.nixl_backend != "UCX" and not engine.kv_transfer_config:
         raise RecipeError(f"{path}: transport.nixl_backend: {t.nixl_backend} is rendered for vLLM's NIXL connector "

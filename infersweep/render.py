@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ import yaml
 
 from infersweep.recipe import ResolvedRecipe
 from infersweep.schemas import reference_dir, validate_document
+from workflows.keda import scaled_objects
 from workflows.pipeline import pipeline_template, recipe_arguments, recipe_workflow
 from workflows.steps_library import Images, step_workflow_templates
 
@@ -66,15 +67,20 @@ class Bundle:
     dgd: dict[str, Any]
     workflow: dict[str, Any]
     templates: list[dict[str, Any]]
+    # KEDA ScaledObjects of the DGD's autoscaled roles; the deploy step applies the same ones with the DGD.
+    scaled_objects: list[dict[str, Any]] = field(default_factory=list)
 
     def documents(self) -> list[dict[str, Any]]:
-        return [self.dgd, self.workflow, *self.templates]
+        return [self.dgd, *self.scaled_objects, self.workflow, *self.templates]
 
     def write(self, out: Path) -> list[Path]:
         out.mkdir(parents=True, exist_ok=True)
         files = [out / "dgd.yaml", out / "workflow.yaml"]
         files[0].write_text(_dump(self.dgd))
         files[1].write_text(_dump(self.workflow))
+        if self.scaled_objects:
+            files.append(out / "scaledobjects.yaml")
+            files[-1].write_text("---\n".join(_dump(so) for so in self.scaled_objects))
         tdir = out / "templates"
         tdir.mkdir(exist_ok=True)
         for t in self.templates:
@@ -93,6 +99,7 @@ def render_recipe(r: ResolvedRecipe, platform: dict[str, Any], *, dgd_api: str =
         wf["metadata"]["name"] = workflow_name
     bundle = Bundle(dgd=yaml.load(args["dgd"], Loader=_LOADER), workflow=wf,
                     templates=library_templates(platform, r.recipe.engine, r.recipe.topology.mode))
+    bundle.scaled_objects = scaled_objects(bundle.dgd, namespace or platform["namespace"])
     for doc in bundle.documents():
         # A document the cluster would refuse (or silently prune) never leaves here.
         try:

@@ -8,6 +8,7 @@ with unknown properties forbidden, so the typo fails here, with its path.
 Sources (read-only, see ``reference_dir()``):
   * Argo: ``argo/schema-<version>.json`` (argo-workflows ``api/jsonschema/schema.json``).
   * DGD:  ``dynamo/crds/nvidia.com_dynamographdeployments.yaml`` (openAPIV3Schema per version).
+  * KEDA ScaledObject: ``keda/keda.sh_scaledobjects.yaml`` (the same strict CRD conversion).
   * Core/RBAC objects: the ``io.k8s`` definitions inside the Argo schema where they exist
     (PersistentVolumeClaim, ObjectMeta, ...), small hand-written schemas otherwise.
 """
@@ -46,6 +47,8 @@ ARGO_KINDS = (
     "WorkflowEventBinding",
 )
 DGD_VERSIONS = {"nvidia.com/v1alpha1": "v1alpha1", "nvidia.com/v1beta1": "v1beta1"}
+# Other custom resources we render: (apiVersion, kind) -> CRD file under the reference dir.
+CRD_KINDS = {("keda.sh/v1alpha1", "ScaledObject"): "keda/keda.sh_scaledobjects.yaml"}
 
 # (apiVersion, kind) -> definition name inside the (patched) Argo definitions.
 # "infersweep.*" names are the hand-written schemas below; the others ship with the Argo schema.
@@ -377,6 +380,22 @@ def _dgd_validators(ref_dir: str) -> dict[str, Draft7Validator]:
     return validators
 
 
+@functools.lru_cache(maxsize=None)
+def _crd_validator(ref_dir: str, rel: str, version: str) -> Draft7Validator:
+    crd = yaml.load((Path(ref_dir) / rel).read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    schema = next(v["schema"]["openAPIV3Schema"] for v in crd["spec"]["versions"] if v["name"] == version)
+    schema = _crd_to_json_schema(schema)
+    schema["properties"]["metadata"] = {"type": "object"}  # checked by _metadata_violations
+    schema["properties"].pop("status", None)  # the controller's, never ours to write
+    return Draft7Validator(schema, format_checker=None)
+
+
+def _crd_violations(doc: dict) -> list[Violation]:
+    rel = CRD_KINDS[(doc["apiVersion"], doc["kind"])]
+    validator = _crd_validator(str(reference_dir()), rel, doc["apiVersion"].split("/", 1)[1])
+    return _schema_violations(validator, doc) + _metadata_violations(doc, require_name=True, schema_checked=False)
+
+
 # ----------------------------------------------------------------------------------------------
 # Turning jsonschema errors into violations
 
@@ -581,6 +600,8 @@ def _document_violations(doc: Any, argo_versions: Iterable[str]) -> list[Violati
         return _dgd_violations(doc)
     if (api_version, kind) in K8S_KINDS:
         return _k8s_violations(doc)
+    if (api_version, kind) in CRD_KINDS:
+        return _crd_violations(doc)
     # Failing loudly is the point: an unchecked kind is exactly where a typo would slip through.
     return [Violation(_where(doc), ("kind",),
                       f"no schema for {api_version} {kind}; add one to infersweep/schemas.py")]  # fmt: skip

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 DGD_GROUP = "nvidia.com"
 DGD_PLURAL = "dynamographdeployments"
+KEDA_GROUP, KEDA_VERSION, KEDA_PLURAL = "keda.sh", "v1alpha1", "scaledobjects"
 
 
 class Platform(Protocol):
@@ -82,7 +83,63 @@ class KubernetesPlatform:
             # A retried step finds its own DGD: bring it to the rendered spec instead of failing.
             self.custom.patch_namespaced_custom_object(DGD_GROUP, version, namespace, DGD_PLURAL, name,
                                                        {"spec": dgd["spec"], "metadata": {"labels": dgd["metadata"].get("labels", {})}})
+        self.apply_scaled_objects(dgd, namespace)
         return frontend_url(name, namespace)
+
+    def apply_scaled_objects(self, dgd: dict[str, Any], namespace: str) -> int:
+        """KEDA ScaledObjects of the DGD's autoscaled roles (workflows/keda.py), owned by the DGD so the
+        API server's garbage collector deletes them with it whoever deletes it."""
+        from kubernetes.client.exceptions import ApiException
+
+        from infersweep.schemas import validate_document
+        from workflows.keda import scaled_objects
+
+        objs = scaled_objects(dgd, namespace)
+        if not objs:
+            return 0
+        version = dgd["apiVersion"].split("/", 1)[1]
+        live = self.custom.get_namespaced_custom_object(DGD_GROUP, version, namespace, DGD_PLURAL, dgd["metadata"]["name"])
+        owner = {"apiVersion": dgd["apiVersion"], "kind": "DynamoGraphDeployment", "name": dgd["metadata"]["name"],
+                 "uid": (live.get("metadata") or {}).get("uid", ""), "blockOwnerDeletion": False, "controller": False}
+        for so in objs:
+            if owner["uid"]:
+                so["metadata"]["ownerReferences"] = [owner]
+            validate_document(so)  # strict, against the KEDA CRD shipped in infersweep/reference
+            try:
+                self.custom.create_namespaced_custom_object(KEDA_GROUP, KEDA_VERSION, namespace, KEDA_PLURAL, so)
+            except ApiException as e:
+                if e.status == 404:
+                    raise RuntimeError(f"the recipe autoscales but the cluster has no {KEDA_GROUP}/{KEDA_VERSION} "
+                                       f"{KEDA_PLURAL}: install KEDA, or remove autoscaling from the recipe") from None
+                if e.status != 409:
+                    raise
+                self.custom.patch_namespaced_custom_object(KEDA_GROUP, KEDA_VERSION, namespace, KEDA_PLURAL,
+                                                           so["metadata"]["name"], {"spec": so["spec"]})
+        return len(objs)
+
+    def delete_scaled_objects(self, dgd_name: str, namespace: str) -> int:
+        """Delete the DGD's ScaledObjects (found by their infersweep.io/dgd label); none, or no KEDA, is fine."""
+        from kubernetes.client.exceptions import ApiException
+
+        from workflows.keda import DGD_LABEL
+
+        try:
+            found = self.custom.list_namespaced_custom_object(KEDA_GROUP, KEDA_VERSION, namespace, KEDA_PLURAL,
+                                                              label_selector=f"{DGD_LABEL}={dgd_name}")
+        except ApiException as e:
+            if e.status == 404:  # KEDA not installed: nothing of ours can exist
+                return 0
+            raise
+        deleted = 0
+        for item in found.get("items", []):
+            try:
+                self.custom.delete_namespaced_custom_object(KEDA_GROUP, KEDA_VERSION, namespace, KEDA_PLURAL,
+                                                            item["metadata"]["name"])
+                deleted += 1
+            except ApiException as e:
+                if e.status != 404:
+                    raise
+        return deleted
 
     def wait_ready(self, name: str, namespace: str, model: str, timeout_s: float, *,
                    api_version: str = "v1beta1", bundle_path: Path | None = None) -> float:
@@ -94,6 +151,7 @@ class KubernetesPlatform:
     def delete_dgd(self, name: str, namespace: str, api_version: str) -> bool:
         from kubernetes.client.exceptions import ApiException
 
+        self.delete_scaled_objects(name, namespace)  # first, so KEDA stops scaling a DGD on its way out
         try:
             self.custom.delete_namespaced_custom_object(DGD_GROUP, api_version, namespace, DGD_PLURAL, name)
             return True
@@ -136,6 +194,12 @@ class LocalPlatform:
             teardown_local(d)
         model_dir = Path(os.environ["INFERSWEEP_LOCAL_MODEL_DIR"])
         max_workers = int(os.environ.get("INFERSWEEP_LOCAL_MAX_WORKERS", "2"))
+        # No KEDA here: build and validate the ScaledObjects all the same, so a bad one fails locally too.
+        from infersweep.schemas import validate_document
+        from workflows.keda import scaled_objects
+
+        for so in scaled_objects(dgd, namespace):
+            validate_document(so)
         dep = deploy_local(dgd, model_dir=model_dir, state_dir=d, max_workers_per_component=max_workers)
         targets = os.environ.get("INFERSWEEP_LOCAL_PROM_TARGETS")
         if targets:

@@ -3,7 +3,7 @@
 Steps talk to it through the real `kubernetes` client (a kubeconfig pointing at it), so what is tested is
 the exact request the client sends: path, verb and body. It implements what the steps use: create / get /
 patch / delete of namespaced custom objects and PersistentVolumeClaims (404 for a missing object, 409 for
-a duplicate create), and list of pods (empty). Not a real API server: no validation, no watch.
+a duplicate create, a uid on create), list (with equality label selectors) and list of pods (empty). Not a real API server: no validation, no watch.
 
     with K8sStandin() as api:
         env["KUBECONFIG"] = str(api.kubeconfig(tmp_path))
@@ -17,8 +17,10 @@ from __future__ import annotations
 import json
 import re
 import threading
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import parse_qs
 
 import yaml
 
@@ -31,6 +33,7 @@ class K8sStandin:
         self.objects: dict[tuple[str, str, str, str, str], dict] = {}
         self.requests: list[tuple[str, str, dict | None]] = []
         self._lock = threading.Lock()
+        self._query: dict[str, list[str]] = {}
         self._server: ThreadingHTTPServer | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------------
@@ -54,10 +57,11 @@ class K8sStandin:
                 self.wfile.write(data)
 
             def _handle(self) -> None:
-                path = self.path.split("?", 1)[0]
+                path, _, query = self.path.partition("?")
                 body = self._body()
                 with standin._lock:
                     standin.requests.append((self.command, path, body))
+                    standin._query = parse_qs(query)
                     code, obj = standin._dispatch(self.command, path, body)
                 self._send(code, obj)
 
@@ -105,6 +109,10 @@ class K8sStandin:
         ns, plural, name = m["ns"], m["plural"], m["name"]
         if method == "GET" and name is None:
             items = [o for k, o in self.objects.items() if k[:4] == (group, version, ns, plural)]
+            for sel in self._query.get("labelSelector", [""])[0].split(","):  # equality selectors only
+                if sel:
+                    k, _, v = sel.partition("=")
+                    items = [o for o in items if (o.get("metadata", {}).get("labels") or {}).get(k) == v]
             return 200, {"kind": "List", "apiVersion": "v1", "metadata": {}, "items": items}
         if method == "POST" and name is None:
             name = (body or {}).get("metadata", {}).get("name", "")
@@ -113,6 +121,7 @@ class K8sStandin:
                 return 409, self._status(409, "AlreadyExists", f"{plural} {name!r} already exists")
             obj = dict(body or {})
             obj.setdefault("metadata", {})["namespace"] = ns
+            obj["metadata"].setdefault("uid", str(uuid.uuid4()))  # the API server assigns every object a uid
             self.objects[key] = obj
             return 201, obj
         key = (group, version, ns, plural, name or "")

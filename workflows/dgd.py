@@ -17,6 +17,7 @@ import json
 from typing import Any
 
 from infersweep.recipe import ResolvedRecipe, Workers
+from workflows import keda, pod_extras
 
 MODEL_CACHE_MOUNT = "/model-cache"
 LABEL_PREFIX = "infersweep.io"
@@ -127,25 +128,22 @@ def _gpus_per_pod(w: Workers) -> int:
 def _worker_env(r: ResolvedRecipe) -> list[dict[str, str]]:
     # The model-cache step has put the pinned revision on the PVC; workers must never reach the hub.
     env = [{"name": "HF_HOME", "value": MODEL_CACHE_MOUNT}, {"name": "HF_HUB_OFFLINE", "value": "1"}]
-    t = r.recipe.transport
+    t = r.transport  # the recipe's, or its GPU pool's fabric (infersweep.recipe.ResolvedRecipe.transport)
     return env + [{"name": k, "value": v} for k, v in sorted((t.env if t else {}).items())]
 
 
 def _extra_resources(r: ResolvedRecipe) -> dict[str, str]:
     """Fabric resources (rdma/ib, vpc.amazonaws.com/efa) each worker pod asks for besides its GPUs."""
-    t = r.recipe.transport
+    t = r.transport
     return {k: str(v) for k, v in sorted((t.resources if t else {}).items())}
 
 
 def annotations(r: ResolvedRecipe) -> dict[str, str]:
-    """What the DGD itself cannot say: the autoscaling range an external autoscaler must be given."""
-    out = {}
-    for role, w in r.recipe.topology.roles().items():
-        a = w.autoscaling
-        if a:
-            target = f", target {a.target_per_replica:g} per replica" if a.target_per_replica else ""
-            out[f"{LABEL_PREFIX}/autoscaling-{role}"] = f"{a.min_replicas}-{a.max_replicas} replicas on {a.metric}{target}"
-    return out
+    """What the DGD itself cannot say: the autoscaling KEDA must be given (JSON; workflows/keda.py turns it
+    into ScaledObjects on the component's scaling adapter when the DGD is applied)."""
+    names = {role: _component_name(r, role) for role in r.recipe.topology.roles()}
+    spec = keda.autoscaling_annotation(r, names)
+    return {keda.ANNOTATION: spec} if spec else {}
 
 
 def render_dgd(r: ResolvedRecipe, *, api_version: str = "v1beta1", name: str | None = None,
@@ -172,6 +170,7 @@ def _spec_v1beta1(r: ResolvedRecipe, pvc: str, hf_secret: str) -> dict[str, Any]
             "command": ["python3", "-m", "dynamo.frontend"], "args": frontend_args(r),
         }]}},
     }
+    pod_extras.frontend_v1beta1(frontend, r)
     components = [frontend]
     for role, w in r.recipe.topology.roles().items():
         gpus = str(_gpus_per_pod(w))
@@ -198,6 +197,7 @@ def _spec_v1beta1(r: ResolvedRecipe, pvc: str, hf_secret: str) -> dict[str, Any]
             comp["multinode"] = {"nodeCount": w.nodes}
         if w.autoscaling:
             comp["scalingAdapter"] = {}  # replicas start at min; the adapter lets KEDA/HPA move them
+        pod_extras.worker_v1beta1(comp, r, w)
         components.append(comp)
     return {"backendFramework": r.recipe.engine, "components": components}
 
@@ -212,6 +212,7 @@ def _spec_v1alpha1(r: ResolvedRecipe, pvc: str, hf_secret: str) -> dict[str, Any
             }},
         }
     }
+    pod_extras.frontend_v1alpha1(services["Frontend"], r)
     for role, w in r.recipe.topology.roles().items():
         gpus = str(_gpus_per_pod(w))
         svc: dict[str, Any] = {
@@ -235,5 +236,6 @@ def _spec_v1alpha1(r: ResolvedRecipe, pvc: str, hf_secret: str) -> dict[str, Any
             svc["multinode"] = {"nodeCount": w.nodes}
         if w.autoscaling:
             svc["scalingAdapter"] = {"enabled": True}
+        pod_extras.worker_v1alpha1(svc, r, w)
         services[_component_name(r, role)] = svc
     return {"backendFramework": r.recipe.engine, "pvcs": [{"name": pvc, "create": False}], "services": services}

@@ -26,7 +26,7 @@ def dgd_shape(r: ResolvedRecipe) -> tuple:
     """What changes the structure of a rendered DGD (not just its values)."""
     roles = r.recipe.topology.roles().values()
     return (r.recipe.engine, r.recipe.topology.mode, any(w.nodes > 1 for w in roles),
-            any(w.autoscaling for w in roles), bool(r.recipe.transport and r.recipe.transport.resources))
+            any(w.autoscaling for w in roles), bool(r.transport and r.transport.resources), bool(r.transport and r.transport.networks))
 
 
 def golden_documents() -> dict[str, str]:
@@ -42,6 +42,8 @@ def golden_documents() -> dict[str, str]:
         b = render_recipe(r, platform)
         out[f"recipes/{r.name}/dgd-v1beta1.yaml"] = _dump(b.dgd)
         out[f"recipes/{r.name}/workflow.yaml"] = _dump(b.workflow)
+        if b.scaled_objects:
+            out[f"recipes/{r.name}/scaledobjects.yaml"] = "---\n".join(_dump(so) for so in b.scaled_objects)
         if dgd_shape(r) not in dgd_shapes:
             dgd_shapes.add(dgd_shape(r))
             out[f"recipes/{r.name}/dgd-v1alpha1.yaml"] = _dump(render_recipe(r, platform, dgd_api="v1alpha1").dgd)

@@ -34,11 +34,26 @@ def run(a: argparse.Namespace) -> int:
         if not a.name:
             raise RecipeError("infersweep recipes show NAME: give a recipe name (see `infersweep recipes`)")
         r = load_recipe(a.name)
+        prov = r.recipe.provenance
+        if prov:  # where the recipe comes from, first: what a reviewer compares it with
+            print(f"# follows: {prov.follows}")
+            for topic, why in prov.differences.items():
+                print(f"# differs ({topic}): {why}")
         if r.path:
             print(f"# {r.path} (with its folder's _defaults.yaml merged)")
             print(yaml.safe_dump(recipe_data(r.path), sort_keys=False, width=120), end="")
         else:
             print(r.recipe.model_dump_json(indent=2))
+        return 0
+    if a.markdown:
+        from infersweep.catalog import markdown_table, write_readme
+        from infersweep.paths import REPO_ROOT
+
+        if a.write_readme:
+            changed = write_readme(REPO_ROOT / "README.md")
+            print(f"README.md catalog table {'rewritten' if changed else 'already current'}")
+        else:
+            print(markdown_table(), end="")
         return 0
     rows = []
     for p in all_recipe_paths():
@@ -53,4 +68,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("recipes", help="list recipes, or show one")
     p.add_argument("action", nargs="?", choices=["list", "show"], default="list")
     p.add_argument("name", nargs="?")
+    p.add_argument("--markdown", action="store_true", help="the catalog as the README's Markdown table (with provenance)")
+    p.add_argument("--write-readme", action="store_true", help="with --markdown: rewrite README.md's catalog table")
     p.set_defaults(fn=run)

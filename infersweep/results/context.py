@@ -30,7 +30,8 @@ def recipe_hash(resolved) -> str:
 
     Canonical JSON, so two renders of the same recipe agree and any change to what was deployed changes it.
     """
-    doc = {"recipe": resolved.recipe.model_dump(mode="json"), "model": resolved.model.model_dump(mode="json"),
+    # provenance documents where a recipe comes from; it changes nothing that is deployed, so not the hash
+    doc = {"recipe": resolved.recipe.model_dump(mode="json", exclude={"provenance"}), "model": resolved.model.model_dump(mode="json"),
            "engine": resolved.engine.model_dump(mode="json"), "gpu_type": resolved.gpu_type.model_dump(mode="json")}
     return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 

@@ -1,0 +1,145 @@
+"""The pod-level parts of a DGD's worker and frontend pods: fabric, placement and host resources.
+
+workflows/dgd.py builds each component (command, args, GPUs, model cache); this module adds what the pod
+needs from the cluster around it, in the place each DGD apiVersion has for it (read from the CRD in
+infersweep/reference/dynamo/crds, nvidia.com_dynamographdeployments.yaml):
+
+| what                              | v1beta1 (`spec.components[]`)                  | v1alpha1 (`spec.services.X`)            |
+|-----------------------------------|------------------------------------------------|-----------------------------------------|
+| pod annotations (Multus networks) | `podTemplate.metadata.annotations`             | `extraPodMetadata.annotations`          |
+| node affinity, tolerations,       | `podTemplate.spec.{affinity,tolerations,       | `extraPodSpec.{affinity,tolerations,    |
+| nodeSelector, imagePullSecrets    |  nodeSelector,imagePullSecrets}`               |  nodeSelector,imagePullSecrets}`        |
+| capabilities (IPC_LOCK)           | `containers[main].securityContext`             | `extraPodSpec.mainContainer.securityContext` |
+| memory request                    | `containers[main].resources.requests.memory`   | `resources.requests.memory`             |
+| /dev/shm size                     | `sharedMemorySize` (operator mounts a Memory   | `sharedMemory.size`                     |
+|                                   |  emptyDir at /dev/shm; nil = 8Gi)              |                                         |
+
+Upstream Dynamo recipes put the same things in the same places: shared/reference/dynamo/recipes/
+nemotron-3.5-lightning/vllm/disagg-h200-dspark/deploy.yaml (v1beta1: gpu.product node affinity, the
+nvidia.com/gpu toleration, imagePullSecrets, IPC_LOCK, UCX_TLS, rdma/ib, a 128Gi memory request,
+sharedMemorySize 40Gi) and ai-dynamo/dynamo recipes/qwen3-32b/vllm/disagg-1p1d-gke-roce/deploy.yaml
+(v1alpha1: the RDMA network annotation under extraPodMetadata.annotations, IPC_LOCK on mainContainer,
+UCX_TLS + UCX_NET_DEVICES naming the mlx5 HCAs, RDMA resources under resources.*.custom).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from infersweep.recipe import ResolvedRecipe, Workers
+
+MULTUS_NETWORKS = "k8s.v1.cni.cncf.io/networks"  # Multus: comma-separated [namespace/]name list
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"  # set on every GPU node by NVIDIA GPU Feature Discovery
+# Host memory a worker needs besides its CPU KV tier (Python, CUDA context, pinned staging buffers). An
+# upstream Dynamo Qwen3-32B FP8 vLLM KV-offloading recipe (deployment qwen3-32b-fp8-vllm-agg-kv-offload)
+# requests 64 GiB "for its 32 GiB KV tier plus runtime overhead": tier + 32 GiB.
+WORKER_BASE_MEMORY_GIB = 32
+# SGLang sizes its HiCache host pool as hicache_ratio x the device KV pool (sglang python/sglang/srt/
+# mem_cache/memory_pool_host.py, HostKVCache.__init__: `self.size = int(device_pool.size *
+# host_to_device_ratio)`). The device pool is what mem_fraction_static leaves after the weights; 0.9 is
+# an upper bound of SGLang's default fraction, so the request is never below what HiCache allocates.
+SGLANG_MEM_FRACTION_BOUND = 0.9
+
+
+def pod_annotations(r: ResolvedRecipe) -> dict[str, str]:
+    t = r.transport
+    if not t:
+        return {}
+    out = dict(sorted(t.pod_annotations.items()))
+    if t.networks:
+        out[MULTUS_NETWORKS] = ",".join(t.networks)
+    return out
+
+
+def node_affinity(r: ResolvedRecipe) -> dict[str, Any] | None:
+    products = r.placement.gpu_product
+    if not products:
+        return None
+    term = {"matchExpressions": [{"key": GPU_PRODUCT_LABEL, "operator": "In", "values": list(products)}]}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
+
+
+def offload_host_gib(r: ResolvedRecipe, w: Workers, args: list[str]) -> float:
+    """Host memory (GiB) the CPU KV tier of one worker pod takes, from the recipe's offload size."""
+    off = r.recipe.kv_offload
+    if not off:
+        return 0.0
+    if off.cpu_gib is not None:
+        # vLLM: cpu_gib per engine; a pod runs one engine per DP rank.
+        return off.cpu_gib * (w.dp if w.dp_adds_gpus else 1)
+    spell = r.engine.offload
+    if off.hicache_ratio is None or (spell.hicache_switch and spell.hicache_switch not in args):
+        return 0.0  # HiCache is not on in this role (SGLang's PD decode cannot run it)
+    gpus = w.gpus_per_replica // w.nodes
+    kv_per_gpu = max(0.0, r.gpu_type.memory_gib * SGLANG_MEM_FRACTION_BOUND - r.model.size_gib / w.gpus_per_replica)
+    return off.hicache_ratio * kv_per_gpu * gpus
+
+
+def worker_memory(r: ResolvedRecipe, w: Workers, args: list[str]) -> str | None:
+    if r.placement.memory:
+        return r.placement.memory
+    tier = offload_host_gib(r, w, args)
+    return f"{math.ceil(tier + WORKER_BASE_MEMORY_GIB)}Gi" if tier else None
+
+
+def _security_context(r: ResolvedRecipe) -> dict[str, Any] | None:
+    t = r.transport
+    return {"capabilities": {"add": list(t.capabilities)}} if t and t.capabilities else None
+
+
+def _scheduling(r: ResolvedRecipe) -> dict[str, Any]:
+    """Pod-spec fields that decide where a worker may run."""
+    p, out = r.placement, {}
+    if node_affinity(r):
+        out["affinity"] = node_affinity(r)
+    if p.node_selector:
+        out["nodeSelector"] = dict(p.node_selector)
+    if p.tolerations:
+        out["tolerations"] = [t.model_dump(exclude_none=True) for t in p.tolerations]
+    return out
+
+
+def _pull_secrets(r: ResolvedRecipe) -> dict[str, Any]:
+    secrets = r.placement.image_pull_secrets
+    return {"imagePullSecrets": [{"name": s} for s in secrets]} if secrets else {}
+
+
+def worker_v1beta1(comp: dict[str, Any], r: ResolvedRecipe, w: Workers) -> None:
+    """Add fabric, placement and host resources to a v1beta1 worker component (in place)."""
+    pod = comp["podTemplate"]
+    spec, main = pod["spec"], pod["spec"]["containers"][0]
+    if pod_annotations(r):  # metadata first, as a reader expects it
+        comp["podTemplate"] = {"metadata": {"annotations": pod_annotations(r)}, **pod}
+    spec.update(_scheduling(r) | _pull_secrets(r))
+    if _security_context(r):
+        main["securityContext"] = _security_context(r)
+    memory = worker_memory(r, w, main.get("args", []))
+    if memory:
+        main["resources"]["requests"]["memory"] = memory
+    if r.placement.shared_memory:
+        comp["sharedMemorySize"] = r.placement.shared_memory
+
+
+def frontend_v1beta1(comp: dict[str, Any], r: ResolvedRecipe) -> None:
+    # The frontend needs no GPU node, only the image: pull secrets, nothing else.
+    comp["podTemplate"]["spec"].update(_pull_secrets(r))
+
+
+def worker_v1alpha1(svc: dict[str, Any], r: ResolvedRecipe, w: Workers) -> None:
+    """The same for a v1alpha1 worker service (in place)."""
+    extra, main = svc["extraPodSpec"], svc["extraPodSpec"]["mainContainer"]
+    if pod_annotations(r):
+        svc["extraPodMetadata"] = {"annotations": pod_annotations(r)}
+    extra.update(_scheduling(r) | _pull_secrets(r))
+    if _security_context(r):
+        main["securityContext"] = _security_context(r)
+    memory = worker_memory(r, w, main.get("args", []))
+    if memory:
+        svc["resources"]["requests"]["memory"] = memory
+    if r.placement.shared_memory:
+        svc["sharedMemory"] = {"size": r.placement.shared_memory}
+
+
+def frontend_v1alpha1(svc: dict[str, Any], r: ResolvedRecipe) -> None:
+    svc["extraPodSpec"].update(_pull_secrets(r))
