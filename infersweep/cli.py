@@ -20,9 +20,14 @@ def command_names() -> list[str]:
 
 
 def _chosen(argv: list[str], names: list[str]) -> list[str]:
-    """The command modules to register: the one argv names (the first non-option word), else all."""
-    first = next((arg for arg in argv if not arg.startswith("-")), None)
-    return [first] if first in names else names
+    """The command modules to register: the one argv names (the first non-option word), else all
+    (also for `infersweep -h COMMAND`, which prints the top-level help)."""
+    for arg in argv:
+        if arg in ("-h", "--help"):
+            return names
+        if not arg.startswith("-"):
+            return [arg] if arg in names else names
+    return names
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:

@@ -48,3 +48,28 @@ def test_a_cycle_hidden_in_a_function_breaks_the_acyclic_contract(tmp_path):
     res = lint(root)
     assert res.returncode == 1 and "No cycles are allowed in infersweep" in res.stdout, res.stdout
     assert ".paths -> .recipe" in res.stdout or ".recipe -> .paths" in res.stdout, res.stdout
+
+
+def test_the_cli_imports_only_the_command_it_runs():
+    """`infersweep render` must not pay for pandas (report/compare) or the Argo Server client: start-up."""
+    code = ("import sys; from infersweep.cli import main; "
+            "main(['render', 'nemotron-3-nano-fp8-vllm-agg-kv', '--out', sys.argv[1]]); "
+            "print(sorted(m for m in ('pandas', 'infersweep.results.run', 'infersweep.argo_server', 'matplotlib') "
+            "if m in sys.modules))")
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as out:
+        res = subprocess.run([sys.executable, "-c", code, out], cwd=REPO, env=os.environ | {"PYTHONPATH": str(REPO)},
+                             capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_top_level_help_still_lists_every_command():
+    from infersweep.cli import build_parser, command_names
+
+    def choices(argv):
+        return sorted(next(a for a in build_parser(argv)._actions if a.dest == "cmd").choices)
+
+    assert choices(["--help"]) == choices(["-h", "render"]) == choices(["no-such-command"]) == command_names()
+    assert "report" in command_names() and choices(["render", "x", "--out", "y"]) == ["render"]
