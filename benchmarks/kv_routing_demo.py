@@ -30,7 +30,7 @@ from infersweep.local.s3server import LocalS3
 from infersweep.paths import params_dir
 from infersweep.platform_config import load_platform
 from infersweep.results.compare import Comparison, compare_runs, comparison_plot
-from infersweep.results.index import publish_index_entry
+from infersweep.results.store import publish_index_entry
 from infersweep.results.store import RunStore
 
 KV_CACHE_TOKENS_PER_WORKER = 16384 * 2  # mocker default blocks x the recipes' --block-size 2

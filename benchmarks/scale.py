@@ -30,7 +30,7 @@ from pathlib import Path
 
 from _common import CACHE, REPO, Figure, report
 
-FIXTURE = Path(os.environ.get("INFERSWEEP_SHARED", REPO.parent / "shared")) / "reference/aiperf/0.13.0/dynamo-mocker-c4"
+FIXTURE = REPO / "tests" / "fixtures" / "aiperf" / "0.13.0" / "dynamo-mocker-c4"
 ERROR_FIXTURE = FIXTURE.parent / "partial_500s_rc0"
 PYTHONS = {"aiperf env": REPO / ".venv-aiperf/bin/python", "step env": REPO / ".venv/bin/python"}
 CATALOG_TARGET = 44

@@ -1,4 +1,9 @@
-"""The laptop entry point. Subcommands live in infersweep/commands/, one module each."""
+"""The laptop entry point. Subcommands live in infersweep/commands/, one module each.
+
+Start-up matters (every render/validate/submit/run pays it): only the chosen command's module is imported,
+so `infersweep render` never loads pandas (report/compare/regress) or the Argo Server client. Without a
+known command (`infersweep --help`, a typo) every command is registered, for the full list.
+"""
 
 from __future__ import annotations
 
@@ -8,26 +13,46 @@ import pkgutil
 import sys
 
 import infersweep.commands
-from infersweep.recipe import RecipeError
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_names() -> list[str]:
+    return sorted(m.name for m in pkgutil.iter_modules(infersweep.commands.__path__))
+
+
+def _chosen(argv: list[str], names: list[str]) -> list[str]:
+    """The command modules to register: the one argv names (the first non-option word), else all
+    (also for `infersweep -h COMMAND`, which prints the top-level help)."""
+    for arg in argv:
+        if arg in ("-h", "--help"):
+            return names
+        if not arg.startswith("-"):
+            return [arg] if arg in names else names
+    return names
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="infersweep",
                                  description="Deploy LLM serving graphs with Dynamo and benchmark them, as Argo workflows.")
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
-    for mod in sorted(pkgutil.iter_modules(infersweep.commands.__path__), key=lambda m: m.name):
-        importlib.import_module(f"infersweep.commands.{mod.name}").register(sub)
+    names = command_names()
+    for name in names if argv is None else _chosen(argv, names):
+        importlib.import_module(f"infersweep.commands.{name}").register(sub)
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
-    a = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    a = build_parser(argv).parse_args(argv)
     try:
         return a.fn(a)
-    except (RecipeError, KeyError) as e:
-        # Bad input: one clear line, no traceback, nothing touched.
-        print(f"infersweep: {e.args[0] if isinstance(e, KeyError) else e}", file=sys.stderr)
-        return 2
+    except Exception as e:
+        # Bad input: one clear line, no traceback, nothing touched. A RecipeError can only come from
+        # infersweep.recipe once it is loaded, so it is looked up there instead of imported at start-up.
+        recipe = sys.modules.get("infersweep.recipe")
+        if isinstance(e, KeyError) or (recipe is not None and isinstance(e, recipe.RecipeError)):
+            print(f"infersweep: {e.args[0] if isinstance(e, KeyError) else e}", file=sys.stderr)
+            return 2
+        raise
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from infersweep.recipe import RecipeError
+from infersweep.text_table import table  # noqa: F401 (moved there so results/ can use it; re-exported)
 
 
 def parse_sets(values: list[str] | None) -> dict[str, str]:
@@ -20,11 +21,6 @@ def parse_sets(values: list[str] | None) -> dict[str, str]:
     # refused before anything is rendered, written or sent.
     check_sets(out, [name for name, _, _ in PIPELINE_PARAMS])
     return out
-
-
-def table(head: list[str], rows: list[tuple]) -> str:
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
-    return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in [head, *rows])
 
 
 # What each `--set` value must look like. A value is refused here, before anything is rendered or

@@ -18,14 +18,18 @@ from __future__ import annotations
 import copy
 import difflib
 import functools
+import hashlib
 import json
 import os
+import pickle
 import re
+import sys
+import tempfile
 from pathlib import Path
-from typing import Any, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple
 
-import yaml
-from jsonschema import Draft7Validator
+if TYPE_CHECKING:
+    from jsonschema import Draft7Validator
 
 __all__ = [
     "SchemaError",
@@ -261,6 +265,61 @@ _EXTRA_DEFINITIONS = {
 }
 
 
+# ----------------------------------------------------------------------------------------------
+# Prepared schemas, cached on disk
+#
+# Why: preparing the schemas (parsing the 1.6 MB DGD CRD, patching and inlining the Argo definitions)
+# was ~0.5 s of every `render`/`validate`/`submit`, more than validating. The prepared schema is a pure
+# function of the source file and of this module's code, so it is kept as a pickle named by the sha256
+# of both (+ the Python version); any change to either makes a new key. The validation itself is not
+# cached: every document is still checked, with the same strictness, by jsonschema.
+
+
+def cache_dir() -> Path | None:
+    """Where prepared schemas are kept: $INFERSWEEP_CACHE_DIR (``off`` disables), else
+    $XDG_CACHE_HOME/infersweep/schemas, else ~/.cache/infersweep/schemas."""
+    env = os.environ.get("INFERSWEEP_CACHE_DIR")
+    if env:
+        return None if env.lower() in ("off", "0", "none") else Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "infersweep" / "schemas"
+
+
+@functools.lru_cache(maxsize=1)
+def _code_digest() -> str:
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+
+
+def _prepared(kind: str, source: Path, build: Callable[[], Any]) -> Any:
+    """``build()``, or its result from the on-disk cache keyed by source + code + Python version.
+    An unreadable, corrupt or unwritable cache is ignored (the schema is built, as without one)."""
+    folder = cache_dir()
+    if folder is None:
+        return build()
+    key = hashlib.sha256()
+    for part in (source.read_bytes(), _code_digest().encode(), sys.version.encode()):
+        key.update(part)
+    path = folder / f"{kind}-{key.hexdigest()[:32]}.pickle"
+    try:
+        with path.open("rb") as f:
+            return pickle.load(f)  # our own file, named by the hash of what it was built from
+    except Exception:  # noqa: BLE001 - missing, truncated or from another pickle format: rebuild
+        pass
+    value = build()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{kind}-")
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)  # atomic: a concurrent reader sees the old file or the whole new one
+        for old in folder.glob(f"{kind}-*.pickle"):  # built from an older source or code: never read again
+            if old != path:
+                old.unlink(missing_ok=True)
+    except OSError:
+        pass
+    return value
+
+
 @functools.lru_cache(maxsize=None)
 def _argo_definitions(ref_dir: str, version: str) -> dict:
     """The Argo schema's definitions, patched (see module docstring and comments)."""
@@ -268,6 +327,10 @@ def _argo_definitions(ref_dir: str, version: str) -> dict:
     if not path.is_file():
         available = sorted(p.stem.removeprefix("schema-") for p in path.parent.glob("schema-*.json"))
         raise ValueError(f"no Argo schema for {version!r}; available: {available}")
+    return _prepared(f"argo-{version}", path, lambda: _patched_argo_definitions(path))
+
+
+def _patched_argo_definitions(path: Path) -> dict:
     definitions = json.loads(path.read_text())["definitions"]
     definitions.update(copy.deepcopy(_EXTRA_DEFINITIONS))
     _forbid_unknown_properties(definitions)
@@ -317,6 +380,8 @@ def _argo_validator(ref_dir: str, version: str, definition: str) -> Draft7Valida
     # whose siblings are only description/title annotations), so Draft 7 validates the same.
     # We validate against the definition of the document's kind, not the top-level
     # oneOf-over-kinds, so errors point at the offending field instead of "not valid under oneOf".
+    from jsonschema import Draft7Validator
+
     definitions = _argo_definitions(ref_dir, version)
     if definition not in definitions:
         raise ValueError(f"Argo schema {version} has no definition {definition}")
@@ -367,17 +432,27 @@ def _crd_to_json_schema(node: dict) -> dict:
 
 @functools.lru_cache(maxsize=None)
 def _dgd_validators(ref_dir: str) -> dict[str, Draft7Validator]:
+    from jsonschema import Draft7Validator
+
     path = Path(ref_dir) / "dynamo" / "crds" / "nvidia.com_dynamographdeployments.yaml"
+    schemas = _prepared("dgd", path, lambda: _dgd_schemas(path))
+    return {version: Draft7Validator(schema, format_checker=None) for version, schema in schemas.items()}
+
+
+def _dgd_schemas(path: Path) -> dict[str, dict]:
+    """The strict JSON schema of each version of the DGD CRD at ``path``."""
+    import yaml
+
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the CRD is 1.6 MB: libyaml is ~20x faster
     crd = yaml.load(path.read_text(), Loader=loader)
-    validators = {}
+    schemas = {}
     for version in crd["spec"]["versions"]:
         schema = _crd_to_json_schema(version["schema"]["openAPIV3Schema"])
         # A CRD declares metadata as a bare `type: object` (the server handles ObjectMeta itself);
         # leave it open here and check it by hand in _metadata_violations.
         schema["properties"]["metadata"] = {"type": "object"}
-        validators[version["name"]] = Draft7Validator(schema, format_checker=None)
-    return validators
+        schemas[version["name"]] = schema
+    return schemas
 
 
 @functools.lru_cache(maxsize=None)
@@ -613,9 +688,67 @@ def validate_document(doc: dict, argo_versions: Iterable[str] = ARGO_VERSIONS) -
     argoproj.io -> the Argo schema of every version in ``argo_versions``;
     nvidia.com DynamoGraphDeployment -> the DGD CRD; v1 / rbac kinds -> Kubernetes checks.
     """
-    violations = _document_violations(doc, tuple(argo_versions))
+    argo_versions = tuple(argo_versions)
+    passed = _passed_marker(doc, argo_versions)
+    if passed is not None and passed.exists():
+        return
+    violations = _document_violations(doc, argo_versions)
     if violations:
         raise SchemaError(violations)
+    if passed is not None:
+        _mark_passed(passed)
+
+
+# ----------------------------------------------------------------------------------------------
+# Documents that passed, remembered on disk
+#
+# Why: every `render` validates the same step and pipeline templates (and, for a recipe rendered
+# before, the same Workflow and DGD); walking them with jsonschema was ~0.3 s of a one-recipe render.
+# A document is skipped only if exactly the same document (canonical JSON, by sha256) passed before
+# under exactly the same schemas (source files + this module's code + jsonschema's version + the Argo
+# versions asked for). Failures are never remembered: a bad document is checked, and reported, every time.
+
+
+@functools.lru_cache(maxsize=8)
+def _schemas_digest(ref_dir: str) -> str:
+    from importlib.metadata import version
+
+    key = hashlib.sha256(_code_digest().encode() + version("jsonschema").encode())
+    for rel in sorted(_SCHEMA_SOURCES):
+        path = Path(ref_dir) / rel
+        key.update(rel.encode() + (path.read_bytes() if path.is_file() else b"-"))
+    return key.hexdigest()[:24]
+
+
+_SCHEMA_SOURCES = [f"argo/schema-{v}.json" for v in ARGO_VERSIONS] + [
+    "dynamo/crds/nvidia.com_dynamographdeployments.yaml"
+]
+
+
+def _passed_marker(doc: Any, argo_versions: tuple[str, ...]) -> Path | None:
+    folder = cache_dir()
+    if folder is None or not isinstance(doc, dict):
+        return None
+    try:
+        text = json.dumps([doc, argo_versions], sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError):  # a value JSON cannot hold exactly (a YAML date, NaN): always validate
+        return None
+    state = _schemas_digest(str(reference_dir()))
+    return folder / f"passed-{state}" / hashlib.sha256(text.encode()).hexdigest()
+
+
+def _mark_passed(marker: Path) -> None:
+    try:
+        if not marker.parent.is_dir():
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            for old in marker.parent.parent.glob("passed-*"):  # markers of older schemas/code never match
+                if old != marker.parent:
+                    for f in old.iterdir():
+                        f.unlink(missing_ok=True)
+                    old.rmdir()
+        marker.touch()
+    except OSError:
+        pass  # a read-only or raced cache only costs the next run a validation
 
 
 def validate_yaml_stream(text: str, argo_versions: Iterable[str] = ARGO_VERSIONS) -> int:
@@ -624,6 +757,8 @@ def validate_yaml_stream(text: str, argo_versions: Iterable[str] = ARGO_VERSIONS
     All violations of all documents are reported in one SchemaError. Empty documents
     (a stray ``---``) are skipped and not counted.
     """
+    import yaml
+
     argo_versions = tuple(argo_versions)
     count, violations = 0, []
     for doc in yaml.safe_load_all(text):

@@ -11,8 +11,7 @@ import os
 from pathlib import Path
 from typing import Any, Protocol
 
-DGD_GROUP = "nvidia.com"
-DGD_PLURAL = "dynamographdeployments"
+from infersweep.dynamo_api import DGD_GROUP, DGD_PLURAL, frontend_url  # noqa: F401 (moved there; re-exported)
 KEDA_GROUP, KEDA_VERSION, KEDA_PLURAL = "keda.sh", "v1alpha1", "scaledobjects"
 
 
@@ -22,11 +21,6 @@ class Platform(Protocol):
     def wait_ready(self, name: str, namespace: str, model: str, timeout_s: float, *,
                    api_version: str = "v1beta1", bundle_path: Path | None = None) -> float: ...
     def delete_dgd(self, name: str, namespace: str, api_version: str) -> bool: ...
-
-
-def frontend_url(name: str, namespace: str) -> str:
-    # The operator exposes the frontend as the Service `<dgd>-frontend` on port 8000.
-    return f"http://{name}-frontend.{namespace}.svc.cluster.local:8000"
 
 
 class KubernetesPlatform:

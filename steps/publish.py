@@ -1,6 +1,6 @@
 """Publish a run's local result tree to S3 without losing or clobbering data.
 
-Runs inside the cluster's step image, so it needs only boto3 + stdlib.
+Runs inside the cluster's step image (boto3 + stdlib + the infersweep package it ships with).
 
 Guarantees:
   * Every object carries its sha256 in metadata (x-amz-meta-sha256).
@@ -38,25 +38,18 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-import boto3
-from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 from botocore.exceptions import ClientError
+
+# The client, its transfer settings and pool size live with the results code (re-exported here).
+from infersweep.results.s3 import MAX_WORKERS, TRANSFER_CONFIG, s3_client  # noqa: F401
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_SCHEMA = "infersweep.run-manifest/v1"
 SHA_META = "sha256"  # stored by S3 as the x-amz-meta-sha256 header
 APPEND_ONLY_DIR = "attempts"
-MAX_WORKERS = 8
 CHUNK = 1024 * 1024
 
-# Multipart above 64 MiB, 16 MiB parts: few parts for typical result files,
-# and a failed part is retried on its own instead of the whole file.
-TRANSFER_CONFIG = TransferConfig(
-    multipart_threshold=64 * 1024 * 1024,
-    multipart_chunksize=16 * 1024 * 1024,
-    max_concurrency=4,
-)
 
 # Types mimetypes does not know (or guesses badly) for files a run writes.
 EXTRA_CONTENT_TYPES = {
@@ -101,31 +94,6 @@ class ChecksumMismatch(RuntimeError):
 # -- client -----------------------------------------------------------------
 
 
-def s3_client(endpoint_url: str | None = None, *, connect_timeout: float = 3, read_timeout: float = 20):
-    """A boto3 S3 client that fails in seconds when S3 is unreachable.
-
-    The endpoint comes from the argument, else AWS_ENDPOINT_URL_S3, else
-    AWS_ENDPOINT_URL (unset => real AWS). Credentials and region come from the
-    standard AWS chain only.
-    """
-    endpoint_url = (
-        endpoint_url
-        or os.environ.get("AWS_ENDPOINT_URL_S3")
-        or os.environ.get("AWS_ENDPOINT_URL")
-        or None
-    )
-    config = Config(
-        # 3 attempts with the standard backoff: a refused connection gives up
-        # after ~3 s, a black-holed one after ~3 x connect_timeout.
-        retries={"total_max_attempts": 3, "mode": "standard"},
-        connect_timeout=connect_timeout,
-        read_timeout=read_timeout,
-        # Room for MAX_WORKERS files x TransferConfig.max_concurrency parts.
-        max_pool_connections=MAX_WORKERS * TRANSFER_CONFIG.max_request_concurrency,
-        # MinIO / moto / Ceph endpoints usually have no per-bucket DNS names.
-        s3={"addressing_style": "path"} if endpoint_url else None,
-    )
-    return boto3.client("s3", endpoint_url=endpoint_url, config=config)
 
 
 # -- publish ----------------------------------------------------------------
@@ -543,7 +511,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         # Listed only now that the manifest is there: the index never shows a half-written run.
-        from infersweep.results.index import publish_index_entry
+        from infersweep.results.store import publish_index_entry
 
         print(f"indexed as s3://{args.bucket}/{publish_index_entry(args.bucket, args.prefix)}")
     except Exception as exc:  # the run itself is published and complete; `RunStore.reindex()` can list it later

@@ -18,7 +18,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from steps.platform import DGD_GROUP, DGD_PLURAL, frontend_url
+from infersweep.dynamo_api import DGD_GROUP, DGD_PLURAL, frontend_url
 
 # Waiting reasons that never heal without a human: fail now, not at the timeout. (ErrImagePull alone is
 # left out: one registry hiccup is retried by the kubelet; it becomes ImagePullBackOff when it persists.)

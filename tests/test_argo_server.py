@@ -1,7 +1,7 @@
 """install / submit / status / list against a stand-in for the Argo Server, through Hera's real WorkflowsService.
 
 There is no Argo Server on this machine. The stand-in below is built from the Argo Server's swagger
-(../shared/reference/argo/argo-server-swagger-v4.1.2.json): the same paths (/api/v1/workflow-templates/{ns},
+(tests/fixtures/argo/argo-server-swagger-v4.1.2.json, an unchanged copy): the same paths (/api/v1/workflow-templates/{ns},
 /api/v1/cron-workflows/{ns}, /api/v1/workflows/{ns}, .../{name}), the same request bodies
 (WorkflowTemplateCreateRequest {namespace, template}, UpdateCronWorkflowRequest {cronWorkflow}, ...), the
 same error body (grpc-gateway `{code, message}`) and status codes (404 NotFound, 409 AlreadyExists/Conflict,
@@ -28,7 +28,7 @@ from infersweep.argo_server import ArgoConfigError, ArgoServerError, load_config
 from infersweep.cli import main
 from infersweep.schemas import SchemaError, validate_document
 
-SWAGGER = Path(__file__).resolve().parents[2] / "shared" / "reference" / "argo" / "argo-server-swagger-v4.1.2.json"
+SWAGGER = Path(__file__).resolve().parent / "fixtures" / "argo" / "argo-server-swagger-v4.1.2.json"
 TOKEN = "test-token"
 NS = "bench"
 RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"

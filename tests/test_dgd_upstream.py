@@ -1,4 +1,5 @@
-"""Our DGDs against upstream Dynamo's, for every shape upstream holds (shared/reference/dynamo).
+"""Our DGDs against upstream Dynamo's, for every shape upstream holds (../shared/reference/dynamo;
+skipped when absent).
 
 For each upstream manifest we write the equivalent recipe and render it in the same apiVersion, then compare
 what decides whether the graph works: component roles and replicas, the worker module, the engine flags

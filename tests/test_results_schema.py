@@ -1,5 +1,5 @@
 """The results table (infersweep.results.schema) built by the summarize step from REAL AIPerf 0.13.0
-artifact dirs (shared/reference/aiperf/0.13.0): a good point, a point with HTTP 500s, a failed point."""
+artifact dirs (tests/fixtures/aiperf/0.13.0): a good point, a point with HTTP 500s, a failed point."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ import pytest
 
 import steps.publish as publish
 from infersweep.local.s3server import LocalS3
-from infersweep.results.index import publish_index_entry
+from infersweep.results.store import publish_index_entry
 from infersweep.results.store import ChecksumError, IncompleteRunError, RunNotFound, RunStore
 from test_results_schema import make_run_folder, summarize
 

@@ -1,4 +1,6 @@
-"""infersweep.schemas against the real upstream schemas in shared/reference (no mocks).
+"""infersweep.schemas against the real upstream schemas (no mocks): the copies shipped in
+infersweep/reference, real upstream DGDs kept in tests/fixtures/dynamo, and, when ../shared is there,
+every upstream Dynamo recipe and 1.6.1 template (those tests skip without it).
 
 Every negative test asserts the offending path is named, so a validator that silently accepts
 (or rejects everything) fails here.
@@ -25,9 +27,9 @@ from infersweep.schemas import (
 )
 
 ARGO_VERSIONS = ["v4.1.2", "v3.7.18"]
-from conftest import shared_dir
+from conftest import FIXTURES, needs_shared, shared_dir
 
-REFERENCE = shared_dir() / "reference"  # upstream DGDs and templates; needed at collection time
+REFERENCE = shared_dir() / "reference"  # upstream DGDs and templates; needed at collection time (may be absent)
 
 
 def minimal_workflow(**spec) -> dict:
@@ -51,10 +53,15 @@ def error_lines(excinfo) -> list[str]:
 # reference_dir
 
 
-def test_reference_dir_is_the_copy_shipped_in_the_package_and_matches_shared(monkeypatch):
+def test_reference_dir_is_the_copy_shipped_in_the_package(monkeypatch):
+    monkeypatch.delenv("INFERSWEEP_REFERENCE", raising=False)
+    assert reference_dir() == Path(schemas.__file__).resolve().parent / "reference"
+
+
+@needs_shared
+def test_the_shipped_reference_matches_shared(monkeypatch):
     monkeypatch.delenv("INFERSWEEP_REFERENCE", raising=False)
     found = reference_dir()
-    assert found == Path(schemas.__file__).resolve().parent / "reference"
     for rel in ("argo/schema-v4.1.2.json", "argo/schema-v3.7.18.json", "dynamo/crds/nvidia.com_dynamographdeployments.yaml"):
         assert (found / rel).read_bytes() == (REFERENCE / rel).read_bytes(), f"{rel} differs from shared/reference"
 
@@ -67,6 +74,7 @@ def test_reference_dir_env_override(monkeypatch, tmp_path):
         reference_dir()
 
 
+@needs_shared
 def test_reference_fixture(reference):
     assert reference == REFERENCE
 
@@ -328,12 +336,14 @@ def drop_nulls(value):
     return value
 
 
+@needs_shared
 def test_there_are_templates_and_recipes_of_both_versions():
     assert len(TEMPLATES) >= 7
     versions = {doc["apiVersion"] for _, _, doc in RECIPE_DGDS}
     assert versions == {"nvidia.com/v1alpha1", "nvidia.com/v1beta1"}
 
 
+@needs_shared
 @pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_dynamo_templates_validate(path):
     text = path.read_text()
@@ -343,6 +353,7 @@ def test_dynamo_templates_validate(path):
     assert validate_yaml_stream(text) == 1
 
 
+@needs_shared
 @pytest.mark.parametrize("relpath,index,doc", RECIPE_DGDS, ids=[f"{r}#{i}" for r, i, _ in RECIPE_DGDS])
 def test_upstream_recipe_dgds_validate(relpath, index, doc):
     expected = KNOWN_UPSTREAM_NULLS.get(relpath)
@@ -355,6 +366,7 @@ def test_upstream_recipe_dgds_validate(relpath, index, doc):
     validate_dgd(drop_nulls(doc))
 
 
+@needs_shared
 @pytest.mark.parametrize(
     "relpath,index,doc",
     _recipe_docs({"ConfigMap", "PersistentVolumeClaim"}),
@@ -364,6 +376,7 @@ def test_upstream_recipe_core_objects_validate(relpath, index, doc):
     validate_document(doc)
 
 
+@needs_shared
 def test_upstream_jobs_and_pods_have_no_schema_and_fail_loudly():
     docs = _recipe_docs({"Job", "Pod"})
     assert docs
@@ -374,12 +387,14 @@ def test_upstream_jobs_and_pods_have_no_schema_and_fail_loudly():
 
 @pytest.fixture
 def v1beta1_dgd() -> dict:
-    return yaml.safe_load((REFERENCE / "dynamo" / "templates-1.6.1" / "vllm" / "agg.yaml").read_text())
+    # Dynamo 1.6.1 templates-1.6.1/vllm/agg.yaml, copied unchanged into the repo.
+    return yaml.safe_load((FIXTURES / "dynamo" / "templates-1.6.1-vllm-agg.yaml").read_text())
 
 
 @pytest.fixture
 def v1alpha1_dgd() -> dict:
-    path = REFERENCE / "dynamo" / "recipes" / "llama-3-70b" / "vllm" / "agg" / "deploy.yaml"
+    # Upstream recipes/llama-3-70b/vllm/agg/deploy.yaml, copied unchanged into the repo.
+    path = FIXTURES / "dynamo" / "recipes-llama-3-70b-vllm-agg-deploy.yaml"
     return yaml.safe_load(path.read_text())
 
 

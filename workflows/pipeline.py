@@ -17,7 +17,7 @@ from hera.workflows import models as m
 
 from infersweep.names import label_value
 from infersweep.recipe import ResolvedRecipe
-from infersweep.results.context import recipe_context
+from infersweep.recipe_context import recipe_context
 from workflows.dgd import labels as recipe_labels
 from workflows.dgd import render_dgd
 from workflows.cluster import semaphore

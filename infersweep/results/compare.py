@@ -121,7 +121,7 @@ def best_meeting_slo(runs: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 
 def format_comparison(cmp: Comparison) -> str:
-    from infersweep.cli_util import table
+    from infersweep.text_table import table
 
     out = []
     names = dict(METRICS)

@@ -60,15 +60,3 @@ def make_entry(base: str, recipe: str, run_id: str, manifest_bytes: bytes, run_r
         "measured_points": record.get("measured_points"),
         "context": record.get("context") or {},
     }
-
-
-def publish_index_entry(bucket: str, run_prefix_: str, s3=None) -> str:
-    """Write the index entry of a run just published to s3://bucket/run_prefix_ (call after publish_tree).
-
-    Refuses (IncompleteRun) when the run has no manifest. Returns the entry's key.
-    """
-    from infersweep.results.store import RunStore
-
-    base, recipe, run_id = split_run_prefix(run_prefix_)
-    store = RunStore(f"s3://{bucket}/{base}" if base else f"s3://{bucket}", s3=s3)
-    return store.index_run(recipe, run_id)

@@ -76,7 +76,7 @@ class _DirBackend:
 
 class _S3Backend:
     def __init__(self, bucket: str, s3=None):
-        from steps.publish import s3_client
+        from infersweep.results.s3 import s3_client  # boto3 only when S3 is used
 
         self.bucket = bucket
         self.s3 = s3 or s3_client()
@@ -267,3 +267,15 @@ class RunStore:
         other.backend.put(f"{dest_prefix}/{ix.MANIFEST_NAME}", manifest_bytes)
         other.index_run(recipe, run_id)
         return run_id
+
+
+def publish_index_entry(bucket: str, run_prefix_: str, s3=None) -> str:
+    """(Moved here from results/index.py: index must not import store, which imports index.)
+
+    Write the index entry of a run just published to s3://bucket/run_prefix_ (call after publish_tree).
+
+    Refuses (IncompleteRun) when the run has no manifest. Returns the entry's key.
+    """
+    base, recipe, run_id = ix.split_run_prefix(run_prefix_)
+    store = RunStore(f"s3://{bucket}/{base}" if base else f"s3://{bucket}", s3=s3)
+    return store.index_run(recipe, run_id)

@@ -1,0 +1,44 @@
+"""The context of a run as known at render time: what the recipe resolves to (hash, topology, images).
+
+The pipeline passes it to the summarize step (`--context`), which puts it on every row of the results table.
+Moved here from infersweep/results/context.py (which re-exports it): rendering must not depend on results/.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+
+def recipe_hash(resolved) -> str:
+    """sha256 of everything the recipe resolves to (its fields and the shared facts it names).
+
+    Canonical JSON, so two renders of the same recipe agree and any change to what was deployed changes it.
+    """
+    # provenance documents where a recipe comes from; it changes nothing that is deployed, so not the hash
+    doc = {"recipe": resolved.recipe.model_dump(mode="json", exclude={"provenance"}), "model": resolved.model.model_dump(mode="json"),
+           "engine": resolved.engine.model_dump(mode="json"), "gpu_type": resolved.gpu_type.model_dump(mode="json")}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def topology_text(resolved) -> str:
+    parts = []
+    for role, w in resolved.recipe.topology.roles().items():
+        parts.append(f"{w.replicas}x{role}(tp={w.tp})")
+    return " + ".join(parts)
+
+
+def recipe_context(resolved, platform: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The context of a run of this recipe, as known at render time (for the summarize step's --context)."""
+    r = resolved.recipe
+    ctx = {
+        "recipe": resolved.name, "recipe_hash": recipe_hash(resolved), "engine": r.engine,
+        "engine_image": resolved.image, "model": resolved.model.id, "model_revision": resolved.model.revision,
+        "topology": topology_text(resolved), "router": r.router, "gpu_type": r.gpu.type,
+        "gpu_count": resolved.gpu_count, "slo": {k: v for k, v in r.slo.model_dump().items() if v is not None},
+    }
+    if platform:
+        ctx["aiperf_image"] = platform["images"]["aiperf"]
+        ctx["step_image"] = platform["images"]["steps"]
+    return ctx

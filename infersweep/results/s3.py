@@ -1,0 +1,50 @@
+"""The S3 client every reader and writer of results uses: one place for its timeouts, retries and pool size.
+
+Moved here from steps/publish.py (which re-exports it) so that infersweep.results never imports steps/.
+"""
+
+from __future__ import annotations
+
+import os
+
+from boto3.s3.transfer import TransferConfig
+from botocore.config import Config
+
+MAX_WORKERS = 8  # files uploaded/verified at once
+
+# Multipart above 64 MiB, 16 MiB parts: few parts for typical result files,
+# and a failed part is retried on its own instead of the whole file.
+TRANSFER_CONFIG = TransferConfig(
+    multipart_threshold=64 * 1024 * 1024,
+    multipart_chunksize=16 * 1024 * 1024,
+    max_concurrency=4,
+)
+
+
+def s3_client(endpoint_url: str | None = None, *, connect_timeout: float = 3, read_timeout: float = 20):
+    """A boto3 S3 client that fails in seconds when S3 is unreachable.
+
+    The endpoint comes from the argument, else AWS_ENDPOINT_URL_S3, else
+    AWS_ENDPOINT_URL (unset => real AWS). Credentials and region come from the
+    standard AWS chain only.
+    """
+    endpoint_url = (
+        endpoint_url
+        or os.environ.get("AWS_ENDPOINT_URL_S3")
+        or os.environ.get("AWS_ENDPOINT_URL")
+        or None
+    )
+    config = Config(
+        # 3 attempts with the standard backoff: a refused connection gives up
+        # after ~3 s, a black-holed one after ~3 x connect_timeout.
+        retries={"total_max_attempts": 3, "mode": "standard"},
+        connect_timeout=connect_timeout,
+        read_timeout=read_timeout,
+        # Room for MAX_WORKERS files x TransferConfig.max_concurrency parts.
+        max_pool_connections=MAX_WORKERS * TRANSFER_CONFIG.max_request_concurrency,
+        # MinIO / moto / Ceph endpoints usually have no per-bucket DNS names.
+        s3={"addressing_style": "path"} if endpoint_url else None,
+    )
+    import boto3
+
+    return boto3.client("s3", endpoint_url=endpoint_url, config=config)

@@ -1,0 +1,8 @@
+"""Plain-text tables for terminals and reports (columns padded to their widest cell)."""
+
+from __future__ import annotations
+
+
+def table(head: list[str], rows: list[tuple]) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+    return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in [head, *rows])

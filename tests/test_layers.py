@@ -1,0 +1,75 @@
+"""The layers of the code (pyproject.toml [tool.importlinter]) hold: `lint-imports` keeps every contract, and
+it does catch a breach (a copy of the code with one upward import added fails, naming the contract)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+LINT = Path(sys.executable).with_name("lint-imports")
+
+
+def lint(root: Path) -> subprocess.CompletedProcess:
+    # grimp finds the packages through the import path: the tree under test must come first.
+    env = os.environ | {"PYTHONPATH": str(root)}
+    return subprocess.run([str(LINT), "--no-cache"], cwd=root, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_every_import_contract_is_kept():
+    res = lint(REPO)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "0 broken" in res.stdout
+
+
+def copy_code(dst: Path) -> Path:
+    for pkg in ("infersweep", "steps", "workflows"):
+        shutil.copytree(REPO / pkg, dst / pkg, ignore=shutil.ignore_patterns("__pycache__", "golden", "reference"))
+    shutil.copy(REPO / "pyproject.toml", dst / "pyproject.toml")
+    return dst
+
+
+def test_an_upward_import_breaks_a_contract(tmp_path):
+    root = copy_code(tmp_path)
+    workflow_dgd = root / "workflows" / "dgd.py"
+    workflow_dgd.write_text(workflow_dgd.read_text() + "\n\ndef _late():\n    import steps.publish  # noqa\n")
+    res = lint(root)
+    assert res.returncode == 1
+    assert "steps/ is the end of the line" in res.stdout and "workflows.dgd -> steps.publish" in res.stdout
+
+
+def test_a_cycle_hidden_in_a_function_breaks_the_acyclic_contract(tmp_path):
+    root = copy_code(tmp_path)
+    paths = root / "infersweep" / "paths.py"  # imported by infersweep/recipe.py; now imports it back
+    paths.write_text(paths.read_text() + "\n\ndef _late():\n    from infersweep import recipe  # noqa\n")
+    res = lint(root)
+    assert res.returncode == 1 and "No cycles are allowed in infersweep" in res.stdout, res.stdout
+    assert ".paths -> .recipe" in res.stdout or ".recipe -> .paths" in res.stdout, res.stdout
+
+
+def test_the_cli_imports_only_the_command_it_runs():
+    """`infersweep render` must not pay for pandas (report/compare) or the Argo Server client: start-up."""
+    code = ("import sys; from infersweep.cli import main; "
+            "main(['render', 'nemotron-3-nano-fp8-vllm-agg-kv', '--out', sys.argv[1]]); "
+            "print(sorted(m for m in ('pandas', 'infersweep.results.run', 'infersweep.argo_server', 'matplotlib') "
+            "if m in sys.modules))")
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as out:
+        res = subprocess.run([sys.executable, "-c", code, out], cwd=REPO, env=os.environ | {"PYTHONPATH": str(REPO)},
+                             capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_top_level_help_still_lists_every_command():
+    from infersweep.cli import build_parser, command_names
+
+    def choices(argv):
+        return sorted(next(a for a in build_parser(argv)._actions if a.dest == "cmd").choices)
+
+    assert choices(["--help"]) == choices(["-h", "render"]) == choices(["no-such-command"]) == command_names()
+    assert "report" in command_names() and choices(["render", "x", "--out", "y"]) == ["render"]

@@ -1,0 +1,51 @@
+"""The whole catalog as module-level Hera objects, for Hera's own tooling:
+
+    hera generate yaml workflows/all_templates.py --to DIR
+
+writes DIR/all_templates.yaml: every WorkflowTemplate (the step library and the engine x topology pipelines,
+the set `infersweep install` creates) followed by the Workflow of each catalog recipe, the same documents
+`infersweep render --all` writes (tests/test_all_templates.py compares them). For teams that keep rendered
+YAML in Git and sync the WorkflowTemplates with Argo CD; the Workflows use generateName, so they are
+created (`argo submit` / `kubectl create`), not synced.
+
+`hera generate yaml` collects every module attribute that is a hera `Workflow` (WorkflowTemplate is one), in
+definition order, so each object is bound to its own module-level name below. Every object is validated
+against the strict schemas here, as `infersweep render` validates what it writes.
+"""
+
+from __future__ import annotations
+
+from hera.workflows import Workflow, WorkflowTemplate
+
+from infersweep.paths import params_dir
+from infersweep.platform_config import load_platform
+from infersweep.recipe import all_recipe_paths, load_recipe
+from infersweep.schemas import validate_document
+from workflows.pipeline import pipeline_template, recipe_arguments, recipe_workflow
+from workflows.steps_library import Images, step_workflow_templates
+
+TOPOLOGIES = ("agg", "disagg")
+
+
+def engines() -> list[str]:
+    return sorted(p.stem for p in (params_dir() / "engines").glob("*.yaml"))
+
+
+def catalog_objects(platform: dict) -> dict[str, WorkflowTemplate | Workflow]:
+    """identifier -> object: the WorkflowTemplates, then one Workflow per catalog recipe (sorted by name)."""
+    images = Images(steps=platform["images"]["steps"], aiperf=platform["images"]["aiperf"])
+    templates = step_workflow_templates(images)
+    templates += [pipeline_template(e, t, platform) for e in engines() for t in TOPOLOGIES]
+    out: dict[str, WorkflowTemplate | Workflow] = {}
+    for wt in templates:
+        out["template_" + wt.name.replace("-", "_")] = wt
+    for r in sorted((load_recipe(p) for p in all_recipe_paths()), key=lambda r: r.name):
+        args = recipe_arguments(r, platform)
+        out["workflow_" + r.name.replace("-", "_").replace(".", "_")] = recipe_workflow(r, args, platform["namespace"])
+    for obj in out.values():
+        validate_document(obj.to_dict())  # a document the cluster would refuse is never generated
+    return out
+
+
+OBJECTS = catalog_objects(load_platform())
+globals().update(OBJECTS)
