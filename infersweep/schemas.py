@@ -457,6 +457,9 @@ def _dgd_schemas(path: Path) -> dict[str, dict]:
 
 @functools.lru_cache(maxsize=None)
 def _crd_validator(ref_dir: str, rel: str, version: str) -> Draft7Validator:
+    import yaml
+    from jsonschema import Draft7Validator
+
     crd = yaml.load((Path(ref_dir) / rel).read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     schema = next(v["schema"]["openAPIV3Schema"] for v in crd["spec"]["versions"] if v["name"] == version)
     schema = _crd_to_json_schema(schema)
