@@ -24,9 +24,12 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def row(r: ResolvedRecipe) -> tuple[str, ...]:
-    from infersweep.commands.recipes import gpus_text
+def gpus_text(r: ResolvedRecipe) -> str:
+    """GPUs of a recipe: a count, or min-max when it autoscales."""
+    return str(r.gpu_count) if r.gpu_count == r.gpu_capacity else f"{r.gpu_count}-{r.gpu_capacity}"
 
+
+def row(r: ResolvedRecipe) -> tuple[str, ...]:
     p = r.recipe.provenance
     follows = p.follows if p else "(no provenance)"
     diffs = "; ".join(f"{k}: {v}" for k, v in p.differences.items()) if p and p.differences else "-"

@@ -6,6 +6,7 @@ import argparse
 
 import yaml
 
+from infersweep.catalog import gpus_text
 from infersweep.cli_util import table
 from infersweep.recipe import RecipeError, ResolvedRecipe, all_recipe_paths, load_recipe, recipe_data
 
@@ -23,10 +24,6 @@ def topology_text(r: ResolvedRecipe) -> str:
     if r.recipe.kv_offload:
         extras.append("cpu-kv")
     return " + ".join(parts) + f" ({', '.join(extras)})"
-
-
-def gpus_text(r: ResolvedRecipe) -> str:
-    return str(r.gpu_count) if r.gpu_count == r.gpu_capacity else f"{r.gpu_count}-{r.gpu_capacity}"
 
 
 def run(a: argparse.Namespace) -> int:

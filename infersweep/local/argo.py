@@ -40,12 +40,7 @@ DONE = FULFILLED  # compatibility name
 _CHECKED_PREFIXES = ("inputs.", "outputs.", "item", "tasks.", "steps.", "workflow.")
 
 
-class WorkflowError(RuntimeError):
-    """The workflow is rejected as written (what `argo submit` / the controller's validation rejects)."""
-
-
-class Stopped(Exception):
-    """Kept for callers of the old API; stopping is now a shutdown strategy (see LocalArgo.stop)."""
+from infersweep.local.argo_errors import Stopped, WorkflowError  # noqa: E402,F401 (re-exported)
 
 
 class _ParallelismReached(Exception):

@@ -18,6 +18,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from infersweep.local import argo_expr
+from infersweep.local.argo_errors import WorkflowError
 
 if TYPE_CHECKING:
     from infersweep.local.argo import LocalArgo
@@ -27,7 +28,6 @@ UNSUPPORTED_TEMPLATE_KINDS = ("resource", "suspend", "data", "http", "plugin", "
 
 
 def _err(msg: str) -> Exception:
-    from infersweep.local.argo import WorkflowError
     return WorkflowError(msg)
 
 
