@@ -311,3 +311,8 @@ def test_simulation_accounting_matches_a_case_computed_by_hand(platform):
     exact = sim.simulate(runs, pools, sim.Exact(pools, runs), ph)
     assert (exact.makespan, exact.held, exact.queued_free) == (29, 256, 0)
     assert exact.spans == {"a": (10, 26), "b": (10, 26)}
+
+
+def test_a_submit_cannot_set_its_own_locks(platform):
+    with pytest.raises(KeyError, match="gpu-lock-1: the GPU guard's locks follow from the recipe's GPU count"):
+        render_recipe(load_recipe(RECIPE), platform, overrides={"gpu-lock-1": "h100-1gpu"})

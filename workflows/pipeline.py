@@ -22,7 +22,7 @@ from infersweep.recipe import ResolvedRecipe
 from infersweep.results.context import recipe_context
 from workflows.dgd import labels as recipe_labels
 from workflows.dgd import render_dgd
-from workflows.gpu_guard import GUARD_PARAMS, apply_to_dgd, guard_arguments, span_synchronization
+from workflows.gpu_guard import GUARD_PARAMS, LOCK_PARAMS, apply_to_dgd, guard_arguments, span_synchronization
 from workflows.steps_library import STEP_BY_NAME, step_template_name
 
 # Every task of the DAG that runs after the GPU span must run whether its sweep succeeded or not:
@@ -198,8 +198,11 @@ def recipe_arguments(r: ResolvedRecipe, platform: dict[str, Any], *, dgd_api: st
         **guard_arguments(r, platform),
     })
     for k, v in (overrides or {}).items():
+        if k in LOCK_PARAMS:
+            raise KeyError(f"--set {k}: the GPU guard's locks follow from the recipe's GPU count and cannot be set; "
+                           "change gpu.count in the recipe or gpu_pools in params/platform.yaml")
         if k not in args:
-            raise KeyError(f"--set {k}: no such parameter; parameters are {sorted(args)}")
+            raise KeyError(f"--set {k}: no such parameter; parameters are {sorted(set(args) - set(LOCK_PARAMS))}")
         args[k] = v
     return args
 
