@@ -218,6 +218,7 @@ def test_cluster_scheduler_labels_the_dgd_pods_and_drops_the_argo_lock(platform,
             assert t["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "infersweep-h100"
             assert t["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"] == b.dgd["metadata"]["name"]
             assert t["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-total-count"] == str(total)
+            assert t["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-serving"] == "true"
     elif scheduler == "kai":
         assert b.dgd["metadata"]["annotations"]["nvidia.com/kai-scheduler-queue"] == "infersweep-h100"
         assert all(t["spec"]["schedulerName"] == "kai-scheduler" and

@@ -172,12 +172,16 @@ def dgd_scheduling(r: ResolvedRecipe, platform: dict[str, Any], dgd_name: str, p
     q = pool_of(r, cfg).queue
     out: dict[str, Any] = {"metadata_annotations": {}, "pod_labels": {}, "pod_annotations": {}, "scheduler_name": None}
     if cfg.scheduler == "kueue":
-        # Kueue plain-pod integration (kueue.sigs.k8s.io/docs/tasks/run/plain_pods/, "Running a group of
-        # Pods to be admitted together"): the LocalQueue label, and a pod group (name label + total-count
-        # annotation on every member) so the DGD's pods are admitted all at once or not at all
-        # (kubernetes-sigs/kueue pkg/controller/jobs/pod: GroupNameLabel, GroupTotalCountAnnotation).
+        # Kueue plain-pod integration (kubernetes-sigs/kueue site/content/en/docs/tasks/run/plain_pods.md,
+        # "Running a group of Pods to be admitted together"; the `pod` integration must be enabled for the
+        # namespace): the LocalQueue label, and a pod group (name label + total-count annotation on every
+        # member) so the DGD's pods are admitted all at once or not at all; `pod-group-serving: "true"`
+        # because a serving pod never "succeeds" (Kueue's pod constants: GroupNameLabel,
+        # GroupTotalCountAnnotation, GroupServingAnnotationKey). The quota: the LocalQueue's ClusterQueue
+        # has an `nvidia.com/gpu` nominalQuota of the pool's GPUs (docs/tasks/manage/administer_cluster_quotas).
         out["pod_labels"] = {"kueue.x-k8s.io/queue-name": q, "kueue.x-k8s.io/pod-group-name": dgd_name}
-        out["pod_annotations"] = {"kueue.x-k8s.io/pod-group-total-count": str(pods)}
+        out["pod_annotations"] = {"kueue.x-k8s.io/pod-group-total-count": str(pods),
+                                  "kueue.x-k8s.io/pod-group-serving": "true"}
     elif cfg.scheduler == "kai":
         # Dynamo's operator reads the DGD annotation and injects the queue label and schedulerName into the
         # pods it creates (ai-dynamo/dynamo deploy/cloud/operator/internal/consts/consts.go:
