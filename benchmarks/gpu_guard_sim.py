@@ -17,7 +17,9 @@ Accounting (GPU-hours): held = GPUs the guard reserves x time held; deployed = t
 .. teardown), what the deployment occupies whatever the guard; measuring = GPUs x measuring time;
 held-but-idle from locking = held - deployed (reserved GPUs no deployment uses: a slot larger than the
 run, a lock held through the download and the bookkeeping); queued-while-free = GPU-hours a pool had free
-while a queued run's GPUs would have fit them (what a guard coarser than the GPU count costs in waiting).
+while a queued run's GPUs would have fit them (what a guard coarser than the GPU count costs in waiting);
+longest wait = the longest a run queued for the guard (a span-level lock waits inside a running Workflow,
+so the Workflow's activeDeadlineSeconds must cover it).
 
     .venv/bin/python benchmarks/gpu_guard_sim.py [--download-min 20 --deploy-min 10 --warmup-min 1
         --point-min 5 --teardown-min 1 --bookkeeping-min 5]
@@ -60,6 +62,7 @@ class Outcome:
     deployed: float = 0.0
     measuring: float = 0.0
     queued_free: float = 0.0
+    max_wait: float = 0.0      # longest time a run waited for the guard (minutes)
     spans: dict[str, tuple[float, float]] = field(default_factory=dict)  # run -> (span start, span end)
 
     @property
@@ -161,6 +164,7 @@ def simulate(runs: list[Run], pools: dict[str, int], scheme, ph: Phases) -> Outc
     for r in runs:  # submission order = creation order = Argo's queue order at equal priority
         push(0.0 if scheme.whole_run else ph.download, "request", r.name)
     waiting: set[str] = set()
+    asked: dict[str, float] = {}
     deployed_gpus = {p: 0 for p in pools}
     t_prev = 0.0
     while events:
@@ -175,6 +179,7 @@ def simulate(runs: list[Run], pools: dict[str, int], scheme, ph: Phases) -> Outc
         if kind == "request":
             scheme.request(r)
             waiting.add(name)
+            asked[name] = t
         elif kind == "span_end":
             deployed_gpus[r.pool] -= r.gpus
             if not scheme.whole_run:
@@ -187,6 +192,7 @@ def simulate(runs: list[Run], pools: dict[str, int], scheme, ph: Phases) -> Outc
         for admitted in scheme.admit():
             a = by_name[admitted]
             waiting.discard(admitted)
+            out.max_wait = max(out.max_wait, t - asked[admitted])
             start = t + (ph.download if scheme.whole_run else 0.0)  # whole-run: the lock is taken before the download
             out.spans[admitted] = (start, start + span[admitted])
             held_for = (ph.download if scheme.whole_run else 0.0) + span[admitted] + (ph.bookkeeping if scheme.whole_run else 0.0)
@@ -235,14 +241,15 @@ def main(argv: list[str] | None = None) -> list[Figure]:
     for scen, runs in scenarios(platform).items():
         for scheme, o in compare(runs, platform, ph).items():
             rows.append([scen, scheme, len(runs), f"{o.makespan / 60:.1f}", f"{o.held / 60:.0f}", f"{o.deployed / 60:.0f}",
-                         f"{o.measuring / 60:.0f}", f"{100 * o.idle_fraction:.1f} %", f"{o.queued_free / 60:.0f}"])
+                         f"{o.measuring / 60:.0f}", f"{100 * o.idle_fraction:.1f} %", f"{o.queued_free / 60:.0f}",
+                         f"{o.max_wait / 60:.1f}"])
             bound = "< 10" if scheme == "lanes" else ""
             figs.append(Figure("gpu_guard_sim", f"{scen}/{scheme}: held-but-idle from locking", round(100 * o.idle_fraction, 1),
                                "% of held", bound, f"makespan {o.makespan / 60:.1f} h, held {o.held / 60:.0f} GPU-h, "
                                f"measuring {o.measuring / 60:.0f} GPU-h, queued-while-free {o.queued_free / 60:.0f} GPU-h"))
     print(f"phases (min): {ph}")
     print(table(rows, ["scenario", "scheme", "runs", "makespan h", "held GPU-h", "deployed GPU-h", "measuring GPU-h",
-                       "held-but-idle (locking)", "queued-while-free GPU-h"]))
+                       "held-but-idle (locking)", "queued-while-free GPU-h", "longest wait h"]))
     return report("gpu_guard_sim", figs)
 
 

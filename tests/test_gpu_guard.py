@@ -304,13 +304,13 @@ def test_simulation_accounting_matches_a_case_computed_by_hand(platform):
     assert before.idle_from_locking == 672
     # b queued 0..29: pool has 16 free GPUs during a's download (0..10) and bookkeeping (26..29), 8 during
     # a's span (10..26): 16 x 10 + 8 x 16 + 16 x 3 = 336.
-    assert before.queued_free == 336
+    assert before.queued_free == 336 and before.max_wait == 29
     one_pool = {**platform, "gpu_pools": {"H100": {"gpus": 16}}}
     lanes = sim.simulate(runs, pools, sim.Lanes(one_pool, runs), ph)
     assert (lanes.makespan, lanes.held, lanes.deployed, lanes.queued_free) == (45, 256, 256, 128)
-    assert lanes.spans == {"a": (10, 26), "b": (26, 42)}
+    assert lanes.spans == {"a": (10, 26), "b": (26, 42)} and lanes.max_wait == 16
     exact = sim.simulate(runs, pools, sim.Exact(pools, runs), ph)
-    assert (exact.makespan, exact.held, exact.queued_free) == (29, 256, 0)
+    assert (exact.makespan, exact.held, exact.queued_free, exact.max_wait) == (29, 256, 0, 0)
     assert exact.spans == {"a": (10, 26), "b": (10, 26)}
 
 
