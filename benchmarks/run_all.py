@@ -20,7 +20,7 @@ from pathlib import Path
 from _common import OUT, REPO, fmt, load
 
 # Cheap ones first, so a failure shows early; gpu_time after overhead, whose node timings it reads.
-BENCHMARKS = ["workflow_size", "scale", "aiperf_startup", "overhead", "gpu_time"]
+BENCHMARKS = ["gpu_guard_sim", "workflow_size", "scale", "aiperf_startup", "overhead", "gpu_time"]
 RESULTS = REPO / "benchmarks" / "RESULTS.md"
 
 

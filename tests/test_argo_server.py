@@ -218,7 +218,8 @@ def test_submit_status_list_round_trip(argo, capsys):
     assert wf["spec"]["workflowTemplateRef"] == {"name": "infersweep-vllm-agg"}
     params = {p["name"]: p["value"] for p in wf["spec"]["arguments"]["parameters"]}
     assert params["prometheus-url"] == "http://prom:9090"
-    assert wf["spec"]["synchronization"]["semaphores"][0]["configMapKeyRef"] == {"name": "infersweep-gpu-pools", "key": "h100"}
+    # The GPU guard is on the pipeline template's gpu-span (tests/test_gpu_guard.py); the run carries its keys.
+    assert "synchronization" not in wf["spec"] and params["gpu-lock-1"] == "h100-8gpu"
     assert wf["metadata"]["labels"]["infersweep.io/model"].startswith("nvidia_NVIDIA-Nemotron-3-Nano")
 
     # What the controller writes back (shape of io.argoproj.workflow.v1alpha1.WorkflowStatus).

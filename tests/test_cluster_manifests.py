@@ -1,5 +1,5 @@
-"""What `infersweep install --dry-run` prints: the full set, every document valid, RBAC least-privilege,
-the GPU-pool semaphore sized so that no mix of catalog recipes can oversubscribe a pool."""
+"""What `infersweep install --dry-run` prints: the full set, every document valid, RBAC least-privilege.
+(The GPU guard's ConfigMap and admission: tests/test_gpu_guard.py.)"""
 
 from __future__ import annotations
 
@@ -7,10 +7,8 @@ import pytest
 import yaml
 
 from infersweep.cli import main
-from infersweep.platform_config import load_platform
-from infersweep.recipe import RecipeError, all_recipe_paths, load_recipe
 from infersweep.schemas import validate_yaml_stream
-from workflows.cluster import check_fits_pool, gpu_pools_configmap, slot_gpus, steps_role
+from workflows.cluster import steps_role
 
 RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"
 
@@ -52,27 +50,3 @@ def test_role_is_namespaced_and_grants_only_what_the_steps_call():
     assert rules[("", "persistentvolumeclaims")] == {"get", "create"}
     assert rules[("argoproj.io", "workflowtaskresults")] == {"create", "patch"}
     assert not any("*" in v for v in rules.values()) and ("", "secrets") not in rules
-
-
-def test_gpu_pool_slots_never_oversubscribe():
-    platform = load_platform()
-    catalog = [load_recipe(p) for p in all_recipe_paths()]
-    cm = gpu_pools_configmap(platform, catalog)
-    for gpu, pool in platform["gpu_pools"].items():
-        deployments = int(cm["data"][gpu.lower()])
-        sizes = [r.gpu_count for r in catalog if r.recipe.gpu.type == gpu]
-        if sizes and max(sizes) <= pool["gpus"]:
-            assert deployments * max(sizes) <= pool["gpus"], f"{gpu}: {deployments} x {max(sizes)} GPUs > {pool['gpus']}"
-        assert deployments >= 1
-
-
-def test_a_recipe_larger_than_its_slot_is_refused_before_submit():
-    platform = load_platform()
-    r = load_recipe(RECIPE)
-    small = {**platform, "gpu_pools": {**platform["gpu_pools"], "H100": {"gpus": 16, "slot_gpus": 4}}}
-    assert slot_gpus("H100", small, []) == 4
-    with pytest.raises(RecipeError, match="slot_gpus"):
-        check_fits_pool(r, small, [r])
-    with pytest.raises(RecipeError, match="no GPU pool for H100"):
-        check_fits_pool(r, {**platform, "gpu_pools": {}}, [r])
-    check_fits_pool(r, platform, [r])

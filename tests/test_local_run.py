@@ -69,10 +69,12 @@ def test_results_are_published_with_checksums_and_manifest_and_artifacts_kept(lo
 
 def test_dag_ran_in_declared_order_with_exit_handler_last(local_run):
     *_, events = local_run
-    ends = [n.split(".", 1)[1] for kind, n, _ in events if kind == "end" and "." in n]
+    # Node names nest (<wf>.gpu-span.deploy): the task is the last component.
+    ends = [n.rsplit(".", 1)[1] for kind, n, _ in events if kind == "end" and "." in n]
     order = [e for e in ends if e in ("ensure-pvc", "model-cache", "deploy", "wait-ready", "sweep", "teardown",
-                                      "scrape", "summarize", "publish", "onExit")]
-    assert order[:5] == ["ensure-pvc", "model-cache", "deploy", "wait-ready", "sweep"]
+                                      "gpu-span", "scrape", "summarize", "publish", "onExit")]
+    # The GPU span (deploy .. teardown) ends before any bookkeeping starts.
+    assert order[:7] == ["ensure-pvc", "model-cache", "deploy", "wait-ready", "sweep", "teardown", "gpu-span"]
     assert order[-1] == "onExit" and order.index("publish") > order.index("summarize")
 
 

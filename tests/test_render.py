@@ -63,12 +63,15 @@ def test_pipeline_dag_order_and_exit_handler(bundle):
     spec = _pipeline(bundle)["spec"]
     tmpl = {t["name"]: t for t in spec["templates"]}
     tasks = {t["name"]: t for t in tmpl["pipeline"]["dag"]["tasks"]}
+    span = {t["name"]: t for t in tmpl["gpu-span"]["dag"]["tasks"]}
     assert tasks["model-cache"]["depends"] == "ensure-pvc"
-    assert tasks["deploy"]["depends"] == "model-cache"
-    assert tasks["wait-ready"]["depends"] == "deploy"
-    assert tasks["sweep"]["depends"] == "wait-ready"
-    # Measured points are summarised and published even when a later point failed.
-    assert "sweep.Failed" in tasks["scrape"]["depends"] and "sweep.Failed" in tasks["teardown"]["depends"]
+    assert tasks["gpu-span"]["depends"] == "model-cache"
+    assert span["wait-ready"]["depends"] == "deploy"
+    assert span["sweep"]["depends"] == "wait-ready"
+    # Measured points are summarised and published even when a later point failed; the span tears the DGD
+    # down whatever ended it (a failed wait-ready omits the sweep) before it releases its GPU lock.
+    assert "gpu-span.Failed" in tasks["scrape"]["depends"]
+    assert "sweep.Failed" in span["teardown"]["depends"] and "sweep.Omitted" in span["teardown"]["depends"]
     assert tasks["publish"]["depends"] == "summarize"
     assert spec["onExit"] == "exit-handler"
     assert tmpl["exit-handler"]["dag"]["tasks"][0]["templateRef"]["template"] == "teardown"

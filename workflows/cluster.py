@@ -2,71 +2,31 @@
 ConfigMap and the artifact-repository ConfigMap. The Argo Server creates Argo objects only, so `infersweep
 install` prints these (and `--dry-run` shows them with everything else).
 
-GPU capacity guard: an Argo semaphore counts *holders* (workflows), not GPUs, and a workflow cannot take
-several units of one semaphore. So the unit is a deployment slot: ConfigMap `infersweep-gpu-pools` holds,
-per GPU type, how many deployments that pool runs at once = pool GPUs // slot GPUs, and each benchmark
-workflow holds one slot of its recipe's GPU type for its whole life (deploy to teardown, exit handler
-included). The slot defaults to the largest GPU count any catalog recipe of that type asks for, so no mix
-of recipes can oversubscribe the pool; the price is that small recipes under-use it (two 2-GPU recipes on
-a 16-GPU pool with an 8-GPU slot run two at a time, not eight). An operator who prefers packing sets
-`slot_gpus` lower in params/platform.yaml; a recipe that asks for more than one slot is then refused at
-submit with that explanation (see `check_fits_pool`).
+GPU capacity guard: see workflows/gpu_guard.py. Under `gpu_guard.scheduler: argo` the ConfigMap
+`infersweep-gpu-pools` holds the limit of every lane semaphore (and of each lane's padding semaphores) that
+the pipeline's gpu-span template takes; under kueue/kai/volcano there is no Argo lock and no ConfigMap (the
+cluster's queues admit the pods).
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 
-from infersweep.recipe import RecipeError, ResolvedRecipe
+from infersweep.recipe import ResolvedRecipe
+from workflows import gpu_guard
 
-GPU_POOLS_CONFIGMAP = "infersweep-gpu-pools"
 MANAGED = {"app.kubernetes.io/managed-by": "infersweep"}
 DGD_RESOURCE = "dynamographdeployments"
 
 
-def pool_key(gpu_type: str) -> str:
-    """The semaphore key of a GPU type's pool (ConfigMap data keys: [-._a-zA-Z0-9])."""
-    return gpu_type.lower()
-
-
-def slot_gpus(gpu_type: str, platform: dict[str, Any], recipes: Iterable[ResolvedRecipe]) -> int:
-    pool = platform["gpu_pools"].get(gpu_type) or {}
-    if pool.get("slot_gpus"):
-        return int(pool["slot_gpus"])
-    sizes = [r.gpu_count for r in recipes if r.recipe.gpu.type == gpu_type]
-    return max(sizes) if sizes else int(pool.get("gpus", 1))
-
-
-def check_fits_pool(r: ResolvedRecipe, platform: dict[str, Any], catalog: Iterable[ResolvedRecipe]) -> None:
-    """Refuse (before any cluster call) a recipe its pool can never hold."""
-    gpu = r.recipe.gpu.type
-    pool = platform["gpu_pools"].get(gpu)
-    if not pool:
-        raise RecipeError(f"recipe {r.name}: no GPU pool for {gpu} in params/platform.yaml gpu_pools; "
-                          f"add `{gpu}: {{gpus: N}}` (N = GPUs of that type the benchmarks may use)")
-    slot = slot_gpus(gpu, platform, catalog)
-    if r.gpu_count > slot:
-        raise RecipeError(f"recipe {r.name}: needs {r.gpu_count} {gpu} GPUs but a deployment slot of the {gpu} "
-                          f"pool holds {slot}; raise gpu_pools.{gpu}.slot_gpus in params/platform.yaml")
-    if r.gpu_count > int(pool["gpus"]):
-        raise RecipeError(f"recipe {r.name}: needs {r.gpu_count} {gpu} GPUs, the pool has {pool['gpus']}")
-
-
-def gpu_pools_configmap(platform: dict[str, Any], catalog: list[ResolvedRecipe]) -> dict[str, Any]:
-    data = {}
-    for gpu, pool in sorted(platform["gpu_pools"].items()):
-        # At least one slot: a pool smaller than its largest recipe still runs the others one at a time.
-        data[pool_key(gpu)] = str(max(1, int(pool["gpus"]) // slot_gpus(gpu, platform, catalog)))
+def gpu_pools_configmap(platform: dict[str, Any]) -> dict[str, Any]:
+    """The semaphore limits of the GPU guard (workflows/gpu_guard.py configmap_data)."""
     return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": GPU_POOLS_CONFIGMAP, "namespace": platform["namespace"], "labels": dict(MANAGED),
-                         "annotations": {"infersweep.io/unit": "concurrent deployments per GPU pool (see workflows/cluster.py)"}},
-            "data": data}
-
-
-def semaphore(gpu_type: str) -> dict[str, Any]:
-    return {"configMapKeyRef": {"name": GPU_POOLS_CONFIGMAP, "key": pool_key(gpu_type)}}
+            "metadata": {"name": gpu_guard.CONFIGMAP, "namespace": platform["namespace"], "labels": dict(MANAGED),
+                         "annotations": {"infersweep.io/unit": "runs per GPU-pool lane (see workflows/gpu_guard.py)"}},
+            "data": gpu_guard.configmap_data(platform)}
 
 
 def artifact_repositories_configmap(platform: dict[str, Any]) -> dict[str, Any]:
@@ -125,5 +85,7 @@ def role_binding(platform: dict[str, Any], role: dict[str, Any]) -> dict[str, An
 def kubectl_manifests(platform: dict[str, Any], catalog: list[ResolvedRecipe]) -> list[dict[str, Any]]:
     """Everything `kubectl apply` must create (the Argo Server does not create ConfigMaps or RBAC)."""
     role = steps_role(platform["namespace"])
-    return [service_account(platform), role, role_binding(platform, role),
-            gpu_pools_configmap(platform, catalog), artifact_repositories_configmap(platform)]
+    for r in catalog:  # every catalog recipe must fit its pool's guard, or install refuses
+        gpu_guard.check_fits_pool(r, platform)
+    guard = [gpu_pools_configmap(platform)] if gpu_guard.guard_config(platform).scheduler == "argo" else []
+    return [service_account(platform), role, role_binding(platform, role), *guard, artifact_repositories_configmap(platform)]

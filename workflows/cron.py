@@ -9,9 +9,9 @@ whole suite. One CronWorkflow per recipe gives each night one ordinary pipeline 
 shows, retries and resubmits it like an ad-hoc run, `argo list -l infersweep.io/recipe=X` finds it, and
 its last step (regression-check) compares it with `s3://<bucket>/<baselines_prefix>/<recipe>/`.
 
-All of a suite's CronWorkflows fire at the same time on purpose: each run holds a slot of its GPU pool's
-semaphore (workflows/cluster.py), so Argo queues them and runs as many at once as the pool holds, and an
-ad-hoc submit queues behind the same semaphore instead of fighting for GPUs. `concurrencyPolicy: Forbid`
+All of a suite's CronWorkflows fire at the same time on purpose: each run's GPU span holds the GPU guard
+of its pool (workflows/gpu_guard.py, on the pipeline template), so the runs download in parallel, queue for
+GPUs, and run as many at once as the pool holds; an ad-hoc submit queues behind the same guard. `concurrencyPolicy: Forbid`
 skips a night whose previous run of that recipe is still going. The arguments (DGD included) are rendered
 at install time: re-run `infersweep install` after changing a recipe.
 """
@@ -25,7 +25,7 @@ from hera.workflows import CronWorkflow
 from hera.workflows import models as m
 
 from infersweep.recipe import ResolvedRecipe
-from workflows.pipeline import pipeline_name, recipe_arguments, workflow_labels, workflow_synchronization
+from workflows.pipeline import pipeline_name, recipe_arguments, workflow_labels
 
 SUCCESSFUL_HISTORY = 7
 FAILED_HISTORY = 14  # failed nights are the ones someone investigates: keep two weeks of them
@@ -56,7 +56,6 @@ def nightly_cron(r: ResolvedRecipe, platform: dict[str, Any]) -> dict[str, Any]:
         failed_jobs_history_limit=FAILED_HISTORY,
         workflow_template_ref=m.WorkflowTemplateRef(name=pipeline_name(r.recipe.engine, r.recipe.topology.mode)),
         arguments=args,
-        synchronization=workflow_synchronization(r),
         workflow_metadata=m.WorkflowMetadata(labels=labels),  # the nightly's runs carry the recipe's labels
     )
     return cron.to_dict()

@@ -1,7 +1,9 @@
 """The benchmark pipeline WorkflowTemplate (one per engine x topology) and the Workflow that runs a recipe.
 
-DAG: ensure-pvc -> model-cache -> deploy -> wait-ready -> sweep (AIPerf points, one at a time) ->
-teardown || scrape -> summarize -> publish, plus an exit handler that deletes the DGD whatever happened.
+DAG: ensure-pvc -> model-cache -> gpu-span [deploy -> wait-ready -> sweep (AIPerf points, one at a time) ->
+teardown] -> scrape -> summarize -> publish, plus an exit handler that deletes the DGD whatever happened.
+The GPU guard (workflows/gpu_guard.py) is held by the gpu-span template only, so GPUs are reserved from
+deploy to teardown and never through the download or the bookkeeping.
 Teardown runs as soon as the sweep ends (GPUs are released before the bookkeeping), and again on exit;
 it is idempotent. Results flow between steps through the run's workdir volume, never through parameters.
 """
@@ -20,12 +22,15 @@ from infersweep.recipe import ResolvedRecipe
 from infersweep.recipe_context import recipe_context
 from workflows.dgd import labels as recipe_labels
 from workflows.dgd import render_dgd
-from workflows.cluster import semaphore
+from workflows.gpu_guard import GUARD_PARAMS, LOCK_PARAMS, apply_to_dgd, guard_arguments, span_synchronization
 from workflows.steps_library import STEP_BY_NAME, step_template_name
 
-# Every task of the DAG that runs after the sweep must run whether the sweep succeeded or not:
+# Every task of the DAG that runs after the GPU span must run whether its sweep succeeded or not:
 # a failed point still leaves measured points to summarise and publish.
-AFTER_SWEEP = "(sweep.Succeeded || sweep.Failed || sweep.Errored)"
+AFTER_SPAN = "(gpu-span.Succeeded || gpu-span.Failed || gpu-span.Errored)"
+# Teardown inside the span runs whatever ended it (a failed deploy or wait-ready omits the sweep), so the DGD
+# is gone before the span's GPU lock is released.
+SPAN_END = "(sweep.Succeeded || sweep.Failed || sweep.Errored || sweep.Omitted)"
 
 # (name, description for the Argo UI form, enum or None)
 PIPELINE_PARAMS: list[tuple[str, str, list[str] | None]] = [
@@ -53,7 +58,7 @@ PIPELINE_PARAMS: list[tuple[str, str, list[str] | None]] = [
     ("baseline-prefix", "S3 prefix of the recipe's baseline run to check for regressions ('' skips)", None),
     ("regression", "regression tolerances per metric and noise z as JSON", None),
     ("context", "the run's context as JSON (recipe hash, images, model revision, topology)", None),
-]
+] + GUARD_PARAMS
 
 
 def pipeline_name(engine: str, mode: str) -> str:
@@ -128,6 +133,19 @@ def pipeline_template(engine: str, mode: str, platform: dict[str, Any], *, point
             Task(name="teardown", template_ref=_ref("teardown"),
                  arguments={"dgd-name": _wf("dgd-name"), "api-version": _wf("dgd-api-version")})
 
+        # The GPU-holding span: the only template that holds the GPU guard.
+        with DAG(name="gpu-span", inputs=[Parameter(name="tokenizer")], synchronization=span_synchronization(platform)):
+            deploy = Task(name="deploy", template_ref=_ref("deploy"), arguments={"dgd": _wf("dgd")})
+            ready = Task(name="wait-ready", template_ref=_ref("wait-ready"),
+                         arguments={"dgd-name": _wf("dgd-name"), "model": _wf("model"), "timeout-s": _wf("ready-timeout-s"),
+                                    "api-version": _wf("dgd-api-version")})
+            sweep = Task(name="sweep", template="sweep",
+                         arguments={"points": _wf("points"), "url": "{{tasks.deploy.outputs.parameters.frontend-url}}",
+                                    "tokenizer": "{{inputs.parameters.tokenizer}}"})
+            deploy >> ready >> sweep
+            Task(name="teardown", template_ref=_ref("teardown"), depends=SPAN_END,
+                 arguments={"dgd-name": _wf("dgd-name"), "api-version": _wf("dgd-api-version")})
+
         with DAG(name="pipeline"):
             pvc = Task(name="ensure-pvc", template_ref=_ref("ensure-pvc"),
                        arguments={"pvc": _wf("model-cache-pvc"), "size": _wf("model-cache-size"),
@@ -135,17 +153,10 @@ def pipeline_template(engine: str, mode: str, platform: dict[str, Any], *, point
             cache = Task(name="model-cache", template_ref=_ref("model-cache"),
                          arguments={"model": _wf("model"), "revision": _wf("model-revision"), "source": _wf("model-source"),
                                     "draft-model": _wf("draft-model")})
-            deploy = Task(name="deploy", template_ref=_ref("deploy"), arguments={"dgd": _wf("dgd")})
-            ready = Task(name="wait-ready", template_ref=_ref("wait-ready"),
-                         arguments={"dgd-name": _wf("dgd-name"), "model": _wf("model"), "timeout-s": _wf("ready-timeout-s"),
-                                    "api-version": _wf("dgd-api-version")})
-            sweep = Task(name="sweep", template="sweep",
-                         arguments={"points": _wf("points"), "url": "{{tasks.deploy.outputs.parameters.frontend-url}}",
-                                    "tokenizer": "{{tasks.model-cache.outputs.parameters.model-dir}}"})
-            pvc >> cache >> deploy >> ready >> sweep
-            Task(name="teardown", template_ref=_ref("teardown"), depends=AFTER_SWEEP,
-                 arguments={"dgd-name": _wf("dgd-name"), "api-version": _wf("dgd-api-version")})
-            scrape = Task(name="scrape", template_ref=_ref("scrape"), depends=AFTER_SWEEP,
+            span = Task(name="gpu-span", template="gpu-span",
+                        arguments={"tokenizer": "{{tasks.model-cache.outputs.parameters.model-dir}}"})
+            pvc >> cache >> span
+            scrape = Task(name="scrape", template_ref=_ref("scrape"), depends=AFTER_SPAN,
                           arguments={"prometheus-url": _wf("prometheus-url")})
             summarize = Task(name="summarize", template_ref=_ref("summarize"),
                              arguments={"gpu-count": _wf("gpu-count"), "slo": _wf("slo"), "title": _wf("recipe"),
@@ -170,8 +181,8 @@ def recipe_arguments(r: ResolvedRecipe, platform: dict[str, Any], *, dgd_api: st
     args.update({
         "recipe": r.name,
         "dgd-name": r.name,
-        "dgd": yaml.safe_dump(render_dgd(r, api_version=dgd_api, pvc=platform["model_cache"]["pvc"],
-                                         hf_secret=platform["hf_token_secret"]), sort_keys=False),
+        "dgd": yaml.safe_dump(apply_to_dgd(render_dgd(r, api_version=dgd_api, pvc=platform["model_cache"]["pvc"],
+                                                      hf_secret=platform["hf_token_secret"]), r, platform), sort_keys=False),
         "dgd-api-version": dgd_api,
         "model": r.model.id,
         "model-revision": r.model.revision,
@@ -184,10 +195,14 @@ def recipe_arguments(r: ResolvedRecipe, platform: dict[str, Any], *, dgd_api: st
         "slo": json.dumps(slo, separators=(",", ":")),
         "regression": json.dumps(r.recipe.regression.for_judge(), separators=(",", ":")),
         "context": json.dumps(recipe_context(r, platform), separators=(",", ":"), sort_keys=True),
+        **guard_arguments(r, platform),
     })
     for k, v in (overrides or {}).items():
+        if k in LOCK_PARAMS:
+            raise KeyError(f"--set {k}: the GPU guard's locks follow from the recipe's GPU count and cannot be set; "
+                           "change gpu.count in the recipe or gpu_pools in params/platform.yaml")
         if k not in args:
-            raise KeyError(f"--set {k}: no such parameter; parameters are {sorted(args)}")
+            raise KeyError(f"--set {k}: no such parameter; parameters are {sorted(set(args) - set(LOCK_PARAMS))}")
         args[k] = v
     return args
 
@@ -195,12 +210,6 @@ def recipe_arguments(r: ResolvedRecipe, platform: dict[str, Any], *, dgd_api: st
 def workflow_labels(r: ResolvedRecipe) -> dict[str, str]:
     """The DGD's labels plus model and GPU count, so `argo list -l infersweep.io/model=...` filters runs."""
     return {**recipe_labels(r), "infersweep.io/model": label_value(r.model.id), "infersweep.io/gpu-count": str(r.gpu_count)}
-
-
-def workflow_synchronization(r: ResolvedRecipe) -> m.Synchronization:
-    """One deployment slot of the recipe's GPU pool, held for the whole run (see workflows/cluster.py)."""
-    ref = semaphore(r.recipe.gpu.type)["configMapKeyRef"]
-    return m.Synchronization(semaphores=[m.SemaphoreRef(config_map_key_ref=m.ConfigMapKeySelector(**ref))])
 
 
 def recipe_workflow(r: ResolvedRecipe, args: dict[str, str], namespace: str) -> Workflow:
@@ -211,5 +220,4 @@ def recipe_workflow(r: ResolvedRecipe, args: dict[str, str], namespace: str) -> 
         labels=workflow_labels(r),
         workflow_template_ref=m.WorkflowTemplateRef(name=pipeline_name(r.recipe.engine, r.recipe.topology.mode)),
         arguments=args,
-        synchronization=workflow_synchronization(r),
     )

@@ -28,16 +28,16 @@ def watch(server, name: str, poll_s: float = 5.0, out=print) -> str:
 
 def run(a: argparse.Namespace) -> int:
     from infersweep.platform_config import load_platform
-    from infersweep.recipe import all_recipe_paths, load_recipe
+    from infersweep.recipe import load_recipe
     from infersweep.render import render_recipe
-    from workflows.cluster import check_fits_pool
+    from workflows.gpu_guard import check_fits_pool
 
     platform = load_platform()
     r = load_recipe(a.recipe)
     overrides = parse_sets(a.set)
     server = server_from_args(a)
     # Everything that can be refused is refused here, before the first request.
-    check_fits_pool(r, platform, [load_recipe(p) for p in all_recipe_paths()])
+    check_fits_pool(r, platform)
     bundle = render_recipe(r, platform, dgd_api=a.dgd_api, namespace=server.cfg.namespace, overrides=overrides)
     wf = server.create_workflow(bundle.workflow)
     name = wf["metadata"]["name"]

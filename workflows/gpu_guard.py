@@ -1,0 +1,274 @@
+"""The GPU guard: which runs may hold a GPU pool at once, held only over the GPU-holding span
+(deploy -> wait-ready -> sweep -> teardown), on the span *template* so a UI submit of the template cannot
+skip it (a Workflow-level `synchronization` is also what `templateReferencing: Strict` refuses).
+
+`params/platform.yaml` `gpu_guard.scheduler` picks the machinery (parsed by infersweep/platform_config.py):
+
+* `kueue`, `kai`, `volcano`: the cluster's own GPU-quota queue admits the DGD's pods, exactly by
+  `nvidia.com/gpu`; the span template then holds no Argo lock and `dgd_scheduling()` gives the labels,
+  annotations and schedulerName the DGD's pods need (each cited where it is set below). The operator creates
+  the queue objects (Kueue LocalQueue -> ClusterQueue with an `nvidia.com/gpu` nominalQuota per GPU type;
+  KAI `scheduling.run.ai/v2` Queue; Volcano `scheduling.volcano.sh/v1beta1` Queue) named `gpu_pools.<T>.queue`.
+* `argo` (default): Argo semaphores only, in ConfigMap `infersweep-gpu-pools`.
+
+Why lanes, and not "a semaphore of GPU units" (Argo v4.1.2 workflow/sync/, read at tag v4.1.2):
+  - A semaphore counts holders, one per holder key (sync_manager.go getHolderKey: namespace/workflow/node);
+    a template cannot take one semaphore twice (syncitems.go checkDuplicates refuses a duplicate item). So a
+    run cannot take "8 units" of a 16-unit semaphore.
+  - A template's several locks are taken all-or-nothing under one manager lock (sync_manager.go TryAcquire ->
+    tryAcquireImpl: checkAcquire on every lock first, tryAcquire on all only if all are acquirable), so
+    several locks on one template cannot deadlock against each other. Taking units through nested templates
+    (one node per unit) would acquire one by one: two 16-GPU runs holding 8 each wait for each other forever.
+  - Only the front of a lock's queue may acquire (semaphore.go checkAcquire: "isn't at the front"; the queue
+    is ordered by workflow priority, then creation time), and a waiting run is queued on every lock it asks
+    for (sync_manager.go prepAcquire). A run waiting for one lock therefore blocks later runs on its *other*
+    locks too, which is why the padding locks below are private to a lane.
+  With one lock per holder, any fixed set of locks per GPU count admits a set of runs iff, for every lock,
+  the runs holding it number at most its limit. That cannot express sum(GPUs) <= pool exactly once a run
+  can take the whole pool: admitting an 8 and a 16 together is only excluded by a lock both hold with
+  limit 1, which then also excludes two 8s (tests/test_gpu_guard.py shows it on the rules). So the pool is
+  split into *lanes*: lane `s` admits `n_s` runs of up to `s` GPUs, sum(s * n_s) <= pool GPUs, and a run of
+  a size no lane holds takes every lane (allowed only when each lane holds one run). Default lanes are the
+  buddy split 8+4+2+1 of a 16-GPU pool; `gpu_pools.<T>.lanes` declares others (H200: 4x1 + 2x2 + 2x4).
+  A run reserves exactly its lane (or the pool), never more than it can use when its size is a lane size.
+
+Every span holds `MAX_LANES` semaphores (a template's lock list is fixed): its lane(s), then padding
+semaphores private to that lane (limit = the lane's runs, so they never make a run wait and never put it
+in front of another lane's runs). Their keys reach the template as the `gpu-lock-N` workflow parameters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hera.workflows import models as m
+
+from infersweep.platform_config import MAX_LANES, GpuGuardConfig, GpuPool, PlatformError, parse_gpu_guard
+from infersweep.recipe import RecipeError, ResolvedRecipe
+
+CONFIGMAP = "infersweep-gpu-pools"
+LOCK_PARAMS = [f"gpu-lock-{i}" for i in range(1, MAX_LANES + 1)]
+GUARD_PARAMS: list[tuple[str, str, list[str] | None]] = [
+    (p, f"GPU guard: semaphore key {i} of {MAX_LANES} in ConfigMap {CONFIGMAP} (set by infersweep from the recipe's "
+        "GPU count; see workflows/gpu_guard.py)", None) for i, p in enumerate(LOCK_PARAMS, 1)]
+
+
+def guard_config(platform: dict[str, Any]) -> GpuGuardConfig:
+    return parse_gpu_guard(platform)
+
+
+def lane_key(gpu_type: str, size: int) -> str:
+    return f"{gpu_type.lower()}-{size}gpu"  # ConfigMap data keys: [-._a-zA-Z0-9]
+
+
+def _pad_key(gpu_type: str, owner: str, i: int) -> str:
+    return f"{gpu_type.lower()}-{owner}-pad{i}"
+
+
+@dataclass(frozen=True)
+class Admission:
+    """What one run of `gpus` GPUs holds in its pool."""
+    gpu_type: str
+    gpus: int
+    lanes: tuple[int, ...]      # lane sizes held (all of them for a whole-pool run)
+    reserved: int               # GPUs no other run may use meanwhile
+    keys: tuple[str, ...]       # the span's semaphore keys, MAX_LANES of them
+
+    @property
+    def lane_keys(self) -> tuple[str, ...]:
+        return tuple(lane_key(self.gpu_type, s) for s in self.lanes)
+
+
+def admission(pool: GpuPool, gpus: int, recipe: str = "run") -> Admission:
+    """The smallest lane that holds the run, else the whole pool (every lane); RecipeError if neither."""
+    fits = [s for s in pool.lanes if s >= gpus]
+    if fits:
+        lanes, reserved, owner = (min(fits),), min(fits), f"{min(fits)}gpu"
+    elif gpus <= pool.gpus and pool.whole_pool_runs:
+        lanes, reserved, owner = tuple(pool.lanes), pool.gpus, "all"
+    elif gpus <= pool.gpus:
+        raise RecipeError(f"recipe {recipe}: needs {gpus} {pool.gpu_type} GPUs; no lane of gpu_pools.{pool.gpu_type}.lanes "
+                          f"{pool.lanes} holds that many, and a run can take the whole pool only when every lane "
+                          f"holds one run; add a lane of {gpus} GPUs in params/platform.yaml")
+    else:
+        raise RecipeError(f"recipe {recipe}: needs {gpus} {pool.gpu_type} GPUs, the pool has {pool.gpus}; "
+                          f"raise gpu_pools.{pool.gpu_type}.gpus in params/platform.yaml")
+    keys = [lane_key(pool.gpu_type, s) for s in lanes]
+    keys += [_pad_key(pool.gpu_type, owner, i) for i in range(len(keys) + 1, MAX_LANES + 1)]
+    return Admission(pool.gpu_type, gpus, lanes, reserved, tuple(keys))
+
+
+def pool_of(r: ResolvedRecipe, cfg: GpuGuardConfig) -> GpuPool:
+    pool = cfg.pools.get(r.recipe.gpu.type)
+    if pool is None:
+        raise RecipeError(f"recipe {r.name}: no GPU pool for {r.recipe.gpu.type} in params/platform.yaml gpu_pools; "
+                          f"add `{r.recipe.gpu.type}: {{gpus: N}}` (N = GPUs of that type the benchmarks may use)")
+    return pool
+
+
+def recipe_admission(r: ResolvedRecipe, platform: dict[str, Any]) -> Admission:
+    # gpu_capacity: an autoscaled role may grow to max_replicas while the span holds the pool.
+    return admission(pool_of(r, guard_config(platform)), r.gpu_capacity, r.name)
+
+
+def check_fits_pool(r: ResolvedRecipe, platform: dict[str, Any]) -> None:
+    """Refuse (before any cluster call) a recipe its pool can never hold."""
+    cfg = guard_config(platform)
+    pool = pool_of(r, cfg)
+    if cfg.scheduler == "argo":
+        admission(pool, r.gpu_capacity, r.name)
+    elif r.gpu_capacity > pool.gpus:
+        raise RecipeError(f"recipe {r.name}: needs {r.gpu_capacity} {pool.gpu_type} GPUs, the pool has {pool.gpus}; "
+                          f"raise gpu_pools.{pool.gpu_type}.gpus in params/platform.yaml")
+
+
+# ---------------------------------------------------------------------------------------------- rendering
+
+def span_synchronization(platform: dict[str, Any]) -> m.Synchronization | None:
+    """The span template's locks: MAX_LANES semaphores keyed by the gpu-lock-N workflow parameters
+    (Argo substitutes parameters into a template's synchronization before TryAcquire: operator.go
+    executeTemplate -> common.ProcessArgs, then syncManager.TryAcquire(processedTmpl.Synchronization)).
+    None when a cluster scheduler admits the pods instead."""
+    if guard_config(platform).scheduler != "argo":
+        return None
+    return m.Synchronization(semaphores=[
+        m.SemaphoreRef(config_map_key_ref=m.ConfigMapKeySelector(name=CONFIGMAP, key="{{workflow.parameters.%s}}" % p))
+        for p in LOCK_PARAMS])
+
+
+def guard_arguments(r: ResolvedRecipe, platform: dict[str, Any]) -> dict[str, str]:
+    """The gpu-lock-N workflow parameters of a recipe (the keys its span holds)."""
+    if guard_config(platform).scheduler != "argo":
+        return {p: "" for p in LOCK_PARAMS}  # unused: the span holds no Argo lock (span_synchronization is None)
+    return dict(zip(LOCK_PARAMS, recipe_admission(r, platform).keys))
+
+
+def configmap_data(platform: dict[str, Any]) -> dict[str, str]:
+    """Semaphore limits: each lane's runs, and each lane's padding keys with the same limit (a whole-pool
+    run's padding: 1), so padding never makes a run wait."""
+    data: dict[str, str] = {}
+    for gpu, pool in sorted(guard_config(platform).pools.items()):
+        owners = [(f"{s}gpu", n, 1) for s, n in pool.lanes.items()]
+        if pool.whole_pool_runs:
+            owners.append(("all", 1, len(pool.lanes)))
+        for s, n in pool.lanes.items():
+            data[lane_key(gpu, s)] = str(n)
+        for owner, n, held in owners:
+            for i in range(held + 1, MAX_LANES + 1):
+                data[_pad_key(gpu, owner, i)] = str(n)
+    return data
+
+
+def dgd_pod_count(dgd: dict[str, Any]) -> int:
+    comps = dgd["spec"].get("components") or list((dgd["spec"].get("services") or {}).values())
+    return sum(int(c.get("replicas", 1)) * int((c.get("multinode") or {}).get("nodeCount", 1)) for c in comps)
+
+
+def dgd_scheduling(r: ResolvedRecipe, platform: dict[str, Any], dgd_name: str, pods: int) -> dict[str, Any]:
+    """What the DGD (`metadata`) and each of its pods (`pod_labels`, `pod_annotations`, `scheduler_name`)
+    carry so that the configured scheduler admits the whole deployment against its pool's GPU quota."""
+    cfg = guard_config(platform)
+    q = pool_of(r, cfg).queue
+    out: dict[str, Any] = {"metadata_annotations": {}, "pod_labels": {}, "pod_annotations": {}, "scheduler_name": None}
+    if cfg.scheduler == "kueue":
+        # Kueue plain-pod integration (kubernetes-sigs/kueue site/content/en/docs/tasks/run/plain_pods.md,
+        # "Running a group of Pods to be admitted together"; the `pod` integration must be enabled for the
+        # namespace): the LocalQueue label, and a pod group (name label + total-count annotation on every
+        # member) so the DGD's pods are admitted all at once or not at all; `pod-group-serving: "true"`
+        # because a serving pod never "succeeds" (Kueue's pod constants: GroupNameLabel,
+        # GroupTotalCountAnnotation, GroupServingAnnotationKey). The quota: the LocalQueue's ClusterQueue
+        # has an `nvidia.com/gpu` nominalQuota of the pool's GPUs (docs/tasks/manage/administer_cluster_quotas).
+        out["pod_labels"] = {"kueue.x-k8s.io/queue-name": q, "kueue.x-k8s.io/pod-group-name": dgd_name}
+        out["pod_annotations"] = {"kueue.x-k8s.io/pod-group-total-count": str(pods),
+                                  "kueue.x-k8s.io/pod-group-serving": "true"}
+    elif cfg.scheduler == "kai":
+        # Dynamo's operator reads the DGD annotation and injects the queue label and schedulerName into the
+        # pods it creates (ai-dynamo/dynamo deploy/cloud/operator/internal/consts/consts.go:
+        # KubeAnnotationKaiSchedulerQueue "nvidia.com/kai-scheduler-queue", KubeLabelKaiSchedulerQueue
+        # "kai.scheduler/queue", KaiSchedulerName "kai-scheduler"); KAI's docs ask for the same two fields on
+        # the workload (NVIDIA/KAI-Scheduler docs: `kai.scheduler/queue` label, `schedulerName: kai-scheduler`),
+        # so they are also set on every pod template; KAI's pod-grouper gangs a DGD's pods by their top owner.
+        out["metadata_annotations"] = {"nvidia.com/kai-scheduler-queue": q}
+        out["pod_labels"] = {"kai.scheduler/queue": q}
+        out["scheduler_name"] = "kai-scheduler"
+    elif cfg.scheduler == "volcano":
+        # Volcano (volcano.sh docs, "Queue"; pod annotation `scheduling.volcano.sh/queue-name` as read by
+        # Volcano's controllers for pods of non-vcjob workloads) with schedulerName `volcano`.
+        out["pod_annotations"] = {"scheduling.volcano.sh/queue-name": q}
+        out["scheduler_name"] = "volcano"
+    return out
+
+
+def apply_to_dgd(dgd: dict[str, Any], r: ResolvedRecipe, platform: dict[str, Any]) -> dict[str, Any]:
+    """The DGD with the configured scheduler's labels/annotations/schedulerName on every pod (v1beta1
+    `components[].podTemplate`); unchanged under the Argo-only guard."""
+    if guard_config(platform).scheduler == "argo":
+        return dgd
+    if "components" not in dgd["spec"]:
+        raise PlatformError(f"gpu_guard.scheduler {guard_config(platform).scheduler}: the pods' queue labels are "
+                            "rendered for DGD v1beta1 only (podTemplate); submit with --dgd-api v1beta1")
+    s = dgd_scheduling(r, platform, dgd["metadata"]["name"], dgd_pod_count(dgd))
+    if s["metadata_annotations"]:
+        dgd["metadata"].setdefault("annotations", {}).update(s["metadata_annotations"])
+    for comp in dgd["spec"]["components"]:
+        tmpl = comp.setdefault("podTemplate", {})
+        meta = tmpl.setdefault("metadata", {})
+        if s["pod_labels"]:
+            meta.setdefault("labels", {}).update(s["pod_labels"])
+        if s["pod_annotations"]:
+            meta.setdefault("annotations", {}).update(s["pod_annotations"])
+        if s["scheduler_name"]:
+            tmpl.setdefault("spec", {})["schedulerName"] = s["scheduler_name"]
+    return dgd
+
+
+# ------------------------------------------------------------------------------- Argo's semantics, modelled
+
+class ArgoSemaphores:
+    """Argo v4.1.2's admission of template-level semaphores, for the property test and the simulation
+    (the controller cannot run here; this encodes workflow/sync/ as read):
+    - a request is queued on every lock it names (sync_manager.go prepAcquire -> addToQueue), ordered by
+      priority then creation time (here: request order);
+    - it acquires only when, for every lock, it is at the front of that lock's queue and the lock has a free
+      slot (semaphore.go checkAcquire), and then takes all of them at once (tryAcquireImpl);
+    - release frees the slots (semaphore.go release)."""
+
+    def __init__(self, limits: dict[str, int]):
+        self.limits = dict(limits)
+        self.holders: dict[str, set[str]] = {k: set() for k in limits}
+        self.queue: list[tuple[str, tuple[str, ...]]] = []
+
+    def request(self, holder: str, keys: tuple[str, ...]) -> None:
+        missing = [k for k in keys if k not in self.limits]
+        if missing:  # semaphore.go newInternalSemaphore: no limit -> the node errors
+            raise KeyError(f"ConfigMap {CONFIGMAP} has no key {missing[0]}")
+        if len(set(keys)) != len(keys):  # syncitems.go checkDuplicates
+            raise ValueError("duplicate synchronization item found")
+        self.queue.append((holder, keys))
+
+    def _front(self, key: str) -> str | None:
+        return next((h for h, ks in self.queue if key in ks), None)
+
+    def admit(self) -> list[str]:
+        """Every queued request that can acquire now (repeated until none can), in queue order."""
+        admitted: list[str] = []
+        progress = True
+        while progress:
+            progress = False
+            for holder, keys in list(self.queue):
+                if all(self._front(k) == holder and len(self.holders[k]) < self.limits[k] for k in keys):
+                    for k in keys:
+                        self.holders[k].add(holder)
+                    self.queue.remove((holder, keys))
+                    admitted.append(holder)
+                    progress = True
+        return admitted
+
+    def release(self, holder: str) -> None:
+        for hs in self.holders.values():
+            hs.discard(holder)
+
+
+def limits(platform: dict[str, Any]) -> dict[str, int]:
+    return {k: int(v) for k, v in configmap_data(platform).items()}
