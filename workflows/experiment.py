@@ -12,8 +12,8 @@ The next treatment starts when the previous one's archive has run, whatever happ
 outcome, Omitted included: Argo's depends grammar, common.TaskResult in argo-workflows), so a failed
 treatment does not stop the others. Then compare (infersweep.experiment.compare_step) writes the
 experiment report and publish-report publishes it. The exit handler deletes every DGD the experiment
-may have created (teardown is idempotent), and the Workflow holds one slot of its GPU pool's semaphore for
-its whole run (workflows/cluster.py), so no other workflow takes the GPUs between treatments.
+may have created (teardown is idempotent), and the Workflow holds the GPU guard's admission of its largest treatment (workflows/gpu_guard.py) for
+its whole run, so no other workflow takes the GPUs between treatments.
 
 Not covered yet: local execution of this workflow (`experiment run --local`) and wait-ready's view of a
 rolling update (a patched DGD may report Ready before the operator has started replacing workers: the
@@ -32,7 +32,7 @@ from hera.workflows import models as m
 from infersweep.experiment.plan import Plan
 from infersweep.experiment.restart import RestartClass
 from infersweep.recipe import RecipeError, ResolvedRecipe
-from workflows.cluster import semaphore
+from workflows.gpu_guard import recipes_synchronization
 from workflows.dgd import render_dgd
 from workflows.steps_library import RUN_DIR, WORKDIR, STEP_BY_NAME, step_template_name
 
@@ -101,8 +101,9 @@ def experiment_workflow(plan: Plan, platform: dict[str, Any], *, namespace: str 
         service_account_name=platform["service_account"],
         artifact_repository_ref=m.ArtifactRepositoryRef(config_map=platform["artifact_repository"]["configmap"],
                                                         key=platform["artifact_repository"]["key"]),
-        synchronization=m.Synchronization(semaphores=[m.SemaphoreRef(config_map_key_ref=m.ConfigMapKeySelector(
-            **semaphore(gpu_types.pop())["configMapKeyRef"]))]),
+        # The experiment holds its GPUs from the first deploy to the last teardown: the guard's admission of
+        # its largest treatment, for the whole Workflow.
+        synchronization=recipes_synchronization([s.treatment.recipe for s in plan.steps], platform),
     ) as wf:
         with DAG(name="sweep", parallelism=1, fail_fast=False,
                  inputs=[Parameter(name=n) for n in ("points", "url", "tokenizer", "model", "workload",

@@ -137,6 +137,18 @@ def span_synchronization(platform: dict[str, Any]) -> m.Synchronization | None:
         for p in LOCK_PARAMS])
 
 
+def recipes_synchronization(recipes: list[ResolvedRecipe], platform: dict[str, Any]) -> m.Synchronization | None:
+    """The locks of a Workflow that holds GPUs for several recipes in turn (an experiment): the admission of
+    the largest of them, as literal keys (one admission covers every smaller treatment's GPUs). None when a
+    cluster scheduler admits the pods instead."""
+    if guard_config(platform).scheduler != "argo" or not recipes:
+        return None
+    largest = max(recipes, key=lambda r: r.gpu_capacity)
+    return m.Synchronization(semaphores=[
+        m.SemaphoreRef(config_map_key_ref=m.ConfigMapKeySelector(name=CONFIGMAP, key=key))
+        for key in recipe_admission(largest, platform).keys])
+
+
 def guard_arguments(r: ResolvedRecipe, platform: dict[str, Any]) -> dict[str, str]:
     """The gpu-lock-N workflow parameters of a recipe (the keys its span holds)."""
     if guard_config(platform).scheduler != "argo":
