@@ -22,7 +22,8 @@ RUN_FILE = "run.json"  # summary/run.json: the context + SLO + schema version of
 # Every context key the results table carries (missing ones stay empty, never invented).
 FIELDS = ("run_id", "recipe", "recipe_hash", "engine", "engine_image", "model", "model_revision", "model_commit",
           "topology", "router", "gpu_type", "gpu_count", "aiperf_version", "aiperf_image", "step_image",
-          "run_start", "run_end", "workload", "slo", "context_source")
+          "run_start", "run_end", "workload", "slo", "context_source", "source")
+# source: None for runs of the pipeline, "imported" for AIPerf folders brought in by `infersweep import`.
 
 
 def recipe_hash(resolved) -> str:
