@@ -96,6 +96,23 @@ def test_unknown_cache_state_and_errors_make_a_point_invalid(aiperf_ref, tmp_pat
     assert "prefix-cache state at point start unknown" in row["validity_reasons"]
 
 
+def test_aiperf_high_cpu_warning_makes_the_client_the_bottleneck(aiperf_ref, tmp_path):
+    """The reference run's log plus the warning line AIPerf's worker manager writes above 85 % worker CPU
+    (text and logger format as in aiperf/workers/worker_group_state.py update_worker_status, 0.13.0)."""
+    point = tmp_path / "points" / "c4"
+    shutil.copytree(aiperf_ref / "dynamo-mocker-c4", point / "aiperf")
+    log = point / "aiperf" / "logs" / "aiperf.log"
+    log.chmod(0o644)
+    with log.open("a") as f:
+        f.write("2026-11-29 16:53:54.100 - worker_manager - WARNING - CPU usage for worker_d035cdb4 is 97%. "
+                "AIPerf results may be inaccurate.\n")
+    result = read_point(point / "aiperf") | {"concurrency": 4, "cache_state": "fresh-prompts"}
+    (point / "result.json").write_text(json.dumps(result))
+    row = build_table(tmp_path / "points", 1, {}, {}, LOCAL).iloc[0]
+    assert not row["valid"] and row["aiperf_high_cpu_warnings"] == 1
+    assert 'client-bound: AIPerf logged 1 high-CPU warning(s)' in row["validity_reasons"]
+
+
 # ---------------------------------------------------------------- compare and regress use valid points
 
 
