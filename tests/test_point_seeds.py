@@ -41,3 +41,22 @@ def test_a_given_seed_is_used_but_the_cache_state_is_then_unknown():
     seed, policy, cache = choose_seed(_args(4, "--isl", "64", "--osl", "8", "--seed", "7"))
     assert (seed, policy, cache) == (7, "given (--seed)", "unknown")
     assert _seed_in_argv(_args(4, "--isl", "64", "--osl", "8", "--seed", "7")) == 7
+
+
+def test_result_json_records_the_seed_aiperf_got_and_the_cache_state(tmp_path, aiperf_ref):
+    """aiperf_point with the stand-in AIPerf of test_aiperf_results (it copies the real 0.13.0 reference run)."""
+    import json
+
+    from steps import aiperf_point
+    from tests.test_aiperf_results import fake_aiperf
+
+    out = tmp_path / "c4"
+    fake = fake_aiperf(tmp_path, "good", aiperf_ref / "dynamo-mocker-c4")
+    args = ["--url", "http://h:1", "--model", "m", "--tokenizer", str(tmp_path), "--concurrency", "4",
+            "--requests", "40", "--isl", "64", "--osl", "8", "--out", str(out), "--aiperf", str(fake),
+            "--repetition", "2"]
+    assert aiperf_point.main(args) == 0
+    result = json.loads((out / "result.json").read_text())
+    called = json.loads((tmp_path / "called.json").read_text())["argv"]
+    assert int(called[called.index("--random-seed") + 1]) == result["seed"]
+    assert (result["seed_policy"], result["cache_state"], result["repetition"]) == ("per-point", "fresh-prompts", 2)
