@@ -8,6 +8,11 @@ with no summary at all when nothing succeeded. The truth is in profile_export_ai
 `is_complete`, `was_cancelled`, `request_error_rate` (a percentage) and `error_summary`, with
 `request_count` = successful requests and `completed_request_count` = successful + errored.
 
+Versions (each one's JsonExportData in aiperf/common/models/export_models.py, read from the installed
+wheels): 0.13.0 writes schema 1.4 with `is_complete`, `completed_request_count`, `request_error_rate` and
+phases with a `kind`; 0.10.0 and 0.11.0 write schema 1.3 without them (`error_request_count` instead, phases
+only named), so completeness is inferred (_infer_complete). Real runs of each: tests/fixtures/aiperf/.
+
     python -m steps.aiperf_results ARTIFACT_DIR [--max-error-rate F] [--exit-code N]
 """
 
