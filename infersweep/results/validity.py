@@ -251,7 +251,9 @@ def split_valid(df: pd.DataFrame, include_invalid: bool = False) -> tuple[pd.Dat
     verdict is empty, are kept (their validity is unknown, not bad)."""
     if include_invalid or "valid" not in df.columns or df.empty:
         return df, []
-    bad = df["valid"].astype("object").map(lambda v: v is False or v is not None and not pd.isna(v) and not bool(v))
+    # Only measured rows are left out here: failed points are not measurements anyway (callers handle them).
+    measured = df["status"].isin(("ok", "partial")) if "status" in df.columns else True
+    bad = measured & df["valid"].astype("object").map(lambda v: v is not None and not pd.isna(v) and not bool(v))
     left = []
     for _, r in df[bad].iterrows():
         who = f"{r['recipe']}@{r['run_id']}" if r.get("run_id") else str(r.get("recipe"))
