@@ -10,8 +10,8 @@ with no summary at all when nothing succeeded. The truth is in profile_export_ai
 
 Versions (each one's JsonExportData in aiperf/common/models/export_models.py, read from the installed
 wheels): 0.13.0 writes schema 1.4 with `is_complete`, `completed_request_count`, `request_error_rate` and
-phases with a `kind`; 0.10.0 and 0.11.0 write schema 1.3 without them (`error_request_count` instead, phases
-only named), so completeness is inferred (_infer_complete). Real runs of each: tests/fixtures/aiperf/.
+phases with a `kind`; 0.10.0 and 0.11.0 write schema 1.3 and 0.12.0 schema 1.4 without a top-level
+`is_complete` (0.12.0's only `is_complete` is a timeslice's), so completeness is inferred (_infer_complete). Real runs of each: tests/fixtures/aiperf/.
 
     python -m steps.aiperf_results ARTIFACT_DIR [--max-error-rate F] [--exit-code N]
 """

@@ -30,7 +30,7 @@ THRESHOLDS_FILE = "validity.yaml"
 LOCAL_PROFILE = "local"
 # The warning AIPerf's worker manager logs when a worker's CPU passes Environment.WORKER.HIGH_LOAD_CPU_USAGE
 # (85 %): aiperf/workers/worker_group_state.py update_worker_status in 0.13.0, aiperf/workers/worker_manager.py
-# in 0.10.0 and 0.11.0, same text. AIPerf writes no CPU figure into its exports.
+# in 0.10.0, 0.11.0 and 0.12.0, same text. AIPerf writes no CPU figure into its exports.
 HIGH_CPU_RE = re.compile(r"CPU usage for (\S+) is (\d+)%\. AIPerf results may be inaccurate")
 
 # result.json's cache_state values that say what the cache held at point start (steps.aiperf_point).
