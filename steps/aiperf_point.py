@@ -18,6 +18,7 @@ What it guarantees:
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import signal
@@ -54,6 +55,37 @@ WORKLOAD_FLAGS = {
     "turn_delay_ms": "--conversation-turn-delay-mean",
     "sessions": "--conversation-num",
 }
+
+
+# Workload keys that make requests reuse prompts on purpose (shared prefixes, multi-turn sessions, a trace):
+# their points keep one seed, so every point sees the same prefixes/sessions.
+REUSE_KEYS = ("prefix_tokens", "num_prefixes", "turns", "turn_delay_ms", "sessions", "trace")
+DEFAULT_BASE_SEED = 1
+
+
+def point_seed(base: int, concurrency: int, repetition: int) -> int:
+    """A seed of this point and repetition alone: a later point's prompts are not the ones an earlier point
+    left in the prefix cache. Deterministic, so a rerun sends the same prompts again."""
+    digest = hashlib.sha256(f"{base}:{concurrency}:{repetition}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") % (2**31 - 1)
+
+
+def choose_seed(args: argparse.Namespace) -> tuple[int, str, str]:
+    """(seed, seed_policy, cache_state at point start) of this point.
+
+    Cache state: Dynamo 1.6.1's frontend exposes no cache reset over HTTP (its OpenAPI lists no
+    /clear_kv_blocks route, measured; the vLLM and SGLang workers register a `clear_kv_blocks` endpoint
+    on the Dynamo runtime only: dynamo/vllm/worker_factory.py, dynamo/sglang/init_llm.py), so the cache
+    is never reset here. What is known: with a seed of its own the point's prompts were never sent before
+    ("fresh-prompts"); a workload that reuses prompts on purpose keeps its seed ("reused-prompts").
+    """
+    workload = dict(args.workload or {})
+    reuse = sorted(k for k in REUSE_KEYS if workload.get(k) or (k == "trace" and args.trace))
+    if args.seed is not None:
+        return args.seed, "given (--seed)", "reused-prompts" if reuse else "unknown"
+    if reuse:
+        return DEFAULT_BASE_SEED, f"shared: the workload reuses prompts ({', '.join(reuse)})", "reused-prompts"
+    return point_seed(DEFAULT_BASE_SEED, args.concurrency, args.repetition), "per-point", "fresh-prompts"
 
 
 def workload_argv(workload: dict) -> list[str]:
@@ -93,7 +125,8 @@ def build_argv(args: argparse.Namespace) -> list[str]:
         workload.setdefault("isl", args.isl)
         workload.setdefault("osl", args.osl)
     argv += workload_argv(workload)
-    argv += ["--random-seed", str(args.seed)]
+    seed = getattr(args, "chosen_seed", None)
+    argv += ["--random-seed", str(seed if seed is not None else choose_seed(args)[0])]
     if args.request_timeout_s is not None:
         argv += ["--request-timeout-seconds", f"{args.request_timeout_s:g}"]
     if args.failed_request_threshold is not None:
@@ -243,7 +276,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--grace-s", type=float, default=DEFAULT_GRACE_S, help="wait after SIGINT before SIGKILL")
     p.add_argument("--max-error-rate", type=float, default=0.0, help="fraction 0..1 of failed requests still ok")
     p.add_argument("--aiperf", default="aiperf", help="AIPerf executable")
-    p.add_argument("--seed", type=int, default=1, help="AIPerf --random-seed: same prompts at every point")
+    p.add_argument("--seed", type=int, default=None,
+                   help="AIPerf --random-seed for this point; default: one of its own per concurrency and repetition "
+                        "(the same for every point when the workload reuses prompts)")
+    p.add_argument("--repetition", type=int, default=0, help="repetition number of this point (its seed depends on it)")
     p.add_argument("--request-timeout-s", type=float, help="AIPerf --request-timeout-seconds")
     p.add_argument("--failed-request-threshold", type=float, help="AIPerf --failed-request-threshold (0..1)")
     p.add_argument("--extra-inputs", nargs="*", default=[], metavar="KEY:VALUE", help="sent in every request body")
@@ -285,6 +321,7 @@ def main(argv: list[str] | None = None) -> int:
         # processes with HF_HUB_OFFLINE=1 forced, so a local dir is taken for a hub id and fails.
         print("warning: AIPerf 0.13.0 fails trace replay with hash_ids and a local tokenizer dir "
               "(>= 10 requests); use a hub id with a filled HF cache (HF_HOME) instead", file=sys.stderr)
+    args.chosen_seed, seed_policy, cache_state = choose_seed(args)
     command = build_argv(args)
     log_path = out / LOG_FILE
     print(f"attempt {attempt}: running AIPerf at concurrency {args.concurrency}, log in {log_path}", flush=True)
@@ -300,7 +337,8 @@ def main(argv: list[str] | None = None) -> int:
         if stopped_by.startswith("timeout"):
             who = stopped_by.replace("timeout", f"--timeout-s {args.timeout_s:g}", 1)
         result["reason"] += f" (stopped by {who})"
-    result.update(concurrency=args.concurrency, argv=command, exit_code=exit_code,
+    result.update(concurrency=args.concurrency, repetition=args.repetition, seed=args.chosen_seed,
+                  seed_policy=seed_policy, cache_state=cache_state, argv=command, exit_code=exit_code,
                   wall_s=round(wall_s, 3), attempt=attempt, stopped_by=stopped_by)
     write_json(result_path, result)
     write_result_param(args.result_param, result)

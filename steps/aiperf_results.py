@@ -8,6 +8,11 @@ with no summary at all when nothing succeeded. The truth is in profile_export_ai
 `is_complete`, `was_cancelled`, `request_error_rate` (a percentage) and `error_summary`, with
 `request_count` = successful requests and `completed_request_count` = successful + errored.
 
+Versions (each one's JsonExportData in aiperf/common/models/export_models.py, read from the installed
+wheels): 0.13.0 writes schema 1.4 with `is_complete`, `completed_request_count`, `request_error_rate` and
+phases with a `kind`; 0.10.0 and 0.11.0 write schema 1.3 and 0.12.0 schema 1.4 without a top-level
+`is_complete` (0.12.0's only `is_complete` is a timeslice's), so completeness is inferred (_infer_complete). Real runs of each: tests/fixtures/aiperf/.
+
     python -m steps.aiperf_results ARTIFACT_DIR [--max-error-rate F] [--exit-code N]
 """
 
@@ -165,6 +170,7 @@ def _blank_result() -> dict:
         "error_rate": None,
         "was_cancelled": None,
         "is_complete": False,
+        "is_complete_source": None,
         "errors": [],
         "duration_s": None,
         "start_time": None,
@@ -212,6 +218,7 @@ def _fill(result: dict, artifact_dir: Path, max_error_rate: float, exit_code: in
         error_rate=error_rate,
         was_cancelled=bool(summary.get("was_cancelled", False)),
         is_complete=bool(summary.get("is_complete", False)),
+        is_complete_source="aiperf",
         errors=errors,
         duration_s=_num(_stat(summary, "benchmark_duration")),
         start_time=summary.get("start_time"),
@@ -219,8 +226,30 @@ def _fill(result: dict, artifact_dir: Path, max_error_rate: float, exit_code: in
         aiperf_version=summary.get("aiperf_version"),
         metrics=_metrics(summary),
     )
+    if "is_complete" not in summary:
+        result["is_complete"], result["is_complete_source"] = _infer_complete(result, summary)
     result["profiling_start_ns"], result["profiling_end_ns"] = _profiling_window(artifact_dir)
     result["status"], result["reason"] = _classify(result, summary, artifact_dir, max_error_rate, exit_code)
+
+
+def _infer_complete(r: dict, summary: dict) -> tuple[bool, str]:
+    """Completeness of a summary without `is_complete` (AIPerf before 0.13: the field is absent from
+    JsonExportData in aiperf/common/models/export_models.py of 0.10.0, 0.11.0 and 0.12.0).
+
+    Complete when not cancelled and the profiling phase got what it was asked for: its request count
+    (successful + failed), or its duration. Without a stated target, not cancelled is all there is.
+    """
+    version = summary.get("aiperf_version") or "before 0.13"
+    if r["was_cancelled"]:
+        return False, f"inferred (AIPerf {version} writes no is_complete): cancelled"
+    requests, duration = _profiling_target(summary)
+    done = r["requests_ok"] + r["requests_failed"]
+    if requests:
+        return done >= requests, f"inferred (AIPerf {version} writes no is_complete): {done} of {requests} requests"
+    if duration:
+        ran = r["duration_s"] or 0.0
+        return ran >= duration, f"inferred (AIPerf {version} writes no is_complete): {ran:.1f} of {duration:g} s"
+    return True, f"inferred (AIPerf {version} writes no is_complete): not cancelled, no target stated"
 
 
 def _classify(r: dict, summary: dict, artifact_dir: Path, max_error_rate: float, exit_code: int | None) -> tuple[str, str]:
@@ -250,6 +279,8 @@ def _classify(r: dict, summary: dict, artifact_dir: Path, max_error_rate: float,
         return "partial", (f"{failed} of {done} requests failed ({_describe_errors(r['errors'])}), "
                            f"above the allowed error rate {max_error_rate:g}")
     if not r["is_complete"]:
+        if r.get("is_complete_source", "aiperf") != "aiperf":
+            return "partial", f"AIPerf's run looks incomplete: {r['is_complete_source']}"
         return "partial", f"AIPerf marked the run incomplete: {summary.get('incomplete_reason') or 'no reason given'}"
     if exit_code not in (None, 0):
         # The summary says complete but the process did not: trust neither fully.
@@ -361,7 +392,8 @@ def _profiling_target(summary: dict) -> tuple[int | None, float | None]:
     """What the profiling phase was asked for: (request count, duration in s), either may be None."""
     phases = ((summary.get("input_config") or {}).get("phases")) or []
     for phase in phases if isinstance(phases, list) else []:
-        if isinstance(phase, dict) and phase.get("kind") == "profiling":
+        # 0.13 writes "kind"; 0.10-0.12 only "name" (aiperf/common/config of each version's input_config dump).
+        if isinstance(phase, dict) and (phase.get("kind") or phase.get("name")) == "profiling":
             return _int(phase.get("requests")), _num(phase.get("duration"))
     return None, None
 

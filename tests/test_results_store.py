@@ -15,6 +15,7 @@ import steps.publish as publish
 from infersweep.local.s3server import LocalS3
 from infersweep.results.store import publish_index_entry
 from infersweep.results.store import ChecksumError, IncompleteRunError, RunNotFound, RunStore
+from infersweep.results.schema import SCHEMA_VERSION
 from test_results_schema import make_run_folder, summarize
 
 BUCKET = "results"
@@ -143,4 +144,4 @@ def test_index_entries_are_plain_json_one_per_run(s3, base, run_folder):
     import hashlib
 
     assert entry["manifest_sha256"] == hashlib.sha256(manifest).hexdigest()
-    assert entry["context"]["recipe"] == RECIPE and entry["results_schema"] == "infersweep.results/v1"
+    assert entry["context"]["recipe"] == RECIPE and entry["results_schema"] == SCHEMA_VERSION

@@ -14,7 +14,7 @@ def run(a: argparse.Namespace) -> int:
     from infersweep.predict.source import check_same_source  # measured vs simulated: only when asked
     check_same_source({label: r.context for label, r in runs.items()}, allow_mix=a.mix_sources)
     tables = {label: r.table for label, r in runs.items()}
-    cmp = compare_runs(tables)
+    cmp = compare_runs(tables, include_invalid=a.include_invalid)
     print(cmp.text())
     if a.csv:
         Path(a.csv).parent.mkdir(parents=True, exist_ok=True)
@@ -31,6 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="compare runs: % changes per concurrency, crossovers, best under the SLOs")
     p.add_argument("runs", nargs="+", metavar="RUN", help="the first is the baseline; folders or ids in --store")
     p.add_argument("--csv", help="write the per-concurrency changes here")
+    p.add_argument("--include-invalid", action="store_true",
+                   help="also compare points whose validity verdict is invalid (left out by default, and listed)")
     p.add_argument("--plot", help="write a PNG of the metrics vs concurrency here")
     p.add_argument("--mix-sources", action="store_true", help="compare measured and simulated runs together")
     add_store_arg(p)

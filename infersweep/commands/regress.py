@@ -31,7 +31,7 @@ def run(a: argparse.Namespace) -> int:
     current, baseline = load_run(a.run, a.store), load_run(a.baseline, a.store)
     from infersweep.predict.source import check_same_source  # measured vs simulated: only when asked
     check_same_source({a.run: current.context, a.baseline: baseline.context}, allow_mix=a.mix_sources)
-    v = judge_run(current.table, baseline.table, _tolerances(a.tolerance))
+    v = judge_run(current.table, baseline.table, _tolerances(a.tolerance), include_invalid=a.include_invalid)
     print(f"{current.label} ({current.run_id}) against baseline {baseline.label} ({baseline.run_id})")
     print(v.report)
     return EXIT[v.verdict]
@@ -46,6 +46,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tolerance", action="append", default=[], metavar="METRIC=REL",
                    help="override a tolerance, e.g. ttft_ms_p50=0.15 or error_rate=abs:0.02, or z=3")
     p.add_argument("--mix-sources", action="store_true", help="judge a simulated run against a measured one (or back)")
+    p.add_argument("--include-invalid", action="store_true",
+                   help="also judge points whose validity verdict is invalid (left out by default, and listed)")
     add_store_arg(p)
     from infersweep.results.cli_common import clean_errors
 

@@ -2,19 +2,21 @@
 configuration overtakes another on each metric, and the best configuration meeting the SLOs.
 
 Repetitions are reduced to their median per point first, and only concurrencies both runs measured are
-compared (a point one run lacks is reported, never interpolated).
+compared (a point one run lacks is reported, never interpolated). Only valid points are used unless
+`include_invalid` (infersweep.results.validity); what was left out is listed in `left_out`.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
 from infersweep.results.plots import COLORS, _plt, _save, per_point
 from infersweep.results.schema import direction
+from infersweep.results.validity import split_valid
 
 METRICS = [
     ("ttft_ms_avg", "TTFT mean"), ("ttft_ms_p50", "TTFT p50"), ("ttft_ms_p99", "TTFT p99"),
@@ -34,6 +36,7 @@ class Comparison:
     winners: pd.DataFrame  # run, metric, summary ("A better at c1-c4, B better from c8")
     best: pd.DataFrame  # the best point meeting the SLOs, per run (first row: overall best)
     missing: list[str]
+    left_out: list[str] = field(default_factory=list)  # invalid points not compared (one line each)
 
     def text(self) -> str:
         return format_comparison(self)
@@ -50,9 +53,16 @@ def _winner(metric: str, a: float, b: float, la: str, lb: str) -> str | None:
     return lb if b_better else la
 
 
-def compare_runs(runs: dict[str, pd.DataFrame], metrics: list[tuple[str, str]] | None = None) -> Comparison:
+def compare_runs(runs: dict[str, pd.DataFrame], metrics: list[tuple[str, str]] | None = None,
+                 include_invalid: bool = False) -> Comparison:
     if len(runs) < 2:
         raise ValueError("compare needs at least two runs")
+    left_out: list[str] = []
+    kept = {}
+    for label, df in runs.items():
+        kept[label], lines = split_valid(df, include_invalid)
+        left_out += [f"{label}: {line}" for line in lines]
+    runs = kept
     metrics = metrics or METRICS
     labels = list(runs)
     base_label = labels[0]
@@ -87,7 +97,7 @@ def compare_runs(runs: dict[str, pd.DataFrame], metrics: list[tuple[str, str]] |
             winners.append({"run": label, "metric": metric, "summary": _runs_text(seq)})
     return Comparison(base_label, pd.DataFrame(changes), pd.DataFrame(crossovers, columns=[
         "run", "baseline", "metric", "concurrency", "winner_before", "winner_from"]),
-        pd.DataFrame(winners), best_meeting_slo(runs), missing)
+        pd.DataFrame(winners), best_meeting_slo(runs), missing, left_out)
 
 
 def _runs_text(seq: list[tuple[int, str | None]]) -> str:
@@ -146,6 +156,9 @@ def format_comparison(cmp: Comparison) -> str:
         out.append("")
     for note in cmp.missing:
         out.append(f"note: {note}")
+    if cmp.left_out:
+        out.append(f"left out {len(cmp.left_out)} invalid point(s) (--include-invalid compares them too):")
+        out += [f"  {line}" for line in cmp.left_out]
     best = cmp.best
     if best.empty or not best.iloc[0]["meets_slo"]:
         out.append("best configuration meeting the SLOs: none of the runs has a point meeting them")

@@ -22,6 +22,8 @@ RUN_FILE = "run.json"  # summary/run.json: the context + SLO + schema version of
 FIELDS = ("run_id", "recipe", "recipe_hash", "engine", "engine_image", "model", "model_revision", "model_commit",
           "topology", "router", "gpu_type", "gpu_count", "aiperf_version", "aiperf_image", "step_image",
           "run_start", "run_end", "workload", "slo", "context_source", "source")
+# source: measured / simulated (built-in timing) / simulated (calibrated: database) (infersweep.predict.source);
+# "imported" for AIPerf folders brought in by `infersweep import` (a measurement: classed as measured).
 
 
 # Built at render time, so they live on the recipe side (workflows/ must not import results/); re-exported here.

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from infersweep.results.schema import OK_STATUSES, direction
+from infersweep.results.validity import split_valid
 
 DEFAULT_TOLERANCES: dict[str, dict[str, float]] = {
     "ttft_ms_p50": {"rel": 0.10},
@@ -163,8 +164,12 @@ def _measured_levels(df: pd.DataFrame) -> set[int]:
 
 
 def judge_run(current_table: pd.DataFrame, baseline_table: pd.DataFrame,
-              tolerances: dict[str, Any] | None = None) -> Verdict:
-    """The verdict of a run against its baseline (see the module docstring)."""
+              tolerances: dict[str, Any] | None = None, include_invalid: bool = False) -> Verdict:
+    """The verdict of a run against its baseline (see the module docstring).
+
+    Metrics are compared over valid points only unless `include_invalid`; the report lists what was left
+    out. A point measured in the baseline and not measured now (its status) is a regression either way.
+    """
     tols = normalize_tolerances(tolerances)
     z = float((tolerances or {}).get("z", DEFAULT_Z))
     findings: list[Finding] = []
@@ -176,6 +181,9 @@ def judge_run(current_table: pd.DataFrame, baseline_table: pd.DataFrame,
         reasons = current_table[current_table["concurrency"] == c]["reason"].dropna().unique().tolist()
         notes.append(f"   regressed  concurrency {c}: measured in the baseline, not now"
                      + (f" ({'; '.join(map(str, reasons))[:200]})" if reasons else " (point missing)"))
+    current_table, left_cur = split_valid(current_table, include_invalid)
+    baseline_table, left_base = split_valid(baseline_table, include_invalid)
+    notes += [f"   left out  current: {line}" for line in left_cur] + [f"   left out  baseline: {line}" for line in left_base]
     metrics = [m for m in tols if m in current_table.columns and m in baseline_table.columns]
     for m in tols:
         if m not in metrics:

@@ -26,7 +26,7 @@ TABLE_COLUMNS = [
     ("request_latency_ms_p50", "latency p50 ms"), ("request_latency_ms_p99", "latency p99 ms"),
     ("output_tok_s", "output tok/s"), ("tok_s_per_gpu", "tok/s/GPU"), ("tok_s_per_user", "tok/s/user p50"),
     ("request_per_s", "req/s"), ("goodput_req_s", "goodput req/s"), ("goodput_fraction", "good %"),
-    ("error_rate", "errors %"), ("slo_pass", "SLO"),
+    ("error_rate", "errors %"), ("slo_pass", "SLO"), ("valid", "valid"),
 ]
 CONTEXT_ROWS = ["run_id", "recipe", "recipe_hash", "engine", "engine_image", "model", "model_revision",
                 "model_commit", "topology", "router", "gpu_type", "gpu_count", "workload", "aiperf_version",
@@ -45,6 +45,8 @@ img{max-width:100%;border:1px solid #eee;margin:6px 0} code{background:#f4f4f4;p
 def _fmt(value, col: str) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
         return "–"
+    if col == "valid":
+        return '<span class="pass">valid</span>' if bool(value) else '<span class="fail">invalid</span>'
     if col == "slo_pass":
         return '<span class="pass">pass</span>' if bool(value) else '<span class="fail">fail</span>'
     if col in ("error_rate", "goodput_fraction"):
@@ -97,10 +99,23 @@ def _slo_html(run: Run) -> str:
 def _failures_html(df: pd.DataFrame) -> str:
     bad = df[df["status"] != "ok"]
     if bad.empty:
-        return "<p>Every point completed with all requests succeeding (or within the allowed error rate).</p>"
+        return ("<p>Every point completed with all requests succeeding (or within the allowed error rate).</p>"
+                + _invalid_html(df))
     items = "".join(f"<li>concurrency {html.escape(str(r['concurrency']))}: <b>{html.escape(str(r['status']))}</b> — "
                     f"{html.escape(str(r['reason']))}</li>" for _, r in bad.iterrows())
-    return f"<ul>{items}</ul>"
+    return f"<ul>{items}</ul>" + _invalid_html(df)
+
+
+def _invalid_html(df: pd.DataFrame) -> str:
+    """Why measured points are not valid (infersweep.results.validity): shown, never hidden."""
+    if "valid" not in df.columns:
+        return ""
+    bad = df[df["status"].isin(("ok", "partial")) & (df["valid"] == False)]  # noqa: E712
+    if bad.empty:
+        return ""
+    items = "".join(f"<li>concurrency {html.escape(str(r['concurrency']))}: {html.escape(str(r['validity_reasons']))}</li>"
+                    for _, r in bad.iterrows())
+    return f"<p>Measured but not valid (compare and regress leave these out by default):</p><ul>{items}</ul>"
 
 
 def _img(path: Path, alt: str) -> str:

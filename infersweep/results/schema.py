@@ -3,7 +3,7 @@
 Readable with plain pandas (`pd.read_parquet`). Column groups:
 
 - key: run_id, recipe, concurrency, repetition
-- point: status, reason, requests_ok, requests_failed, error_rate, duration_s, point_start, point_end
+- point: status, reason, valid, validity_reasons (infersweep.results.validity), requests_ok, requests_failed, error_rate, duration_s, point_start, point_end
 - headline metrics under short names (the names read_point uses: ttft_ms_p50, itl_ms_avg,
   request_latency_ms_p99, output_tok_s, request_per_s, tok_s_per_user_p50, ...)
 - derived: tok_s_per_gpu, total_tok_s_per_gpu, tok_s_per_user (= tok_s_per_user_p50), goodput_req_s,
@@ -28,9 +28,13 @@ from typing import Any
 
 import pandas as pd
 
+from infersweep.results.validity import MEASURE_COLUMNS, judge_point, load_thresholds, mark_saturation, point_measures
 from steps.aiperf_results import RECORDS_FILE, SUMMARY_FILE, iter_profiling_records
 
-SCHEMA_VERSION = "infersweep.results/v1"
+SCHEMA_VERSION = "infersweep.results/v2"
+# v2 added the validity verdict (valid, validity_reasons and what the checks measured). A v1 table reads
+# as before; its rows have no verdict (unknown validity, which compare and regress keep).
+READABLE_VERSIONS = ("infersweep.results/v1", SCHEMA_VERSION)
 KEY = ["run_id", "recipe", "concurrency", "repetition"]
 OK_STATUSES = ("ok", "partial")  # points whose numbers are measurements (see steps.aiperf_results)
 
@@ -52,8 +56,8 @@ V0_ALIASES = {f"{short}_{p}_ms": f"{key}_{p}" for short, key in
               {"ttft": "ttft_ms", "itl": "itl_ms", "latency": "request_latency_ms"}.items()
               for p in ("p50", "p90", "p99")}
 
-POINT_COLUMNS = ["status", "reason", "requests_ok", "requests_failed", "error_rate", "duration_s",
-                 "point_start", "point_end", "aiperf_version"]
+POINT_COLUMNS = ["status", "reason", "valid", "validity_reasons", "requests_ok", "requests_failed", "error_rate",
+                 "duration_s", "point_start", "point_end", "aiperf_version"]
 DERIVED_COLUMNS = ["tok_s_per_gpu", "total_tok_s_per_gpu", "tok_s_per_user", "goodput_req_s", "goodput_fraction",
                    "goodput_source", "slo_pass", "slo_detail"]
 
@@ -205,7 +209,8 @@ def goodput(point_dir: Path, result: dict, slo: dict[str, float], row: dict[str,
 # ---------------------------------------------------------------- the table
 
 
-def point_row(point_dir: Path, gpu_count: int, slo: dict[str, float], context: dict[str, Any]) -> dict[str, Any]:
+def point_row(point_dir: Path, gpu_count: int, slo: dict[str, float], context: dict[str, Any],
+              thresholds: dict[str, Any] | None = None) -> dict[str, Any]:
     result = read_result(point_dir)
     conc, rep = point_identity(point_dir, result)
     m = result.get("metrics") or {}
@@ -227,13 +232,25 @@ def point_row(point_dir: Path, gpu_count: int, slo: dict[str, float], context: d
     row["tok_s_per_user"] = row["tok_s_per_user_p50"]
     row["goodput_req_s"], row["goodput_fraction"], row["goodput_source"] = goodput(point_dir, result, slo, row)
     row["slo_pass"], row["slo_detail"] = slo_check(row, slo)
-    row.update(aiperf_statistics(point_dir / "aiperf" / SUMMARY_FILE))
+    stats = aiperf_statistics(point_dir / "aiperf" / SUMMARY_FILE)
+    row.update(stats)
+    # The validity verdict (infersweep.results.validity; thresholds in params/validity.yaml).
+    t = thresholds or load_thresholds()
+    measures = point_measures(point_dir, {**result, "concurrency": conc}, stats)
+    row["valid"], reasons = judge_point(measures, t)
+    row["validity_reasons"] = "; ".join(reasons)
+    row["validity_profile"] = t["profile"]
+    for col in MEASURE_COLUMNS[1:]:
+        row[col] = measures.get(col)
     return row
 
 
-def build_table(points_dir: Path, gpu_count: int, slo: dict[str, float], context: dict[str, Any]) -> pd.DataFrame:
-    rows = [point_row(d, gpu_count, slo, context) for d in point_dirs(points_dir)]
-    return finish_table(pd.DataFrame(rows), context)
+def build_table(points_dir: Path, gpu_count: int, slo: dict[str, float], context: dict[str, Any],
+                thresholds: dict[str, Any] | None = None) -> pd.DataFrame:
+    t = thresholds or load_thresholds()
+    rows = [point_row(d, gpu_count, slo, context, t) for d in point_dirs(points_dir)]
+    df = finish_table(pd.DataFrame(rows), context)
+    return mark_saturation(df, t)
 
 
 def finish_table(df: pd.DataFrame, context: dict[str, Any]) -> pd.DataFrame:
@@ -253,6 +270,7 @@ def finish_table(df: pd.DataFrame, context: dict[str, Any]) -> pd.DataFrame:
     rest = [c for c in df.columns if c not in base and c not in stats]
     df = df[base + rest + stats]
     df["slo_pass"] = df["slo_pass"].astype("boolean")
+    df["valid"] = df["valid"].astype("boolean")
     df["concurrency"] = df["concurrency"].astype("Int64")
     df["repetition"] = df["repetition"].astype("Int64")
     return df.sort_values(["concurrency", "repetition"], kind="stable").reset_index(drop=True)
@@ -272,8 +290,8 @@ def check_table(df: pd.DataFrame, where: str = "results table") -> None:
         raise ValueError(f"{where}: no schema_version column; written before {SCHEMA_VERSION} "
                          "(re-run `python -m steps.summarize` on the run folder to rebuild it)")
     versions = set(df["schema_version"].dropna().unique())
-    if versions and versions != {SCHEMA_VERSION}:
-        raise ValueError(f"{where}: schema_version {sorted(versions)}, this reader knows {SCHEMA_VERSION}")
+    if versions and not versions <= set(READABLE_VERSIONS):
+        raise ValueError(f"{where}: schema_version {sorted(versions)}, this reader knows {list(READABLE_VERSIONS)}")
     missing = [c for c in KEY + ["status"] if c not in df.columns]
     if missing:
         raise ValueError(f"{where}: missing key columns {missing}")

@@ -254,6 +254,29 @@ class RunStore:
                     continue  # not complete: stays unlisted, which is the point
         return written
 
+    def put_run(self, local_dir: Path, recipe: str, run_id: str, manifest_extra: dict | None = None) -> str:
+        """Write a local run folder into this (folder) store as steps.publish does into S3: every file, then
+        the manifest (same schema, sha256 of every file), then the index entry. Returns where it went."""
+        import datetime as dt
+
+        from steps.publish import MANIFEST_SCHEMA
+
+        if not isinstance(self.backend, _DirBackend):
+            raise ValueError("put_run writes into a folder store; publish to S3 with steps.publish.publish_tree")
+        prefix = ix.run_prefix(self.base, recipe, run_id)
+        objects = []
+        for path in sorted(p for p in Path(local_dir).rglob("*") if p.is_file()):
+            body = path.read_bytes()
+            key = f"{prefix}/{path.relative_to(local_dir).as_posix()}"
+            self.backend.put(key, body)
+            objects.append({"key": key, "sha256": hashlib.sha256(body).hexdigest(), "size": len(body)})
+        manifest = {"schema": MANIFEST_SCHEMA, "bucket": "", "prefix": prefix, "objects": objects,
+                    **(manifest_extra or {}),
+                    "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+        self.backend.put(f"{prefix}/{ix.MANIFEST_NAME}", json.dumps(manifest, indent=2, sort_keys=True).encode())
+        self.index_run(recipe, run_id)
+        return self.backend.url(prefix)
+
     def copy_run_to(self, other: "RunStore", run_ref: str) -> str:
         """Copy a complete run into another store, manifest last and index entry after it (nothing half-copied
         is ever listed there). Returns the run id."""

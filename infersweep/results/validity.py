@@ -1,0 +1,282 @@
+"""Is a point's measurement one a reviewer would accept? `valid` and `validity_reasons` for every row.
+
+Thresholds are data (params/validity.yaml, explained there and in the README). The checks of one point
+read its AIPerf artifacts (the summary and the per-request records of profile_export.jsonl) and its
+result.json; saturation compares a point with the next lower concurrency of the same run.
+
+    measures = point_measures(point_dir, result)          # what the checks look at, also table columns
+    valid, reasons = judge_point(measures, thresholds)    # one point
+    df = mark_saturation(df, thresholds)                  # across points, after the table is built
+
+A check that cannot be made (no records, say) makes the point invalid with the reason "cannot tell ...":
+a number nobody can vouch for is not presented as valid.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import re
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from steps.aiperf_results import LOG_FILE, RECORDS_FILE, iter_profiling_records
+
+THRESHOLDS_FILE = "validity.yaml"
+LOCAL_PROFILE = "local"
+# The warning AIPerf's worker manager logs when a worker's CPU passes Environment.WORKER.HIGH_LOAD_CPU_USAGE
+# (85 %): aiperf/workers/worker_group_state.py update_worker_status in 0.13.0, aiperf/workers/worker_manager.py
+# in 0.10.0, 0.11.0 and 0.12.0, same text. AIPerf writes no CPU figure into its exports.
+HIGH_CPU_RE = re.compile(r"CPU usage for (\S+) is (\d+)%\. AIPerf results may be inaccurate")
+
+# result.json's cache_state values that say what the cache held at point start (steps.aiperf_point).
+KNOWN_CACHE_STATES = ("reset", "fresh-prompts", "reused-prompts")
+
+MEASURE_COLUMNS = ["validity_profile", "delivered_concurrency", "steady_throughput_change", "steady_ttft_change",
+                   "send_delay_ms_p99", "aiperf_high_cpu_warnings", "prompt_cache_read_pct", "seed", "seed_policy",
+                   "cache_state"]
+
+
+# ---------------------------------------------------------------- thresholds
+
+
+def load_thresholds(profile: str | None = None, path: Path | None = None) -> dict[str, Any]:
+    """params/validity.yaml, with the overrides of `profile` merged in (default: 'local' when the step runs
+    in local mode, INFERSWEEP_PLATFORM=local, else none). The result says which profile it is."""
+    import yaml
+
+    from infersweep.paths import params_dir
+
+    path = path or params_dir() / THRESHOLDS_FILE
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    profiles = data.pop("profiles", {}) or {}
+    if profile is None and os.environ.get("INFERSWEEP_PLATFORM") == LOCAL_PROFILE:
+        profile = LOCAL_PROFILE
+    if profile:
+        if profile not in profiles:
+            raise ValueError(f"{path}: no validity profile {profile!r}; profiles: {sorted(profiles)}")
+        data = _merge(data, profiles[profile])
+    data["profile"] = profile or "default"
+    return data
+
+
+def _merge(base: dict, over: dict) -> dict:
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+# ---------------------------------------------------------------- what one point measured
+
+
+def point_measures(point_dir: Path, result: dict[str, Any], summary_stats: dict[str, float] | None = None) -> dict[str, Any]:
+    """The quantities the checks judge, read from the point's records, log, summary and result.json."""
+    point_dir = Path(point_dir)
+    art = point_dir / "aiperf"
+    stats = summary_stats or {}
+    m: dict[str, Any] = {
+        "concurrency": result.get("concurrency"),
+        "duration_s": _num(result.get("duration_s")),
+        "requests_ok": int(result.get("requests_ok") or 0),
+        "error_rate": _num(result.get("error_rate")),
+        "status": result.get("status"),
+        "seed": result.get("seed"),
+        "seed_policy": result.get("seed_policy"),
+        "cache_state": result.get("cache_state") or "unknown",
+        "prompt_cache_read_pct": stats.get("overall_usage_prompt_cache_read_pct__avg", math.nan),
+    }
+    m.update(window_measures(art / RECORDS_FILE, m["concurrency"]))
+    m["aiperf_high_cpu_warnings"] = high_cpu_warnings(art / LOG_FILE)
+    return m
+
+
+def window_measures(records_path: Path, concurrency: int | None) -> dict[str, Any]:
+    """Steady state, delivered load and send delay from the profiling records of profile_export.jsonl.
+
+    The issuing window is [first request start, last request start]: while AIPerf still issues requests a
+    closed loop holds `concurrency` requests in flight; after the last start only the drain remains.
+    """
+    out = {"delivered_concurrency": math.nan, "steady_throughput_change": math.nan, "steady_ttft_change": math.nan,
+           "send_delay_ms_p99": math.nan, "half_requests": (0, 0), "records": 0}
+    if not Path(records_path).exists():
+        return out
+    reqs = []  # (start, end, ttft ms, output tokens, send delay ms)
+    for rec in iter_profiling_records(records_path):
+        meta = rec.get("metadata") or {}
+        start, end = meta.get("request_start_ns"), meta.get("request_end_ns")
+        if not isinstance(start, int) or not isinstance(end, int):
+            continue
+        metrics = rec.get("metrics") or {}
+        issued = meta.get("credit_issued_ns")
+        delay = (start - issued) / 1e6 if isinstance(issued, int) else math.nan
+        if rec.get("error"):
+            reqs.append((start, end, math.nan, 0.0, delay))
+            continue
+        reqs.append((start, end, _value(metrics, "time_to_first_token"), _value(metrics, "output_sequence_length"), delay))
+    out["records"] = len(reqs)
+    if len(reqs) < 2:
+        return out
+    a = min(r[0] for r in reqs)
+    b = max(r[0] for r in reqs)
+    if b > a:
+        busy = sum(max(0, min(e, b) - max(s, a)) for s, e, *_ in reqs)
+        out["delivered_concurrency"] = busy / (b - a)
+    delays = sorted(d for *_, d in reqs if math.isfinite(d))
+    if delays:
+        out["send_delay_ms_p99"] = delays[min(len(delays) - 1, math.ceil(0.99 * len(delays)) - 1)]
+    if b <= a:
+        return out
+    mid = (a + b) / 2
+    halves = []
+    for lo, hi in ((a, mid), (mid, b)):
+        toks = sum(t for s, e, _, t, _ in reqs if lo <= e < hi and math.isfinite(t))
+        ttfts = [f for s, e, f, *_ in reqs if lo <= s < hi and math.isfinite(f)]
+        halves.append((toks / ((hi - lo) / 1e9), statistics.median(ttfts) if ttfts else math.nan, len(ttfts)))
+    (t1, f1, n1), (t2, f2, n2) = halves
+    out["half_requests"] = (n1, n2)
+    out["steady_throughput_change"] = (t2 - t1) / t1 if t1 > 0 else math.nan
+    out["steady_ttft_change"] = (f2 - f1) / f1 if f1 > 0 else math.nan
+    return out
+
+
+def high_cpu_warnings(log_path: Path) -> int:
+    try:
+        text = Path(log_path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return 0
+    return len(HIGH_CPU_RE.findall(text))
+
+
+# ---------------------------------------------------------------- verdicts
+
+
+def judge_point(m: dict[str, Any], t: dict[str, Any]) -> tuple[bool, list[str]]:
+    """(valid, reasons) of one point; reasons name the check, the value and the threshold."""
+    reasons: list[str] = []
+    if m.get("status") not in ("ok", "partial"):
+        return False, [f"not measured (status {m.get('status')})"]
+    dur, n = m["duration_s"], m["requests_ok"]
+    if not math.isfinite(dur) or dur < t["min_duration_s"]:
+        reasons.append(f"too short: profiled {_fmt(dur)} s < min_duration_s {t['min_duration_s']:g}")
+    if n < t["min_requests"]:
+        reasons.append(f"too few requests: {n} successful < min_requests {t['min_requests']}")
+
+    s = t["steady_state"]
+    tput, ttft = m["steady_throughput_change"], m["steady_ttft_change"]
+    n1, n2 = m.get("half_requests", (0, 0))
+    if min(n1, n2) < s["min_requests_per_half"]:
+        reasons.append(f"cannot tell steady state: {n1}/{n2} requests in the two halves of the window "
+                       f"(< min_requests_per_half {s['min_requests_per_half']})")
+    else:
+        growth = 1 + ttft if math.isfinite(ttft) else math.nan
+        tput_flat = math.isfinite(tput) and abs(tput) <= s["max_throughput_change"]
+        if tput_flat and math.isfinite(growth) and growth > t["overload"]["max_ttft_growth"]:
+            reasons.append(f"overloaded: TTFT p50 grew {growth:.2f}x from the first to the second half of the window "
+                           f"while output tok/s changed {tput:+.0%} (queue building up; overload.max_ttft_growth "
+                           f"{t['overload']['max_ttft_growth']:g})")
+        else:
+            if not math.isfinite(tput) or abs(tput) > s["max_throughput_change"]:
+                reasons.append(f"unsteady: output tok/s changed {_pct(tput)} between the halves of the window "
+                               f"(max_throughput_change ±{s['max_throughput_change']:.0%})")
+            if not math.isfinite(ttft) or abs(ttft) > s["max_ttft_change"]:
+                reasons.append(f"unsteady: TTFT p50 changed {_pct(ttft)} between the halves of the window "
+                               f"(max_ttft_change ±{s['max_ttft_change']:.0%})")
+
+    conc, got = m.get("concurrency"), m["delivered_concurrency"]
+    frac = t["delivered_load"]["min_concurrency_fraction"]
+    if conc:
+        if not math.isfinite(got):
+            reasons.append("cannot tell the delivered load: no per-request records")
+        elif got < frac * conc:
+            reasons.append(f"delivered load {got:.2f} requests in flight < {frac:g} x configured concurrency {conc}")
+
+    c = t["client"]
+    delay = m["send_delay_ms_p99"]
+    if math.isfinite(delay) and delay > c["max_send_delay_ms_p99"]:
+        reasons.append(f"client-bound: AIPerf sent requests {delay:.0f} ms (p99) after issuing them "
+                       f"(> max_send_delay_ms_p99 {c['max_send_delay_ms_p99']:g})")
+    if c.get("high_cpu_warning_invalidates") and m.get("aiperf_high_cpu_warnings"):
+        reasons.append(f"client-bound: AIPerf logged {m['aiperf_high_cpu_warnings']} high-CPU warning(s) "
+                       "(\"AIPerf results may be inaccurate\")")
+
+    err = m["error_rate"]
+    if math.isfinite(err) and err > t["errors"]["max_error_rate"]:
+        reasons.append(f"errors: {err:.1%} of requests failed > max_error_rate {t['errors']['max_error_rate']:g}")
+
+    cache = t["cache"]
+    state = m.get("cache_state") or "unknown"
+    if cache.get("require_known_state") and state not in KNOWN_CACHE_STATES:
+        reasons.append(f"prefix-cache state at point start {state}: neither reset nor a seed of its own")
+    read = m["prompt_cache_read_pct"]
+    if state != "reused-prompts" and math.isfinite(read) and read > cache["max_unintended_cache_read_pct"]:
+        reasons.append(f"prefix cache served {read:.1f}% of prompt tokens though the workload reuses no prompts "
+                       f"(max_unintended_cache_read_pct {cache['max_unintended_cache_read_pct']:g})")
+    return not reasons, reasons
+
+
+def mark_saturation(df: pd.DataFrame, t: dict[str, Any]) -> pd.DataFrame:
+    """Mark points past the knee: vs the next lower measured concurrency (repetitions reduced to the median),
+    throughput barely grows while TTFT p50 does. The rows stay, marked invalid with the reason."""
+    if df.empty or "output_tok_s" not in df or "ttft_ms_p50" not in df:
+        return df
+    s = t["saturation"]
+    ok = df[df["status"].isin(("ok", "partial"))].dropna(subset=["concurrency"])
+    med = ok.groupby("concurrency")[["output_tok_s", "ttft_ms_p50"]].median().sort_index()
+    prev = None
+    for c, row in med.iterrows():
+        if prev is not None:
+            pc, pr = prev
+            load_growth = c / pc - 1
+            gain = row["output_tok_s"] / pr["output_tok_s"] - 1 if pr["output_tok_s"] > 0 else math.nan
+            ttft_growth = row["ttft_ms_p50"] / pr["ttft_ms_p50"] if pr["ttft_ms_p50"] > 0 else math.nan
+            if (math.isfinite(gain) and math.isfinite(ttft_growth) and gain < s["min_throughput_gain"] * load_growth
+                    and ttft_growth > s["min_ttft_growth"]):
+                why = (f"saturated: from concurrency {int(pc)} to {int(c)} output tok/s changed {gain:+.0%} while "
+                       f"TTFT p50 grew {ttft_growth:.2f}x (past the knee)")
+                idx = df.index[df["concurrency"] == c]
+                df.loc[idx, "valid"] = False
+                df.loc[idx, "validity_reasons"] = df.loc[idx, "validity_reasons"].map(
+                    lambda r: why if not r else f"{r}; {why}")
+        prev = (c, row)
+    return df
+
+
+def split_valid(df: pd.DataFrame, include_invalid: bool = False) -> tuple[pd.DataFrame, list[str]]:
+    """(the rows to use, one line per row left out). Rows of tables written before `valid` existed, or whose
+    verdict is empty, are kept (their validity is unknown, not bad)."""
+    if include_invalid or "valid" not in df.columns or df.empty:
+        return df, []
+    # Only measured rows are left out here: failed points are not measurements anyway (callers handle them).
+    measured = df["status"].isin(("ok", "partial")) if "status" in df.columns else True
+    bad = measured & df["valid"].astype("object").map(lambda v: v is not None and not pd.isna(v) and not bool(v))
+    left = []
+    for _, r in df[bad].iterrows():
+        who = f"{r['recipe']}@{r['run_id']}" if r.get("run_id") else str(r.get("recipe"))
+        left.append(f"left out {who} concurrency {r['concurrency']} repetition {r['repetition']}: "
+                    f"{r.get('validity_reasons') or 'invalid'}")
+    return df[~bad], left
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _value(metrics: dict, name: str) -> float:
+    v = (metrics.get(name) or {}).get("value")
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
+
+
+def _num(x: Any) -> float:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else math.nan
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.1f}" if math.isfinite(x) else "unknown"
+
+
+def _pct(x: float) -> str:
+    return f"{x:+.0%}" if math.isfinite(x) else "(unknown)"
