@@ -15,8 +15,13 @@ import sys
 import infersweep.commands
 
 
+def _command_modules() -> dict[str, str]:
+    """Command name -> module name; a module named after a Python keyword ends in `_` (import_ -> import)."""
+    return {m.name.rstrip("_"): m.name for m in pkgutil.iter_modules(infersweep.commands.__path__)}
+
+
 def command_names() -> list[str]:
-    return sorted(m.name for m in pkgutil.iter_modules(infersweep.commands.__path__))
+    return sorted(_command_modules())
 
 
 def _chosen(argv: list[str], names: list[str]) -> list[str]:
@@ -34,9 +39,10 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="infersweep",
                                  description="Deploy LLM serving graphs with Dynamo and benchmark them, as Argo workflows.")
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
-    names = command_names()
+    modules = _command_modules()
+    names = sorted(modules)
     for name in names if argv is None else _chosen(argv, names):
-        importlib.import_module(f"infersweep.commands.{name}").register(sub)
+        importlib.import_module(f"infersweep.commands.{modules[name]}").register(sub)
     return ap
 
 

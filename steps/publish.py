@@ -45,7 +45,7 @@ from botocore.exceptions import ClientError
 from infersweep.results.s3 import MAX_WORKERS, TRANSFER_CONFIG, s3_client  # noqa: F401
 
 MANIFEST_NAME = "manifest.json"
-MANIFEST_SCHEMA = "infersweep.run-manifest/v1"
+from infersweep.results.index import MANIFEST_SCHEMA  # noqa: E402 (the store writes the same manifests)
 SHA_META = "sha256"  # stored by S3 as the x-amz-meta-sha256 header
 APPEND_ONLY_DIR = "attempts"
 CHUNK = 1024 * 1024

@@ -18,6 +18,7 @@ import hashlib
 import json
 from typing import Any
 
+MANIFEST_SCHEMA = "infersweep.run-manifest/v1"  # manifest.json of a published run (steps.publish, RunStore.put_run)
 INDEX_DIR = "_index"
 INDEX_SCHEMA = "infersweep.run-index/v1"
 MANIFEST_NAME = "manifest.json"  # steps.publish.MANIFEST_NAME (not imported: keep this importable without boto3)

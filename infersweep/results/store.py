@@ -259,7 +259,6 @@ class RunStore:
         the manifest (same schema, sha256 of every file), then the index entry. Returns where it went."""
         import datetime as dt
 
-        from steps.publish import MANIFEST_SCHEMA
 
         if not isinstance(self.backend, _DirBackend):
             raise ValueError("put_run writes into a folder store; publish to S3 with steps.publish.publish_tree")
@@ -270,7 +269,7 @@ class RunStore:
             key = f"{prefix}/{path.relative_to(local_dir).as_posix()}"
             self.backend.put(key, body)
             objects.append({"key": key, "sha256": hashlib.sha256(body).hexdigest(), "size": len(body)})
-        manifest = {"schema": MANIFEST_SCHEMA, "bucket": "", "prefix": prefix, "objects": objects,
+        manifest = {"schema": ix.MANIFEST_SCHEMA, "bucket": "", "prefix": prefix, "objects": objects,
                     **(manifest_extra or {}),
                     "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
         self.backend.put(f"{prefix}/{ix.MANIFEST_NAME}", json.dumps(manifest, indent=2, sort_keys=True).encode())
