@@ -57,7 +57,7 @@ def library_templates(platform: dict[str, Any], engine: str, mode: str) -> list[
 def _library_json(platform_json: str, engine: str, mode: str) -> str:
     platform = json.loads(platform_json)
     images = Images(steps=platform["images"]["steps"], aiperf=platform["images"]["aiperf"])
-    wts = step_workflow_templates(images) + [pipeline_template(engine, mode, platform)]
+    wts = step_workflow_templates(images, platform=platform) + [pipeline_template(engine, mode, platform)]
     return json.dumps([wt.to_dict() for wt in wts])
 
 

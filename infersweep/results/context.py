@@ -22,7 +22,10 @@ RUN_FILE = "run.json"  # summary/run.json: the context + SLO + schema version of
 # Every context key the results table carries (missing ones stay empty, never invented).
 FIELDS = ("run_id", "recipe", "recipe_hash", "engine", "engine_image", "model", "model_revision", "model_commit",
           "topology", "router", "gpu_type", "gpu_count", "aiperf_version", "aiperf_image", "step_image",
-          "run_start", "run_end", "workload", "slo", "context_source")
+          "run_start", "run_end", "workload", "slo", "context_source", "images_ran")
+# What wait-ready read from the deployment's pod status (image -> imageID with digest): what ran, not what
+# was rendered (steps/wait_ready.py --images).
+IMAGES_RAN_FILE = "context/images.json"
 
 
 def recipe_hash(resolved) -> str:
@@ -142,6 +145,12 @@ def build_context(run_dir: Path, *, given: dict[str, Any], title: str, gpu_count
     ends = sorted(p["end_time"] for p in points if p.get("end_time"))
     ctx["run_start"] = starts[0] if starts else None
     ctx["run_end"] = ends[-1] if ends else None
+    images_file = run_dir / IMAGES_RAN_FILE
+    if images_file.exists():
+        try:
+            ctx["images_ran"] = json.loads(images_file.read_text()) or None
+        except ValueError:
+            ctx["images_ran"] = None
     for key in FIELDS:
         ctx.setdefault(key, None)
     return {k: ctx[k] for k in FIELDS}
