@@ -3,6 +3,7 @@
 #   .venv         the tool, its tests (hera, kubernetes, boto3, pandas, moto ...)
 #   .venv-aiperf  AIPerf 0.13.0 (pins pandas 2.3: its own environment, as it has its own image)
 #   .venv-dynamo  Dynamo 1.6.1 frontend + mocker for local mode
+#   .venv-checkov checkov (manifest scan in tests/test_checkov.py; its pins clash with the main env)
 #   prometheus    (Debian package) for the metrics-scrape tests
 # A second run with nothing changed takes a second or two.
 set -euo pipefail
@@ -43,5 +44,9 @@ if venv .venv-dynamo images/dynamo-local.requirements.txt; then
   .venv-dynamo/bin/pip install -q --disable-pip-version-check -r images/dynamo-local.requirements.txt
   .venv-dynamo/bin/pip install -q --disable-pip-version-check --no-deps ai-dynamo==1.6.1
   done_venv .venv-dynamo
+fi
+if venv .venv-checkov images/checkov.requirements.txt; then
+  .venv-checkov/bin/pip install -q --disable-pip-version-check -r images/checkov.requirements.txt
+  done_venv .venv-checkov
 fi
 echo "setup: ready ($(.venv/bin/infersweep --help >/dev/null && echo infersweep ok))"

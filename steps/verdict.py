@@ -34,7 +34,10 @@ def verdict(run_dir: Path, points: list[dict]) -> tuple[bool, str]:
         else:
             failed.append(f"c{c}: {r.get('status', 'failed')}: {str(r.get('reason') or '')[:160]}")
     if not measured:
-        return False, f"nothing measured: 0 of {len(points)} points ({'; '.join(failed) or 'no points'})"
+        # A deployment that never served is the usual cause: wait-ready wrote why (steps/wait_ready.py --failure).
+        not_serving = run_dir / "deploy" / "not-serving.txt"
+        why = f"; {not_serving.read_text().strip()}" if not_serving.exists() else ""
+        return False, f"nothing measured: 0 of {len(points)} points ({'; '.join(failed) or 'no points'}){why}"
     if failed:
         return False, f"{len(failed)} of {len(points)} points failed ({'; '.join(failed)}); {measured} measured and published"
     return True, f"all {measured} points measured"
