@@ -135,7 +135,7 @@ STEPS: list[StepSpec] = [
                                  ("report-html", f"{RUN_DIR}/summary/report.html")]),
     StepSpec("publish", "publish",
              [("bucket", "S3 bucket"), ("prefix", "S3 key prefix of this run")],
-             [RUN_DIR, "--bucket", _p("bucket"), "--prefix", _p("prefix")], env_from_secret="s3", retry=True,
+             [RUN_DIR, "--bucket", _p("bucket"), "--prefix", _p("prefix"), "--retry-prefix"], env_from_secret="s3", retry=True,
              read_only_root=True),
     StepSpec("regression-check", "regression_check",
              [("bucket", "S3 bucket of results and baselines"),
