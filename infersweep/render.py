@@ -87,7 +87,7 @@ class Bundle:
 def render_recipe(r: ResolvedRecipe, platform: dict[str, Any], *, dgd_api: str = "v1beta1", namespace: str | None = None,
                   overrides: dict[str, str] | None = None, workflow_name: str | None = None) -> Bundle:
     args = recipe_arguments(r, platform, dgd_api=dgd_api, overrides=overrides)
-    wf = recipe_workflow(r, args, namespace or platform["namespace"]).to_dict()
+    wf = recipe_workflow(r, args, namespace or platform["namespace"], platform).to_dict()
     if workflow_name:
         wf["metadata"].pop("generateName", None)
         wf["metadata"]["name"] = workflow_name

@@ -58,6 +58,8 @@ def nightly_cron(r: ResolvedRecipe, platform: dict[str, Any]) -> dict[str, Any]:
         workflow_template_ref=m.WorkflowTemplateRef(name=pipeline_name(r.recipe.engine, r.recipe.topology.mode)),
         arguments=args,
         synchronization=workflow_synchronization(r),
+        service_account_name=platform["service_account"],  # explicit, as in a submitted Workflow
+        security_context=pod_security_context(step_settings(platform)),
         workflow_metadata=m.WorkflowMetadata(labels=labels),  # the nightly's runs carry the recipe's labels
     )
     return cron.to_dict()

@@ -229,9 +229,20 @@ def workflow_synchronization(r: ResolvedRecipe) -> m.Synchronization:
     return m.Synchronization(semaphores=[m.SemaphoreRef(config_map_key_ref=m.ConfigMapKeySelector(**ref))])
 
 
-def recipe_workflow(r: ResolvedRecipe, args: dict[str, str], namespace: str) -> Workflow:
-    """The Workflow a submit creates: it references the pipeline template, so the UI can resubmit it."""
+def recipe_workflow(r: ResolvedRecipe, args: dict[str, str], namespace: str,
+                    platform: dict[str, Any] | None = None) -> Workflow:
+    """The Workflow a submit creates: it references the pipeline template, so the UI can resubmit it.
+
+    It repeats the template's ServiceAccount and pod securityContext (a Workflow's own spec wins over its
+    template's): what runs is explicit in the object an admission controller or a scanner (checkov
+    CKV_ARGO_1/2) sees, not only in the template it references."""
+    if platform is None:
+        from infersweep.platform_config import load_platform
+
+        platform = load_platform()
     return Workflow(
+        service_account_name=platform["service_account"],
+        security_context=pod_security_context(step_settings(platform)),
         generate_name=f"{r.name[:40]}-",
         namespace=namespace,
         labels=workflow_labels(r),

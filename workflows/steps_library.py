@@ -273,12 +273,20 @@ def step_container(step: StepSpec, images: Images, secrets: dict[str, str] | Non
 
 def step_workflow_templates(images: Images, labels: dict[str, str] | None = None,
                             platform: dict[str, Any] | None = None) -> list[WorkflowTemplate]:
+    if platform is None:
+        from infersweep.platform_config import load_platform
+
+        platform = load_platform()
     settings = step_settings(platform)
     wts = []
     for step in STEPS:
+        # The spec-level ServiceAccount and securityContext apply when someone submits a step template on
+        # its own (`argo submit --from workflowtemplate/...`); through templateRef the caller's apply.
         with WorkflowTemplate(name=step_template_name(step),
                               labels={"app.kubernetes.io/managed-by": "infersweep", "infersweep.io/kind": "step",
-                                      **(labels or {})}) as wt:
+                                      **(labels or {})},
+                              service_account_name=platform["service_account"],
+                              security_context=pod_security_context(settings)) as wt:
             step_container(step, images, settings=settings)
         wts.append(wt)
     return wts
