@@ -211,4 +211,10 @@ def run_local(recipe_ref: str | Path, *, out_root: Path = Path("runs"), cache_ro
     link = run_dir / "results"
     if results.exists() and not link.exists():
         link.symlink_to(results.relative_to(run_dir))
-    return LocalRun(run_id, run_dir, root.phase, link, keys, root, time.monotonic() - t_start, root.message)
+    phase, message = root.phase, root.message
+    exit_node = getattr(argo, "exit_node", None)
+    if phase == "Succeeded" and exit_node is not None and exit_node.phase in ("Failed", "Error"):
+        # argo-workflows v4.1.2 operator.go operate(): "if main workflow succeeded, but the exit node was
+        # unsuccessful, the workflow is now considered unsuccessful" (the verdict and publish live there).
+        phase, message = "Failed", exit_node.message
+    return LocalRun(run_id, run_dir, phase, link, keys, root, time.monotonic() - t_start, message)
