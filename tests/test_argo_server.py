@@ -201,7 +201,7 @@ def test_install_twice_updates_in_place_without_duplicates(argo, capsys):
 
     assert main(["install"]) == 0
     second = capsys.readouterr().out
-    assert second.count("updated ") == 17 and "created " not in second
+    assert second.count("updated ") == 19 and "created " not in second
     templates = argo.objects("workflow-templates")
     assert len(templates) == 16 and len(argo.objects("cron-workflows")) == 1
     for t in templates:
