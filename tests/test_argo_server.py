@@ -203,7 +203,7 @@ def test_install_twice_updates_in_place_without_duplicates(argo, capsys):
     second = capsys.readouterr().out
     assert second.count("updated ") == 19 and "created " not in second
     templates = argo.objects("workflow-templates")
-    assert len(templates) == 16 and len(argo.objects("cron-workflows")) == 1
+    assert len(templates) == 17 and len(argo.objects("cron-workflows")) == 2
     for t in templates:
         assert int(t["metadata"]["resourceVersion"]) > rv_before[t["metadata"]["name"]]
     assert ("PUT", f"/api/v1/workflow-templates/{NS}/infersweep-vllm-agg") in argo.requests
