@@ -106,3 +106,9 @@ def test_deploy_refuses_to_adopt_a_dgd_owned_by_another_workflow(tmp_path):
         # the same run retrying its deploy step adopts its own DGD (patch to the rendered spec)
         assert _deploy(dgd_yaml, "wf-one", "uid-one", env, tmp_path).returncode == 0
         assert [req[0] for req in api.requests].count("PATCH") == 1
+
+
+def test_set_dgd_name_renames_the_deployment_every_step_uses():
+    # deploy takes the name from the DGD YAML, wait-ready and teardown from `dgd-name`: one name for both
+    args = recipe_arguments(load_recipe(RECIPE), load_platform(), overrides={"dgd-name": "my-dgd"})
+    assert yaml.safe_load(args["dgd"])["metadata"]["name"] == args["dgd-name"] == "my-dgd"

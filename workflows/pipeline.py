@@ -204,6 +204,11 @@ def recipe_arguments(r: ResolvedRecipe, platform: dict[str, Any], *, dgd_api: st
         if k not in args:
             raise KeyError(f"--set {k}: no such parameter; parameters are {sorted(args)}")
         args[k] = v
+    if "dgd-name" in (overrides or {}) and "dgd" not in (overrides or {}):
+        # deploy names the DGD from the YAML, wait-ready/teardown from dgd-name: keep them one name
+        doc = yaml.safe_load(args["dgd"])
+        doc["metadata"]["name"] = args["dgd-name"]
+        args["dgd"] = yaml.safe_dump(doc, sort_keys=False)
     if "points" in (overrides or {}):
         try:
             args["points"] = points_json(json.loads(args["points"]))
