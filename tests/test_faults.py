@@ -90,7 +90,9 @@ def assert_resumed(first, again, s3: LocalS3 | None, kept: int, redone: int, fir
     assert again.run_dir == first.run_dir and again.run_id != first.run_id
     assert again.phase == "Succeeded", again.message
     assert result(again.run_dir, kept)["attempt"] == 1, "the good point was measured again"
-    logs = "".join(p.read_text() for p in (again.run_dir / "nodes").glob(f"{again.run_id}.gpu-span.point*/main.log"))
+    # node folders keep the last 120 characters of the node name: match on the resumed run's "-rN" tail
+    tail = again.run_id.rsplit("-", 1)[1]
+    logs = "".join(p.read_text() for p in (again.run_dir / "nodes").glob(f"*-{tail}.gpu-span.point*/main.log"))
     assert "already holds a good point" in logs
     r = result(again.run_dir, redone)
     assert r["status"] == "ok"
