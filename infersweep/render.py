@@ -58,7 +58,7 @@ def library_templates(platform: dict[str, Any], engine: str, mode: str) -> list[
 def _library_json(platform_json: str, engine: str, mode: str) -> str:
     platform = json.loads(platform_json)
     images = Images(steps=platform["images"]["steps"], aiperf=platform["images"]["aiperf"])
-    wts = step_workflow_templates(images) + [pipeline_template(engine, mode, platform)]
+    wts = step_workflow_templates(images, platform=platform) + [pipeline_template(engine, mode, platform)]
     return json.dumps([wt.to_dict() for wt in wts])
 
 
@@ -93,7 +93,7 @@ class Bundle:
 def render_recipe(r: ResolvedRecipe, platform: dict[str, Any], *, dgd_api: str = "v1beta1", namespace: str | None = None,
                   overrides: dict[str, str] | None = None, workflow_name: str | None = None) -> Bundle:
     args = recipe_arguments(r, platform, dgd_api=dgd_api, overrides=overrides)
-    wf = recipe_workflow(r, args, namespace or platform["namespace"]).to_dict()
+    wf = recipe_workflow(r, args, namespace or platform["namespace"], platform).to_dict()
     if workflow_name:
         wf["metadata"].pop("generateName", None)
         wf["metadata"]["name"] = workflow_name

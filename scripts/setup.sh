@@ -4,6 +4,7 @@
 #   .venv-aiperf  AIPerf 0.13.0 (pins pandas 2.3: its own environment, as it has its own image)
 #   .venv-dynamo  Dynamo 1.6.1 frontend + mocker for local mode
 #   .venv-aic     AIConfigurator 0.12.0 (infersweep predict, calibrated local-mode timing tables)
+#   .venv-checkov checkov (manifest scan in tests/test_checkov.py; its pins clash with the main env)
 #   prometheus    (Debian package) for the metrics-scrape tests
 # A second run with nothing changed takes a second or two.
 set -euo pipefail
@@ -48,5 +49,9 @@ fi
 if venv .venv-aic images/aic.requirements.txt; then
   .venv-aic/bin/pip install -q --disable-pip-version-check -r images/aic.requirements.txt
   done_venv .venv-aic
+fi
+if venv .venv-checkov images/checkov.requirements.txt; then
+  .venv-checkov/bin/pip install -q --disable-pip-version-check -r images/checkov.requirements.txt
+  done_venv .venv-checkov
 fi
 echo "setup: ready ($(.venv/bin/infersweep --help >/dev/null && echo infersweep ok))"

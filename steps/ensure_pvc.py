@@ -1,10 +1,15 @@
-"""Step: make sure the model-cache PVC exists (create it if missing, leave it alone if present)."""
+"""Step: make sure the model-cache PVC exists (create it if missing) and is Bound (or binds on first use).
+
+Exit 1 with the PVC, its phase and the cause when it will not bind; exit 75 (retried) on an API hiccup.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
-from steps.platform import get_platform
+from steps import transient
+from steps.platform import PVCNotBound, get_platform
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -13,11 +18,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--namespace", required=True)
     ap.add_argument("--size", required=True)
     ap.add_argument("--storage-class", default="")
+    ap.add_argument("--bound-timeout-s", type=float, default=300.0, help="fail when not Bound after this long")
     a = ap.parse_args(argv)
-    state = get_platform().ensure_pvc(a.name, a.namespace, a.size, a.storage_class)
+    try:
+        state = get_platform().ensure_pvc(a.name, a.namespace, a.size, a.storage_class, bound_timeout_s=a.bound_timeout_s)
+    except PVCNotBound as e:
+        print(f"ensure-pvc: {e}", file=sys.stderr)
+        return 1
     print(f"pvc {a.namespace}/{a.name}: {state}")
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(transient.run(main, "ensure-pvc"))

@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+from steps import transient
 from steps.outputs import write_param
 
 
@@ -84,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--draft-revision", default="main")
     ap.add_argument("--model-dir-param", default="")
     ap.add_argument("--commit-param", default="")
+    ap.add_argument("--commit-file", default="", help="also write the commit here (the run dir, for summarize)")
     a = ap.parse_args(argv)
     try:
         info = ensure_model(a.model_id, a.revision, Path(a.cache_dir), a.source)
@@ -95,9 +97,13 @@ def main(argv: list[str] | None = None) -> int:
                   f"-> {draft['path']}")
     except Exception as e:
         print(f"model-cache: {a.model_id}@{a.revision}: {e}", file=sys.stderr)
-        return 1
+        # a dropped connection or a 5xx from the hub: exit 75 so Argo retries (steps/transient.py)
+        return transient.TRANSIENT_EXIT if transient.is_transient(e) else 1
     write_param(a.model_dir_param, info["path"])
     write_param(a.commit_param, info["commit"])
+    if a.commit_file:
+        Path(a.commit_file).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.commit_file).write_text(info["commit"] + "\n")
     verb = "already cached" if info["cached"] else f"downloaded {info['bytes']} bytes"
     print(f"{a.model_id}@{a.revision} ({info['commit']}): {verb} in {info['seconds']} s -> {info['path']}")
     return 0
@@ -105,4 +111,4 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     os.umask(0o002)  # other runs' pods (other UIDs in the same group) must be able to read the cache
-    raise SystemExit(main())
+    raise SystemExit(transient.run(main, "model-cache"))

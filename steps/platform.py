@@ -13,14 +13,46 @@ from typing import Any, Protocol
 
 from infersweep.dynamo_api import DGD_GROUP, DGD_PLURAL, frontend_url  # noqa: F401 (moved there; re-exported)
 KEDA_GROUP, KEDA_VERSION, KEDA_PLURAL = "keda.sh", "v1alpha1", "scaledobjects"
+RUN_LABEL = "infersweep.io/run"
+
+
+class PVCNotBound(RuntimeError):
+    """The model-cache PVC will not bind; the message names the PVC, its phase and the cause."""
+
+
+class DGDOwnedElsewhere(RuntimeError):
+    """A DGD of this name exists and belongs to another Workflow (or to nobody): never adopt or patch it."""
+
+
+def dgd_name(base: str, run_id: str) -> str:
+    """The DGD name every step of a run uses (infersweep.names.dgd_run_name); no run id: `base` as given."""
+    from infersweep.names import dgd_run_name
+
+    return dgd_run_name(base, run_id) if run_id else base
+
+
+def for_run(dgd: dict[str, Any], run_id: str) -> dict[str, Any]:
+    """The rendered DGD renamed for one run and labelled with the run id (so the reaper and a human can
+    find the run a deployment belongs to)."""
+    from infersweep.names import label_value
+
+    if not run_id:
+        return dgd
+    meta = dgd.setdefault("metadata", {})
+    meta["name"] = dgd_name(meta["name"], run_id)
+    meta.setdefault("labels", {})[RUN_LABEL] = label_value(run_id)
+    return dgd
 
 
 class Platform(Protocol):
-    def ensure_pvc(self, name: str, namespace: str, size: str, storage_class: str) -> str: ...
-    def apply_dgd(self, dgd: dict[str, Any], namespace: str, owner: dict[str, str] | None) -> str: ...
+    def ensure_pvc(self, name: str, namespace: str, size: str, storage_class: str, *,
+                   bound_timeout_s: float = 300.0, poll_s: float = 2.0) -> str: ...
+    def apply_dgd(self, dgd: dict[str, Any], namespace: str, owner: dict[str, str] | None, *,
+                  patch_own: bool = True) -> str: ...
+    def image_ids(self, name: str, namespace: str) -> dict[str, str]: ...
     def wait_ready(self, name: str, namespace: str, model: str, timeout_s: float, *,
                    api_version: str = "v1beta1", bundle_path: Path | None = None) -> float: ...
-    def delete_dgd(self, name: str, namespace: str, api_version: str) -> bool: ...
+    def delete_dgd(self, name: str, namespace: str, api_version: str, *, owner_uid: str = "") -> bool: ...
 
 
 class KubernetesPlatform:
@@ -34,47 +66,96 @@ class KubernetesPlatform:
         self.core = client.CoreV1Api()
         self.custom = client.CustomObjectsApi()
 
-    def ensure_pvc(self, name: str, namespace: str, size: str, storage_class: str) -> str:
+    def ensure_pvc(self, name: str, namespace: str, size: str, storage_class: str, *,
+                   bound_timeout_s: float = 300.0, poll_s: float = 2.0) -> str:
         from kubernetes.client.exceptions import ApiException
 
+        state = "exists"
         try:
             self.core.read_namespaced_persistent_volume_claim(name, namespace)
-            return "exists"
         except ApiException as e:
             if e.status != 404:
                 raise
-        body: dict[str, Any] = {
-            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
-            "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "infersweep"}},
-            # ReadWriteMany: every worker pod on every node mounts the same cache.
-            "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": size}}},
-        }
-        if storage_class:
-            body["spec"]["storageClassName"] = storage_class
-        try:
-            self.core.create_namespaced_persistent_volume_claim(namespace, body)
-        except ApiException as e:
-            if e.status != 409:  # created by a concurrent run in between: that is fine
-                raise
-        return "created"
+            body: dict[str, Any] = {
+                "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "infersweep"}},
+                # ReadWriteMany: every worker pod on every node mounts the same cache.
+                "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": size}}},
+            }
+            if storage_class:
+                body["spec"]["storageClassName"] = storage_class
+            try:
+                self.core.create_namespaced_persistent_volume_claim(namespace, body)
+                state = "created"
+            except ApiException as e:
+                if e.status != 409:  # created by a concurrent run in between: that is fine
+                    raise
+        return self._wait_bound(name, namespace, state, bound_timeout_s, poll_s)
 
-    def apply_dgd(self, dgd: dict[str, Any], namespace: str, owner: dict[str, str] | None) -> str:
+    def _wait_bound(self, name: str, namespace: str, state: str, timeout_s: float, poll_s: float) -> str:
+        """Wait until the PVC is Bound, so the model download does not sit in a pod stuck Pending.
+
+        A storage class with `volumeBindingMode: WaitForFirstConsumer` binds only when a pod uses the
+        claim (the PVC controller says so in a `WaitForFirstConsumer` event): that is accepted at once,
+        the model-cache pod is that consumer. `ProvisioningFailed` fails at once with the provisioner's
+        message; anything else fails at the timeout naming the PVC, its phase and its last event.
+        """
+        import time
+
+        deadline = time.monotonic() + timeout_s
+        while True:
+            pvc = self.core.read_namespaced_persistent_volume_claim(name, namespace)
+            phase = (pvc.status.phase if pvc.status else None) or "Pending"
+            if phase == "Bound":
+                return f"{state}, Bound"
+            if phase == "Lost":
+                raise PVCNotBound(f"PVC {namespace}/{name} is Lost (its volume is gone): recreate it or set --set model-cache-pvc=OTHER")
+            events = self.core.list_namespaced_event(
+                namespace, field_selector=f"involvedObject.kind=PersistentVolumeClaim,involvedObject.name={name}").items
+            events = sorted(events, key=lambda e: str(e.last_timestamp or e.event_time or ""))
+            reasons = {e.reason for e in events}
+            if "WaitForFirstConsumer" in reasons:
+                return f"{state}, Pending until its first consumer (storage class binds on first use)"
+            if "ProvisioningFailed" in reasons:
+                last = [e for e in events if e.reason == "ProvisioningFailed"][-1]
+                raise PVCNotBound(f"PVC {namespace}/{name} cannot be provisioned: {last.message}; "
+                                  f"fix the storage class (--set storage-class=...) or create the PVC yourself")
+            if time.monotonic() >= deadline:
+                last = f"; last event: {events[-1].reason}: {events[-1].message}" if events else "; no events"
+                raise PVCNotBound(f"PVC {namespace}/{name} is still {phase} after {timeout_s:.0f} s{last}; "
+                                  f"check that the storage class exists and can provision ReadWriteMany volumes")
+            time.sleep(poll_s)
+
+    def apply_dgd(self, dgd: dict[str, Any], namespace: str, owner: dict[str, str] | None, *,
+                  patch_own: bool = True) -> str:
         from kubernetes.client.exceptions import ApiException
 
         version = dgd["apiVersion"].split("/", 1)[1]
         name = dgd["metadata"]["name"]
         if owner and owner.get("uid"):
-            # Owned by the Workflow: deleting the workflow garbage-collects the deployment and its GPUs.
+            # Owned by the Workflow: deleting the workflow garbage-collects the deployment and its GPUs,
+            # and the reaper (steps/reap.py) finds the run a DGD belongs to.
             dgd["metadata"]["ownerReferences"] = [{
                 "apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow", "name": owner["name"],
                 "uid": owner["uid"], "blockOwnerDeletion": False, "controller": False,
             }]
         try:
             self.custom.create_namespaced_custom_object(DGD_GROUP, version, namespace, DGD_PLURAL, dgd)
+            self.apply_scaled_objects(dgd, namespace)
+            return frontend_url(name, namespace)
         except ApiException as e:
             if e.status != 409:
                 raise
-            # A retried step finds its own DGD: bring it to the rendered spec instead of failing.
+        existing = self.custom.get_namespaced_custom_object(DGD_GROUP, version, namespace, DGD_PLURAL, name)
+        owners = [o for o in existing.get("metadata", {}).get("ownerReferences") or [] if o.get("kind") == "Workflow"]
+        if not (owner and owner.get("uid") and any(o.get("uid") == owner["uid"] for o in owners)):
+            held_by = ", ".join(f"Workflow {o.get('name')} (uid {o.get('uid')})" for o in owners) or "no Workflow"
+            raise DGDOwnedElsewhere(
+                f"DynamoGraphDeployment {namespace}/{name} already exists and belongs to {held_by}, not to this run; "
+                f"refusing to adopt it. Delete it (kubectl delete dynamographdeployment -n {namespace} {name}) "
+                f"if nothing uses it, or submit again (each run names its own DGD)")
+        if patch_own:
+            # A retried deploy step finds the DGD its own earlier attempt created: bring it to the rendered spec.
             self.custom.patch_namespaced_custom_object(DGD_GROUP, version, namespace, DGD_PLURAL, name,
                                                        {"spec": dgd["spec"], "metadata": {"labels": dgd["metadata"].get("labels", {})}})
         self.apply_scaled_objects(dgd, namespace)
@@ -135,6 +216,11 @@ class KubernetesPlatform:
                     raise
         return deleted
 
+    def image_ids(self, name: str, namespace: str) -> dict[str, str]:
+        from steps.readiness import pod_image_ids
+
+        return pod_image_ids(self.core, name, namespace)
+
     def wait_ready(self, name: str, namespace: str, model: str, timeout_s: float, *,
                    api_version: str = "v1beta1", bundle_path: Path | None = None) -> float:
         from steps.readiness import wait_dgd_ready
@@ -142,11 +228,18 @@ class KubernetesPlatform:
         return wait_dgd_ready(self.core, self.custom, name, namespace, model, timeout_s,
                               api_version=api_version, bundle_path=bundle_path)
 
-    def delete_dgd(self, name: str, namespace: str, api_version: str) -> bool:
+    def delete_dgd(self, name: str, namespace: str, api_version: str, *, owner_uid: str = "") -> bool:
         from kubernetes.client.exceptions import ApiException
 
-        self.delete_scaled_objects(name, namespace)  # first, so KEDA stops scaling a DGD on its way out
         try:
+            if owner_uid:
+                existing = self.custom.get_namespaced_custom_object(DGD_GROUP, api_version, namespace, DGD_PLURAL, name)
+                owners = [o for o in existing.get("metadata", {}).get("ownerReferences") or [] if o.get("kind") == "Workflow"]
+                if not any(o.get("uid") == owner_uid for o in owners):
+                    held_by = ", ".join(f"Workflow {o.get('name')}" for o in owners) or "no Workflow"
+                    raise DGDOwnedElsewhere(f"DynamoGraphDeployment {namespace}/{name} belongs to {held_by}, "
+                                            f"not to this run: not deleting it")
+            self.delete_scaled_objects(name, namespace)  # first, so KEDA stops scaling a DGD on its way out
             self.custom.delete_namespaced_custom_object(DGD_GROUP, api_version, namespace, DGD_PLURAL, name)
             return True
         except ApiException as e:
@@ -164,11 +257,13 @@ class LocalPlatform:
     def _dgd_dir(self, name: str) -> Path:
         return self.state_dir / "dgd" / name
 
-    def ensure_pvc(self, name: str, namespace: str, size: str, storage_class: str) -> str:
+    def ensure_pvc(self, name: str, namespace: str, size: str, storage_class: str, *,
+                   bound_timeout_s: float = 300.0, poll_s: float = 2.0) -> str:
         # Locally the "PVC" is a folder the runner mounts at the cache path; nothing to create.
         return "local"
 
-    def apply_dgd(self, dgd: dict[str, Any], namespace: str, owner: dict[str, str] | None) -> str:
+    def apply_dgd(self, dgd: dict[str, Any], namespace: str, owner: dict[str, str] | None, *,
+                  patch_own: bool = True) -> str:
         from infersweep.local.dynamo import deploy_local, load_local
 
         d = self._dgd_dir(dgd["metadata"]["name"])
@@ -211,7 +306,10 @@ class LocalPlatform:
 
         return wait_ready_local(self._dgd_dir(name), timeout_s)
 
-    def delete_dgd(self, name: str, namespace: str, api_version: str) -> bool:
+    def image_ids(self, name: str, namespace: str) -> dict[str, str]:
+        return {}  # processes on this machine: no images, no digests
+
+    def delete_dgd(self, name: str, namespace: str, api_version: str, *, owner_uid: str = "") -> bool:
         from infersweep.local.dynamo import teardown_local
 
         d = self._dgd_dir(name)

@@ -489,6 +489,18 @@ def _content_type(path: Path) -> str:
 # -- CLI --------------------------------------------------------------------
 
 
+def _free_retry_prefix(bucket: str, prefix: str, s3=None) -> str:
+    """`<prefix>-rN` for the first N whose prefix has no manifest (the naming `run --local --resume` uses):
+    a retried run keeps the first attempt's published results and adds its own beside them."""
+    s3 = s3 or s3_client()
+    prefix = prefix.strip("/")
+    for n in range(1, 1000):
+        candidate = f"{prefix}-r{n}"
+        if f"{candidate}/{MANIFEST_NAME}" not in set(_list_keys(s3, bucket, candidate + "/")):
+            return candidate
+    raise PublishError(f"{prefix}: 999 retries already published")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m steps.publish",
@@ -497,9 +509,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("local_dir", type=Path)
     parser.add_argument("--bucket", required=True)
     parser.add_argument("--prefix", required=True)
+    parser.add_argument("--retry-prefix", action="store_true",
+                        help="when PREFIX already holds a complete run with other bytes (an Argo UI Retry of the "
+                             "same workflow re-publishes), publish under PREFIX-rN instead, never over it")
     args = parser.parse_args(argv)
     try:
-        summary = publish_tree(args.local_dir, bucket=args.bucket, prefix=args.prefix)
+        try:
+            summary = publish_tree(args.local_dir, bucket=args.bucket, prefix=args.prefix)
+        except PublishConflict:
+            if not args.retry_prefix:
+                raise
+            args.prefix = _free_retry_prefix(args.bucket, args.prefix)
+            print(f"publish: {args.prefix.rsplit('-r', 1)[0]} already holds an earlier attempt of this run; "
+                  f"publishing this attempt under {args.prefix}", file=sys.stderr)
+            summary = publish_tree(args.local_dir, bucket=args.bucket, prefix=args.prefix)
     except (PublishError, PublishConflict, ChecksumMismatch, IncompleteRun, ValueError) as exc:
         print(f"publish failed: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, PublishConflict) else 1

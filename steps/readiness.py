@@ -186,3 +186,14 @@ def wait_dgd_ready(core: Any, custom: Any, name: str, namespace: str, model: str
         else:
             last = f"DGD state {(dgd.get('status') or {}).get('state', 'unknown')}, {len(pods)} pods"
         time.sleep(min(poll_s, max(0.0, timeout_s - (time.monotonic() - start))))
+
+
+def pod_image_ids(core: Any, name: str, namespace: str) -> dict[str, str]:
+    """Image -> imageID (`docker-pullable://repo@sha256:...` or `repo@sha256:...`) of every container
+    of the DGD's pods, from pod status: what the kubelet actually pulled, whatever the tag says now."""
+    out: dict[str, str] = {}
+    for pod in core.list_namespaced_pod(namespace, label_selector=f"{POD_LABEL}={name}").items:
+        for cs in (pod.status.init_container_statuses or []) + (pod.status.container_statuses or []):
+            if cs.image_id:
+                out[cs.image] = cs.image_id.split("://", 1)[-1]
+    return out

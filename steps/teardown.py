@@ -1,22 +1,31 @@
-"""Step: delete the DGD. Idempotent: it runs after the sweep and again in the exit handler."""
+"""Step: delete the run's DGD. Idempotent: it runs after the sweep and again in the exit handler."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
-from steps.platform import get_platform
+from steps import transient
+from steps.platform import DGDOwnedElsewhere, dgd_name, get_platform
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m steps.teardown")
-    ap.add_argument("--name", required=True)
+    ap.add_argument("--name", required=True, help="the DGD's base name (the recipe's)")
+    ap.add_argument("--run-id", default="", help="the run ({{workflow.name}}): the DGD is named per run")
+    ap.add_argument("--owner-uid", default="", help="the run's Workflow uid: a DGD owned by another is left alone")
     ap.add_argument("--namespace", required=True)
     ap.add_argument("--api-version", default="v1beta1")
     a = ap.parse_args(argv)
-    deleted = get_platform().delete_dgd(a.name, a.namespace, a.api_version)
-    print(f"DGD {a.namespace}/{a.name}: {'deleted' if deleted else 'already gone'}")
+    name = dgd_name(a.name, a.run_id)
+    try:
+        deleted = get_platform().delete_dgd(name, a.namespace, a.api_version, owner_uid=a.owner_uid)
+    except DGDOwnedElsewhere as e:
+        print(f"teardown: {e}", file=sys.stderr)
+        return 1
+    print(f"DGD {a.namespace}/{name}: {'deleted' if deleted else 'already gone'}")
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(transient.run(main, "teardown"))

@@ -1,36 +1,68 @@
-"""Step: wait until the DGD serves the model, failing fast (with the reason) when it never will.
+"""Step: wait until the run's DGD serves the model, failing fast (with the reason) when it never will.
 
 The reason is the last line on stderr, which Argo shows as the step's message; the debug bundle (DGD
 status, pods, events, last log lines) goes to --bundle, an optional output artifact of the template.
+Once ready, the images the deployment's pods actually run (container image -> imageID with its digest,
+from pod status) go to --images for the run context: a tag can move, a digest cannot.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
-from steps.platform import get_platform
+import yaml
+
+from steps import transient
+from steps.platform import DGDOwnedElsewhere, dgd_name, get_platform
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m steps.wait_ready")
-    ap.add_argument("--name", required=True)
+    ap.add_argument("--name", required=True, help="the DGD's base name (the recipe's)")
+    ap.add_argument("--run-id", default="", help="the run ({{workflow.name}}): the DGD is named per run")
     ap.add_argument("--namespace", required=True)
     ap.add_argument("--model", required=True, help="the model name /v1/models must list")
     ap.add_argument("--timeout-s", type=float, default=1800)
     ap.add_argument("--api-version", default="v1beta1", choices=["v1beta1", "v1alpha1"])
     ap.add_argument("--bundle", default="", help="where to write the debug bundle when it fails")
+    ap.add_argument("--images", default="", help="where to write the images the pods run (JSON)")
+    ap.add_argument("--failure", default="", help="where to write why it is not serving (the verdict quotes it)")
+    ap.add_argument("--ensure-from", default="",
+                    help="the DGD this run's deploy saved: re-created first when missing (a UI Retry of a failed "
+                         "wait-ready re-runs it after the exit handler deleted the DGD)")
     a = ap.parse_args(argv)
+    name = dgd_name(a.name, a.run_id)
+    platform = get_platform()
+    if a.ensure_from and Path(a.ensure_from).is_file():
+        saved = yaml.safe_load(Path(a.ensure_from).read_text())
+        owners = [o for o in saved["metadata"].get("ownerReferences") or [] if o.get("kind") == "Workflow"]
+        try:
+            platform.apply_dgd(saved, a.namespace, owners[0] if owners else None, patch_own=False)
+        except DGDOwnedElsewhere as e:
+            print(f"wait-ready: {e}", file=sys.stderr)
+            return 1
     try:
-        took = get_platform().wait_ready(a.name, a.namespace, a.model, a.timeout_s, api_version=a.api_version,
-                                         bundle_path=Path(a.bundle) if a.bundle else None)
+        took = platform.wait_ready(name, a.namespace, a.model, a.timeout_s, api_version=a.api_version,
+                                   bundle_path=Path(a.bundle) if a.bundle else None)
     except (TimeoutError, RuntimeError) as e:
-        print(f"wait-ready: {a.namespace}/{a.name} is not serving: {e}", file=sys.stderr)
+        message = f"{a.namespace}/{name} is not serving: {e}"
+        print(f"wait-ready: {message}", file=sys.stderr)
+        if a.failure:
+            Path(a.failure).parent.mkdir(parents=True, exist_ok=True)
+            Path(a.failure).write_text(message + "\n")
         return 1
-    print(f"{a.namespace}/{a.name} serves {a.model} after {took:.1f} s")
+    print(f"{a.namespace}/{name} serves {a.model} after {took:.1f} s")
+    if a.images:
+        images = platform.image_ids(name, a.namespace)
+        Path(a.images).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.images).write_text(json.dumps(images, indent=2, sort_keys=True) + "\n")
+        for image, image_id in sorted(images.items()):
+            print(f"  runs {image} = {image_id}")
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(transient.run(main, "wait-ready"))

@@ -3,7 +3,9 @@
 Steps talk to it through the real `kubernetes` client (a kubeconfig pointing at it), so what is tested is
 the exact request the client sends: path, verb and body. It implements what the steps use: create / get /
 patch / delete of namespaced custom objects and PersistentVolumeClaims (404 for a missing object, 409 for
-a duplicate create, a uid on create), list (with equality label selectors) and list of pods (empty). Not a real API server: no validation, no watch.
+a duplicate create, a uid on create), and list of any collection (pods, events, workflows: what was put in
+`objects`; equality label selectors only). A created PVC is Bound at once (`pvc_phase_on_create`). Not a
+real API server: no validation, no watch, no field selectors.
 
     with K8sStandin() as api:
         env["KUBECONFIG"] = str(api.kubeconfig(tmp_path))
@@ -31,6 +33,9 @@ _CORE = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/(?P<plural>[^/]+)(?:/(?P<
 class K8sStandin:
     def __init__(self) -> None:
         self.objects: dict[tuple[str, str, str, str, str], dict] = {}
+        # The PV controller's part: a created PVC is Bound at once unless a test says otherwise
+        # (None: stays Pending, as with a storage class that cannot provision).
+        self.pvc_phase_on_create: str | None = "Bound"
         self.requests: list[tuple[str, str, dict | None]] = []
         self._lock = threading.Lock()
         self._query: dict[str, list[str]] = {}
@@ -121,7 +126,9 @@ class K8sStandin:
                 return 409, self._status(409, "AlreadyExists", f"{plural} {name!r} already exists")
             obj = dict(body or {})
             obj.setdefault("metadata", {})["namespace"] = ns
-            obj["metadata"].setdefault("uid", str(uuid.uuid4()))  # the API server assigns every object a uid
+            obj["metadata"].setdefault("uid", f"uid-{len(self.requests)}-{name}")
+            if plural == "persistentvolumeclaims":
+                obj["status"] = {"phase": self.pvc_phase_on_create or "Pending"}
             self.objects[key] = obj
             return 201, obj
         key = (group, version, ns, plural, name or "")

@@ -90,7 +90,9 @@ def assert_resumed(first, again, s3: LocalS3 | None, kept: int, redone: int, fir
     assert again.run_dir == first.run_dir and again.run_id != first.run_id
     assert again.phase == "Succeeded", again.message
     assert result(again.run_dir, kept)["attempt"] == 1, "the good point was measured again"
-    logs = "".join(p.read_text() for p in (again.run_dir / "nodes").glob(f"{again.run_id}.gpu-span.sweep.point*/main.log"))
+    # node folders keep the last 120 characters of the node name: match on the resumed run's "-rN" tail
+    tail = again.run_id.rsplit("-", 1)[1]
+    logs = "".join(p.read_text() for p in (again.run_dir / "nodes").glob(f"*-{tail}.gpu-span.point*/main.log"))
     assert "already holds a good point" in logs
     r = result(again.run_dir, redone)
     assert r["status"] == "ok"
@@ -154,13 +156,16 @@ def test_mocker_worker_killed_mid_point(tmp_path, s3):
 
 
 def test_s3_unreachable_during_publish(tmp_path, s3):
+    seen = {}
+
     def on_event(kind, node):
+        seen[node.name] = node  # publish runs in the exit handler, outside the root's children
         if kind == "start" and node.name.endswith(".publish"):
             s3.stop()
 
     first = _run(tmp_path, s3, [C1], on_event=on_event)
     assert first.phase == "Failed"
-    publish = next(n for n in first.root.children if n.name.endswith(".publish"))
+    publish = next(n for name, n in seen.items() if name.endswith(".publish"))
     assert publish.phase == "Failed"
     # The message says nothing is lost and gives the command that finishes the job.
     assert "infersweep publish" in publish.message, publish.message
@@ -247,8 +252,7 @@ def test_disk_full_mid_sweep(tmp_path, s3, small_disk):
     assert first.phase == "Failed"
     assert result(first.run_dir, 1)["status"] == "ok", "the point measured before the disk filled was damaged"
     span = next(n for n in first.root.children if n.name.endswith(".gpu-span"))
-    sweep = next(n for n in span.children if n.name.endswith(".sweep"))
-    c2 = sweep.children[0].children[1]
+    c2 = next(n for n in span.children if n.children).children[1]
     assert c2.phase == "Failed" and ("No space left" in c2.message or "ENOSPC" in c2.message or c2.message), c2.message
     with pytest.raises(IncompleteRun):  # nothing half-published that looks complete
         published(s3, first.run_id)

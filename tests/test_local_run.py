@@ -69,13 +69,14 @@ def test_results_are_published_with_checksums_and_manifest_and_artifacts_kept(lo
 
 def test_dag_ran_in_declared_order_with_exit_handler_last(local_run):
     *_, events = local_run
-    # Node names nest (<wf>.gpu-span.deploy): the task is the last component.
-    ends = [n.rsplit(".", 1)[1] for kind, n, _ in events if kind == "end" and "." in n]
-    order = [e for e in ends if e in ("ensure-pvc", "model-cache", "deploy", "wait-ready", "sweep", "teardown",
-                                      "gpu-span", "scrape", "summarize", "publish", "onExit")]
-    # The GPU span (deploy .. teardown) ends before any bookkeeping starts.
-    assert order[:7] == ["ensure-pvc", "model-cache", "deploy", "wait-ready", "sweep", "teardown", "gpu-span"]
-    assert order[-1] == "onExit" and order.index("publish") > order.index("summarize")
+    ends = [n.split(".", 1)[1] for kind, n, _ in events if kind == "end" and "." in n]
+    order = [e for e in ends if e in ("ensure-pvc", "model-cache", "gpu-span.deploy", "gpu-span.wait-ready", "gpu-span",
+                                      "onExit.teardown", "onExit.scrape", "onExit.summarize", "onExit.publish",
+                                      "onExit.verdict", "onExit")]
+    assert order[:5] == ["ensure-pvc", "model-cache", "gpu-span.deploy", "gpu-span.wait-ready", "gpu-span"]
+    # the bookkeeping is the exit handler's: summarised, published, then judged
+    assert order[-1] == "onExit" and order.index("onExit.publish") > order.index("onExit.summarize")
+    assert order.index("onExit.verdict") > order.index("onExit.publish")
 
 
 def test_no_process_or_port_is_left(local_run):

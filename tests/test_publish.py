@@ -297,3 +297,24 @@ def test_local_s3_leaves_no_process_behind():
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
     srv.stop()  # idempotent
+
+
+def test_a_retried_run_publishes_beside_the_first_attempt_never_over_it(tmp_path, server, s3, prefix):
+    """An Argo UI Retry re-runs the exit handler's publish with the same `{{workflow.name}}` prefix and a
+    summary that now holds the re-measured points: with --retry-prefix (what the pipeline passes) it goes to
+    PREFIX-r1, PREFIX-r2, ... and the first attempt's published results stay byte for byte."""
+    tree = make_tree(tmp_path / "run")
+    env = {**os.environ, **server.env()}
+    cmd = [sys.executable, "-m", "steps.publish", str(tree), "--bucket", BUCKET, "--prefix", prefix, "--retry-prefix"]
+    assert subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=60).returncode == 0
+    first = remote_snapshot(s3, prefix)
+    for n in (1, 2):
+        (tree / "summary.json").write_text(f'{{"ttft_ms": 12.5, "retry": {n}}}\n')
+        p = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        assert f"publishing this attempt under {prefix}-r{n}" in p.stderr
+        assert verify_run(BUCKET, f"{prefix}-r{n}", s3=s3)["objects"] == 4
+    assert remote_snapshot(s3, prefix) == first
+    # without the flag the conflict is still refused, as before
+    p = subprocess.run(cmd[:-1], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "refusing to overwrite" in p.stderr

@@ -66,18 +66,20 @@ def test_pipeline_dag_order_and_exit_handler(bundle):
     span = {t["name"]: t for t in tmpl["gpu-span"]["dag"]["tasks"]}
     assert tasks["model-cache"]["depends"] == "ensure-pvc"
     assert tasks["gpu-span"]["depends"] == "model-cache"
-    assert span["wait-ready"]["depends"] == "deploy"
-    assert span["sweep"]["depends"] == "wait-ready"
-    # Measured points are summarised and published even when a later point failed; the span tears the DGD
-    # down whatever ended it (a failed wait-ready omits the sweep) before it releases its GPU lock.
-    assert "gpu-span.Failed" in tasks["scrape"]["depends"]
-    assert "sweep.Failed" in span["teardown"]["depends"] and "sweep.Omitted" in span["teardown"]["depends"]
-    assert tasks["publish"]["depends"] == "summarize"
+    span = {t["name"]: t for t in tmpl["gpu-span"]["dag"]["tasks"]}
+    assert span["wait-ready"]["depends"] == "deploy" and span["point"]["depends"] == "wait-ready"
+    # Nothing in the main DAG follows the points (so UI Retry re-runs failed points); the exit handler
+    # releases the GPUs and publishes whatever ended the run, then judges it.
+    assert set(tasks) == {"ensure-pvc", "model-cache", "gpu-span"}
+    assert set(span) == {"deploy", "wait-ready", "point"}
     assert spec["onExit"] == "exit-handler"
-    assert tmpl["exit-handler"]["dag"]["tasks"][0]["templateRef"]["template"] == "teardown"
-    sweep = tmpl["sweep"]
-    assert sweep["parallelism"] == 1, "points share one deployment: one at a time by default"
-    assert sweep["dag"]["tasks"][0]["withParam"] == "{{inputs.parameters.points}}"
+    exit_tasks = {t["name"]: t for t in tmpl["exit-handler"]["dag"]["tasks"]}
+    assert "depends" not in exit_tasks["teardown"] and "depends" not in exit_tasks["scrape"]
+    assert exit_tasks["summarize"]["depends"] == "scrape" and exit_tasks["publish"]["depends"] == "summarize"
+    assert exit_tasks["verdict"]["depends"] == "publish" and exit_tasks["regression-check"]["depends"] == "publish"
+    assert tmpl["gpu-span"]["parallelism"] == 1, "points share one deployment: one at a time by default"
+    assert tmpl["gpu-span"]["failFast"] is False, "a failed point must not cancel the others"
+    assert span["point"]["withParam"] == "{{inputs.parameters.points}}"
 
 
 def test_points_parameter_is_the_recipe_sweep(bundle):
@@ -91,7 +93,9 @@ def test_no_retry_on_benchmark_points(bundle):
     point = next(t for t in bundle.templates if t["metadata"]["name"] == "infersweep-aiperf-point")
     assert "retryStrategy" not in point["spec"]["templates"][0]
     deploy = next(t for t in bundle.templates if t["metadata"]["name"] == "infersweep-deploy")
-    assert deploy["spec"]["templates"][0]["retryStrategy"]["limit"] == "2"
+    retry = deploy["spec"]["templates"][0]["retryStrategy"]
+    # OnError never retries a non-zero exit (operator.go processNodeRetries): Always + exit-code expression.
+    assert retry["retryPolicy"] == "Always" and "asInt(lastRetry.exitCode) == 75" in retry["expression"]
 
 
 def test_credentials_come_from_secrets_not_parameters(bundle):

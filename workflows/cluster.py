@@ -82,10 +82,34 @@ def role_binding(platform: dict[str, Any], role: dict[str, Any]) -> dict[str, An
             "subjects": [{"kind": "ServiceAccount", "name": platform["service_account"], "namespace": platform["namespace"]}]}
 
 
+def reaper_role(namespace: str = "infersweep", name: str = "infersweep-reaper") -> dict[str, Any]:
+    """Exactly the calls of steps/reap.py (tests/test_least_privilege.py derives them), plus the executor's."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED)},
+        "rules": [
+            {"apiGroups": ["nvidia.com"], "resources": [DGD_RESOURCE], "verbs": ["list", "delete"]},
+            {"apiGroups": ["argoproj.io"], "resources": ["workflows"], "verbs": ["list"]},
+            {"apiGroups": ["argoproj.io"], "resources": ["workflowtaskresults"], "verbs": ["create", "patch"]},
+        ],
+    }
+
+
+def reaper_service_account(platform: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": platform["reaper"]["service_account"], "namespace": platform["namespace"],
+                         "labels": dict(MANAGED)}}
+
+
 def kubectl_manifests(platform: dict[str, Any], catalog: list[ResolvedRecipe]) -> list[dict[str, Any]]:
     """Everything `kubectl apply` must create (the Argo Server does not create ConfigMaps or RBAC)."""
     role = steps_role(platform["namespace"])
     for r in catalog:  # every catalog recipe must fit its pool's guard, or install refuses
         gpu_guard.check_fits_pool(r, platform)
     guard = [gpu_pools_configmap(platform)] if gpu_guard.guard_config(platform).scheduler == "argo" else []
-    return [service_account(platform), role, role_binding(platform, role), *guard, artifact_repositories_configmap(platform)]
+    reaper = reaper_role(platform["namespace"])
+    reaper_binding = role_binding(platform, reaper)
+    reaper_binding["subjects"][0]["name"] = platform["reaper"]["service_account"]
+    return [service_account(platform), role, role_binding(platform, role),
+            reaper_service_account(platform), reaper, reaper_binding,
+            *guard, artifact_repositories_configmap(platform)]

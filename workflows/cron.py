@@ -26,6 +26,7 @@ from hera.workflows import models as m
 
 from infersweep.recipe import ResolvedRecipe
 from workflows.pipeline import pipeline_name, recipe_arguments, workflow_labels
+from workflows.steps_library import (Images, container_security_context, pod_security_context, step_settings)
 
 SUCCESSFUL_HISTORY = 7
 FAILED_HISTORY = 14  # failed nights are the ones someone investigates: keep two weeks of them
@@ -56,6 +57,8 @@ def nightly_cron(r: ResolvedRecipe, platform: dict[str, Any]) -> dict[str, Any]:
         failed_jobs_history_limit=FAILED_HISTORY,
         workflow_template_ref=m.WorkflowTemplateRef(name=pipeline_name(r.recipe.engine, r.recipe.topology.mode)),
         arguments=args,
+        service_account_name=platform["service_account"],  # explicit, as in a submitted Workflow
+        security_context=pod_security_context(step_settings(platform)),
         workflow_metadata=m.WorkflowMetadata(labels=labels),  # the nightly's runs carry the recipe's labels
     )
     return cron.to_dict()
@@ -64,3 +67,42 @@ def nightly_cron(r: ResolvedRecipe, platform: dict[str, Any]) -> dict[str, Any]:
 def nightly_crons(platform: dict[str, Any], load) -> list[dict[str, Any]]:
     """The suite's CronWorkflows; `load` resolves a recipe name (infersweep.recipe.load_recipe)."""
     return [nightly_cron(load(name), platform) for name in platform["nightly"]["suite"]]
+
+
+REAPER_NAME = "infersweep-reaper"
+
+
+def reaper_cron(platform: dict[str, Any]) -> dict[str, Any]:
+    """The GPU reaper: every `reaper.schedule` (2 minutes), delete the DGDs whose Workflow is over.
+
+    Why: `argo terminate` skips the exit handler (argo-workflows v4.1.2 workflow/controller/operator.go,
+    operate(): the onExit node runs only when ShutdownStrategy.ShouldExecute(true), false for Terminate),
+    so a terminated run's DGD would hold its GPUs until the Workflow is garbage-collected days later.
+    `concurrencyPolicy: Replace` so a stuck reaper never blocks the next one; its own runs are kept one
+    hour (ttl) and its pods deleted on success.
+    """
+    from hera.workflows import Container, CronWorkflow
+
+    settings = step_settings(platform)
+    images = Images(steps=platform["images"]["steps"], aiperf=platform["images"]["aiperf"])
+    with CronWorkflow(
+        name=REAPER_NAME, namespace=platform["namespace"],
+        labels={"app.kubernetes.io/managed-by": "infersweep", "infersweep.io/kind": "reaper"},
+        schedules=[platform["reaper"]["schedule"]], timezone="Etc/UTC", concurrency_policy="Replace",
+        starting_deadline_seconds=60, successful_jobs_history_limit=1, failed_jobs_history_limit=3,
+        entrypoint="reap", service_account_name=platform["reaper"]["service_account"],
+        security_context=pod_security_context(settings), active_deadline_seconds=600,
+        pod_gc=m.PodGC(strategy="OnPodSuccess"), ttl_strategy=m.TTLStrategy(seconds_after_completion=3600),
+        archive_logs=True,
+    ) as cron:
+        Container(name="reap", image=images.steps, command=["python", "-m", "steps.reap"],
+                  args=["--namespace", "{{workflow.namespace}}"],
+                  env=[m.EnvVar(name="PYTHONUNBUFFERED", value="1")],
+                  security_context=container_security_context(True),
+                  resources=m.ResourceRequirements(requests={"cpu": m.Quantity("100m"), "memory": m.Quantity("256Mi")},
+                                                   limits={"memory": m.Quantity("256Mi")}),
+                  active_deadline_seconds=300,
+                  retry_strategy=m.RetryStrategy(limit="2", retry_policy="Always",
+                                                 expression='lastRetry.status == "Error" || asInt(lastRetry.exitCode) == 75',
+                                                 backoff=m.Backoff(duration="10s", factor="2")))
+    return cron.to_dict()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from infersweep.names import DGD_NAME_MAX, dns_label
 from infersweep.recipe import ResolvedRecipe, Workers
 from workflows import keda, pod_extras
 
@@ -146,6 +147,13 @@ def annotations(r: ResolvedRecipe) -> dict[str, str]:
     return {keda.ANNOTATION: spec} if spec else {}
 
 
+def dgd_base_name(recipe: str) -> str:
+    """The DGD name a recipe renders with: the recipe name within the 45 characters older operators
+    accept (cut + hash when longer). A run renames it `<base cut>-<run hash>` (infersweep.names.dgd_run_name),
+    so two runs of one recipe never share a deployment."""
+    return dns_label(recipe, DGD_NAME_MAX)
+
+
 def render_dgd(r: ResolvedRecipe, *, api_version: str = "v1beta1", name: str | None = None,
                pvc: str = "model-cache", hf_secret: str = "hf-token-secret") -> dict[str, Any]:
     if api_version == "v1beta1":
@@ -154,7 +162,7 @@ def render_dgd(r: ResolvedRecipe, *, api_version: str = "v1beta1", name: str | N
         spec = _spec_v1alpha1(r, pvc, hf_secret)
     else:
         raise ValueError(f"DGD apiVersion {api_version!r}: use v1beta1 (Dynamo >= 1.6) or v1alpha1 (older operators)")
-    metadata: dict[str, Any] = {"name": name or r.name, "labels": labels(r)}
+    metadata: dict[str, Any] = {"name": name or dgd_base_name(r.name), "labels": labels(r)}
     if annotations(r):
         metadata["annotations"] = annotations(r)
     return {"apiVersion": f"nvidia.com/{api_version}", "kind": "DynamoGraphDeployment", "metadata": metadata, "spec": spec}

@@ -1,11 +1,14 @@
 """The benchmark pipeline WorkflowTemplate (one per engine x topology) and the Workflow that runs a recipe.
 
-DAG: ensure-pvc -> model-cache -> gpu-span [deploy -> wait-ready -> sweep (AIPerf points, one at a time) ->
-teardown] -> scrape -> summarize -> publish, plus an exit handler that deletes the DGD whatever happened.
-The GPU guard (workflows/gpu_guard.py) is held by the gpu-span template only, so GPUs are reserved from
-deploy to teardown and never through the download or the bookkeeping.
-Teardown runs as soon as the sweep ends (GPUs are released before the bookkeeping), and again on exit;
-it is idempotent. Results flow between steps through the run's workdir volume, never through parameters.
+Main DAG: ensure-pvc -> model-cache -> gpu-span [deploy -> wait-ready -> points (AIPerf, one at a time)].
+Exit handler (whatever ended the run): teardown || scrape -> summarize -> publish -> regression-check +
+verdict. Teardown starts as soon as the last point ends; the verdict fails the run when a point failed or
+nothing was measured, after the measured points are published. Nothing in the main DAG follows a point,
+so the Argo UI's Retry re-runs exactly the failed points (the points bring the deployment back
+themselves, steps/deploy.py --ensure) and then the whole exit handler. Results flow between steps through
+the run's workdir volume, never through parameters. The DGD is named per run
+(infersweep.names.dgd_run_name). The GPU guard (workflows/gpu_guard.py) is held by the gpu-span template
+only: GPUs are reserved from deploy to the last point, never through the download or the bookkeeping.
 """
 
 from __future__ import annotations
@@ -19,23 +22,16 @@ from hera.workflows import models as m
 
 from infersweep.names import label_value
 from infersweep.recipe import ResolvedRecipe
-from infersweep.recipe_context import recipe_context
+from infersweep.results.context import recipe_context
 from workflows.dgd import labels as recipe_labels
-from workflows.dgd import render_dgd
+from workflows.dgd import dgd_base_name, render_dgd
 from workflows.gpu_guard import GUARD_PARAMS, LOCK_PARAMS, apply_to_dgd, guard_arguments, span_synchronization
-from workflows.steps_library import STEP_BY_NAME, step_template_name
-
-# Every task of the DAG that runs after the GPU span must run whether its sweep succeeded or not:
-# a failed point still leaves measured points to summarise and publish.
-AFTER_SPAN = "(gpu-span.Succeeded || gpu-span.Failed || gpu-span.Errored)"
-# Teardown inside the span runs whatever ended it (a failed deploy or wait-ready omits the sweep), so the DGD
-# is gone before the span's GPU lock is released.
-SPAN_END = "(sweep.Succeeded || sweep.Failed || sweep.Errored || sweep.Omitted)"
+from workflows.steps_library import STEP_BY_NAME, aiperf_resources, pod_security_context, step_settings, step_template_name
 
 # (name, description for the Argo UI form, enum or None)
 PIPELINE_PARAMS: list[tuple[str, str, list[str] | None]] = [
     ("recipe", "recipe name (label and S3 key component)", None),
-    ("dgd-name", "name of the DynamoGraphDeployment", None),
+    ("dgd-name", "base name of the DynamoGraphDeployment; each run's DGD is <base>-<hash of the workflow name>", None),
     ("dgd", "the DynamoGraphDeployment to benchmark, as YAML", None),
     ("dgd-api-version", "DGD apiVersion: v1beta1 (Dynamo >= 1.6) or v1alpha1 (older operators)", ["v1beta1", "v1alpha1"]),
     ("model", "Hugging Face model id (also the served model name)", None),
@@ -115,36 +111,60 @@ def pipeline_template(engine: str, mode: str, platform: dict[str, Any], *, point
         pod_gc=m.PodGC(strategy="OnPodSuccess"),
         ttl_strategy=m.TTLStrategy(seconds_after_completion=7 * 24 * 3600),
         service_account_name=platform["service_account"],
+        # Every pod runs as the images' non-root USER (Pod Security "restricted"; steps_library.py).
+        security_context=pod_security_context(step_settings(platform)),
         # Logs and output artifacts go to the S3 repository the operator installed, by reference: the
         # template carries no endpoint or credentials (ConfigMap printed by `infersweep install`).
         artifact_repository_ref=m.ArtifactRepositoryRef(config_map=platform["artifact_repository"]["configmap"],
                                                         key=platform["artifact_repository"]["key"]),
+        archive_logs=True,
     ) as wt:
-        with DAG(name="sweep", inputs=[Parameter(name="points"), Parameter(name="url"), Parameter(name="tokenizer")],
-                 parallelism=point_parallelism, fail_fast=False):
-            Task(name="point", template_ref=_ref("aiperf-point"), with_param="{{inputs.parameters.points}}",
-                 arguments={"url": "{{inputs.parameters.url}}", "model": _wf("model"),
-                            "tokenizer": "{{inputs.parameters.tokenizer}}",
-                            "concurrency": "{{item.concurrency}}", "requests": "{{item.requests}}",
-                            "warmup": "{{item.warmup}}", "workload": _wf("workload"),
-                            "max-error-rate": _wf("max-error-rate"), "timeout-s": _wf("point-timeout-s")})
-
-        with DAG(name="exit-handler"):
-            Task(name="teardown", template_ref=_ref("teardown"),
-                 arguments={"dgd-name": _wf("dgd-name"), "api-version": _wf("dgd-api-version")})
-
-        # The GPU-holding span: the only template that holds the GPU guard.
-        with DAG(name="gpu-span", inputs=[Parameter(name="tokenizer")], synchronization=span_synchronization(platform)):
+        # The GPU-holding span: the DGD applied, ready, and measured, one point at a time (points share
+        # the deployment: parallelism), a failed point not cancelling the others (failFast false). The
+        # points are its leaves, so it fails when any point fails (dag.go assessDAGPhase judges a DAG by
+        # its leaf tasks), and nothing in the main DAG runs after them: a failed point has no Succeeded
+        # descendant, which is what lets the UI's Retry re-run it (util.go FormulateRetryWorkflow retries a
+        # failed pod only when isDescendantNodeSucceeded is false). Teardown and the bookkeeping are the
+        # exit handler's.
+        # It is also the only template that holds the GPU guard (workflows/gpu_guard.py): GPUs are reserved
+        # from deploy to the last point, never through the download or the bookkeeping.
+        with DAG(name="gpu-span", inputs=[Parameter(name="points"), Parameter(name="tokenizer")],
+                 parallelism=point_parallelism, fail_fast=False, synchronization=span_synchronization(platform)):
             deploy = Task(name="deploy", template_ref=_ref("deploy"), arguments={"dgd": _wf("dgd")})
             ready = Task(name="wait-ready", template_ref=_ref("wait-ready"),
                          arguments={"dgd-name": _wf("dgd-name"), "model": _wf("model"), "timeout-s": _wf("ready-timeout-s"),
                                     "api-version": _wf("dgd-api-version")})
-            sweep = Task(name="sweep", template="sweep",
-                         arguments={"points": _wf("points"), "url": "{{tasks.deploy.outputs.parameters.frontend-url}}",
-                                    "tokenizer": "{{inputs.parameters.tokenizer}}"})
-            deploy >> ready >> sweep
-            Task(name="teardown", template_ref=_ref("teardown"), depends=SPAN_END,
+            point = Task(name="point", template_ref=_ref("aiperf-point"), with_param="{{inputs.parameters.points}}",
+                         arguments={"url": "{{tasks.deploy.outputs.parameters.frontend-url}}", "model": _wf("model"),
+                                    "tokenizer": "{{inputs.parameters.tokenizer}}",
+                                    "concurrency": "{{item.concurrency}}", "requests": "{{item.requests}}",
+                                    "warmup": "{{item.warmup}}", "workload": _wf("workload"),
+                                    "max-error-rate": _wf("max-error-rate"), "timeout-s": _wf("point-timeout-s"),
+                                    "ready-timeout-s": _wf("ready-timeout-s"),
+                                    "cpu": "{{item.cpu}}", "memory": "{{item.memory}}"})
+            deploy >> ready >> point
+
+        # Runs as soon as the main DAG ends, whatever ended it: success, a failure, `argo stop`, the
+        # workflow deadline (not `argo terminate`: operator.go operate() runs onExit only when
+        # ShutdownStrategy.ShouldExecute(true), false for Terminate; the reaper CronWorkflow covers that).
+        # Teardown releases the GPUs at once; beside it the measured points are scraped, summarised and
+        # published; the verdict (last) fails the run when any point failed or nothing was measured (an
+        # exit handler that fails makes a Succeeded workflow Failed: operator.go operate()).
+        with DAG(name="exit-handler"):
+            Task(name="teardown", template_ref=_ref("teardown"),
                  arguments={"dgd-name": _wf("dgd-name"), "api-version": _wf("dgd-api-version")})
+            scrape = Task(name="scrape", template_ref=_ref("scrape"), arguments={"prometheus-url": _wf("prometheus-url")})
+            summarize = Task(name="summarize", template_ref=_ref("summarize"),
+                             arguments={"gpu-count": _wf("gpu-count"), "slo": _wf("slo"), "title": _wf("recipe"),
+                                        "context": _wf("context")})
+            publish = Task(name="publish", template_ref=_ref("publish"),
+                           arguments={"bucket": _wf("s3-bucket"),
+                                      "prefix": f"{_wf('s3-prefix')}/{_wf('recipe')}/{{{{workflow.name}}}}"})
+            check = Task(name="regression-check", template_ref=_ref("regression-check"),
+                         arguments={"bucket": _wf("s3-bucket"), "baseline-prefix": _wf("baseline-prefix"),
+                                    "tolerances": _wf("regression")})
+            verdict = Task(name="verdict", template_ref=_ref("verdict"), arguments={"points": _wf("points")})
+            scrape >> summarize >> publish >> [check, verdict]
 
         with DAG(name="pipeline"):
             pvc = Task(name="ensure-pvc", template_ref=_ref("ensure-pvc"),
@@ -154,21 +174,8 @@ def pipeline_template(engine: str, mode: str, platform: dict[str, Any], *, point
                          arguments={"model": _wf("model"), "revision": _wf("model-revision"), "source": _wf("model-source"),
                                     "draft-model": _wf("draft-model")})
             span = Task(name="gpu-span", template="gpu-span",
-                        arguments={"tokenizer": "{{tasks.model-cache.outputs.parameters.model-dir}}"})
+                        arguments={"points": _wf("points"), "tokenizer": "{{tasks.model-cache.outputs.parameters.model-dir}}"})
             pvc >> cache >> span
-            scrape = Task(name="scrape", template_ref=_ref("scrape"), depends=AFTER_SPAN,
-                          arguments={"prometheus-url": _wf("prometheus-url")})
-            summarize = Task(name="summarize", template_ref=_ref("summarize"),
-                             arguments={"gpu-count": _wf("gpu-count"), "slo": _wf("slo"), "title": _wf("recipe"),
-                                        "context": _wf("context"),
-                                        "model-commit": "{{tasks.model-cache.outputs.parameters.commit}}"})
-            publish = Task(name="publish", template_ref=_ref("publish"),
-                           arguments={"bucket": _wf("s3-bucket"),
-                                      "prefix": f"{_wf('s3-prefix')}/{_wf('recipe')}/{{{{workflow.name}}}}"})
-            check = Task(name="regression-check", template_ref=_ref("regression-check"),
-                         arguments={"bucket": _wf("s3-bucket"), "baseline-prefix": _wf("baseline-prefix"),
-                                    "tolerances": _wf("regression")})
-            scrape >> summarize >> publish >> check
     return wt
 
 
@@ -180,14 +187,14 @@ def recipe_arguments(r: ResolvedRecipe, platform: dict[str, Any], *, dgd_api: st
     args = pipeline_defaults(platform)
     args.update({
         "recipe": r.name,
-        "dgd-name": r.name,
+        "dgd-name": dgd_base_name(r.name),
         "dgd": yaml.safe_dump(apply_to_dgd(render_dgd(r, api_version=dgd_api, pvc=platform["model_cache"]["pvc"],
                                                       hf_secret=platform["hf_token_secret"]), r, platform), sort_keys=False),
         "dgd-api-version": dgd_api,
         "model": r.model.id,
         "model-revision": r.model.revision,
         "draft-model": r.draft_model or "",
-        "points": json.dumps(points if points is not None else w.points(), separators=(",", ":")),
+        "points": points_json(points if points is not None else w.points()),
         "workload": json.dumps(w.aiperf_workload(), separators=(",", ":")),
         "max-error-rate": str(w.max_error_rate),
         "point-timeout-s": str(w.point_timeout_s),
@@ -204,7 +211,23 @@ def recipe_arguments(r: ResolvedRecipe, platform: dict[str, Any], *, dgd_api: st
         if k not in args:
             raise KeyError(f"--set {k}: no such parameter; parameters are {sorted(set(args) - set(LOCK_PARAMS))}")
         args[k] = v
+    if "dgd-name" in (overrides or {}) and "dgd" not in (overrides or {}):
+        # deploy names the DGD from the YAML, wait-ready/teardown from dgd-name: keep them one name
+        doc = yaml.safe_load(args["dgd"])
+        doc["metadata"]["name"] = args["dgd-name"]
+        args["dgd"] = yaml.safe_dump(doc, sort_keys=False)
+    if "points" in (overrides or {}):
+        try:
+            args["points"] = points_json(json.loads(args["points"]))
+        except (ValueError, TypeError, KeyError) as e:
+            raise KeyError(f"--set points: not a JSON list of {{concurrency, requests, warmup}} objects ({e})") from e
     return args
+
+
+def points_json(points: list[dict[str, Any]]) -> str:
+    """The sweep's points as the `points` parameter, each with the AIPerf client's resources for its
+    concurrency (steps_library.aiperf_resources) so the point pod asks for what it needs."""
+    return json.dumps([{**p, **aiperf_resources(int(p["concurrency"]))} for p in points], separators=(",", ":"))
 
 
 def workflow_labels(r: ResolvedRecipe) -> dict[str, str]:
@@ -212,9 +235,20 @@ def workflow_labels(r: ResolvedRecipe) -> dict[str, str]:
     return {**recipe_labels(r), "infersweep.io/model": label_value(r.model.id), "infersweep.io/gpu-count": str(r.gpu_count)}
 
 
-def recipe_workflow(r: ResolvedRecipe, args: dict[str, str], namespace: str) -> Workflow:
-    """The Workflow a submit creates: it references the pipeline template, so the UI can resubmit it."""
+def recipe_workflow(r: ResolvedRecipe, args: dict[str, str], namespace: str,
+                    platform: dict[str, Any] | None = None) -> Workflow:
+    """The Workflow a submit creates: it references the pipeline template, so the UI can resubmit it.
+
+    It repeats the template's ServiceAccount and pod securityContext (a Workflow's own spec wins over its
+    template's): what runs is explicit in the object an admission controller or a scanner (checkov
+    CKV_ARGO_1/2) sees, not only in the template it references."""
+    if platform is None:
+        from infersweep.platform_config import load_platform
+
+        platform = load_platform()
     return Workflow(
+        service_account_name=platform["service_account"],
+        security_context=pod_security_context(step_settings(platform)),
         generate_name=f"{r.name[:40]}-",
         namespace=namespace,
         labels=workflow_labels(r),

@@ -28,7 +28,7 @@ def run(a: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     from infersweep.results.cli_common import add_store_arg
 
-    p = sub.add_parser("compare", help="compare runs: % changes per concurrency, crossovers, best under the SLOs")
+    p = sub.add_parser("compare", help="compare runs: %% changes per concurrency, crossovers, best under the SLOs")
     p.add_argument("runs", nargs="+", metavar="RUN", help="the first is the baseline; folders or ids in --store")
     p.add_argument("--csv", help="write the per-concurrency changes here")
     p.add_argument("--include-invalid", action="store_true",

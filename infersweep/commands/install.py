@@ -29,14 +29,15 @@ def install_set(platform: dict[str, Any]) -> tuple[list[dict[str, Any]], list[di
     """(Argo objects for the Argo Server, manifests for kubectl), each validated."""
     from infersweep.recipe import all_recipe_paths, load_recipe
     from workflows.cluster import kubectl_manifests
-    from workflows.cron import nightly_crons
+    from workflows.cron import nightly_crons, reaper_cron
     from workflows.pipeline import pipeline_template
     from workflows.steps_library import Images, step_workflow_templates
 
     images = Images(steps=platform["images"]["steps"], aiperf=platform["images"]["aiperf"])
-    argo = [wt.to_dict() for wt in step_workflow_templates(images)]
+    argo = [wt.to_dict() for wt in step_workflow_templates(images, platform=platform)]
     argo += [pipeline_template(e, t, platform).to_dict() for e in engines() for t in TOPOLOGIES]
     argo += nightly_crons(platform, load_recipe)
+    argo.append(reaper_cron(platform))
     catalog = [load_recipe(p) for p in all_recipe_paths()]
     kube = kubectl_manifests(platform, catalog)
     for doc in argo + kube:

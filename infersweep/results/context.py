@@ -21,9 +21,13 @@ RUN_FILE = "run.json"  # summary/run.json: the context + SLO + schema version of
 # Every context key the results table carries (missing ones stay empty, never invented).
 FIELDS = ("run_id", "recipe", "recipe_hash", "engine", "engine_image", "model", "model_revision", "model_commit",
           "topology", "router", "gpu_type", "gpu_count", "aiperf_version", "aiperf_image", "step_image",
-          "run_start", "run_end", "workload", "slo", "context_source", "source")
+          "run_start", "run_end", "workload", "slo", "context_source", "source",
+          "images_ran")
 # source: measured / simulated (built-in timing) / simulated (calibrated: database) (infersweep.predict.source);
 # "imported" for AIPerf folders brought in by `infersweep import` (a measurement: classed as measured).
+# What wait-ready read from the deployment's pod status (image -> imageID with digest): what ran, not what
+# was rendered (steps/wait_ready.py --images).
+IMAGES_RAN_FILE = "context/images.json"
 
 
 # Built at render time, so they live on the recipe side (workflows/ must not import results/); re-exported here.
@@ -118,6 +122,12 @@ def build_context(run_dir: Path, *, given: dict[str, Any], title: str, gpu_count
     if not ctx.get("source"):  # measured / simulated (built-in timing) / simulated (calibrated: database)
         from infersweep.predict.source import result_source
         ctx["source"] = result_source()
+    images_file = run_dir / IMAGES_RAN_FILE
+    if images_file.exists():
+        try:
+            ctx["images_ran"] = json.loads(images_file.read_text()) or None
+        except ValueError:
+            ctx["images_ran"] = None
     for key in FIELDS:
         ctx.setdefault(key, None)
     return {k: ctx[k] for k in FIELDS}

@@ -1,0 +1,63 @@
+"""Step: the run's verdict, the last task of the pipeline: fail when any point failed or nothing was measured.
+
+Why a step of its own: Argo judges a DAG by its leaf tasks (argo-workflows v4.1.2 workflow/controller/
+dag.go assessDAGPhase: the DAG's phase is that of its target tasks, the leaves, with omitted tasks
+inheriting their branch's phase). The points fail on their own, but the tasks after them (summarize,
+publish) run whatever happened and succeed, so without this leaf a sweep where every point failed ends
+Succeeded. It runs after publish, so the measured points are summarised and published before the run
+turns red; its message (last stderr line) says which points failed and why.
+
+    python -m steps.verdict --run-dir DIR --points JSON
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from infersweep.results.schema import OK_STATUSES, read_result
+
+
+def verdict(run_dir: Path, points: list[dict]) -> tuple[bool, str]:
+    failed, measured = [], 0
+    for p in points:
+        c = p["concurrency"]
+        d = run_dir / "points" / f"c{c}"
+        if not (d / "result.json").exists():
+            failed.append(f"c{c}: not run")
+            continue
+        r = read_result(d)
+        if r.get("status") in OK_STATUSES:
+            measured += 1
+        else:
+            failed.append(f"c{c}: {r.get('status', 'failed')}: {str(r.get('reason') or '')[:160]}")
+    if not measured:
+        # A deployment that never served is the usual cause: wait-ready wrote why (steps/wait_ready.py --failure).
+        not_serving = run_dir / "deploy" / "not-serving.txt"
+        why = f"; {not_serving.read_text().strip()}" if not_serving.exists() else ""
+        return False, f"nothing measured: 0 of {len(points)} points ({'; '.join(failed) or 'no points'}){why}"
+    if failed:
+        return False, f"{len(failed)} of {len(points)} points failed ({'; '.join(failed)}); {measured} measured and published"
+    return True, f"all {measured} points measured"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m steps.verdict")
+    ap.add_argument("--run-dir", required=True)
+    ap.add_argument("--points", required=True, help="the sweep's points as JSON (the pipeline's `points`)")
+    a = ap.parse_args(argv)
+    try:
+        points = json.loads(a.points)
+        assert isinstance(points, list) and all(isinstance(p, dict) and "concurrency" in p for p in points)
+    except (ValueError, AssertionError):
+        print("verdict: --points is not a JSON list of {concurrency, ...} objects", file=sys.stderr)
+        return 2
+    ok, message = verdict(Path(a.run_dir), points)
+    print(f"verdict: {message}", file=None if ok else sys.stderr)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
