@@ -4,7 +4,7 @@ Steps talk to it through the real `kubernetes` client (a kubeconfig pointing at 
 the exact request the client sends: path, verb and body. It implements what the steps use: create / get /
 patch / delete of namespaced custom objects and PersistentVolumeClaims (404 for a missing object, 409 for
 a duplicate create, a uid on create), and list of any collection (pods, events, workflows: what was put in
-`objects`; equality label selectors only). A created PVC is Bound at once (`pvc_phase_on_create`). Not a
+`objects`; equality and existence label selectors). A created PVC is Bound at once (`pvc_phase_on_create`). Not a
 real API server: no validation, no watch, no field selectors.
 
     with K8sStandin() as api:
@@ -114,10 +114,11 @@ class K8sStandin:
         ns, plural, name = m["ns"], m["plural"], m["name"]
         if method == "GET" and name is None:
             items = [o for k, o in self.objects.items() if k[:4] == (group, version, ns, plural)]
-            for sel in self._query.get("labelSelector", [""])[0].split(","):  # equality selectors only
+            for sel in self._query.get("labelSelector", [""])[0].split(","):  # `key=value` and `key` (exists)
                 if sel:
-                    k, _, v = sel.partition("=")
-                    items = [o for o in items if (o.get("metadata", {}).get("labels") or {}).get(k) == v]
+                    k, eq, v = sel.partition("=")
+                    labels_of = lambda o: o.get("metadata", {}).get("labels") or {}  # noqa: E731
+                    items = [o for o in items if (labels_of(o).get(k) == v if eq else k in labels_of(o))]
             return 200, {"kind": "List", "apiVersion": "v1", "metadata": {}, "items": items}
         if method == "POST" and name is None:
             name = (body or {}).get("metadata", {}).get("name", "")

@@ -49,7 +49,8 @@ def test_only_the_gpu_span_holds_the_guard_and_it_validates_against_argo(platfor
     held = {t["name"]: t["synchronization"] for t in wt["spec"]["templates"] if "synchronization" in t}
     assert set(held) == {"gpu-span"} and "synchronization" not in wt["spec"]
     span = next(t for t in wt["spec"]["templates"] if t["name"] == "gpu-span")
-    assert [t["name"] for t in span["dag"]["tasks"]] == ["deploy", "wait-ready", "sweep", "teardown"]
+    # deploy -> wait-ready -> the points; teardown is the exit handler's (so UI Retry can re-run failed points)
+    assert [t["name"] for t in span["dag"]["tasks"]] == ["deploy", "wait-ready", "point"]
     keys = [s["configMapKeyRef"]["key"] for s in held["gpu-span"]["semaphores"]]
     assert keys == ["{{workflow.parameters.gpu-lock-%d}}" % i for i in range(1, 5)]
     for version in ("v4.1.2", "v3.7.18"):

@@ -154,8 +154,9 @@ def test_deploy_applies_the_scaled_object_and_teardown_deletes_it(tmp_path):
         # Someone else's ScaledObject in the namespace: teardown must leave it alone.
         api.objects[("keda.sh", "v1alpha1", "bench", "scaledobjects", "other")] = {
             "metadata": {"name": "other", "labels": {"infersweep.io/dgd": "another-dgd"}}}
-        for attempt in (1, 2):  # a retried deploy step finds both objects and patches them
-            p = _step("steps.deploy", ["--dgd", yaml.safe_dump(b.dgd), "--namespace", "bench"], env)
+        for attempt in (1, 2):  # a retried deploy step (same run: same owner) finds both objects and patches them
+            p = _step("steps.deploy", ["--dgd", yaml.safe_dump(b.dgd), "--namespace", "bench",
+                                       "--owner-name", "wf-1", "--owner-uid", "uid-wf-1"], env)
             assert p.returncode == 0, p.stderr
         dgd = api.objects[("nvidia.com", "v1beta1", "bench", "dynamographdeployments", name)]
         so = api.objects[("keda.sh", "v1alpha1", "bench", "scaledobjects", f"{name}-sglangworker")]

@@ -22,7 +22,7 @@ from hera.workflows import models as m
 
 from infersweep.names import label_value
 from infersweep.recipe import ResolvedRecipe
-from infersweep.results.context import recipe_context
+from infersweep.recipe_context import recipe_context
 from workflows.dgd import labels as recipe_labels
 from workflows.dgd import dgd_base_name, render_dgd
 from workflows.gpu_guard import GUARD_PARAMS, LOCK_PARAMS, apply_to_dgd, guard_arguments, span_synchronization
