@@ -4,6 +4,8 @@
 #   .venv-aiperf  AIPerf 0.13.0 (pins pandas 2.3: its own environment, as it has its own image)
 #   .venv-dynamo  Dynamo 1.6.1 frontend + mocker for local mode
 #   prometheus    (Debian package) for the metrics-scrape tests
+#   .venv-engines only with --engines (or INFERSWEEP_ENGINES=1): ai-dynamo 1.6.1 + vLLM 0.31 + SGLang 0.5.21
+#                 for the engine-parser tier (tests/test_engine_parsers.py); ~8 GB, see README "Environments"
 # A second run with nothing changed takes a second or two.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,5 +45,22 @@ if venv .venv-dynamo images/dynamo-local.requirements.txt; then
   .venv-dynamo/bin/pip install -q --disable-pip-version-check -r images/dynamo-local.requirements.txt
   .venv-dynamo/bin/pip install -q --disable-pip-version-check --no-deps ai-dynamo==1.6.1
   done_venv .venv-dynamo
+fi
+ENGINES=${INFERSWEEP_ENGINES:-0}
+for arg in "$@"; do [ "$arg" = --engines ] && ENGINES=1; done
+if [ "$ENGINES" = 1 ] && venv .venv-engines images/dynamo-local.requirements.txt images/engines.requirements.txt \
+    images/engines-nodeps.requirements.txt; then
+  E=.venv-engines/bin/pip
+  $E install -q --disable-pip-version-check -r images/dynamo-local.requirements.txt -r images/engines.requirements.txt
+  # ai-dynamo (aisimulate cannot be fetched) and SGLang (its pins conflict with vLLM's; see the file) without deps.
+  $E install -q --disable-pip-version-check --no-deps -r images/engines-nodeps.requirements.txt
+  # torch must be PyPI's CUDA build: the machine's local torch+cpu wheel wins the resolve above, but PyPI's
+  # torchvision (which SGLang's import chain needs) links libc10_cuda.so and fails to load against it.
+  $E install -q --disable-pip-version-check --isolated --cert /etc/ssl/certs/ca-certificates.crt \
+    --force-reinstall --no-deps "torch==$(.venv-engines/bin/python -c 'import torch; print(torch.__version__.split("+")[0])')"
+  $E install -q --disable-pip-version-check -r images/engines.requirements.txt "torchvision==0.28.0"
+  # torchaudio 2.11 / torchcodec (vLLM's pins) do not load with torch 2.13 and transformers imports them when present.
+  $E uninstall -q -y torchaudio torchcodec || true
+  done_venv .venv-engines
 fi
 echo "setup: ready ($(.venv/bin/infersweep --help >/dev/null && echo infersweep ok))"
