@@ -47,7 +47,7 @@ if venv .venv-dynamo images/dynamo-local.requirements.txt; then
   done_venv .venv-dynamo
 fi
 ENGINES=${INFERSWEEP_ENGINES:-0}
-for arg in "$@"; do [ "$arg" = --engines ] && ENGINES=1; done
+case " $* " in *" --engines "*) ENGINES=1 ;; esac
 if [ "$ENGINES" = 1 ] && venv .venv-engines images/dynamo-local.requirements.txt images/engines.requirements.txt \
     images/engines-nodeps.requirements.txt; then
   E=.venv-engines/bin/pip
@@ -56,9 +56,10 @@ if [ "$ENGINES" = 1 ] && venv .venv-engines images/dynamo-local.requirements.txt
   $E install -q --disable-pip-version-check --no-deps -r images/engines-nodeps.requirements.txt
   # torch must be PyPI's CUDA build: the machine's local torch+cpu wheel wins the resolve above, but PyPI's
   # torchvision (which SGLang's import chain needs) links libc10_cuda.so and fails to load against it.
+  # (--isolated: the index alone, not the machine's local wheel folder.) vLLM 0.31 / SGLang 0.5.21 pin torch 2.13.0.
   $E install -q --disable-pip-version-check --isolated --cert /etc/ssl/certs/ca-certificates.crt \
-    --force-reinstall --no-deps "torch==$(.venv-engines/bin/python -c 'import torch; print(torch.__version__.split("+")[0])')"
-  $E install -q --disable-pip-version-check -r images/engines.requirements.txt "torchvision==0.28.0"
+    --force-reinstall --no-deps torch==2.13.0
+  $E install -q --disable-pip-version-check torch==2.13.0 torchvision==0.28.0  # + its CUDA libraries
   # torchaudio 2.11 / torchcodec (vLLM's pins) do not load with torch 2.13 and transformers imports them when present.
   $E uninstall -q -y torchaudio torchcodec || true
   done_venv .venv-engines

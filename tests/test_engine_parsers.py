@@ -165,5 +165,17 @@ def test_the_tier_catches_a_kv_recipe_without_events():
         _check_vllm(r, "worker", res["facts"])
 
 
+def test_the_tier_catches_hicache_on_an_sglang_decode_worker():
+    """SGLang's own hooks refuse the old rendering (HiCache on a PD decode server, whose radix cache
+    handle_pd_disaggregation forces off)."""
+    r = load_recipe("qwen36-35b-a3b-fp8-sglang-disagg-dpep-offload")
+    comp = next(c for c in read_components(render_dgd(r)) if c.role == "decode")
+    args = comp.args + ["--enable-hierarchical-cache", "--hicache-ratio", "2"]
+    proc = subprocess.run([str(ENGINES_PY), str(PARSER)], capture_output=True, text=True, timeout=900,
+                          input=json.dumps([{"id": "x", "module": "dynamo.sglang", "args": args}]))
+    (res,) = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert not res["ok"] and "enable-hierarchical-cache and disable-radix-cache" in res["error"]
+
+
 if __name__ == "__main__":  # python -m tests.test_engine_parsers: the per-recipe table
     sys.exit(pytest.main([__file__, "-q", *sys.argv[1:]]))

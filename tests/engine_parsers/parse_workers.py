@@ -11,8 +11,9 @@ Parsers (ai-dynamo 1.6.1 as installed; engine versions as its extras pin them):
   that decides the connectors: VllmConfig._post_init_kv_transfer_config on the parsed CacheConfig /
   KVTransferConfig (what --kv-offloading-size does to kv_connector), plus KVTransferConfig / KVEventsConfig
   construction (pydantic validation) inside from_cli_args.
-- dynamo.sglang: dynamo/sglang/args.py parse_args, which builds SGLang 0.5.21's ServerArgs (its
-  __post_init__ checks) and Dynamo's derived use_kv_events.
+- dynamo.sglang: dynamo/sglang/args.py parse_args, which builds SGLang 0.5.21's ServerArgs and Dynamo's
+  derived use_kv_events, then SGLang's own resolution hooks that do not need an accelerator (see
+  parse_sglang).
 - dynamo.trtllm: dynamo/trtllm/args.py parse_args, when tensorrt_llm imports (see the test's docstring).
 - dynamo.frontend: dynamo/frontend/main.py parse_args (FrontendArgGroup + validate).
 """
@@ -132,6 +133,23 @@ def parse_sglang(args: list[str]) -> dict:
 
     config = asyncio.run(parse_args(list(args)))
     sa, da = config.server_args, config.dynamo_args
+    # The worker's sglang Engine resolves its arguments first when it starts (sglang/srt/entrypoints/engine.py
+    # _launch_subprocesses: ServerArgs.resolve_once -> arg_groups/pipeline.py run_resolution_pipeline). The
+    # whole pipeline needs an accelerator (serving_hook.handle_missing_default_values calls get_device()),
+    # so the hooks that decide what this tier checks run here, in the pipeline's order and through its
+    # run_hook: the HiCache ratio default, PD disaggregation (a decode server's radix cache is forced off)
+    # and KV cache compatibility (HiCache without a radix cache is refused).
+    from sglang.srt.arg_groups.hicache_hook import handle_hicache_ratio_default
+    from sglang.srt.arg_groups.kv_cache_hook import handle_cache_compatibility
+    from sglang.srt.arg_groups.pd_disaggregation_hook import handle_pd_disaggregation
+    from sglang.srt.arg_groups.resolution_hooks import run_hook
+
+    sa._input_frozen = True
+    try:
+        for hook in (handle_hicache_ratio_default, handle_pd_disaggregation, handle_cache_compatibility):
+            run_hook(hook, sa)
+    finally:
+        sa._input_frozen = False
     spec = None
     if sa.speculative_algorithm:
         spec = {"method": sa.speculative_algorithm, "model": sa.speculative_draft_model_path,
