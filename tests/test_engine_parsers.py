@@ -35,7 +35,8 @@ from infersweep.local.dynamo import read_components
 from infersweep.recipe import ResolvedRecipe, all_recipe_paths, load_recipe
 from workflows.dgd import render_dgd
 
-pytestmark = pytest.mark.engine_parsers
+# The first test runs the whole batch (~100 s here under load): above the suite's 300 s default on a slower machine.
+pytestmark = [pytest.mark.engine_parsers, pytest.mark.timeout(1800)]
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINES_PY = ROOT / ".venv-engines" / "bin" / "python"
