@@ -56,6 +56,13 @@ def test_decode_workers_and_mocker_components_keep_their_own_behaviour():
     assert "--no-enable-prefix-caching" not in argv(comp("dynamo.mocker", ["--model-name", "m"]))
 
 
+def test_under_a_non_kv_router_the_worker_keeps_its_prefix_cache():
+    """Events are read only by the KV router; a round-robin worker still caches prefixes on a cluster."""
+    c = comp("dynamo.vllm", [])
+    rr = mocker_argv(c, python="python", model_dir=Path("/m"), num_workers=1, engine="vllm", kv_router=False)
+    assert "--no-enable-prefix-caching" not in rr
+
+
 def test_catalog_kv_recipes_get_publishing_mockers():
     for name in ("nemotron-3-nano-fp8-vllm-agg-kv", "qwen3-32b-fp8-sglang-disagg-6p2d-kv", "demo-prefix-kv"):
         for c in read_components(render_dgd(load_recipe(name))):

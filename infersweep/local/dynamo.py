@@ -275,7 +275,7 @@ def publishes_kv_events(comp: Component) -> bool | None:
     return None
 
 
-def _mocker_passthrough(comp: Component) -> list[str]:
+def _mocker_passthrough(comp: Component, kv_router: bool = True) -> list[str]:
     """Args of the component that still mean something for a mocker."""
     if comp.module == "dynamo.mocker":
         kept, skip = [], False
@@ -297,19 +297,20 @@ def _mocker_passthrough(comp: Component) -> list[str]:
     for engine_flags, mocker_flag in ENGINE_SWITCH_MAP:
         if _has_switch(comp.args, *engine_flags):
             out.append(mocker_flag)
-    if comp.role in ("worker", "prefill") and publishes_kv_events(comp) is False \
+    if kv_router and comp.role in ("worker", "prefill") and publishes_kv_events(comp) is False \
             and "--no-enable-prefix-caching" not in out:
         # The 1.6.1 mocker publishes KV events whenever its prefix cache is on and it is not a decode
         # worker (dynamo/mocker/config.py build_runtime_config: kv_event_publishing_enabled =
         # enable_prefix_caching and not is_decode); it has no other switch. A worker that would publish
         # nothing must not let the local KV router see a cache: the KV recipe then behaves like load-based
         # routing, as it would on a cluster. (Its own prefix cache goes too: local results are, if
-        # anything, pessimistic for such a recipe, never a false KV win.)
+        # anything, pessimistic for such a recipe, never a false KV win.) Under any other router the events
+        # are never read, and the worker's own prefix cache stays, as on a cluster.
         out.append("--no-enable-prefix-caching")
     return out
 
 
-def mocker_argv(comp: Component, *, python: str, model_dir: Path, num_workers: int,
+def mocker_argv(comp: Component, *, python: str, model_dir: Path, num_workers: int, kv_router: bool = True,
                 engine: str) -> list[str]:
     argv = [python, "-m", "dynamo.mocker",
             "--model-path", str(model_dir), "--model-name", served_model_name(comp),
@@ -317,7 +318,7 @@ def mocker_argv(comp: Component, *, python: str, model_dir: Path, num_workers: i
             "--num-workers", str(num_workers), "--engine-type", engine]
     if comp.role in ("prefill", "decode"):
         argv += ["--disaggregation-mode", comp.role]
-    return argv + _mocker_passthrough(comp)
+    return argv + _mocker_passthrough(comp, kv_router)
 
 
 def frontend_argv(frontend: Component | None, *, python: str, http_port: int,
@@ -449,8 +450,8 @@ def deploy_local(
             # A multinode replica spans nodeCount pods; each counts as a worker here.
             num_workers = max(1, min(comp.replicas * comp.node_count, max_workers_per_component))
             engine = engine_of(comp, backend)
-            argv = mocker_argv(comp, python=python, model_dir=model_dir,
-                               num_workers=num_workers, engine=engine)
+            argv = mocker_argv(comp, python=python, model_dir=model_dir, num_workers=num_workers,
+                               kv_router=router_mode_of(frontend) == "kv", engine=engine)
             group.spawn(comp.name, argv, env, logs / f"{comp.name}.log", cwd=state_dir)
             deployment.components.append({
                 "name": comp.name, "role": comp.role, "engine": engine,
