@@ -74,9 +74,14 @@ class EngineOffload(_Strict):
     # How the engine spells a CPU KV tier; which keys a recipe may use follows from which flags exist.
     cpu_gib_flag: str | None = None  # vLLM: CPU tier size in GiB per engine
     cpu_args: list[str] = []  # ...and what else the tier needs (its backend)
+    # The same tier as a connector entry, for disaggregated workers whose transfer connector must stay
+    # (vLLM: OffloadingConnector inside a MultiConnector next to NIXL) and the extra-config key of its size.
+    cpu_connector: str | None = None
+    cpu_connector_size_key: str = "cpu_bytes_to_use"
     hicache_switch: str | None = None  # SGLang: HiCache on, then ratio + write policy
     hicache_ratio_flag: str | None = None
     hicache_write_policy_flag: str | None = None
+    hicache_prefill_only: bool = False  # SGLang: a PD decode server refuses HiCache
 
 
 class Engine(_Strict):
@@ -471,6 +476,8 @@ class Speculative(_Strict):
     mode: Literal["none", "mtp", "eagle", "dflash", "dspark"]
     num_tokens: int = Field(default=3, ge=1, le=16, description="draft tokens per step")
     draft_model: str | None = Field(default=None, description="Hugging Face id; default: the model's draft_models")
+    # Further keys of vLLM's speculative config (e.g. upstream Lightning's attention_backend: TRITON_ATTN).
+    engine_config: dict[str, str | int | float | bool] = {}
 
 
 class Provenance(_Strict):
@@ -520,6 +527,9 @@ class Recipe(_Strict):
     topology: Topology
     router: Literal["kv", "round-robin", "random"] = "round-robin"
     engine_args: list[str] = []
+    # Environment every worker container gets besides HF_HOME/HF_HUB_OFFLINE (e.g. PYTHONHASHSEED=0, which
+    # upstream Lightning workers set so prefix hashes agree across processes).
+    worker_env: dict[str, str] = {}
     kv_offload: KvOffload | None = None
     speculative: Speculative | None = None
     transport: Transport | None = None
@@ -564,6 +574,16 @@ class Recipe(_Strict):
     def _image(cls, v: str | None) -> str | None:
         if v is not None and not re.fullmatch(r"[a-z0-9][a-z0-9._/:@-]*", v):
             raise ValueError("not a container image reference (registry/name:tag)")
+        return v
+
+    @field_validator("worker_env")
+    @classmethod
+    def _env(cls, v: dict[str, str]) -> dict[str, str]:
+        for name in v:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(f"{name!r} is not an environment variable name (letters, digits, '_')")
+            if name in ("HF_HOME", "HF_HUB_OFFLINE"):
+                raise ValueError(f"{name} is set by infersweep (workers read the model cache offline); remove it")
         return v
 
     @field_validator("engine_args")
@@ -761,6 +781,9 @@ def _check_features(r: ResolvedRecipe, path: Path | str) -> None:
         if spec.mode in SPEC_MODES_WITH_DRAFT and not r.draft_model:
             raise RecipeError(f"{path}: speculative.draft_model: {spec.mode} needs a draft model; set "
                               f"speculative.draft_model or draft_models.{spec.mode} in params/models/{recipe.model}.yaml")
+        if spec.engine_config and (not engine.speculative or engine.speculative.style != "vllm-config"):
+            raise RecipeError(f"{path}: speculative.engine_config: only vLLM takes a speculative config object; "
+                              "remove engine_config")
         if spec.mode == "mtp" and spec.draft_model:
             raise RecipeError(f"{path}: speculative.draft_model: MTP drafts with the model's own heads; remove draft_model")
     for role, w in recipe.topology.roles().items():

@@ -6,6 +6,8 @@
 #   .venv-aic     AIConfigurator 0.12.0 (infersweep predict, calibrated local-mode timing tables)
 #   .venv-checkov checkov (manifest scan in tests/test_checkov.py; its pins clash with the main env)
 #   prometheus    (Debian package) for the metrics-scrape tests
+#   .venv-engines only with --engines (or INFERSWEEP_ENGINES=1): ai-dynamo 1.6.1 + vLLM 0.31 + SGLang 0.5.21
+#                 for the engine-parser tier (tests/test_engine_parsers.py); ~8 GB, see README "Environments"
 # A second run with nothing changed takes a second or two.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,5 +55,23 @@ fi
 if venv .venv-checkov images/checkov.requirements.txt; then
   .venv-checkov/bin/pip install -q --disable-pip-version-check -r images/checkov.requirements.txt
   done_venv .venv-checkov
+fi
+ENGINES=${INFERSWEEP_ENGINES:-0}
+case " $* " in *" --engines "*) ENGINES=1 ;; esac
+if [ "$ENGINES" = 1 ] && venv .venv-engines images/dynamo-local.requirements.txt images/engines.requirements.txt \
+    images/engines-nodeps.requirements.txt; then
+  E=.venv-engines/bin/pip
+  $E install -q --disable-pip-version-check -r images/dynamo-local.requirements.txt -r images/engines.requirements.txt
+  # ai-dynamo (aisimulate cannot be fetched) and SGLang (its pins conflict with vLLM's; see the file) without deps.
+  $E install -q --disable-pip-version-check --no-deps -r images/engines-nodeps.requirements.txt
+  # torch must be PyPI's CUDA build: the machine's local torch+cpu wheel wins the resolve above, but PyPI's
+  # torchvision (which SGLang's import chain needs) links libc10_cuda.so and fails to load against it.
+  # (--isolated: the index alone, not the machine's local wheel folder.) vLLM 0.31 / SGLang 0.5.21 pin torch 2.13.0.
+  $E install -q --disable-pip-version-check --isolated --cert /etc/ssl/certs/ca-certificates.crt \
+    --force-reinstall --no-deps torch==2.13.0
+  $E install -q --disable-pip-version-check torch==2.13.0 torchvision==0.28.0  # + its CUDA libraries
+  # torchaudio 2.11 / torchcodec (vLLM's pins) do not load with torch 2.13 and transformers imports them when present.
+  $E uninstall -q -y torchaudio torchcodec || true
+  done_venv .venv-engines
 fi
 echo "setup: ready ($(.venv/bin/infersweep --help >/dev/null && echo infersweep ok))"

@@ -52,23 +52,49 @@ def parallelism_args(r: ResolvedRecipe, w: Workers) -> list[str]:
 
 
 def kv_transfer_args(r: ResolvedRecipe) -> list[str]:
-    """vLLM's NIXL connector config, with the transport's NIXL backend when it is not the default UCX."""
+    """vLLM's NIXL connector config, with the transport's NIXL backend when it is not the default UCX.
+
+    With a CPU KV tier as well, the two connectors are combined in vLLM's MultiConnector: vLLM's own
+    `--kv-offloading-size` would *replace* kv_connector with the OffloadingConnector (vllm/config/vllm.py
+    VllmConfig._post_init_kv_transfer_config), leaving no NIXL path from prefill to decode.
+    """
     e = r.engine
     if not (e.kv_transfer_flag and e.kv_transfer_config):
         return []
     config = dict(e.kv_transfer_config)
-    t = r.recipe.transport
+    t = r.transport  # the recipe's, or its GPU pool's fabric
     if t and t.nixl_backend != "UCX":
         config["kv_connector_extra_config"] = {"backends": [t.nixl_backend]}
+    tier = cpu_offload_connector(r)
+    if tier:
+        config = {"kv_connector": "MultiConnector", "kv_role": config["kv_role"],
+                  "kv_connector_extra_config": {"connectors": [config, tier]}}
     return [e.kv_transfer_flag, json.dumps(config, separators=(",", ":"))]
 
 
-def offload_args(r: ResolvedRecipe) -> list[str]:
+def cpu_offload_connector(r: ResolvedRecipe) -> dict[str, Any] | None:
+    """The CPU KV tier as a vLLM connector entry (what `--kv-offloading-size N --kv-offloading-backend native`
+    sets up: vllm/config/vllm.py VllmConfig._post_init_kv_transfer_config), for a MultiConnector."""
+    off, spell = r.recipe.kv_offload, r.engine.offload
+    if not (off and off.cpu_gib is not None and spell.cpu_connector):
+        return None
+    extra = {spell.cpu_connector_size_key: int(off.cpu_gib * (1 << 30))}
+    return {"kv_connector": spell.cpu_connector, "kv_role": "kv_both", "kv_connector_extra_config": extra}
+
+
+def offload_args(r: ResolvedRecipe, role: str = "worker") -> list[str]:
     off, spell = r.recipe.kv_offload, r.engine.offload
     if not off:
         return []
     if off.cpu_gib is not None and spell.cpu_gib_flag:
+        if role in ("prefill", "decode") and cpu_offload_connector(r):
+            return []  # rendered inside the MultiConnector next to NIXL (kv_transfer_args)
         return [spell.cpu_gib_flag, f"{off.cpu_gib:g}", *spell.cpu_args]
+    if role == "decode" and spell.hicache_prefill_only:
+        # SGLang forces the radix cache off on a PD decode server and refuses HiCache there
+        # (sglang/srt/server_args.py ServerArgs: disaggregation decode disables radix cache; hierarchical
+        # cache requires it): the host tier belongs on prefill, where prompts are cached.
+        return []
     args = [spell.hicache_switch] if spell.hicache_switch else []
     if off.hicache_ratio is not None and spell.hicache_ratio_flag:
         args += [spell.hicache_ratio_flag, f"{off.hicache_ratio:g}"]
@@ -86,6 +112,7 @@ def speculative_args(r: ResolvedRecipe) -> list[str]:
         config: dict = {"method": method, "num_speculative_tokens": n}
         if draft:
             config["model"] = draft
+        config |= spec.engine_config
         return [style.flag, json.dumps(config, separators=(",", ":"))]
     if style.style == "sglang-flags":
         args = [style.flag, method, "--speculative-num-steps", str(n), "--speculative-num-draft-tokens", str(n + 1),
@@ -110,7 +137,7 @@ def worker_args(r: ResolvedRecipe, role: str, w: Workers) -> list[str]:
         args += e.decode_args + kv_transfer_args(r)
     if r.recipe.router == "kv" and role in ("worker", "prefill"):
         args += e.kv_router_args  # the router scores the workers a request enters at
-    args += offload_args(r)
+    args += offload_args(r, role)
     # Speculation is set on every role: vLLM and SGLang need the same draft config on both sides of a
     # disaggregated pair for the KV layout to match.
     args += speculative_args(r)
@@ -130,6 +157,7 @@ def _worker_env(r: ResolvedRecipe) -> list[dict[str, str]]:
     # The model-cache step has put the pinned revision on the PVC; workers must never reach the hub.
     env = [{"name": "HF_HOME", "value": MODEL_CACHE_MOUNT}, {"name": "HF_HUB_OFFLINE", "value": "1"}]
     t = r.transport  # the recipe's, or its GPU pool's fabric (infersweep.recipe.ResolvedRecipe.transport)
+    env += [{"name": k, "value": v} for k, v in sorted(r.recipe.worker_env.items())]
     return env + [{"name": k, "value": v} for k, v in sorted((t.env if t else {}).items())]
 
 

@@ -85,6 +85,7 @@ class Component:
     node_count: int  # 1 unless multinode
     module: str | None  # "dynamo.vllm", ... (None: image entrypoint, no command)
     args: list[str]  # the args after `-m <module>`
+    env: dict[str, str] = field(default_factory=dict)  # the container's literal env values
 
 
 def _flag(args: list[str], *names: str) -> str | None:
@@ -176,7 +177,7 @@ def read_components(dgd: dict) -> list[Component]:
             env = _env_map(spec.get("env"), container.get("env"))
             module, args = command_line(container, env)
             found.append(Component(comp["name"], comp.get("type") or "", _count(
-                comp.get("replicas"), 1), _node_count(comp.get("multinode")), module, args))
+                comp.get("replicas"), 1), _node_count(comp.get("multinode")), module, args, env))
     elif "services" in spec:  # nvidia.com/v1alpha1
         for name, svc in spec["services"].items():
             container = (svc.get("extraPodSpec") or {}).get("mainContainer") or {}
@@ -186,7 +187,7 @@ def read_components(dgd: dict) -> list[Component]:
             if role == "worker" and svc.get("subComponentType") in ("prefill", "decode"):
                 role = svc["subComponentType"]
             found.append(Component(name, role, _count(svc.get("replicas"), 1),
-                                   _node_count(svc.get("multinode")), module, args))
+                                   _node_count(svc.get("multinode")), module, args, env))
     else:
         raise ValueError(f"DGD {dgd.get('apiVersion')!r} has neither spec.components "
                          "(v1beta1) nor spec.services (v1alpha1)")
@@ -237,7 +238,44 @@ def router_mode_of(frontend: Component | None) -> str:
 # ---------------------------------------------------------------- building command lines
 
 
-def _mocker_passthrough(comp: Component) -> list[str]:
+def _json_arg(args: list[str], flag: str) -> dict:
+    value = _flag(args, flag)
+    try:
+        parsed = json.loads(value) if value else {}
+    except json.JSONDecodeError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def publishes_kv_events(comp: Component) -> bool | None:
+    """Whether the real Dynamo 1.6.1 worker these args start would publish KV events to the router
+    (None: not an engine worker we know; the mocker's own flags decide).
+
+    - vLLM: only with a --kv-events-config that enables events, and prefix caching on (ai-dynamo 1.6.1
+      dynamo/vllm/args.py create_kv_events_config; dynamo/vllm/main.py setup_kv_event_publisher).
+    - SGLang: only with a --kv-events-config whose "publisher" is given and not "null" (dynamo/sglang/args.py
+      parse_args derives use_kv_events so), and the radix cache on (nothing to report without it).
+    - TRT-LLM: only with --publish-kv-events or DYN_TRTLLM_PUBLISH_KV_EVENTS (dynamo/trtllm/backend_args.py,
+      default False).
+    """
+    args = comp.args
+    if comp.module == "dynamo.vllm":
+        cfg = _json_arg(args, "--kv-events-config")
+        return (bool(cfg.get("enable_kv_cache_events")) and cfg.get("publisher") != "null"
+                and not _has_switch(args, "--no-enable-prefix-caching"))
+    if comp.module == "dynamo.sglang":
+        cfg = _json_arg(args, "--kv-events-config")
+        return cfg.get("publisher", "null") != "null" and not _has_switch(args, "--disable-radix-cache")
+    if comp.module == "dynamo.trtllm":
+        last = [a for a in args if a in ("--publish-kv-events", "--no-publish-kv-events",
+                                          "--publish-events-and-metrics", "--no-publish-events-and-metrics")]
+        if last:
+            return not last[-1].startswith("--no-")
+        return comp.env.get("DYN_TRTLLM_PUBLISH_KV_EVENTS", "").lower() in ("1", "true", "yes", "on")
+    return None
+
+
+def _mocker_passthrough(comp: Component, kv_router: bool = True) -> list[str]:
     """Args of the component that still mean something for a mocker."""
     if comp.module == "dynamo.mocker":
         kept, skip = [], False
@@ -259,10 +297,20 @@ def _mocker_passthrough(comp: Component) -> list[str]:
     for engine_flags, mocker_flag in ENGINE_SWITCH_MAP:
         if _has_switch(comp.args, *engine_flags):
             out.append(mocker_flag)
+    if kv_router and comp.role in ("worker", "prefill") and publishes_kv_events(comp) is False \
+            and "--no-enable-prefix-caching" not in out:
+        # The 1.6.1 mocker publishes KV events whenever its prefix cache is on and it is not a decode
+        # worker (dynamo/mocker/config.py build_runtime_config: kv_event_publishing_enabled =
+        # enable_prefix_caching and not is_decode); it has no other switch. A worker that would publish
+        # nothing must not let the local KV router see a cache: the KV recipe then behaves like load-based
+        # routing, as it would on a cluster. (Its own prefix cache goes too: local results are, if
+        # anything, pessimistic for such a recipe, never a false KV win.) Under any other router the events
+        # are never read, and the worker's own prefix cache stays, as on a cluster.
+        out.append("--no-enable-prefix-caching")
     return out
 
 
-def mocker_argv(comp: Component, *, python: str, model_dir: Path, num_workers: int,
+def mocker_argv(comp: Component, *, python: str, model_dir: Path, num_workers: int, kv_router: bool = True,
                 engine: str) -> list[str]:
     argv = [python, "-m", "dynamo.mocker",
             "--model-path", str(model_dir), "--model-name", served_model_name(comp),
@@ -270,7 +318,7 @@ def mocker_argv(comp: Component, *, python: str, model_dir: Path, num_workers: i
             "--num-workers", str(num_workers), "--engine-type", engine]
     if comp.role in ("prefill", "decode"):
         argv += ["--disaggregation-mode", comp.role]
-    return argv + _mocker_passthrough(comp)
+    return argv + _mocker_passthrough(comp, kv_router)
 
 
 def frontend_argv(frontend: Component | None, *, python: str, http_port: int,
@@ -402,8 +450,8 @@ def deploy_local(
             # A multinode replica spans nodeCount pods; each counts as a worker here.
             num_workers = max(1, min(comp.replicas * comp.node_count, max_workers_per_component))
             engine = engine_of(comp, backend)
-            argv = mocker_argv(comp, python=python, model_dir=model_dir,
-                               num_workers=num_workers, engine=engine)
+            argv = mocker_argv(comp, python=python, model_dir=model_dir, num_workers=num_workers,
+                               kv_router=router_mode_of(frontend) == "kv", engine=engine)
             from infersweep.predict.local_timing import timing_table_args  # calibrated timing (issue 15)
             argv += timing_table_args(dgd, comp.role, state_dir)
             group.spawn(comp.name, argv, env, logs / f"{comp.name}.log", cwd=state_dir)
@@ -412,6 +460,7 @@ def deploy_local(
                 "module": comp.module, "replicas": comp.replicas,
                 "node_count": comp.node_count, "num_workers": num_workers,
                 "model_name": served_model_name(comp),
+                "kv_events": publishes_kv_events(comp),
             })
         name = frontend.name if frontend else "Frontend"
         argv = frontend_argv(frontend, python=python, http_port=http_port)
