@@ -75,7 +75,9 @@ def test_explicit_treatments_and_null_deletes(tmp_path):
 @pytest.mark.parametrize("change, expected", [
     ({"workload": {"isl": 512}}, RestartClass.LOAD),
     ({"slo": {"ttft_p50_ms": 100}}, RestartClass.LOAD),
-    ({"router": "round-robin"}, RestartClass.FRONTEND),
+    # kv -> round-robin also changes the workers: a KV-routed worker is given --kv-events-config (Dynamo 1.6.1
+    # workers publish KV events only with it), a round-robin one is not
+    ({"router": "round-robin"}, RestartClass.WORKER),
     ({"gpu": {"count": 4}, "topology": {"workers": {"replicas": 4}}}, RestartClass.SCALE),
     ({"engine_args": ["--gpu-memory-utilization", "0.80"]}, RestartClass.WORKER),
     ({"gpu": {"count": 16}, "topology": {"workers": {"tp": 2}}}, RestartClass.FULL),
@@ -88,6 +90,11 @@ def test_each_change_gets_its_restart_class(change, expected):
     a, b = load_recipe(BASE), variant(BASE, change)
     assert classify(a, b).cls is expected
     assert classify(b, a).cls is expected  # the class of a change does not depend on its direction
+
+
+def test_a_router_change_that_leaves_the_workers_alone_replaces_only_the_frontend():
+    rr, rand = variant(BASE, {"router": "round-robin"}), variant(BASE, {"router": "random"})
+    assert classify(rr, rand).cls is RestartClass.FRONTEND
 
 
 def test_worker_class_on_disaggregated_offload_and_scale_of_one_side():
