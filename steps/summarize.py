@@ -24,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from infersweep.predict.beside import annotate
 from infersweep.predict.source import banner
 from infersweep.results.context import RUN_FILE, build_context, parse_context_arg
 from infersweep.results.report import write_report
@@ -61,6 +62,9 @@ def summarize(run_dir: Path, gpu_count: int, slo: dict[str, float], title: str,
     points = [read_result(d) for d in point_dirs(run_dir / "points")]
     ctx = build_context(run_dir, given=dict(context or {}), title=title, gpu_count=gpu_count, slo=slo, points=points)
     df = build_table(run_dir / "points", gpu_count, slo, ctx)
+    # The prediction beside each row and the physics check (infersweep.predict.beside); never fails the step.
+    df, ctx["prediction"] = annotate(df, ctx)
+    df["prediction"] = ctx["prediction"]
     out = run_dir / "summary"
     out.mkdir(parents=True, exist_ok=True)
     _write_atomic(out / "results.parquet", lambda p: df.to_parquet(p, index=False))

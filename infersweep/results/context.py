@@ -21,7 +21,8 @@ RUN_FILE = "run.json"  # summary/run.json: the context + SLO + schema version of
 # Every context key the results table carries (missing ones stay empty, never invented).
 FIELDS = ("run_id", "recipe", "recipe_hash", "engine", "engine_image", "model", "model_revision", "model_commit",
           "topology", "router", "gpu_type", "gpu_count", "aiperf_version", "aiperf_image", "step_image",
-          "run_start", "run_end", "workload", "slo", "context_source", "source")
+          "run_start", "run_end", "workload", "slo", "context_source", "source",
+          "prediction")  # set by steps/summarize (infersweep.predict.beside): where the predicted columns come from
 
 
 # Built at render time, so they live on the recipe side (workflows/ must not import results/); re-exported here.
