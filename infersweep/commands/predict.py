@@ -68,7 +68,7 @@ def _collapsed(rankings) -> list[tuple]:
 def run_experiment(a: argparse.Namespace) -> int:
     from infersweep.experiment.spec import load_experiment
     from infersweep.predict.aic import AicError
-    from infersweep.predict.rank import TIE_PCT, predict_treatments
+    from infersweep.predict.rank import TIE_PCT, predict_treatments, slo_verdict
 
     e = load_experiment(a.recipe)
     q = e.spec.question
@@ -83,13 +83,17 @@ def run_experiment(a: argparse.Namespace) -> int:
     if a.json:
         print(json.dumps(ep.to_dict(), indent=2))
         return UNSUPPORTED_EXIT if len(ep.unsupported) == len(ep.predictions) else 0
-    print(f"experiment {e.name}: {len(e.treatments)} treatments predicted, nothing was run")
+    print(f"experiment {e.name}: {len(e.treatments)} treatments predicted, nothing was run"
+          + (f"; SLOs {json.dumps(ep.slo)}" if ep.slo else ""))
     errors = False
     for name, pred in ep.predictions.items():
         print(f"\n{name}: " + (f"not modelled: {pred.unsupported}" if pred.unsupported else _where(pred.target)))
         if pred.unsupported:
             continue
-        print(table(CURVE_HEAD, _curve_rows(pred)))
+        slo = [slo_verdict(p, ep.slo) for p in pred.points]
+        rows = [(*row[:-1], "-" if ok is None else ("pass" if ok else "fail: " + why), row[-1])
+                for row, (ok, why) in zip(_curve_rows(pred), slo)]
+        print(table(CURVE_HEAD[:-1] + ["SLO (predicted)", "error"], rows))
         for n in pred.target.notes:
             print(f"note: {n}")
         errors |= any(p.error for p in pred.points)
