@@ -50,6 +50,15 @@ def markdown_table(df: pd.DataFrame) -> str:
     return head + body
 
 
+def treatment_recipe(ctx: dict[str, Any]):
+    """An experiment treatment's recipe (its run context names the experiment and the treatment), else None."""
+    if not (ctx.get("experiment") and ctx.get("treatment")):
+        return None
+    from infersweep.experiment.spec import load_experiment
+
+    return load_experiment(ctx["experiment"]).treatment(ctx["treatment"]).recipe
+
+
 def _write_atomic(path: Path, write) -> None:
     # A summarize killed mid-write must not leave a torn file a later reader would trust.
     tmp = path.with_name(path.name + ".tmp")
@@ -63,7 +72,7 @@ def summarize(run_dir: Path, gpu_count: int, slo: dict[str, float], title: str,
     ctx = build_context(run_dir, given=dict(context or {}), title=title, gpu_count=gpu_count, slo=slo, points=points)
     df = build_table(run_dir / "points", gpu_count, slo, ctx)
     # The prediction beside each row and the physics check (infersweep.predict.beside); never fails the step.
-    df, ctx["prediction"] = annotate(df, ctx)
+    df, ctx["prediction"] = annotate(df, ctx, lookup=treatment_recipe)
     df["prediction"] = ctx["prediction"]
     out = run_dir / "summary"
     out.mkdir(parents=True, exist_ok=True)

@@ -88,3 +88,26 @@ def test_measured_rows_carry_the_cached_prediction_and_the_report_sets_them_side
     c8 = df[df["concurrency"] == 8].iloc[0]
     assert f"{c8['itl_ms_avg'] / c8['predicted_itl_ms']:.2f}" in section  # the ratio measured / predicted
     assert "IMPLAUSIBLE" in section and "plausible" in section
+
+
+def test_an_experiment_treatments_run_is_summarized_with_its_treatments_recipe(tmp_path, aiperf_ref, monkeypatch):
+    """The context the experiment workflow hands its summarize task (workflows/experiment.py) is accepted, and
+    the treatment's recipe (not in the catalog: an experiment builds it) is found for the physics check."""
+    from workflows.experiment import experiment_workflow
+
+    from infersweep.experiment.plan import make_plan
+    from infersweep.experiment.spec import load_experiment
+    from infersweep.platform_config import load_platform
+
+    monkeypatch.delenv("INFERSWEEP_PLATFORM", raising=False)  # a cluster run: measured
+    doc = experiment_workflow(make_plan(load_experiment("qwen3-32b-tp1-vs-tp2")), load_platform()).to_dict()
+    contexts = [p["value"] for tpl in doc["spec"]["templates"] for t in (tpl.get("dag") or {}).get("tasks", [])
+                if t["name"].endswith("-summarize") for p in t["arguments"]["parameters"] if p["name"] == "context"]
+    context = next(c for c in contexts if json.loads(c)["treatment"] == "tp1")
+    run = make_run_folder(tmp_path, aiperf_ref, failed=False)
+    df = summarize(run, extra=["--context", context])
+    ctx = _context(run)
+    assert (ctx["experiment"], ctx["treatment"]) == ("qwen3-32b-tp1-vs-tp2", "tp1")
+    # TP=1: one H100 reads all 32.8 GB per step, >= 9.79 ms; both mocker points are far below
+    assert df["implausible"].all() and "on 1 H100" in df.iloc[0]["implausible_reason"]
+    assert "no cached prediction for qwen3-32b-tp1-vs-tp2-tp1" in ctx["prediction"]

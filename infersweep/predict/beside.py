@@ -19,7 +19,7 @@ Nothing here raises: a row without a prediction or verdict is still a result.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 
@@ -34,15 +34,23 @@ SIDE_BY_SIDE = [("ttft_ms_avg", "predicted_ttft_ms", "TTFT mean ms"), ("itl_ms_a
 MEASURED_STATUSES = ("ok", "partial")  # = results.schema.OK_STATUSES (predict/ does not import results/)
 
 
-def _resolve(ctx: dict[str, Any]):
-    """(the run's recipe from params/, None) or (None, why not). A recipe whose hash differs from the
-    run's is not the one that ran."""
+def _resolve(ctx: dict[str, Any], lookup: Callable[[dict[str, Any]], Any] | None = None):
+    """(the run's recipe from params/, None) or (None, why not). `lookup(ctx)` is tried first (steps/summarize
+    passes the experiment-treatment lookup: predict/ cannot import experiment/ without a cycle). A recipe
+    whose hash differs from the run's is not the one that ran."""
     from infersweep.recipe import RecipeError, find_recipe, load_recipe
     from infersweep.recipe_context import recipe_hash
 
     name = ctx.get("recipe")
     if not name:
         return None, "the run names no recipe"
+    if lookup is not None:
+        try:
+            r = lookup(ctx)
+        except (RecipeError, OSError, ValueError, StopIteration) as e:
+            return None, f"recipe {name}: the lookup failed: {e or type(e).__name__}"[:300]
+        if r is not None:
+            return r, None
     try:
         if find_recipe(name) is None:
             return None, f"recipe {name} is not in this checkout's params/ (an experiment treatment or a renamed recipe)"
@@ -87,8 +95,10 @@ def _predicted(r, concurrencies: list[int]) -> tuple[dict[int, Any], str]:
     return found, note
 
 
-def annotate(df: pd.DataFrame, ctx: dict[str, Any]) -> tuple[pd.DataFrame, str]:
-    """The table with the prediction and physics columns, and the run context's `prediction` note."""
+def annotate(df: pd.DataFrame, ctx: dict[str, Any],
+             lookup: Callable[[dict[str, Any]], Any] | None = None) -> tuple[pd.DataFrame, str]:
+    """The table with the prediction and physics columns, and the run context's `prediction` note.
+    `lookup(ctx)`: the run's ResolvedRecipe when the catalog does not have it (None: ask the catalog)."""
     df = df.copy()
     for col in PREDICTED_COLUMNS:
         df[col] = pd.Series([math.nan] * len(df), index=df.index, dtype="float64")
@@ -101,7 +111,7 @@ def annotate(df: pd.DataFrame, ctx: dict[str, Any]) -> tuple[pd.DataFrame, str]:
         why = f"not added: a simulated run ({ctx.get('source')}) on local mode's workload, not the recipe's"
         df["implausible_reason"] = "not judged: a simulated run is not a measurement of the hardware"
         return df, why
-    r, why = _resolve(ctx)
+    r, why = _resolve(ctx, lookup)
     if r is None:
         df["implausible_reason"] = f"not judged: {why}"
         return df, f"not added: {why}"

@@ -22,7 +22,9 @@ RUN_FILE = "run.json"  # summary/run.json: the context + SLO + schema version of
 FIELDS = ("run_id", "recipe", "recipe_hash", "engine", "engine_image", "model", "model_revision", "model_commit",
           "topology", "router", "gpu_type", "gpu_count", "aiperf_version", "aiperf_image", "step_image",
           "run_start", "run_end", "workload", "slo", "context_source", "source",
-          "prediction")  # set by steps/summarize (infersweep.predict.beside): where the predicted columns come from
+          "prediction",  # set by steps/summarize (infersweep.predict.beside): where the predicted columns come from
+          # an experiment treatment's run (workflows/experiment.py hands these to its summarize tasks)
+          "experiment", "treatment", "restart_class", "levels")
 
 
 # Built at render time, so they live on the recipe side (workflows/ must not import results/); re-exported here.
