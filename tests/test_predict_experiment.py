@@ -118,3 +118,9 @@ def test_predict_experiment_lists_treatments_the_database_cannot_model(capsys):
     assert rc == 3  # no treatment modelled
     assert "rr: not modelled" in out and "kv: not modelled" in out and "Nemotron-3-Nano-30B-A3B-BF16" in out
     assert "not predicted" in out  # the claim too
+    # by file as well as by name; JSON names every unmodelled treatment with its reason
+    from infersweep.paths import params_dir
+
+    rc = main(["predict", str(params_dir() / "experiments" / "nemotron-rr-vs-kv.yaml"), "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert rc == 3 and set(data["unsupported"]) == {"rr", "kv"} and data["rankings"] == []
