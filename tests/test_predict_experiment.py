@@ -42,6 +42,12 @@ def _pred(name, ttft, itl, tok_s) -> Prediction:
     return Prediction(name, _target(), None, pts, {})
 
 
+def test_an_unknown_name_points_at_both_catalogs(capsys):
+    assert main(["predict", "no-such-study"]) == 2
+    err = capsys.readouterr().err
+    assert "infersweep recipes" in err and "infersweep experiment list" in err
+
+
 def test_the_predicted_metrics_better_directions_are_the_results_schemas():
     for metric, way in PREDICTED_METRICS.items():
         assert direction(metric) == way, metric

@@ -127,7 +127,13 @@ def run(a: argparse.Namespace) -> int:
         raise RecipeError("--concurrency: give positive integers, e.g. -c 1 8 32")
     if is_experiment(a.recipe):
         return run_experiment(a)
-    r = load_recipe(a.recipe)
+    try:
+        r = load_recipe(a.recipe)
+    except RecipeError as e:
+        if "no recipe file or recipe name" in str(e):  # neither: name both catalogs
+            raise RecipeError(f"{a.recipe}: no recipe or experiment of that name or file; `infersweep recipes` and "
+                              "`infersweep experiment list` list the names") from None
+        raise
     try:
         pred = predict_recipe(r, a.concurrency or None)
     except AicError as e:
