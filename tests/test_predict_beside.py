@@ -111,3 +111,17 @@ def test_an_experiment_treatments_run_is_summarized_with_its_treatments_recipe(t
     # TP=1: one H100 reads all 32.8 GB per step, >= 9.79 ms; both mocker points are far below
     assert df["implausible"].all() and "on 1 H100" in df.iloc[0]["implausible_reason"]
     assert "no cached prediction for qwen3-32b-tp1-vs-tp2-tp1" in ctx["prediction"]
+
+
+def test_an_implausible_row_is_invalid_where_the_table_has_the_validity_verdict(monkeypatch):
+    """Results schema v2 (infersweep.results.validity) carries `valid` + `validity_reasons`: the physics
+    reason joins them, so compare and regress leave the impossible point out."""
+    from infersweep.predict.beside import annotate
+
+    monkeypatch.setenv("INFERSWEEP_AIC_PYTHON", "/nonexistent/python")
+    df = pd.DataFrame({"concurrency": [4, 8], "repetition": [0, 0], "status": ["ok", "ok"],
+                       "itl_ms_avg": [0.86, 5.8], "valid": pd.array([True, True], dtype="boolean"),
+                       "validity_reasons": ["", ""]})
+    out, _ = annotate(df, {"recipe": RECIPE, "source": "measured"})
+    assert list(out["valid"]) == [False, True]
+    assert "implausible: ITL 0.86 ms < floor" in out.loc[0, "validity_reasons"] and out.loc[1, "validity_reasons"] == ""

@@ -12,7 +12,8 @@ Columns added to the results table:
   weights allows, so the row did not come from the deployment it names. NA when not judged (the reason
   says why: no facts, speculative decoding, a simulated run, no recipe).
 
-There is no validity machinery in the results schema yet; when it lands these columns feed its reasons.
+Where the table has the validity verdict (`valid`, `validity_reasons`: infersweep.results.validity, schema
+v2), an implausible row is also made invalid with the physics reason appended.
 Nothing here raises: a row without a prediction or verdict is still a result.
 """
 
@@ -143,6 +144,13 @@ def _judge(df: pd.DataFrame, r) -> None:
         else:
             df.at[i, "implausible"] = not v.plausible
             df.at[i, "implausible_reason"] = "" if v.plausible else v.message
+            if not v.plausible and "valid" in df.columns and "validity_reasons" in df.columns:
+                # The validity verdict (infersweep.results.validity, results schema v2) gets the reason too:
+                # compare and regress leave invalid points out, and an impossible number must not be compared.
+                df.at[i, "valid"] = False
+                prior = df.at[i, "validity_reasons"]
+                prior = "" if prior is None or (isinstance(prior, float) and math.isnan(prior)) else str(prior)
+                df.at[i, "validity_reasons"] = "; ".join(x for x in (prior, v.message) if x)
 
 
 def side_by_side(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
