@@ -24,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from infersweep.predict.beside import annotate
 from infersweep.predict.source import banner
 from infersweep.results.context import RUN_FILE, build_context, parse_context_arg
 from infersweep.results.report import write_report
@@ -33,7 +34,7 @@ from steps.outputs import json_object
 
 MD_COLUMNS = ["concurrency", "repetition", "status", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "latency_p50_ms",
               "output_tok_s", "tok_s_per_gpu", "tok_s_per_user", "request_per_s", "goodput_req_s", "error_rate",
-              "slo_pass"]
+              "slo_pass", "predicted_itl_ms", "implausible"]
 
 
 def markdown_table(df: pd.DataFrame) -> str:
@@ -49,6 +50,15 @@ def markdown_table(df: pd.DataFrame) -> str:
     return head + body
 
 
+def treatment_recipe(ctx: dict[str, Any]):
+    """An experiment treatment's recipe (its run context names the experiment and the treatment), else None."""
+    if not (ctx.get("experiment") and ctx.get("treatment")):
+        return None
+    from infersweep.experiment.spec import load_experiment
+
+    return load_experiment(ctx["experiment"]).treatment(ctx["treatment"]).recipe
+
+
 def _write_atomic(path: Path, write) -> None:
     # A summarize killed mid-write must not leave a torn file a later reader would trust.
     tmp = path.with_name(path.name + ".tmp")
@@ -61,6 +71,9 @@ def summarize(run_dir: Path, gpu_count: int, slo: dict[str, float], title: str,
     points = [read_result(d) for d in point_dirs(run_dir / "points")]
     ctx = build_context(run_dir, given=dict(context or {}), title=title, gpu_count=gpu_count, slo=slo, points=points)
     df = build_table(run_dir / "points", gpu_count, slo, ctx)
+    # The prediction beside each row and the physics check (infersweep.predict.beside); never fails the step.
+    df, ctx["prediction"] = annotate(df, ctx, lookup=treatment_recipe)
+    df["prediction"] = ctx["prediction"]
     out = run_dir / "summary"
     out.mkdir(parents=True, exist_ok=True)
     _write_atomic(out / "results.parquet", lambda p: df.to_parquet(p, index=False))

@@ -26,6 +26,10 @@ class AicError(RuntimeError):
     """AIConfigurator could not be reached or did not answer."""
 
 
+class NotCached(AicError):
+    """A cache-only lookup found no stored answer (`infersweep predict RECIPE` computes and stores them)."""
+
+
 AIC_VERSION = "0.12.0"  # = the pin in images/aic.requirements.txt (tests/test_predict.py keeps them equal)
 
 
@@ -76,7 +80,7 @@ def _cache_file(key: str) -> Path:
     return cache_dir() / key[:2] / f"{key}.json"
 
 
-def estimate_points(points: list[dict[str, Any]]) -> tuple[list[dict], dict]:
+def estimate_points(points: list[dict[str, Any]], *, cache_only: bool = False) -> tuple[list[dict], dict]:
     """Estimates for `points` (cli_estimate keyword dicts + model_path, system_name), cached.
 
     Returns (answers in the order asked, stats {"cached": n, "computed": n}). A point AIConfigurator
@@ -91,6 +95,8 @@ def estimate_points(points: list[dict[str, Any]]) -> tuple[list[dict], dict]:
         else:
             answers.append(None)
             missing.append(i)
+    if missing and cache_only:
+        raise NotCached(f"{len(missing)} of {len(points)} estimates are not in the cache {cache_dir()}")
     if missing:
         out = run_worker({"points": [points[i] for i in missing]})
         for i, ans in zip(missing, out["points"]):
@@ -103,7 +109,7 @@ def estimate_points(points: list[dict[str, Any]]) -> tuple[list[dict], dict]:
     return [a for a in answers if a is not None], {"cached": len(points) - len(missing), "computed": len(missing)}
 
 
-def support_rows(queries: list[dict[str, str]]) -> list[dict]:
+def support_rows(queries: list[dict[str, str]], *, cache_only: bool = False) -> list[dict]:
     """AIConfigurator's support-matrix rows for each {"model", "system", "backend"}: {"rows", "similar"}
     (aic_worker.support_rows), cached per query."""
     answers: list[dict | None] = []
@@ -113,6 +119,8 @@ def support_rows(queries: list[dict[str, str]]) -> list[dict]:
         answers.append(json.loads(f.read_text()) if f.is_file() else None)
         if answers[-1] is None:
             missing.append(i)
+    if missing and cache_only:
+        raise NotCached(f"the support-matrix rows of {queries[missing[0]]} are not in the cache {cache_dir()}")
     if missing:
         out = run_worker({"support": [queries[i] for i in missing]}, timeout_s=120)
         for i, rows in zip(missing, out["support"]):

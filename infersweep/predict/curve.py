@@ -87,19 +87,41 @@ def _combine(t: Target, c: int, answers: list[dict], gpus: int) -> PredictedPoin
                           per_user and round(per_user, 2), total and round(total / gpus, 1))
 
 
-def predict_recipe(r: ResolvedRecipe, concurrencies: list[int] | None = None) -> Prediction:
-    cs = list(concurrencies or r.recipe.workload.concurrency)
-    t = map_recipe(r)
-    if isinstance(t, Unsupported):
-        return Prediction(r.name, None, t.reason, [], {})
-    per_c = points_for(t, cs)
-    flat = [p for ps in per_c for p in ps]
-    answers, stats = aic.estimate_points(flat)
-    pts, i = [], 0
-    for c, ps in zip(cs, per_c):
-        pts.append(_combine(t, c, answers[i:i + len(ps)], r.gpu_count))
-        i += len(ps)
-    versions = {a.get("backend_version") for a in answers if a.get("ok")}
-    if versions and versions != {t.version}:
-        t.notes.append(f"database answered for version {sorted(versions)}")
-    return Prediction(r.name, t, None, pts, stats)
+def predict_recipe(r: ResolvedRecipe, concurrencies: list[int] | None = None, *, cache_only: bool = False) -> Prediction:
+    return predict_recipes([(r, concurrencies)], cache_only=cache_only)[0]
+
+
+def predict_recipes(items: list[tuple[ResolvedRecipe, list[int] | None]], *, cache_only: bool = False) -> list[Prediction]:
+    """Predictions for several recipes with one AIConfigurator subprocess for all their estimates (an
+    experiment's treatments share most of them: identical points are estimated once).
+
+    cache_only: answer only from the cache (aic.estimate_points raises aic.NotCached for a missing one),
+    for callers that must never wait for, or need, the AIConfigurator environment."""
+    prepared = []
+    flat: list[dict] = []
+    for r, concurrencies in items:
+        cs = list(concurrencies or r.recipe.workload.concurrency)
+        t = map_recipe(r, cache_only=cache_only)
+        per_c = [] if isinstance(t, Unsupported) else points_for(t, cs)
+        prepared.append((r, cs, t, per_c))
+        flat += [p for ps in per_c for p in ps]
+    unique: dict[str, dict] = {}
+    for p in flat:
+        unique.setdefault(aic.point_key(p), p)
+    answers, stats = aic.estimate_points(list(unique.values()), cache_only=cache_only)
+    by_key = dict(zip(unique, answers))
+    out = []
+    for r, cs, t, per_c in prepared:
+        if isinstance(t, Unsupported):
+            out.append(Prediction(r.name, None, t.reason, [], {}))
+            continue
+        pts, mine = [], []
+        for c, ps in zip(cs, per_c):
+            a = [by_key[aic.point_key(p)] for p in ps]
+            mine += a
+            pts.append(_combine(t, c, a, r.gpu_count))
+        versions = {a.get("backend_version") for a in mine if a.get("ok")}
+        if versions and versions != {t.version}:
+            t.notes.append(f"database answered for version {sorted(versions)}")
+        out.append(Prediction(r.name, t, None, pts, stats))
+    return out

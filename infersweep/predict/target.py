@@ -130,7 +130,7 @@ def _worker(r: ResolvedRecipe, w, is_moe: bool) -> Worker:
     return Worker(w.replicas, tp, dp, moe_tp_size=gpus // ep, moe_ep_size=ep)
 
 
-def map_recipe(r: ResolvedRecipe, *, is_moe: bool | None = None) -> Target | Unsupported:
+def map_recipe(r: ResolvedRecipe, *, is_moe: bool | None = None, cache_only: bool = False) -> Target | Unsupported:
     """The recipe's place in the database, or why it has none. Consults AIConfigurator's support matrix
     (a subprocess into .venv-aic, cached)."""
     rec = r.recipe
@@ -155,7 +155,8 @@ def map_recipe(r: ResolvedRecipe, *, is_moe: bool | None = None) -> Target | Uns
     mode = "disagg" if rec.topology.mode == "disagg" else "agg"
     passing: list[dict] = []
     if system is not None:
-        found = aic.support_rows([{"model": model_path, "system": system, "backend": rec.engine}])[0]
+        found = aic.support_rows([{"model": model_path, "system": system, "backend": rec.engine}],
+                                 cache_only=cache_only)[0]
         rows = found["rows"]
         passing = [x for x in rows if x["Mode"] == mode and x["Status"] == "PASS"]
         if not rows:

@@ -22,7 +22,10 @@ RUN_FILE = "run.json"  # summary/run.json: the context + SLO + schema version of
 FIELDS = ("run_id", "recipe", "recipe_hash", "engine", "engine_image", "model", "model_revision", "model_commit",
           "topology", "router", "gpu_type", "gpu_count", "aiperf_version", "aiperf_image", "step_image",
           "run_start", "run_end", "workload", "slo", "context_source", "source",
-          "images_ran")
+          "images_ran",
+          "prediction",  # set by steps/summarize (infersweep.predict.beside): where the predicted columns come from
+          # an experiment treatment's run (workflows/experiment.py hands these to its summarize tasks)
+          "experiment", "treatment", "restart_class", "levels")
 # source: measured / simulated (built-in timing) / simulated (calibrated: database) (infersweep.predict.source);
 # "imported" for AIPerf folders brought in by `infersweep import` (a measurement: classed as measured).
 # What wait-ready read from the deployment's pod status (image -> imageID with digest): what ran, not what

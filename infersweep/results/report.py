@@ -30,7 +30,7 @@ TABLE_COLUMNS = [
 ]
 CONTEXT_ROWS = ["run_id", "recipe", "recipe_hash", "engine", "engine_image", "model", "model_revision",
                 "model_commit", "topology", "router", "gpu_type", "gpu_count", "workload", "aiperf_version",
-                "aiperf_image", "run_start", "run_end", "context_source", "source"]
+                "aiperf_image", "run_start", "run_end", "context_source", "source", "prediction"]
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#222;max-width:1400px}
@@ -132,6 +132,29 @@ def simulated_banner_html(source: str | None) -> list[str]:
             f"{html.escape(text)}</p>"] if text else []
 
 
+def predicted_html(run: Run) -> str:
+    """Measured vs predicted per point, and the points the physics check flagged (infersweep.predict.beside)."""
+    from infersweep.predict.beside import implausible_rows, side_by_side
+
+    note = run.context.get("prediction")
+    head, rows = side_by_side(run.table)
+    parts = []
+    if rows:
+        th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+        parts.append(f"<table><tr>{th}</tr>{body}</table>")
+        parts.append(f'<p class="muted">Predicted: {html.escape(str(note))}. Ratio = measured / predicted. '
+                     "Disaggregated TTFT predictions are zero-queue.</p>")
+    else:
+        why = note or "this run was summarized before predictions were recorded"
+        parts.append(f'<p class="muted">No prediction beside these points: {html.escape(str(why))}</p>')
+    flagged = implausible_rows(run.table)
+    if flagged:
+        items = "".join(f"<li>concurrency {html.escape(str(c))}: {html.escape(str(why))}</li>" for c, why in flagged)
+        parts.append(f'<p class="fail">Physically implausible points (faster than the hardware allows):</p><ul>{items}</ul>')
+    return "".join(parts)
+
+
 def write_report(run: Run, out_dir: Path, title: str | None = None) -> Path:
     """Write report.html and its PNGs into out_dir; return the HTML path."""
     out_dir = Path(out_dir)
@@ -156,6 +179,7 @@ def write_report(run: Run, out_dir: Path, title: str | None = None) -> Path:
         "<h2>Run context</h2>", _context_html(run),
         "<h2>SLOs</h2>", _slo_html(run),
         "<h2>Results</h2>", results_table_html(run.table),
+        "<h2>Measured vs predicted</h2>", predicted_html(run),
     ]
     for heading, png in figures:
         sections += [f"<h2>{html.escape(heading)}</h2>", _img(png, heading)]
