@@ -23,12 +23,26 @@ if ! command -v prometheus >/dev/null; then
   $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null
 fi
 
-venv() {  # venv DIR STAMP_INPUTS... -- INSTALL_COMMANDS (run with the venv's pip)
+# The side environments (.venv-aiperf, -dynamo, -aic, -checkov, -engines) hold no project code, so each is built
+# once per content in a cache shared by every checkout of this machine ($INFERSWEEP_ENV_CACHE, default
+# ~/.cache/infersweep/envs/<name>-<stamp>) and linked into the checkout: a fresh clone (CI's included) reuses
+# them instead of reinstalling ~12 GB. `.venv` has the project installed editable, so it stays per checkout.
+ENV_CACHE=${INFERSWEEP_ENV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/infersweep/envs}
+
+venv() {  # venv DIR STAMP_INPUTS... ; returns 0 when DIR must be (re)built, then run its installs + done_venv
   local dir=$1; shift
   local want; want=$(stamp "$@")
   if [ -f "$dir/.infersweep-stamp" ] && [ "$(cat "$dir/.infersweep-stamp")" = "$want" ]; then return 1; fi
+  if [ "$dir" != .venv ]; then
+    local target="$ENV_CACHE/${dir#.venv-}-$want"
+    [ -L "$dir" ] || rm -rf "$dir"  # an old in-checkout copy with another stamp
+    ln -sfn "$target" "$dir"
+    if [ -f "$target/.infersweep-stamp" ]; then echo "setup: $dir from $target"; return 1; fi
+    rm -rf "$target"  # a build that died half-way (no stamp): start clean
+    mkdir -p "$ENV_CACHE"
+  fi
   echo "setup: building $dir"
-  [ -x "$dir/bin/python" ] || "$PY" -m venv "$dir"
+  [ -x "$dir/bin/python" ] || "$PY" -m venv "$(readlink -f "$dir" 2>/dev/null || echo "$dir")"
   "$dir/bin/python" -m pip install -q --disable-pip-version-check -U pip
   echo "$want" > "$dir/.infersweep-stamp.new"
   return 0
