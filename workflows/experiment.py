@@ -15,9 +15,9 @@ experiment report and publish-report publishes it. The exit handler deletes ever
 may have created (teardown is idempotent), and the Workflow holds the GPU guard's admission of its largest treatment (workflows/gpu_guard.py) for
 its whole run, so no other workflow takes the GPUs between treatments.
 
-Not covered yet: local execution of this workflow (`experiment run --local`) and wait-ready's view of a
-rolling update (a patched DGD may report Ready before the operator has started replacing workers: the
-wait-ready step should also compare status.observedGeneration / rollingUpdate.phase; that is steps/ code).
+Local mode runs this same document (infersweep/local/experiment_run.py). A patched DGD's readiness: the
+wait-ready step ignores a status whose observedGeneration is below the DGD's generation
+(steps/readiness.py dgd_ready); the rolling update's own phase (status.rollingUpdate) is not read yet.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from infersweep.experiment.restart import RestartClass, Transition, classify
 from infersweep.experiment.spec import load_experiment
 from infersweep.local import procs
 from infersweep.local.argo import LocalArgo, LocalCluster, Node
-from infersweep.local.run import (ARTIFACT_BUCKET, _printer, local_profile, scaled_lengths, scaled_points,
+from infersweep.local.run import (ARTIFACT_BUCKET, _printer, local_profile, scaled_points, scaled_workload,
                                   simulated_gpus)
 from infersweep.local.s3server import LocalS3
 from infersweep.local.toy_model import build_toy_model
@@ -78,9 +78,8 @@ def _replan(plan: Plan, keep: set[str]) -> Plan:
 
 def _scaled(prof: dict[str, Any]) -> Callable[[ResolvedRecipe], dict[str, str]]:
     def args(r: ResolvedRecipe) -> dict[str, str]:
-        isl, osl = scaled_lengths(r, prof)
         return {"points": json.dumps(scaled_points(r, prof), separators=(",", ":")),
-                "workload": json.dumps(r.recipe.workload.synthetic_workload(isl, osl), separators=(",", ":")),
+                "workload": json.dumps(scaled_workload(r, prof), separators=(",", ":")),
                 "gpu-count": str(simulated_gpus(r, prof))}
     return args
 
