@@ -32,6 +32,7 @@ from hera.workflows import models as m
 from infersweep.experiment.plan import Plan
 from infersweep.experiment.restart import RestartClass
 from infersweep.recipe import RecipeError, ResolvedRecipe
+from infersweep.recipe_context import recipe_context
 from workflows.gpu_guard import recipes_synchronization
 from workflows.dgd import render_dgd
 from workflows.steps_library import RUN_DIR, WORKDIR, STEP_BY_NAME, step_template_name
@@ -176,12 +177,14 @@ def experiment_workflow(plan: Plan, platform: dict[str, Any], *, namespace: str 
                                 "model": r.model.id, "workload": args["workload"],
                                 "max-error-rate": str(w.max_error_rate), "timeout-s": str(w.point_timeout_s)})
                 slo = {k: v for k, v in r.recipe.slo.model_dump().items() if v is not None}
-                context = {"experiment": e.name, "treatment": s.treatment.name, "recipe": r.name,
-                           "restart_class": s.transition.cls.label, "levels": s.treatment.levels}
+                # The summarize step accepts only the run-context keys it knows (steps/summarize.py
+                # --context, infersweep.results.context): the treatment's recipe context, as a recipe run
+                # has; the experiment and treatment names travel in the title and the publish prefix.
+                context = recipe_context(r, platform)
                 Task(name=f"{t}-summarize", template_ref=_ref("summarize"),
                      depends=f"{_any(f'{t}-sweep')} && {_any(f'{t}-record-ready')}",
                      arguments={"gpu-count": args["gpu-count"], "slo": _compact(slo), "title": s.treatment.name,
-                                "context": _compact(context),
+                                "context": json.dumps(context, separators=(",", ":"), sort_keys=True),
                                 "model-commit": f"{{{{tasks.{cache}.outputs.parameters.commit}}}}"})
                 Task(name=f"{t}-publish", template_ref=_ref("publish"), depends=f"{t}-summarize",
                      arguments={"bucket": s3["bucket"], "prefix": f"{prefix}/{s.treatment.name}"})
