@@ -41,6 +41,7 @@ from infersweep.render import library_templates
 from infersweep.schemas import validate_document
 
 TREATMENTS = Path("volumes") / "workdir" / "treatments"  # workflows.experiment.TREATMENTS_DIR, in a run folder
+SPEC_PATH = "experiment-path"  # the experiment file this run folder is of
 REPORT = Path("volumes") / "workdir" / "run" / "experiment-report.json"
 
 
@@ -98,7 +99,9 @@ def run_experiment_local(ref: str | Path | None, *, out_root: Path = Path("runs"
             raise RecipeError(f"--resume {resume}: not the folder of an `infersweep experiment run --local` run "
                               "(no rendered/workflow.yaml); give runs/<run-id>")
         labels = (yaml.safe_load(first.read_text()).get("metadata") or {}).get("labels") or {}
-        e = load_experiment(ref or labels.get("infersweep.io/experiment", ""))
+        recorded = run_dir / SPEC_PATH
+        e = load_experiment(ref or (recorded.read_text().strip() if recorded.is_file()
+                                    else labels.get("infersweep.io/experiment", "")))
         if labels.get("infersweep.io/experiment") != e.name:
             raise RecipeError(f"--resume {resume}: that run is of experiment "
                               f"{labels.get('infersweep.io/experiment')!r}, not {e.name!r}")
@@ -117,6 +120,8 @@ def run_experiment_local(ref: str | Path | None, *, out_root: Path = Path("runs"
         plan = make_plan(e)
         run_id = dns_label(f"{e.name[:40]}-{datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S')}")
         run_dir = (out_root / run_id).resolve()
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / SPEC_PATH).write_text(str(e.path.resolve()))  # what --resume loads again
     prof = local_profile()
     platform = load_platform()
     cache_root = cache_root.resolve()
