@@ -67,6 +67,7 @@ def _applies(run_dir: Path, step: str) -> list[tuple[str, dict[str, int]]]:
 
 
 @pytest.mark.e2e
+@pytest.mark.timeout(1500)  # minutes of real AIPerf points on a 2-core machine shared by others
 def test_nemotron_rr_vs_kv_runs_with_one_worker_deploy_and_two_frontends(tmp_path):
     _dynamo_or_skip()
     from infersweep.local.experiment_run import run_experiment_local
@@ -106,6 +107,7 @@ claim: {metric: ttft_ms_avg, concurrency: 1, treatment: kv, baseline: rr}
 
 
 @pytest.mark.e2e
+@pytest.mark.timeout(1500)  # minutes of real AIPerf points on a 2-core machine shared by others
 def test_a_failed_treatment_does_not_stop_the_next_and_resume_runs_only_it(tmp_path):
     _dynamo_or_skip()
     from infersweep.local import procs
