@@ -29,8 +29,12 @@ def test_resume_plan_runs_only_unfinished_treatments_and_starts_with_a_fresh_dep
     run = tmp_path / "run"
     for n in names[:2]:
         (run / "volumes/workdir/treatments" / n / "summary").mkdir(parents=True)
-    (run / f"volumes/workdir/treatments/{names[0]}/summary/results.parquet").write_bytes(b"x")
-    # names[1] archived without a results table (it failed): it runs again
+    import pandas as pd
+
+    pd.DataFrame({"status": ["ok", "failed"]}).to_parquet(run / f"volumes/workdir/treatments/{names[0]}/summary/results.parquet")
+    # names[1] failed before measuring: its summary is an empty table; it runs again
+    pd.DataFrame({"status": pd.Series([], dtype=str)}).to_parquet(run / f"volumes/workdir/treatments/{names[1]}/summary/results.parquet")
+    (run / f"volumes/workdir/treatments/{names[2]}").mkdir()  # archived with no summary at all
     assert finished_treatments(run) == [names[0]]
     left = _replan(plan, {names[0]})
     assert [s.treatment.name for s in left.steps] == names[1:]

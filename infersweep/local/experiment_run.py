@@ -64,9 +64,22 @@ class LocalExperimentRun:
 
 
 def finished_treatments(run_dir: Path) -> list[str]:
-    """Treatments an earlier attempt archived with a results table (summary/results.parquet)."""
+    """Treatments an earlier attempt archived with a results table holding a measured point. A treatment
+    whose deploy or readiness failed still gets a summary (an empty table): it is not finished, as the
+    report counts it missing (infersweep.experiment.report.experiment_report)."""
+    import pandas as pd
+
+    from infersweep.results.schema import OK_STATUSES
+
     d = run_dir / TREATMENTS
-    return sorted(p.name for p in d.iterdir() if (p / "summary" / "results.parquet").is_file()) if d.is_dir() else []
+    done = []
+    for p in sorted(d.iterdir()) if d.is_dir() else []:
+        table = p / "summary" / "results.parquet"
+        if table.is_file():
+            df = pd.read_parquet(table)
+            if "status" in df.columns and df["status"].isin(OK_STATUSES).any():
+                done.append(p.name)
+    return done
 
 
 def _replan(plan: Plan, keep: set[str]) -> Plan:
