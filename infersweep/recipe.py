@@ -323,7 +323,9 @@ class Prefix(_Strict):
 
 
 class MultiTurn(_Strict):
-    turns: float = Field(ge=1, le=1000, description="mean turns per session")
+    # An integer: AIPerf 0.13 parses --conversation-turn-mean with parse_int_or_int_list
+    # (aiperf/config/flags/cli_config.py, CLIConfig.conversation_turn_mean) and refuses "8.0".
+    turns: int = Field(ge=1, le=1000, description="mean turns per session (a whole number, as AIPerf takes it)")
     delay_ms: float = Field(default=0, ge=0, description="mean pause between a response and the next turn")
     sessions: int | None = Field(default=None, gt=0)
 

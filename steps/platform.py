@@ -264,7 +264,15 @@ class LocalPlatform:
 
     def apply_dgd(self, dgd: dict[str, Any], namespace: str, owner: dict[str, str] | None, *,
                   patch_own: bool = True) -> str:
-        from infersweep.local.dynamo import deploy_local, load_local
+        """Apply `dgd` as the operator would: created afresh when nothing runs; over a running deployment
+        of the same name, reconciled by what changed (infersweep.local.reconfigure.apply_local: same spec
+        -> nothing, as for a retried deploy step; router -> frontend swap on the same port; engine
+        arguments -> worker restart; model/TP/topology -> full redeploy). apply_local returns after the
+        change is made, so the wait-ready that follows never sees the old processes as the new spec.
+        `patch_own` (the cluster adapter's: patch a DGD this run already owns) changes nothing here: a
+        running deployment of this run's name is this run's."""
+        from infersweep.local.dynamo import load_local, teardown_local
+        from infersweep.local.reconfigure import apply_local
 
         d = self._dgd_dir(dgd["metadata"]["name"])
         if (d / "deployment.json").exists():
@@ -272,15 +280,13 @@ class LocalPlatform:
 
             try:
                 dep = load_local(d)
-                if dep.processes and all(procs.record_alive(r) for r in dep.processes):
-                    return dep.frontend_url  # a retried deploy step: already running
+                healthy = bool(dep.processes) and all(procs.record_alive(r) for r in dep.processes)
             except Exception:
-                pass
-            # A resumed run finds the deployment its first attempt tore down (or one with a dead
-            # worker): stop what is left and start afresh rather than hand out a dead URL.
-            from infersweep.local.dynamo import teardown_local
-
-            teardown_local(d)
+                healthy = False
+            if not healthy:
+                # A resumed run finds the deployment its first attempt tore down (or one with a dead
+                # process): stop what is left and start afresh rather than hand out a dead URL.
+                teardown_local(d)
         model_dir = Path(os.environ["INFERSWEEP_LOCAL_MODEL_DIR"])
         max_workers = int(os.environ.get("INFERSWEEP_LOCAL_MAX_WORKERS", "2"))
         # No KEDA here: build and validate the ScaledObjects all the same, so a bad one fails locally too.
@@ -289,7 +295,9 @@ class LocalPlatform:
 
         for so in scaled_objects(dgd, namespace):
             validate_document(so)
-        dep = deploy_local(dgd, model_dir=model_dir, state_dir=d, max_workers_per_component=max_workers)
+        dep, cls = apply_local(dgd, model_dir=model_dir, state_dir=d, max_workers_per_component=max_workers)
+        print(f"local apply: {'created' if cls is None else cls.label}; processes "
+              + ", ".join(f"{r['name']}={r['pid']}" for r in dep.processes), flush=True)
         targets = os.environ.get("INFERSWEEP_LOCAL_PROM_TARGETS")
         if targets:
             # The local Prometheus scrapes the frontend's /metrics from now on (file_sd, refreshed each second).

@@ -66,8 +66,18 @@ def dgd_ready(dgd: dict[str, Any]) -> tuple[bool, str | None]:
     if status.get("state") == "failed":
         msgs = [c.get("message", "") for c in status.get("conditions", []) if c.get("status") == "False"]
         return False, "DGD state is failed: " + ("; ".join(m for m in msgs if m) or "no condition message")
+    # A patched DGD (an experiment's next treatment) still shows the old spec's Ready until the operator
+    # has seen the new generation: status.observedGeneration ("the most recent generation observed by the
+    # controller", DynamoGraphDeployment CRD, nvidia.com_dynamographdeployments.yaml) below
+    # metadata.generation means the status describes an older spec. Absent (an older operator): as before.
+    observed, generation = status.get("observedGeneration"), (dgd.get("metadata") or {}).get("generation")
+    if observed is not None and generation is not None and int(observed) < int(generation):
+        return False, None
     ready = status.get("state") == "successful" or any(
-        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions", []))
+        c.get("type") == "Ready" and c.get("status") == "True"
+        # a condition set for an older generation is out of date (metav1.Condition.observedGeneration)
+        and (generation is None or c.get("observedGeneration") is None or int(c["observedGeneration"]) >= int(generation))
+        for c in status.get("conditions", []))
     return ready, None
 
 

@@ -86,3 +86,19 @@ def test_cli_report_refuses_an_unknown_treatment(capsys):
 
     assert main(["experiment", "report", "nemotron-rr-vs-kv", "fast=runs/x"]) == 2
     assert "give TREATMENT=RUN with TREATMENT one of ['rr', 'kv']" in capsys.readouterr().err
+
+
+def test_a_scaled_down_sweep_judges_the_claim_at_its_top_level_and_says_so(nemotron):
+    # Local mode keeps the lowest levels (c1, c4 of the study's c1..c128): the claim at c128 is judged at c4.
+    r = experiment_report(nemotron, {"rr": table({1: [1000], 4: [1000]}), "kv": table({1: [900], 4: [700]})})
+    assert r.claim.at == 4 and r.claim.verdict == "supported"
+    assert "judged at c4" in r.claim.line()
+    assert dict((x.metric, v) for x, v in r.seed)["ttft_ms_avg"].startswith("agrees (judged at c4")
+
+
+def test_a_failed_top_point_is_not_replaced_by_a_lower_one(nemotron):
+    rr = table({c: [1000] for c in CS})
+    kv = table({c: [700] for c in CS})
+    kv.loc[kv["concurrency"] == 128, "status"] = "failed"  # c128 was in the sweep and failed
+    c = check(nemotron.spec.claim, {"rr": rr, "kv": kv})
+    assert c.verdict == "inconclusive" and c.at is None and "not measured" in c.line()

@@ -122,3 +122,16 @@ def test_cli_render_writes_a_valid_workflow(tmp_path, capsys):
     doc = yaml.safe_load((tmp_path / "experiment-qwen36-hicache-policy.yaml").read_text())
     validate_document(doc)
     assert "worker restart" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("path", all_experiment_paths(), ids=lambda p: p.stem)
+def test_every_summarize_step_gets_a_context_the_summarize_step_accepts(path):
+    # The summarize step refuses unknown --context keys (infersweep.results.context); an experiment-only
+    # key there failed every treatment's summary in a local run.
+    from infersweep.results.context import parse_context_arg as parse_context
+
+    summaries = [t for n, t in tasks(render(path.stem)).items() if n.endswith("-summarize")]
+    assert summaries
+    for t in summaries:
+        ctx = next(p["value"] for p in t["arguments"]["parameters"] if p["name"] == "context")
+        assert parse_context(ctx)["recipe"].startswith(path.stem)

@@ -15,15 +15,15 @@ experiment report and publish-report publishes it. The exit handler deletes ever
 may have created (teardown is idempotent), and the Workflow holds the GPU guard's admission of its largest treatment (workflows/gpu_guard.py) for
 its whole run, so no other workflow takes the GPUs between treatments.
 
-Not covered yet: local execution of this workflow (`experiment run --local`) and wait-ready's view of a
-rolling update (a patched DGD may report Ready before the operator has started replacing workers: the
-wait-ready step should also compare status.observedGeneration / rollingUpdate.phase; that is steps/ code).
+Local mode runs this same document (infersweep/local/experiment_run.py). A patched DGD's readiness: the
+wait-ready step ignores a status whose observedGeneration is below the DGD's generation
+(steps/readiness.py dgd_ready); the rolling update's own phase (status.rollingUpdate) is not read yet.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 from hera.workflows import DAG, Container, Parameter, Task, Workflow
@@ -32,6 +32,7 @@ from hera.workflows import models as m
 from infersweep.experiment.plan import Plan
 from infersweep.experiment.restart import RestartClass
 from infersweep.recipe import RecipeError, ResolvedRecipe
+from infersweep.recipe_context import recipe_context
 from workflows.gpu_guard import recipes_synchronization
 from workflows.dgd import render_dgd
 from workflows.steps_library import RUN_DIR, WORKDIR, STEP_BY_NAME, step_template_name
@@ -69,7 +70,12 @@ def _workdir_container(name: str, images: dict[str, str], inputs: list[str], arg
 
 
 def experiment_workflow(plan: Plan, platform: dict[str, Any], *, namespace: str | None = None,
-                        dgd_api: str = "v1beta1", workdir_size: str = "50Gi") -> Workflow:
+                        dgd_api: str = "v1beta1", workdir_size: str = "50Gi", model_source: str = "hf",
+                        ready_timeout_s: int = 1800,
+                        treatment_args: Callable[[ResolvedRecipe], dict[str, str]] | None = None) -> Workflow:
+    """`model_source`, `ready_timeout_s` and `treatment_args` (per treatment: "points", "workload",
+    "gpu-count" replacing the recipe's) are how local mode scales the same workflow down
+    (infersweep.local.experiment_run), as `run --local` overrides a recipe workflow's parameters."""
     e = plan.experiment
     gpu_types = {s.treatment.recipe.recipe.gpu.type for s in plan.steps}
     if len(gpu_types) > 1:
@@ -141,11 +147,14 @@ def experiment_workflow(plan: Plan, platform: dict[str, Any], *, namespace: str 
                 if key not in caches:
                     caches[key] = f"model-cache-{len(caches)}"
                     Task(name=caches[key], template_ref=_ref("model-cache"), depends="ensure-pvc",
-                         arguments={"model": key[0], "revision": key[1], "source": "hf", "draft-model": key[2]})
+                         arguments={"model": key[0], "revision": key[1], "source": model_source, "draft-model": key[2]})
             previous_end: str | None = None
             for i, (s, dgd_name) in enumerate(zip(plan.steps, names)):
                 r: ResolvedRecipe = s.treatment.recipe
                 t = f"t{i}"
+                w = r.recipe.workload
+                args = {"points": _compact(w.points()), "workload": _compact(w.aiperf_workload()),
+                        "gpu-count": str(r.gpu_count)} | (treatment_args(r) if treatment_args else {})
                 cache = caches[(r.model.id, r.model.revision, r.draft_model or "")]
                 start_after = [cache] + ([_any(previous_end)] if previous_end else [])
                 if s.transition.cls is RestartClass.FULL and i > 0:
@@ -158,22 +167,24 @@ def experiment_workflow(plan: Plan, platform: dict[str, Any], *, namespace: str 
                 Task(name=f"{t}-deploy", template_ref=_ref("deploy"), depends=_any(f"{t}-mark-start"),
                      arguments={"dgd": yaml.safe_dump(dgd, sort_keys=False)})
                 Task(name=f"{t}-wait-ready", template_ref=_ref("wait-ready"), depends=f"{t}-deploy",
-                     arguments={"dgd-name": dgd_name, "model": r.model.id, "timeout-s": "1800", "api-version": dgd_api})
+                     arguments={"dgd-name": dgd_name, "model": r.model.id, "timeout-s": str(ready_timeout_s),
+                                "api-version": dgd_api})
                 Task(name=f"{t}-record-ready", template="record-ready", depends=f"{t}-wait-ready")
-                w = r.recipe.workload
                 Task(name=f"{t}-sweep", template="sweep", depends=f"{t}-wait-ready",
-                     arguments={"points": _compact(w.points()),
+                     arguments={"points": args["points"],
                                 "url": f"{{{{tasks.{t}-deploy.outputs.parameters.frontend-url}}}}",
                                 "tokenizer": f"{{{{tasks.{cache}.outputs.parameters.model-dir}}}}",
-                                "model": r.model.id, "workload": _compact(w.aiperf_workload()),
+                                "model": r.model.id, "workload": args["workload"],
                                 "max-error-rate": str(w.max_error_rate), "timeout-s": str(w.point_timeout_s)})
                 slo = {k: v for k, v in r.recipe.slo.model_dump().items() if v is not None}
-                context = {"experiment": e.name, "treatment": s.treatment.name, "recipe": r.name,
-                           "restart_class": s.transition.cls.label, "levels": s.treatment.levels}
+                # The summarize step accepts only the run-context keys it knows (steps/summarize.py
+                # --context, infersweep.results.context): the treatment's recipe context, as a recipe run
+                # has; the experiment and treatment names travel in the title and the publish prefix.
+                context = recipe_context(r, platform)
                 Task(name=f"{t}-summarize", template_ref=_ref("summarize"),
                      depends=f"{_any(f'{t}-sweep')} && {_any(f'{t}-record-ready')}",
-                     arguments={"gpu-count": str(r.gpu_count), "slo": _compact(slo), "title": s.treatment.name,
-                                "context": _compact(context),
+                     arguments={"gpu-count": args["gpu-count"], "slo": _compact(slo), "title": s.treatment.name,
+                                "context": json.dumps(context, separators=(",", ":"), sort_keys=True),
                                 "model-commit": f"{{{{tasks.{cache}.outputs.parameters.commit}}}}"})
                 Task(name=f"{t}-publish", template_ref=_ref("publish"), depends=f"{t}-summarize",
                      arguments={"bucket": s3["bucket"], "prefix": f"{prefix}/{s.treatment.name}"})

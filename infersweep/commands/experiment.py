@@ -1,6 +1,7 @@
 """`infersweep experiment plan FILE|NAME`: an experiment's treatments in run order, the restart class of each
 step, and the counts against one workflow per recipe; `experiment list`: the experiment files;
 `experiment render FILE [--out DIR]`: the experiment's one Argo Workflow (workflows/experiment.py), validated;
+`experiment run --local FILE [--resume RUN_DIR]`: that Workflow run here (infersweep.local.experiment_run);
 `experiment report FILE TREATMENT=RUN ...`: the experiment report from the treatments' runs (a treatment
 without a run is reported as failed, the others are still compared)."""
 
@@ -51,6 +52,29 @@ def _render(a: argparse.Namespace) -> int:
     return 0
 
 
+def _run(a: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from infersweep.local.experiment_run import run_experiment_local
+    from infersweep.recipe import RecipeError
+
+    if not a.local:
+        raise RecipeError("infersweep experiment run FILE: only --local runs here; on a cluster, "
+                          "`infersweep experiment render FILE` and submit the Workflow it writes")
+    ref = a.local if isinstance(a.local, str) else a.file
+    res = run_experiment_local(ref, resume=Path(a.resume) if a.resume else None, dgd_api=a.dgd_api,
+                               out_root=Path(a.out or "runs"))
+    if res.kept:
+        print(f"kept from the earlier attempt: {', '.join(res.kept)}")
+    print(res.report_text, end="")
+    print(f"\nworkflow {res.run_id}: {res.phase} in {res.seconds:.0f} s; run folder {res.run_dir}")
+    if res.phase != "Succeeded" or res.report is None or res.report["missing"]:
+        # A failed treatment does not stop the others, but the run is not done until every one has results.
+        print(f"resume with: infersweep experiment run --local --resume {res.run_dir}")
+        return 1
+    return 0
+
+
 def run(a: argparse.Namespace) -> int:
     from infersweep.experiment.plan import make_plan
     from infersweep.experiment.restart import RestartClass
@@ -65,6 +89,8 @@ def run(a: argparse.Namespace) -> int:
                          plan.experiment.spec.description))
         print(table(["name", "treatments", "full deploys", "description"], rows))
         return 0
+    if a.action == "run":
+        return _run(a)
     if not a.file:
         raise RecipeError(f"infersweep experiment {a.action} FILE: give an experiment file or name "
                           "(`infersweep experiment list`)")
@@ -82,10 +108,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     from infersweep.results.cli_common import add_store_arg, clean_errors
 
     p = sub.add_parser("experiment", help="plan a comparison of deployments with the fewest redeploys; report on it")
-    p.add_argument("action", choices=["plan", "list", "render", "report"])
+    p.add_argument("action", choices=["plan", "list", "render", "report", "run"])
     p.add_argument("file", nargs="?", help="params/experiments/<name>.yaml or its name")
     p.add_argument("runs", nargs="*", metavar="TREATMENT=RUN", help="report: each treatment's run (folder or id)")
-    p.add_argument("--out", help="render: folder for the Workflow YAML (default: .)")
+    p.add_argument("--out", help="render: folder for the Workflow YAML (default: .); run: runs folder (default: runs)")
+    # `run --local FILE`: argparse has consumed both positionals by then (empty) when FILE follows an
+    # option, so --local takes the file as its optional value.
+    p.add_argument("--local", nargs="?", const=True, default=False, metavar="FILE",
+                   help="run: execute the experiment's Workflow on this machine")
+    p.add_argument("--resume", metavar="RUN_DIR", help="run --local: re-run only the treatments without results")
     p.add_argument("--dgd-api", default="v1beta1", choices=["v1beta1", "v1alpha1"], help="render: DGD apiVersion")
     add_store_arg(p)
     p.set_defaults(fn=clean_errors(run))

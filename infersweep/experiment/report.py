@@ -37,14 +37,17 @@ class ClaimCheck:
     noise: float  # one standard error of the relative change (nan: unknown)
     baseline_value: float
     value: float
+    at: int | None = None  # the concurrency it was judged at, when not the claim's (see check)
 
     def line(self) -> str:
         if not math.isfinite(self.improvement):
             return f"{self.verdict}: {self.claim.text()}: not measured in both treatments"
+        at = (f" [judged at c{self.at}, the highest concurrency both measured: this sweep stops below "
+              f"c{self.claim.concurrency}]" if self.at is not None else "")
         noise = f"±{100 * self.noise:.2g} % (1 se)" if math.isfinite(self.noise) else "noise unknown (one repetition)"
         word = "better" if self.improvement >= 0 else "worse"
         return (f"{self.verdict}: {self.claim.text()}: {self.claim.baseline} {self.baseline_value:.4g} -> "
-                f"{self.claim.treatment} {self.value:.4g}, {100 * abs(self.improvement):.1f} % {word}; {noise}")
+                f"{self.claim.treatment} {self.value:.4g}, {100 * abs(self.improvement):.1f} % {word}; {noise}{at}")
 
 
 def check(claim: Claim, tables: dict[str, pd.DataFrame], z: float = DEFAULT_Z) -> ClaimCheck:
@@ -53,13 +56,20 @@ def check(claim: Claim, tables: dict[str, pd.DataFrame], z: float = DEFAULT_Z) -
         return ClaimCheck(claim, "inconclusive", nan, nan, nan, nan)
     t_all = _levels(tables[claim.treatment], [claim.metric])[claim.metric]
     b_all = _levels(tables[claim.baseline], [claim.metric])[claim.metric]
-    c = claim.concurrency
+    c, at = claim.concurrency, None
+    common = sorted(set(t_all) & set(b_all))
+    swept = {int(x) for side in (claim.treatment, claim.baseline) for x in tables[side]["concurrency"].dropna()}
+    if (c not in t_all or c not in b_all) and common and max(swept) < c:
+        # The sweep was cut below the claim's concurrency for both sides (local mode keeps a recipe's
+        # lowest levels, infersweep.local.run.scaled_points): judge at its top level and say so in the line.
+        # A level missing because its point failed (a higher one was measured) stays not measured.
+        c = at = common[-1]
     if c not in t_all or c not in b_all:
         return ClaimCheck(claim, "inconclusive", nan, nan, nan, nan)
     t, b = t_all[c], b_all[c]
     bv, tv = float(np.median(b)), float(np.median(t))
     if bv == 0:
-        return ClaimCheck(claim, "inconclusive", nan, nan, bv, tv)
+        return ClaimCheck(claim, "inconclusive", nan, nan, bv, tv, at)
     sign = 1.0 if direction(claim.metric) == "lower" else -1.0
     improvement = sign * (bv - tv) / abs(bv)
     sigma = _pooled_sigma(list(t_all.values()) + list(b_all.values()), relative=True)
@@ -72,7 +82,7 @@ def check(claim: Claim, tables: dict[str, pd.DataFrame], z: float = DEFAULT_Z) -
         verdict = "refuted"
     else:
         verdict = "inconclusive"
-    return ClaimCheck(claim, verdict, improvement, noise, bv, tv)
+    return ClaimCheck(claim, verdict, improvement, noise, bv, tv, at)
 
 
 def agrees(expect: Claim, tables: dict[str, pd.DataFrame]) -> str:
@@ -80,9 +90,10 @@ def agrees(expect: Claim, tables: dict[str, pd.DataFrame]) -> str:
     c = check(expect.model_copy(update={"better_by_pct": 0.0}), tables)
     if not math.isfinite(c.improvement):
         return "not measured"
+    at = f" (judged at c{c.at}, the sweep's top here)" if c.at is not None else ""
     if abs(c.improvement) <= TIE:
-        return "tie"
-    return "agrees" if c.improvement > 0 else "disagrees"
+        return "tie" + at
+    return ("agrees" if c.improvement > 0 else "disagrees") + at
 
 
 @dataclass

@@ -67,6 +67,16 @@ def scaled_lengths(r: ResolvedRecipe, prof: dict[str, Any]) -> tuple[int, int]:
     return max(8, int(w.isl * scale)), max(4, int(w.osl * scale))
 
 
+def scaled_workload(r: ResolvedRecipe, prof: dict[str, Any]) -> dict[str, Any]:
+    """The workload a local point runs: scaled lengths (a trace or mix as its scaled averages), and a
+    multi-turn session's think time cut to max_turn_delay_ms (the pauses shape the cluster's cache reuse
+    over minutes; here they would only make a point wait: 24 requests at 1.5 s took 100 s)."""
+    w = r.recipe.workload.synthetic_workload(*scaled_lengths(r, prof))
+    if "turn_delay_ms" in w and "max_turn_delay_ms" in prof:
+        w["turn_delay_ms"] = min(w["turn_delay_ms"], prof["max_turn_delay_ms"])
+    return w
+
+
 def simulated_gpus(r: ResolvedRecipe, prof: dict[str, Any]) -> int:
     """GPUs the local stand-in represents: each mocker worker plays one replica of TP GPUs."""
     return sum(min(w.replicas * w.nodes, prof["max_workers_per_component"]) * w.gpus_per_replica // w.nodes
@@ -146,7 +156,6 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
         recipe_ref = recipe_ref or recorded.get("recipe")
     r = load_recipe(recipe_ref)
     prof = local_profile()
-    isl, osl = scaled_lengths(r, prof)
     rendered = "rendered"
     if earlier is not None:
         if retry is not None:
@@ -175,7 +184,7 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
     cache_root = cache_root.resolve()
     model_dir = cache_root / "toy-model"  # built only once the recipe and overrides have rendered
 
-    workload = r.recipe.workload.synthetic_workload(isl, osl)  # a trace or mix runs as its scaled averages
+    workload = scaled_workload(r, prof)  # a trace or mix runs as its scaled averages
     local_overrides = {"model-source": f"file://{model_dir}", "workload": json.dumps(workload, separators=(",", ":")),
                        "points": json.dumps(scaled_points(r, prof), separators=(",", ":")), "ready-timeout-s": "120",
                        "point-timeout-s": "600",

@@ -1,0 +1,211 @@
+"""`infersweep experiment run --local FILE`: render the experiment's one Workflow (workflows/experiment.py)
+exactly as for a cluster, scaled down by params/local.yaml like `run --local`, and run it here with the
+local Argo executor (infersweep/local/argo.py): the step templates run in their venvs, the workdir and the
+model cache are folders, S3 is a real local server, and the DGD is a Dynamo frontend + mocker workers whose
+re-applies follow the operator's semantics (steps.platform.LocalPlatform.apply_dgd ->
+infersweep.local.reconfigure.apply_local: a router change swaps only the frontend).
+
+`resume`: the folder of an earlier `experiment run --local`. Treatments whose archived folder holds a
+results table are kept as they are; a new Workflow `<run>-rN` runs the others (its plan recomputed over
+them, so its first one is a fresh deploy) on the same workdir, and its comparison step reports on all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from infersweep.experiment.plan import Plan, Step, make_plan
+from infersweep.experiment.restart import RestartClass, Transition, classify
+from infersweep.experiment.spec import load_experiment
+from infersweep.local import procs
+from infersweep.local.argo import LocalArgo, LocalCluster, Node
+from infersweep.local.run import (ARTIFACT_BUCKET, _printer, local_profile, scaled_points, scaled_workload,
+                                  simulated_gpus)
+from infersweep.local.s3server import LocalS3
+from infersweep.local.toy_model import build_toy_model
+from infersweep.names import dns_label
+from infersweep.paths import REPO_ROOT, venv_python
+from infersweep.platform_config import load_platform
+from infersweep.recipe import RecipeError, ResolvedRecipe
+from infersweep.render import library_templates
+from infersweep.schemas import validate_document
+
+TREATMENTS = Path("volumes") / "workdir" / "treatments"  # workflows.experiment.TREATMENTS_DIR, in a run folder
+SPEC_PATH = "experiment-path"  # the experiment file this run folder is of
+REPORT = Path("volumes") / "workdir" / "run" / "experiment-report.json"
+
+
+@dataclass
+class LocalExperimentRun:
+    run_id: str
+    run_dir: Path
+    phase: str
+    plan: Plan  # what this run ran (on a resume: only the unfinished treatments)
+    kept: list[str]  # treatments finished by an earlier attempt and not run again
+    report: dict[str, Any] | None  # experiment-report.json of the comparison step
+    root: Node
+    seconds: float
+    message: str = ""
+
+    @property
+    def report_text(self) -> str:
+        f = self.run_dir / REPORT.with_suffix(".md")
+        return f.read_text() if f.is_file() else ""
+
+
+def finished_treatments(run_dir: Path) -> list[str]:
+    """Treatments an earlier attempt archived with a results table holding a measured point. A treatment
+    whose deploy or readiness failed still gets a summary (an empty table): it is not finished, as the
+    report counts it missing (infersweep.experiment.report.experiment_report)."""
+    import pandas as pd
+
+    from infersweep.results.schema import OK_STATUSES
+
+    d = run_dir / TREATMENTS
+    done = []
+    for p in sorted(d.iterdir()) if d.is_dir() else []:
+        table = p / "summary" / "results.parquet"
+        if table.is_file():
+            df = pd.read_parquet(table)
+            if "status" in df.columns and df["status"].isin(OK_STATUSES).any():
+                done.append(p.name)
+    return done
+
+
+def _replan(plan: Plan, keep: set[str]) -> Plan:
+    """The plan's steps without the kept treatments; transitions recomputed (the first is a fresh deploy)."""
+    left = [s.treatment for s in plan.steps if s.treatment.name not in keep]
+    steps = [Step(t, Transition(RestartClass.FULL, ()) if i == 0 else classify(left[i - 1].recipe, t.recipe))
+             for i, t in enumerate(left)]
+    return Plan(plan.experiment, steps)
+
+
+def _scaled(prof: dict[str, Any]) -> Callable[[ResolvedRecipe], dict[str, str]]:
+    def args(r: ResolvedRecipe) -> dict[str, str]:
+        return {"points": json.dumps(scaled_points(r, prof), separators=(",", ":")),
+                "workload": json.dumps(scaled_workload(r, prof), separators=(",", ":")),
+                "gpu-count": str(simulated_gpus(r, prof))}
+    return args
+
+
+def run_experiment_local(ref: str | Path | None, *, out_root: Path = Path("runs"),
+                         cache_root: Path = Path(".infersweep"), resume: Path | None = None,
+                         dgd_api: str = "v1beta1", on_event: Callable[[str, Node], None] | None = None,
+                         on_started: Callable[[LocalArgo], None] | None = None) -> LocalExperimentRun:
+    t_start = time.monotonic()
+    kept: list[str] = []
+    rendered = "rendered"
+    if resume is not None:
+        run_dir = Path(resume).resolve()
+        first = run_dir / "rendered" / "workflow.yaml"
+        if not first.is_file():
+            raise RecipeError(f"--resume {resume}: not the folder of an `infersweep experiment run --local` run "
+                              "(no rendered/workflow.yaml); give runs/<run-id>")
+        labels = (yaml.safe_load(first.read_text()).get("metadata") or {}).get("labels") or {}
+        recorded = run_dir / SPEC_PATH
+        e = load_experiment(ref or (recorded.read_text().strip() if recorded.is_file()
+                                    else labels.get("infersweep.io/experiment", "")))
+        if labels.get("infersweep.io/experiment") != e.name:
+            raise RecipeError(f"--resume {resume}: that run is of experiment "
+                              f"{labels.get('infersweep.io/experiment')!r}, not {e.name!r}")
+        kept = [n for n in finished_treatments(run_dir) if n in {t.name for t in e.treatments}]
+        plan = _replan(make_plan(e), set(kept))
+        if not plan.steps:
+            raise RecipeError(f"--resume {resume}: every treatment already has results ({', '.join(kept)}); "
+                              "nothing to run")
+        n = len(list(run_dir.glob("rendered*"))) + 1
+        run_id = dns_label(f"{run_dir.name[:56]}-r{n}")
+        rendered = f"rendered-r{n}"
+    else:
+        if ref is None:
+            raise RecipeError("infersweep experiment run --local FILE: give an experiment file or name")
+        e = load_experiment(ref)
+        plan = make_plan(e)
+        run_id = dns_label(f"{e.name[:40]}-{datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S')}")
+        run_dir = (out_root / run_id).resolve()
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / SPEC_PATH).write_text(str(e.path.resolve()))  # what --resume loads again
+    prof = local_profile()
+    platform = load_platform()
+    cache_root = cache_root.resolve()
+    model_dir = cache_root / "toy-model"
+    state_dir = run_dir / "state"
+
+    from workflows.experiment import experiment_workflow
+
+    workflow = experiment_workflow(plan, platform, namespace="local", dgd_api=dgd_api,
+                                   model_source=f"file://{model_dir}", ready_timeout_s=120,
+                                   treatment_args=_scaled(prof)).to_dict()
+    workflow["metadata"].pop("generateName", None)
+    workflow["metadata"]["name"] = run_id
+    validate_document(workflow)  # the document a cluster would get, strict
+    # Every step template is engine-independent; the pipeline template that comes with them is unused here.
+    first = plan.steps[0].treatment.recipe
+    templates = library_templates(platform, first.recipe.engine, first.recipe.topology.mode)
+    (run_dir / rendered / "templates").mkdir(parents=True, exist_ok=True)
+    (run_dir / rendered / "workflow.yaml").write_text(yaml.safe_dump(workflow, sort_keys=False, width=120))
+    for t in templates:
+        (run_dir / rendered / "templates" / f"{t['metadata']['name']}.yaml").write_text(yaml.safe_dump(t, sort_keys=False))
+    build_toy_model(model_dir)
+
+    from workflows.cluster import kubectl_manifests
+
+    namespace = workflow["metadata"].get("namespace", "default")
+    recipes = [s.treatment.recipe for s in plan.steps]
+    configmaps = {f"{namespace}/{d['metadata']['name']}": {k: str(v) for k, v in (d.get("data") or {}).items()}
+                  for d in kubectl_manifests(platform, recipes) if d.get("kind") == "ConfigMap"}
+    pythons = {platform["images"]["steps"]: sys.executable, platform["images"]["aiperf"]: venv_python("aiperf")}
+    s3 = LocalS3(buckets=[platform["s3"]["bucket"], ARTIFACT_BUCKET])
+    prev: dict[int, Any] = {}
+    argo: LocalArgo | None = None
+
+    def handle(signum, _frame):
+        if argo is not None:  # `argo stop`: the exit handler still tears the deployment down
+            argo.stop(f"stopped by {signal.Signals(signum).name}")
+
+    try:
+        s3.start()
+        env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
+        env |= s3.env() | {"INFERSWEEP_PLATFORM": "local", "INFERSWEEP_LOCAL_STATE": str(state_dir),
+                           "INFERSWEEP_LOCAL_MODEL_DIR": str(model_dir),
+                           "INFERSWEEP_LOCAL_MAX_WORKERS": str(prof["max_workers_per_component"])}
+        s3c = s3.client()
+
+        def upload_artifact(key: str, f: Path) -> str:
+            s3c.upload_file(str(f), ARTIFACT_BUCKET, key)
+            return f"s3://{ARTIFACT_BUCKET}/{key}"
+
+        cluster = LocalCluster(
+            pythons=pythons, pvc_dirs=lambda claim: cache_root / "pvc" / claim, run_dir=run_dir, cwd=REPO_ROOT,
+            env=env, upload_artifact=upload_artifact, on_event=on_event or _printer(), configmaps=configmaps,
+            state_dir=cache_root / "argo-state")
+        argo = LocalArgo(workflow, templates, cluster)
+        argo.name = run_id
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            prev[sig] = signal.signal(sig, handle)
+        if on_started is not None:
+            on_started(argo)
+        try:
+            root = argo.run()
+        finally:
+            (run_dir / f"status{rendered.removeprefix('rendered')}.json").write_text(json.dumps(argo.status(), indent=1))
+    finally:
+        for sig, h in prev.items():
+            signal.signal(sig, h)
+        for d in sorted((state_dir / "dgd").glob("*")) if (state_dir / "dgd").exists() else []:
+            procs.stop_all(d)  # belt and braces: no Dynamo process outlives the run
+        s3.stop()
+    report_file = run_dir / REPORT
+    report = json.loads(report_file.read_text()) if report_file.is_file() else None
+    return LocalExperimentRun(run_id, run_dir, argo.phase, plan, kept, report, root,
+                              time.monotonic() - t_start, argo.message)
