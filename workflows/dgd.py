@@ -135,8 +135,10 @@ def worker_args(r: ResolvedRecipe, role: str, w: Workers) -> list[str]:
         args += e.prefill_args + kv_transfer_args(r)
     elif role == "decode":
         args += e.decode_args + kv_transfer_args(r)
-    if r.recipe.router == "kv" and role in ("worker", "prefill"):
-        args += e.kv_router_args  # the router scores the workers a request enters at
+    if r.recipe.router == "kv" and role in ("worker", "prefill") and not (e.kv_router_args and e.kv_router_args[0] in args):
+        # the router scores the workers a request enters at; a recipe that already gives the events flag in its
+        # engine_args (e.g. an experiment keeping events on for round-robin too) keeps its own, never twice
+        args += e.kv_router_args
     args += offload_args(r, role)
     # Speculation is set on every role: vLLM and SGLang need the same draft config on both sides of a
     # disaggregated pair for the KV layout to match.

@@ -931,6 +931,13 @@ class LocalArgo:
             return self._mark(n, "Failed", "Step exceeded its deadline")
         n = node or self._init_node(name, "Pod", tmpl["name"], scope, boundary, "Pending", flags=flags)
         argv, env, mounts, root = self._pod_command(n, tmpl)  # a WorkflowError here errors the node
+        # A pod's initContainers run one after another before its main container, each to completion
+        # (Kubernetes init-container semantics; workflowpod.go createWorkflowPod keeps the template's
+        # initContainers after Argo's own `init`). Each gets its own command/env/mounts, mapped like the main one.
+        inits = []
+        for ic in tmpl.get("initContainers") or []:
+            ic_tmpl = {k: v for k, v in tmpl.items() if k not in ("script", "initContainers", "outputs")}
+            inits.append((ic.get("name", "init"), *self._pod_command(n, {**ic_tmpl, "container": ic})[:2]))
         n.phase = "Running"
         pod = _Pod(n.id, on_exit=on_exit)
         tdl = tmpl.get("activeDeadlineSeconds", tmpl.get("timeout"))
@@ -938,7 +945,8 @@ class LocalArgo:
             pod.deadline = time.time() + parse_duration(tdl)
             self._requeue(pod.deadline - time.time())
         self._pods[n.id] = pod
-        pod.thread = threading.Thread(target=self._run_pod, args=(pod, n, tmpl, argv, env, mounts, root), daemon=True)
+        pod.thread = threading.Thread(target=self._run_pod, args=(pod, n, tmpl, argv, env, mounts, root, inits),
+                                      daemon=True)
         pod.thread.start()
         return n
 
@@ -1037,7 +1045,7 @@ class LocalArgo:
         return argv, env, mounts, root
 
     def _run_pod(self, pod: _Pod, n: Node, tmpl: dict[str, Any], argv: list[str], env: dict[str, str],
-                 mounts: dict[str, Path], root: Path) -> None:
+                 mounts: dict[str, Path], root: Path, inits: list | None = None) -> None:
         log_path = root / "main.log"
         n.log = log_path
         try:
@@ -1050,6 +1058,24 @@ class LocalArgo:
                     log.write(f"$ {' '.join(argv)}\n".encode())
                 except OSError:
                     pass
+                for ic_name, ic_argv, ic_env in inits or []:
+                    log.write(f"$ [{ic_name}] {' '.join(ic_argv)}\n".encode())
+                    try:
+                        pod.proc = subprocess.Popen(ic_argv, cwd=self.cluster.cwd, env=ic_env, stdout=log,
+                                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                                    start_new_session=True)
+                    except OSError as e:
+                        pod.result = ("Error", f"failed to start container {ic_name}: {e}", {}, None)
+                        return
+                    if pod.killed:
+                        self._kill(pod)
+                    ic_rc = pod.proc.wait()
+                    if ic_rc != 0 or pod.killed:
+                        # operator.go inferFailedReason: a failed init container names itself in the message;
+                        # the main container never starts, so no outputs are saved.
+                        code = str(ic_rc if ic_rc >= 0 else 128 - ic_rc)
+                        pod.result = ("Failed", f"{ic_name}: Error (exit code {code})", {}, code)
+                        return
                 try:
                     pod.proc = subprocess.Popen(argv, cwd=self.cluster.cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
                                                 stdin=subprocess.DEVNULL, start_new_session=True)

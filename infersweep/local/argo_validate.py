@@ -58,7 +58,7 @@ def _check_template(argo: "LocalArgo", tmpl: dict[str, Any], scope: str) -> list
         if kind in tmpl:
             raise _err(f"templates.{name}: {kind} templates are not supported by the local executor "
                        "(supported: dag, steps, container, script)")
-    for feature in ("memoize", "daemon", "sidecars", "initContainers", "hooks"):
+    for feature in ("memoize", "daemon", "sidecars", "hooks"):
         if tmpl.get(feature):
             raise _err(f"templates.{name}.{feature} is not supported by the local executor")
     if (tmpl.get("inputs") or {}).get("artifacts"):
