@@ -17,30 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from infersweep.results.schema import OK_STATUSES, read_result
-
-
-def verdict(run_dir: Path, points: list[dict]) -> tuple[bool, str]:
-    failed, measured = [], 0
-    for p in points:
-        c = p["concurrency"]
-        d = run_dir / "points" / f"c{c}"
-        if not (d / "result.json").exists():
-            failed.append(f"c{c}: not run")
-            continue
-        r = read_result(d)
-        if r.get("status") in OK_STATUSES:
-            measured += 1
-        else:
-            failed.append(f"c{c}: {r.get('status', 'failed')}: {str(r.get('reason') or '')[:160]}")
-    if not measured:
-        # A deployment that never served is the usual cause: wait-ready wrote why (steps/wait_ready.py --failure).
-        not_serving = run_dir / "deploy" / "not-serving.txt"
-        why = f"; {not_serving.read_text().strip()}" if not_serving.exists() else ""
-        return False, f"nothing measured: 0 of {len(points)} points ({'; '.join(failed) or 'no points'}){why}"
-    if failed:
-        return False, f"{len(failed)} of {len(points)} points failed ({'; '.join(failed)}); {measured} measured and published"
-    return True, f"all {measured} points measured"
+from infersweep.results.verdict import verdict  # noqa: F401 (the rule lives there; re-exported)
 
 
 def main(argv: list[str] | None = None) -> int:

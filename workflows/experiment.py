@@ -34,6 +34,7 @@ from infersweep.experiment.restart import RestartClass
 from infersweep.recipe import RecipeError, ResolvedRecipe
 from infersweep.recipe_context import recipe_context
 from workflows.gpu_guard import recipes_synchronization
+from workflows.pipeline import points_json
 from workflows.dgd import render_dgd
 from workflows.steps_library import RUN_DIR, WORKDIR, STEP_BY_NAME, step_template_name
 
@@ -113,16 +114,21 @@ def experiment_workflow(plan: Plan, platform: dict[str, Any], *, namespace: str 
     ) as wf:
         with DAG(name="sweep", parallelism=1, fail_fast=False,
                  inputs=[Parameter(name=n) for n in ("points", "url", "tokenizer", "model", "workload",
-                                                     "max-error-rate", "timeout-s")]):
+                                                     "max-error-rate", "timeout-s", "ready-timeout-s")]):
             Task(name="point", template_ref=_ref("aiperf-point"), with_param="{{inputs.parameters.points}}",
                  arguments={"url": "{{inputs.parameters.url}}", "model": "{{inputs.parameters.model}}",
                             "tokenizer": "{{inputs.parameters.tokenizer}}", "concurrency": "{{item.concurrency}}",
                             "requests": "{{item.requests}}", "warmup": "{{item.warmup}}",
                             "workload": "{{inputs.parameters.workload}}",
                             "max-error-rate": "{{inputs.parameters.max-error-rate}}",
-                            "timeout-s": "{{inputs.parameters.timeout-s}}"})
+                            "timeout-s": "{{inputs.parameters.timeout-s}}",
+                            # the point's ensure-deployed init container brings a deleted DGD back (UI Retry)
+                            "ready-timeout-s": "{{inputs.parameters.ready-timeout-s}}",
+                            "cpu": "{{item.cpu}}", "memory": "{{item.memory}}"})
         _workdir_container("mark-start", images, [], ["mark-start", "--out", RUN_DIR])
         _workdir_container("record-ready", images, [], ["record-ready", "--out", RUN_DIR])
+        _workdir_container("verdict", images, ["points"],
+                           ["verdict", "--treatments-dir", TREATMENTS_DIR, "--points", "{{inputs.parameters.points}}"])
         _workdir_container("archive", images, ["treatment"],
                            ["archive", "--run-dir", RUN_DIR, "--to", f"{TREATMENTS_DIR}/{{{{inputs.parameters.treatment}}}}"])
         Container(name="compare", image=images["steps"], command=["python", "-m", "infersweep.experiment.compare_step"],
@@ -149,6 +155,7 @@ def experiment_workflow(plan: Plan, platform: dict[str, Any], *, namespace: str 
                     Task(name=caches[key], template_ref=_ref("model-cache"), depends="ensure-pvc",
                          arguments={"model": key[0], "revision": key[1], "source": model_source, "draft-model": key[2]})
             previous_end: str | None = None
+            treatment_points: dict[str, str] = {}
             for i, (s, dgd_name) in enumerate(zip(plan.steps, names)):
                 r: ResolvedRecipe = s.treatment.recipe
                 t = f"t{i}"
@@ -171,7 +178,8 @@ def experiment_workflow(plan: Plan, platform: dict[str, Any], *, namespace: str 
                                 "api-version": dgd_api})
                 Task(name=f"{t}-record-ready", template="record-ready", depends=f"{t}-wait-ready")
                 Task(name=f"{t}-sweep", template="sweep", depends=f"{t}-wait-ready",
-                     arguments={"points": args["points"],
+                     arguments={"points": points_json(json.loads(args["points"])),
+                                "ready-timeout-s": str(ready_timeout_s),
                                 "url": f"{{{{tasks.{t}-deploy.outputs.parameters.frontend-url}}}}",
                                 "tokenizer": f"{{{{tasks.{cache}.outputs.parameters.model-dir}}}}",
                                 "model": r.model.id, "workload": args["workload"],
@@ -190,11 +198,18 @@ def experiment_workflow(plan: Plan, platform: dict[str, Any], *, namespace: str 
                      arguments={"bucket": s3["bucket"], "prefix": f"{prefix}/{s.treatment.name}"})
                 Task(name=f"{t}-archive", template="archive", depends=_any(f"{t}-publish"),
                      arguments={"treatment": s.treatment.name})
+                treatment_points[s.treatment.name] = args["points"]
                 previous_end = f"{t}-archive"
             spec_text = e.path.read_text()
             compare = Task(name="compare", template="compare", depends=_any(previous_end),
                            arguments={"experiment": spec_text})
             Task(name="publish-report", template_ref=_ref("publish"), depends="compare",
                  arguments={"bucket": s3["bucket"], "prefix": f"{prefix}/report"})
+            # The leaf that makes a failed treatment fail the Workflow (dag.go assessDAGPhase judges a DAG by
+            # its leaves, and compare/publish-report succeed whatever the treatments did), after the report
+            # is published.
+            Task(name="verdict", template="verdict", depends=_any("publish-report"),
+                 arguments={"points": _compact({s.treatment.name: json.loads(treatment_points[s.treatment.name])
+                                                for s in plan.steps})})
             del pvc, compare
     return wf

@@ -4,6 +4,7 @@ one run to the fixed /work/run, so an experiment keeps each treatment's run by m
     python -m infersweep.experiment.workdir_step mark-start --out /work/run
     python -m infersweep.experiment.workdir_step record-ready --out /work/run
     python -m infersweep.experiment.workdir_step archive --run-dir /work/run --to /work/treatments/NAME
+    python -m infersweep.experiment.workdir_step verdict --treatments-dir /work/treatments --points '{"NAME": [...]}'
 
 `mark-start` runs just before the deploy (or reconfigure) step and `record-ready` just after wait-ready:
 time-to-ready.json holds the seconds between them (each includes one pod start, a few seconds in a
@@ -58,6 +59,19 @@ def archive(run_dir: Path, to: Path) -> Path:
     return to
 
 
+def experiment_verdict(treatments_dir: Path, points: dict[str, list[dict]]) -> tuple[bool, list[str]]:
+    """Each treatment judged as a recipe run is (infersweep.results.verdict): the experiment fails when any
+    treatment had a failed point or measured nothing, after its report was written and published."""
+    from infersweep.results.verdict import verdict
+
+    lines, ok_all = [], True
+    for name, pts in points.items():
+        ok, message = verdict(treatments_dir / name, pts)
+        ok_all &= ok
+        lines.append(f"{name}: {message}")
+    return ok_all, lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="action", required=True)
@@ -66,7 +80,14 @@ def main(argv: list[str] | None = None) -> int:
     m = sub.add_parser("archive")
     m.add_argument("--run-dir", type=Path, required=True)
     m.add_argument("--to", type=Path, required=True)
+    v = sub.add_parser("verdict")
+    v.add_argument("--treatments-dir", type=Path, required=True)
+    v.add_argument("--points", required=True, help="JSON: treatment name -> its points")
     a = ap.parse_args(argv)
+    if a.action == "verdict":
+        ok, lines = experiment_verdict(a.treatments_dir, json.loads(a.points))
+        print("verdict: " + "; ".join(lines), file=None if ok else sys.stderr)
+        return 0 if ok else 1
     if a.action == "mark-start":
         mark_start(a.out)
     elif a.action == "record-ready":

@@ -1,0 +1,36 @@
+"""A run's verdict from its points: failed when any point failed or nothing was measured (the last task of a
+recipe's pipeline, steps/verdict.py, and of an experiment, infersweep.experiment.workdir_step verdict).
+
+Why a step at all: Argo judges a DAG by its leaf tasks (argo-workflows v4.1.2 workflow/controller/dag.go
+assessDAGPhase), and the tasks after the points (summarize, publish, compare) run whatever happened and
+succeed, so without a failing leaf a sweep where every point failed ends Succeeded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from infersweep.results.schema import OK_STATUSES, read_result
+
+
+def verdict(run_dir: Path, points: list[dict]) -> tuple[bool, str]:
+    failed, measured = [], 0
+    for p in points:
+        c = p["concurrency"]
+        d = run_dir / "points" / f"c{c}"
+        if not (d / "result.json").exists():
+            failed.append(f"c{c}: not run")
+            continue
+        r = read_result(d)
+        if r.get("status") in OK_STATUSES:
+            measured += 1
+        else:
+            failed.append(f"c{c}: {r.get('status', 'failed')}: {str(r.get('reason') or '')[:160]}")
+    if not measured:
+        # A deployment that never served is the usual cause: wait-ready wrote why (steps/wait_ready.py --failure).
+        not_serving = run_dir / "deploy" / "not-serving.txt"
+        why = f"; {not_serving.read_text().strip()}" if not_serving.exists() else ""
+        return False, f"nothing measured: 0 of {len(points)} points ({'; '.join(failed) or 'no points'}){why}"
+    if failed:
+        return False, f"{len(failed)} of {len(points)} points failed ({'; '.join(failed)}); {measured} measured and published"
+    return True, f"all {measured} points measured"
