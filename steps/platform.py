@@ -200,8 +200,13 @@ class LocalPlatform:
             # The local Prometheus scrapes the frontend's /metrics from now on (file_sd, refreshed each second).
             from infersweep.local.prometheus import write_targets
 
+            # Target labels as Dynamo's PodMonitor dynamo-frontend gives a cluster's frontend (the Prometheus
+            # Operator's namespace/pod, dynamo_namespace from the pod label the operator sets to
+            # "<namespace>-<dgd>"): see params/metrics.yaml, so the same scoped queries work here.
+            name = dgd["metadata"]["name"]
             write_targets(Path(targets), [dep.frontend_url.removeprefix("http://")],
-                          {"dgd": dgd["metadata"]["name"], "namespace": namespace})
+                          {"namespace": namespace, "dynamo_namespace": f"{namespace}-{name}",
+                           "pod": f"{name}-frontend-local"})
         return dep.frontend_url
 
     def wait_ready(self, name: str, namespace: str, model: str, timeout_s: float, *,

@@ -157,7 +157,8 @@ def pipeline_template(engine: str, mode: str, platform: dict[str, Any], *, point
                         arguments={"tokenizer": "{{tasks.model-cache.outputs.parameters.model-dir}}"})
             pvc >> cache >> span
             scrape = Task(name="scrape", template_ref=_ref("scrape"), depends=AFTER_SPAN,
-                          arguments={"prometheus-url": _wf("prometheus-url")})
+                          arguments={"prometheus-url": _wf("prometheus-url"), "dgd-name": _wf("dgd-name"),
+                                     "context": _wf("context")})
             summarize = Task(name="summarize", template_ref=_ref("summarize"),
                              arguments={"gpu-count": _wf("gpu-count"), "slo": _wf("slo"), "title": _wf("recipe"),
                                         "context": _wf("context"),
