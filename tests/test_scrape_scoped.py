@@ -169,3 +169,111 @@ def test_two_local_deployments_scraped_by_one_prometheus_each_see_only_their_tra
     finally:
         for name in deps:
             teardown_local(tmp_path / name, grace_s=2)
+
+
+# ---------------------------------------------------------------- GPUs and the derived figures, synthetic series
+
+
+class _Exporter:
+    """Serves fixed DCGM gauges and a frontend output-token counter growing at a fixed rate, in the
+    Prometheus text format, for the real Prometheus to scrape."""
+
+    def __init__(self, gauges: list[tuple[str, dict, float]], counters: list[tuple[str, dict, float]]):
+        self.t0 = time.time()
+        exporter = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 (http.server's name)
+                lines = []
+                for name, labels, value in gauges:
+                    lines.append(f"{name}{{{_labels(labels)}}} {value}")
+                for name, labels, per_s in counters:
+                    lines.append(f"{name}{{{_labels(labels)}}} {per_s * (time.time() - exporter.t0):.3f}")
+                body = ("\n".join(lines) + "\n").encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.address = f"127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _labels(labels: dict) -> str:
+    return ",".join(f'{k}="{v}"' for k, v in labels.items())
+
+
+@pytest.mark.e2e  # ~40 s: waits for a full rate() range of scrapes
+@need_prometheus
+def test_gpu_queries_and_energy_and_cost_read_only_the_dgds_gpus(tmp_path):
+    ns, dgd = "bench", "sweep-a"
+    # The DGD's two GPUs; a GPU of another DGD in the same namespace; one of a same-named DGD elsewhere.
+    mine = [({"gpu": "0", "UUID": "GPU-a0", "namespace": ns, "pod": f"{dgd}-vllmworker-0", "container": "main"},
+             {"util": 90.0, "fb": 70000.0, "power": 610.0}),
+            ({"gpu": "1", "UUID": "GPU-a1", "namespace": ns, "pod": f"{dgd}-vllmworker-1", "container": "main"},
+             {"util": 80.0, "fb": 65000.0, "power": 540.0})]
+    others = [({"gpu": "2", "UUID": "GPU-b0", "namespace": ns, "pod": "sweep-b-vllmworker-0", "container": "main"},
+               {"util": 10.0, "fb": 1000.0, "power": 100.0}),
+              ({"gpu": "0", "UUID": "GPU-c0", "namespace": "other", "pod": f"{dgd}-vllmworker-0", "container": "main"},
+               {"util": 5.0, "fb": 500.0, "power": 90.0})]
+    field = {"util": "DCGM_FI_DEV_GPU_UTIL", "fb": "DCGM_FI_DEV_FB_USED", "power": "DCGM_FI_DEV_POWER_USAGE"}
+    gauges = [(field[k], labels, v) for labels, values in mine + others for k, v in values.items()]
+    tok_per_s = {dgd: 250.0, "sweep-b": 4000.0}
+    counters = [("dynamo_frontend_output_tokens_total",
+                 {"namespace": ns, "dynamo_namespace": f"{ns}-{name}", "model": "m"}, rate)
+                for name, rate in tok_per_s.items()]
+    exporter = _Exporter(gauges, counters)
+    try:
+        prom = LocalPrometheus(tmp_path / "targets.json")
+        with prom:
+            _write_groups(prom.targets_file, [(exporter.address, {})])
+            # rate(...[30s]) divides the increase it sees by the whole 30 s range (Prometheus extrapolates only
+            # ~1 scrape interval past the first sample): wait until the counters span the full range.
+            def spans_range() -> bool:
+                series = _instant(prom.url, "dynamo_frontend_output_tokens_total[40s]")
+                return len(series) == 2 and all(s["values"][-1][0] - s["values"][0][0] >= 32 for s in series)
+            _wait_for(spans_range, 90, "32 s of scrapes of the exporter")
+            run = tmp_path / "run"
+            (run / "points" / "c8").mkdir(parents=True)
+            now = time.time()
+            (run / "points" / "c8" / "result.json").write_text(json.dumps(
+                {"concurrency": 8, "profiling_start_ns": int((now - 2) * 1e9), "profiling_end_ns": int(now * 1e9)}))
+            rc = scrape_step.main(["--run-dir", str(run), "--prometheus-url", prom.url, "--namespace", ns,
+                                   "--dgd-name", dgd, "--context", json.dumps({"gpu_type": "H100"})])
+            assert rc == 0
+    finally:
+        exporter.close()
+    df = pd.read_parquet(run / "metrics" / "server_metrics.parquet")
+
+    def per_gpu(metric: str) -> dict[str, float]:
+        rows = df[df["metric"] == metric]
+        return {json.loads(l)["UUID"]: v for l, v in rows.groupby("labels")["value"].last().items()}
+
+    want = {labels["UUID"]: values for labels, values in mine}
+    assert per_gpu("gpu_utilization_pct") == {u: v["util"] for u, v in want.items()}
+    assert per_gpu("gpu_memory_used_mib") == {u: v["fb"] for u, v in want.items()}
+    assert per_gpu("gpu_power_w") == {u: v["power"] for u, v in want.items()}
+
+    def last(metric: str) -> float:
+        # The last sample inside the point's window: the step pads the window by a query step, and a rate
+        # evaluated past the last scrape sees less than its full range.
+        rows = df[(df["metric"] == metric) & (df["ts"] <= now)].dropna(subset=["value"])
+        assert len(rows), f"no {metric} samples"
+        return float(rows["value"].iloc[-1])
+
+    watts = sum(v["power"] for v in want.values())
+    assert last("gpu_power_total_w") == watts
+    assert last("gpu_count") == len(want)
+    # J per output token = W / (tokens/s); $ per 1e6 tokens = GPUs x $/GPU-h / 3600 s/h / (tokens/s) x 1e6.
+    assert last("energy_j_per_output_token") == pytest.approx(watts / tok_per_s[dgd], rel=0.03)
+    price = scrape_step.gpu_price("H100")
+    assert last("cost_usd_per_million_output_tokens") == pytest.approx(
+        len(want) * price / 3600 / tok_per_s[dgd] * 1e6, rel=0.03)
