@@ -21,6 +21,7 @@ class Platform(Protocol):
     def wait_ready(self, name: str, namespace: str, model: str, timeout_s: float, *,
                    api_version: str = "v1beta1", bundle_path: Path | None = None) -> float: ...
     def delete_dgd(self, name: str, namespace: str, api_version: str) -> bool: ...
+    def applied_at(self, name: str, namespace: str, api_version: str) -> float | None: ...
 
 
 class KubernetesPlatform:
@@ -142,6 +143,14 @@ class KubernetesPlatform:
         return wait_dgd_ready(self.core, self.custom, name, namespace, model, timeout_s,
                               api_version=api_version, bundle_path=bundle_path)
 
+    def applied_at(self, name: str, namespace: str, api_version: str) -> float | None:
+        """When the DGD was created: the API server's metadata.creationTimestamp (RFC 3339, whole seconds)."""
+        from datetime import datetime
+
+        dgd = self.custom.get_namespaced_custom_object(DGD_GROUP, api_version, namespace, DGD_PLURAL, name)
+        stamp = (dgd.get("metadata") or {}).get("creationTimestamp")
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() if stamp else None
+
     def delete_dgd(self, name: str, namespace: str, api_version: str) -> bool:
         from kubernetes.client.exceptions import ApiException
 
@@ -215,6 +224,12 @@ class LocalPlatform:
         from infersweep.local.dynamo import wait_ready_local
 
         return wait_ready_local(self._dgd_dir(name), timeout_s)
+
+    def applied_at(self, name: str, namespace: str, api_version: str) -> float | None:
+        """When the local deploy started the DGD's processes (deployment.json created_at)."""
+        from infersweep.local.dynamo import load_local
+
+        return load_local(self._dgd_dir(name)).created_at or None
 
     def delete_dgd(self, name: str, namespace: str, api_version: str) -> bool:
         from infersweep.local.dynamo import teardown_local

@@ -15,6 +15,7 @@ from hera.workflows import models as m
 
 WORKDIR = "/work"
 RUN_DIR = f"{WORKDIR}/run"
+READY_FILE = "ready.json"  # wait-ready's time-to-ready record, read by infersweep.results.context
 MODEL_CACHE = "/model-cache"
 OUT = "/tmp/outputs"  # output parameters are small files the controller reads back
 STEP_PREFIX = "infersweep-"
@@ -72,7 +73,7 @@ STEPS: list[StepSpec] = [
               ("api-version", "DGD apiVersion (v1beta1 or v1alpha1)")],
              ["--name", _p("dgd-name"), "--namespace", "{{workflow.namespace}}", "--model", _p("model"),
               "--timeout-s", _p("timeout-s"), "--api-version", _p("api-version"),
-              "--bundle", f"{OUT}/debug-bundle.json"], mounts=(),
+              "--bundle", f"{OUT}/debug-bundle.json", "--ready-file", f"{RUN_DIR}/{READY_FILE}"],
              optional_artifacts=[("debug-bundle", f"{OUT}/debug-bundle.json")]),
     StepSpec("aiperf-point", "aiperf_point",
              [("url", "frontend URL"), ("model", "served model name"), ("tokenizer", "tokenizer folder"),
