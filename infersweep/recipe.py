@@ -228,6 +228,8 @@ class GpuType(_Strict):
     memory_gib: float = Field(gt=0)
     resource: str = "nvidia.com/gpu"
     mem_bw_tb_s: float | None = Field(default=None, gt=0, exclude=True, description="HBM bandwidth per GPU (physics check)")
+    usd_per_gpu_hour: float | None = Field(default=None, gt=0, exclude=True,
+                                           description="price of one GPU-hour (steps.scrape cost per million tokens)")
     placement: Placement | None = None
     # The pool's inter-pod data path, used by every recipe of this GPU type that moves data between pods
     # (disaggregated KV transfer, TP across nodes) and states no `transport` of its own.

@@ -53,6 +53,7 @@ class Platform(Protocol):
     def wait_ready(self, name: str, namespace: str, model: str, timeout_s: float, *,
                    api_version: str = "v1beta1", bundle_path: Path | None = None) -> float: ...
     def delete_dgd(self, name: str, namespace: str, api_version: str, *, owner_uid: str = "") -> bool: ...
+    def applied_at(self, name: str, namespace: str, api_version: str) -> float | None: ...
 
 
 class KubernetesPlatform:
@@ -228,6 +229,14 @@ class KubernetesPlatform:
         return wait_dgd_ready(self.core, self.custom, name, namespace, model, timeout_s,
                               api_version=api_version, bundle_path=bundle_path)
 
+    def applied_at(self, name: str, namespace: str, api_version: str) -> float | None:
+        """When the DGD was created: the API server's metadata.creationTimestamp (RFC 3339, whole seconds)."""
+        from datetime import datetime
+
+        dgd = self.custom.get_namespaced_custom_object(DGD_GROUP, api_version, namespace, DGD_PLURAL, name)
+        stamp = (dgd.get("metadata") or {}).get("creationTimestamp")
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() if stamp else None
+
     def delete_dgd(self, name: str, namespace: str, api_version: str, *, owner_uid: str = "") -> bool:
         from kubernetes.client.exceptions import ApiException
 
@@ -303,8 +312,13 @@ class LocalPlatform:
             # The local Prometheus scrapes the frontend's /metrics from now on (file_sd, refreshed each second).
             from infersweep.local.prometheus import write_targets
 
+            # Target labels as Dynamo's PodMonitor dynamo-frontend gives a cluster's frontend (the Prometheus
+            # Operator's namespace/pod, dynamo_namespace from the pod label the operator sets to
+            # "<namespace>-<dgd>"): see params/metrics.yaml, so the same scoped queries work here.
+            name = dgd["metadata"]["name"]
             write_targets(Path(targets), [dep.frontend_url.removeprefix("http://")],
-                          {"dgd": dgd["metadata"]["name"], "namespace": namespace})
+                          {"namespace": namespace, "dynamo_namespace": f"{namespace}-{name}",
+                           "pod": f"{name}-frontend-local"})
         return dep.frontend_url
 
     def wait_ready(self, name: str, namespace: str, model: str, timeout_s: float, *,
@@ -316,6 +330,12 @@ class LocalPlatform:
 
     def image_ids(self, name: str, namespace: str) -> dict[str, str]:
         return {}  # processes on this machine: no images, no digests
+
+    def applied_at(self, name: str, namespace: str, api_version: str) -> float | None:
+        """When the local deploy started the DGD's processes (deployment.json created_at)."""
+        from infersweep.local.dynamo import load_local
+
+        return load_local(self._dgd_dir(name)).created_at or None
 
     def delete_dgd(self, name: str, namespace: str, api_version: str, *, owner_uid: str = "") -> bool:
         from infersweep.local.dynamo import teardown_local

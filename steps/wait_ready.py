@@ -4,6 +4,8 @@ The reason is the last line on stderr, which Argo shows as the step's message; t
 status, pods, events, last log lines) goes to --bundle, an optional output artifact of the template.
 Once ready, the images the deployment's pods actually run (container image -> imageID with its digest,
 from pod status) go to --images for the run context: a tag can move, a digest cannot.
+On success, --ready-file records the deployment's time-to-ready (from the DGD's creation to serving):
+the results table carries it as a context column (infersweep.results.context).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 import yaml
@@ -33,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ensure-from", default="",
                     help="the DGD this run's deploy saved: re-created first when missing (a UI Retry of a failed "
                          "wait-ready re-runs it after the exit handler deleted the DGD)")
+    ap.add_argument("--ready-file", default="", help="where to record when the DGD was applied and when it served")
     a = ap.parse_args(argv)
     name = dgd_name(a.name, a.run_id)
     platform = get_platform()
@@ -61,7 +65,22 @@ def main(argv: list[str] | None = None) -> int:
         Path(a.images).write_text(json.dumps(images, indent=2, sort_keys=True) + "\n")
         for image, image_id in sorted(images.items()):
             print(f"  runs {image} = {image_id}")
+    if a.ready_file:
+        write_ready_file(Path(a.ready_file), name, a.namespace, a.api_version, waited_s=took)
     return 0
+
+
+def write_ready_file(path: Path, name: str, namespace: str, api_version: str, *, waited_s: float) -> None:
+    ready_at = time.time()
+    try:
+        applied_at = get_platform().applied_at(name, namespace, api_version)
+    except Exception as e:  # the record enriches a run: never fail a served deployment over it
+        print(f"wait-ready: cannot read when {name} was applied: {e}", file=sys.stderr)
+        applied_at = None
+    record = {"dgd": name, "applied_at": applied_at, "ready_at": ready_at, "waited_s": round(waited_s, 3),
+              "time_to_ready_s": round(ready_at - applied_at, 3) if applied_at else None}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record) + "\n")
 
 
 if __name__ == "__main__":

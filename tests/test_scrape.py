@@ -46,6 +46,7 @@ def test_prometheus_scrapes_a_file_sd_target_and_stops_cleanly(tmp_path):
 @pytest.mark.e2e
 def test_local_run_has_frontend_rate_and_ttft_samples_within_each_points_window(tmp_path):
     bucket = load_platform()["s3"]["bucket"]
+    t0 = time.time()
     with LocalS3(buckets=[bucket, ARTIFACT_BUCKET]) as s3:
         res = run_local(NEMOTRON, out_root=tmp_path / "runs", cache_root=tmp_path / "cache", s3=s3,
                         on_event=lambda *_: None)
@@ -67,3 +68,11 @@ def test_local_run_has_frontend_rate_and_ttft_samples_within_each_points_window(
         assert (rate["value"] > 0).any(), f"c={c}: no frontend request rate while AIPerf was sending"
         ttft = mine[mine["metric"] == "frontend_ttft_p50_s"].dropna(subset=["value"])
         assert len(ttft) and ttft["value"].between(0.001, 10).all(), f"c={c}: no plausible frontend TTFT"
+
+    # Deployment time-to-ready (wait-ready's record, from the DGD's creation to serving) is a result column.
+    table = pd.read_parquet(next(Path(res.results_dir).rglob("results.parquet")))
+    ready = table["time_to_ready_s"].dropna().unique()
+    assert len(ready) == 1, f"one time-to-ready per run, got {ready}"
+    first_point = min(json.loads(f.read_text())["profiling_start_ns"] / 1e9
+                      for f in Path(res.results_dir, "points").glob("*/result.json"))
+    assert 0 < ready[0] < first_point - t0, "time-to-ready after the run started and before the first point"

@@ -153,7 +153,9 @@ def pipeline_template(engine: str, mode: str, platform: dict[str, Any], *, point
         with DAG(name="exit-handler"):
             Task(name="teardown", template_ref=_ref("teardown"),
                  arguments={"dgd-name": _wf("dgd-name"), "api-version": _wf("dgd-api-version")})
-            scrape = Task(name="scrape", template_ref=_ref("scrape"), arguments={"prometheus-url": _wf("prometheus-url")})
+            scrape = Task(name="scrape", template_ref=_ref("scrape"),
+                          arguments={"prometheus-url": _wf("prometheus-url"), "dgd-name": _wf("dgd-name"),
+                                     "context": _wf("context")})
             summarize = Task(name="summarize", template_ref=_ref("summarize"),
                              arguments={"gpu-count": _wf("gpu-count"), "slo": _wf("slo"), "title": _wf("recipe"),
                                         "context": _wf("context")})

@@ -27,6 +27,7 @@ from hera.workflows import models as m
 
 WORKDIR = "/work"
 RUN_DIR = f"{WORKDIR}/run"
+READY_FILE = "ready.json"  # wait-ready's time-to-ready record, read by infersweep.results.context
 MODEL_CACHE = "/model-cache"
 OUT = "/tmp/outputs"  # output parameters are small files the controller reads back
 STEP_PREFIX = "infersweep-"
@@ -99,7 +100,7 @@ STEPS: list[StepSpec] = [
              ["--name", _p("dgd-name"), "--run-id", "{{workflow.name}}", "--namespace", "{{workflow.namespace}}",
               "--model", _p("model"), "--timeout-s", _p("timeout-s"), "--api-version", _p("api-version"),
               "--bundle", f"{OUT}/debug-bundle.json", "--images", IMAGES_RAN, "--failure", NOT_SERVING,
-              "--ensure-from", DEPLOYED_DGD],
+              "--ensure-from", DEPLOYED_DGD, "--ready-file", f"{RUN_DIR}/{READY_FILE}"],
              optional_artifacts=[("debug-bundle", f"{OUT}/debug-bundle.json")]),
     StepSpec("aiperf-point", "aiperf_point",
              [("url", "frontend URL"), ("model", "served model name"), ("tokenizer", "tokenizer folder"),
@@ -120,8 +121,12 @@ STEPS: list[StepSpec] = [
              env={"AIPERF_SERVER_METRICS_COLLECTION_FLUSH_PERIOD": "0"},
              image="aiperf", outputs=["result"], mounts=("workdir", "model-cache")),
     StepSpec("scrape", "scrape",
-             [("prometheus-url", "Prometheus base URL ('' skips server metrics)")],
-             ["--run-dir", RUN_DIR, "--prometheus-url", _p("prometheus-url")], read_only_root=True),
+             [("prometheus-url", "Prometheus base URL ('' skips server metrics)"),
+              ("dgd-name", "DGD name: every query is scoped to it"),
+              ("context", "the run's context as JSON (its gpu_type prices the GPU-hours)")],
+             ["--run-dir", RUN_DIR, "--prometheus-url", _p("prometheus-url"), "--namespace", "{{workflow.namespace}}",
+              "--dgd-name", _p("dgd-name"), "--run-id", "{{workflow.name}}", "--context", _p("context")],
+             read_only_root=True),
     StepSpec("summarize", "summarize",
              [("gpu-count", "GPUs the deployment uses"), ("slo", "SLO bounds as JSON"), ("title", "plot title"),
               ("context", "the run's context as JSON (recipe hash, images, model revision, ...)")],

@@ -64,7 +64,9 @@ class LocalPrometheus:
             write_targets(self.targets_file, [])
         config = {"global": {"scrape_interval": self.interval, "scrape_timeout": self.interval,
                              "evaluation_interval": self.interval},
-                  "scrape_configs": [{"job_name": JOB, "file_sd_configs": [
+                  # honor_labels as Dynamo's PodMonitor dynamo-frontend sets it (platform chart,
+                  # templates/prometheus.yaml): the frontend's own labels win over the target's.
+                  "scrape_configs": [{"job_name": JOB, "honor_labels": True, "file_sd_configs": [
                       {"files": [str(self.targets_file)], "refresh_interval": "1s"}]}]}
         (self.dir / "prometheus.yml").write_text(yaml.safe_dump(config))
         self.port = self.port or free_port()

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 CONTEXT_FILE = "context.json"
+READY_FILE = "ready.json"  # steps.wait_ready --ready-file: time from the DGD's creation to serving
 RUN_FILE = "run.json"  # summary/run.json: the context + SLO + schema version of a summarized run
 
 # Every context key the results table carries (missing ones stay empty, never invented).
@@ -25,7 +26,8 @@ FIELDS = ("run_id", "recipe", "recipe_hash", "engine", "engine_image", "model", 
           "images_ran",
           "prediction",  # set by steps/summarize (infersweep.predict.beside): where the predicted columns come from
           # an experiment treatment's run (workflows/experiment.py hands these to its summarize tasks)
-          "experiment", "treatment", "restart_class", "levels")
+          "experiment", "treatment", "restart_class", "levels",
+          "time_to_ready_s")
 # source: measured / simulated (built-in timing) / simulated (calibrated: database) (infersweep.predict.source);
 # "imported" for AIPerf folders brought in by `infersweep import` (a measurement: classed as measured).
 # What wait-ready read from the deployment's pod status (image -> imageID with digest): what ran, not what
@@ -122,6 +124,9 @@ def build_context(run_dir: Path, *, given: dict[str, Any], title: str, gpu_count
     ends = sorted(p["end_time"] for p in points if p.get("end_time"))
     ctx["run_start"] = starts[0] if starts else None
     ctx["run_end"] = ends[-1] if ends else None
+    ready = run_dir / READY_FILE
+    if ready.exists():  # measured by wait-ready: wins over anything given
+        ctx["time_to_ready_s"] = json.loads(ready.read_text()).get("time_to_ready_s")
     if not ctx.get("source"):  # measured / simulated (built-in timing) / simulated (calibrated: database)
         from infersweep.predict.source import result_source
         ctx["source"] = result_source()
