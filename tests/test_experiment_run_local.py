@@ -122,11 +122,15 @@ def test_a_failed_treatment_does_not_stop_the_next_and_resume_runs_only_it(tmp_p
     killed = []
 
     def kill_worker_after_first_deploy(kind, node):
-        # A real fault: rr's worker process dies right after its deploy step (wait-ready sees it exit).
-        if kind == "end" and node.name.endswith(".t0-deploy(0)") and not killed:
-            state = next(Path(node.log).parents[2].glob("state/dgd/*"))
+        # A real fault that does not heal: rr's worker process dies once it served, and the DGD its deploy
+        # saved is unreadable, so the points' ensure-deployed init container (which would otherwise bring
+        # the deployment back, as after a UI Retry) fails too.
+        if kind == "end" and node.name.endswith(".t0-wait-ready(0)") and not killed:
+            run_dir = Path(node.log).parents[2]
+            state = next(run_dir.glob("state/dgd/*"))
             worker = next(r for r in procs.alive(state) if r["name"] == "VllmWorker")
             procs._signal_group(worker, 9)
+            (run_dir / "volumes" / "workdir" / "run" / "deploy" / "dgd.yaml").write_text("{not: [a dgd\n")
             killed.append(worker["pid"])
 
     first = run_experiment_local(spec, out_root=tmp_path / "runs", cache_root=tmp_path / "cache",
