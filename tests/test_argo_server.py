@@ -242,6 +242,21 @@ def test_submit_status_list_round_trip(argo, capsys):
     assert "no workflows" in capsys.readouterr().out
 
 
+def test_experiment_submit_creates_one_validated_workflow_with_every_treatment(argo, capsys):
+    assert main(["experiment", "submit", "nemotron-rr-vs-kv"]) == 0
+    out = capsys.readouterr().out
+    (wf,) = argo.objects("workflows")
+    name = wf["metadata"]["name"]
+    assert f"{argo.url}/workflows/{NS}/{name}" in out and "frontend only" in out
+    assert wf["metadata"]["labels"]["infersweep.io/experiment"] == "nemotron-rr-vs-kv"
+    tasks = {t["name"] for t in next(t for t in wf["spec"]["templates"] if t["name"] == "experiment")["dag"]["tasks"]}
+    assert {"t0-deploy", "t1-deploy", "compare", "verdict"} <= tasks
+    # a bad experiment is refused before any request
+    before = len(argo.requests)
+    assert main(["experiment", "submit", "no-such-experiment"]) == 2
+    assert len(argo.requests) == before
+
+
 def test_bad_input_fails_before_any_request(argo, capsys):
     assert main(["submit", RECIPE, "--set", "prometheus_url=x"]) == 2
     assert "no such parameter" in capsys.readouterr().err

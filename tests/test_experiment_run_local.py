@@ -125,7 +125,7 @@ def test_a_failed_treatment_does_not_stop_the_next_and_resume_runs_only_it(tmp_p
         # A real fault that does not heal: rr's worker process dies once it served, and the DGD its deploy
         # saved is unreadable, so the points' ensure-deployed init container (which would otherwise bring
         # the deployment back, as after a UI Retry) fails too.
-        if kind == "end" and node.name.endswith(".t0-wait-ready(0)") and not killed:
+        if kind == "end" and re.search(r"\.t0-wait-ready(\(\d+\))?$", node.name) and not killed:
             run_dir = Path(node.log).parents[2]
             state = next(run_dir.glob("state/dgd/*"))
             worker = next(r for r in procs.alive(state) if r["name"] == "VllmWorker")

@@ -52,6 +52,36 @@ def _render(a: argparse.Namespace) -> int:
     return 0
 
 
+def _submit(a: argparse.Namespace) -> int:
+    """The experiment's Workflow (the one `render` writes) created through the Argo Server, as `submit` does a
+    recipe's: everything that can be refused (the file, every treatment, the strict Argo schemas, the GPU
+    pool) is refused before the first request."""
+    from infersweep.argo_server import server_from_args
+    from infersweep.commands.submit import watch
+    from infersweep.experiment.plan import make_plan
+    from infersweep.experiment.spec import load_experiment
+    from infersweep.platform_config import load_platform
+    from infersweep.schemas import validate_document
+    from workflows.experiment import experiment_workflow
+    from workflows.gpu_guard import check_fits_pool
+
+    platform = load_platform()
+    plan = make_plan(load_experiment(a.file))
+    for step in plan.steps:
+        check_fits_pool(step.treatment.recipe, platform)
+    server = server_from_args(a)
+    doc = experiment_workflow(plan, platform, namespace=server.cfg.namespace, dgd_api=a.dgd_api).to_dict()
+    validate_document(doc)
+    wf = server.create_workflow(doc)
+    name = wf["metadata"]["name"]
+    print(plan.text())
+    print(f"\nsubmitted {server.cfg.namespace}/{name} (experiment {plan.experiment.name}, {len(plan.steps)} treatments)")
+    print(server.ui_link(name))
+    if not a.watch:
+        return 0
+    return 0 if watch(server, name) == "Succeeded" else 1
+
+
 def _run(a: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -98,6 +128,8 @@ def run(a: argparse.Namespace) -> int:
         return _report(a)
     if a.action == "render":
         return _render(a)
+    if a.action == "submit":
+        return _submit(a)
     if a.runs:
         raise RecipeError("infersweep experiment plan FILE: takes no runs (they go to `experiment report`)")
     print(make_plan(load_experiment(a.file)).text())
@@ -108,7 +140,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     from infersweep.results.cli_common import add_store_arg, clean_errors
 
     p = sub.add_parser("experiment", help="plan a comparison of deployments with the fewest redeploys; report on it")
-    p.add_argument("action", choices=["plan", "list", "render", "report", "run"])
+    p.add_argument("action", choices=["plan", "list", "render", "report", "run", "submit"])
     p.add_argument("file", nargs="?", help="params/experiments/<name>.yaml or its name")
     p.add_argument("runs", nargs="*", metavar="TREATMENT=RUN", help="report: each treatment's run (folder or id)")
     p.add_argument("--out", help="render: folder for the Workflow YAML (default: .); run: runs folder (default: runs)")
@@ -118,5 +150,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="run: execute the experiment's Workflow on this machine")
     p.add_argument("--resume", metavar="RUN_DIR", help="run --local: re-run only the treatments without results")
     p.add_argument("--dgd-api", default="v1beta1", choices=["v1beta1", "v1alpha1"], help="render: DGD apiVersion")
+    p.add_argument("--watch", action="store_true", help="submit: follow the run until it ends")
     add_store_arg(p)
+    from infersweep.argo_server import add_server_flags
+
+    add_server_flags(p)
     p.set_defaults(fn=clean_errors(run))
