@@ -10,6 +10,7 @@ naming the file, the field and the fix, before anything is rendered or touches a
 
 from __future__ import annotations
 
+import math
 import re
 from functools import cached_property
 from pathlib import Path
@@ -41,6 +42,7 @@ class _Strict(BaseModel):
 
 
 PositiveInt = Annotated[int, Field(gt=0)]
+MAX_REQUEST_RATE = 100_000.0  # requests/s; above this a typo is likelier than a benchmark
 
 # ---------------------------------------------------------------- shared facts
 
@@ -337,6 +339,12 @@ class Workload(_Strict):
     prefix: Prefix | None = None
     multi_turn: MultiTurn | None = None
     concurrency: list[PositiveInt] = Field(min_length=1, max_length=64)
+    # Open loop: requests arrive at a rate whatever the server does (AIPerf --request-rate with
+    # --arrival-pattern; aiperf/config/flags/cli_config.py, CLIConfig.request_rate / arrival_pattern). A rate
+    # sweep's points carry the rate; `concurrency` is then one value, the in-flight cap AIPerf keeps.
+    request_rate: list[float] | None = Field(default=None, min_length=1, max_length=64,
+                                             description="requests/s per point (open loop) instead of a concurrency sweep")
+    arrival: Literal["poisson", "constant"] = Field(default="poisson", description="arrival pattern of a request_rate sweep")
     requests_per_concurrency: int = Field(default=10, gt=0, le=10_000)
     min_requests: int = Field(default=32, gt=0)
     warmup_requests: int = Field(default=8, ge=0)
@@ -382,8 +390,25 @@ class Workload(_Strict):
             raise ValueError(f"concurrency values repeat: {dup}; list each level once")
         return v
 
+    @field_validator("request_rate")
+    @classmethod
+    def _rates(cls, v: list[float] | None) -> list[float] | None:
+        if v is None:
+            return v
+        bad = [r for r in v if not (isinstance(r, (int, float)) and r == r and 0 < r <= MAX_REQUEST_RATE)]
+        if bad:
+            raise ValueError(f"request_rate values {bad} are not rates; give requests/s above 0 and at most {MAX_REQUEST_RATE:g}")
+        if len(set(v)) != len(v):
+            raise ValueError(f"request_rate values repeat: {sorted({r for r in v if v.count(r) > 1})}; list each rate once")
+        return v
+
     @model_validator(mode="after")
     def _combinations(self) -> "Workload":
+        if self.request_rate and len(self.concurrency) != 1:
+            raise ValueError(f"a request_rate sweep takes one concurrency, the in-flight cap (e.g. concurrency: "
+                             f"[{max(self.concurrency)}]); got {self.concurrency}")
+        if "arrival" in self.model_fields_set and not self.request_rate:
+            raise ValueError("arrival applies to a request_rate sweep; add request_rate or remove arrival")
         if self.prefix and (self.seq_dist or self.trace):
             raise ValueError("prefix sharing goes with a synthetic `isl` + `osl` workload; remove `prefix` or use isl/osl")
         if self.prefix and self.prefix.tokens >= self.isl:
@@ -411,24 +436,36 @@ class Workload(_Strict):
 
     def aiperf_workload(self) -> dict[str, Any]:
         """What the benchmark-point step sends (keys of steps.aiperf_point.WORKLOAD_FLAGS + trace, trace_type)."""
+        arrival = {"arrival": self.arrival} if self.request_rate else {}
         if self.trace:
-            return {"trace": self.trace.url, "trace_type": self.trace.type}
+            return {"trace": self.trace.url, "trace_type": self.trace.type} | arrival
         if self.seq_dist:
             shape = {"seq_dist": self.seq_dist}
             if self.multi_turn:
                 shape |= {k: v for k, v in self._shape(self.isl, self.osl).items() if k not in ("isl", "osl")}
-            return shape
-        return self._shape(self.isl, self.osl)
+            return shape | arrival
+        return self._shape(self.isl, self.osl) | arrival
 
     def synthetic_workload(self, isl: int, osl: int) -> dict[str, Any]:
         """The synthetic stand-in local mode runs at (scaled) `isl`/`osl`: a trace or a mix becomes its
         average lengths (AIPerf 0.13's trace replay fails with hash_ids and a local tokenizer dir, and a mix's
         32K-token buckets do not fit a laptop); a shared prefix keeps its share of the input."""
-        return self._shape(isl, osl)
+        return self._shape(isl, osl) | ({"arrival": self.arrival} if self.request_rate else {})
 
-    def points(self) -> list[dict[str, int]]:
-        """The sweep as data: one item per concurrency level, in the recipe's order."""
-        return [{"concurrency": c, "requests": max(self.min_requests, c * self.requests_per_concurrency),
+    @property
+    def load(self) -> Literal["concurrency", "request_rate"]:
+        return "request_rate" if self.request_rate else "concurrency"
+
+    def points(self) -> list[dict[str, Any]]:
+        """The sweep as data: one item per concurrency level (closed loop, request_rate 0) or per rate
+        (open loop at the one concurrency cap), in the recipe's order. A rate point sends
+        rate x requests_per_concurrency requests (that many seconds of arrivals), at least min_requests."""
+        if self.request_rate:
+            cap = self.concurrency[0]
+            return [{"concurrency": cap, "request_rate": r,
+                     "requests": max(self.min_requests, math.ceil(r * self.requests_per_concurrency)),
+                     "warmup": min(self.warmup_requests, cap * 4)} for r in self.request_rate]
+        return [{"concurrency": c, "request_rate": 0, "requests": max(self.min_requests, c * self.requests_per_concurrency),
                  "warmup": min(self.warmup_requests, max(c, 1) * 4)} for c in self.concurrency]
 
 

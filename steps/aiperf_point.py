@@ -54,6 +54,9 @@ WORKLOAD_FLAGS = {
     "turns": "--conversation-turn-mean",  # multi-turn sessions
     "turn_delay_ms": "--conversation-turn-delay-mean",
     "sessions": "--conversation-num",
+    # Open-loop arrivals of a --request-rate point: poisson | constant (AIPerf 0.13
+    # aiperf/config/flags/cli_config.py, CLIConfig.arrival_pattern, alias --request-rate-mode).
+    "arrival": "--arrival-pattern",
 }
 
 
@@ -63,7 +66,7 @@ REUSE_KEYS = ("prefix_tokens", "num_prefixes", "turns", "turn_delay_ms", "sessio
 DEFAULT_BASE_SEED = 1
 
 
-def point_seed(base: int, concurrency: int, repetition: int) -> int:
+def point_seed(base: int, concurrency: int | str, repetition: int) -> int:
     """A seed of this point and repetition alone: a later point's prompts are not the ones an earlier point
     left in the prefix cache. Deterministic, so a rerun sends the same prompts again."""
     digest = hashlib.sha256(f"{base}:{concurrency}:{repetition}".encode()).digest()
@@ -85,7 +88,9 @@ def choose_seed(args: argparse.Namespace) -> tuple[int, str, str]:
         return args.seed, "given (--seed)", "reused-prompts" if reuse else "unknown"
     if reuse:
         return DEFAULT_BASE_SEED, f"shared: the workload reuses prompts ({', '.join(reuse)})", "reused-prompts"
-    return point_seed(DEFAULT_BASE_SEED, args.concurrency, args.repetition), "per-point", "fresh-prompts"
+    # a rate point's seed depends on its rate too: every rate point shares the concurrency cap
+    load = args.concurrency if not getattr(args, "request_rate", 0) else f"{args.concurrency}@{args.request_rate:g}"
+    return point_seed(DEFAULT_BASE_SEED, load, args.repetition), "per-point", "fresh-prompts"
 
 
 def workload_argv(workload: dict) -> list[str]:
@@ -111,6 +116,11 @@ def build_argv(args: argparse.Namespace) -> list[str]:
         "--concurrency", str(args.concurrency),
         "--request-count", str(args.requests),
     ]
+    if args.request_rate:
+        # Open loop: AIPerf schedules arrivals at this rate; --concurrency stays as the in-flight cap
+        # (AIPerf 0.13 aiperf/config/flags/cli_config.py, CLIConfig.request_rate: "Can be combined with
+        # `--concurrency` to control the number of concurrent requests").
+        argv += ["--request-rate", f"{args.request_rate:g}"]
     if args.warmup > 0:
         argv += ["--warmup-request-count", str(args.warmup)]
     workload = dict(args.workload or {})
@@ -149,6 +159,23 @@ def _workload_json(text: str) -> dict:
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
     return value
+
+
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (value == value and 0 <= value < float("inf")):
+        raise argparse.ArgumentTypeError("give requests/s >= 0 (0 = closed loop)")
+    return value
+
+
+def point_folder(out: str, request_rate: float) -> Path:
+    """Where this point's files go. Every point of a rate sweep has the same concurrency (the in-flight
+    cap), so an open-loop point gets a folder of its own rate: a later rate never finds an earlier one's
+    good result.json and keeps it as its own."""
+    return Path(out) if not request_rate else Path(f"{out}-rate{request_rate:g}")
 
 
 def child_env() -> dict[str, str]:
@@ -254,7 +281,7 @@ def write_json(path: Path, data: dict, indent: int | None = 2) -> None:
 def write_result_param(path: str | None, result: dict) -> None:
     # An Argo output parameter: keep it small, the full result lives in result.json.
     if path:
-        write_json(Path(path), {k: result.get(k) for k in ("concurrency", "status", "reason")}, indent=None)
+        write_json(Path(path), {k: result.get(k) for k in ("concurrency", "request_rate", "status", "reason")}, indent=None)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -263,6 +290,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--model", required=True, help="served model name")
     p.add_argument("--tokenizer", required=True, help="local tokenizer dir (passed as is)")
     p.add_argument("--concurrency", type=int, required=True)
+    p.add_argument("--request-rate", type=_rate, default=0.0,
+                   help="requests/s of an open-loop point (0 = closed loop at --concurrency); its folder is OUT-rate<R>")
     p.add_argument("--requests", type=int, required=True, help="profiling requests")
     p.add_argument("--warmup", type=int, default=0, help="warmup requests, excluded from results")
     p.add_argument("--isl", type=int, help="input tokens per request (synthetic prompts)")
@@ -301,7 +330,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    out = Path(args.out)
+    out = point_folder(args.out, args.request_rate)
+    args.out = str(out)
     out.mkdir(parents=True, exist_ok=True)
     result_path = out / RESULT_FILE
 
@@ -309,6 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     if previous is not None and previous.get("status") == "ok":
         print(f"{result_path} already holds a good point (attempt {previous.get('attempt')}): kept, AIPerf not run")
         previous.setdefault("concurrency", args.concurrency)
+        previous.setdefault("request_rate", args.request_rate)
         write_result_param(args.result_param, previous)
         return EXIT_OK
 
@@ -337,13 +368,15 @@ def main(argv: list[str] | None = None) -> int:
         if stopped_by.startswith("timeout"):
             who = stopped_by.replace("timeout", f"--timeout-s {args.timeout_s:g}", 1)
         result["reason"] += f" (stopped by {who})"
-    result.update(concurrency=args.concurrency, repetition=args.repetition, seed=args.chosen_seed,
+    result.update(concurrency=args.concurrency, request_rate=args.request_rate,
+                  arrival=(args.workload or {}).get("arrival", "poisson") if args.request_rate else None, repetition=args.repetition, seed=args.chosen_seed,
                   seed_policy=seed_policy, cache_state=cache_state, argv=command, exit_code=exit_code,
                   wall_s=round(wall_s, 3), attempt=attempt, stopped_by=stopped_by)
     write_json(result_path, result)
     write_result_param(args.result_param, result)
 
-    line = f"concurrency {args.concurrency}: {result['status']}: {result['reason']}"
+    load = f"request rate {args.request_rate:g}/s (cap {args.concurrency})" if args.request_rate else f"concurrency {args.concurrency}"
+    line = f"{load}: {result['status']}: {result['reason']}"
     if result["status"] in ("ok", "partial"):
         print(line)
         return EXIT_OK

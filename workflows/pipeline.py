@@ -125,7 +125,7 @@ def pipeline_template(engine: str, mode: str, platform: dict[str, Any], *, point
             Task(name="point", template_ref=_ref("aiperf-point"), with_param="{{inputs.parameters.points}}",
                  arguments={"url": "{{inputs.parameters.url}}", "model": _wf("model"),
                             "tokenizer": "{{inputs.parameters.tokenizer}}",
-                            "concurrency": "{{item.concurrency}}", "requests": "{{item.requests}}",
+                            "concurrency": "{{item.concurrency}}", "request-rate": "{{item.request_rate}}", "requests": "{{item.requests}}",
                             "warmup": "{{item.warmup}}", "workload": _wf("workload"),
                             "max-error-rate": _wf("max-error-rate"), "timeout-s": _wf("point-timeout-s")})
 

@@ -9,6 +9,7 @@ starts is stopped when it ends: on success, on a failed step, on Ctrl-C and on S
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import sys
@@ -52,12 +53,19 @@ def local_profile() -> dict[str, Any]:
     return yaml.safe_load((params_dir() / "local.yaml").read_text())
 
 
-def scaled_points(r: ResolvedRecipe, prof: dict[str, Any]) -> list[dict[str, int]]:
-    """The recipe's sweep, cut to this machine: its lowest levels up to max_concurrency, at most max_points."""
+def scaled_points(r: ResolvedRecipe, prof: dict[str, Any]) -> list[dict[str, Any]]:
+    """The recipe's sweep, cut to this machine: its lowest levels up to max_concurrency, at most max_points.
+    A rate sweep keeps its rates (the lowest max_points) under a cap of at most max_concurrency."""
+    w = r.recipe.workload
+    if w.request_rate:
+        cap = min(w.concurrency[0], prof["max_concurrency"])
+        return [{"concurrency": cap, "request_rate": rate,
+                 "requests": max(prof["min_requests"], math.ceil(rate * prof["requests_per_concurrency"])),
+                 "warmup": min(prof["max_warmup"], cap)} for rate in sorted(w.request_rate)[: prof["max_points"]]]
     levels = [c for c in r.recipe.workload.concurrency if c <= prof["max_concurrency"]] or [min(r.recipe.workload.concurrency)]
     levels = levels[: prof["max_points"]]
     return [{"concurrency": c, "requests": max(prof["min_requests"], c * prof["requests_per_concurrency"]),
-             "warmup": min(prof["max_warmup"], c)} for c in levels]
+             "warmup": min(prof["max_warmup"], c), "request_rate": 0} for c in levels]
 
 
 def scaled_lengths(r: ResolvedRecipe, prof: dict[str, Any]) -> tuple[int, int]:

@@ -2,7 +2,8 @@
 
 Readable with plain pandas (`pd.read_parquet`). Column groups:
 
-- key: run_id, recipe, concurrency, repetition
+- key: run_id, recipe, concurrency, repetition (+ request_rate, arrival: a rate sweep's points share the
+  concurrency, their in-flight cap, and differ in request_rate; a closed-loop point has request_rate 0)
 - point: status, reason, valid, validity_reasons (infersweep.results.validity), requests_ok, requests_failed, error_rate, duration_s, point_start, point_end
 - headline metrics under short names (the names read_point uses: ttft_ms_p50, itl_ms_avg,
   request_latency_ms_p99, output_tok_s, request_per_s, tok_s_per_user_p50, ...)
@@ -217,6 +218,8 @@ def point_row(point_dir: Path, gpu_count: int, slo: dict[str, float], context: d
     row: dict[str, Any] = {
         "run_id": context.get("run_id") or "", "recipe": context.get("recipe") or "",
         "concurrency": conc, "repetition": rep,
+        # open-loop points (a request_rate sweep) say their rate; closed-loop points have request_rate 0
+        "request_rate": _num(result.get("request_rate") or 0.0), "arrival": result.get("arrival"),
         "status": result.get("status", "failed"), "reason": result.get("reason", ""),
         "requests_ok": int(result.get("requests_ok") or 0), "requests_failed": int(result.get("requests_failed") or 0),
         "error_rate": _num(result.get("error_rate")), "duration_s": _num(result.get("duration_s")),
@@ -273,7 +276,7 @@ def finish_table(df: pd.DataFrame, context: dict[str, Any]) -> pd.DataFrame:
     df["valid"] = df["valid"].astype("boolean")
     df["concurrency"] = df["concurrency"].astype("Int64")
     df["repetition"] = df["repetition"].astype("Int64")
-    return df.sort_values(["concurrency", "repetition"], kind="stable").reset_index(drop=True)
+    return df.sort_values(["concurrency", "request_rate", "repetition"], kind="stable").reset_index(drop=True)
 
 
 def context_columns(context: dict[str, Any]) -> dict[str, Any]:
