@@ -75,11 +75,11 @@ def _check_points(value: str) -> str:
 
 def _check_workload(value: str) -> None:
     try:
-        from steps.aiperf_point import WORKLOAD_FLAGS
+        from steps.aiperf_point import TRACE_KEYS, WORKLOAD_FLAGS
     except ImportError:  # pragma: no cover - steps/ is part of this repository
         return
     w = _json("workload", value, dict)
-    unknown = sorted(set(w) - set(WORKLOAD_FLAGS) - {"trace", "trace_type"})
+    unknown = sorted(set(w) - set(WORKLOAD_FLAGS) - set(TRACE_KEYS))
     if unknown:
         raise RecipeError(f"--set workload=...: unknown keys {unknown}; known: {sorted(WORKLOAD_FLAGS)} + trace, trace_type")
     for k, v in w.items():

@@ -301,10 +301,15 @@ class Topology(_Strict):
 class Trace(_Strict):
     url: str = Field(description="https:// URL or path (inside the AIPerf step) of the trace file")
     type: Literal["mooncake_trace"] = "mooncake_trace"
-    # The trace's average lengths: what local mode substitutes (AIPerf 0.13 cannot replay a trace's
-    # hash_ids with a local tokenizer dir), and what the sweep's ISL:OSL scaling keeps.
+    # The trace's average lengths: what local mode substitutes when it cannot replay the trace itself (a
+    # download, or prompts longer than params/local.yaml max_isl), and what the sweep's ISL:OSL scaling keeps.
     avg_isl: int = Field(gt=0)
     avg_osl: int = Field(gt=0)
+    # Replay the trace's own timestamps (AIPerf --fixed-schedule) instead of sending its requests as fast
+    # as the point's concurrency allows: one point, at the trace's arrival times.
+    fixed_schedule: bool = False
+    block_size: int | None = Field(default=None, gt=0, le=4096,
+                                   description="tokens per hash_id block (AIPerf --isl-block-size; Mooncake's default 512)")
 
     @field_validator("url")
     @classmethod
@@ -415,6 +420,9 @@ class Workload(_Strict):
             raise ValueError(f"prefix.tokens {self.prefix.tokens} must be below isl {self.isl} (the prefix is part of the input)")
         if self.multi_turn and self.trace:
             raise ValueError("a trace brings its own sessions; remove `multi_turn`")
+        if self.trace and self.trace.fixed_schedule and (self.request_rate or len(self.concurrency) != 1):
+            raise ValueError("trace.fixed_schedule replays the trace's timestamps: one point, so give one concurrency "
+                             "(the in-flight cap) and no request_rate")
         return self
 
     @property
@@ -438,7 +446,10 @@ class Workload(_Strict):
         """What the benchmark-point step sends (keys of steps.aiperf_point.WORKLOAD_FLAGS + trace, trace_type)."""
         arrival = {"arrival": self.arrival} if self.request_rate else {}
         if self.trace:
-            return {"trace": self.trace.url, "trace_type": self.trace.type} | arrival
+            fixed = {"fixed_schedule": True} if self.trace.fixed_schedule else {}
+            if self.trace.block_size:
+                fixed["block_size"] = self.trace.block_size
+            return {"trace": self.trace.url, "trace_type": self.trace.type} | fixed | arrival
         if self.seq_dist:
             shape = {"seq_dist": self.seq_dist}
             if self.multi_turn:
@@ -447,9 +458,9 @@ class Workload(_Strict):
         return self._shape(self.isl, self.osl) | arrival
 
     def synthetic_workload(self, isl: int, osl: int) -> dict[str, Any]:
-        """The synthetic stand-in local mode runs at (scaled) `isl`/`osl`: a trace or a mix becomes its
-        average lengths (AIPerf 0.13's trace replay fails with hash_ids and a local tokenizer dir, and a mix's
-        32K-token buckets do not fit a laptop); a shared prefix keeps its share of the input."""
+        """The synthetic stand-in local mode runs at (scaled) `isl`/`osl`: a trace it cannot replay (see
+        infersweep.local.run.local_workload) or a mix becomes its average lengths (a mix's 32K-token buckets
+        do not fit a laptop); a shared prefix keeps its share of the input."""
         return self._shape(isl, osl) | ({"arrival": self.arrival} if self.request_rate else {})
 
     @property

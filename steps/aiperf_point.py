@@ -21,9 +21,11 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -57,8 +59,12 @@ WORKLOAD_FLAGS = {
     # Open-loop arrivals of a --request-rate point: poisson | constant (AIPerf 0.13
     # aiperf/config/flags/cli_config.py, CLIConfig.arrival_pattern, alias --request-rate-mode).
     "arrival": "--arrival-pattern",
+    # tokens per hash_id block of a trace (AIPerf 0.13 cli_config.py, prompt_input_tokens_block_size)
+    "block_size": "--isl-block-size",
 }
 
+
+TRACE_KEYS = ("trace", "trace_type", "fixed_schedule")  # taken by build_argv itself, not WORKLOAD_FLAGS
 
 # Workload keys that make requests reuse prompts on purpose (shared prefixes, multi-turn sessions, a trace):
 # their points keep one seed, so every point sees the same prefixes/sessions.
@@ -94,7 +100,7 @@ def choose_seed(args: argparse.Namespace) -> tuple[int, str, str]:
 
 
 def workload_argv(workload: dict) -> list[str]:
-    unknown = sorted(set(workload) - set(WORKLOAD_FLAGS) - {"trace", "trace_type"})
+    unknown = sorted(set(workload) - set(WORKLOAD_FLAGS) - set(TRACE_KEYS))
     if unknown:
         raise ValueError(f"--workload: unknown keys {unknown}; known: {sorted(WORKLOAD_FLAGS)} + trace, trace_type")
     argv: list[str] = []
@@ -126,10 +132,13 @@ def build_argv(args: argparse.Namespace) -> list[str]:
     workload = dict(args.workload or {})
     trace = args.trace or workload.pop("trace", None)
     trace_type = workload.pop("trace_type", None) or args.trace_type
+    fixed_schedule = bool(workload.pop("fixed_schedule", False))
     if trace:
-        # The trace gives each request its lengths; --no-fixed-schedule keeps this a concurrency
-        # point instead of replaying the trace's timestamps.
-        argv += ["--input-file", str(trace), "--custom-dataset-type", trace_type, "--no-fixed-schedule"]
+        # The trace gives each request its lengths. --fixed-schedule replays its timestamps (AIPerf 0.13
+        # cli_config.py CLIConfig.fixed_schedule); --no-fixed-schedule (disable_auto_fixed_schedule) keeps a
+        # concurrency or rate point, since a trace with timestamps would otherwise switch to its schedule.
+        argv += ["--input-file", str(trace), "--custom-dataset-type", trace_type,
+                 "--fixed-schedule" if fixed_schedule else "--no-fixed-schedule"]
         workload.pop("isl", None), workload.pop("osl", None)
     else:
         workload.setdefault("isl", args.isl)
@@ -155,7 +164,7 @@ def _workload_json(text: str) -> dict:
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError("must be a JSON object")
     try:
-        workload_argv({k: v for k, v in value.items() if k not in ("trace", "trace_type")})
+        workload_argv({k: v for k, v in value.items() if k not in TRACE_KEYS})
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
     return value
@@ -178,14 +187,42 @@ def point_folder(out: str, request_rate: float) -> Path:
     return Path(out) if not request_rate else Path(f"{out}-rate{request_rate:g}")
 
 
-def child_env() -> dict[str, str]:
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     # With HF_HUB_OFFLINE=1 AIPerf treats a local --tokenizer DIR as a hub id and fails.
     env = dict(os.environ)
     env.pop("HF_HUB_OFFLINE", None)
+    env.update(extra or {})
     return env
 
 
-def run_aiperf(argv: list[str], log_path: Path, *, timeout_s: float | None, grace_s: float) -> tuple[int, str | None]:
+# A trace with hash_ids is turned into prompts by AIPerf 0.13's parallel_convert worker pool, whose
+# _init_worker (aiperf/dataset/loader/parallel_convert.py) forces HF_HUB_OFFLINE=1 and loads the tokenizer
+# with Tokenizer.from_pretrained; offline, that goes through Tokenizer._resolve_local_snapshot
+# (aiperf/common/tokenizer.py), i.e. huggingface_hub.snapshot_download(name, local_files_only=True), which
+# refuses a folder path (HFValidationError: "Repo id must be in the form ..."). The forkserver preload
+# (aiperf/dataset/_tokenizer_preload.py) takes the same path and fails soft. So a local tokenizer folder
+# is handed to AIPerf as a hub id whose snapshot is that folder, in a private HF cache, and every AIPerf
+# process runs offline against it: the main process, the preload and the workers all find it.
+LOCAL_TOKENIZER_REPO = "infersweep-local/tokenizer"
+
+
+def tokenizer_as_cached_hub_id(tokenizer_dir: Path, hub_cache: Path) -> tuple[str, dict[str, str]]:
+    """(hub id, env) under which AIPerf loads tokenizer_dir offline: hub_cache gets the layout
+    huggingface_hub reads (models--<org>--<name>/refs/main -> snapshots/<commit>/, files as symlinks)."""
+    repo = hub_cache / ("models--" + LOCAL_TOKENIZER_REPO.replace("/", "--"))
+    commit = hashlib.sha1(str(tokenizer_dir.resolve()).encode()).hexdigest()
+    snapshot = repo / "snapshots" / commit
+    snapshot.mkdir(parents=True, exist_ok=True)
+    for f in tokenizer_dir.resolve().iterdir():
+        if f.is_file() and not (snapshot / f.name).exists():
+            (snapshot / f.name).symlink_to(f)
+    (repo / "refs").mkdir(exist_ok=True)
+    (repo / "refs" / "main").write_text(commit, encoding="utf-8")
+    return LOCAL_TOKENIZER_REPO, {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(hub_cache)}
+
+
+def run_aiperf(argv: list[str], log_path: Path, *, timeout_s: float | None, grace_s: float,
+               env: dict[str, str] | None = None) -> tuple[int, str | None]:
     """Run AIPerf to the end; return (exit code, what stopped it early or None).
 
     SIGTERM/SIGINT to us, or the timeout, become one SIGINT to AIPerf (partial summary), then a
@@ -203,7 +240,7 @@ def run_aiperf(argv: list[str], log_path: Path, *, timeout_s: float | None, grac
                 # Own session: a terminal Ctrl-C or a group kill aimed at us does not hit AIPerf
                 # directly; it gets exactly one SIGINT from us. It also lets us SIGKILL its workers.
                 proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        env=child_env(), start_new_session=True)
+                                        env=child_env(env), start_new_session=True)
             except OSError as exc:
                 log.write(f"could not start AIPerf: {exc}\n".encode())
                 return 127, None
@@ -254,12 +291,6 @@ def set_aside_previous_attempt(out: Path) -> int:
     return max(taken, default=0) + 1
 
 
-def _trace_has_hash_ids(trace: str) -> bool:
-    try:
-        with open(trace, encoding="utf-8") as f:
-            return "hash_ids" in json.loads(f.readline() or "{}")
-    except (OSError, ValueError, TypeError):
-        return False
 
 
 def load_json(path: Path) -> dict | None:
@@ -347,18 +378,26 @@ def main(argv: list[str] | None = None) -> int:
     if not Path(args.tokenizer).is_dir():
         print(f"warning: --tokenizer {args.tokenizer} is not a local dir; AIPerf will look it up by name",
               file=sys.stderr)
-    if args.trace and Path(args.tokenizer).is_dir() and _trace_has_hash_ids(args.trace):
-        # Measured on AIPerf 0.13.0: its hash_ids prompt synthesis loads the tokenizer in worker
-        # processes with HF_HUB_OFFLINE=1 forced, so a local dir is taken for a hub id and fails.
-        print("warning: AIPerf 0.13.0 fails trace replay with hash_ids and a local tokenizer dir "
-              "(>= 10 requests); use a hub id with a filled HF cache (HF_HOME) instead", file=sys.stderr)
     args.chosen_seed, seed_policy, cache_state = choose_seed(args)
+    extra_env: dict[str, str] = {}
+    hub_cache = None
+    trace = args.trace or (args.workload or {}).get("trace")
+    if trace and Path(args.tokenizer).is_dir():
+        hub_cache = Path(tempfile.mkdtemp(prefix="infersweep-hf-"))  # not in OUT: nothing of it is published
+        tokenizer_dir = args.tokenizer
+        args.tokenizer, extra_env = tokenizer_as_cached_hub_id(Path(tokenizer_dir), hub_cache)
+        print(f"trace replay: tokenizer {tokenizer_dir} given to AIPerf as {args.tokenizer} (offline HF cache)")
     command = build_argv(args)
     log_path = out / LOG_FILE
     print(f"attempt {attempt}: running AIPerf at concurrency {args.concurrency}, log in {log_path}", flush=True)
 
     started = time.monotonic()
-    exit_code, stopped_by = run_aiperf(command, log_path, timeout_s=args.timeout_s, grace_s=args.grace_s)
+    try:
+        exit_code, stopped_by = run_aiperf(command, log_path, timeout_s=args.timeout_s, grace_s=args.grace_s,
+                                           env=extra_env)
+    finally:
+        if hub_cache is not None:
+            shutil.rmtree(hub_cache, ignore_errors=True)
     wall_s = time.monotonic() - started
 
     result = read_point(out / ARTIFACT_SUBDIR, max_error_rate=args.max_error_rate,

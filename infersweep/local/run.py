@@ -68,6 +68,23 @@ def scaled_points(r: ResolvedRecipe, prof: dict[str, Any]) -> list[dict[str, Any
              "warmup": min(prof["max_warmup"], c), "request_rate": 0} for c in levels]
 
 
+def local_workload(r: ResolvedRecipe, prof: dict[str, Any], isl: int, osl: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(workload, points) local mode runs. A trace on this machine whose prompts fit max_isl replays for real
+    (steps.aiperf_point hands AIPerf the local tokenizer so its hash_ids replay works offline); with
+    fixed_schedule it is one point at the trace's own timestamps, every line of it. Any other trace (a
+    download, or prompts longer than this machine takes) and a mix run as their scaled average lengths."""
+    w = r.recipe.workload
+    t = w.trace
+    if t and Path(t.url).is_file():
+        rows = [json.loads(line) for line in Path(t.url).read_text(encoding="utf-8").splitlines() if line.strip()]
+        if rows and max(int(x.get("input_length", 0)) for x in rows) <= prof["max_isl"]:
+            if t.fixed_schedule:
+                cap = min(w.concurrency[0], prof["max_concurrency"])
+                return w.aiperf_workload(), [{"concurrency": cap, "request_rate": 0, "requests": len(rows), "warmup": 0}]
+            return w.aiperf_workload(), scaled_points(r, prof)
+    return w.synthetic_workload(isl, osl), scaled_points(r, prof)
+
+
 def scaled_lengths(r: ResolvedRecipe, prof: dict[str, Any]) -> tuple[int, int]:
     # Keep the ISL:OSL ratio when both must shrink, so a prefill-heavy recipe stays prefill-heavy.
     w = r.recipe.workload
@@ -183,9 +200,9 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
     cache_root = cache_root.resolve()
     model_dir = cache_root / "toy-model"  # built only once the recipe and overrides have rendered
 
-    workload = r.recipe.workload.synthetic_workload(isl, osl)  # a trace or mix runs as its scaled averages
+    workload, points = local_workload(r, prof, isl, osl)
     local_overrides = {"model-source": f"file://{model_dir}", "workload": json.dumps(workload, separators=(",", ":")),
-                       "points": json.dumps(scaled_points(r, prof), separators=(",", ":")), "ready-timeout-s": "120",
+                       "points": json.dumps(points, separators=(",", ":")), "ready-timeout-s": "120",
                        "point-timeout-s": "600",
                        "gpu-count": str(simulated_gpus(r, prof))}
     # A real Prometheus scrapes the local frontend every second (the local platform's deploy writes its

@@ -1,0 +1,77 @@
+"""Trace replay on its own timing: trace.fixed_schedule reaches AIPerf as --fixed-schedule, and a local
+tokenizer folder reaches AIPerf in a form its hash_ids worker pool can load offline (see
+steps.aiperf_point.tokenizer_as_cached_hub_id for the AIPerf 0.13 source that makes this necessary)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from infersweep.paths import params_dir
+from infersweep.recipe import Workload
+from steps import aiperf_point
+
+ROOT = Path(__file__).resolve().parents[1]
+AIPERF_PY = ROOT / ".venv-aiperf" / "bin" / "python"
+MINI = params_dir() / "workloads" / "mooncake-mini.jsonl"
+TRACE = {"url": "/data/t.jsonl", "avg_isl": 100, "avg_osl": 10}
+
+
+def _argv(workload: dict) -> list[str]:
+    args = aiperf_point.parse_args(["--url", "u", "--model", "m", "--tokenizer", "/tok", "--out", "/tmp/x/c1",
+                                    "--requests", "32", "--concurrency", "8", "--workload", json.dumps(workload)])
+    return aiperf_point.build_argv(args)
+
+
+def test_fixed_schedule_trace_replays_its_timestamps():
+    w = Workload(trace={**TRACE, "fixed_schedule": True, "block_size": 16}, concurrency=[8])
+    argv = _argv(w.aiperf_workload())
+    assert "--fixed-schedule" in argv and "--no-fixed-schedule" not in argv
+    assert argv[argv.index("--isl-block-size") + 1] == "16"
+    assert argv[argv.index("--input-file") + 1] == "/data/t.jsonl"
+
+
+def test_trace_without_fixed_schedule_stays_a_concurrency_point():
+    argv = _argv(Workload(trace=TRACE, concurrency=[1, 2]).aiperf_workload())
+    assert "--no-fixed-schedule" in argv and "--fixed-schedule" not in argv
+
+
+@pytest.mark.parametrize("extra", [{"concurrency": [1, 2]}, {"concurrency": [4], "request_rate": [1.0]}])
+def test_fixed_schedule_is_one_point(extra):
+    with pytest.raises(ValueError, match="fixed_schedule replays the trace's timestamps: one point"):
+        Workload(trace={**TRACE, "fixed_schedule": True}, **extra)
+
+
+def test_shipped_mini_trace_is_what_the_script_writes_and_fits_local_mode():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_mini_trace", ROOT / "scripts" / "make_mini_trace.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rows = [json.loads(line) for line in MINI.read_text().splitlines()]
+    assert rows == mod.lines()
+    for r in rows:  # AIPerf's rule: (len(hash_ids) - 1) * block < input_length <= len(hash_ids) * block
+        assert (len(r["hash_ids"]) - 1) * mod.BLOCK < r["input_length"] <= len(r["hash_ids"]) * mod.BLOCK
+    assert [r["timestamp"] for r in rows] == sorted(r["timestamp"] for r in rows)
+
+
+@pytest.mark.skipif(not AIPERF_PY.exists(), reason="needs .venv-aiperf (scripts/setup.sh builds it)")
+def test_aiperf_loads_a_local_tokenizer_folder_offline_through_the_cached_hub_id(tmp_path):
+    """The real AIPerf 0.13 code path its trace workers take (HF_HUB_OFFLINE=1, Tokenizer.from_pretrained
+    with resolve_alias=False): a folder path fails, the hub id we hand over loads. ~10 s (two imports)."""
+    from infersweep.local.toy_model import build_toy_model
+
+    tok = build_toy_model(tmp_path / "toy")
+    code = ("import os,sys; os.environ['HF_HUB_OFFLINE']='1'\n"
+            "from aiperf.common.tokenizer import Tokenizer\n"
+            "try:\n t=Tokenizer.from_pretrained(sys.argv[1], resolve_alias=False); print('OK', len(t.encode('the water')))\n"
+            "except Exception as e: print('FAIL', type(e).__name__)\n")
+    direct = subprocess.run([str(AIPERF_PY), "-c", code, str(tok)], capture_output=True, text=True, timeout=120)
+    assert direct.stdout.startswith("FAIL"), direct.stdout + direct.stderr
+    name, env = aiperf_point.tokenizer_as_cached_hub_id(Path(tok), tmp_path / "hub")
+    via_cache = subprocess.run([str(AIPERF_PY), "-c", code, name], capture_output=True, text=True, timeout=120,
+                               env=aiperf_point.child_env(env))
+    assert via_cache.stdout.startswith("OK 2"), via_cache.stdout + via_cache.stderr
