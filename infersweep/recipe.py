@@ -42,6 +42,9 @@ class _Strict(BaseModel):
 
 
 PositiveInt = Annotated[int, Field(gt=0)]
+# A trace shipped in this repository (params/workloads/*.jsonl): local mode replays it from the clone. On a
+# cluster the AIPerf step must find it at that path, so it is a local-mode workload (the step says so).
+PARAMS_TRACE_PREFIX = "params:"
 MAX_REQUEST_RATE = 100_000.0  # requests/s; above this a typo is likelier than a benchmark
 
 # ---------------------------------------------------------------- shared facts
@@ -314,9 +317,19 @@ class Trace(_Strict):
     @field_validator("url")
     @classmethod
     def _url(cls, v: str) -> str:
+        if v.startswith(PARAMS_TRACE_PREFIX):
+            if not re.fullmatch(r"params:workloads/[A-Za-z0-9._-]+\.jsonl", v) or ".." in v:
+                raise ValueError("a shipped trace is params:workloads/<file>.jsonl")
+            return v
         if not re.fullmatch(r"(https://|/)[A-Za-z0-9._~:/?#@!$&'()*+,;=%-]+", v):
-            raise ValueError("give an https:// URL or an absolute path")
+            raise ValueError("give an https:// URL, an absolute path, or params:workloads/<file>.jsonl")
         return v
+
+    def local_file(self, pdir: Path | None = None) -> Path | None:
+        """The trace as a file on this machine, if it is one: a shipped params:workloads/ trace or a path."""
+        if self.url.startswith(PARAMS_TRACE_PREFIX):
+            return (pdir or params_dir()) / self.url[len("params:"):]
+        return Path(self.url) if self.url.startswith("/") else None
 
 
 class Prefix(_Strict):

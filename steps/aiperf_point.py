@@ -120,16 +120,19 @@ def build_argv(args: argparse.Namespace) -> list[str]:
         "--streaming",
         "--tokenizer", args.tokenizer,
         "--concurrency", str(args.concurrency),
-        "--request-count", str(args.requests),
     ]
+    workload = dict(args.workload or {})
+    if not workload.get("fixed_schedule"):
+        # A fixed schedule replays the whole trace at its timestamps: the trace is the request count and
+        # there is no warmup phase (its requests would be the trace's own first lines).
+        argv += ["--request-count", str(args.requests)]
+        if args.warmup > 0:
+            argv += ["--warmup-request-count", str(args.warmup)]
     if args.request_rate:
         # Open loop: AIPerf schedules arrivals at this rate; --concurrency stays as the in-flight cap
         # (AIPerf 0.13 aiperf/config/flags/cli_config.py, CLIConfig.request_rate: "Can be combined with
         # `--concurrency` to control the number of concurrent requests").
         argv += ["--request-rate", f"{args.request_rate:g}"]
-    if args.warmup > 0:
-        argv += ["--warmup-request-count", str(args.warmup)]
-    workload = dict(args.workload or {})
     trace = args.trace or workload.pop("trace", None)
     trace_type = workload.pop("trace_type", None) or args.trace_type
     fixed_schedule = bool(workload.pop("fixed_schedule", False))
@@ -378,10 +381,19 @@ def main(argv: list[str] | None = None) -> int:
     if not Path(args.tokenizer).is_dir():
         print(f"warning: --tokenizer {args.tokenizer} is not a local dir; AIPerf will look it up by name",
               file=sys.stderr)
+    trace = args.trace or (args.workload or {}).get("trace")
+    if trace and not str(trace).startswith("https://") and not Path(trace).is_file():
+        # e.g. a params:workloads/ trace, which exists only in a clone (local mode resolves it)
+        reason = f"trace {trace} is not a file here; give an https:// URL or a path inside the AIPerf step"
+        result = {"status": "failed", "reason": reason, "concurrency": args.concurrency,
+                  "request_rate": args.request_rate, "attempt": attempt}
+        write_json(result_path, result)
+        write_result_param(args.result_param, result)
+        print(reason, file=sys.stderr)
+        return EXIT_BAD_POINT
     args.chosen_seed, seed_policy, cache_state = choose_seed(args)
     extra_env: dict[str, str] = {}
     hub_cache = None
-    trace = args.trace or (args.workload or {}).get("trace")
     if trace and Path(args.tokenizer).is_dir():
         hub_cache = Path(tempfile.mkdtemp(prefix="infersweep-hf-"))  # not in OUT: nothing of it is published
         tokenizer_dir = args.tokenizer

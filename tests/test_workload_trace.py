@@ -75,3 +75,66 @@ def test_aiperf_loads_a_local_tokenizer_folder_offline_through_the_cached_hub_id
     via_cache = subprocess.run([str(AIPERF_PY), "-c", code, name], capture_output=True, text=True, timeout=120,
                                env=aiperf_point.child_env(env))
     assert via_cache.stdout.startswith("OK 2"), via_cache.stdout + via_cache.stderr
+
+
+def test_fixed_schedule_point_lets_the_trace_set_the_request_count():
+    argv = _argv(Workload(trace={**TRACE, "fixed_schedule": True}, concurrency=[8]).aiperf_workload())
+    assert "--request-count" not in argv and "--warmup-request-count" not in argv
+    argv = _argv(Workload(trace=TRACE, concurrency=[8]).aiperf_workload())
+    assert argv[argv.index("--request-count") + 1] == "32"
+
+
+@pytest.mark.parametrize("url, ok", [("params:workloads/agentic-sessions.jsonl", True),
+                                     ("params:workloads/../../etc/passwd.jsonl", False),
+                                     ("params:recipes/x.jsonl", False), ("relative/t.jsonl", False)])
+def test_trace_url_forms(url, ok):
+    if ok:
+        t = Workload(trace={**TRACE, "url": url}, concurrency=[1]).trace
+        assert t.local_file() == params_dir() / "workloads" / "agentic-sessions.jsonl"
+    else:
+        with pytest.raises(ValueError, match="params:workloads/<file>.jsonl"):
+            Workload(trace={**TRACE, "url": url}, concurrency=[1])
+
+
+def test_step_fails_clearly_when_the_trace_is_not_there(tmp_path):
+    out = tmp_path / "c1"
+    code = aiperf_point.main(["--url", "u", "--model", "m", "--tokenizer", str(tmp_path), "--out", str(out),
+                              "--requests", "4", "--concurrency", "1", "--aiperf", "/bin/false",
+                              "--workload", json.dumps({"trace": "params:workloads/agentic-sessions.jsonl"})])
+    result = json.loads((out / "result.json").read_text())
+    assert code == aiperf_point.EXIT_BAD_POINT and result["status"] == "failed"
+    assert "is not a file here" in result["reason"]
+
+
+def test_agentic_sessions_are_what_the_script_writes_multi_turn_with_think_time():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_agentic_trace", ROOT / "scripts" / "make_agentic_trace.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rows = [json.loads(line) for line in (params_dir() / "workloads" / "agentic-sessions.jsonl").read_text().splitlines()]
+    assert rows == mod.lines()
+    sessions: dict[str, list[dict]] = {}
+    for r in rows:
+        sessions.setdefault(r["session_id"], []).append(r)
+    assert len(sessions) == 8 and all(len(t) == 4 for t in sessions.values())
+    for turns in sessions.values():
+        assert "timestamp" in turns[0] and all(300 <= t["delay"] <= 1500 for t in turns[1:])
+        assert turns[0]["hash_ids"][:4] == [0, 1, 2, 3]  # the shared system prompt
+    for r in rows:
+        assert (len(r["hash_ids"]) - 1) * mod.BLOCK < r["input_length"] <= len(r["hash_ids"]) * mod.BLOCK <= 512
+    # AIPerf 0.13 refuses a hash_id seen at two sizes: a partial last block is never reused
+    partial = {r["hash_ids"][-1] for r in rows if r["input_length"] % mod.BLOCK}
+    assert not partial & {h for r in rows for h in r["hash_ids"][:-1]}
+
+
+def test_local_mode_replays_a_shipped_trace_and_falls_back_for_a_download():
+    from infersweep.local.run import local_profile, local_workload
+    from infersweep.recipe import load_recipe
+
+    prof = local_profile()
+    workload, points = local_workload(load_recipe("demo-agentic-kv"), prof, 100, 10)
+    assert Path(workload["trace"]).is_file() and workload["fixed_schedule"] is True
+    assert points == [{"concurrency": 8, "request_rate": 0, "requests": 32, "warmup": 0}]
+    workload, _ = local_workload(load_recipe("qwen3-32b-fp8-vllm-agg"), prof, 100, 10)
+    assert "trace" not in workload and workload["isl"] == 100

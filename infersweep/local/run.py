@@ -75,13 +75,15 @@ def local_workload(r: ResolvedRecipe, prof: dict[str, Any], isl: int, osl: int) 
     download, or prompts longer than this machine takes) and a mix run as their scaled average lengths."""
     w = r.recipe.workload
     t = w.trace
-    if t and Path(t.url).is_file():
-        rows = [json.loads(line) for line in Path(t.url).read_text(encoding="utf-8").splitlines() if line.strip()]
+    f = t.local_file() if t else None
+    if f is not None and f.is_file():
+        rows = [json.loads(line) for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
         if rows and max(int(x.get("input_length", 0)) for x in rows) <= prof["max_isl"]:
+            workload = w.aiperf_workload() | {"trace": str(f.resolve())}
             if t.fixed_schedule:
                 cap = min(w.concurrency[0], prof["max_concurrency"])
-                return w.aiperf_workload(), [{"concurrency": cap, "request_rate": 0, "requests": len(rows), "warmup": 0}]
-            return w.aiperf_workload(), scaled_points(r, prof)
+                return workload, [{"concurrency": cap, "request_rate": 0, "requests": len(rows), "warmup": 0}]
+            return workload, scaled_points(r, prof)
     return w.synthetic_workload(isl, osl), scaled_points(r, prof)
 
 
