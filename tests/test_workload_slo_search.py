@@ -43,3 +43,29 @@ def test_a_point_without_measurement_counts_as_a_miss():
 def test_bad_range_is_refused():
     with pytest.raises(ValueError, match="0 < lo <= hi"):
         bisect(_knee(1, []), 8, 4)
+
+
+def test_cli_refuses_bad_slo_bounds_and_a_cluster_search(capsys, tmp_path):
+    from infersweep.cli import main
+
+    assert main(["slo-search", "demo-prefix-kv", "--local", "--slo", "ttft=5", "--out", str(tmp_path)]) == 2
+    assert "unknown bound 'ttft'" in capsys.readouterr().err
+    assert main(["slo-search", "demo-prefix-kv", "--local", "--slo", "ttft_p50_ms=-1", "--out", str(tmp_path)]) == 2
+    assert "above 0" in capsys.readouterr().err
+    assert main(["slo-search", "demo-prefix-kv"]) == 2
+    assert "add --local" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())  # nothing deployed, nothing written
+
+
+@pytest.mark.e2e
+def test_local_knee_search_brackets_a_real_deployment(tmp_path):
+    """One local deployment (Dynamo frontend + 2 mockers) and real AIPerf points: ~1-2 min (each probe
+    ~16 s of which ~8 s is AIPerf's fixed cost). A TTFT bound no point meets and one every point meets
+    give the two ends; the bracket is then checked against the probes' own rows."""
+    from infersweep.local.slo_search import slo_search_local
+
+    search, rows = slo_search_local("demo-prefix-kv", out=tmp_path / "s", lo=1, hi=4, slo={"ttft_p50_ms": 1e6},
+                                    log=lambda *_: None)
+    assert (search.best, search.first_miss) == (4, None) and len(rows) == 2
+    assert all(r["status"] == "ok" and r["requests_ok"] > 0 for r in rows)
+    assert (tmp_path / "s" / "slo-search.json").is_file()
