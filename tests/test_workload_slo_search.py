@@ -69,3 +69,18 @@ def test_local_knee_search_brackets_a_real_deployment(tmp_path):
     assert (search.best, search.first_miss) == (4, None) and len(rows) == 2
     assert all(r["status"] == "ok" and r["requests_ok"] > 0 for r in rows)
     assert (tmp_path / "s" / "slo-search.json").is_file()
+
+
+@pytest.mark.e2e
+def test_one_open_loop_point_against_a_local_deployment(tmp_path):
+    """A request_rate point end to end (~30 s): AIPerf gets --request-rate, the row says the rate it ran at,
+    and the point lives in its own c<N>-rate<R> folder."""
+    import json
+
+    from infersweep.local.slo_search import slo_search_local
+
+    search, rows = slo_search_local("demo-prefix-kv", out=tmp_path / "s", lo=4, hi=4, axis="request_rate",
+                                    slo={"ttft_p50_ms": 1e6}, log=lambda *_: None)
+    assert search.best == 4 and rows[0]["request_rate"] == 4.0 and rows[0]["arrival"] == "poisson"
+    result = json.loads((tmp_path / "s" / "points" / "c8-rate4" / "result.json").read_text())
+    assert result["status"] == "ok" and result["argv"][result["argv"].index("--request-rate") + 1] == "4"

@@ -138,3 +138,22 @@ def test_local_mode_replays_a_shipped_trace_and_falls_back_for_a_download():
     assert points == [{"concurrency": 8, "request_rate": 0, "requests": 32, "warmup": 0}]
     workload, _ = local_workload(load_recipe("qwen3-32b-fp8-vllm-agg"), prof, 100, 10)
     assert "trace" not in workload and workload["isl"] == 100
+
+
+@pytest.mark.e2e
+def test_agentic_sessions_replay_locally_end_to_end(tmp_path):
+    """`infersweep run --local demo-agentic-kv` (~45 s): the shipped multi-turn trace replays at its own
+    timing through the local tokenizer folder: every turn of every session measured, lengths the trace's."""
+    from infersweep.local.run import ARTIFACT_BUCKET, run_local
+    from infersweep.local.s3server import LocalS3
+    from infersweep.platform_config import load_platform
+
+    with LocalS3(buckets=[load_platform()["s3"]["bucket"], ARTIFACT_BUCKET]) as s3:
+        res = run_local("demo-agentic-kv", out_root=tmp_path / "runs", cache_root=tmp_path / "cache", s3=s3)
+    assert res.phase == "Succeeded"
+    result = json.loads((Path(res.results_dir) / "points" / "c8" / "result.json").read_text())
+    assert result["status"] == "ok" and result["requests_ok"] == 32
+    assert "--fixed-schedule" in result["argv"] and aiperf_point.LOCAL_TOKENIZER_REPO in result["argv"]
+    assert result["metrics"]["osl_avg"] == pytest.approx(14.34375)  # the trace's output lengths, exactly
+    log = (Path(res.results_dir) / "points" / "c8" / "aiperf.log").read_text()
+    assert "sessions: completed=8" in log

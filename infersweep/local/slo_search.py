@@ -58,7 +58,8 @@ def slo_search_local(recipe_ref: str, *, out: Path, lo: float, hi: float, axis: 
         log(f"deployed {dep.name} at {dep.frontend_url}; ready in {wait_ready_local(state_dir, 120):.1f} s")
 
         def measure(load: float) -> tuple[bool | None, str]:
-            conc = int(load) if axis == "concurrency" else w.concurrency[0]
+            # a rate's in-flight cap: the recipe's (highest) concurrency, within what this machine takes
+            conc = int(load) if axis == "concurrency" else min(max(w.concurrency), prof["max_concurrency"])
             rate = 0.0 if axis == "concurrency" else float(load)
             requests = max(prof["min_requests"], int(load * prof["requests_per_concurrency"]) + 1)
             point = out / "points" / f"c{conc}"
