@@ -57,6 +57,9 @@ V0_ALIASES = {f"{short}_{p}_ms": f"{key}_{p}" for short, key in
               {"ttft": "ttft_ms", "itl": "itl_ms", "latency": "request_latency_ms"}.items()
               for p in ("p50", "p90", "p99")}
 
+# What load a point ran at besides its concurrency: the rate of an open-loop point (0 = closed loop) and its
+# arrival pattern (None for closed loop).
+LOAD_COLUMNS = ["request_rate", "arrival"]
 POINT_COLUMNS = ["status", "reason", "valid", "validity_reasons", "requests_ok", "requests_failed", "error_rate",
                  "duration_s", "point_start", "point_end", "aiperf_version"]
 DERIVED_COLUMNS = ["tok_s_per_gpu", "total_tok_s_per_gpu", "tok_s_per_user", "goodput_req_s", "goodput_fraction",
@@ -258,7 +261,9 @@ def build_table(points_dir: Path, gpu_count: int, slo: dict[str, float], context
 
 def finish_table(df: pd.DataFrame, context: dict[str, Any]) -> pd.DataFrame:
     """Column order, context columns, v0 aliases and dtypes (also for an empty sweep)."""
-    base = KEY + POINT_COLUMNS + HEADLINE + DERIVED_COLUMNS
+    base = KEY + LOAD_COLUMNS + POINT_COLUMNS + HEADLINE + DERIVED_COLUMNS
+    if "request_rate" not in df.columns:  # a table of closed-loop points only (or read by an older writer)
+        df["request_rate"] = 0.0
     for col in base:
         if col not in df.columns:
             df[col] = pd.Series(dtype="float64" if col in HEADLINE else "object")
