@@ -315,7 +315,9 @@ def write_json(path: Path, data: dict, indent: int | None = 2) -> None:
 def write_result_param(path: str | None, result: dict) -> None:
     # An Argo output parameter: keep it small, the full result lives in result.json.
     if path:
-        write_json(Path(path), {k: result.get(k) for k in ("concurrency", "request_rate", "status", "reason")}, indent=None)
+        keys = ("concurrency", "request_rate", "status", "reason") if result.get("request_rate") else \
+            ("concurrency", "status", "reason")  # an open-loop point also says its rate
+        write_json(Path(path), {k: result.get(k) for k in keys}, indent=None)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
