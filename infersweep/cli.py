@@ -16,8 +16,9 @@ import infersweep.commands
 
 
 def _command_modules() -> dict[str, str]:
-    """Command name -> module name; a module named after a Python keyword ends in `_` (import_ -> import)."""
-    return {m.name.rstrip("_"): m.name for m in pkgutil.iter_modules(infersweep.commands.__path__)}
+    """Command name -> module name; a module named after a Python keyword ends in `_` (import_ -> import), and
+    an underscore is a hyphen in the command (slo_search -> slo-search)."""
+    return {m.name.rstrip("_").replace("_", "-"): m.name for m in pkgutil.iter_modules(infersweep.commands.__path__)}
 
 
 def command_names() -> list[str]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from infersweep.recipe import RecipeError
 from infersweep.text_table import table  # noqa: F401 (moved there so results/ can use it; re-exported)
 
@@ -47,31 +49,37 @@ def _int(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def _check_points(value: str) -> None:
+def _check_points(value: str) -> str:
     points = _json("points", value, list)
     fix = 'write it as [{"concurrency":1,"requests":8,"warmup":0}, ...]'
     if not 1 <= len(points) <= 64:
         raise RecipeError(f"--set points=...: needs 1 to 64 points; {fix}")
     seen = set()
     for i, p in enumerate(points):
-        if not isinstance(p, dict) or set(p) != {"concurrency", "requests", "warmup"}:
-            raise RecipeError(f"--set points=...: point {i} must have exactly concurrency, requests, warmup; {fix}")
+        if not isinstance(p, dict) or not {"concurrency", "requests", "warmup"} <= set(p) <= {"concurrency", "requests", "warmup", "request_rate"}:
+            raise RecipeError(f"--set points=...: point {i} must have exactly concurrency, requests, warmup "
+                              f"(and request_rate, requests/s, for an open-loop point); {fix}")
+        rate = p.setdefault("request_rate", 0)
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate < float("inf"):
+            raise RecipeError(f"--set points=...: point {i}: request_rate must be requests/s >= 0 (0 = closed loop)")
         if not (_int(p["concurrency"]) and _int(p["requests"]) and _int(p["warmup"])
                 and p["concurrency"] >= 1 and p["requests"] >= 1 and p["warmup"] >= 0):
             raise RecipeError(f"--set points=...: point {i}: concurrency and requests must be integers >= 1, "
                               f"warmup an integer >= 0; {fix}")
-        if p["concurrency"] in seen:
-            raise RecipeError(f"--set points=...: concurrency {p['concurrency']} repeats; list each level once")
-        seen.add(p["concurrency"])
+        if (p["concurrency"], rate) in seen:
+            raise RecipeError(f"--set points=...: concurrency {p['concurrency']} at request_rate {rate} repeats; "
+                              "list each level once")
+        seen.add((p["concurrency"], rate))
+    return json.dumps(points, separators=(",", ":"))
 
 
 def _check_workload(value: str) -> None:
     try:
-        from steps.aiperf_point import WORKLOAD_FLAGS
+        from steps.aiperf_point import TRACE_KEYS, WORKLOAD_FLAGS
     except ImportError:  # pragma: no cover - steps/ is part of this repository
         return
     w = _json("workload", value, dict)
-    unknown = sorted(set(w) - set(WORKLOAD_FLAGS) - {"trace", "trace_type"})
+    unknown = sorted(set(w) - set(WORKLOAD_FLAGS) - set(TRACE_KEYS))
     if unknown:
         raise RecipeError(f"--set workload=...: unknown keys {unknown}; known: {sorted(WORKLOAD_FLAGS)} + trace, trace_type")
     for k, v in w.items():
@@ -111,7 +119,8 @@ def check_sets(sets: dict[str, str], known: list[str]) -> None:
         if key != "dgd" and _bad_chars(value):
             raise RecipeError(f"--set {key}=...: a value may not contain a newline or NUL")
         if key == "points":
-            _check_points(value)
+            # a closed-loop point may leave request_rate out: the step template wants it in every item
+            sets[key] = _check_points(value)
         elif key == "workload":
             _check_workload(value)
         elif key == "slo":

@@ -10,6 +10,7 @@ naming the file, the field and the fix, before anything is rendered or touches a
 
 from __future__ import annotations
 
+import math
 import re
 from functools import cached_property
 from pathlib import Path
@@ -41,6 +42,10 @@ class _Strict(BaseModel):
 
 
 PositiveInt = Annotated[int, Field(gt=0)]
+# A trace shipped in this repository (params/workloads/*.jsonl): local mode replays it from the clone. On a
+# cluster the AIPerf step must find it at that path, so it is a local-mode workload (the step says so).
+PARAMS_TRACE_PREFIX = "params:"
+MAX_REQUEST_RATE = 100_000.0  # requests/s; above this a typo is likelier than a benchmark
 
 # ---------------------------------------------------------------- shared facts
 
@@ -306,17 +311,32 @@ class Topology(_Strict):
 class Trace(_Strict):
     url: str = Field(description="https:// URL or path (inside the AIPerf step) of the trace file")
     type: Literal["mooncake_trace"] = "mooncake_trace"
-    # The trace's average lengths: what local mode substitutes (AIPerf 0.13 cannot replay a trace's
-    # hash_ids with a local tokenizer dir), and what the sweep's ISL:OSL scaling keeps.
+    # The trace's average lengths: what local mode substitutes when it cannot replay the trace itself (a
+    # download, or prompts longer than params/local.yaml max_isl), and what the sweep's ISL:OSL scaling keeps.
     avg_isl: int = Field(gt=0)
     avg_osl: int = Field(gt=0)
+    # Replay the trace's own timestamps (AIPerf --fixed-schedule) instead of sending its requests as fast
+    # as the point's concurrency allows: one point, at the trace's arrival times.
+    fixed_schedule: bool = False
+    block_size: int | None = Field(default=None, gt=0, le=4096,
+                                   description="tokens per hash_id block (AIPerf --isl-block-size; Mooncake's default 512)")
 
     @field_validator("url")
     @classmethod
     def _url(cls, v: str) -> str:
+        if v.startswith(PARAMS_TRACE_PREFIX):
+            if not re.fullmatch(r"params:workloads/[A-Za-z0-9._-]+\.jsonl", v) or ".." in v:
+                raise ValueError("a shipped trace is params:workloads/<file>.jsonl")
+            return v
         if not re.fullmatch(r"(https://|/)[A-Za-z0-9._~:/?#@!$&'()*+,;=%-]+", v):
-            raise ValueError("give an https:// URL or an absolute path")
+            raise ValueError("give an https:// URL, an absolute path, or params:workloads/<file>.jsonl")
         return v
+
+    def local_file(self, pdir: Path | None = None) -> Path | None:
+        """The trace as a file on this machine, if it is one: a shipped params:workloads/ trace or a path."""
+        if self.url.startswith(PARAMS_TRACE_PREFIX):
+            return (pdir or params_dir()) / self.url[len("params:"):]
+        return Path(self.url) if self.url.startswith("/") else None
 
 
 class Prefix(_Strict):
@@ -346,6 +366,12 @@ class Workload(_Strict):
     prefix: Prefix | None = None
     multi_turn: MultiTurn | None = None
     concurrency: list[PositiveInt] = Field(min_length=1, max_length=64)
+    # Open loop: requests arrive at a rate whatever the server does (AIPerf --request-rate with
+    # --arrival-pattern; aiperf/config/flags/cli_config.py, CLIConfig.request_rate / arrival_pattern). A rate
+    # sweep's points carry the rate; `concurrency` is then one value, the in-flight cap AIPerf keeps.
+    request_rate: list[float] | None = Field(default=None, min_length=1, max_length=64,
+                                             description="requests/s per point (open loop) instead of a concurrency sweep")
+    arrival: Literal["poisson", "constant"] = Field(default="poisson", description="arrival pattern of a request_rate sweep")
     requests_per_concurrency: int = Field(default=10, gt=0, le=10_000)
     min_requests: int = Field(default=32, gt=0)
     warmup_requests: int = Field(default=8, ge=0)
@@ -391,14 +417,34 @@ class Workload(_Strict):
             raise ValueError(f"concurrency values repeat: {dup}; list each level once")
         return v
 
+    @field_validator("request_rate")
+    @classmethod
+    def _rates(cls, v: list[float] | None) -> list[float] | None:
+        if v is None:
+            return v
+        bad = [r for r in v if not (isinstance(r, (int, float)) and r == r and 0 < r <= MAX_REQUEST_RATE)]
+        if bad:
+            raise ValueError(f"request_rate values {bad} are not rates; give requests/s above 0 and at most {MAX_REQUEST_RATE:g}")
+        if len(set(v)) != len(v):
+            raise ValueError(f"request_rate values repeat: {sorted({r for r in v if v.count(r) > 1})}; list each rate once")
+        return v
+
     @model_validator(mode="after")
     def _combinations(self) -> "Workload":
+        if self.request_rate and len(self.concurrency) != 1:
+            raise ValueError(f"a request_rate sweep takes one concurrency, the in-flight cap (e.g. concurrency: "
+                             f"[{max(self.concurrency)}]); got {self.concurrency}")
+        if "arrival" in self.model_fields_set and not self.request_rate:
+            raise ValueError("arrival applies to a request_rate sweep; add request_rate or remove arrival")
         if self.prefix and (self.seq_dist or self.trace):
             raise ValueError("prefix sharing goes with a synthetic `isl` + `osl` workload; remove `prefix` or use isl/osl")
         if self.prefix and self.prefix.tokens >= self.isl:
             raise ValueError(f"prefix.tokens {self.prefix.tokens} must be below isl {self.isl} (the prefix is part of the input)")
         if self.multi_turn and self.trace:
             raise ValueError("a trace brings its own sessions; remove `multi_turn`")
+        if self.trace and self.trace.fixed_schedule and (self.request_rate or len(self.concurrency) != 1):
+            raise ValueError("trace.fixed_schedule replays the trace's timestamps: one point, so give one concurrency "
+                             "(the in-flight cap) and no request_rate")
         return self
 
     @property
@@ -420,24 +466,39 @@ class Workload(_Strict):
 
     def aiperf_workload(self) -> dict[str, Any]:
         """What the benchmark-point step sends (keys of steps.aiperf_point.WORKLOAD_FLAGS + trace, trace_type)."""
+        arrival = {"arrival": self.arrival} if self.request_rate else {}
         if self.trace:
-            return {"trace": self.trace.url, "trace_type": self.trace.type}
+            fixed = {"fixed_schedule": True} if self.trace.fixed_schedule else {}
+            if self.trace.block_size:
+                fixed["block_size"] = self.trace.block_size
+            return {"trace": self.trace.url, "trace_type": self.trace.type} | fixed | arrival
         if self.seq_dist:
             shape = {"seq_dist": self.seq_dist}
             if self.multi_turn:
                 shape |= {k: v for k, v in self._shape(self.isl, self.osl).items() if k not in ("isl", "osl")}
-            return shape
-        return self._shape(self.isl, self.osl)
+            return shape | arrival
+        return self._shape(self.isl, self.osl) | arrival
 
     def synthetic_workload(self, isl: int, osl: int) -> dict[str, Any]:
-        """The synthetic stand-in local mode runs at (scaled) `isl`/`osl`: a trace or a mix becomes its
-        average lengths (AIPerf 0.13's trace replay fails with hash_ids and a local tokenizer dir, and a mix's
-        32K-token buckets do not fit a laptop); a shared prefix keeps its share of the input."""
-        return self._shape(isl, osl)
+        """The synthetic stand-in local mode runs at (scaled) `isl`/`osl`: a trace it cannot replay (see
+        infersweep.local.run.local_workload) or a mix becomes its average lengths (a mix's 32K-token buckets
+        do not fit a laptop); a shared prefix keeps its share of the input."""
+        return self._shape(isl, osl) | ({"arrival": self.arrival} if self.request_rate else {})
 
-    def points(self) -> list[dict[str, int]]:
-        """The sweep as data: one item per concurrency level, in the recipe's order."""
-        return [{"concurrency": c, "requests": max(self.min_requests, c * self.requests_per_concurrency),
+    @property
+    def load(self) -> Literal["concurrency", "request_rate"]:
+        return "request_rate" if self.request_rate else "concurrency"
+
+    def points(self) -> list[dict[str, Any]]:
+        """The sweep as data: one item per concurrency level (closed loop, request_rate 0) or per rate
+        (open loop at the one concurrency cap), in the recipe's order. A rate point sends
+        rate x requests_per_concurrency requests (that many seconds of arrivals), at least min_requests."""
+        if self.request_rate:
+            cap = self.concurrency[0]
+            return [{"concurrency": cap, "request_rate": r,
+                     "requests": max(self.min_requests, math.ceil(r * self.requests_per_concurrency)),
+                     "warmup": min(self.warmup_requests, cap * 4)} for r in self.request_rate]
+        return [{"concurrency": c, "request_rate": 0, "requests": max(self.min_requests, c * self.requests_per_concurrency),
                  "warmup": min(self.warmup_requests, max(c, 1) * 4)} for c in self.concurrency]
 
 

@@ -11,13 +11,32 @@ import json
 from typing import Any
 
 
+# Workload fields added after recipes were first hashed, with their defaults: left at the default they
+# are not hashed, so a recipe that does not use them keeps the hash its earlier runs and baselines carry.
+LATER_WORKLOAD_DEFAULTS = {"request_rate": None, "arrival": "poisson"}
+LATER_TRACE_DEFAULTS = {"fixed_schedule": False, "block_size": None}
+
+
+def _drop_later_defaults(recipe: dict) -> None:
+    w = recipe.get("workload") or {}
+    for key, default in LATER_WORKLOAD_DEFAULTS.items():
+        if key in w and w[key] == default:
+            del w[key]
+    t = w.get("trace") or {}
+    for key, default in LATER_TRACE_DEFAULTS.items():
+        if key in t and t[key] == default:
+            del t[key]
+
+
 def recipe_hash(resolved) -> str:
     """sha256 of everything the recipe resolves to (its fields and the shared facts it names).
 
     Canonical JSON, so two renders of the same recipe agree and any change to what was deployed changes it.
     """
     # provenance documents where a recipe comes from; it changes nothing that is deployed, so not the hash
-    doc = {"recipe": resolved.recipe.model_dump(mode="json", exclude={"provenance"}), "model": resolved.model.model_dump(mode="json"),
+    recipe = resolved.recipe.model_dump(mode="json", exclude={"provenance"})
+    _drop_later_defaults(recipe)
+    doc = {"recipe": recipe, "model": resolved.model.model_dump(mode="json"),
            "engine": resolved.engine.model_dump(mode="json"), "gpu_type": resolved.gpu_type.model_dump(mode="json")}
     return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 

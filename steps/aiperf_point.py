@@ -21,9 +21,11 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -54,8 +56,15 @@ WORKLOAD_FLAGS = {
     "turns": "--conversation-turn-mean",  # multi-turn sessions
     "turn_delay_ms": "--conversation-turn-delay-mean",
     "sessions": "--conversation-num",
+    # Open-loop arrivals of a --request-rate point: poisson | constant (AIPerf 0.13
+    # aiperf/config/flags/cli_config.py, CLIConfig.arrival_pattern, alias --request-rate-mode).
+    "arrival": "--arrival-pattern",
+    # tokens per hash_id block of a trace (AIPerf 0.13 cli_config.py, prompt_input_tokens_block_size)
+    "block_size": "--isl-block-size",
 }
 
+
+TRACE_KEYS = ("trace", "trace_type", "fixed_schedule")  # taken by build_argv itself, not WORKLOAD_FLAGS
 
 # Workload keys that make requests reuse prompts on purpose (shared prefixes, multi-turn sessions, a trace):
 # their points keep one seed, so every point sees the same prefixes/sessions.
@@ -63,7 +72,7 @@ REUSE_KEYS = ("prefix_tokens", "num_prefixes", "turns", "turn_delay_ms", "sessio
 DEFAULT_BASE_SEED = 1
 
 
-def point_seed(base: int, concurrency: int, repetition: int) -> int:
+def point_seed(base: int, concurrency: int | str, repetition: int) -> int:
     """A seed of this point and repetition alone: a later point's prompts are not the ones an earlier point
     left in the prefix cache. Deterministic, so a rerun sends the same prompts again."""
     digest = hashlib.sha256(f"{base}:{concurrency}:{repetition}".encode()).digest()
@@ -85,11 +94,13 @@ def choose_seed(args: argparse.Namespace) -> tuple[int, str, str]:
         return args.seed, "given (--seed)", "reused-prompts" if reuse else "unknown"
     if reuse:
         return DEFAULT_BASE_SEED, f"shared: the workload reuses prompts ({', '.join(reuse)})", "reused-prompts"
-    return point_seed(DEFAULT_BASE_SEED, args.concurrency, args.repetition), "per-point", "fresh-prompts"
+    # a rate point's seed depends on its rate too: every rate point shares the concurrency cap
+    load = args.concurrency if not getattr(args, "request_rate", 0) else f"{args.concurrency}@{args.request_rate:g}"
+    return point_seed(DEFAULT_BASE_SEED, load, args.repetition), "per-point", "fresh-prompts"
 
 
 def workload_argv(workload: dict) -> list[str]:
-    unknown = sorted(set(workload) - set(WORKLOAD_FLAGS) - {"trace", "trace_type"})
+    unknown = sorted(set(workload) - set(WORKLOAD_FLAGS) - set(TRACE_KEYS))
     if unknown:
         raise ValueError(f"--workload: unknown keys {unknown}; known: {sorted(WORKLOAD_FLAGS)} + trace, trace_type")
     argv: list[str] = []
@@ -109,17 +120,28 @@ def build_argv(args: argparse.Namespace) -> list[str]:
         "--streaming",
         "--tokenizer", args.tokenizer,
         "--concurrency", str(args.concurrency),
-        "--request-count", str(args.requests),
     ]
-    if args.warmup > 0:
-        argv += ["--warmup-request-count", str(args.warmup)]
     workload = dict(args.workload or {})
+    if not workload.get("fixed_schedule"):
+        # A fixed schedule replays the whole trace at its timestamps: the trace is the request count and
+        # there is no warmup phase (its requests would be the trace's own first lines).
+        argv += ["--request-count", str(args.requests)]
+        if args.warmup > 0:
+            argv += ["--warmup-request-count", str(args.warmup)]
+    if args.request_rate:
+        # Open loop: AIPerf schedules arrivals at this rate; --concurrency stays as the in-flight cap
+        # (AIPerf 0.13 aiperf/config/flags/cli_config.py, CLIConfig.request_rate: "Can be combined with
+        # `--concurrency` to control the number of concurrent requests").
+        argv += ["--request-rate", f"{args.request_rate:g}"]
     trace = args.trace or workload.pop("trace", None)
     trace_type = workload.pop("trace_type", None) or args.trace_type
+    fixed_schedule = bool(workload.pop("fixed_schedule", False))
     if trace:
-        # The trace gives each request its lengths; --no-fixed-schedule keeps this a concurrency
-        # point instead of replaying the trace's timestamps.
-        argv += ["--input-file", str(trace), "--custom-dataset-type", trace_type, "--no-fixed-schedule"]
+        # The trace gives each request its lengths. --fixed-schedule replays its timestamps (AIPerf 0.13
+        # cli_config.py CLIConfig.fixed_schedule); --no-fixed-schedule (disable_auto_fixed_schedule) keeps a
+        # concurrency or rate point, since a trace with timestamps would otherwise switch to its schedule.
+        argv += ["--input-file", str(trace), "--custom-dataset-type", trace_type,
+                 "--fixed-schedule" if fixed_schedule else "--no-fixed-schedule"]
         workload.pop("isl", None), workload.pop("osl", None)
     else:
         workload.setdefault("isl", args.isl)
@@ -145,20 +167,65 @@ def _workload_json(text: str) -> dict:
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError("must be a JSON object")
     try:
-        workload_argv({k: v for k, v in value.items() if k not in ("trace", "trace_type")})
+        workload_argv({k: v for k, v in value.items() if k not in TRACE_KEYS})
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
     return value
 
 
-def child_env() -> dict[str, str]:
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (value == value and 0 <= value < float("inf")):
+        raise argparse.ArgumentTypeError("give requests/s >= 0 (0 = closed loop)")
+    return value
+
+
+def point_folder(out: str, request_rate: float) -> Path:
+    """Where this point's files go. Every point of a rate sweep has the same concurrency (the in-flight
+    cap), so an open-loop point gets a folder of its own rate: a later rate never finds an earlier one's
+    good result.json and keeps it as its own."""
+    return Path(out) if not request_rate else Path(f"{out}-rate{request_rate:g}")
+
+
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     # With HF_HUB_OFFLINE=1 AIPerf treats a local --tokenizer DIR as a hub id and fails.
     env = dict(os.environ)
     env.pop("HF_HUB_OFFLINE", None)
+    env.update(extra or {})
     return env
 
 
-def run_aiperf(argv: list[str], log_path: Path, *, timeout_s: float | None, grace_s: float) -> tuple[int, str | None]:
+# A trace with hash_ids is turned into prompts by AIPerf 0.13's parallel_convert worker pool, whose
+# _init_worker (aiperf/dataset/loader/parallel_convert.py) forces HF_HUB_OFFLINE=1 and loads the tokenizer
+# with Tokenizer.from_pretrained; offline, that goes through Tokenizer._resolve_local_snapshot
+# (aiperf/common/tokenizer.py), i.e. huggingface_hub.snapshot_download(name, local_files_only=True), which
+# refuses a folder path (HFValidationError: "Repo id must be in the form ..."). The forkserver preload
+# (aiperf/dataset/_tokenizer_preload.py) takes the same path and fails soft. So a local tokenizer folder
+# is handed to AIPerf as a hub id whose snapshot is that folder, in a private HF cache, and every AIPerf
+# process runs offline against it: the main process, the preload and the workers all find it.
+LOCAL_TOKENIZER_REPO = "infersweep-local/tokenizer"
+
+
+def tokenizer_as_cached_hub_id(tokenizer_dir: Path, hub_cache: Path) -> tuple[str, dict[str, str]]:
+    """(hub id, env) under which AIPerf loads tokenizer_dir offline: hub_cache gets the layout
+    huggingface_hub reads (models--<org>--<name>/refs/main -> snapshots/<commit>/, files as symlinks)."""
+    repo = hub_cache / ("models--" + LOCAL_TOKENIZER_REPO.replace("/", "--"))
+    commit = hashlib.sha1(str(tokenizer_dir.resolve()).encode()).hexdigest()
+    snapshot = repo / "snapshots" / commit
+    snapshot.mkdir(parents=True, exist_ok=True)
+    for f in tokenizer_dir.resolve().iterdir():
+        if f.is_file() and not (snapshot / f.name).exists():
+            (snapshot / f.name).symlink_to(f)
+    (repo / "refs").mkdir(exist_ok=True)
+    (repo / "refs" / "main").write_text(commit, encoding="utf-8")
+    return LOCAL_TOKENIZER_REPO, {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(hub_cache)}
+
+
+def run_aiperf(argv: list[str], log_path: Path, *, timeout_s: float | None, grace_s: float,
+               env: dict[str, str] | None = None) -> tuple[int, str | None]:
     """Run AIPerf to the end; return (exit code, what stopped it early or None).
 
     SIGTERM/SIGINT to us, or the timeout, become one SIGINT to AIPerf (partial summary), then a
@@ -176,7 +243,7 @@ def run_aiperf(argv: list[str], log_path: Path, *, timeout_s: float | None, grac
                 # Own session: a terminal Ctrl-C or a group kill aimed at us does not hit AIPerf
                 # directly; it gets exactly one SIGINT from us. It also lets us SIGKILL its workers.
                 proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        env=child_env(), start_new_session=True)
+                                        env=child_env(env), start_new_session=True)
             except OSError as exc:
                 log.write(f"could not start AIPerf: {exc}\n".encode())
                 return 127, None
@@ -227,12 +294,6 @@ def set_aside_previous_attempt(out: Path) -> int:
     return max(taken, default=0) + 1
 
 
-def _trace_has_hash_ids(trace: str) -> bool:
-    try:
-        with open(trace, encoding="utf-8") as f:
-            return "hash_ids" in json.loads(f.readline() or "{}")
-    except (OSError, ValueError, TypeError):
-        return False
 
 
 def load_json(path: Path) -> dict | None:
@@ -254,7 +315,9 @@ def write_json(path: Path, data: dict, indent: int | None = 2) -> None:
 def write_result_param(path: str | None, result: dict) -> None:
     # An Argo output parameter: keep it small, the full result lives in result.json.
     if path:
-        write_json(Path(path), {k: result.get(k) for k in ("concurrency", "status", "reason")}, indent=None)
+        keys = ("concurrency", "request_rate", "status", "reason") if result.get("request_rate") else \
+            ("concurrency", "status", "reason")  # an open-loop point also says its rate
+        write_json(Path(path), {k: result.get(k) for k in keys}, indent=None)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -263,6 +326,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--model", required=True, help="served model name")
     p.add_argument("--tokenizer", required=True, help="local tokenizer dir (passed as is)")
     p.add_argument("--concurrency", type=int, required=True)
+    p.add_argument("--request-rate", type=_rate, default=0.0,
+                   help="requests/s of an open-loop point (0 = closed loop at --concurrency); its folder is OUT-rate<R>")
     p.add_argument("--requests", type=int, required=True, help="profiling requests")
     p.add_argument("--warmup", type=int, default=0, help="warmup requests, excluded from results")
     p.add_argument("--isl", type=int, help="input tokens per request (synthetic prompts)")
@@ -301,7 +366,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    out = Path(args.out)
+    out = point_folder(args.out, args.request_rate)
+    args.out = str(out)
     out.mkdir(parents=True, exist_ok=True)
     result_path = out / RESULT_FILE
 
@@ -309,6 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     if previous is not None and previous.get("status") == "ok":
         print(f"{result_path} already holds a good point (attempt {previous.get('attempt')}): kept, AIPerf not run")
         previous.setdefault("concurrency", args.concurrency)
+        previous.setdefault("request_rate", args.request_rate)
         write_result_param(args.result_param, previous)
         return EXIT_OK
 
@@ -316,18 +383,35 @@ def main(argv: list[str] | None = None) -> int:
     if not Path(args.tokenizer).is_dir():
         print(f"warning: --tokenizer {args.tokenizer} is not a local dir; AIPerf will look it up by name",
               file=sys.stderr)
-    if args.trace and Path(args.tokenizer).is_dir() and _trace_has_hash_ids(args.trace):
-        # Measured on AIPerf 0.13.0: its hash_ids prompt synthesis loads the tokenizer in worker
-        # processes with HF_HUB_OFFLINE=1 forced, so a local dir is taken for a hub id and fails.
-        print("warning: AIPerf 0.13.0 fails trace replay with hash_ids and a local tokenizer dir "
-              "(>= 10 requests); use a hub id with a filled HF cache (HF_HOME) instead", file=sys.stderr)
+    trace = args.trace or (args.workload or {}).get("trace")
+    if trace and not str(trace).startswith("https://") and not Path(trace).is_file():
+        # e.g. a params:workloads/ trace, which exists only in a clone (local mode resolves it)
+        reason = f"trace {trace} is not a file here; give an https:// URL or a path inside the AIPerf step"
+        result = {"status": "failed", "reason": reason, "concurrency": args.concurrency,
+                  "request_rate": args.request_rate, "attempt": attempt}
+        write_json(result_path, result)
+        write_result_param(args.result_param, result)
+        print(reason, file=sys.stderr)
+        return EXIT_BAD_POINT
     args.chosen_seed, seed_policy, cache_state = choose_seed(args)
+    extra_env: dict[str, str] = {}
+    hub_cache = None
+    if trace and Path(args.tokenizer).is_dir():
+        hub_cache = Path(tempfile.mkdtemp(prefix="infersweep-hf-"))  # not in OUT: nothing of it is published
+        tokenizer_dir = args.tokenizer
+        args.tokenizer, extra_env = tokenizer_as_cached_hub_id(Path(tokenizer_dir), hub_cache)
+        print(f"trace replay: tokenizer {tokenizer_dir} given to AIPerf as {args.tokenizer} (offline HF cache)")
     command = build_argv(args)
     log_path = out / LOG_FILE
     print(f"attempt {attempt}: running AIPerf at concurrency {args.concurrency}, log in {log_path}", flush=True)
 
     started = time.monotonic()
-    exit_code, stopped_by = run_aiperf(command, log_path, timeout_s=args.timeout_s, grace_s=args.grace_s)
+    try:
+        exit_code, stopped_by = run_aiperf(command, log_path, timeout_s=args.timeout_s, grace_s=args.grace_s,
+                                           env=extra_env)
+    finally:
+        if hub_cache is not None:
+            shutil.rmtree(hub_cache, ignore_errors=True)
     wall_s = time.monotonic() - started
 
     result = read_point(out / ARTIFACT_SUBDIR, max_error_rate=args.max_error_rate,
@@ -337,13 +421,15 @@ def main(argv: list[str] | None = None) -> int:
         if stopped_by.startswith("timeout"):
             who = stopped_by.replace("timeout", f"--timeout-s {args.timeout_s:g}", 1)
         result["reason"] += f" (stopped by {who})"
-    result.update(concurrency=args.concurrency, repetition=args.repetition, seed=args.chosen_seed,
+    result.update(concurrency=args.concurrency, request_rate=args.request_rate,
+                  arrival=(args.workload or {}).get("arrival", "poisson") if args.request_rate else None, repetition=args.repetition, seed=args.chosen_seed,
                   seed_policy=seed_policy, cache_state=cache_state, argv=command, exit_code=exit_code,
                   wall_s=round(wall_s, 3), attempt=attempt, stopped_by=stopped_by)
     write_json(result_path, result)
     write_result_param(args.result_param, result)
 
-    line = f"concurrency {args.concurrency}: {result['status']}: {result['reason']}"
+    load = f"request rate {args.request_rate:g}/s (cap {args.concurrency})" if args.request_rate else f"concurrency {args.concurrency}"
+    line = f"{load}: {result['status']}: {result['reason']}"
     if result["status"] in ("ok", "partial"):
         print(line)
         return EXIT_OK

@@ -32,7 +32,7 @@ from infersweep.results.run import load_run_folder
 from infersweep.results.schema import SCHEMA_VERSION, build_table, point_dirs, read_result
 from steps.outputs import json_object
 
-MD_COLUMNS = ["concurrency", "repetition", "status", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "latency_p50_ms",
+MD_COLUMNS = ["concurrency", "request_rate", "repetition", "status", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "latency_p50_ms",
               "output_tok_s", "tok_s_per_gpu", "tok_s_per_user", "request_per_s", "goodput_req_s", "error_rate",
               "slo_pass", "predicted_itl_ms", "implausible"]
 

@@ -74,11 +74,11 @@ def test_trace_runs_as_its_averages_locally():
 
 def test_workload_keys_are_all_known_to_the_aiperf_step():
     from infersweep.recipe import all_recipe_paths
-    from steps.aiperf_point import WORKLOAD_FLAGS
+    from steps.aiperf_point import TRACE_KEYS, WORKLOAD_FLAGS
 
     for p in all_recipe_paths():
         w = load_recipe(p).recipe.workload
-        assert set(w.aiperf_workload()) <= set(WORKLOAD_FLAGS) | {"trace", "trace_type"}, p
+        assert set(w.aiperf_workload()) <= set(WORKLOAD_FLAGS) | set(TRACE_KEYS), p
 
 
 def _error(d, tmp_path: Path) -> str:

@@ -117,7 +117,7 @@ def experiment_workflow(plan: Plan, platform: dict[str, Any], *, namespace: str 
                                                      "max-error-rate", "timeout-s", "ready-timeout-s")]):
             Task(name="point", template_ref=_ref("aiperf-point"), with_param="{{inputs.parameters.points}}",
                  arguments={"url": "{{inputs.parameters.url}}", "model": "{{inputs.parameters.model}}",
-                            "tokenizer": "{{inputs.parameters.tokenizer}}", "concurrency": "{{item.concurrency}}",
+                            "tokenizer": "{{inputs.parameters.tokenizer}}", "concurrency": "{{item.concurrency}}", "request-rate": "{{item.request_rate}}",
                             "requests": "{{item.requests}}", "warmup": "{{item.warmup}}",
                             "workload": "{{inputs.parameters.workload}}",
                             "max-error-rate": "{{inputs.parameters.max-error-rate}}",

@@ -9,6 +9,7 @@ starts is stopped when it ends: on success, on a failed step, on Ctrl-C and on S
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import sys
@@ -52,12 +53,38 @@ def local_profile() -> dict[str, Any]:
     return yaml.safe_load((params_dir() / "local.yaml").read_text())
 
 
-def scaled_points(r: ResolvedRecipe, prof: dict[str, Any]) -> list[dict[str, int]]:
-    """The recipe's sweep, cut to this machine: its lowest levels up to max_concurrency, at most max_points."""
+def scaled_points(r: ResolvedRecipe, prof: dict[str, Any]) -> list[dict[str, Any]]:
+    """The recipe's sweep, cut to this machine: its lowest levels up to max_concurrency, at most max_points.
+    A rate sweep keeps its rates (the lowest max_points) under a cap of at most max_concurrency."""
+    w = r.recipe.workload
+    if w.request_rate:
+        cap = min(w.concurrency[0], prof["max_concurrency"])
+        return [{"concurrency": cap, "request_rate": rate,
+                 "requests": max(prof["min_requests"], math.ceil(rate * prof["requests_per_concurrency"])),
+                 "warmup": min(prof["max_warmup"], cap)} for rate in sorted(w.request_rate)[: prof["max_points"]]]
     levels = [c for c in r.recipe.workload.concurrency if c <= prof["max_concurrency"]] or [min(r.recipe.workload.concurrency)]
     levels = levels[: prof["max_points"]]
     return [{"concurrency": c, "requests": max(prof["min_requests"], c * prof["requests_per_concurrency"]),
-             "warmup": min(prof["max_warmup"], c)} for c in levels]
+             "warmup": min(prof["max_warmup"], c), "request_rate": 0} for c in levels]
+
+
+def local_workload(r: ResolvedRecipe, prof: dict[str, Any], isl: int, osl: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(workload, points) local mode runs. A trace on this machine whose prompts fit max_isl replays for real
+    (steps.aiperf_point hands AIPerf the local tokenizer so its hash_ids replay works offline); with
+    fixed_schedule it is one point at the trace's own timestamps, every line of it. Any other trace (a
+    download, or prompts longer than this machine takes) and a mix run as their scaled average lengths."""
+    w = r.recipe.workload
+    t = w.trace
+    f = t.local_file() if t else None
+    if f is not None and f.is_file():
+        rows = [json.loads(line) for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+        if rows and max(int(x.get("input_length", 0)) for x in rows) <= prof["max_isl"]:
+            workload = w.aiperf_workload() | {"trace": str(f.resolve())}
+            if t.fixed_schedule:
+                cap = min(w.concurrency[0], prof["max_concurrency"])
+                return workload, [{"concurrency": cap, "request_rate": 0, "requests": len(rows), "warmup": 0}]
+            return workload, scaled_points(r, prof)
+    return scaled_workload(r, prof), scaled_points(r, prof)
 
 
 def scaled_lengths(r: ResolvedRecipe, prof: dict[str, Any]) -> tuple[int, int]:
@@ -156,6 +183,7 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
         recipe_ref = recipe_ref or recorded.get("recipe")
     r = load_recipe(recipe_ref)
     prof = local_profile()
+    isl, osl = scaled_lengths(r, prof)
     rendered = "rendered"
     if earlier is not None:
         if retry is not None:
@@ -184,9 +212,9 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
     cache_root = cache_root.resolve()
     model_dir = cache_root / "toy-model"  # built only once the recipe and overrides have rendered
 
-    workload = scaled_workload(r, prof)  # a trace or mix runs as its scaled averages
+    workload, points = local_workload(r, prof, isl, osl)
     local_overrides = {"model-source": f"file://{model_dir}", "workload": json.dumps(workload, separators=(",", ":")),
-                       "points": json.dumps(scaled_points(r, prof), separators=(",", ":")), "ready-timeout-s": "120",
+                       "points": json.dumps(points, separators=(",", ":")), "ready-timeout-s": "120",
                        "point-timeout-s": "600",
                        "gpu-count": str(simulated_gpus(r, prof))}
     # A real Prometheus scrapes the local frontend every second (the local platform's deploy writes its

@@ -24,17 +24,21 @@ def _plt():
 
 
 def per_point(df: pd.DataFrame) -> pd.DataFrame:
-    """Measured rows, one per concurrency: the median over repetitions of every numeric column."""
+    """Measured rows, one per load (concurrency; and request rate in a rate sweep, whose points share the
+    concurrency cap): the median over repetitions of every numeric column."""
     ok = measured(df)
     if ok.empty:
         return ok
     numeric = ok.select_dtypes("number").drop(columns=["repetition"], errors="ignore")
     numeric = numeric.astype("float64")
-    out = numeric.groupby(ok["concurrency"].astype("int64")).median()
-    out["concurrency"] = out.index
-    out["slo_pass"] = ok.groupby(ok["concurrency"].astype("int64"))["slo_pass"].agg(
+    rates = "request_rate" in ok and bool((ok["request_rate"].fillna(0) > 0).any())
+    keys = [ok["concurrency"].astype("int64")] + ([ok["request_rate"].fillna(0).astype("float64")] if rates else [])
+    numeric = numeric.drop(columns=["concurrency", "request_rate"], errors="ignore")
+    out = numeric.groupby(keys).median()
+    out["slo_pass"] = ok.groupby(keys)["slo_pass"].agg(
         lambda s: bool(s.fillna(False).all()) if s.notna().any() else pd.NA)
-    return out.reset_index(drop=True).sort_values("concurrency")
+    out = out.reset_index()
+    return out.sort_values(["concurrency", "request_rate"] if rates else "concurrency").reset_index(drop=True)
 
 
 def pareto_frontier(points: pd.DataFrame, x: str = "tok_s_per_user", y: str = "tok_s_per_gpu") -> pd.DataFrame:

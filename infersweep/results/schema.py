@@ -2,7 +2,8 @@
 
 Readable with plain pandas (`pd.read_parquet`). Column groups:
 
-- key: run_id, recipe, concurrency, repetition
+- key: run_id, recipe, concurrency, repetition (+ request_rate, arrival: a rate sweep's points share the
+  concurrency, their in-flight cap, and differ in request_rate; a closed-loop point has request_rate 0)
 - point: status, reason, valid, validity_reasons (infersweep.results.validity), requests_ok, requests_failed, error_rate, duration_s, point_start, point_end
 - headline metrics under short names (the names read_point uses: ttft_ms_p50, itl_ms_avg,
   request_latency_ms_p99, output_tok_s, request_per_s, tok_s_per_user_p50, ...)
@@ -56,6 +57,9 @@ V0_ALIASES = {f"{short}_{p}_ms": f"{key}_{p}" for short, key in
               {"ttft": "ttft_ms", "itl": "itl_ms", "latency": "request_latency_ms"}.items()
               for p in ("p50", "p90", "p99")}
 
+# What load a point ran at besides its concurrency: the rate of an open-loop point (0 = closed loop) and its
+# arrival pattern (None for closed loop).
+LOAD_COLUMNS = ["request_rate", "arrival"]
 POINT_COLUMNS = ["status", "reason", "valid", "validity_reasons", "requests_ok", "requests_failed", "error_rate",
                  "duration_s", "point_start", "point_end", "aiperf_version"]
 DERIVED_COLUMNS = ["tok_s_per_gpu", "total_tok_s_per_gpu", "tok_s_per_user", "goodput_req_s", "goodput_fraction",
@@ -217,6 +221,8 @@ def point_row(point_dir: Path, gpu_count: int, slo: dict[str, float], context: d
     row: dict[str, Any] = {
         "run_id": context.get("run_id") or "", "recipe": context.get("recipe") or "",
         "concurrency": conc, "repetition": rep,
+        # open-loop points (a request_rate sweep) say their rate; closed-loop points have request_rate 0
+        "request_rate": _num(result.get("request_rate") or 0.0), "arrival": result.get("arrival"),
         "status": result.get("status", "failed"), "reason": result.get("reason", ""),
         "requests_ok": int(result.get("requests_ok") or 0), "requests_failed": int(result.get("requests_failed") or 0),
         "error_rate": _num(result.get("error_rate")), "duration_s": _num(result.get("duration_s")),
@@ -255,7 +261,9 @@ def build_table(points_dir: Path, gpu_count: int, slo: dict[str, float], context
 
 def finish_table(df: pd.DataFrame, context: dict[str, Any]) -> pd.DataFrame:
     """Column order, context columns, v0 aliases and dtypes (also for an empty sweep)."""
-    base = KEY + POINT_COLUMNS + HEADLINE + DERIVED_COLUMNS
+    base = KEY + LOAD_COLUMNS + POINT_COLUMNS + HEADLINE + DERIVED_COLUMNS
+    if "request_rate" not in df.columns:  # a table of closed-loop points only (or read by an older writer)
+        df["request_rate"] = 0.0
     for col in base:
         if col not in df.columns:
             df[col] = pd.Series(dtype="float64" if col in HEADLINE else "object")
@@ -273,7 +281,7 @@ def finish_table(df: pd.DataFrame, context: dict[str, Any]) -> pd.DataFrame:
     df["valid"] = df["valid"].astype("boolean")
     df["concurrency"] = df["concurrency"].astype("Int64")
     df["repetition"] = df["repetition"].astype("Int64")
-    return df.sort_values(["concurrency", "repetition"], kind="stable").reset_index(drop=True)
+    return df.sort_values(["concurrency", "request_rate", "repetition"], kind="stable").reset_index(drop=True)
 
 
 def context_columns(context: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,86 @@
+"""The knee search (infersweep.slo_search.bisect): its bracket, its probe count, and its edge cases."""
+
+from __future__ import annotations
+
+import pytest
+
+from infersweep.slo_search import bisect
+
+
+def _knee(at: float, seen: list):
+    def measure(load):
+        seen.append(load)
+        return load <= at, f"ttft at {load}"
+    return measure
+
+
+@pytest.mark.parametrize("knee", [1, 2, 5, 37, 63])
+def test_concurrency_bracket_is_one_level_wide_and_right(knee):
+    seen: list = []
+    s = bisect(_knee(knee, seen), 1, 64)
+    assert (s.best, s.first_miss) == (knee, knee + 1)
+    assert len(seen) <= 2 + 8  # two ends + log2(64) steps, +1: geometric midpoints are coarser near the top
+    assert len(set(seen)) == len(seen)  # no load measured twice
+
+
+def test_rate_bracket_meets_the_tolerance():
+    s = bisect(_knee(7.3, []), 0.5, 64, axis="request_rate", rel_tol=0.05)
+    assert s.best <= 7.3 < s.first_miss and s.first_miss / s.best <= 1.05
+
+
+def test_nothing_passes_or_everything_passes():
+    s = bisect(_knee(0, []), 1, 64)
+    assert s.best is None and s.first_miss == 1 and "no concurrency meets" in s.summary()
+    s = bisect(_knee(100, []), 1, 64)
+    assert s.best == 64 and s.first_miss is None and ">= 64" in s.summary()
+
+
+def test_a_point_without_measurement_counts_as_a_miss():
+    s = bisect(lambda load: (None if load > 10 else True, ""), 1, 64)
+    assert (s.best, s.first_miss) == (10, 11)
+
+
+def test_bad_range_is_refused():
+    with pytest.raises(ValueError, match="0 < lo <= hi"):
+        bisect(_knee(1, []), 8, 4)
+
+
+def test_cli_refuses_bad_slo_bounds_and_a_cluster_search(capsys, tmp_path):
+    from infersweep.cli import main
+
+    assert main(["slo-search", "demo-prefix-kv", "--local", "--slo", "ttft=5", "--out", str(tmp_path)]) == 2
+    assert "unknown bound 'ttft'" in capsys.readouterr().err
+    assert main(["slo-search", "demo-prefix-kv", "--local", "--slo", "ttft_p50_ms=-1", "--out", str(tmp_path)]) == 2
+    assert "above 0" in capsys.readouterr().err
+    assert main(["slo-search", "demo-prefix-kv"]) == 2
+    assert "add --local" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())  # nothing deployed, nothing written
+
+
+@pytest.mark.e2e
+def test_local_knee_search_brackets_a_real_deployment(tmp_path):
+    """One local deployment (Dynamo frontend + 2 mockers) and real AIPerf points: ~1-2 min (each probe
+    ~16 s of which ~8 s is AIPerf's fixed cost). A TTFT bound no point meets and one every point meets
+    give the two ends; the bracket is then checked against the probes' own rows."""
+    from infersweep.local.slo_search import slo_search_local
+
+    search, rows = slo_search_local("demo-prefix-kv", out=tmp_path / "s", lo=1, hi=4, slo={"ttft_p50_ms": 1e6},
+                                    log=lambda *_: None)
+    assert (search.best, search.first_miss) == (4, None) and len(rows) == 2
+    assert all(r["status"] == "ok" and r["requests_ok"] > 0 for r in rows)
+    assert (tmp_path / "s" / "slo-search.json").is_file()
+
+
+@pytest.mark.e2e
+def test_one_open_loop_point_against_a_local_deployment(tmp_path):
+    """A request_rate point end to end (~30 s): AIPerf gets --request-rate, the row says the rate it ran at,
+    and the point lives in its own c<N>-rate<R> folder."""
+    import json
+
+    from infersweep.local.slo_search import slo_search_local
+
+    search, rows = slo_search_local("demo-prefix-kv", out=tmp_path / "s", lo=4, hi=4, axis="request_rate",
+                                    slo={"ttft_p50_ms": 1e6}, log=lambda *_: None)
+    assert search.best == 4 and rows[0]["request_rate"] == 4.0 and rows[0]["arrival"] == "poisson"
+    result = json.loads((tmp_path / "s" / "points" / "c8-rate4" / "result.json").read_text())
+    assert result["status"] == "ok" and result["argv"][result["argv"].index("--request-rate") + 1] == "4"
