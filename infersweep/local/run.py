@@ -84,7 +84,7 @@ def local_workload(r: ResolvedRecipe, prof: dict[str, Any], isl: int, osl: int) 
                 cap = min(w.concurrency[0], prof["max_concurrency"])
                 return workload, [{"concurrency": cap, "request_rate": 0, "requests": len(rows), "warmup": 0}]
             return workload, scaled_points(r, prof)
-    return scaled_workload(r, prof), scaled_points(r, prof)
+    return scaled_workload(r, prof, (isl, osl)), scaled_points(r, prof)
 
 
 def scaled_lengths(r: ResolvedRecipe, prof: dict[str, Any]) -> tuple[int, int]:
@@ -94,11 +94,11 @@ def scaled_lengths(r: ResolvedRecipe, prof: dict[str, Any]) -> tuple[int, int]:
     return max(8, int(w.isl * scale)), max(4, int(w.osl * scale))
 
 
-def scaled_workload(r: ResolvedRecipe, prof: dict[str, Any]) -> dict[str, Any]:
+def scaled_workload(r: ResolvedRecipe, prof: dict[str, Any], lengths: tuple[int, int] | None = None) -> dict[str, Any]:
     """The workload a local point runs: scaled lengths (a trace or mix as its scaled averages), and a
     multi-turn session's think time cut to max_turn_delay_ms (the pauses shape the cluster's cache reuse
     over minutes; here they would only make a point wait: 24 requests at 1.5 s took 100 s)."""
-    w = r.recipe.workload.synthetic_workload(*scaled_lengths(r, prof))
+    w = r.recipe.workload.synthetic_workload(*(lengths or scaled_lengths(r, prof)))
     if "turn_delay_ms" in w and "max_turn_delay_ms" in prof:
         w["turn_delay_ms"] = min(w["turn_delay_ms"], prof["max_turn_delay_ms"])
     return w
