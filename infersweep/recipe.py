@@ -371,7 +371,9 @@ class Workload(_Strict):
     # sweep's points carry the rate; `concurrency` is then one value, the in-flight cap AIPerf keeps.
     request_rate: list[float] | None = Field(default=None, min_length=1, max_length=64,
                                              description="requests/s per point (open loop) instead of a concurrency sweep")
-    arrival: Literal["poisson", "constant"] = Field(default="poisson", description="arrival pattern of a request_rate sweep")
+    # None means poisson; not a default value, so a dumped-and-reloaded recipe (experiments, exclude_none) does
+    # not read as one that set arrival without request_rate
+    arrival: Literal["poisson", "constant"] | None = Field(default=None, description="arrival pattern of a request_rate sweep (default poisson)")
     requests_per_concurrency: int = Field(default=10, gt=0, le=10_000)
     min_requests: int = Field(default=32, gt=0)
     warmup_requests: int = Field(default=8, ge=0)
@@ -434,7 +436,7 @@ class Workload(_Strict):
         if self.request_rate and len(self.concurrency) != 1:
             raise ValueError(f"a request_rate sweep takes one concurrency, the in-flight cap (e.g. concurrency: "
                              f"[{max(self.concurrency)}]); got {self.concurrency}")
-        if "arrival" in self.model_fields_set and not self.request_rate:
+        if self.arrival is not None and not self.request_rate:
             raise ValueError("arrival applies to a request_rate sweep; add request_rate or remove arrival")
         if self.prefix and (self.seq_dist or self.trace):
             raise ValueError("prefix sharing goes with a synthetic `isl` + `osl` workload; remove `prefix` or use isl/osl")
@@ -466,7 +468,7 @@ class Workload(_Strict):
 
     def aiperf_workload(self) -> dict[str, Any]:
         """What the benchmark-point step sends (keys of steps.aiperf_point.WORKLOAD_FLAGS + trace, trace_type)."""
-        arrival = {"arrival": self.arrival} if self.request_rate else {}
+        arrival = {"arrival": self.arrival or "poisson"} if self.request_rate else {}
         if self.trace:
             fixed = {"fixed_schedule": True} if self.trace.fixed_schedule else {}
             if self.trace.block_size:
@@ -483,7 +485,7 @@ class Workload(_Strict):
         """The synthetic stand-in local mode runs at (scaled) `isl`/`osl`: a trace it cannot replay (see
         infersweep.local.run.local_workload) or a mix becomes its average lengths (a mix's 32K-token buckets
         do not fit a laptop); a shared prefix keeps its share of the input."""
-        return self._shape(isl, osl) | ({"arrival": self.arrival} if self.request_rate else {})
+        return self._shape(isl, osl) | ({"arrival": self.arrival or "poisson"} if self.request_rate else {})
 
     @property
     def load(self) -> Literal["concurrency", "request_rate"]:

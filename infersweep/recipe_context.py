@@ -13,7 +13,7 @@ from typing import Any
 
 # Workload fields added after recipes were first hashed, with their defaults: left at the default they
 # are not hashed, so a recipe that does not use them keeps the hash its earlier runs and baselines carry.
-LATER_WORKLOAD_DEFAULTS = {"request_rate": None, "arrival": "poisson"}
+LATER_WORKLOAD_DEFAULTS = {"request_rate": None, "arrival": None}
 LATER_TRACE_DEFAULTS = {"fixed_schedule": False, "block_size": None}
 
 
