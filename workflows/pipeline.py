@@ -229,8 +229,11 @@ def recipe_arguments(r: ResolvedRecipe, platform: dict[str, Any], *, dgd_api: st
 
 def points_json(points: list[dict[str, Any]]) -> str:
     """The sweep's points as the `points` parameter, each with the AIPerf client's resources for its
-    concurrency (steps_library.aiperf_resources) so the point pod asks for what it needs."""
-    return json.dumps([{**p, **aiperf_resources(int(p["concurrency"]))} for p in points], separators=(",", ":"))
+    concurrency (steps_library.aiperf_resources) so the point pod asks for what it needs. A point without
+    `request_rate` is closed loop (0): the point task reads {{item.request_rate}}, and Argo errors a node whose
+    item lacks a key it names."""
+    return json.dumps([{"request_rate": 0, **p, **aiperf_resources(int(p["concurrency"]))} for p in points],
+                      separators=(",", ":"))
 
 
 def workflow_labels(r: ResolvedRecipe) -> dict[str, str]:

@@ -29,7 +29,7 @@ from infersweep.experiment.restart import RestartClass, Transition, classify
 from infersweep.experiment.spec import load_experiment
 from infersweep.local import procs
 from infersweep.local.argo import LocalArgo, LocalCluster, Node
-from infersweep.local.run import (ARTIFACT_BUCKET, _printer, local_profile, scaled_points, scaled_workload,
+from infersweep.local.run import (ARTIFACT_BUCKET, _printer, write_status, local_profile, scaled_points, scaled_workload,
                                   simulated_gpus)
 from infersweep.local.s3server import LocalS3
 from infersweep.local.toy_model import build_toy_model
@@ -198,7 +198,7 @@ def run_experiment_local(ref: str | Path | None, *, out_root: Path = Path("runs"
         try:
             root = argo.run()
         finally:
-            (run_dir / f"status{rendered.removeprefix('rendered')}.json").write_text(json.dumps(argo.status(), indent=1))
+            write_status(run_dir / f"status{rendered.removeprefix('rendered')}.json", argo.status())
     finally:
         for sig, h in prev.items():
             signal.signal(sig, h)

@@ -87,6 +87,15 @@ def local_workload(r: ResolvedRecipe, prof: dict[str, Any], isl: int, osl: int) 
     return scaled_workload(r, prof, (isl, osl)), scaled_points(r, prof)
 
 
+def write_status(path: Path, status: dict[str, Any]) -> None:
+    """The run's `argo get` status, for --retry. A full disk must not turn a finished run into a crash that
+    hides its verdict (the results already measured are on disk and published): say so and go on."""
+    try:
+        path.write_text(json.dumps(status, indent=1))
+    except OSError as e:
+        print(f"infersweep: could not write {path} ({e}); --retry of this run needs it", file=sys.stderr)
+
+
 def scaled_lengths(r: ResolvedRecipe, prof: dict[str, Any]) -> tuple[int, int]:
     # Keep the ISL:OSL ratio when both must shrink, so a prefill-heavy recipe stays prefill-heavy.
     w = r.recipe.workload
@@ -307,7 +316,7 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
             root = argo.run()
         finally:
             # What `argo get` would show; `--retry` starts from it.
-            (run_dir / "status.json").write_text(json.dumps(argo.status(), indent=1))
+            write_status(run_dir / "status.json", argo.status())
         prefix = f"{platform['s3']['prefix']}/{r.name}/{run_id}/"
         try:
             keys = [o["Key"] for o in s3c.list_objects_v2(Bucket=platform["s3"]["bucket"], Prefix=prefix).get("Contents", [])]
