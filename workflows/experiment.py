@@ -187,8 +187,10 @@ def experiment_workflow(plan: Plan, platform: dict[str, Any], *, namespace: str 
                 slo = {k: v for k, v in r.recipe.slo.model_dump().items() if v is not None}
                 # The summarize step accepts only the run-context keys it knows (steps/summarize.py
                 # --context, infersweep.results.context): the treatment's recipe context, as a recipe run
-                # has; the experiment and treatment names travel in the title and the publish prefix.
-                context = recipe_context(r, platform)
+                # has, plus the experiment, treatment, restart class and factor levels (also in the title and prefix).
+                context = recipe_context(r, platform) | {
+                    "experiment": e.name, "treatment": s.treatment.name, "restart_class": s.transition.cls.label,
+                    "levels": s.treatment.levels}
                 Task(name=f"{t}-summarize", template_ref=_ref("summarize"),
                      depends=f"{_any(f'{t}-sweep')} && {_any(f'{t}-record-ready')}",
                      arguments={"gpu-count": args["gpu-count"], "slo": _compact(slo), "title": s.treatment.name,
