@@ -337,4 +337,6 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
     if results.exists() and not link.exists():
         link.symlink_to(results.relative_to(run_dir))
     # The workflow's verdict (operator.go operate: the entry node's phase, made Failed by a failed exit handler)
-    return LocalRun(run_id, run_dir, argo.phase, link, keys, root, time.monotonic() - t_start, argo.message)
+    # A stopped run says what stopped it (Ctrl-C, SIGTERM, the deadline), then the workflow's own message.
+    message = "; ".join(m for m in (argo.stop_reason, argo.message) if m)
+    return LocalRun(run_id, run_dir, argo.phase, link, keys, root, time.monotonic() - t_start, message)
