@@ -232,7 +232,8 @@ def points_json(points: list[dict[str, Any]]) -> str:
     concurrency (steps_library.aiperf_resources) so the point pod asks for what it needs. A point without
     `request_rate` is closed loop (0): the point task reads {{item.request_rate}}, and Argo errors a node whose
     item lacks a key it names."""
-    return json.dumps([{"request_rate": 0, **p, **aiperf_resources(int(p["concurrency"]))} for p in points],
+    return json.dumps([{**p, "request_rate": p.get("request_rate", 0), **aiperf_resources(int(p["concurrency"]))}
+                       for p in points],
                       separators=(",", ":"))
 
 
