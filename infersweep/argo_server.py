@@ -4,7 +4,7 @@ WorkflowsService (Hera has no submit CLI), configured the way Argo's own CLI is.
 Configuration, first found wins: command-line flags; the environment variables Argo's CLI reads
 (ARGO_SERVER as host:port, ARGO_SECURE=false for plain http, ARGO_BASE_HREF, ARGO_TOKEN,
 ARGO_NAMESPACE, ARGO_INSECURE_SKIP_VERIFY); ~/.config/infersweep/config.yaml (keys host, token,
-namespace, insecure_skip_verify); the namespace of params/platform.yaml. ARGO_HTTP1 is accepted and
+namespace, insecure_skip_verify); the namespace of params/cluster.yaml. ARGO_HTTP1 is accepted and
 changes nothing: Argo's CLI uses it to leave gRPC, and Hera only ever speaks HTTP/1 REST.
 
 Every document is validated against the strict Argo schemas, and its conversion to Hera's model is
@@ -221,14 +221,14 @@ def add_server_flags(p) -> None:
     """The flags every command that talks to the Argo Server takes."""
     p.add_argument("--argo-server", metavar="HOST:PORT", help="Argo Server (default: $ARGO_SERVER or the config file)")
     p.add_argument("--token", help="bearer token (default: $ARGO_TOKEN or the config file)")
-    p.add_argument("-n", "--namespace", help="namespace (default: $ARGO_NAMESPACE, the config file, params/platform.yaml)")
+    p.add_argument("-n", "--namespace", help="namespace (default: $ARGO_NAMESPACE, the config file, params/cluster.yaml)")
     p.add_argument("-k", "--insecure-skip-verify", action="store_true", default=None,
                    help="do not verify the server's TLS certificate ($ARGO_INSECURE_SKIP_VERIFY)")
 
 
 def server_from_args(a) -> ArgoServer:
-    from infersweep.platform_config import load_platform
+    from infersweep.cluster_settings import load_cluster_settings
 
     cfg = load_config(host=a.argo_server, token=a.token, namespace=a.namespace,
-                      insecure_skip_verify=a.insecure_skip_verify, default_namespace=load_platform()["namespace"])
+                      insecure_skip_verify=a.insecure_skip_verify, default_namespace=load_cluster_settings().namespace)
     return ArgoServer(cfg)

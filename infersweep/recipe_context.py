@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from infersweep.cluster_settings import ClusterSettings
 
 
 # Workload fields added after recipes were first hashed, with their defaults: left at the default they
@@ -48,7 +51,7 @@ def topology_text(resolved) -> str:
     return " + ".join(parts)
 
 
-def recipe_context(resolved, platform: dict[str, Any] | None = None) -> dict[str, Any]:
+def recipe_context(resolved, settings: ClusterSettings | None = None) -> dict[str, Any]:
     """The context of a run of this recipe, as known at render time (for the summarize step's --context)."""
     r = resolved.recipe
     ctx = {
@@ -57,7 +60,7 @@ def recipe_context(resolved, platform: dict[str, Any] | None = None) -> dict[str
         "topology": topology_text(resolved), "router": r.router, "gpu_type": r.gpu.type,
         "gpu_count": resolved.gpu_count, "slo": {k: v for k, v in r.slo.model_dump().items() if v is not None},
     }
-    if platform:
-        ctx["aiperf_image"] = platform["images"]["aiperf"]
-        ctx["step_image"] = platform["images"]["steps"]
+    if settings is not None:
+        ctx["aiperf_image"] = settings.images.aiperf
+        ctx["step_image"] = settings.images.steps
     return ctx

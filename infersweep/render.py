@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from infersweep.cluster_settings import ClusterSettings
 from infersweep.recipe import ResolvedRecipe
 from infersweep.schemas import reference_dir, validate_document
 from workflows.keda import scaled_objects
@@ -49,16 +50,22 @@ def _validate_json(text: str, schemas: str) -> None:  # schemas: the reference d
     validate_document(json.loads(text))
 
 
-def library_templates(platform: dict[str, Any], engine: str, mode: str) -> list[dict[str, Any]]:
-    # A fresh copy each call (callers may change theirs); built with Hera once per platform x engine x mode.
-    return json.loads(_library_json(json.dumps(platform, sort_keys=True, default=str), engine, mode))
+# The settings seen so far by their JSON: the cache key of the library templates (equal settings share it).
+_SETTINGS_BY_JSON: dict[str, ClusterSettings] = {}
+
+
+def library_templates(settings: ClusterSettings, engine: str, mode: str) -> list[dict[str, Any]]:
+    # A fresh copy each call (callers may change theirs); built with Hera once per settings x engine x mode.
+    key = settings.model_dump_json()
+    _SETTINGS_BY_JSON.setdefault(key, settings)
+    return json.loads(_library_json(key, engine, mode))
 
 
 @functools.lru_cache(maxsize=64)
-def _library_json(platform_json: str, engine: str, mode: str) -> str:
-    platform = json.loads(platform_json)
-    images = Images(steps=platform["images"]["steps"], aiperf=platform["images"]["aiperf"])
-    wts = step_workflow_templates(images, platform=platform) + [pipeline_template(engine, mode, platform)]
+def _library_json(settings_json: str, engine: str, mode: str) -> str:
+    settings = _SETTINGS_BY_JSON[settings_json]
+    images = Images(steps=settings.images.steps, aiperf=settings.images.aiperf)
+    wts = step_workflow_templates(images, settings=settings) + [pipeline_template(engine, mode, settings)]
     return json.dumps([wt.to_dict() for wt in wts])
 
 
@@ -90,16 +97,16 @@ class Bundle:
         return files
 
 
-def render_recipe(r: ResolvedRecipe, platform: dict[str, Any], *, dgd_api: str = "v1beta1", namespace: str | None = None,
+def render_recipe(r: ResolvedRecipe, settings: ClusterSettings, *, dgd_api: str = "v1beta1", namespace: str | None = None,
                   overrides: dict[str, str] | None = None, workflow_name: str | None = None) -> Bundle:
-    args = recipe_arguments(r, platform, dgd_api=dgd_api, overrides=overrides)
-    wf = recipe_workflow(r, args, namespace or platform["namespace"], platform).to_dict()
+    args = recipe_arguments(r, settings, dgd_api=dgd_api, overrides=overrides)
+    wf = recipe_workflow(r, args, namespace or settings.namespace, settings).to_dict()
     if workflow_name:
         wf["metadata"].pop("generateName", None)
         wf["metadata"]["name"] = workflow_name
     bundle = Bundle(dgd=yaml.load(args["dgd"], Loader=_LOADER), workflow=wf,
-                    templates=library_templates(platform, r.recipe.engine, r.recipe.topology.mode))
-    bundle.scaled_objects = scaled_objects(bundle.dgd, namespace or platform["namespace"])
+                    templates=library_templates(settings, r.recipe.engine, r.recipe.topology.mode))
+    bundle.scaled_objects = scaled_objects(bundle.dgd, namespace or settings.namespace)
     for doc in bundle.documents():
         # A document the cluster would refuse (or silently prune) never leaves here.
         try:

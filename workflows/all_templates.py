@@ -18,7 +18,7 @@ from __future__ import annotations
 from hera.workflows import Workflow, WorkflowTemplate
 
 from infersweep.paths import params_dir
-from infersweep.platform_config import load_platform
+from infersweep.cluster_settings import ClusterSettings, load_cluster_settings
 from infersweep.recipe import all_recipe_paths, load_recipe
 from infersweep.schemas import validate_document
 from workflows.pipeline import pipeline_template, recipe_arguments, recipe_workflow
@@ -31,21 +31,21 @@ def engines() -> list[str]:
     return sorted(p.stem for p in (params_dir() / "engines").glob("*.yaml"))
 
 
-def catalog_objects(platform: dict) -> dict[str, WorkflowTemplate | Workflow]:
+def catalog_objects(settings: ClusterSettings) -> dict[str, WorkflowTemplate | Workflow]:
     """identifier -> object: the WorkflowTemplates, then one Workflow per catalog recipe (sorted by name)."""
-    images = Images(steps=platform["images"]["steps"], aiperf=platform["images"]["aiperf"])
-    templates = step_workflow_templates(images)
-    templates += [pipeline_template(e, t, platform) for e in engines() for t in TOPOLOGIES]
+    images = Images(steps=settings.images.steps, aiperf=settings.images.aiperf)
+    templates = step_workflow_templates(images, settings=settings)
+    templates += [pipeline_template(e, t, settings) for e in engines() for t in TOPOLOGIES]
     out: dict[str, WorkflowTemplate | Workflow] = {}
     for wt in templates:
         out["template_" + wt.name.replace("-", "_")] = wt
     for r in sorted((load_recipe(p) for p in all_recipe_paths()), key=lambda r: r.name):
-        args = recipe_arguments(r, platform)
-        out["workflow_" + r.name.replace("-", "_").replace(".", "_")] = recipe_workflow(r, args, platform["namespace"])
+        args = recipe_arguments(r, settings)
+        out["workflow_" + r.name.replace("-", "_").replace(".", "_")] = recipe_workflow(r, args, settings.namespace, settings)
     for obj in out.values():
         validate_document(obj.to_dict())  # a document the cluster would refuse is never generated
     return out
 
 
-OBJECTS = catalog_objects(load_platform())
+OBJECTS = catalog_objects(load_cluster_settings())
 globals().update(OBJECTS)

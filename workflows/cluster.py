@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from infersweep.cluster_settings import ClusterSettings
 from infersweep.recipe import ResolvedRecipe
 from workflows import gpu_guard
 
@@ -21,31 +22,30 @@ MANAGED = {"app.kubernetes.io/managed-by": "infersweep"}
 DGD_RESOURCE = "dynamographdeployments"
 
 
-def gpu_pools_configmap(platform: dict[str, Any]) -> dict[str, Any]:
+def gpu_pools_configmap(settings: ClusterSettings) -> dict[str, Any]:
     """The semaphore limits of the GPU guard (workflows/gpu_guard.py configmap_data)."""
     return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": gpu_guard.CONFIGMAP, "namespace": platform["namespace"], "labels": dict(MANAGED),
+            "metadata": {"name": gpu_guard.CONFIGMAP, "namespace": settings.namespace, "labels": dict(MANAGED),
                          "annotations": {"infersweep.io/unit": "runs per GPU-pool lane (see workflows/gpu_guard.py)"}},
-            "data": gpu_guard.configmap_data(platform)}
+            "data": gpu_guard.configmap_data(settings)}
 
 
-def artifact_repositories_configmap(platform: dict[str, Any]) -> dict[str, Any]:
+def artifact_repositories_configmap(settings: ClusterSettings) -> dict[str, Any]:
     """The S3 artifact repository the pipeline names by `artifactRepositoryRef` (credentials: a Secret)."""
-    a = platform["artifact_repository"]
-    secret = platform["s3"]["credentials_secret"]
-    repo = {"s3": {"bucket": a["bucket"], "endpoint": a["endpoint"], "region": a.get("region", ""),
-                   "insecure": bool(a.get("insecure", False)),
+    a = settings.artifact_repository
+    secret = settings.s3.credentials_secret
+    repo = {"s3": {"bucket": a.bucket, "endpoint": a.endpoint, "region": a.region, "insecure": a.insecure,
                    "keyFormat": "{{workflow.namespace}}/{{workflow.name}}/{{pod.name}}",
                    "accessKeySecret": {"name": secret, "key": "AWS_ACCESS_KEY_ID"},
                    "secretKeySecret": {"name": secret, "key": "AWS_SECRET_ACCESS_KEY"}}}
     return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": a["configmap"], "namespace": platform["namespace"], "labels": dict(MANAGED)},
-            "data": {a["key"]: yaml.safe_dump(repo, sort_keys=False)}}
+            "metadata": {"name": a.configmap, "namespace": settings.namespace, "labels": dict(MANAGED)},
+            "data": {a.key: yaml.safe_dump(repo, sort_keys=False)}}
 
 
-def service_account(platform: dict[str, Any]) -> dict[str, Any]:
+def service_account(settings: ClusterSettings) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ServiceAccount",
-            "metadata": {"name": platform["service_account"], "namespace": platform["namespace"], "labels": dict(MANAGED)}}
+            "metadata": {"name": settings.service_account, "namespace": settings.namespace, "labels": dict(MANAGED)}}
 
 
 def steps_role(namespace: str = "infersweep", name: str = "infersweep-steps") -> dict[str, Any]:
@@ -75,11 +75,11 @@ def steps_role(namespace: str = "infersweep", name: str = "infersweep-steps") ->
     }
 
 
-def role_binding(platform: dict[str, Any], role: dict[str, Any]) -> dict[str, Any]:
+def role_binding(settings: ClusterSettings, role: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": {"name": role["metadata"]["name"], "namespace": platform["namespace"], "labels": dict(MANAGED)},
+            "metadata": {"name": role["metadata"]["name"], "namespace": settings.namespace, "labels": dict(MANAGED)},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role["metadata"]["name"]},
-            "subjects": [{"kind": "ServiceAccount", "name": platform["service_account"], "namespace": platform["namespace"]}]}
+            "subjects": [{"kind": "ServiceAccount", "name": settings.service_account, "namespace": settings.namespace}]}
 
 
 def reaper_role(namespace: str = "infersweep", name: str = "infersweep-reaper") -> dict[str, Any]:
@@ -95,21 +95,21 @@ def reaper_role(namespace: str = "infersweep", name: str = "infersweep-reaper") 
     }
 
 
-def reaper_service_account(platform: dict[str, Any]) -> dict[str, Any]:
+def reaper_service_account(settings: ClusterSettings) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ServiceAccount",
-            "metadata": {"name": platform["reaper"]["service_account"], "namespace": platform["namespace"],
+            "metadata": {"name": settings.reaper.service_account, "namespace": settings.namespace,
                          "labels": dict(MANAGED)}}
 
 
-def kubectl_manifests(platform: dict[str, Any], catalog: list[ResolvedRecipe]) -> list[dict[str, Any]]:
+def kubectl_manifests(settings: ClusterSettings, catalog: list[ResolvedRecipe]) -> list[dict[str, Any]]:
     """Everything `kubectl apply` must create (the Argo Server does not create ConfigMaps or RBAC)."""
-    role = steps_role(platform["namespace"])
+    role = steps_role(settings.namespace)
     for r in catalog:  # every catalog recipe must fit its pool's guard, or install refuses
-        gpu_guard.check_fits_pool(r, platform)
-    guard = [gpu_pools_configmap(platform)] if gpu_guard.guard_config(platform).scheduler == "argo" else []
-    reaper = reaper_role(platform["namespace"])
-    reaper_binding = role_binding(platform, reaper)
-    reaper_binding["subjects"][0]["name"] = platform["reaper"]["service_account"]
-    return [service_account(platform), role, role_binding(platform, role),
-            reaper_service_account(platform), reaper, reaper_binding,
-            *guard, artifact_repositories_configmap(platform)]
+        gpu_guard.check_fits_pool(r, settings)
+    guard = [gpu_pools_configmap(settings)] if settings.guard.scheduler == "argo" else []
+    reaper = reaper_role(settings.namespace)
+    reaper_binding = role_binding(settings, reaper)
+    reaper_binding["subjects"][0]["name"] = settings.reaper.service_account
+    return [service_account(settings), role, role_binding(settings, role),
+            reaper_service_account(settings), reaper, reaper_binding,
+            *guard, artifact_repositories_configmap(settings)]

@@ -1,4 +1,4 @@
-"""Nightly regression: one CronWorkflow per recipe of the suite (params/platform.yaml `nightly`).
+"""Nightly regression: one CronWorkflow per recipe of the suite (params/cluster.yaml `nightly`).
 
 Why one CronWorkflow per recipe, each with `workflowSpec.workflowTemplateRef` to its pipeline template,
 rather than one suite workflow: a Workflow cannot call another WorkflowTemplate's *entrypoint* as a step
@@ -24,6 +24,7 @@ from typing import Any
 from hera.workflows import CronWorkflow
 from hera.workflows import models as m
 
+from infersweep.cluster_settings import ClusterSettings
 from infersweep.recipe import ResolvedRecipe
 from workflows.pipeline import pipeline_name, recipe_arguments, workflow_labels
 from workflows.steps_library import (Images, container_security_context, pod_security_context, step_settings)
@@ -41,38 +42,38 @@ def cron_name(recipe: str) -> str:
     return name
 
 
-def nightly_cron(r: ResolvedRecipe, platform: dict[str, Any]) -> dict[str, Any]:
-    nightly = platform["nightly"]
-    args = recipe_arguments(r, platform, overrides={"baseline-prefix": f"{nightly['baselines_prefix']}/{r.name}"})
+def nightly_cron(r: ResolvedRecipe, settings: ClusterSettings) -> dict[str, Any]:
+    nightly = settings.nightly
+    args = recipe_arguments(r, settings, overrides={"baseline-prefix": f"{nightly.baselines_prefix}/{r.name}"})
     labels = {**workflow_labels(r), "infersweep.io/suite": "nightly"}
     cron = CronWorkflow(
         name=cron_name(r.name),
-        namespace=platform["namespace"],
+        namespace=settings.namespace,
         labels=labels,
-        schedules=list(nightly["schedules"]),
-        timezone=nightly["timezone"],
+        schedules=list(nightly.schedules),
+        timezone=nightly.timezone,
         concurrency_policy="Forbid",
         starting_deadline_seconds=STARTING_DEADLINE_S,
         successful_jobs_history_limit=SUCCESSFUL_HISTORY,
         failed_jobs_history_limit=FAILED_HISTORY,
         workflow_template_ref=m.WorkflowTemplateRef(name=pipeline_name(r.recipe.engine, r.recipe.topology.mode)),
         arguments=args,
-        service_account_name=platform["service_account"],  # explicit, as in a submitted Workflow
-        security_context=pod_security_context(step_settings(platform)),
+        service_account_name=settings.service_account,  # explicit, as in a submitted Workflow
+        security_context=pod_security_context(step_settings(settings)),
         workflow_metadata=m.WorkflowMetadata(labels=labels),  # the nightly's runs carry the recipe's labels
     )
     return cron.to_dict()
 
 
-def nightly_crons(platform: dict[str, Any], load) -> list[dict[str, Any]]:
+def nightly_crons(settings: ClusterSettings, load) -> list[dict[str, Any]]:
     """The suite's CronWorkflows; `load` resolves a recipe name (infersweep.recipe.load_recipe)."""
-    return [nightly_cron(load(name), platform) for name in platform["nightly"]["suite"]]
+    return [nightly_cron(load(name), settings) for name in settings.nightly.suite]
 
 
 REAPER_NAME = "infersweep-reaper"
 
 
-def reaper_cron(platform: dict[str, Any]) -> dict[str, Any]:
+def reaper_cron(settings: ClusterSettings) -> dict[str, Any]:
     """The GPU reaper: every `reaper.schedule` (2 minutes), delete the DGDs whose Workflow is over.
 
     Why: `argo terminate` skips the exit handler (argo-workflows v4.1.2 workflow/controller/operator.go,
@@ -83,15 +84,15 @@ def reaper_cron(platform: dict[str, Any]) -> dict[str, Any]:
     """
     from hera.workflows import Container, CronWorkflow
 
-    settings = step_settings(platform)
-    images = Images(steps=platform["images"]["steps"], aiperf=platform["images"]["aiperf"])
+    steps = step_settings(settings)
+    images = Images(steps=settings.images.steps, aiperf=settings.images.aiperf)
     with CronWorkflow(
-        name=REAPER_NAME, namespace=platform["namespace"],
+        name=REAPER_NAME, namespace=settings.namespace,
         labels={"app.kubernetes.io/managed-by": "infersweep", "infersweep.io/kind": "reaper"},
-        schedules=[platform["reaper"]["schedule"]], timezone="Etc/UTC", concurrency_policy="Replace",
+        schedules=[settings.reaper.schedule], timezone="Etc/UTC", concurrency_policy="Replace",
         starting_deadline_seconds=60, successful_jobs_history_limit=1, failed_jobs_history_limit=3,
-        entrypoint="reap", service_account_name=platform["reaper"]["service_account"],
-        security_context=pod_security_context(settings), active_deadline_seconds=600,
+        entrypoint="reap", service_account_name=settings.reaper.service_account,
+        security_context=pod_security_context(steps), active_deadline_seconds=600,
         pod_gc=m.PodGC(strategy="OnPodSuccess"), ttl_strategy=m.TTLStrategy(seconds_after_completion=3600),
         archive_logs=True,
     ) as cron:

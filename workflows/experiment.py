@@ -29,6 +29,7 @@ import yaml
 from hera.workflows import DAG, Container, Parameter, Task, Workflow
 from hera.workflows import models as m
 
+from infersweep.cluster_settings import ClusterSettings, Images
 from infersweep.experiment.plan import Plan
 from infersweep.experiment.restart import RestartClass
 from infersweep.recipe import RecipeError, ResolvedRecipe
@@ -64,13 +65,13 @@ def dgd_names(plan: Plan) -> list[str]:
     return names
 
 
-def _workdir_container(name: str, images: dict[str, str], inputs: list[str], args: list[str]) -> Container:
-    return Container(name=name, image=images["steps"], command=["python", "-m", "infersweep.experiment.workdir_step"],
+def _workdir_container(name: str, images: Images, inputs: list[str], args: list[str]) -> Container:
+    return Container(name=name, image=images.steps, command=["python", "-m", "infersweep.experiment.workdir_step"],
                      args=args, inputs=[Parameter(name=n) for n in inputs],
                      volume_mounts=[m.VolumeMount(name="workdir", mount_path=WORKDIR)])
 
 
-def experiment_workflow(plan: Plan, platform: dict[str, Any], *, namespace: str | None = None,
+def experiment_workflow(plan: Plan, settings: ClusterSettings, *, namespace: str | None = None,
                         dgd_api: str = "v1beta1", workdir_size: str = "50Gi", model_source: str = "hf",
                         ready_timeout_s: int = 1800,
                         treatment_args: Callable[[ResolvedRecipe], dict[str, str]] | None = None) -> Workflow:
@@ -82,15 +83,15 @@ def experiment_workflow(plan: Plan, platform: dict[str, Any], *, namespace: str 
     if len(gpu_types) > 1:
         raise RecipeError(f"{e.path}: treatments: they use GPU types {sorted(gpu_types)}; an experiment holds one "
                           "GPU pool, so give every treatment the same gpu.type")
-    images = platform["images"]
+    images = settings.images
     names = dgd_names(plan)
-    s3 = platform["s3"]
-    prefix = f"{s3['prefix']}/experiments/{e.name}/{{{{workflow.name}}}}"
+    s3 = settings.s3
+    prefix = f"{s3.prefix}/experiments/{e.name}/{{{{workflow.name}}}}"
     points_s = sum(len(s.treatment.recipe.recipe.workload.concurrency) * s.treatment.recipe.recipe.workload.point_timeout_s
                    for s in plan.steps)
     with Workflow(
         generate_name=f"{e.name}-",
-        namespace=namespace or platform["namespace"],
+        namespace=namespace or settings.namespace,
         labels={"app.kubernetes.io/managed-by": "infersweep", "infersweep.io/kind": "experiment",
                 "infersweep.io/experiment": e.name},
         entrypoint="experiment",
@@ -100,17 +101,17 @@ def experiment_workflow(plan: Plan, platform: dict[str, Any], *, namespace: str 
             spec=m.PersistentVolumeClaimSpec(access_modes=["ReadWriteOnce"], resources=m.VolumeResourceRequirements(
                 requests={"storage": m.Quantity(workdir_size)})))],
         volumes=[m.Volume(name="model-cache", persistent_volume_claim=m.PersistentVolumeClaimVolumeSource(
-            claim_name=platform["model_cache"]["pvc"]))],
+            claim_name=settings.model_cache.pvc))],
         # Every point may run to its timeout, plus an hour per treatment for deploys and bookkeeping.
         active_deadline_seconds=points_s + 3600 * len(plan.steps),
         pod_gc=m.PodGC(strategy="OnPodSuccess"),
         ttl_strategy=m.TTLStrategy(seconds_after_completion=7 * 24 * 3600),
-        service_account_name=platform["service_account"],
-        artifact_repository_ref=m.ArtifactRepositoryRef(config_map=platform["artifact_repository"]["configmap"],
-                                                        key=platform["artifact_repository"]["key"]),
+        service_account_name=settings.service_account,
+        artifact_repository_ref=m.ArtifactRepositoryRef(config_map=settings.artifact_repository.configmap,
+                                                        key=settings.artifact_repository.key),
         # The experiment holds its GPUs from the first deploy to the last teardown: the guard's admission of
         # its largest treatment, for the whole Workflow.
-        synchronization=recipes_synchronization([s.treatment.recipe for s in plan.steps], platform),
+        synchronization=recipes_synchronization([s.treatment.recipe for s in plan.steps], settings),
     ) as wf:
         with DAG(name="sweep", parallelism=1, fail_fast=False,
                  inputs=[Parameter(name=n) for n in ("points", "url", "tokenizer", "model", "workload",
@@ -131,7 +132,7 @@ def experiment_workflow(plan: Plan, platform: dict[str, Any], *, namespace: str 
                            ["verdict", "--treatments-dir", TREATMENTS_DIR, "--points", "{{inputs.parameters.points}}"])
         _workdir_container("archive", images, ["treatment"],
                            ["archive", "--run-dir", RUN_DIR, "--to", f"{TREATMENTS_DIR}/{{{{inputs.parameters.treatment}}}}"])
-        Container(name="compare", image=images["steps"], command=["python", "-m", "infersweep.experiment.compare_step"],
+        Container(name="compare", image=images.steps, command=["python", "-m", "infersweep.experiment.compare_step"],
                   args=["--experiment", "{{inputs.parameters.experiment}}", "--treatments-dir", TREATMENTS_DIR,
                         "--out", RUN_DIR],
                   inputs=[Parameter(name="experiment")],
@@ -144,8 +145,8 @@ def experiment_workflow(plan: Plan, platform: dict[str, Any], *, namespace: str 
 
         with DAG(name="experiment"):
             pvc = Task(name="ensure-pvc", template_ref=_ref("ensure-pvc"),
-                       arguments={"pvc": platform["model_cache"]["pvc"], "size": platform["model_cache"]["size"],
-                                  "storage-class": platform["model_cache"]["storage_class"]})
+                       arguments={"pvc": settings.model_cache.pvc, "size": settings.model_cache.size,
+                                  "storage-class": settings.model_cache.storage_class})
             caches: dict[tuple[str, str, str], str] = {}
             for s in plan.steps:
                 r = s.treatment.recipe
@@ -169,8 +170,8 @@ def experiment_workflow(plan: Plan, platform: dict[str, Any], *, namespace: str 
                          arguments={"dgd-name": names[i - 1], "api-version": dgd_api})
                     start_after = [f"{t}-teardown"]
                 Task(name=f"{t}-mark-start", template="mark-start", depends=" && ".join(start_after))
-                dgd = render_dgd(r, api_version=dgd_api, name=dgd_name, pvc=platform["model_cache"]["pvc"],
-                                 hf_secret=platform["hf_token_secret"])
+                dgd = render_dgd(r, api_version=dgd_api, name=dgd_name, pvc=settings.model_cache.pvc,
+                                 hf_secret=settings.hf_token_secret)
                 Task(name=f"{t}-deploy", template_ref=_ref("deploy"), depends=_any(f"{t}-mark-start"),
                      arguments={"dgd": yaml.safe_dump(dgd, sort_keys=False)})
                 Task(name=f"{t}-wait-ready", template_ref=_ref("wait-ready"), depends=f"{t}-deploy",
@@ -178,7 +179,7 @@ def experiment_workflow(plan: Plan, platform: dict[str, Any], *, namespace: str 
                                 "api-version": dgd_api})
                 Task(name=f"{t}-record-ready", template="record-ready", depends=f"{t}-wait-ready")
                 Task(name=f"{t}-sweep", template="sweep", depends=f"{t}-wait-ready",
-                     arguments={"points": points_json(json.loads(args["points"])),
+                     arguments={"points": points_json(json.loads(args["points"]), settings),
                                 "ready-timeout-s": str(ready_timeout_s),
                                 "url": f"{{{{tasks.{t}-deploy.outputs.parameters.frontend-url}}}}",
                                 "tokenizer": f"{{{{tasks.{cache}.outputs.parameters.model-dir}}}}",
@@ -188,7 +189,7 @@ def experiment_workflow(plan: Plan, platform: dict[str, Any], *, namespace: str 
                 # The summarize step accepts only the run-context keys it knows (steps/summarize.py
                 # --context, infersweep.results.context): the treatment's recipe context, as a recipe run
                 # has, plus the experiment, treatment, restart class and factor levels (also in the title and prefix).
-                context = recipe_context(r, platform) | {
+                context = recipe_context(r, settings) | {
                     "experiment": e.name, "treatment": s.treatment.name, "restart_class": s.transition.cls.label,
                     "levels": s.treatment.levels}
                 Task(name=f"{t}-summarize", template_ref=_ref("summarize"),
@@ -197,7 +198,7 @@ def experiment_workflow(plan: Plan, platform: dict[str, Any], *, namespace: str 
                                 "context": json.dumps(context, separators=(",", ":"), sort_keys=True),
                                 "model-commit": f"{{{{tasks.{cache}.outputs.parameters.commit}}}}"})
                 Task(name=f"{t}-publish", template_ref=_ref("publish"), depends=f"{t}-summarize",
-                     arguments={"bucket": s3["bucket"], "prefix": f"{prefix}/{s.treatment.name}"})
+                     arguments={"bucket": s3.bucket, "prefix": f"{prefix}/{s.treatment.name}"})
                 Task(name=f"{t}-archive", template="archive", depends=_any(f"{t}-publish"),
                      arguments={"treatment": s.treatment.name})
                 treatment_points[s.treatment.name] = args["points"]
@@ -206,7 +207,7 @@ def experiment_workflow(plan: Plan, platform: dict[str, Any], *, namespace: str 
             compare = Task(name="compare", template="compare", depends=_any(previous_end),
                            arguments={"experiment": spec_text})
             Task(name="publish-report", template_ref=_ref("publish"), depends="compare",
-                 arguments={"bucket": s3["bucket"], "prefix": f"{prefix}/report"})
+                 arguments={"bucket": s3.bucket, "prefix": f"{prefix}/report"})
             # The leaf that makes a failed treatment fail the Workflow (dag.go assessDAGPhase judges a DAG by
             # its leaves, and compare/publish-report succeed whatever the treatments did), after the report
             # is published.

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from infersweep.platform_config import load_platform
+from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import ResolvedRecipe, all_recipe_paths, load_recipe
 from infersweep.render import library_templates, render_recipe
 
@@ -33,22 +33,22 @@ def golden_documents() -> dict[str, str]:
     """Relative file name -> YAML text: every recipe's v1beta1 DGD and Workflow, the v1alpha1 DGD of the
     first recipe of each DGD shape (the v1alpha1 mapping is per shape, so one each keeps the set reviewable),
     and the templates of every pipeline shape."""
-    platform = load_platform()
+    settings = load_cluster_settings()
     out: dict[str, str] = {}
     shapes, dgd_shapes = set(), set()
     for path in all_recipe_paths():
         r = load_recipe(path)
         shapes.add((r.recipe.engine, r.recipe.topology.mode))
-        b = render_recipe(r, platform)
+        b = render_recipe(r, settings)
         out[f"recipes/{r.name}/dgd-v1beta1.yaml"] = _dump(b.dgd)
         out[f"recipes/{r.name}/workflow.yaml"] = _dump(b.workflow)
         if b.scaled_objects:
             out[f"recipes/{r.name}/scaledobjects.yaml"] = "---\n".join(_dump(so) for so in b.scaled_objects)
         if dgd_shape(r) not in dgd_shapes:
             dgd_shapes.add(dgd_shape(r))
-            out[f"recipes/{r.name}/dgd-v1alpha1.yaml"] = _dump(render_recipe(r, platform, dgd_api="v1alpha1").dgd)
+            out[f"recipes/{r.name}/dgd-v1alpha1.yaml"] = _dump(render_recipe(r, settings, dgd_api="v1alpha1").dgd)
     for engine, mode in sorted(shapes):
-        for t in library_templates(platform, engine, mode):
+        for t in library_templates(settings, engine, mode):
             out[f"templates/{t['metadata']['name']}.yaml"] = _dump(t)
     return out
 

@@ -2,7 +2,7 @@
 (deploy -> wait-ready -> sweep -> teardown), on the span *template* so a UI submit of the template cannot
 skip it (a Workflow-level `synchronization` is also what `templateReferencing: Strict` refuses).
 
-`params/platform.yaml` `gpu_guard.scheduler` picks the machinery (parsed by infersweep/platform_config.py):
+`params/cluster.yaml` `gpu_guard.scheduler` picks the machinery (typed in infersweep/cluster_settings.py):
 
 * `kueue`, `kai`, `volcano`: the cluster's own GPU-quota queue admits the DGD's pods, exactly by
   `nvidia.com/gpu`; the span template then holds no Argo lock and `dgd_scheduling()` gives the labels,
@@ -44,7 +44,7 @@ from typing import Any
 
 from hera.workflows import models as m
 
-from infersweep.platform_config import MAX_LANES, GpuGuardConfig, GpuPool, PlatformError, parse_gpu_guard
+from infersweep.cluster_settings import MAX_LANES, ClusterSettings, ClusterSettingsError, GpuGuardConfig, GpuPool
 from infersweep.recipe import RecipeError, ResolvedRecipe
 
 CONFIGMAP = "infersweep-gpu-pools"
@@ -52,10 +52,6 @@ LOCK_PARAMS = [f"gpu-lock-{i}" for i in range(1, MAX_LANES + 1)]
 GUARD_PARAMS: list[tuple[str, str, list[str] | None]] = [
     (p, f"GPU guard: semaphore key {i} of {MAX_LANES} in ConfigMap {CONFIGMAP} (set by infersweep from the recipe's "
         "GPU count; see workflows/gpu_guard.py)", None) for i, p in enumerate(LOCK_PARAMS, 1)]
-
-
-def guard_config(platform: dict[str, Any]) -> GpuGuardConfig:
-    return parse_gpu_guard(platform)
 
 
 def lane_key(gpu_type: str, size: int) -> str:
@@ -90,10 +86,10 @@ def admission(pool: GpuPool, gpus: int, recipe: str = "run") -> Admission:
     elif gpus <= pool.gpus:
         raise RecipeError(f"recipe {recipe}: needs {gpus} {pool.gpu_type} GPUs; no lane of gpu_pools.{pool.gpu_type}.lanes "
                           f"{pool.lanes} holds that many, and a run can take the whole pool only when every lane "
-                          f"holds one run; add a lane of {gpus} GPUs in params/platform.yaml")
+                          f"holds one run; add a lane of {gpus} GPUs in params/cluster.yaml")
     else:
         raise RecipeError(f"recipe {recipe}: needs {gpus} {pool.gpu_type} GPUs, the pool has {pool.gpus}; "
-                          f"raise gpu_pools.{pool.gpu_type}.gpus in params/platform.yaml")
+                          f"raise gpu_pools.{pool.gpu_type}.gpus in params/cluster.yaml")
     keys = [lane_key(pool.gpu_type, s) for s in lanes]
     keys += [_pad_key(pool.gpu_type, owner, i) for i in range(len(keys) + 1, MAX_LANES + 1)]
     return Admission(pool.gpu_type, gpus, lanes, reserved, tuple(keys))
@@ -102,65 +98,65 @@ def admission(pool: GpuPool, gpus: int, recipe: str = "run") -> Admission:
 def pool_of(r: ResolvedRecipe, cfg: GpuGuardConfig) -> GpuPool:
     pool = cfg.pools.get(r.recipe.gpu.type)
     if pool is None:
-        raise RecipeError(f"recipe {r.name}: no GPU pool for {r.recipe.gpu.type} in params/platform.yaml gpu_pools; "
+        raise RecipeError(f"recipe {r.name}: no GPU pool for {r.recipe.gpu.type} in params/cluster.yaml gpu_pools; "
                           f"add `{r.recipe.gpu.type}: {{gpus: N}}` (N = GPUs of that type the benchmarks may use)")
     return pool
 
 
-def recipe_admission(r: ResolvedRecipe, platform: dict[str, Any]) -> Admission:
+def recipe_admission(r: ResolvedRecipe, settings: ClusterSettings) -> Admission:
     # gpu_capacity: an autoscaled role may grow to max_replicas while the span holds the pool.
-    return admission(pool_of(r, guard_config(platform)), r.gpu_capacity, r.name)
+    return admission(pool_of(r, settings.guard), r.gpu_capacity, r.name)
 
 
-def check_fits_pool(r: ResolvedRecipe, platform: dict[str, Any]) -> None:
+def check_fits_pool(r: ResolvedRecipe, settings: ClusterSettings) -> None:
     """Refuse (before any cluster call) a recipe its pool can never hold."""
-    cfg = guard_config(platform)
+    cfg = settings.guard
     pool = pool_of(r, cfg)
     if cfg.scheduler == "argo":
         admission(pool, r.gpu_capacity, r.name)
     elif r.gpu_capacity > pool.gpus:
         raise RecipeError(f"recipe {r.name}: needs {r.gpu_capacity} {pool.gpu_type} GPUs, the pool has {pool.gpus}; "
-                          f"raise gpu_pools.{pool.gpu_type}.gpus in params/platform.yaml")
+                          f"raise gpu_pools.{pool.gpu_type}.gpus in params/cluster.yaml")
 
 
 # ---------------------------------------------------------------------------------------------- rendering
 
-def span_synchronization(platform: dict[str, Any]) -> m.Synchronization | None:
+def span_synchronization(settings: ClusterSettings) -> m.Synchronization | None:
     """The span template's locks: MAX_LANES semaphores keyed by the gpu-lock-N workflow parameters
     (Argo substitutes parameters into a template's synchronization before TryAcquire: operator.go
     executeTemplate -> common.ProcessArgs, then syncManager.TryAcquire(processedTmpl.Synchronization)).
     None when a cluster scheduler admits the pods instead."""
-    if guard_config(platform).scheduler != "argo":
+    if settings.guard.scheduler != "argo":
         return None
     return m.Synchronization(semaphores=[
         m.SemaphoreRef(config_map_key_ref=m.ConfigMapKeySelector(name=CONFIGMAP, key="{{workflow.parameters.%s}}" % p))
         for p in LOCK_PARAMS])
 
 
-def recipes_synchronization(recipes: list[ResolvedRecipe], platform: dict[str, Any]) -> m.Synchronization | None:
+def recipes_synchronization(recipes: list[ResolvedRecipe], settings: ClusterSettings) -> m.Synchronization | None:
     """The locks of a Workflow that holds GPUs for several recipes in turn (an experiment): the admission of
     the largest of them, as literal keys (one admission covers every smaller treatment's GPUs). None when a
     cluster scheduler admits the pods instead."""
-    if guard_config(platform).scheduler != "argo" or not recipes:
+    if settings.guard.scheduler != "argo" or not recipes:
         return None
     largest = max(recipes, key=lambda r: r.gpu_capacity)
     return m.Synchronization(semaphores=[
         m.SemaphoreRef(config_map_key_ref=m.ConfigMapKeySelector(name=CONFIGMAP, key=key))
-        for key in recipe_admission(largest, platform).keys])
+        for key in recipe_admission(largest, settings).keys])
 
 
-def guard_arguments(r: ResolvedRecipe, platform: dict[str, Any]) -> dict[str, str]:
+def guard_arguments(r: ResolvedRecipe, settings: ClusterSettings) -> dict[str, str]:
     """The gpu-lock-N workflow parameters of a recipe (the keys its span holds)."""
-    if guard_config(platform).scheduler != "argo":
+    if settings.guard.scheduler != "argo":
         return {p: "" for p in LOCK_PARAMS}  # unused: the span holds no Argo lock (span_synchronization is None)
-    return dict(zip(LOCK_PARAMS, recipe_admission(r, platform).keys))
+    return dict(zip(LOCK_PARAMS, recipe_admission(r, settings).keys))
 
 
-def configmap_data(platform: dict[str, Any]) -> dict[str, str]:
+def configmap_data(settings: ClusterSettings) -> dict[str, str]:
     """Semaphore limits: each lane's runs, and each lane's padding keys with the same limit (a whole-pool
     run's padding: 1), so padding never makes a run wait."""
     data: dict[str, str] = {}
-    for gpu, pool in sorted(guard_config(platform).pools.items()):
+    for gpu, pool in sorted(settings.guard.pools.items()):
         owners = [(f"{s}gpu", n, 1) for s, n in pool.lanes.items()]
         if pool.whole_pool_runs:
             owners.append(("all", 1, len(pool.lanes)))
@@ -177,10 +173,10 @@ def dgd_pod_count(dgd: dict[str, Any]) -> int:
     return sum(int(c.get("replicas", 1)) * int((c.get("multinode") or {}).get("nodeCount", 1)) for c in comps)
 
 
-def dgd_scheduling(r: ResolvedRecipe, platform: dict[str, Any], dgd_name: str, pods: int) -> dict[str, Any]:
+def dgd_scheduling(r: ResolvedRecipe, settings: ClusterSettings, dgd_name: str, pods: int) -> dict[str, Any]:
     """What the DGD (`metadata`) and each of its pods (`pod_labels`, `pod_annotations`, `scheduler_name`)
     carry so that the configured scheduler admits the whole deployment against its pool's GPU quota."""
-    cfg = guard_config(platform)
+    cfg = settings.guard
     q = pool_of(r, cfg).queue
     out: dict[str, Any] = {"metadata_annotations": {}, "pod_labels": {}, "pod_annotations": {}, "scheduler_name": None}
     if cfg.scheduler == "kueue":
@@ -212,15 +208,15 @@ def dgd_scheduling(r: ResolvedRecipe, platform: dict[str, Any], dgd_name: str, p
     return out
 
 
-def apply_to_dgd(dgd: dict[str, Any], r: ResolvedRecipe, platform: dict[str, Any]) -> dict[str, Any]:
+def apply_to_dgd(dgd: dict[str, Any], r: ResolvedRecipe, settings: ClusterSettings) -> dict[str, Any]:
     """The DGD with the configured scheduler's labels/annotations/schedulerName on every pod (v1beta1
     `components[].podTemplate`); unchanged under the Argo-only guard."""
-    if guard_config(platform).scheduler == "argo":
+    if settings.guard.scheduler == "argo":
         return dgd
     if "components" not in dgd["spec"]:
-        raise PlatformError(f"gpu_guard.scheduler {guard_config(platform).scheduler}: the pods' queue labels are "
+        raise ClusterSettingsError(f"gpu_guard.scheduler {settings.guard.scheduler}: the pods' queue labels are "
                             "rendered for DGD v1beta1 only (podTemplate); submit with --dgd-api v1beta1")
-    s = dgd_scheduling(r, platform, dgd["metadata"]["name"], dgd_pod_count(dgd))
+    s = dgd_scheduling(r, settings, dgd["metadata"]["name"], dgd_pod_count(dgd))
     if s["metadata_annotations"]:
         dgd["metadata"].setdefault("annotations", {}).update(s["metadata_annotations"])
     for comp in dgd["spec"]["components"]:
@@ -282,5 +278,5 @@ class ArgoSemaphores:
             hs.discard(holder)
 
 
-def limits(platform: dict[str, Any]) -> dict[str, int]:
-    return {k: int(v) for k, v in configmap_data(platform).items()}
+def limits(settings: ClusterSettings) -> dict[str, int]:
+    return {k: int(v) for k, v in configmap_data(settings).items()}

@@ -51,12 +51,12 @@ def autoscaling_annotation(r: ResolvedRecipe, component_names: dict[str, str], p
     if not comps:
         return None
     if prometheus_url is None:
-        from infersweep.platform_config import load_platform
+        from infersweep.cluster_settings import load_cluster_settings
 
-        prometheus_url = (load_platform().get("autoscaling") or {}).get("prometheus_url", "")
+        prometheus_url = load_cluster_settings().autoscaling.prometheus_url
     if not re.fullmatch(r"https?://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~/-]*)?", prometheus_url or ""):
         raise RecipeError(f"recipe {r.name}: autoscaling needs the Prometheus KEDA queries; set autoscaling.prometheus_url "
-                          f"in params/platform.yaml to its in-cluster http(s):// address (got {prometheus_url!r})")
+                          f"in params/cluster.yaml to its in-cluster http(s):// address (got {prometheus_url!r})")
     return json.dumps({"prometheus": prometheus_url, "components": comps}, separators=(",", ":"), sort_keys=True)
 
 

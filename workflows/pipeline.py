@@ -20,13 +20,14 @@ import yaml
 from hera.workflows import DAG, Parameter, Task, Workflow, WorkflowTemplate
 from hera.workflows import models as m
 
+from infersweep.cluster_settings import ClusterSettings
 from infersweep.names import label_value
 from infersweep.recipe import ResolvedRecipe
 from infersweep.recipe_context import recipe_context
 from workflows.dgd import labels as recipe_labels
 from workflows.dgd import dgd_base_name, render_dgd
 from workflows.gpu_guard import GUARD_PARAMS, LOCK_PARAMS, apply_to_dgd, guard_arguments, span_synchronization
-from workflows.steps_library import STEP_BY_NAME, aiperf_resources, pod_security_context, step_settings, step_template_name
+from workflows.steps_library import STEP_BY_NAME, aiperf_resources, pod_security_context, step_template_name
 
 # (name, description for the Argo UI form, enum or None)
 PIPELINE_PARAMS: list[tuple[str, str, list[str] | None]] = [
@@ -70,14 +71,14 @@ def _wf(name: str) -> str:
     return "{{workflow.parameters.%s}}" % name
 
 
-def pipeline_defaults(platform: dict[str, Any]) -> dict[str, str]:
-    """Values a submit may leave out: cluster settings from params/platform.yaml and safe bounds."""
+def pipeline_defaults(settings: ClusterSettings) -> dict[str, str]:
+    """Values a submit may leave out: cluster settings from params/cluster.yaml and safe bounds."""
     return {
         "dgd-api-version": "v1beta1", "model-source": "hf",
-        "model-cache-pvc": platform["model_cache"]["pvc"], "model-cache-size": platform["model_cache"]["size"],
-        "storage-class": platform["model_cache"]["storage_class"], "ready-timeout-s": "1800",
-        "max-error-rate": "0.0", "point-timeout-s": "3600", "prometheus-url": platform.get("prometheus_url", ""),
-        "s3-bucket": platform["s3"]["bucket"], "s3-prefix": platform["s3"]["prefix"], "baseline-prefix": "", "draft-model": "",
+        "model-cache-pvc": settings.model_cache.pvc, "model-cache-size": settings.model_cache.size,
+        "storage-class": settings.model_cache.storage_class, "ready-timeout-s": "1800",
+        "max-error-rate": "0.0", "point-timeout-s": "3600", "prometheus-url": settings.prometheus_url,
+        "s3-bucket": settings.s3.bucket, "s3-prefix": settings.s3.prefix, "baseline-prefix": "", "draft-model": "",
         "regression": "{}", "context": "{}",
     }
 
@@ -91,9 +92,9 @@ def _param(name: str, description: str, enum: list[str] | None, defaults: dict[s
     return Parameter(**kw)
 
 
-def pipeline_template(engine: str, mode: str, platform: dict[str, Any], *, point_parallelism: int = 1,
+def pipeline_template(engine: str, mode: str, settings: ClusterSettings, *, point_parallelism: int = 1,
                       workdir_size: str = "20Gi", active_deadline_s: int = 6 * 3600) -> WorkflowTemplate:
-    defaults = pipeline_defaults(platform)
+    defaults = pipeline_defaults(settings)
     with WorkflowTemplate(
         name=pipeline_name(engine, mode),
         labels={"app.kubernetes.io/managed-by": "infersweep", "infersweep.io/kind": "pipeline",
@@ -110,13 +111,13 @@ def pipeline_template(engine: str, mode: str, platform: dict[str, Any], *, point
         active_deadline_seconds=active_deadline_s,
         pod_gc=m.PodGC(strategy="OnPodSuccess"),
         ttl_strategy=m.TTLStrategy(seconds_after_completion=7 * 24 * 3600),
-        service_account_name=platform["service_account"],
+        service_account_name=settings.service_account,
         # Every pod runs as the images' non-root USER (Pod Security "restricted"; steps_library.py).
-        security_context=pod_security_context(step_settings(platform)),
+        security_context=pod_security_context(settings.steps),
         # Logs and output artifacts go to the S3 repository the operator installed, by reference: the
         # template carries no endpoint or credentials (ConfigMap printed by `infersweep install`).
-        artifact_repository_ref=m.ArtifactRepositoryRef(config_map=platform["artifact_repository"]["configmap"],
-                                                        key=platform["artifact_repository"]["key"]),
+        artifact_repository_ref=m.ArtifactRepositoryRef(config_map=settings.artifact_repository.configmap,
+                                                        key=settings.artifact_repository.key),
         archive_logs=True,
     ) as wt:
         # The GPU-holding span: the DGD applied, ready, and measured, one point at a time (points share
@@ -129,7 +130,7 @@ def pipeline_template(engine: str, mode: str, platform: dict[str, Any], *, point
         # It is also the only template that holds the GPU guard (workflows/gpu_guard.py): GPUs are reserved
         # from deploy to the last point, never through the download or the bookkeeping.
         with DAG(name="gpu-span", inputs=[Parameter(name="points"), Parameter(name="tokenizer")],
-                 parallelism=point_parallelism, fail_fast=False, synchronization=span_synchronization(platform)):
+                 parallelism=point_parallelism, fail_fast=False, synchronization=span_synchronization(settings)):
             deploy = Task(name="deploy", template_ref=_ref("deploy"), arguments={"dgd": _wf("dgd")})
             ready = Task(name="wait-ready", template_ref=_ref("wait-ready"),
                          arguments={"dgd-name": _wf("dgd-name"), "model": _wf("model"), "timeout-s": _wf("ready-timeout-s"),
@@ -182,35 +183,35 @@ def pipeline_template(engine: str, mode: str, platform: dict[str, Any], *, point
     return wt
 
 
-def recipe_arguments(r: ResolvedRecipe, platform: dict[str, Any], *, dgd_api: str = "v1beta1",
+def recipe_arguments(r: ResolvedRecipe, settings: ClusterSettings, *, dgd_api: str = "v1beta1",
                      points: list[dict[str, int]] | None = None, overrides: dict[str, str] | None = None) -> dict[str, str]:
     """A recipe as the arguments of its pipeline template (all strings, as Argo parameters are)."""
     w = r.recipe.workload
     slo = {k: v for k, v in r.recipe.slo.model_dump().items() if v is not None}
-    args = pipeline_defaults(platform)
+    args = pipeline_defaults(settings)
     args.update({
         "recipe": r.name,
         "dgd-name": dgd_base_name(r.name),
-        "dgd": yaml.safe_dump(apply_to_dgd(render_dgd(r, api_version=dgd_api, pvc=platform["model_cache"]["pvc"],
-                                                      hf_secret=platform["hf_token_secret"]), r, platform), sort_keys=False),
+        "dgd": yaml.safe_dump(apply_to_dgd(render_dgd(r, api_version=dgd_api, pvc=settings.model_cache.pvc,
+                                                      hf_secret=settings.hf_token_secret), r, settings), sort_keys=False),
         "dgd-api-version": dgd_api,
         "model": r.model.id,
         "model-revision": r.model.revision,
         "draft-model": r.draft_model or "",
-        "points": points_json(points if points is not None else w.points()),
+        "points": points_json(points if points is not None else w.points(), settings),
         "workload": json.dumps(w.aiperf_workload(), separators=(",", ":")),
         "max-error-rate": str(w.max_error_rate),
         "point-timeout-s": str(w.point_timeout_s),
         "gpu-count": str(r.gpu_count),
         "slo": json.dumps(slo, separators=(",", ":")),
         "regression": json.dumps(r.recipe.regression.for_judge(), separators=(",", ":")),
-        "context": json.dumps(recipe_context(r, platform), separators=(",", ":"), sort_keys=True),
-        **guard_arguments(r, platform),
+        "context": json.dumps(recipe_context(r, settings), separators=(",", ":"), sort_keys=True),
+        **guard_arguments(r, settings),
     })
     for k, v in (overrides or {}).items():
         if k in LOCK_PARAMS:
             raise KeyError(f"--set {k}: the GPU guard's locks follow from the recipe's GPU count and cannot be set; "
-                           "change gpu.count in the recipe or gpu_pools in params/platform.yaml")
+                           "change gpu.count in the recipe or gpu_pools in params/cluster.yaml")
         if k not in args:
             raise KeyError(f"--set {k}: no such parameter; parameters are {sorted(set(args) - set(LOCK_PARAMS))}")
         args[k] = v
@@ -221,18 +222,18 @@ def recipe_arguments(r: ResolvedRecipe, platform: dict[str, Any], *, dgd_api: st
         args["dgd"] = yaml.safe_dump(doc, sort_keys=False)
     if "points" in (overrides or {}):
         try:
-            args["points"] = points_json(json.loads(args["points"]))
+            args["points"] = points_json(json.loads(args["points"]), settings)
         except (ValueError, TypeError, KeyError) as e:
             raise KeyError(f"--set points: not a JSON list of {{concurrency, requests, warmup}} objects ({e})") from e
     return args
 
 
-def points_json(points: list[dict[str, Any]]) -> str:
+def points_json(points: list[dict[str, Any]], settings: ClusterSettings | None = None) -> str:
     """The sweep's points as the `points` parameter, each with the AIPerf client's resources for its
     concurrency (steps_library.aiperf_resources) so the point pod asks for what it needs. A point without
     `request_rate` is closed loop (0): the point task reads {{item.request_rate}}, and Argo errors a node whose
     item lacks a key it names."""
-    return json.dumps([{**p, "request_rate": p.get("request_rate", 0), **aiperf_resources(int(p["concurrency"]))}
+    return json.dumps([{**p, "request_rate": p.get("request_rate", 0), **aiperf_resources(int(p["concurrency"]), settings.steps if settings else None)}
                        for p in points],
                       separators=(",", ":"))
 
@@ -243,19 +244,19 @@ def workflow_labels(r: ResolvedRecipe) -> dict[str, str]:
 
 
 def recipe_workflow(r: ResolvedRecipe, args: dict[str, str], namespace: str,
-                    platform: dict[str, Any] | None = None) -> Workflow:
+                    settings: ClusterSettings | None = None) -> Workflow:
     """The Workflow a submit creates: it references the pipeline template, so the UI can resubmit it.
 
     It repeats the template's ServiceAccount and pod securityContext (a Workflow's own spec wins over its
     template's): what runs is explicit in the object an admission controller or a scanner (checkov
     CKV_ARGO_1/2) sees, not only in the template it references."""
-    if platform is None:
-        from infersweep.platform_config import load_platform
+    if settings is None:
+        from infersweep.cluster_settings import load_cluster_settings
 
-        platform = load_platform()
+        settings = load_cluster_settings()
     return Workflow(
-        service_account_name=platform["service_account"],
-        security_context=pod_security_context(step_settings(platform)),
+        service_account_name=settings.service_account,
+        security_context=pod_security_context(settings.steps),
         generate_name=f"{r.name[:40]}-",
         namespace=namespace,
         labels=workflow_labels(r),

@@ -5,7 +5,7 @@ benchmark points); a pipeline composes them through `templateRef`, so an operato
 every recipe reuses them. Paths under /work (the run's workdir volume) and /model-cache (the model-cache
 PVC) are the only places steps read and write; the pipeline provides both volumes.
 
-Every step template carries what a cluster enforces (values in params/platform.yaml `steps`):
+Every step template carries what a cluster enforces (values in params/cluster.yaml `steps`):
   * securityContext: the pod runs as the images' USER (1000, images/*.Dockerfile) with runAsNonRoot and
     seccomp RuntimeDefault, each container with allowPrivilegeEscalation false and every capability
     dropped, the root filesystem read-only where the step writes nothing outside its volumes; so a
@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hera.workflows import Artifact, Container, Parameter, WorkflowTemplate
 from hera.workflows import models as m
+
+if TYPE_CHECKING:  # annotations only: the settings are loaded where needed
+    from infersweep.cluster_settings import ClusterSettings, StepSettings
 
 WORKDIR = "/work"
 RUN_DIR = f"{WORKDIR}/run"
@@ -174,22 +177,28 @@ def _mounts(step: StepSpec) -> list[m.VolumeMount]:
     return [m.VolumeMount(name=v, mount_path=paths[v]) for v in step.mounts]
 
 
-def step_settings(platform: dict[str, Any] | None = None) -> dict[str, Any]:
-    """params/platform.yaml `steps`: security identity, resources, deadlines and retries of step pods."""
-    if platform is None:
-        from infersweep.platform_config import load_platform
+def step_settings(settings: ClusterSettings | None = None) -> StepSettings:
+    """params/cluster.yaml `steps`: security identity, resources, deadlines and retries of step pods; every
+    step of STEPS must have a deadline (ClusterSettingsError naming the missing ones)."""
+    if settings is None:
+        from infersweep.cluster_settings import load_cluster_settings
 
-        platform = load_platform()
-    return platform["steps"]
+        settings = load_cluster_settings()
+    missing = settings.steps.missing_deadlines([s.name for s in STEPS])
+    if missing:
+        from infersweep.cluster_settings import ClusterSettingsError
+
+        raise ClusterSettingsError("\n".join(f"params/cluster.yaml: {line}" for line in missing))
+    return settings.steps
 
 
-def pod_security_context(settings: dict[str, Any]) -> m.PodSecurityContext:
+def pod_security_context(settings: StepSettings) -> m.PodSecurityContext:
     """Pod Security Standards "restricted" (kubernetes.io/docs/concepts/security/pod-security-standards):
     runAsNonRoot, a non-zero runAsUser, seccomp RuntimeDefault; fsGroup makes a fresh (root-owned) PVC
     writable by the images' USER."""
-    sec = settings["security"]
-    return m.PodSecurityContext(run_as_non_root=True, run_as_user=sec["run_as_user"], run_as_group=sec["run_as_group"],
-                                fs_group=sec["fs_group"], seccomp_profile=m.SeccompProfile(type="RuntimeDefault"))
+    sec = settings.security
+    return m.PodSecurityContext(run_as_non_root=True, run_as_user=sec.run_as_user, run_as_group=sec.run_as_group,
+                                fs_group=sec.fs_group, seccomp_profile=m.SeccompProfile(type="RuntimeDefault"))
 
 
 def container_security_context(read_only_root: bool) -> m.SecurityContext:
@@ -205,7 +214,7 @@ def _resources(cpu: str, memory: str) -> m.ResourceRequirements:
                                   limits={"memory": m.Quantity(memory)})
 
 
-def aiperf_resources(concurrency: int, settings: dict[str, Any] | None = None) -> dict[str, str]:
+def aiperf_resources(concurrency: int, settings: StepSettings | None = None) -> dict[str, str]:
     """CPU and memory for an AIPerf point at `concurrency`, so the client is never the bottleneck.
 
     AIPerf 0.13 (aiperf/workers/worker_manager.py WorkerManager.__init__) starts
@@ -214,17 +223,17 @@ def aiperf_resources(concurrency: int, settings: dict[str, Any] | None = None) -
     plus its control services and record processors. So: one core per two workers plus a base for the
     services, memory per worker plus a base; requests, so the scheduler finds the room.
     """
-    a = (settings or step_settings())["aiperf"]
-    workers = max(1, min(int(concurrency), int(a["max_workers"])))
-    cpu = a["cpu_base"] + math.ceil(workers * a["cpu_per_worker"])
-    memory_mi = a["memory_base_mi"] + workers * a["memory_per_worker_mi"]
+    a = (settings or step_settings()).aiperf
+    workers = max(1, min(int(concurrency), a.max_workers))
+    cpu = a.cpu_base + math.ceil(workers * a.cpu_per_worker)
+    memory_mi = a.memory_base_mi + workers * a.memory_per_worker_mi
     return {"cpu": str(cpu), "memory": f"{memory_mi}Mi"}
 
 
-def _retry(settings: dict[str, Any]) -> m.RetryStrategy:
-    r = settings["retry"]
-    return m.RetryStrategy(limit=str(r["limit"]), retry_policy="Always", expression=TRANSIENT_RETRY_EXPRESSION,
-                           backoff=m.Backoff(duration=r["backoff"], factor=str(r["factor"]), max_duration=r["max_duration"]))
+def _retry(settings: StepSettings) -> m.RetryStrategy:
+    r = settings.retry
+    return m.RetryStrategy(limit=str(r.limit), retry_policy="Always", expression=TRANSIENT_RETRY_EXPRESSION,
+                           backoff=m.Backoff(duration=r.backoff, factor=str(r.factor), max_duration=r.max_duration))
 
 
 def ensure_deployed_container(images: Images, read_only_root: bool = True) -> m.UserContainer:
@@ -242,7 +251,7 @@ def ensure_deployed_container(images: Images, read_only_root: bool = True) -> m.
 
 
 def step_container(step: StepSpec, images: Images, secrets: dict[str, str] | None = None,
-                   settings: dict[str, Any] | None = None) -> Container:
+                   settings: StepSettings | None = None) -> Container:
     secrets = secrets or SECRETS
     settings = settings or step_settings()
     env_from = None
@@ -252,8 +261,8 @@ def step_container(step: StepSpec, images: Images, secrets: dict[str, str] | Non
     if step.name == "aiperf-point":
         resources = _resources(_p("cpu"), _p("memory"))
     else:
-        r = settings["resources"].get(step.name) or settings["resources"]["default"]
-        resources = _resources(str(r["cpu"]), str(r["memory"]))
+        r = settings.resources_of(step.name)
+        resources = _resources(r.cpu, r.memory)
     return Container(
         name=step.name,
         image=images.aiperf if step.image == "aiperf" else images.steps,
@@ -272,19 +281,19 @@ def step_container(step: StepSpec, images: Images, secrets: dict[str, str] | Non
         security_context=container_security_context(step.read_only_root),
         pod_security_context=pod_security_context(settings),
         resources=resources,
-        active_deadline_seconds=int(settings["deadlines_s"][step.name]),
+        active_deadline_seconds=settings.deadlines_s[step.name],
         # Logs of every step pod go to the artifact repository: a finished run's logs outlive its pods.
         archive_location=m.ArtifactLocation(archive_logs=True),
     )
 
 
 def step_workflow_templates(images: Images, labels: dict[str, str] | None = None,
-                            platform: dict[str, Any] | None = None) -> list[WorkflowTemplate]:
-    if platform is None:
-        from infersweep.platform_config import load_platform
+                            settings: ClusterSettings | None = None) -> list[WorkflowTemplate]:
+    if settings is None:
+        from infersweep.cluster_settings import load_cluster_settings
 
-        platform = load_platform()
-    settings = step_settings(platform)
+        settings = load_cluster_settings()
+    steps = step_settings(settings)
     wts = []
     for step in STEPS:
         # The spec-level ServiceAccount and securityContext apply when someone submits a step template on
@@ -292,8 +301,8 @@ def step_workflow_templates(images: Images, labels: dict[str, str] | None = None
         with WorkflowTemplate(name=step_template_name(step),
                               labels={"app.kubernetes.io/managed-by": "infersweep", "infersweep.io/kind": "step",
                                       **(labels or {})},
-                              service_account_name=platform["service_account"],
-                              security_context=pod_security_context(settings)) as wt:
-            step_container(step, images, settings=settings)
+                              service_account_name=settings.service_account,
+                              security_context=pod_security_context(steps)) as wt:
+            step_container(step, images, settings=steps)
         wts.append(wt)
     return wts

@@ -37,12 +37,12 @@ def _render(a: argparse.Namespace) -> int:
 
     from infersweep.experiment.plan import make_plan
     from infersweep.experiment.spec import load_experiment
-    from infersweep.platform_config import load_platform
+    from infersweep.cluster_settings import load_cluster_settings
     from infersweep.schemas import validate_document
     from workflows.experiment import experiment_workflow
 
     plan = make_plan(load_experiment(a.file))
-    doc = experiment_workflow(plan, load_platform(), dgd_api=a.dgd_api).to_dict()
+    doc = experiment_workflow(plan, load_cluster_settings(), dgd_api=a.dgd_api).to_dict()
     validate_document(doc)  # Hera drops unknown fields silently: the strict Argo schemas catch what it would hide
     out = Path(a.out or ".") / f"experiment-{plan.experiment.name}.yaml"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -60,17 +60,17 @@ def _submit(a: argparse.Namespace) -> int:
     from infersweep.commands.submit import watch
     from infersweep.experiment.plan import make_plan
     from infersweep.experiment.spec import load_experiment
-    from infersweep.platform_config import load_platform
+    from infersweep.cluster_settings import load_cluster_settings
     from infersweep.schemas import validate_document
     from workflows.experiment import experiment_workflow
     from workflows.gpu_guard import check_fits_pool
 
-    platform = load_platform()
+    settings = load_cluster_settings()
     plan = make_plan(load_experiment(a.file))
     for step in plan.steps:
-        check_fits_pool(step.treatment.recipe, platform)
+        check_fits_pool(step.treatment.recipe, settings)
     server = server_from_args(a)
-    doc = experiment_workflow(plan, platform, namespace=server.cfg.namespace, dgd_api=a.dgd_api).to_dict()
+    doc = experiment_workflow(plan, settings, namespace=server.cfg.namespace, dgd_api=a.dgd_api).to_dict()
     validate_document(doc)
     wf = server.create_workflow(doc)
     name = wf["metadata"]["name"]

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from infersweep.cluster_settings import ClusterSettings
 
 import yaml
 
@@ -25,7 +28,7 @@ def engines() -> list[str]:
     return sorted(p.stem for p in (params_dir() / "engines").glob("*.yaml"))
 
 
-def install_set(platform: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def install_set(settings: ClusterSettings) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(Argo objects for the Argo Server, manifests for kubectl), each validated."""
     from infersweep.recipe import all_recipe_paths, load_recipe
     from workflows.cluster import kubectl_manifests
@@ -33,13 +36,13 @@ def install_set(platform: dict[str, Any]) -> tuple[list[dict[str, Any]], list[di
     from workflows.pipeline import pipeline_template
     from workflows.steps_library import Images, step_workflow_templates
 
-    images = Images(steps=platform["images"]["steps"], aiperf=platform["images"]["aiperf"])
-    argo = [wt.to_dict() for wt in step_workflow_templates(images, platform=platform)]
-    argo += [pipeline_template(e, t, platform).to_dict() for e in engines() for t in TOPOLOGIES]
-    argo += nightly_crons(platform, load_recipe)
-    argo.append(reaper_cron(platform))
+    images = Images(steps=settings.images.steps, aiperf=settings.images.aiperf)
+    argo = [wt.to_dict() for wt in step_workflow_templates(images, settings=settings)]
+    argo += [pipeline_template(e, t, settings).to_dict() for e in engines() for t in TOPOLOGIES]
+    argo += nightly_crons(settings, load_recipe)
+    argo.append(reaper_cron(settings))
     catalog = [load_recipe(p) for p in all_recipe_paths()]
-    kube = kubectl_manifests(platform, catalog)
+    kube = kubectl_manifests(settings, catalog)
     for doc in argo + kube:
         validate_document(doc)
     return argo, kube
@@ -50,9 +53,9 @@ def _stream(docs: list[dict[str, Any]]) -> str:
 
 
 def run(a: argparse.Namespace) -> int:
-    from infersweep.platform_config import load_platform
+    from infersweep.cluster_settings import load_cluster_settings
 
-    argo, kube = install_set(load_platform())
+    argo, kube = install_set(load_cluster_settings())
     if a.dry_run:
         docs = {"argo": argo, "kubectl": kube, "all": argo + kube}[a.only]
         sys.stdout.write(_stream(docs))

@@ -10,17 +10,17 @@ from infersweep.recipe import RecipeError, all_recipe_paths, load_recipe
 
 
 def run(a: argparse.Namespace) -> int:
-    from infersweep.platform_config import load_platform
+    from infersweep.cluster_settings import load_cluster_settings
     from infersweep.render import render_recipe
 
     if a.all == bool(a.recipe):
         raise RecipeError("infersweep render: give a RECIPE or --all (not both)")
     refs = all_recipe_paths() if a.all else [a.recipe]
-    out, platform, overrides = Path(a.out), load_platform(), parse_sets(a.set)
+    out, settings, overrides = Path(a.out), load_cluster_settings(), parse_sets(a.set)
     for ref in refs:
         r = load_recipe(ref)
         dest = out / r.name if a.all else out
-        files = render_recipe(r, platform, dgd_api=a.dgd_api, overrides=overrides).write(dest)
+        files = render_recipe(r, settings, dgd_api=a.dgd_api, overrides=overrides).write(dest)
         print(f"{r.name}: {len(files)} documents -> {dest}")
     return 0
 

@@ -27,18 +27,18 @@ def watch(server, name: str, poll_s: float = 5.0, out=print) -> str:
 
 
 def run(a: argparse.Namespace) -> int:
-    from infersweep.platform_config import load_platform
+    from infersweep.cluster_settings import load_cluster_settings
     from infersweep.recipe import load_recipe
     from infersweep.render import render_recipe
     from workflows.gpu_guard import check_fits_pool
 
-    platform = load_platform()
+    settings = load_cluster_settings()
     r = load_recipe(a.recipe)
     overrides = parse_sets(a.set)
     server = server_from_args(a)
     # Everything that can be refused is refused here, before the first request.
-    check_fits_pool(r, platform)
-    bundle = render_recipe(r, platform, dgd_api=a.dgd_api, namespace=server.cfg.namespace, overrides=overrides)
+    check_fits_pool(r, settings)
+    bundle = render_recipe(r, settings, dgd_api=a.dgd_api, namespace=server.cfg.namespace, overrides=overrides)
     wf = server.create_workflow(bundle.workflow)
     name = wf["metadata"]["name"]
     print(f"submitted {server.cfg.namespace}/{name} ({r.name} on pipeline {bundle.workflow['spec']['workflowTemplateRef']['name']})")

@@ -10,7 +10,7 @@ from infersweep.recipe import RecipeError, all_recipe_paths, load_recipe
 
 
 def run(a: argparse.Namespace) -> int:
-    from infersweep.platform_config import load_platform
+    from infersweep.cluster_settings import load_cluster_settings
     from infersweep.render import render_recipe
 
     paths = [Path(p) for p in a.paths] if a.paths else all_recipe_paths()
@@ -18,7 +18,7 @@ def run(a: argparse.Namespace) -> int:
     for p in paths:
         try:
             r = load_recipe(p)
-            render_recipe(r, load_platform())
+            render_recipe(r, load_cluster_settings())
             note = "" if r.model.pinned else f" (warning: model revision {r.model.revision!r} is not a commit SHA)"
             print(f"ok  {p}{note}")
         except (RecipeError, ValueError) as e:

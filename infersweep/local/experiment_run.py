@@ -27,6 +27,7 @@ import yaml
 from infersweep.experiment.plan import Plan, Step, make_plan
 from infersweep.experiment.restart import RestartClass, Transition, classify
 from infersweep.experiment.spec import load_experiment
+from infersweep.cluster_settings import load_cluster_settings
 from infersweep.local import procs
 from infersweep.local.argo import LocalArgo, LocalCluster, Node
 from infersweep.local.run import (ARTIFACT_BUCKET, _printer, write_status, local_profile, scaled_points, scaled_workload,
@@ -35,7 +36,6 @@ from infersweep.local.s3server import LocalS3
 from infersweep.local.toy_model import build_toy_model
 from infersweep.names import dns_label
 from infersweep.paths import REPO_ROOT, venv_python
-from infersweep.platform_config import load_platform
 from infersweep.recipe import RecipeError, ResolvedRecipe
 from infersweep.render import library_templates
 from infersweep.schemas import validate_document
@@ -136,14 +136,14 @@ def run_experiment_local(ref: str | Path | None, *, out_root: Path = Path("runs"
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / SPEC_PATH).write_text(str(e.path.resolve()))  # what --resume loads again
     prof = local_profile()
-    platform = load_platform()
+    settings = load_cluster_settings()
     cache_root = cache_root.resolve()
     model_dir = cache_root / "toy-model"
     state_dir = run_dir / "state"
 
     from workflows.experiment import experiment_workflow
 
-    workflow = experiment_workflow(plan, platform, namespace="local", dgd_api=dgd_api,
+    workflow = experiment_workflow(plan, settings, namespace="local", dgd_api=dgd_api,
                                    model_source=f"file://{model_dir}", ready_timeout_s=120,
                                    treatment_args=_scaled(prof)).to_dict()
     workflow["metadata"].pop("generateName", None)
@@ -151,7 +151,7 @@ def run_experiment_local(ref: str | Path | None, *, out_root: Path = Path("runs"
     validate_document(workflow)  # the document a cluster would get, strict
     # Every step template is engine-independent; the pipeline template that comes with them is unused here.
     first = plan.steps[0].treatment.recipe
-    templates = library_templates(platform, first.recipe.engine, first.recipe.topology.mode)
+    templates = library_templates(settings, first.recipe.engine, first.recipe.topology.mode)
     (run_dir / rendered / "templates").mkdir(parents=True, exist_ok=True)
     (run_dir / rendered / "workflow.yaml").write_text(yaml.safe_dump(workflow, sort_keys=False, width=120))
     for t in templates:
@@ -163,9 +163,9 @@ def run_experiment_local(ref: str | Path | None, *, out_root: Path = Path("runs"
     namespace = workflow["metadata"].get("namespace", "default")
     recipes = [s.treatment.recipe for s in plan.steps]
     configmaps = {f"{namespace}/{d['metadata']['name']}": {k: str(v) for k, v in (d.get("data") or {}).items()}
-                  for d in kubectl_manifests(platform, recipes) if d.get("kind") == "ConfigMap"}
-    pythons = {platform["images"]["steps"]: sys.executable, platform["images"]["aiperf"]: venv_python("aiperf")}
-    s3 = LocalS3(buckets=[platform["s3"]["bucket"], ARTIFACT_BUCKET])
+                  for d in kubectl_manifests(settings, recipes) if d.get("kind") == "ConfigMap"}
+    pythons = {settings.images.steps: sys.executable, settings.images.aiperf: venv_python("aiperf")}
+    s3 = LocalS3(buckets=[settings.s3.bucket, ARTIFACT_BUCKET])
     prev: dict[int, Any] = {}
     argo: LocalArgo | None = None
 

@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 import yaml
 
+from infersweep.cluster_settings import ClusterSettings, load_cluster_settings
 from infersweep.local import procs
 from infersweep.local.argo import LocalArgo, LocalCluster, Node
 from infersweep.local.prometheus import BINARY as PROMETHEUS_BINARY
@@ -29,7 +30,6 @@ from infersweep.local.prometheus import LocalPrometheus, free_port
 from infersweep.local.s3server import LocalS3
 from infersweep.local.toy_model import build_toy_model
 from infersweep.paths import REPO_ROOT, params_dir, venv_python
-from infersweep.platform_config import load_platform
 from infersweep.names import dns_label
 from infersweep.recipe import RecipeError, ResolvedRecipe, load_recipe
 from infersweep.render import render_recipe
@@ -158,12 +158,12 @@ def _earlier_run(run_dir: Path, flag: str) -> tuple[dict[str, Any], list[dict[st
     return yaml.safe_load(wf_file.read_text()), templates, status
 
 
-def _local_configmaps(platform: dict[str, Any], r: ResolvedRecipe, namespace: str) -> dict[str, dict[str, str]]:
+def _local_configmaps(settings: ClusterSettings, r: ResolvedRecipe, namespace: str) -> dict[str, dict[str, str]]:
     """The ConfigMaps a cluster would hold for this run (`infersweep install`'s kubectl set), so the
     workflow's semaphores are honoured here exactly as there (a missing one fails the run at start)."""
     from workflows.cluster import kubectl_manifests
     return {f"{namespace}/{d['metadata']['name']}": {k: str(v) for k, v in (d.get("data") or {}).items()}
-            for d in kubectl_manifests(platform, [r]) if d.get("kind") == "ConfigMap"}
+            for d in kubectl_manifests(settings, [r]) if d.get("kind") == "ConfigMap"}
 
 
 def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), cache_root: Path = Path(".infersweep"),
@@ -229,7 +229,7 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
     # A real Prometheus scrapes the local frontend every second (the local platform's deploy writes its
     # address into the targets file); its URL is a parameter like a cluster's. No binary: no server metrics.
     prom = None
-    platform = load_platform()
+    settings = load_cluster_settings()
     if prev_docs is not None:
         # Retry and resubmit keep the workflow's parameters: the stand-in services come back where they were.
         from infersweep.local.argo_retry import formulate_resubmit
@@ -259,15 +259,15 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
         if "prometheus-url" not in (overrides or {}) and Path(PROMETHEUS_BINARY).exists():
             prom = LocalPrometheus(state_dir / "prometheus-targets.json", port=free_port())
             local_overrides["prometheus-url"] = prom.url
-        bundle = render_recipe(r, platform, dgd_api=dgd_api, namespace="local",
+        bundle = render_recipe(r, settings, dgd_api=dgd_api, namespace="local",
                                overrides=local_overrides | (overrides or {}), workflow_name=run_id)
         bundle.write(run_dir / rendered)
         workflow, templates, retry_status = bundle.workflow, bundle.templates, None
     build_toy_model(model_dir)
 
-    pythons = {platform["images"]["steps"]: sys.executable, platform["images"]["aiperf"]: venv_python("aiperf")}
+    pythons = {settings.images.steps: sys.executable, settings.images.aiperf: venv_python("aiperf")}
     own_s3 = s3 is None
-    s3 = s3 or LocalS3(buckets=[platform["s3"]["bucket"], ARTIFACT_BUCKET])
+    s3 = s3 or LocalS3(buckets=[settings.s3.bucket, ARTIFACT_BUCKET])
     prev = {}
     argo: LocalArgo | None = None
 
@@ -304,7 +304,7 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
         cluster = LocalCluster(
             pythons=pythons, pvc_dirs=lambda claim: cache_root / "pvc" / claim, run_dir=run_dir, cwd=REPO_ROOT,
             env=env, upload_artifact=upload_artifact, on_event=on_event or _printer(),
-            configmaps=_local_configmaps(platform, r, namespace),
+            configmaps=_local_configmaps(settings, r, namespace),
             state_dir=cache_root / "argo-state")  # shared by every local run of this cache: semaphores hold across runs
         argo = LocalArgo(workflow, templates, cluster, status=retry_status)
         argo.name = run_id
@@ -317,9 +317,9 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
         finally:
             # What `argo get` would show; `--retry` starts from it.
             write_status(run_dir / "status.json", argo.status())
-        prefix = f"{platform['s3']['prefix']}/{r.name}/{run_id}/"
+        prefix = f"{settings.s3.prefix}/{r.name}/{run_id}/"
         try:
-            keys = [o["Key"] for o in s3c.list_objects_v2(Bucket=platform["s3"]["bucket"], Prefix=prefix).get("Contents", [])]
+            keys = [o["Key"] for o in s3c.list_objects_v2(Bucket=settings.s3.bucket, Prefix=prefix).get("Contents", [])]
         except Exception:  # S3 went away during the run: the results are on disk, the CLI says how to publish
             keys = []
     finally:

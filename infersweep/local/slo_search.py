@@ -26,7 +26,7 @@ import yaml
 from infersweep.local.dynamo import deploy_local, teardown_local, wait_ready_local
 from infersweep.local.run import local_profile, local_workload, scaled_lengths, simulated_gpus
 from infersweep.paths import REPO_ROOT, venv_python
-from infersweep.platform_config import load_platform
+from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import RecipeError, load_recipe
 from infersweep.results.schema import point_row
 from infersweep.slo_search import Search, bisect
@@ -46,7 +46,7 @@ def slo_search_local(recipe_ref: str, *, out: Path, lo: float, hi: float, axis: 
     if workload.get("fixed_schedule"):
         raise RecipeError(f"{recipe_ref}: workload.trace.fixed_schedule: a replay has one load; search a recipe "
                           "whose load is concurrency or request_rate")
-    dgd = yaml.safe_load(recipe_arguments(r, load_platform())["dgd"])
+    dgd = yaml.safe_load(recipe_arguments(r, load_cluster_settings())["dgd"])
     out = Path(out).resolve()
     state_dir, model_dir = out / "deployment", out / "toy-model"
     state_dir.mkdir(parents=True, exist_ok=True)

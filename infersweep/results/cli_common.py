@@ -18,10 +18,10 @@ from infersweep.results.store import RunStore
 def default_store() -> str:
     if os.environ.get("INFERSWEEP_STORE"):
         return os.environ["INFERSWEEP_STORE"]
-    from infersweep.platform_config import load_platform
+    from infersweep.cluster_settings import load_cluster_settings
 
-    s3 = load_platform()["s3"]
-    return f"s3://{s3['bucket']}/{s3['prefix']}"
+    s3 = load_cluster_settings().s3
+    return f"s3://{s3.bucket}/{s3.prefix}"
 
 
 def add_store_arg(p: argparse.ArgumentParser) -> None:

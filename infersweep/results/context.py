@@ -65,7 +65,7 @@ def _lookup_recipe(name: str) -> dict[str, Any]:
     """Context from the recipe of that name in params/, {} when there is none (a demo folder, a renamed recipe)."""
     try:
         from infersweep.recipe import all_recipe_paths, load_recipe
-        from infersweep.platform_config import load_platform
+        from infersweep.cluster_settings import load_cluster_settings
     except ImportError:
         return {}
     try:
@@ -73,10 +73,10 @@ def _lookup_recipe(name: str) -> dict[str, Any]:
             resolved = load_recipe(path)
             if resolved.name == name:
                 try:
-                    platform = load_platform()
-                except Exception:  # the context is enrichment: a missing platform file must not fail a run
-                    platform = None
-                return recipe_context(resolved, platform) | {"context_source": "recipe-lookup"}
+                    settings = load_cluster_settings()
+                except Exception:  # the context is enrichment: a missing settings file must not fail a run
+                    settings = None
+                return recipe_context(resolved, settings) | {"context_source": "recipe-lookup"}
     except Exception:  # an invalid recipe elsewhere in params/ must not fail the summary of this run
         return {}
     return {}

@@ -1,0 +1,523 @@
+"""params/cluster.yaml, the cluster settings: the images, namespace, cache PVC, bucket, ServiceAccount, artifact
+repository, GPU guard and pools, nightly suite, step pods' identity/resources/deadlines/retries and the reaper of
+the cluster a run goes to. One typed, strict model (unknown fields are refused, nothing is coerced): every mistake
+is one line naming the field (its path in the file) and the fix, before anything is rendered.
+
+(The DGD adapters, Kubernetes and local, are the other "platform": infersweep/platform/. This module is only
+the settings file.) A `--set` that overrides a workflow parameter backed by a setting (model-cache-size,
+s3-bucket, ...) is checked with the same field type (`check_set`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import types
+import typing
+import zoneinfo
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+
+from infersweep.paths import params_dir
+from infersweep.recipe import RecipeError, _read_yaml_mapping, _short
+
+SETTINGS_FILE = "cluster.yaml"
+OLD_SETTINGS_FILE = "platform.yaml"  # its name until the DGD adapters took the word "platform"
+SCHEDULERS = ("argo", "kueue", "kai", "volcano")
+# The span template holds this many locks (workflows/gpu_guard.py): a pool may have at most this many lanes.
+MAX_LANES = 4
+
+
+class ClusterSettingsError(RecipeError):
+    """params/cluster.yaml (or a --set backed by it) is wrong; the message has one line per mistake. A
+    RecipeError, so the CLI prints it as one clear message without a traceback."""
+
+
+class _Mistakes(ValueError):
+    """Several mistakes found by one validator: (path below the field, message) each, one line each."""
+
+    def __init__(self, items: list[tuple[str, str]]):
+        super().__init__("; ".join(f"{p}: {m}" if p else m for p, m in items))
+        self.items = items
+
+
+# ---------------------------------------------------------------------------------------- field types
+# Each type checks its value itself (BeforeValidator) so the message says what the value is for and how to
+# write it; the model is strict, so nothing is converted behind the user's back (a quoted "16" is not 16).
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _checked(ok, fix: str):
+    def check(value: Any) -> Any:
+        if not ok(value):
+            raise ValueError(f"{fix} (got {_short(value)})")
+        return value
+    return BeforeValidator(check)
+
+
+def _str_re(pattern: str, max_len: int = 253):
+    rx = re.compile(pattern)
+    return lambda v: isinstance(v, str) and len(v) <= max_len and bool(rx.fullmatch(v))
+
+
+_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+# Kubernetes resource.Quantity (apimachinery pkg/api/resource/quantity.go, the <quantity> grammar):
+# a non-negative decimal with an optional binary (Ki..Ei), decimal (n, u, m, k, M..E) or exponent suffix.
+_QUANTITY = r"[0-9]+(\.[0-9]*)?([KMGTPE]i|[numkMGTPE]|[eE][-+]?[0-9]+)?|\.[0-9]+([KMGTPE]i|[numkMGTPE])?"
+# S3 bucket naming rules (docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html).
+S3_BUCKET_RE = r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]"
+# A key prefix without a leading or trailing '/': the run's keys are <prefix>/<recipe>/<run-id>/...
+S3_PREFIX_RE = r"[A-Za-z0-9!_.*'()-]+(/[A-Za-z0-9!_.*'()-]+)*"
+# An image reference (distribution/reference grammar, simplified): [registry[:port]/]path[:tag][@digest].
+_IMAGE = (r"([a-zA-Z0-9]([-a-zA-Z0-9.]*[a-zA-Z0-9])?(:[0-9]+)?/)?[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*"
+          r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?")
+# Argo Backoff.duration / maxDuration: a Go duration ("10s", "1m30s") or a number of seconds ("10").
+_DURATION = r"[0-9]+|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+"
+_URL = r"https?://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~/-]*)?"
+_CRON_FIELD = r"[0-9A-Za-z*?/,-]+"
+
+
+def _dns_label(v: Any) -> bool:
+    return _str_re(_DNS_LABEL, 63)(v)
+
+
+def _quantity(v: Any) -> bool:
+    return _str_re(_QUANTITY, 64)(v)
+
+
+def _cron(v: Any) -> bool:
+    # Argo CronWorkflow schedules are robfig/cron v3 standard specs: five fields or an @descriptor
+    # (argo-workflows workflow/cron/operator.go uses cron.ParseStandard).
+    if not isinstance(v, str):
+        return False
+    if v.startswith("@"):
+        return v in ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly") or \
+            bool(re.fullmatch(r"@every [0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h)([0-9]+(ns|us|ms|s|m|h))*", v))
+    fields = v.split()
+    return len(fields) == 5 and all(re.fullmatch(_CRON_FIELD, f) for f in fields)
+
+
+def _timezone(v: Any) -> bool:
+    if not isinstance(v, str) or not re.fullmatch(r"[A-Za-z0-9_+/-]+", v):
+        return False
+    try:
+        zoneinfo.ZoneInfo(v)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return False
+    return True
+
+
+def _cpu(v: Any) -> Any:
+    # `cpu: 2` is as good as `cpu: "2"` to Kubernetes: keep the int's spelling as the quantity string.
+    if _is_int(v) and v > 0:
+        return str(v)
+    if not (_quantity(v) and re.search(r"[1-9]", v)):
+        raise ValueError(f"must be a CPU quantity like 250m, 1 or \"2\" (got {_short(v)})")
+    return v
+
+
+DnsLabel = Annotated[str, _checked(_dns_label, "must be a Kubernetes name (lowercase letters, digits and '-', "
+                                              "starting and ending with a letter or digit, at most 63)")]
+DnsSubdomain = Annotated[str, _checked(_str_re(_DNS_SUBDOMAIN), "must be a Kubernetes object name (lowercase "
+                                                               "letters, digits, '-' and '.', at most 253)")]
+StorageClass = Annotated[str, _checked(lambda v: v == "" or _str_re(_DNS_SUBDOMAIN)(v),
+                                       "must be a StorageClass name, or \"\" for the cluster's default class")]
+Quantity = Annotated[str, _checked(lambda v: _quantity(v) and bool(re.search(r"[1-9]", v)),
+                                   "must be a Kubernetes quantity like 500Gi or 512Mi")]
+CpuQuantity = Annotated[str, BeforeValidator(_cpu)]
+ImageRef = Annotated[str, _checked(_str_re(_IMAGE, 512), "must be an image reference like "
+                                                          "ghcr.io/infersweep/steps:0.1.0 (registry/path:tag)")]
+S3Bucket = Annotated[str, _checked(_str_re(S3_BUCKET_RE), "not an S3 bucket name (3-63 lowercase letters, "
+                                                          "digits, '.', '-')")]
+S3Prefix = Annotated[str, _checked(lambda v: _str_re(S3_PREFIX_RE, 512)(v) and ".." not in v.split("/"),
+                                   "use a key prefix like runs/team-a (letters, digits, '-', '_', '.', no '..' and "
+                                   "no leading or trailing '/')")]
+OptionalUrl = Annotated[str, _checked(lambda v: v == "" or _str_re(_URL, 2048)(v),
+                                      "give an http(s):// URL like http://prometheus.monitoring:9090, or \"\" for none")]
+S3Endpoint = Annotated[str, _checked(_str_re(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]{1,5})?"),
+                                     "give the S3 endpoint as host[:port] without a scheme, like s3.amazonaws.com "
+                                     "(Argo's s3.endpoint)")]
+Region = Annotated[str, _checked(_str_re(r"[a-z0-9][a-z0-9-]*[a-z0-9]", 64), "must be a region like us-east-1")]
+ConfigMapKey = Annotated[str, _checked(_str_re(r"[-._a-zA-Z0-9]+"), "must be a ConfigMap key (letters, digits, "
+                                                                    "'-', '_', '.')")]
+Duration = Annotated[str, _checked(_str_re(_DURATION, 64), "must be a duration like 10s, 10m or 1h30m")]
+Cron = Annotated[str, _checked(_cron, "must be a cron schedule of five fields like \"0 1 * * *\" "
+                                      "(minute hour day-of-month month day-of-week)")]
+TimeZone = Annotated[str, _checked(_timezone, "must be an IANA time zone like Etc/UTC or Europe/Paris")]
+
+
+def _pos_int(what: str):
+    return Annotated[int, _checked(lambda v: _is_int(v) and v >= 1, f"must be a positive integer, {what}")]
+
+
+def _number(what: str, minimum: float = 0, strict_min: bool = True):
+    def ok(v):
+        return (_is_int(v) or isinstance(v, float)) and v == v and v != float("inf") and \
+            (v > minimum if strict_min else v >= minimum)
+    bound = f"> {minimum:g}" if strict_min else f">= {minimum:g}"
+    return Annotated[int | float, _checked(ok, f"must be a number {bound}, {what}")]  # 2 stays 2 (rendered "2")
+
+
+class _Strict(BaseModel):
+    # Unknown fields are mistakes (a typo would otherwise silently fall back to a default); strict: no coercion.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+# -------------------------------------------------------------------------------------------- sections
+
+class Images(_Strict):
+    steps: ImageRef = Field(description="the step image (images/steps.Dockerfile)")
+    aiperf: ImageRef = Field(description="the AIPerf image (images/aiperf.Dockerfile)")
+
+
+class ModelCache(_Strict):
+    pvc: DnsLabel = Field(description="the PVC the model weights are cached on")
+    size: Quantity = Field(description="its size when ensure-pvc creates it, e.g. 500Gi")
+    storage_class: StorageClass = Field(default="", description="its StorageClass; \"\" = the cluster's default")
+
+
+class S3(_Strict):
+    bucket: S3Bucket = Field(description="the results bucket")
+    prefix: S3Prefix = Field(description="runs go to s3://<bucket>/<prefix>/<recipe>/<run-id>/")
+    credentials_secret: DnsSubdomain = Field(description="Secret with AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY")
+
+
+class Autoscaling(_Strict):
+    prometheus_url: OptionalUrl = Field(default="", description="the Prometheus KEDA's triggers query")
+
+
+class ArtifactRepository(_Strict):
+    configmap: DnsSubdomain
+    key: ConfigMapKey
+    bucket: S3Bucket
+    endpoint: S3Endpoint
+    region: Region | Literal[""] = ""
+    insecure: Annotated[bool, _checked(lambda v: isinstance(v, bool), "must be true or false (true: plain http)")] = False
+
+
+class GpuGuardSettings(_Strict):
+    scheduler: Annotated[Literal["argo", "kueue", "kai", "volcano"], _checked(
+        lambda v: v in SCHEDULERS, f"must be one of {', '.join(SCHEDULERS)}; argo = Argo semaphores only, the "
+                                   "others = that scheduler's queues")] = "argo"
+
+
+class GpuPoolSettings(_Strict):
+    gpus: _pos_int("the GPUs of that type the benchmarks may use")  # type: ignore[valid-type]
+    # lane size (GPUs per run) -> runs of that size at once; None = buddy_lanes(gpus). Checked below, with gpus.
+    lanes: dict[int, int] | None = None
+    queue: DnsLabel | None = Field(default=None, description="Kueue LocalQueue / KAI / Volcano queue of the pool "
+                                                             "(default infersweep-<type>)")
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _lanes(cls, data: Any, handler):
+        # The lanes' messages need the pool's size, so they are checked here with it; the pool's other fields
+        # are still checked (each mistake its own line).
+        mistakes = _lane_mistakes(data) if isinstance(data, dict) else []
+        if mistakes:
+            data = {**data, "lanes": None}
+        try:
+            pool = handler(data)
+        except ValidationError as e:
+            if not mistakes:
+                raise
+            raise _Mistakes(mistakes + [m for x in e.errors() for m in _messages(x, cls)]) from None
+        if mistakes:
+            raise _Mistakes(mistakes)
+        return pool
+
+
+def _lane_mistakes(data: dict) -> list[tuple[str, str]]:
+    gpus, raw = data.get("gpus"), data.get("lanes")
+    if raw is None:
+        return []
+    if not isinstance(raw, dict) or not raw:
+        return [("lanes", "must map a run size in GPUs to how many such runs share the pool, e.g. {1: 4, 2: 2, 4: 2}")]
+    if not (_is_int(gpus) and gpus >= 1):
+        return []  # `gpus` has its own message; the lanes are judged against a valid pool size
+    mistakes, lanes = [], {}
+    for size, n in raw.items():
+        bad_size = not _is_int(size) or size < 1 or size > gpus
+        bad_n = not _is_int(n) or n < 1
+        if bad_size:
+            mistakes.append((f"lanes.{size}", f"a lane size must be an integer from 1 to the pool's {gpus} GPUs"))
+        if bad_n:
+            mistakes.append((f"lanes.{size}", f"must be a positive integer, the runs of that size at once (got {_short(n)})"))
+        if not bad_size and not bad_n:
+            lanes[size] = n
+    used = sum(s * n for s, n in lanes.items())
+    if used > gpus:
+        mistakes.append(("lanes", f"lanes take {used} GPUs ({' + '.join(f'{n} x {s}' for s, n in sorted(lanes.items()))}) "
+                                  f"but the pool has {gpus}; lower them so that the sum of size x runs is at most {gpus}"))
+    if len(lanes) > MAX_LANES:
+        mistakes.append(("lanes", f"{len(lanes)} lane sizes but the span template holds at most {MAX_LANES} locks; "
+                                  "merge sizes (a run takes the smallest lane that holds it)"))
+    return mistakes
+
+
+class Nightly(_Strict):
+    schedules: list[Cron] = Field(min_length=1)
+    timezone: TimeZone = "Etc/UTC"
+    baselines_prefix: S3Prefix = Field(description="baselines are s3://<s3.bucket>/<baselines_prefix>/<recipe>/")
+    suite: list[DnsLabel] = Field(min_length=1, description="recipe names, one CronWorkflow each")
+
+
+class Security(_Strict):
+    # Pod Security "restricted" wants runAsNonRoot: the user must not be root (0).
+    run_as_user: _pos_int("the images' USER, not root (0)")  # type: ignore[valid-type]
+    run_as_group: _pos_int("the images' group, not root (0)")  # type: ignore[valid-type]
+    fs_group: _pos_int("the group that owns a fresh PVC's files")  # type: ignore[valid-type]
+
+
+class StepResources(_Strict):
+    cpu: CpuQuantity = Field(description="request (no CPU limit)")
+    memory: Quantity = Field(description="request and limit")
+
+
+class AiperfSizing(_Strict):
+    cpu_base: _pos_int("cores for AIPerf's services")  # type: ignore[valid-type]
+    cpu_per_worker: _number("cores per AIPerf worker")  # type: ignore[valid-type]
+    max_workers: _pos_int("AIPerf's worker cap (32 in AIPerf 0.13)")  # type: ignore[valid-type]
+    memory_base_mi: _pos_int("MiB for AIPerf's services")  # type: ignore[valid-type]
+    memory_per_worker_mi: _pos_int("MiB per AIPerf worker")  # type: ignore[valid-type]
+
+
+class Retry(_Strict):
+    limit: Annotated[int, _checked(lambda v: _is_int(v) and v >= 0, "must be an integer >= 0, the retries")]
+    backoff: Duration
+    factor: _number("the backoff's growth per retry", 1, strict_min=False)  # type: ignore[valid-type]
+    max_duration: Duration
+
+
+StepName = Annotated[str, _checked(_dns_label, "must be a step name (as in workflows/steps_library.py STEPS)")]
+
+
+class StepSettings(_Strict):
+    security: Security
+    resources: dict[StepName, StepResources] = Field(description="per step name; `default` for the others")
+    aiperf: AiperfSizing
+    deadlines_s: dict[StepName, _pos_int("activeDeadlineSeconds of the step")]  # type: ignore[valid-type]
+    retry: Retry
+
+    @model_validator(mode="after")
+    def _has_default(self) -> StepSettings:
+        if "default" not in self.resources:
+            raise _Mistakes([("resources.default", "required: the cpu and memory of every step not listed, "
+                                                   "e.g. {cpu: 250m, memory: 512Mi}")])
+        return self
+
+    def resources_of(self, step: str) -> StepResources:
+        return self.resources.get(step) or self.resources["default"]
+
+    def missing_deadlines(self, steps: list[str]) -> list[str]:
+        """One line per step without a deadline (workflows/steps_library.py calls this with its STEPS)."""
+        return [f"steps.deadlines_s.{s}: missing; add the step's activeDeadlineSeconds" for s in steps
+                if s not in self.deadlines_s]
+
+
+class Reaper(_Strict):
+    schedule: Cron
+    service_account: DnsSubdomain
+
+
+# ------------------------------------------------------------------------------------- the whole file
+
+@dataclass(frozen=True)
+class GpuPool:
+    """A pool as the GPU guard uses it: the settings with their defaults filled in."""
+    gpu_type: str
+    gpus: int
+    lanes: dict[int, int]          # lane size (GPUs per run) -> runs of that size at once
+    whole_pool_runs: bool          # a run may take every lane (only when each lane holds one run)
+    queue: str                     # Kueue LocalQueue / KAI queue / Volcano queue of this pool
+
+
+@dataclass(frozen=True)
+class GpuGuardConfig:
+    scheduler: str
+    pools: dict[str, GpuPool] = field(default_factory=dict)
+
+
+def buddy_lanes(gpus: int) -> dict[int, int]:
+    """Default lanes of a pool: one run of each power of two below the pool size (8, 4, 2, 1 on 16 GPUs:
+    together 15 <= 16), and a run of the whole pool takes all of them."""
+    lanes, size = {}, 1
+    while size < gpus and size + sum(lanes) <= gpus:
+        lanes[size] = 1
+        size *= 2
+    return lanes
+
+
+class ClusterSettings(_Strict):
+    """params/cluster.yaml. Comments in the file say what each section is for."""
+    images: Images
+    namespace: DnsLabel
+    model_cache: ModelCache
+    hf_token_secret: DnsSubdomain
+    s3: S3
+    service_account: DnsSubdomain
+    # The Prometheus the scrape step queries unless a submit sets prometheus-url; "" = no server metrics.
+    prometheus_url: OptionalUrl = ""
+    autoscaling: Autoscaling = Autoscaling()
+    artifact_repository: ArtifactRepository
+    gpu_guard: GpuGuardSettings = GpuGuardSettings()
+    gpu_pools: dict[str, GpuPoolSettings] = Field(min_length=1)
+    nightly: Nightly
+    steps: StepSettings
+    reaper: Reaper
+
+    @property
+    def guard(self) -> GpuGuardConfig:
+        """The GPU guard's scheduler and pools with their defaults (lanes, queue) filled in."""
+        pools = {}
+        for gpu, p in self.gpu_pools.items():
+            lanes = dict(sorted((p.lanes if p.lanes is not None else buddy_lanes(p.gpus)).items()))
+            pools[gpu] = GpuPool(gpu, p.gpus, lanes, whole_pool_runs=all(n == 1 for n in lanes.values()),
+                                 queue=p.queue or f"infersweep-{gpu.lower()}")
+        return GpuGuardConfig(self.gpu_guard.scheduler, pools)
+
+    def changed(self, **sections: Any) -> ClusterSettings:
+        """A copy with whole sections replaced (plain data, validated like the file): for tests and tools."""
+        return parse_cluster_settings({**self.model_dump(exclude_unset=True), **sections}, where="(changed settings)")
+
+
+# The messages for pydantic's own checks (types of sections, lengths); each names the fix.
+_TYPE_FIX = {
+    "model_type": "must be a mapping of fields",
+    "model_attributes_type": "must be a mapping of fields",
+    "dict_type": "must be a mapping",
+    "list_type": "must be a list",
+    "string_type": "must be a string",
+    "int_type": "must be an integer",
+    "float_type": "must be a number",
+    "bool_type": "must be true or false",
+}
+
+
+def _fields_at(loc: tuple, model: type[BaseModel]) -> list[str] | None:
+    """The field names a model expects at `loc` (for an unknown field's message)."""
+    tp: Any = model
+    for part in loc:
+        while typing.get_origin(tp) in (Annotated, typing.Union, types.UnionType):
+            args = [a for a in typing.get_args(tp) if a is not type(None)]
+            tp = args[0]
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            if part not in tp.model_fields:
+                return None
+            tp = tp.model_fields[part].annotation
+        elif typing.get_origin(tp) is dict:
+            tp = typing.get_args(tp)[1]
+        else:
+            return None
+    while typing.get_origin(tp) in (Annotated, typing.Union, types.UnionType):
+        tp = [a for a in typing.get_args(tp) if a is not type(None)][0]
+    return list(tp.model_fields) if isinstance(tp, type) and issubclass(tp, BaseModel) else None
+
+
+def _messages(e: dict, model: type[BaseModel] | None = None) -> list[tuple[str, str]]:
+    """One pydantic error as (path, message) lines; a validator's several mistakes as several lines."""
+    loc = tuple(p for p in e["loc"] if p != "[key]")
+    path = ".".join(str(p) for p in loc)
+    cause = (e.get("ctx") or {}).get("error")
+    if isinstance(cause, _Mistakes):
+        return [(".".join(p for p in (path, sub) if p), msg) for sub, msg in cause.items]
+    if e["type"] == "extra_forbidden":
+        valid = _fields_at(loc[:-1], model or ClusterSettings) or []
+        near = difflib.get_close_matches(str(loc[-1]), valid, n=1)
+        msg = (f"unknown field; did you mean `{near[0]}`? " if near else "unknown field; ") + \
+            f"valid fields here: {', '.join(valid)}"
+    elif e["type"] == "missing":
+        msg = "required field is missing; add it"
+    elif e["type"] in _TYPE_FIX:
+        msg = f"{_TYPE_FIX[e['type']]} (got {_short(e['input'])})"
+    elif e["type"] == "too_short":
+        msg = f"must not be empty (got {_short(e['input'])})"
+    else:
+        msg = e["msg"].removeprefix("Value error, ")
+    return [(path, msg)]
+
+
+def _format(where: str, err: ValidationError) -> list[str]:
+    return [f"{where}: {path or '(top level)'}: {msg}" for e in err.errors() for path, msg in _messages(e)]
+
+
+def parse_cluster_settings(data: Any, where: str = f"params/{SETTINGS_FILE}",
+                           gpu_types: set[str] | None = None) -> ClusterSettings:
+    """The typed settings; ClusterSettingsError with every mistake, one per line. `gpu_types` (params/gpus.yaml)
+    lets the pools' names be checked too."""
+    lines: list[str] = []
+    if not isinstance(data, dict):
+        raise ClusterSettingsError(f"{where}: the top level must be a mapping of sections (got {type(data).__name__})")
+    if gpu_types is not None and isinstance(data.get("gpu_pools"), dict):
+        lines += [f"{where}: gpu_pools.{gpu}: unknown GPU type; use one of {sorted(gpu_types)} or add it to "
+                  "params/gpus.yaml" for gpu in data["gpu_pools"] if gpu not in gpu_types]
+    try:
+        settings = ClusterSettings.model_validate(data)
+    except ValidationError as e:
+        lines += _format(where, e)
+    if lines:
+        raise ClusterSettingsError("\n".join(lines))
+    return settings
+
+
+def settings_path(pdir: Path | None = None) -> Path:
+    """params/cluster.yaml; refuses a params/platform.yaml left from before the rename (it would be ignored)."""
+    pdir = pdir or params_dir()
+    old = pdir / OLD_SETTINGS_FILE
+    if old.exists():
+        raise ClusterSettingsError(
+            f"{old}: the cluster settings file is now {pdir / SETTINGS_FILE}; "
+            + (f"move your changes into it and delete {old}" if (pdir / SETTINGS_FILE).exists()
+               else f"rename it: git mv {old} {pdir / SETTINGS_FILE}"))
+    return pdir / SETTINGS_FILE
+
+
+@lru_cache(maxsize=4)
+def _load(pdir: str) -> ClusterSettings:
+    path = settings_path(Path(pdir))
+    from infersweep.recipe import gpu_types
+
+    return parse_cluster_settings(_read_yaml_mapping(path), where=str(path), gpu_types=set(gpu_types(Path(pdir))))
+
+
+def load_cluster_settings(pdir: Path | None = None) -> ClusterSettings:
+    """params/cluster.yaml ($INFERSWEEP_PARAMS/cluster.yaml), checked; cached per params folder."""
+    return _load(str(pdir or params_dir()))
+
+
+# ------------------------------------------------------------------------------------ --set overrides
+# Workflow parameters whose defaults come from the settings: a --set of one is checked with that field's type.
+SET_FIELDS: dict[str, tuple[type[BaseModel], str, str]] = {
+    "model-cache-pvc": (ModelCache, "pvc", "model_cache.pvc"),
+    "model-cache-size": (ModelCache, "size", "model_cache.size"),
+    "storage-class": (ModelCache, "storage_class", "model_cache.storage_class"),
+    "s3-bucket": (S3, "bucket", "s3.bucket"),
+    "s3-prefix": (S3, "prefix", "s3.prefix"),
+    "prometheus-url": (ClusterSettings, "prometheus_url", "prometheus_url"),
+}
+
+
+@lru_cache(maxsize=None)
+def _adapter(key: str) -> TypeAdapter:
+    model, name, _ = SET_FIELDS[key]
+    f = model.model_fields[name]
+    return TypeAdapter(Annotated[f.annotation, *f.metadata])
+
+
+def check_set(key: str, value: str) -> None:
+    """Refuse a `--set KEY=VALUE` its setting's field would refuse in params/cluster.yaml (same type, same fix)."""
+    if key not in SET_FIELDS:
+        return
+    try:
+        _adapter(key).validate_python(value, strict=True)
+    except ValidationError as e:
+        msg = "; ".join(x["msg"].removeprefix("Value error, ") for x in e.errors())
+        raise ClusterSettingsError(f"--set {key}={value[:60]!r}: {msg} (as {SET_FIELDS[key][2]} in "
+                                   f"params/{SETTINGS_FILE})") from None
