@@ -28,9 +28,8 @@ def parse_sets(values: list[str] | None) -> dict[str, str]:
 # What each `--set` value must look like. A value is refused here, before anything is rendered or
 # started, instead of failing mid-run inside a step (a bad `points` would only fail at the sweep's
 # withParam, after the deployment took its GPUs). Names end up in Kubernetes object names and S3 keys.
-_BUCKET_RE = r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]"
-_PREFIX_RE = r"[A-Za-z0-9!_.*'()-]+(/[A-Za-z0-9!_.*'()-]+)*"
-_QUANTITY_RE = r"[0-9]+(\.[0-9]+)?([KMGTPE]i?)?"
+# A parameter whose default is a cluster setting (s3-bucket, model-cache-size, ...) is checked by that
+# setting's field in infersweep.cluster_settings, exactly as params/cluster.yaml is.
 
 
 def _json(key: str, value: str, kind: type):
@@ -111,6 +110,7 @@ def check_sets(sets: dict[str, str], known: list[str]) -> None:
     """Refuse `--set` keys that are not workflow parameters and values a step could not use."""
     import re
 
+    from infersweep.cluster_settings import SET_FIELDS, check_set
     from infersweep.names import is_dns_label
 
     for key, value in sets.items():
@@ -118,7 +118,9 @@ def check_sets(sets: dict[str, str], known: list[str]) -> None:
             raise RecipeError(f"--set {key}: no such parameter; parameters are {sorted(known)}")
         if key != "dgd" and _bad_chars(value):
             raise RecipeError(f"--set {key}=...: a value may not contain a newline or NUL")
-        if key == "points":
+        if key in SET_FIELDS:
+            check_set(key, value)
+        elif key == "points":
             # a closed-loop point may leave request_rate out: the step template wants it in every item
             sets[key] = _check_points(value)
         elif key == "workload":
@@ -131,21 +133,12 @@ def check_sets(sets: dict[str, str], known: list[str]) -> None:
             _number(key, value, 0, 1)
         elif key == "gpu-count":
             _number(key, value, 1, integer=True)
-        elif key in ("dgd-name", "recipe", "model-cache-pvc") and not is_dns_label(value):
+        elif key in ("dgd-name", "recipe") and not is_dns_label(value):
             raise RecipeError(f"--set {key}={value[:60]!r}: must be a Kubernetes name (lowercase letters, digits "
                               "and '-', starting and ending with a letter or digit, at most 63)")
         elif key == "dgd-api-version" and value not in ("v1beta1", "v1alpha1"):
             raise RecipeError(f"--set {key}={value[:60]!r}: must be v1beta1 or v1alpha1")
         elif key == "model-source" and not (value == "hf" or re.fullmatch(r"file:///\S+", value)):
             raise RecipeError(f"--set {key}={value[:60]!r}: use 'hf' or file:///absolute/path")
-        elif key == "s3-bucket" and not re.fullmatch(_BUCKET_RE, value):
-            raise RecipeError(f"--set {key}={value[:60]!r}: not an S3 bucket name (3-63 lowercase letters, digits, '.', '-')")
-        elif key == "s3-prefix" and (not re.fullmatch(_PREFIX_RE, value) or ".." in value.split("/")):
-            raise RecipeError(f"--set {key}={value[:60]!r}: use a key prefix like runs/team-a (letters, digits, "
-                              "'-', '_', '.', no '..' and no leading or trailing '/')")
-        elif key == "prometheus-url" and value and not re.fullmatch(r"https?://[^\s'\"]+", value):
-            raise RecipeError(f"--set {key}={value[:60]!r}: give an http(s):// URL, or '' to skip server metrics")
-        elif key == "model-cache-size" and not re.fullmatch(_QUANTITY_RE, value):
-            raise RecipeError(f"--set {key}={value[:60]!r}: give a size like 500Gi")
-        elif key in ("model", "model-revision", "storage-class") and re.search(r"\s", value):
+        elif key in ("model", "model-revision") and re.search(r"\s", value):
             raise RecipeError(f"--set {key}={value[:60]!r}: may not contain whitespace")
