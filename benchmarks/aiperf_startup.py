@@ -50,12 +50,12 @@ def local_deployment():
     """The recipe's rendered DGD as a local Dynamo frontend + mockers, ready; stopped on exit."""
     from infersweep.local.dynamo import deploy_local, teardown_local, wait_ready_local
     from infersweep.local.toy_model import build_toy_model
-    from infersweep.platform_config import load_platform
+    from infersweep.cluster_settings import load_cluster_settings
     from infersweep.recipe import load_recipe
     from infersweep.render import render_recipe
 
     r = load_recipe(RECIPE)
-    dgd = render_recipe(r, load_platform()).dgd
+    dgd = render_recipe(r, load_cluster_settings()).dgd
     model_dir = build_toy_model(REPO / ".infersweep" / "toy-model")
     state = Path(tempfile.mkdtemp(prefix="aiperf-bench-"))
     try:

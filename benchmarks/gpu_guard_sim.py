@@ -1,5 +1,5 @@
 """GPU guard, before and after: a discrete-event simulation of the catalog and of the nightly suite on the
-GPU pools of params/platform.yaml.
+GPU pools of params/cluster.yaml.
 
 Each run: download (model cache) -> deploy + load -> per point (warm-up + measuring) -> teardown ->
 bookkeeping (scrape, summarize, publish). Every run is submitted at t = 0 (all of the catalog at once; the
@@ -26,6 +26,11 @@ so the Workflow's activeDeadlineSeconds must cover it).
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from infersweep.cluster_settings import ClusterSettings
 
 import argparse
 import heapq
@@ -100,10 +105,10 @@ class Lanes:
     """workflows/gpu_guard.py's lane semaphores, as the span holds them."""
     whole_run = False
 
-    def __init__(self, platform: dict, runs: list[Run]):
-        cfg = gpu_guard.guard_config(platform)
+    def __init__(self, settings: ClusterSettings, runs: list[Run]):
+        cfg = settings.guard
         self.adm = {r.name: gpu_guard.admission(cfg.pools[r.pool], r.gpus, r.name) for r in runs}
-        self.sem = gpu_guard.ArgoSemaphores(gpu_guard.limits(platform))
+        self.sem = gpu_guard.ArgoSemaphores(gpu_guard.limits(settings))
 
     def reserved(self, run: Run) -> int:
         return self.adm[run.name].reserved
@@ -213,22 +218,22 @@ def catalog_runs() -> list[Run]:
     return [Run(r.name, r.recipe.gpu.type, r.gpu_capacity, len(r.recipe.workload.points())) for r in rs]
 
 
-def scenarios(platform: dict) -> dict[str, list[Run]]:
+def scenarios(settings: ClusterSettings) -> dict[str, list[Run]]:
     catalog = catalog_runs()
-    suite = set(platform["nightly"]["suite"])
+    suite = set(settings.nightly.suite)
     return {"catalog": catalog, "nightly": [r for r in catalog if r.name in suite]}
 
 
-def compare(runs: list[Run], platform: dict, ph: Phases) -> dict[str, Outcome]:
-    pools = {p: v["gpus"] for p, v in platform["gpu_pools"].items()}
+def compare(runs: list[Run], settings: ClusterSettings, ph: Phases) -> dict[str, Outcome]:
+    pools = {p: v.gpus for p, v in settings.gpu_pools.items()}
     slots = {p: max([r.gpus for r in catalog_runs() if r.pool == p] or [g]) for p, g in pools.items()}
     return {"before": simulate(runs, pools, Before(pools, runs, slots), ph),
-            "lanes": simulate(runs, pools, Lanes(platform, runs), ph),
+            "lanes": simulate(runs, pools, Lanes(settings, runs), ph),
             "exact": simulate(runs, pools, Exact(pools, runs), ph)}
 
 
 def main(argv: list[str] | None = None) -> list[Figure]:
-    from infersweep.platform_config import load_platform
+    from infersweep.cluster_settings import load_cluster_settings
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     d = Phases()
@@ -236,10 +241,10 @@ def main(argv: list[str] | None = None) -> list[Figure]:
         ap.add_argument(f"--{f}-min", type=float, default=getattr(d, f), help=f"{f} minutes (default {getattr(d, f)})")
     a = ap.parse_args(argv)
     ph = Phases(*(getattr(a, f"{f}_min") for f in ("download", "deploy", "warmup", "point", "teardown", "bookkeeping")))
-    platform = load_platform()
+    settings = load_cluster_settings()
     rows, figs = [], []
-    for scen, runs in scenarios(platform).items():
-        for scheme, o in compare(runs, platform, ph).items():
+    for scen, runs in scenarios(settings).items():
+        for scheme, o in compare(runs, settings, ph).items():
             rows.append([scen, scheme, len(runs), f"{o.makespan / 60:.1f}", f"{o.held / 60:.0f}", f"{o.deployed / 60:.0f}",
                          f"{o.measuring / 60:.0f}", f"{100 * o.idle_fraction:.1f} %", f"{o.queued_free / 60:.0f}",
                          f"{o.max_wait / 60:.1f}"])

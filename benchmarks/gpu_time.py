@@ -82,11 +82,11 @@ def bench_model_cache(mb: int) -> list[Figure]:
 def bench_readiness() -> list[Figure]:
     from infersweep.local.dynamo import deploy_local, teardown_local, wait_ready_local
     from infersweep.local.toy_model import build_toy_model
-    from infersweep.platform_config import load_platform
+    from infersweep.cluster_settings import load_cluster_settings
     from infersweep.recipe import load_recipe
     from infersweep.render import render_recipe
 
-    bundle = render_recipe(load_recipe(RECIPE), load_platform())
+    bundle = render_recipe(load_recipe(RECIPE), load_cluster_settings())
     dgd = bundle.dgd
     model_dir = build_toy_model(REPO / ".infersweep" / "toy-model")
     state = Path(tempfile.mkdtemp(prefix="ready-bench-"))

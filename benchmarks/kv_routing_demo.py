@@ -28,7 +28,7 @@ from pathlib import Path
 from infersweep.local.run import ARTIFACT_BUCKET, run_local
 from infersweep.local.s3server import LocalS3
 from infersweep.paths import params_dir
-from infersweep.platform_config import load_platform
+from infersweep.cluster_settings import load_cluster_settings
 from infersweep.results.compare import Comparison, compare_runs, comparison_plot
 from infersweep.results.store import publish_index_entry
 from infersweep.results.store import RunStore
@@ -66,8 +66,8 @@ def run_demo(out: Path, *, points: list[dict] | None = None, log=print) -> DemoR
     started = time.monotonic()
     log(working_set_fits())
     out = Path(out).resolve()
-    platform = load_platform()
-    bucket, base = platform["s3"]["bucket"], platform["s3"]["prefix"]
+    settings = load_cluster_settings()
+    bucket, base = settings.s3.bucket, settings.s3.prefix
     local_store = RunStore(out / "store")
     overrides = {"workload": json.dumps(WORKLOAD), "points": json.dumps(points or POINTS)}
     run_ids: dict[str, str] = {}

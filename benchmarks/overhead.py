@@ -130,12 +130,12 @@ def breakdown(m: dict) -> list[tuple[str, float]]:
 
 def cluster_model(recipe: str, m: dict) -> tuple[list[Figure], list[list[str]]]:
     """Pods of the rendered cluster workflow for this recipe, each priced with costs measured here."""
-    from infersweep.platform_config import load_platform
+    from infersweep.cluster_settings import load_cluster_settings
     from infersweep.render import render_recipe
     from workflows.steps_library import STEP_BY_NAME
 
     r = load_recipe(recipe)
-    bundle = render_recipe(r, load_platform())
+    bundle = render_recipe(r, load_cluster_settings())
     args = {p["name"]: p.get("value") for p in bundle.workflow["spec"]["arguments"]["parameters"]}
     n_points = len(json.loads(args["points"]))
     pipeline = next(t for t in bundle.templates if t["metadata"]["labels"].get("infersweep.io/kind") == "pipeline")

@@ -43,7 +43,7 @@ def _render_child(validate: bool, target: int | None) -> dict:
     """Runs in a fresh interpreter: imports included, as for `infersweep render --all`."""
     t0 = time.perf_counter()
     import infersweep.render as render
-    from infersweep.platform_config import load_platform
+    from infersweep.cluster_settings import load_cluster_settings
     from infersweep.recipe import all_recipe_paths, load_recipe
 
     t_import = time.perf_counter()
@@ -54,10 +54,10 @@ def _render_child(validate: bool, target: int | None) -> dict:
     out = Path(tempfile.mkdtemp(prefix="render-bench-"))
     docs = 0
     try:
-        platform = load_platform()
+        settings = load_cluster_settings()
         for i in range(n):
             r = load_recipe(paths[i % len(paths)])
-            bundle = render.render_recipe(r, platform)
+            bundle = render.render_recipe(r, settings)
             docs += len(bundle.write(out / f"{i:03d}-{r.name}"))
     finally:
         shutil.rmtree(out, ignore_errors=True)

@@ -18,7 +18,7 @@ import json
 
 from _common import Figure, report, table
 
-from infersweep.platform_config import load_platform
+from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import all_recipe_paths, load_recipe
 from infersweep.render import render_recipe
 
@@ -87,8 +87,8 @@ def node_plan(bundle) -> tuple[list[dict], int]:
     return nodes, sum(n["kind"] == "pod" for n in nodes)
 
 
-def measure_recipe(r, platform) -> dict:
-    bundle = render_recipe(r, platform)
+def measure_recipe(r, settings) -> dict:
+    bundle = render_recipe(r, settings)
     wf = bundle.workflow
     pipeline = next(t for t in bundle.templates if (t["metadata"].get("labels") or {}).get("infersweep.io/kind") == "pipeline")
     steps = [t for t in bundle.templates if t is not pipeline]
@@ -98,11 +98,11 @@ def measure_recipe(r, platform) -> dict:
     params = [(p["name"], len(str(p.get("value", "")).encode())) for p in wf["spec"]["arguments"]["parameters"]]
     biggest = max(params, key=lambda p: p[1])
     cron = None
-    if "nightly" in platform:
+    if settings.nightly:
         try:
             from workflows.cron import nightly_cron
 
-            cron = _size(nightly_cron(r, platform))
+            cron = _size(nightly_cron(r, settings))
         except Exception as exc:  # the cron module is another engineer's work in progress
             cron = f"n/a ({type(exc).__name__})"
     return {"recipe": r.name, "workflow": _size(wf), "cron": cron, "pipeline": _size(pipeline),
@@ -110,8 +110,8 @@ def measure_recipe(r, platform) -> dict:
 
 
 def main(argv: list[str] | None = None) -> list[Figure]:
-    platform = load_platform()
-    rows = [measure_recipe(load_recipe(p), platform) for p in all_recipe_paths()]
+    settings = load_cluster_settings()
+    rows = [measure_recipe(load_recipe(p), settings) for p in all_recipe_paths()]
     print(table([[x["recipe"], f"{x['workflow']:,}", str(x["cron"]), f"{x['pipeline']:,}", f"{x['finished']:,}",
                   str(x["nodes"]), str(x["pods"]), f"{x['biggest_param'][0]} {x['biggest_param'][1]:,}"] for x in rows],
                 ["recipe", "workflow B", "cron B", "pipeline tmpl B", "finished wf B (est.)", "nodes", "pods",

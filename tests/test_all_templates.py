@@ -13,7 +13,7 @@ import yaml
 
 from infersweep.cli import main
 from infersweep.commands.install import install_set
-from infersweep.platform_config import load_platform
+from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import all_recipe_paths
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,7 +30,7 @@ def test_hera_generate_yaml_writes_what_infersweep_renders(tmp_path):
     workflows = [d for d in generated if d["kind"] == "Workflow"]
 
     # The templates: the set `infersweep install` creates, equal document by document.
-    installed = {d["metadata"]["name"]: d for d in install_set(load_platform())[0] if d["kind"] == "WorkflowTemplate"}
+    installed = {d["metadata"]["name"]: d for d in install_set(load_cluster_settings())[0] if d["kind"] == "WorkflowTemplate"}
     assert templates == installed
 
     # Every recipe's rendered templates and Workflow, as `infersweep render --all` writes them.

@@ -206,11 +206,11 @@ def test_label_value_of_a_model_id_is_valid_and_readable():
 
 def test_rendered_labels_and_names_are_valid(tmp_path):
     """Every label value and object name in everything a recipe renders is valid for Kubernetes."""
-    from infersweep.platform_config import load_platform
+    from infersweep.cluster_settings import load_cluster_settings
     from infersweep.recipe import load_recipe
     from infersweep.render import render_recipe
 
-    bundle = render_recipe(load_recipe(RECIPE), load_platform())
+    bundle = render_recipe(load_recipe(RECIPE), load_cluster_settings())
     for doc in bundle.documents():
         meta = doc["metadata"]
         name = meta.get("name") or meta["generateName"].rstrip("-")
@@ -223,11 +223,11 @@ def test_rendered_labels_and_names_are_valid(tmp_path):
 
 
 def test_every_step_container_is_exec_form_python_module_never_a_shell():
-    from infersweep.platform_config import load_platform
+    from infersweep.cluster_settings import load_cluster_settings
     from infersweep.recipe import load_recipe
     from infersweep.render import render_recipe
 
-    bundle = render_recipe(load_recipe(RECIPE), load_platform())
+    bundle = render_recipe(load_recipe(RECIPE), load_cluster_settings())
     containers = []
     for t in bundle.templates:
         for tmpl in t["spec"].get("templates", []):
@@ -248,14 +248,14 @@ def test_every_step_container_is_exec_form_python_module_never_a_shell():
 
 def test_a_hostile_engine_arg_stays_one_argv_item(tmp_path):
     """A recipe value with shell syntax is legal (it is data), but reaches the engine as one argv item."""
-    from infersweep.platform_config import load_platform
+    from infersweep.cluster_settings import load_cluster_settings
     from infersweep.recipe import parse_recipe
     from infersweep.render import render_recipe
 
     src = (REPO / "params").rglob(f"{RECIPE}.yaml")
     data = yaml.safe_load(next(src).read_text())
     data["engine_args"] = ["--served-model-name", "x; touch /tmp/infersweep-pwned"]
-    bundle = render_recipe(parse_recipe(data), load_platform())
+    bundle = render_recipe(parse_recipe(data), load_cluster_settings())
     worker = [c for c in bundle.dgd["spec"]["components"] if c["type"] != "frontend"][0]
     args = worker["podTemplate"]["spec"]["containers"][0]["args"]
     assert "x; touch /tmp/infersweep-pwned" in args

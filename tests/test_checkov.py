@@ -28,9 +28,9 @@ WAIVERS = REPO / "tests" / "checkov-waivers.yaml"
 
 def write_manifests(out: Path, scratch: Path) -> int:
     from infersweep.commands.install import install_set
-    from infersweep.platform_config import load_platform
+    from infersweep.cluster_settings import load_cluster_settings
 
-    argo, kube = install_set(load_platform())
+    argo, kube = install_set(load_cluster_settings())
     n = 0
     for doc in argo + kube:
         (out / f"install-{doc['kind']}-{doc['metadata']['name']}.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))

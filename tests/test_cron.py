@@ -9,7 +9,7 @@ import os
 import pytest
 
 from infersweep.local.s3server import LocalS3
-from infersweep.platform_config import load_platform
+from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import load_recipe
 from infersweep.schemas import validate_argo
 from steps import regression_check
@@ -20,7 +20,7 @@ RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"
 
 @pytest.fixture(scope="module")
 def cron():
-    return nightly_cron(load_recipe(RECIPE), load_platform())
+    return nightly_cron(load_recipe(RECIPE), load_cluster_settings())
 
 
 def test_cron_validates_under_both_argo_versions(cron):
@@ -30,7 +30,7 @@ def test_cron_validates_under_both_argo_versions(cron):
 
 def test_cron_is_a_forbid_concurrency_schedule_list_with_history(cron):
     spec = cron["spec"]
-    assert spec["schedules"] == load_platform()["nightly"]["schedules"] and "schedule" not in spec
+    assert spec["schedules"] == load_cluster_settings().nightly.schedules and "schedule" not in spec
     assert spec["timezone"] == "Etc/UTC" and spec["concurrencyPolicy"] == "Forbid"
     assert spec["successfulJobsHistoryLimit"] >= 1 and spec["failedJobsHistoryLimit"] >= spec["successfulJobsHistoryLimit"]
 

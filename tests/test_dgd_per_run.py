@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from infersweep.names import DGD_NAME_MAX, dgd_run_name, is_dns_label
-from infersweep.platform_config import load_platform
+from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import all_recipe_paths, load_recipe
 from workflows.dgd import render_dgd
 from workflows.pipeline import recipe_arguments
@@ -28,10 +28,10 @@ DGD = ("nvidia.com", "v1beta1", "bench", "dynamographdeployments")
 
 
 def test_every_catalog_dgd_name_fits_the_operator_budget_per_run():
-    platform = load_platform()
+    settings = load_cluster_settings()
     for path in all_recipe_paths():
         r = load_recipe(path)
-        base = recipe_arguments(r, platform)["dgd-name"]
+        base = recipe_arguments(r, settings)["dgd-name"]
         assert render_dgd(r)["metadata"]["name"] == base
         for run in (f"{r.name[:40]}-x7k2p", f"nightly-{r.name}-1764464400"):
             name = dgd_run_name(base, run)
@@ -59,7 +59,7 @@ def test_nightly_and_adhoc_runs_of_one_recipe_side_by_side(tmp_path):
     from k8s_standin import K8sStandin
 
     r = load_recipe(RECIPE)
-    dgd_yaml = recipe_arguments(r, load_platform())["dgd"]
+    dgd_yaml = recipe_arguments(r, load_cluster_settings())["dgd"]
     base = yaml.safe_load(dgd_yaml)["metadata"]["name"]
     nightly, adhoc = "nightly-qwen36-35b-a3b-fp8-sglang-disagg-dpe-1764464400", f"{RECIPE[:40]}-q8z2m"
     with K8sStandin() as api:
@@ -86,7 +86,7 @@ def test_nightly_and_adhoc_runs_of_one_recipe_side_by_side(tmp_path):
 def test_deploy_refuses_to_adopt_a_dgd_owned_by_another_workflow(tmp_path):
     from k8s_standin import K8sStandin
 
-    dgd_yaml = recipe_arguments(load_recipe(RECIPE), load_platform())["dgd"]
+    dgd_yaml = recipe_arguments(load_recipe(RECIPE), load_cluster_settings())["dgd"]
     base = yaml.safe_load(dgd_yaml)["metadata"]["name"]
     with K8sStandin() as api:
         env = dict(os.environ, KUBECONFIG=str(api.kubeconfig(tmp_path)), PYTHONPATH=str(REPO))
@@ -110,5 +110,5 @@ def test_deploy_refuses_to_adopt_a_dgd_owned_by_another_workflow(tmp_path):
 
 def test_set_dgd_name_renames_the_deployment_every_step_uses():
     # deploy takes the name from the DGD YAML, wait-ready and teardown from `dgd-name`: one name for both
-    args = recipe_arguments(load_recipe(RECIPE), load_platform(), overrides={"dgd-name": "my-dgd"})
+    args = recipe_arguments(load_recipe(RECIPE), load_cluster_settings(), overrides={"dgd-name": "my-dgd"})
     assert yaml.safe_load(args["dgd"])["metadata"]["name"] == args["dgd-name"] == "my-dgd"

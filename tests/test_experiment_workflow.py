@@ -12,14 +12,14 @@ import yaml
 
 from infersweep.experiment.plan import make_plan
 from infersweep.experiment.spec import all_experiment_paths, load_experiment
-from infersweep.platform_config import load_platform
+from infersweep.cluster_settings import load_cluster_settings
 from infersweep.schemas import validate_document
 
 
 def render(name: str) -> dict:
     from workflows.experiment import experiment_workflow
 
-    return experiment_workflow(make_plan(load_experiment(name)), load_platform()).to_dict()
+    return experiment_workflow(make_plan(load_experiment(name)), load_cluster_settings()).to_dict()
 
 
 def tasks(doc: dict, template: str = "experiment") -> dict[str, dict]:

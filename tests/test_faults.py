@@ -32,13 +32,13 @@ import pytest
 from infersweep.local import procs
 from infersweep.local.run import ARTIFACT_BUCKET, run_local
 from infersweep.local.s3server import LocalS3
-from infersweep.platform_config import load_platform
+from infersweep.cluster_settings import load_cluster_settings
 from steps.publish import IncompleteRun, verify_run
 
 pytestmark = pytest.mark.e2e
 RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"
-PLATFORM = load_platform()
-BUCKET, PREFIX = PLATFORM["s3"]["bucket"], PLATFORM["s3"]["prefix"]
+SETTINGS = load_cluster_settings()
+BUCKET, PREFIX = SETTINGS.s3.bucket, SETTINGS.s3.prefix
 C1 = {"concurrency": 1, "requests": 8, "warmup": 0}
 
 

@@ -1,7 +1,7 @@
 """The GPU guard (workflows/gpu_guard.py): held by the gpu-span template only, valid Argo, never over-admitting
 a pool under Argo's own admission rules (workflow/sync/ of v4.1.2, modelled in gpu_guard.ArgoSemaphores and
 cited there), the ConfigMap `infersweep install` prints matching every key a run names, the cluster
-schedulers' labels on a DGD the CRD accepts, one error per platform.yaml mistake, and the simulation's
+schedulers' labels on a DGD the CRD accepts, one error per cluster.yaml mistake, and the simulation's
 accounting on a case computed by hand."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 import pytest
 import yaml
 
-from infersweep.platform_config import PlatformError, buddy_lanes, load_platform, parse_gpu_guard
+from infersweep.cluster_settings import ClusterSettingsError, buddy_lanes, load_cluster_settings, parse_cluster_settings
 from infersweep.recipe import RecipeError, all_recipe_paths, load_recipe
 from infersweep.render import render_recipe
 from infersweep.schemas import SchemaError, validate_argo, validate_document
@@ -27,8 +27,8 @@ RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"  # 8 x H100
 
 
 @pytest.fixture(scope="module")
-def platform():
-    return load_platform()
+def settings():
+    return load_cluster_settings()
 
 
 @pytest.fixture(scope="module")
@@ -36,16 +36,21 @@ def catalog():
     return [load_recipe(p) for p in all_recipe_paths()]
 
 
-def _with(platform, **changes):
-    p = copy.deepcopy(platform)
-    p.update(changes)
-    return p
+def _with(settings, **changes):
+    return settings.changed(**changes)
+
+
+RAW = yaml.safe_load((REPO / "params" / "cluster.yaml").read_text())
+
+
+def _raw_with(**changes):
+    return {**copy.deepcopy(RAW), **changes}
 
 
 # ------------------------------------------------------------------ where the guard sits, and Argo validity
 
-def test_only_the_gpu_span_holds_the_guard_and_it_validates_against_argo(platform):
-    wt = pipeline_template("vllm", "agg", platform).to_dict()
+def test_only_the_gpu_span_holds_the_guard_and_it_validates_against_argo(settings):
+    wt = pipeline_template("vllm", "agg", settings).to_dict()
     held = {t["name"]: t["synchronization"] for t in wt["spec"]["templates"] if "synchronization" in t}
     assert set(held) == {"gpu-span"} and "synchronization" not in wt["spec"]
     span = next(t for t in wt["spec"]["templates"] if t["name"] == "gpu-span")
@@ -63,27 +68,27 @@ def test_only_the_gpu_span_holds_the_guard_and_it_validates_against_argo(platfor
         validate_argo(bad, "v4.1.2")
 
 
-def test_a_submitted_run_carries_its_lane_keys_and_no_workflow_level_lock(platform):
-    wf = render_recipe(load_recipe(RECIPE), platform).workflow
+def test_a_submitted_run_carries_its_lane_keys_and_no_workflow_level_lock(settings):
+    wf = render_recipe(load_recipe(RECIPE), settings).workflow
     assert "synchronization" not in wf["spec"]
     params = {p["name"]: p["value"] for p in wf["spec"]["arguments"]["parameters"]}
     assert [params[p] for p in gpu_guard.LOCK_PARAMS] == ["h100-8gpu", "h100-8gpu-pad2", "h100-8gpu-pad3", "h100-8gpu-pad4"]
 
 
-def test_the_template_alone_cannot_run_without_its_locks(platform):
+def test_the_template_alone_cannot_run_without_its_locks(settings):
     # A UI submit of the template must give the lock keys (no default: Argo refuses a workflow without a
     # value for a parameter), so the guard cannot be skipped by leaving them out.
-    wt = pipeline_template("vllm", "agg", platform).to_dict()
+    wt = pipeline_template("vllm", "agg", settings).to_dict()
     params = {p["name"]: p for p in wt["spec"]["arguments"]["parameters"]}
     for p in gpu_guard.LOCK_PARAMS:
         assert "value" not in params[p] and "default" not in params[p]
 
 
-def test_install_configmap_names_every_key_every_catalog_run_takes(platform, catalog):
-    cm = next(d for d in kubectl_manifests(platform, catalog) if d["metadata"]["name"] == gpu_guard.CONFIGMAP)
+def test_install_configmap_names_every_key_every_catalog_run_takes(settings, catalog):
+    cm = next(d for d in kubectl_manifests(settings, catalog) if d["metadata"]["name"] == gpu_guard.CONFIGMAP)
     validate_document(cm)
     for r in catalog:
-        adm = gpu_guard.recipe_admission(r, platform)
+        adm = gpu_guard.recipe_admission(r, settings)
         assert len(adm.keys) == len(set(adm.keys)) == len(gpu_guard.LOCK_PARAMS)  # Argo refuses duplicates
         for k in adm.keys:
             assert int(cm["data"][k]) >= 1, (r.name, k)
@@ -91,17 +96,17 @@ def test_install_configmap_names_every_key_every_catalog_run_takes(platform, cat
 
 # --------------------------------------------------------------------------------------- admission safety
 
-def _pool_gpus(platform):
-    return {g: v["gpus"] for g, v in platform["gpu_pools"].items()}
+def _pool_gpus(settings):
+    return {g: v.gpus for g, v in settings.gpu_pools.items()}
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_argo_admission_never_over_admits_a_pool(platform, catalog, seed):
+def test_argo_admission_never_over_admits_a_pool(settings, catalog, seed):
     """Random arrivals, departures and sizes (catalog sizes and any size the pool holds) through the rendered
     keys and Argo's semaphore rules: at every moment each pool's admitted runs fit, by GPUs and by reservation."""
     rng = random.Random(seed)
-    cfg = gpu_guard.guard_config(platform)
-    sem = gpu_guard.ArgoSemaphores(gpu_guard.limits(platform))
+    cfg = settings.guard
+    sem = gpu_guard.ArgoSemaphores(gpu_guard.limits(settings))
     catalog_sizes = [(r.recipe.gpu.type, r.gpu_capacity) for r in catalog]
     running: dict[str, gpu_guard.Admission] = {}
     pending: dict[str, gpu_guard.Admission] = {}
@@ -131,9 +136,9 @@ def test_argo_admission_never_over_admits_a_pool(platform, catalog, seed):
             assert sum(a.gpus for a in mine) <= pool.gpus
 
 
-def test_lanes_admit_what_fits_together_and_queue_the_rest(platform):
-    cfg = gpu_guard.guard_config(platform)
-    sem = gpu_guard.ArgoSemaphores(gpu_guard.limits(platform))
+def test_lanes_admit_what_fits_together_and_queue_the_rest(settings):
+    cfg = settings.guard
+    sem = gpu_guard.ArgoSemaphores(gpu_guard.limits(settings))
     h100 = cfg.pools["H100"]
     runs = {"one": 1, "two": 2, "four": 4, "eight": 8, "eight-b": 8, "sixteen": 16, "one-b": 1}
     for name, g in runs.items():
@@ -150,20 +155,20 @@ def test_lanes_admit_what_fits_together_and_queue_the_rest(platform):
     assert sem.admit() == ["one-b"]
 
 
-def test_a_waiting_run_does_not_block_other_lanes_through_its_padding(platform):
+def test_a_waiting_run_does_not_block_other_lanes_through_its_padding(settings):
     """Padding keys are private to a lane: a run waiting for the busy 8-GPU lane is at the front of its own
     padding queues only, so a later 2-GPU run starts. With padding shared by all lanes it would not
     (semaphore.go checkAcquire admits only the front of a lock's queue) — shown with a shared variant."""
-    cfg = gpu_guard.guard_config(platform)
+    cfg = settings.guard
     h100 = cfg.pools["H100"]
     first, second, small = (gpu_guard.admission(h100, g) for g in (8, 8, 2))
-    sem = gpu_guard.ArgoSemaphores(gpu_guard.limits(platform))
+    sem = gpu_guard.ArgoSemaphores(gpu_guard.limits(settings))
     for name, adm in (("a", first), ("b", second), ("c", small)):
         sem.request(name, adm.keys)
     assert sem.admit() == ["a", "c"]
 
     shared = lambda adm: adm.lane_keys + tuple(f"pad{i}" for i in range(len(adm.lane_keys) + 1, 5))
-    limits = {**gpu_guard.limits(platform), **{f"pad{i}": 100 for i in range(2, 5)}}
+    limits = {**gpu_guard.limits(settings), **{f"pad{i}": 100 for i in range(2, 5)}}
     sem = gpu_guard.ArgoSemaphores(limits)
     for name, adm in (("a", first), ("b", second), ("c", small)):
         sem.request(name, shared(adm))
@@ -186,18 +191,18 @@ def test_no_fixed_lock_set_per_size_is_exact_once_a_run_can_take_the_whole_pool(
     assert exact == 0
 
 
-def test_a_whole_pool_run_needs_single_run_lanes_and_a_too_big_run_is_refused_with_the_fix(platform):
-    p = _with(platform, gpu_pools={**platform["gpu_pools"], "H100": {"gpus": 16, "lanes": {8: 1, 4: 2}}})
+def test_a_whole_pool_run_needs_single_run_lanes_and_a_too_big_run_is_refused_with_the_fix(settings):
+    p = _with(settings, gpu_pools={**settings.gpu_pools, "H100": {"gpus": 16, "lanes": {8: 1, 4: 2}}})
     r = load_recipe(RECIPE)  # 8 GPUs: fits the 8-GPU lane
     gpu_guard.check_fits_pool(r, p)
     big = next(x for x in (load_recipe(q) for q in all_recipe_paths()) if x.gpu_capacity == 16)
     with pytest.raises(RecipeError, match="add a lane of 16 GPUs"):
         gpu_guard.check_fits_pool(big, p)
-    p = _with(platform, gpu_pools={**platform["gpu_pools"], "H100": {"gpus": 4}})
+    p = _with(settings, gpu_pools={**settings.gpu_pools, "H100": {"gpus": 4}})
     with pytest.raises(RecipeError, match="the pool has 4; raise gpu_pools.H100.gpus"):
         gpu_guard.check_fits_pool(r, p)
     with pytest.raises(RecipeError, match="no GPU pool for H100"):
-        gpu_guard.check_fits_pool(r, _with(platform, gpu_pools={"B200": {"gpus": 8}}))
+        gpu_guard.check_fits_pool(r, _with(settings, gpu_pools={"B200": {"gpus": 8}}))
 
 
 def test_default_lanes_are_the_buddy_split():
@@ -209,8 +214,8 @@ def test_default_lanes_are_the_buddy_split():
 # --------------------------------------------------------------------------- cluster schedulers' machinery
 
 @pytest.mark.parametrize("scheduler", ["kueue", "kai", "volcano"])
-def test_cluster_scheduler_labels_the_dgd_pods_and_drops_the_argo_lock(platform, catalog, scheduler):
-    p = _with(platform, gpu_guard={"scheduler": scheduler})
+def test_cluster_scheduler_labels_the_dgd_pods_and_drops_the_argo_lock(settings, catalog, scheduler):
+    p = _with(settings, gpu_guard={"scheduler": scheduler})
     b = render_recipe(load_recipe(RECIPE), p)  # validates the DGD against the Dynamo CRD
     pods = [c["podTemplate"] for c in b.dgd["spec"]["components"]]
     if scheduler == "kueue":
@@ -232,23 +237,23 @@ def test_cluster_scheduler_labels_the_dgd_pods_and_drops_the_argo_lock(platform,
     assert gpu_guard.CONFIGMAP not in {d["metadata"]["name"] for d in kubectl_manifests(p, catalog)}
 
 
-def test_argo_guard_leaves_the_dgd_alone(platform):
-    b = render_recipe(load_recipe(RECIPE), platform)
+def test_argo_guard_leaves_the_dgd_alone(settings):
+    b = render_recipe(load_recipe(RECIPE), settings)
     assert all("metadata" not in c["podTemplate"] and "schedulerName" not in c["podTemplate"]["spec"]
                for c in b.dgd["spec"]["components"])
 
 
-# ------------------------------------------------------------------------------------ platform.yaml errors
+# ------------------------------------------------------------------------------------ cluster.yaml errors
 
 GPU_TYPES = {"H100", "H200", "B200", "GB200"}
 
 
 @pytest.mark.parametrize("section, error", [
-    ({"gpu_guard": {"scheduler": "slurm"}}, "gpu_guard.scheduler: must be one of argo, kueue, kai, volcano (got 'slurm')"),
+    ({"gpu_guard": {"scheduler": "slurm"}}, "gpu_guard.scheduler: must be one of argo, kueue, kai, volcano; argo = Argo semaphores"),
     ({"gpu_guard": {"scheduler": "argo", "queue": "x"}}, "gpu_guard.queue: unknown field"),
     ({"gpu_pools": {"H100": {"gpus": 0}}}, "gpu_pools.H100.gpus: must be a positive integer"),
     ({"gpu_pools": {"H100": {"gpus": "16"}}}, "gpu_pools.H100.gpus: must be a positive integer"),
-    ({"gpu_pools": {"H100": {"gpus": 16, "slot_gpus": 8}}}, "gpu_pools.H100.slot_gpus: unknown field; use gpus, lanes or queue"),
+    ({"gpu_pools": {"H100": {"gpus": 16, "slot_gpus": 8}}}, "gpu_pools.H100.slot_gpus: unknown field"),
     ({"gpu_pools": {"A100": {"gpus": 8}}}, "gpu_pools.A100: unknown GPU type"),
     ({"gpu_pools": {"H100": {"gpus": 16, "lanes": {8: 2, 4: 1}}}}, "gpu_pools.H100.lanes: lanes take 20 GPUs (1 x 4 + 2 x 8) but the pool has 16"),
     ({"gpu_pools": {"H100": {"gpus": 16, "lanes": {32: 1}}}}, "gpu_pools.H100.lanes.32: a lane size must be an integer from 1 to the pool's 16 GPUs"),
@@ -258,24 +263,24 @@ GPU_TYPES = {"H100", "H200", "B200", "GB200"}
     ({"gpu_pools": {"H100": {"gpus": 16, "queue": "GPU_Queue"}}}, "gpu_pools.H100.queue: must be a Kubernetes name"),
     ({"gpu_pools": {}}, "gpu_pools: must map each GPU type"),
 ])
-def test_each_platform_mistake_is_one_line_naming_the_field(platform, section, error):
-    with pytest.raises(PlatformError) as e:
-        parse_gpu_guard(_with(platform, **section), GPU_TYPES)
+def test_each_gpu_guard_mistake_is_one_line_naming_the_field(section, error):
+    with pytest.raises(ClusterSettingsError) as e:
+        parse_cluster_settings(_raw_with(**section), gpu_types=GPU_TYPES)
     lines = str(e.value).splitlines()
     assert len(lines) == 1 and error in lines[0], lines
 
 
-def test_several_mistakes_are_all_reported(platform):
-    bad = _with(platform, gpu_guard={"scheduler": "x"}, gpu_pools={"H100": {"gpus": -1}, "B200": {"gpus": 8, "lanes": {16: 1}}})
-    with pytest.raises(PlatformError) as e:
-        parse_gpu_guard(bad, GPU_TYPES)
+def test_several_mistakes_are_all_reported():
+    bad = _raw_with(gpu_guard={"scheduler": "x"}, gpu_pools={"H100": {"gpus": -1}, "B200": {"gpus": 8, "lanes": {16: 1}}})
+    with pytest.raises(ClusterSettingsError) as e:
+        parse_cluster_settings(bad, gpu_types=GPU_TYPES)
     assert len(str(e.value).splitlines()) == 3
 
 
-def test_the_shipped_platform_file_parses(platform):
-    cfg = parse_gpu_guard(platform, GPU_TYPES)
+def test_the_shipped_settings_file_parses(settings):
+    cfg = settings.guard
     assert cfg.scheduler == "argo" and cfg.pools["H100"].whole_pool_runs and not cfg.pools["H200"].whole_pool_runs
-    raw = yaml.safe_load((REPO / "params" / "platform.yaml").read_text())
+    raw = yaml.safe_load((REPO / "params" / "cluster.yaml").read_text())
     assert set(raw["gpu_pools"]) == set(cfg.pools)
 
 
@@ -287,7 +292,7 @@ def _sim():
     return gpu_guard_sim
 
 
-def test_simulation_accounting_matches_a_case_computed_by_hand(platform):
+def test_simulation_accounting_matches_a_case_computed_by_hand(settings):
     """Two 8-GPU runs of 2 points on a 16-GPU H100 pool; download 10, deploy 5, warm-up 1, point 4,
     teardown 1, bookkeeping 3 minutes: span = 5 + 2 x (1 + 4) + 1 = 16, whole run = 10 + 16 + 3 = 29.
     before (slot 16 = the pool's largest catalog recipe, limit 1): run 1 holds 16 GPUs for 29 min, run 2 for the next
@@ -306,7 +311,7 @@ def test_simulation_accounting_matches_a_case_computed_by_hand(platform):
     # b queued 0..29: pool has 16 free GPUs during a's download (0..10) and bookkeeping (26..29), 8 during
     # a's span (10..26): 16 x 10 + 8 x 16 + 16 x 3 = 336.
     assert before.queued_free == 336 and before.max_wait == 29
-    one_pool = {**platform, "gpu_pools": {"H100": {"gpus": 16}}}
+    one_pool = settings.changed(gpu_pools={"H100": {"gpus": 16}})
     lanes = sim.simulate(runs, pools, sim.Lanes(one_pool, runs), ph)
     assert (lanes.makespan, lanes.held, lanes.deployed, lanes.queued_free) == (45, 256, 256, 128)
     assert lanes.spans == {"a": (10, 26), "b": (26, 42)} and lanes.max_wait == 16
@@ -315,6 +320,6 @@ def test_simulation_accounting_matches_a_case_computed_by_hand(platform):
     assert exact.spans == {"a": (10, 26), "b": (10, 26)}
 
 
-def test_a_submit_cannot_set_its_own_locks(platform):
+def test_a_submit_cannot_set_its_own_locks(settings):
     with pytest.raises(KeyError, match="gpu-lock-1: the GPU guard's locks follow from the recipe's GPU count"):
-        render_recipe(load_recipe(RECIPE), platform, overrides={"gpu-lock-1": "h100-1gpu"})
+        render_recipe(load_recipe(RECIPE), settings, overrides={"gpu-lock-1": "h100-1gpu"})

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infersweep.platform_config import load_platform
+from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import RecipeError, load_recipe, parse_recipe, recipe_data
 from infersweep.render import render_recipe
 from infersweep.schemas import SchemaError, validate_document
@@ -30,7 +30,7 @@ KEDA_RECIPE = "qwen36-35b-a3b-fp8-sglang-agg-keda"
 
 
 def test_the_keda_recipe_renders_one_scaled_object_on_its_workers_adapter():
-    b = render_recipe(load_recipe(KEDA_RECIPE), load_platform())
+    b = render_recipe(load_recipe(KEDA_RECIPE), load_cluster_settings())
     [so] = b.scaled_objects
     name = b.dgd["metadata"]["name"]
     worker = next(c for c in b.dgd["spec"]["components"] if c["type"] == "worker")
@@ -44,7 +44,7 @@ def test_the_keda_recipe_renders_one_scaled_object_on_its_workers_adapter():
     assert trigger["type"] == "prometheus" and trigger["metricType"] == "AverageValue"
     assert trigger["metadata"]["threshold"] == "16"
     assert "dynamo_frontend_active_requests{" in trigger["metadata"]["query"]
-    assert trigger["metadata"]["serverAddress"] == load_platform()["autoscaling"]["prometheus_url"]
+    assert trigger["metadata"]["serverAddress"] == load_cluster_settings().autoscaling.prometheus_url
     assert so in b.documents()  # validated with everything else; `render` writes it
 
 
@@ -74,9 +74,9 @@ def test_the_v1alpha1_dgd_gets_the_same_scaled_object():
 
 
 def test_recipes_without_autoscaling_render_no_scaled_object(tmp_path):
-    b = render_recipe(load_recipe("qwen3-32b-fp8-sglang-agg"), load_platform())
+    b = render_recipe(load_recipe("qwen3-32b-fp8-sglang-agg"), load_cluster_settings())
     assert b.scaled_objects == [] and ANNOTATION not in (b.dgd["metadata"].get("annotations") or {})
-    files = render_recipe(load_recipe(KEDA_RECIPE), load_platform()).write(tmp_path)
+    files = render_recipe(load_recipe(KEDA_RECIPE), load_cluster_settings()).write(tmp_path)
     assert tmp_path / "scaledobjects.yaml" in files
     assert [d["kind"] for d in yaml.safe_load_all((tmp_path / "scaledobjects.yaml").read_text())] == ["ScaledObject"]
 
@@ -145,7 +145,7 @@ def test_deploy_applies_the_scaled_object_and_teardown_deletes_it(tmp_path):
     sys.path.insert(0, str(Path(__file__).parent))
     from k8s_standin import K8sStandin
 
-    b = render_recipe(load_recipe(KEDA_RECIPE), load_platform())
+    b = render_recipe(load_recipe(KEDA_RECIPE), load_cluster_settings())
     name = b.dgd["metadata"]["name"]
     with K8sStandin() as api:
         env = dict(os.environ, KUBECONFIG=str(api.kubeconfig(tmp_path)), PYTHONPATH=str(REPO))

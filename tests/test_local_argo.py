@@ -219,11 +219,11 @@ def test_run_local_retry_and_resubmit_refuse_what_argo_refuses(tmp_path):
     is not a finished local run is refused by name; nothing starts."""
     from infersweep.cli import main
     from infersweep.local.run import run_local
-    from infersweep.platform_config import load_platform
+    from infersweep.cluster_settings import load_cluster_settings
     from infersweep.recipe import RecipeError, load_recipe
     from infersweep.render import render_recipe
     run_dir = tmp_path / "runs" / "r1"
-    render_recipe(load_recipe("nemotron-3-nano-fp8-vllm-agg-kv"), load_platform(), namespace="local",
+    render_recipe(load_recipe("nemotron-3-nano-fp8-vllm-agg-kv"), load_cluster_settings(), namespace="local",
                   workflow_name="r1").write(run_dir / "rendered")
     with pytest.raises(RecipeError, match="left no status.json"):
         run_local(None, retry=run_dir, out_root=tmp_path / "runs", cache_root=tmp_path / "cache")

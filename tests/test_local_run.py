@@ -12,7 +12,7 @@ import pytest
 from infersweep.local import procs
 from infersweep.local.run import ARTIFACT_BUCKET, run_local
 from infersweep.local.s3server import LocalS3
-from infersweep.platform_config import load_platform
+from infersweep.cluster_settings import load_cluster_settings
 from steps.publish import verify_run
 
 pytestmark = pytest.mark.e2e
@@ -22,12 +22,12 @@ NEMOTRON = "nemotron-3-nano-fp8-vllm-agg-kv"
 @pytest.fixture(scope="module")
 def local_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("local")
-    bucket = load_platform()["s3"]["bucket"]
+    bucket = load_cluster_settings().s3.bucket
     with LocalS3(buckets=[bucket, ARTIFACT_BUCKET]) as s3:
         events = []
         res = run_local(NEMOTRON, out_root=root / "runs", cache_root=root / "cache", s3=s3,
                         on_event=lambda kind, node: events.append((kind, node.name, node.phase)))
-        report = verify_run(bucket, f"{load_platform()['s3']['prefix']}/{NEMOTRON}/{res.run_id}", s3=s3.client())
+        report = verify_run(bucket, f"{load_cluster_settings().s3.prefix}/{NEMOTRON}/{res.run_id}", s3=s3.client())
         artifacts = [o["Key"] for o in s3.client().list_objects_v2(Bucket=ARTIFACT_BUCKET).get("Contents", [])]
         yield res, report, artifacts, events
 

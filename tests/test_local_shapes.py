@@ -10,7 +10,7 @@ import pytest
 
 from infersweep.local.run import ARTIFACT_BUCKET, run_local
 from infersweep.local.s3server import LocalS3
-from infersweep.platform_config import load_platform
+from infersweep.cluster_settings import load_cluster_settings
 
 pytestmark = pytest.mark.e2e
 ONE_POINT = {"points": '[{"concurrency":2,"requests":12,"warmup":0}]'}
@@ -27,7 +27,7 @@ SHAPES = {
 
 @pytest.fixture(scope="module")
 def s3():
-    with LocalS3(buckets=[load_platform()["s3"]["bucket"], ARTIFACT_BUCKET]) as server:
+    with LocalS3(buckets=[load_cluster_settings().s3.bucket, ARTIFACT_BUCKET]) as server:
         yield server
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from infersweep.commands.install import install_set
-from infersweep.platform_config import load_platform
+from infersweep.cluster_settings import load_cluster_settings
 
 REPO = Path(__file__).resolve().parents[1]
 # Restricted: "Volume Types" row.
@@ -96,8 +96,8 @@ def restricted_violations(pod: dict) -> list[str]:
 
 @pytest.fixture(scope="module")
 def rendered():
-    platform = load_platform()
-    argo, _ = install_set(platform)
+    settings = load_cluster_settings()
+    argo, _ = install_set(settings)
     pipeline = next(d for d in argo if d["kind"] == "WorkflowTemplate" and d["metadata"]["name"] == "infersweep-vllm-agg")
     return argo, pipeline["spec"]
 
@@ -123,13 +123,13 @@ def test_the_checker_rejects_what_restricted_rejects():
 
 def test_pods_run_as_the_images_user():
     # fsGroup/runAsUser must be the USER the images are built with, or a fresh PVC is not writable.
-    sec = load_platform()["steps"]["security"]
+    sec = load_cluster_settings().steps.security
     for dockerfile in sorted((REPO / "images").glob("*.Dockerfile")):
         text = dockerfile.read_text()
         user = re.findall(r"^USER\s+(\d+)", text, re.M)
-        assert user == [str(sec["run_as_user"])], f"{dockerfile.name}: USER {user}"
-        assert f"--uid {sec['run_as_user']}" in text
-    assert sec["run_as_group"] == sec["fs_group"] == sec["run_as_user"]  # useradd's user group has the uid's number
+        assert user == [str(sec.run_as_user)], f"{dockerfile.name}: USER {user}"
+        assert f"--uid {sec.run_as_user}" in text
+    assert sec.run_as_group == sec.fs_group == sec.run_as_user  # useradd's user group has the uid's number
 
 
 def test_workflow_level_security_context(rendered):

@@ -97,10 +97,10 @@ def test_an_experiment_treatments_run_is_summarized_with_its_treatments_recipe(t
 
     from infersweep.experiment.plan import make_plan
     from infersweep.experiment.spec import load_experiment
-    from infersweep.platform_config import load_platform
+    from infersweep.cluster_settings import load_cluster_settings
 
     monkeypatch.delenv("INFERSWEEP_PLATFORM", raising=False)  # a cluster run: measured
-    doc = experiment_workflow(make_plan(load_experiment("qwen3-32b-tp1-vs-tp2")), load_platform()).to_dict()
+    doc = experiment_workflow(make_plan(load_experiment("qwen3-32b-tp1-vs-tp2")), load_cluster_settings()).to_dict()
     contexts = [p["value"] for tpl in doc["spec"]["templates"] for t in (tpl.get("dag") or {}).get("tasks", [])
                 if t["name"].endswith("-summarize") for p in t["arguments"]["parameters"] if p["name"] == "context"]
     context = next(c for c in contexts if json.loads(c)["treatment"] == "tp1")

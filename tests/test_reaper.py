@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from infersweep.commands.install import install_set
-from infersweep.platform_config import load_platform
+from infersweep.cluster_settings import load_cluster_settings
 
 REPO = Path(__file__).resolve().parents[1]
 DGD = ("nvidia.com", "v1beta1", "bench", "dynamographdeployments")
@@ -67,7 +67,7 @@ def test_reaper_deletes_the_dgds_of_finished_runs_only(tmp_path):
 
 @pytest.fixture(scope="module")
 def installed():
-    return install_set(load_platform())
+    return install_set(load_cluster_settings())
 
 
 def test_install_creates_the_reaper_every_few_minutes_with_its_own_rbac(installed):

@@ -8,7 +8,7 @@ import json
 import pytest
 import yaml
 
-from infersweep.platform_config import load_platform
+from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import load_recipe
 from infersweep.render import render_recipe
 from infersweep.schemas import SchemaError, validate_argo, validate_dgd, validate_document
@@ -18,7 +18,7 @@ NEMOTRON = "nemotron-3-nano-fp8-vllm-agg-kv"
 
 @pytest.fixture(scope="module")
 def bundle():
-    return render_recipe(load_recipe(NEMOTRON), load_platform())
+    return render_recipe(load_recipe(NEMOTRON), load_cluster_settings())
 
 
 def test_every_document_validates_against_both_argo_schemas_and_the_crd(bundle):
@@ -38,7 +38,7 @@ def test_a_field_hera_would_drop_is_caught(bundle):
 
 
 def test_v1alpha1_dgd_for_older_operators_validates():
-    b = render_recipe(load_recipe(NEMOTRON), load_platform(), dgd_api="v1alpha1")
+    b = render_recipe(load_recipe(NEMOTRON), load_cluster_settings(), dgd_api="v1alpha1")
     assert b.dgd["apiVersion"] == "nvidia.com/v1alpha1"
     validate_dgd(b.dgd)
     assert yaml.safe_load(dict((p["name"], p["value"]) for p in b.workflow["spec"]["arguments"]["parameters"])["dgd"]) == b.dgd
@@ -108,4 +108,4 @@ def test_credentials_come_from_secrets_not_parameters(bundle):
 
 def test_set_override_of_an_unknown_parameter_is_refused():
     with pytest.raises(KeyError, match="no such parameter"):
-        render_recipe(load_recipe(NEMOTRON), load_platform(), overrides={"prometheus_url": "x"})
+        render_recipe(load_recipe(NEMOTRON), load_cluster_settings(), overrides={"prometheus_url": "x"})

@@ -16,7 +16,7 @@ from infersweep.local.prometheus import LocalPrometheus, write_targets
 from infersweep.local.run import ARTIFACT_BUCKET, run_local
 from infersweep.local.s3server import LocalS3
 from infersweep.paths import params_dir
-from infersweep.platform_config import load_platform
+from infersweep.cluster_settings import load_cluster_settings
 
 NEMOTRON = "nemotron-3-nano-fp8-vllm-agg-kv"
 
@@ -45,7 +45,7 @@ def test_prometheus_scrapes_a_file_sd_target_and_stops_cleanly(tmp_path):
 
 @pytest.mark.e2e
 def test_local_run_has_frontend_rate_and_ttft_samples_within_each_points_window(tmp_path):
-    bucket = load_platform()["s3"]["bucket"]
+    bucket = load_cluster_settings().s3.bucket
     t0 = time.time()
     with LocalS3(buckets=[bucket, ARTIFACT_BUCKET]) as s3:
         res = run_local(NEMOTRON, out_root=tmp_path / "runs", cache_root=tmp_path / "cache", s3=s3,

@@ -18,7 +18,7 @@ import yaml
 
 from infersweep.local.run import ARTIFACT_BUCKET, run_local
 from infersweep.local.s3server import LocalS3
-from infersweep.platform_config import load_platform
+from infersweep.cluster_settings import load_cluster_settings
 
 RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"
 HF_TOKEN = "hf_PLANTEDhfTokenDoNotLeak0123456789"
@@ -31,7 +31,7 @@ def _rendered():
     from infersweep.render import render_recipe
     from infersweep.recipe import load_recipe
 
-    return render_recipe(load_recipe(RECIPE), load_platform())
+    return render_recipe(load_recipe(RECIPE), load_cluster_settings())
 
 
 def _credential_like(name: str) -> bool:
@@ -40,8 +40,8 @@ def _credential_like(name: str) -> bool:
 
 def test_credentials_reach_steps_only_through_secret_env_from():
     b = _rendered()
-    platform = load_platform()
-    secret_names = {platform["hf_token_secret"], platform["s3"]["credentials_secret"]}
+    settings = load_cluster_settings()
+    secret_names = {settings.hf_token_secret, settings.s3.credentials_secret}
     users = {}
     for t in b.templates:
         for tmpl in t["spec"].get("templates", []):
@@ -55,17 +55,17 @@ def test_credentials_reach_steps_only_through_secret_env_from():
             params = [p["name"] for p in tmpl.get("inputs", {}).get("parameters", [])]
             assert not [p for p in params if _credential_like(p)], params
     # Steps that need credentials get them from the Secrets; only the model download sees the HF token.
-    assert users["model-cache"] == platform["hf_token_secret"]
-    assert users["publish"] == platform["s3"]["credentials_secret"]
+    assert users["model-cache"] == settings.hf_token_secret
+    assert users["publish"] == settings.s3.credentials_secret
     assert set(users.values()) <= secret_names
-    assert [n for n, sec in users.items() if sec == platform["hf_token_secret"]] == ["model-cache"]
+    assert [n for n, sec in users.items() if sec == settings.hf_token_secret] == ["model-cache"]
     assert not {"aiperf-point", "deploy", "wait-ready", "teardown", "summarize", "scrape"} & users.keys()
     wf_params = [p["name"] for p in b.workflow["spec"]["arguments"]["parameters"]]
     assert not [p for p in wf_params if _credential_like(p)], wf_params
     # The DGD's workers read the HF token from the Secret too, never from a literal.
     text = yaml.safe_dump(b.dgd)
-    assert platform["hf_token_secret"] in text and "hf_" not in text.replace("hf_token", "").replace(
-        platform["hf_token_secret"], "")
+    assert settings.hf_token_secret in text and "hf_" not in text.replace("hf_token", "").replace(
+        settings.hf_token_secret, "")
 
 
 class PlantedS3(LocalS3):
@@ -86,7 +86,7 @@ def test_planted_secrets_appear_in_no_output_of_a_local_run(tmp_path, monkeypatc
     monkeypatch.setenv("HUGGING_FACE_HUB_TOKEN", HF_TOKEN)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", AWS_KEY_ID)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", AWS_SECRET)
-    bucket = load_platform()["s3"]["bucket"]
+    bucket = load_cluster_settings().s3.bucket
     with PlantedS3(buckets=[bucket, ARTIFACT_BUCKET]) as s3:
         res = run_local(RECIPE, out_root=tmp_path / "runs", cache_root=tmp_path / "cache", s3=s3,
                         overrides={"points": json.dumps([{"concurrency": 1, "requests": 8, "warmup": 0}])})

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from infersweep.commands.install import install_set
-from infersweep.platform_config import load_platform
+from infersweep.cluster_settings import load_cluster_settings
 from steps.transient import TRANSIENT_EXIT, is_transient
 from workflows.steps_library import STEPS, aiperf_resources
 
@@ -25,7 +25,7 @@ def _retried(expression: str, exit_code: str, status: str) -> bool:
 
 @pytest.fixture(scope="module")
 def step_templates():
-    argo, _ = install_set(load_platform())
+    argo, _ = install_set(load_cluster_settings())
     return {d["spec"]["templates"][0]["name"]: d["spec"]["templates"][0] for d in argo
             if d["kind"] == "WorkflowTemplate" and "entrypoint" not in d["spec"]}
 

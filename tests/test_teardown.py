@@ -250,11 +250,11 @@ def test_interrupt_mid_sweep_leaves_nothing_running(cli_run, how):
 
 
 def _rendered():
-    from infersweep.platform_config import load_platform
+    from infersweep.cluster_settings import load_cluster_settings
     from infersweep.recipe import load_recipe
     from infersweep.render import render_recipe
 
-    return render_recipe(load_recipe(RECIPE), load_platform())
+    return render_recipe(load_recipe(RECIPE), load_cluster_settings())
 
 
 def test_exit_handler_deletes_the_dgd_whatever_the_status():

@@ -17,7 +17,7 @@ import json
 import pytest
 from argo_retry import Run
 
-from infersweep.platform_config import load_platform
+from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import load_recipe
 from infersweep.render import render_recipe
 
@@ -27,7 +27,7 @@ NEEDS_DEPLOYMENT = {"wait-ready", "aiperf-point"}  # pods that talk to the DGD
 
 @pytest.fixture(scope="module")
 def rendered():
-    b = render_recipe(load_recipe(RECIPE), load_platform())
+    b = render_recipe(load_recipe(RECIPE), load_cluster_settings())
     pipeline = next(t for t in b.templates if t["spec"].get("entrypoint") == "pipeline")["spec"]
     steps = {t["spec"]["templates"][0]["name"]: t["spec"]["templates"][0] for t in b.templates
              if "entrypoint" not in t["spec"]}

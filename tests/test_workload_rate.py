@@ -109,12 +109,12 @@ def test_set_points_fill_in_closed_loop_and_check_rates():
 
 
 def test_rendered_point_task_passes_each_items_rate():
-    from infersweep.platform_config import load_platform
+    from infersweep.cluster_settings import load_cluster_settings
     from infersweep.recipe import load_recipe
     from workflows.pipeline import recipe_arguments
 
     r = load_recipe("demo-prefix-rr")
-    args = recipe_arguments(r, load_platform())
+    args = recipe_arguments(r, load_cluster_settings())
     assert all("request_rate" in p for p in json.loads(args["points"]))
 
 

@@ -146,9 +146,9 @@ def test_agentic_sessions_replay_locally_end_to_end(tmp_path):
     timing through the local tokenizer folder: every turn of every session measured, lengths the trace's."""
     from infersweep.local.run import ARTIFACT_BUCKET, run_local
     from infersweep.local.s3server import LocalS3
-    from infersweep.platform_config import load_platform
+    from infersweep.cluster_settings import load_cluster_settings
 
-    with LocalS3(buckets=[load_platform()["s3"]["bucket"], ARTIFACT_BUCKET]) as s3:
+    with LocalS3(buckets=[load_cluster_settings().s3.bucket, ARTIFACT_BUCKET]) as s3:
         res = run_local("demo-agentic-kv", out_root=tmp_path / "runs", cache_root=tmp_path / "cache", s3=s3)
     assert res.phase == "Succeeded"
     result = json.loads((Path(res.results_dir) / "points" / "c8" / "result.json").read_text())
