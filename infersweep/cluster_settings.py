@@ -368,7 +368,9 @@ class ClusterSettings(_Strict):
     autoscaling: Autoscaling = Autoscaling()
     artifact_repository: ArtifactRepository
     gpu_guard: GpuGuardSettings = GpuGuardSettings()
-    gpu_pools: dict[str, GpuPoolSettings] = Field(min_length=1)
+    gpu_pools: Annotated[dict[str, GpuPoolSettings], _checked(
+        lambda v: isinstance(v, dict) and bool(v),
+        "must map each GPU type to {gpus: N} (N = GPUs of that type the benchmarks may use)")]
     nightly: Nightly
     steps: StepSettings
     reaper: Reaper

@@ -1,7 +1,7 @@
 """What report, compare and regress share: turning a RUN argument into a loaded Run.
 
 RUN is a local run folder (`runs/<run-id>`, as `infersweep run --local` leaves it), or a run id / RECIPE/RUN_ID
-in the store given by --store (s3://BUCKET/PREFIX or a folder; default $INFERSWEEP_STORE, else the platform's
+in the store given by --store (s3://BUCKET/PREFIX or a folder; default $INFERSWEEP_STORE, else the cluster settings'
 results bucket and prefix).
 """
 
@@ -27,7 +27,7 @@ def default_store() -> str:
 def add_store_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", default=None,
                    help="s3://BUCKET/PREFIX or a folder of published runs (default $INFERSWEEP_STORE, else the "
-                        "platform's results bucket)")
+                        "results bucket of params/cluster.yaml)")
 
 
 def load_run(ref: str, store: str | None) -> Run:
