@@ -16,7 +16,7 @@ import types
 import typing
 import zoneinfo
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -375,7 +375,7 @@ class ClusterSettings(_Strict):
     steps: StepSettings
     reaper: Reaper
 
-    @property
+    @cached_property
     def guard(self) -> GpuGuardConfig:
         """The GPU guard's scheduler and pools with their defaults (lanes, queue) filled in."""
         pools = {}
