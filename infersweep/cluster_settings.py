@@ -144,7 +144,8 @@ OptionalUrl = Annotated[str, _checked(lambda v: v == "" or _str_re(_URL, 2048)(v
 S3Endpoint = Annotated[str, _checked(_str_re(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]{1,5})?"),
                                      "give the S3 endpoint as host[:port] without a scheme, like s3.amazonaws.com "
                                      "(Argo's s3.endpoint)")]
-Region = Annotated[str, _checked(_str_re(r"[a-z0-9][a-z0-9-]*[a-z0-9]", 64), "must be a region like us-east-1")]
+Region = Annotated[str, _checked(lambda v: v == "" or _str_re(r"[a-z0-9][a-z0-9-]*[a-z0-9]", 64)(v),
+                                 "must be a region like us-east-1, or \"\" for the endpoint's default")]
 ConfigMapKey = Annotated[str, _checked(_str_re(r"[-._a-zA-Z0-9]+"), "must be a ConfigMap key (letters, digits, "
                                                                     "'-', '_', '.')")]
 Duration = Annotated[str, _checked(_str_re(_DURATION, 64), "must be a duration like 10s, 10m or 1h30m")]
@@ -198,7 +199,7 @@ class ArtifactRepository(_Strict):
     key: ConfigMapKey
     bucket: S3Bucket
     endpoint: S3Endpoint
-    region: Region | Literal[""] = ""
+    region: Region = ""
     insecure: Annotated[bool, _checked(lambda v: isinstance(v, bool), "must be true or false (true: plain http)")] = False
 
 

@@ -78,6 +78,7 @@ def test_the_shipped_file_loads_into_typed_sections():
     ("autoscaling.prometheus_url", "ftp://prom", "autoscaling.prometheus_url: give an http(s):// URL"),
     ("artifact_repository.endpoint", "https://s3.amazonaws.com", "artifact_repository.endpoint: give the S3 endpoint as host[:port] without a scheme"),
     ("artifact_repository.insecure", "yes", "artifact_repository.insecure: must be true or false"),
+    ("artifact_repository.region", "US East", "artifact_repository.region: must be a region like us-east-1"),
     ("artifact_repository.key", "my key", "artifact_repository.key: must be a ConfigMap key"),
     ("nightly.schedules", ["0 1 * *"], "nightly.schedules.0: must be a cron schedule of five fields"),
     ("nightly.schedules", [], "nightly.schedules: must not be empty"),
