@@ -28,6 +28,7 @@ from infersweep.experiment.plan import Plan, Step, make_plan
 from infersweep.experiment.restart import RestartClass, Transition, classify
 from infersweep.experiment.spec import load_experiment
 from infersweep.local import procs
+from infersweep.local.adapter import step_env
 from infersweep.local.argo import LocalArgo, LocalCluster, Node
 from infersweep.local.run import (ARTIFACT_BUCKET, _printer, write_status, local_profile, scaled_points, scaled_workload,
                                   simulated_gpus)
@@ -176,9 +177,8 @@ def run_experiment_local(ref: str | Path | None, *, out_root: Path = Path("runs"
     try:
         s3.start()
         env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
-        env |= s3.env() | {"INFERSWEEP_PLATFORM": "local", "INFERSWEEP_LOCAL_STATE": str(state_dir),
-                           "INFERSWEEP_LOCAL_MODEL_DIR": str(model_dir),
-                           "INFERSWEEP_LOCAL_MAX_WORKERS": str(prof["max_workers_per_component"])}
+        env |= s3.env() | step_env(state_dir=state_dir, model_dir=model_dir,  # the steps' DGD adapter: local
+                                   max_workers=prof["max_workers_per_component"])
         s3c = s3.client()
 
         def upload_artifact(key: str, f: Path) -> str:
