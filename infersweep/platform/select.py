@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import Callable, Mapping
+from typing import Callable
 
 from infersweep.platform.protocol import BadInput, Platform
 
@@ -35,9 +35,10 @@ def load_adapter(spec: str) -> Callable[[], Platform]:
     return factory
 
 
-def get_platform(environ: Mapping[str, str] | None = None) -> Platform:
-    """The adapter the environment names, else the Kubernetes API's."""
-    env = os.environ if environ is None else environ
+def get_platform() -> Platform:
+    """The adapter the environment names (its factory reads its own settings from the environment too),
+    else the Kubernetes API's."""
+    env = os.environ
     spec = env.get(ADAPTER_ENV, "")
     if spec:
         return load_adapter(spec)()
