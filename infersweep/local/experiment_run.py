@@ -2,7 +2,7 @@
 exactly as for a cluster, scaled down by params/local.yaml like `run --local`, and run it here with the
 local Argo executor (infersweep/local/argo.py): the step templates run in their venvs, the workdir and the
 model cache are folders, S3 is a real local server, and the DGD is a Dynamo frontend + mocker workers whose
-re-applies follow the operator's semantics (steps.platform.LocalPlatform.apply_dgd ->
+re-applies follow the operator's semantics (infersweep.local.adapter.LocalPlatform.apply_dgd ->
 infersweep.local.reconfigure.apply_local: a router change swaps only the frontend).
 
 `resume`: the folder of an earlier `experiment run --local`. Treatments whose archived folder holds a
