@@ -1,7 +1,9 @@
 """The context of a run as known at render time: what the recipe resolves to (hash, topology, images).
 
-The pipeline passes it to the summarize step (`--context`), which puts it on every row of the results table.
-Moved here from infersweep/results/context.py (which re-exports it): rendering must not depend on results/.
+The pipeline passes it to the summarize step (`--context`), which puts it on every row of the results table;
+a run summarized without one gets the context of the recipe of its name (`named_recipe_context`).
+Rendering must not depend on results/, so this lives on the recipe side; infersweep/results/context.py
+reads the rest of a run's context from its run directory.
 """
 
 from __future__ import annotations
@@ -64,3 +66,25 @@ def recipe_context(resolved, settings: ClusterSettings | None = None) -> dict[st
         ctx["aiperf_image"] = settings.images.aiperf
         ctx["step_image"] = settings.images.steps
     return ctx
+
+
+def named_recipe_context(name: str) -> dict[str, Any]:
+    """The render-time context of the recipe of that name in params/, {} when there is none (a demo folder,
+    a renamed recipe) or it cannot be loaded: the context enriches a run summary, it never fails one."""
+    try:
+        from infersweep.cluster_settings import load_cluster_settings
+        from infersweep.recipe import all_recipe_paths, load_recipe
+    except ImportError:
+        return {}
+    try:
+        for path in all_recipe_paths():
+            resolved = load_recipe(path)
+            if resolved.name == name:
+                try:
+                    settings = load_cluster_settings()
+                except Exception:  # a missing settings file must not fail a run summary
+                    settings = None
+                return recipe_context(resolved, settings)
+    except Exception:  # an invalid recipe elsewhere in params/ must not fail the summary of this run
+        return {}
+    return {}

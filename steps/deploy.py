@@ -15,13 +15,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-import yaml
-
+from infersweep.platform.operations import deploy
+from infersweep.platform.protocol import BadInput, NotServing, PlatformError
 from steps import transient
-from steps.outputs import write_param
-from steps.platform import DGDOwnedElsewhere, for_run, get_platform
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,41 +37,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default="", help="with --ensure: the model /v1/models must list")
     ap.add_argument("--timeout-s", type=float, default=1800, help="with --ensure: readiness timeout")
     a = ap.parse_args(argv)
-    if a.dgd_file and not Path(a.dgd_file).is_file():
-        print(f"deploy: --dgd-file {a.dgd_file}: no such file (the run's deploy step saves it there)", file=sys.stderr)
-        return 2
-    dgd = yaml.safe_load(Path(a.dgd_file).read_text() if a.dgd_file else a.dgd)
-    if not isinstance(dgd, dict) or dgd.get("kind") != "DynamoGraphDeployment":
-        print("deploy: --dgd is not a DynamoGraphDeployment document", file=sys.stderr)
-        return 2
-    if a.ensure and not a.model:
-        print("deploy: --ensure needs --model (what the deployment must serve)", file=sys.stderr)
-        return 2
-    if a.dgd_file:  # saved by this run's deploy: already renamed and owned
-        owners = [o for o in dgd["metadata"].get("ownerReferences") or [] if o.get("kind") == "Workflow"]
-        owner = {"name": owners[0]["name"], "uid": owners[0]["uid"]} if owners else None
-    else:
-        dgd = for_run(dgd, a.run_id)
-        owner = {"name": a.owner_name, "uid": a.owner_uid} if a.owner_uid else None
-    name, version = dgd["metadata"]["name"], dgd["apiVersion"].split("/", 1)[1]
-    platform = get_platform()
     try:
-        url = platform.apply_dgd(dgd, a.namespace, owner, patch_own=not a.ensure)
-    except DGDOwnedElsewhere as e:
+        deploy(dgd_text=a.dgd, dgd_file=a.dgd_file, namespace=a.namespace, run_id=a.run_id, owner_name=a.owner_name,
+               owner_uid=a.owner_uid, url_param=a.url_param, save=a.save, ensure=a.ensure, model=a.model,
+               timeout_s=a.timeout_s)
+    except BadInput as e:
+        print(f"deploy: {e}", file=sys.stderr)
+        return 2
+    except NotServing as e:
+        print(f"deploy --ensure: {e}", file=sys.stderr)
+        return 1
+    except PlatformError as e:  # DGDOwnedElsewhere: never adopted
         print(f"deploy: {e}", file=sys.stderr)
         return 1
-    write_param(a.url_param, url)
-    if a.save:
-        Path(a.save).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.save).write_text(yaml.safe_dump(dgd, sort_keys=False))
-    print(f"applied {dgd['apiVersion']} DynamoGraphDeployment {a.namespace}/{name}; frontend {url}")
-    if a.ensure:
-        try:
-            took = platform.wait_ready(name, a.namespace, a.model, a.timeout_s, api_version=version)
-        except (TimeoutError, RuntimeError) as e:
-            print(f"deploy --ensure: {a.namespace}/{name} is not serving: {e}", file=sys.stderr)
-            return 1
-        print(f"{a.namespace}/{name} serves {a.model} (checked in {took:.1f} s)")
     return 0
 
 

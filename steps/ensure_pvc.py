@@ -8,8 +8,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from infersweep.platform.operations import ensure_pvc
+from infersweep.platform.protocol import BadInput, PlatformError
 from steps import transient
-from steps.platform import PVCNotBound, get_platform
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,11 +22,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bound-timeout-s", type=float, default=300.0, help="fail when not Bound after this long")
     a = ap.parse_args(argv)
     try:
-        state = get_platform().ensure_pvc(a.name, a.namespace, a.size, a.storage_class, bound_timeout_s=a.bound_timeout_s)
-    except PVCNotBound as e:
+        ensure_pvc(name=a.name, namespace=a.namespace, size=a.size, storage_class=a.storage_class,
+                   bound_timeout_s=a.bound_timeout_s)
+    except BadInput as e:
+        print(f"ensure-pvc: {e}", file=sys.stderr)
+        return 2
+    except PlatformError as e:  # PVCNotBound: the PVC, its phase and the cause
         print(f"ensure-pvc: {e}", file=sys.stderr)
         return 1
-    print(f"pvc {a.namespace}/{a.name}: {state}")
     return 0
 
 

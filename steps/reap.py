@@ -1,12 +1,5 @@
-"""Step of the `infersweep-reaper` CronWorkflow: delete every infersweep DGD whose run is over.
-
-`argo terminate` (and UI Terminate) skips the exit handler (argo-workflows v4.1.2 workflow/controller/
-operator.go: on a Terminate shutdown the onExit node is not run), so the teardown never happens and the
-DGD would hold its GPUs until the Workflow is deleted (ownerReference garbage collection, after the TTL).
-The reaper closes that gap: every few minutes it lists the DGDs that carry a run label (steps/deploy.py
-labels and owns each one) and deletes those whose owning Workflow is gone, has another uid (a new run of
-the same name), or is no longer Pending/Running. A DGD without a Workflow owner was not made by a run
-and is left alone. Idempotent; a 404 on delete (teardown got there first) is fine.
+"""Step of the `infersweep-reaper` CronWorkflow: delete every infersweep DGD whose run is over
+(infersweep/platform/reaper.py says how and why).
 
 Exit 75 (retried) on an API hiccup; the next schedule runs anyway.
 """
@@ -14,53 +7,9 @@ Exit 75 (retried) on an API hiccup; the next schedule runs anyway.
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
+from infersweep.platform.reaper import reap_namespace
 from steps import transient
-from steps.platform import DGD_GROUP, DGD_PLURAL, RUN_LABEL
-
-WORKFLOW_GROUP = "argoproj.io"
-WORKFLOW_VERSION = "v1alpha1"
-WORKFLOW_PLURAL = "workflows"
-LIVE_PHASES = {"", "Pending", "Running"}  # a Workflow the controller has not picked up yet has no phase
-
-
-def stale_dgds(dgds: list[dict[str, Any]], workflows: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """(DGD name, why) for each DGD whose owning run is over."""
-    by_uid = {w["metadata"].get("uid"): w for w in workflows}
-    out = []
-    for d in dgds:
-        owners = [o for o in d["metadata"].get("ownerReferences") or [] if o.get("kind") == "Workflow"]
-        if not owners:
-            continue
-        wf = by_uid.get(owners[0].get("uid"))
-        if wf is None:
-            out.append((d["metadata"]["name"], f"its Workflow {owners[0].get('name')} no longer exists"))
-            continue
-        phase = (wf.get("status") or {}).get("phase") or ""
-        if phase not in LIVE_PHASES:
-            out.append((d["metadata"]["name"], f"its Workflow {owners[0].get('name')} is {phase}"))
-    return out
-
-
-def reap(custom: Any, namespace: str, api_version: str) -> list[str]:
-    from kubernetes.client.exceptions import ApiException
-
-    dgds = custom.list_namespaced_custom_object(DGD_GROUP, api_version, namespace, DGD_PLURAL,
-                                                label_selector=RUN_LABEL)["items"]
-    if not dgds:
-        return []
-    workflows = custom.list_namespaced_custom_object(WORKFLOW_GROUP, WORKFLOW_VERSION, namespace, WORKFLOW_PLURAL)["items"]
-    deleted = []
-    for name, why in stale_dgds(dgds, workflows):
-        try:
-            custom.delete_namespaced_custom_object(DGD_GROUP, api_version, namespace, DGD_PLURAL, name)
-        except ApiException as e:
-            if e.status != 404:
-                raise
-        print(f"reaped DGD {namespace}/{name}: {why}")
-        deleted.append(name)
-    return deleted
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,14 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--api-version", default="v1beta1", choices=["v1beta1", "v1alpha1"],
                     help="DGD apiVersion the operator serves (a CRD serving both lists every DGD under either)")
     a = ap.parse_args(argv)
-    from kubernetes import client, config
-
-    try:
-        config.load_incluster_config()
-    except config.ConfigException:
-        config.load_kube_config()
-    deleted = reap(client.CustomObjectsApi(), a.namespace, a.api_version)
-    print(f"reaper: {len(deleted)} DGD(s) deleted in {a.namespace}")
+    reap_namespace(a.namespace, a.api_version)
     return 0
 
 

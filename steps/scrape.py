@@ -140,8 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     spec = yaml.safe_load(Path(a.queries).read_text())
     try:
         gpu_type = parse_context_arg(a.context).get("gpu_type")
-        # the name deploy gave the DGD (steps.platform.dgd_name: <base>-<hash of the run>), not the base name
-        from steps.platform import dgd_name
+        # the name deploy gave the DGD (infersweep.platform.dgd.dgd_name: <base>-<hash of the run>), not the base name
+        from infersweep.platform.dgd import dgd_name
 
         queries, notes = scoped_queries(spec, namespace=a.namespace, dgd=dgd_name(a.dgd_name, a.run_id),
                                         usd_per_gpu_hour=gpu_price(gpu_type))

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from infersweep.platform.operations import teardown
+from infersweep.platform.protocol import BadInput, PlatformError
 from steps import transient
-from steps.platform import DGDOwnedElsewhere, dgd_name, get_platform
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -17,13 +18,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--namespace", required=True)
     ap.add_argument("--api-version", default="v1beta1")
     a = ap.parse_args(argv)
-    name = dgd_name(a.name, a.run_id)
     try:
-        deleted = get_platform().delete_dgd(name, a.namespace, a.api_version, owner_uid=a.owner_uid)
-    except DGDOwnedElsewhere as e:
+        teardown(name=a.name, run_id=a.run_id, namespace=a.namespace, api_version=a.api_version, owner_uid=a.owner_uid)
+    except BadInput as e:
+        print(f"teardown: {e}", file=sys.stderr)
+        return 2
+    except PlatformError as e:  # DGDOwnedElsewhere: left alone
         print(f"teardown: {e}", file=sys.stderr)
         return 1
-    print(f"DGD {a.namespace}/{name}: {'deleted' if deleted else 'already gone'}")
     return 0
 
 

@@ -42,7 +42,7 @@ def test_resume_plan_runs_only_unfinished_treatments_and_starts_with_a_fresh_dep
 
 
 def test_wait_ready_does_not_take_an_older_generations_ready_for_the_patched_spec():
-    from steps.readiness import dgd_ready
+    from infersweep.platform.readiness import dgd_ready
 
     ready = {"state": "successful", "conditions": [{"type": "Ready", "status": "True", "observedGeneration": 1}]}
     assert dgd_ready({"metadata": {"generation": 1}, "status": {**ready, "observedGeneration": 1}}) == (True, None)

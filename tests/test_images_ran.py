@@ -25,7 +25,7 @@ def test_pod_image_ids_through_the_kubernetes_client(tmp_path):
     from k8s_standin import K8sStandin
     from kubernetes import client, config
 
-    from steps.readiness import pod_image_ids
+    from infersweep.platform.readiness import pod_image_ids
 
     with K8sStandin() as api:
         api.objects[("", "v1", "bench", "pods", "w0")] = _pod(

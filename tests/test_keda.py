@@ -151,6 +151,7 @@ def test_deploy_applies_the_scaled_object_and_teardown_deletes_it(tmp_path):
         env = dict(os.environ, KUBECONFIG=str(api.kubeconfig(tmp_path)), PYTHONPATH=str(REPO))
         env.pop("KUBERNETES_SERVICE_HOST", None)
         env.pop("INFERSWEEP_PLATFORM", None)
+        env.pop("INFERSWEEP_PLATFORM_ADAPTER", None)
         # Someone else's ScaledObject in the namespace: teardown must leave it alone.
         api.objects[("keda.sh", "v1alpha1", "bench", "scaledobjects", "other")] = {
             "metadata": {"name": "other", "labels": {"infersweep.io/dgd": "another-dgd"}}}

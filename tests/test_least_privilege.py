@@ -1,10 +1,11 @@
 """The step pods' Role grants exactly what the steps' own code calls, derived from that code.
 
-Every Kubernetes API call in steps/*.py is found by reading the source (AST): a method of the real
+Every Kubernetes API call the steps make (steps/*.py and the DGD adapters they call, infersweep/platform/*.py)
+is found by reading the source (AST): a method of the real
 `kubernetes` client classes (CoreV1Api, CustomObjectsApi, ...) called on anything. Its name gives the verb
 (read -> get, list, create, patch, delete, replace -> update; list_* passed to watch.Watch().stream -> watch)
 and the resource (`read_namespaced_pod_log` -> pods/log; custom objects: the group and plural arguments,
-resolved through the step module's constants). The Role from workflows.cluster.steps_role() must grant
+resolved through the module's constants). The Role from workflows.cluster.steps_role() must grant
 every (group, resource, verb) used, and nothing else, except what Argo's executor itself needs
 (workflowtaskresults). A new call without a grant, or a grant nobody uses any more, fails here.
 """
@@ -18,7 +19,9 @@ from pathlib import Path
 
 import kubernetes.client as kc
 
-STEPS = Path(__file__).resolve().parents[1] / "steps"
+REPO = Path(__file__).resolve().parents[1]
+STEPS = REPO / "steps"
+PLATFORM = REPO / "infersweep" / "platform"  # the Kubernetes adapter, readiness and the reaper the steps call
 API_CLASSES = [getattr(kc, n) for n in dir(kc) if n.endswith("Api") and isinstance(getattr(kc, n), type)]
 VERBS = {"read": "get", "get": "get", "list": "list", "create": "create", "patch": "patch", "delete": "delete",
          "replace": "update"}
@@ -46,17 +49,22 @@ def _const(module: str, node: ast.AST) -> str:
     raise AssertionError(f"{module}: custom-object call with a non-constant group/plural: {ast.dump(node)}")
 
 
-# steps/reap.py runs in the reaper CronWorkflow under its own ServiceAccount and Role (reaper_role).
-REAPER_MODULES = {"reap.py"}
+# steps/reap.py (infersweep/platform/reaper.py) runs in the reaper CronWorkflow under its own ServiceAccount
+# and Role (reaper_role).
+REAPER_MODULES = {STEPS / "reap.py", PLATFORM / "reaper.py"}
+
+
+def _module(f: Path) -> str:
+    return ".".join(f.relative_to(REPO).with_suffix("").parts)
 
 
 def used_permissions(files: list[Path] | None = None) -> dict[tuple[str, str, str], list[str]]:
-    """(apiGroup, resource, verb) -> where in steps/ it is used (the pipeline steps unless `files`)."""
+    """(apiGroup, resource, verb) -> where it is used (the pipeline steps and their adapters unless `files`)."""
     used: dict[tuple[str, str, str], list[str]] = {}
     if files is None:
-        files = [f for f in sorted(STEPS.glob("*.py")) if f.name not in REAPER_MODULES]
+        files = [f for f in sorted(STEPS.glob("*.py")) + sorted(PLATFORM.glob("*.py")) if f not in REAPER_MODULES]
     for f in files:
-        module = f"steps.{f.stem}"
+        module = _module(f)
         tree = ast.parse(f.read_text(), str(f))
         for node in ast.walk(tree):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
@@ -74,7 +82,7 @@ def used_permissions(files: list[Path] | None = None) -> dict[tuple[str, str, st
                     key = (group, plural, verb_override or VERBS[op])
                 else:
                     key = ("", _plural(kind), verb_override or VERBS[op])
-                used.setdefault(key, []).append(f"{f.name}:{node.lineno} {meth}")
+                used.setdefault(key, []).append(f"{f.relative_to(REPO)}:{node.lineno} {meth}")
     return used
 
 
@@ -91,7 +99,7 @@ def granted_permissions(role: dict) -> set[tuple[str, str, str]]:
 
 def test_the_scan_finds_the_calls_the_steps_make():
     used = used_permissions()
-    # The deploy/teardown calls of steps/platform.py: if these are not found, the scan is broken.
+    # The deploy/teardown calls of infersweep/platform/kube.py: if these are not found, the scan is broken.
     assert ("nvidia.com", "dynamographdeployments", "create") in used
     assert ("nvidia.com", "dynamographdeployments", "delete") in used
     assert ("", "persistentvolumeclaims", "get") in used
@@ -117,7 +125,7 @@ def test_reaper_role_grants_exactly_what_the_reaper_uses():
 
     role = reaper_role()
     assert role["kind"] == "Role"
-    used = used_permissions([STEPS / m for m in sorted(REAPER_MODULES)])
+    used = used_permissions(sorted(REAPER_MODULES))
     assert ("argoproj.io", "workflows", "list") in used and ("nvidia.com", "dynamographdeployments", "delete") in used
     granted = granted_permissions(role)
     assert set(used) <= granted, sorted(set(used) - granted)

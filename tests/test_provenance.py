@@ -11,7 +11,7 @@ import pytest
 
 from infersweep.catalog import BEGIN, END, PARSER_TIER, markdown_table, readme_with_table
 from infersweep.recipe import RecipeError, all_recipe_paths, load_recipe, parse_recipe, recipe_data
-from infersweep.results.context import recipe_hash
+from infersweep.recipe_context import recipe_hash
 from tests.conftest import shared_dir
 
 REPO = Path(__file__).resolve().parents[1]

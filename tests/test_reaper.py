@@ -2,7 +2,7 @@
 
 Terminate skips the exit handler (argo-workflows v4.1.2 workflow/controller/operator.go operate(): the
 onExit node runs only when ShutdownStrategy.ShouldExecute(true), which is false for Terminate), so the
-teardown never runs. The reaper (steps/reap.py, CronWorkflow `infersweep-reaper` from `infersweep
+teardown never runs. The reaper (steps/reap.py -> infersweep/platform/reaper.py, CronWorkflow `infersweep-reaper` from `infersweep
 install`, every 2 minutes) runs against tests/k8s_standin.py through the real `kubernetes` client:
 a terminated run's DGD goes, a running run's stays, a DGD nobody's run owns is left alone.
 """

@@ -1,7 +1,7 @@
 """Scoped server metrics: every query of params/metrics.yaml reads only this run's deployment.
 
 Two real Dynamo 1.6.1 frontends (+ mocker workers) are scraped by one real Prometheus, labelled as
-Dynamo's PodMonitor labels a cluster's frontends (steps/platform.py writes the same target labels in local
+Dynamo's PodMonitor labels a cluster's frontends (infersweep/local/adapter.py writes the same target labels in local
 mode); each run's numbers must hold its own traffic only. The GPU queries and the derived energy/cost
 figures are checked on synthetic DCGM + frontend series served by a tiny exporter to the same real
 Prometheus: the expected values are computed from the series fed in, never written down.
@@ -113,7 +113,7 @@ def test_two_local_deployments_scraped_by_one_prometheus_each_see_only_their_tra
             wait_ready_local(tmp_path / name, timeout_s=60)
         prom = LocalPrometheus(tmp_path / "targets.json")
         with prom:
-            # The labels steps/platform.py gives a local frontend target (as Dynamo's PodMonitor does on a cluster).
+            # The labels infersweep/local/adapter.py gives a local frontend target (as Dynamo's PodMonitor does on a cluster).
             _write_groups(prom.targets_file, [
                 (deps[n].frontend_url.removeprefix("http://"),
                  {"namespace": namespace, "dynamo_namespace": f"{namespace}-{n}", "pod": f"{n}-frontend-local"})

@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from kubernetes import client
 
-from steps.readiness import POD_LABEL, NotReady, wait_dgd_ready
+from infersweep.platform.readiness import POD_LABEL, NotReady, wait_dgd_ready
 
 NS, DGD, MODEL = "bench", "nemo-agg", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-FP8"
 POLL_S = 0.1

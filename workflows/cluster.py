@@ -49,7 +49,7 @@ def service_account(settings: ClusterSettings) -> dict[str, Any]:
 
 
 def steps_role(namespace: str = "infersweep", name: str = "infersweep-steps") -> dict[str, Any]:
-    """Least privilege for the step pods: exactly the calls steps/platform.py and steps/readiness.py make,
+    """Least privilege for the step pods: exactly the calls infersweep/platform/kube.py and readiness.py make,
     plus what Argo's executor needs to report a step's outputs. Nothing cluster-wide, no Secrets (they
     reach the steps as env from the pod spec, which needs no RBAC)."""
     return {

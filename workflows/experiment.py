@@ -17,7 +17,7 @@ its whole run, so no other workflow takes the GPUs between treatments.
 
 Local mode runs this same document (infersweep/local/experiment_run.py). A patched DGD's readiness: the
 wait-ready step ignores a status whose observedGeneration is below the DGD's generation
-(steps/readiness.py dgd_ready); the rolling update's own phase (status.rollingUpdate) is not read yet.
+(infersweep/platform/readiness.py dgd_ready); the rolling update's own phase (status.rollingUpdate) is not read yet.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ Kubernetes scrape adds (`namespace`, `pod`); the frontend pod is `<dgd>-frontend
 
 The DGD carries what the ScaledObject needs as one JSON annotation (rendered from the recipe), so the deploy
 step builds the ScaledObjects from the DGD it applies, whatever name that DGD was given for the run; it is
-applied with the DGD, owned by it (garbage-collected with it) and deleted with it (steps/platform.py).
+applied with the DGD, owned by it (garbage-collected with it) and deleted with it (infersweep/platform/kube.py).
 """
 
 from __future__ import annotations

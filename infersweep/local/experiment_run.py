@@ -2,7 +2,7 @@
 exactly as for a cluster, scaled down by params/local.yaml like `run --local`, and run it here with the
 local Argo executor (infersweep/local/argo.py): the step templates run in their venvs, the workdir and the
 model cache are folders, S3 is a real local server, and the DGD is a Dynamo frontend + mocker workers whose
-re-applies follow the operator's semantics (steps.platform.LocalPlatform.apply_dgd ->
+re-applies follow the operator's semantics (infersweep.local.adapter.LocalPlatform.apply_dgd ->
 infersweep.local.reconfigure.apply_local: a router change swaps only the frontend).
 
 `resume`: the folder of an earlier `experiment run --local`. Treatments whose archived folder holds a
@@ -29,6 +29,7 @@ from infersweep.experiment.restart import RestartClass, Transition, classify
 from infersweep.experiment.spec import load_experiment
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.local import procs
+from infersweep.local.adapter import step_env
 from infersweep.local.argo import LocalArgo, LocalCluster, Node
 from infersweep.local.run import (ARTIFACT_BUCKET, _printer, write_status, local_profile, scaled_points, scaled_workload,
                                   simulated_gpus)
@@ -176,9 +177,8 @@ def run_experiment_local(ref: str | Path | None, *, out_root: Path = Path("runs"
     try:
         s3.start()
         env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
-        env |= s3.env() | {"INFERSWEEP_PLATFORM": "local", "INFERSWEEP_LOCAL_STATE": str(state_dir),
-                           "INFERSWEEP_LOCAL_MODEL_DIR": str(model_dir),
-                           "INFERSWEEP_LOCAL_MAX_WORKERS": str(prof["max_workers_per_component"])}
+        env |= s3.env() | step_env(state_dir=state_dir, model_dir=model_dir,  # the steps' DGD adapter: local
+                                   max_workers=prof["max_workers_per_component"])
         s3c = s3.client()
 
         def upload_artifact(key: str, f: Path) -> str:

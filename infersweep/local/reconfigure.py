@@ -1,6 +1,6 @@
 """Applying a DGD over a running local deployment the way the Dynamo operator would.
 
-`steps.platform.LocalPlatform.apply_dgd` today returns the running deployment's URL when its processes
+`infersweep.local.adapter.LocalPlatform.apply_dgd` today returns the running deployment's URL when its processes
 are alive, whatever the new DGD says: a patched DGD (an experiment's next treatment) would be ignored
 locally while a cluster applies it. `apply_local` is the stand-in with the operator's semantics
 (infersweep.experiment.restart.dgd_class, from Dynamo's worker-spec hash and rolling-update docs):

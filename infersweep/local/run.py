@@ -24,6 +24,7 @@ import yaml
 
 from infersweep.cluster_settings import ClusterSettings, load_cluster_settings
 from infersweep.local import procs
+from infersweep.local.adapter import step_env
 from infersweep.local.argo import LocalArgo, LocalCluster, Node
 from infersweep.local.prometheus import BINARY as PROMETHEUS_BINARY
 from infersweep.local.prometheus import LocalPrometheus, free_port
@@ -286,14 +287,9 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
             except (OSError, RuntimeError) as e:  # metrics enrich a run, they never stop one
                 print(f"prometheus did not start, server metrics will be skipped: {e}", file=sys.stderr)
         env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}  # see AIPerf note in steps.aiperf_point
-        env |= s3.env() | {
-            "INFERSWEEP_PLATFORM": "local",
-            "INFERSWEEP_LOCAL_STATE": str(state_dir),
-            "INFERSWEEP_LOCAL_MODEL_DIR": str(model_dir),
-            "INFERSWEEP_LOCAL_MAX_WORKERS": str(prof["max_workers_per_component"]),
-        }
-        if prom:
-            env["INFERSWEEP_LOCAL_PROM_TARGETS"] = str(prom.targets_file)
+        env |= s3.env() | step_env(state_dir=state_dir, model_dir=model_dir,  # the steps' DGD adapter: local
+                                   max_workers=prof["max_workers_per_component"],
+                                   prom_targets=prom.targets_file if prom else None)
         s3c = s3.client()
 
         def upload_artifact(key: str, f: Path) -> str:

@@ -7,7 +7,7 @@
   table from that database (infersweep.predict.local_timing), per worker role.
 
 Local mode runs every step with INFERSWEEP_PLATFORM=local and INFERSWEEP_LOCAL_STATE (local/run.py); the
-local platform keeps each deployment under <state>/dgd/<name>/ (steps/platform.py LocalPlatform), where
+local platform keeps each deployment under <state>/dgd/<name>/ (infersweep/local/adapter.py LocalPlatform), where
 local_timing records the timing each worker role ran with (timing.json).
 """
 

@@ -3,8 +3,8 @@ table and with the run's index entry, so a table read on its own still says what
 
 Sources, strongest first:
 1. the context the pipeline hands the summarize step (`--context` JSON or `<run-dir>/context.json`),
-   built by `recipe_context()` from the resolved recipe at render time;
-2. the recipe looked up by name in this image's params/ (when 1 is absent): marked
+   built by `infersweep.recipe_context.recipe_context()` from the resolved recipe at render time;
+2. the recipe looked up by name in this image's params/ (when 1 is absent; `named_recipe_context()`): marked
    `context_source: recipe-lookup`, because the recipe may have changed since the run was rendered;
 3. the points themselves: AIPerf version, first start and last end time (always measured, never given).
 """
@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+
+from infersweep.recipe_context import named_recipe_context
 
 CONTEXT_FILE = "context.json"
 READY_FILE = "ready.json"  # steps.wait_ready --ready-file: time from the DGD's creation to serving
@@ -33,10 +35,6 @@ FIELDS = ("run_id", "recipe", "recipe_hash", "engine", "engine_image", "model", 
 # What wait-ready read from the deployment's pod status (image -> imageID with digest): what ran, not what
 # was rendered (steps/wait_ready.py --images).
 IMAGES_RAN_FILE = "context/images.json"
-
-
-# Built at render time, so they live on the recipe side (workflows/ must not import results/); re-exported here.
-from infersweep.recipe_context import recipe_context, recipe_hash, topology_text  # noqa: E402,F401
 
 
 def parse_context_arg(text: str | None) -> dict[str, Any]:
@@ -59,27 +57,6 @@ def parse_context_arg(text: str | None) -> dict[str, Any]:
     if unknown:
         raise ValueError(f"--context: unknown keys {unknown}; known: {list(FIELDS)}")
     return value
-
-
-def _lookup_recipe(name: str) -> dict[str, Any]:
-    """Context from the recipe of that name in params/, {} when there is none (a demo folder, a renamed recipe)."""
-    try:
-        from infersweep.recipe import all_recipe_paths, load_recipe
-        from infersweep.cluster_settings import load_cluster_settings
-    except ImportError:
-        return {}
-    try:
-        for path in all_recipe_paths():
-            resolved = load_recipe(path)
-            if resolved.name == name:
-                try:
-                    settings = load_cluster_settings()
-                except Exception:  # the context is enrichment: a missing settings file must not fail a run
-                    settings = None
-                return recipe_context(resolved, settings) | {"context_source": "recipe-lookup"}
-    except Exception:  # an invalid recipe elsewhere in params/ must not fail the summary of this run
-        return {}
-    return {}
 
 
 def workload_from_argv(points: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -110,7 +87,9 @@ def build_context(run_dir: Path, *, given: dict[str, Any], title: str, gpu_count
         ctx.update(given)
         ctx.setdefault("context_source", "pipeline")
     if not ctx.get("recipe_hash"):
-        looked_up = _lookup_recipe(ctx.get("recipe") or title)
+        looked_up = named_recipe_context(ctx.get("recipe") or title)
+        if looked_up:  # the recipe may have changed since the run was rendered: say where the context came from
+            looked_up["context_source"] = "recipe-lookup"
         ctx = looked_up | ctx
     ctx.setdefault("recipe", title)
     ctx.setdefault("context_source", "none")

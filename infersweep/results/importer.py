@@ -139,7 +139,7 @@ def default_run_id(root: Path) -> str:
 def import_run(root: Path, recipe_name: str, store: str, run_id: str | None = None, s3=None,
                keep: Path | None = None) -> dict[str, Any]:
     """Import the AIPerf folders under root as run `run_id` of `recipe_name` into `store`. Returns a summary."""
-    from infersweep.results.context import recipe_context
+    from infersweep.recipe_context import recipe_context
     from steps.summarize import summarize
 
     resolved = _resolve_recipe(recipe_name)

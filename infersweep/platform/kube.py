@@ -1,59 +1,18 @@
-"""Where a DGD is realised: the Kubernetes API (in a cluster) or Dynamo processes on this machine.
+"""The DGD adapter for a cluster: the Kubernetes API (the Dynamo operator realises the DGD).
 
-The workflow steps (deploy, wait-ready, teardown, ensure-pvc) are the same code in both places; only this
-adapter differs. In a cluster it is chosen by default; `infersweep run --local` sets
-INFERSWEEP_PLATFORM=local and INFERSWEEP_LOCAL_STATE for every step it runs.
+Readiness (pods, events, the frontend's answer) is infersweep.platform.readiness. Every API call made here
+is granted by workflows/cluster.py steps_role(), and tests/test_least_privilege.py derives that from this
+code.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from infersweep.dynamo_api import DGD_GROUP, DGD_PLURAL, frontend_url  # noqa: F401 (moved there; re-exported)
-KEDA_GROUP, KEDA_VERSION, KEDA_PLURAL = "keda.sh", "v1alpha1", "scaledobjects"
-RUN_LABEL = "infersweep.io/run"
-
-
-class PVCNotBound(RuntimeError):
-    """The model-cache PVC will not bind; the message names the PVC, its phase and the cause."""
-
-
-class DGDOwnedElsewhere(RuntimeError):
-    """A DGD of this name exists and belongs to another Workflow (or to nobody): never adopt or patch it."""
-
-
-def dgd_name(base: str, run_id: str) -> str:
-    """The DGD name every step of a run uses (infersweep.names.dgd_run_name); no run id: `base` as given."""
-    from infersweep.names import dgd_run_name
-
-    return dgd_run_name(base, run_id) if run_id else base
-
-
-def for_run(dgd: dict[str, Any], run_id: str) -> dict[str, Any]:
-    """The rendered DGD renamed for one run and labelled with the run id (so the reaper and a human can
-    find the run a deployment belongs to)."""
-    from infersweep.names import label_value
-
-    if not run_id:
-        return dgd
-    meta = dgd.setdefault("metadata", {})
-    meta["name"] = dgd_name(meta["name"], run_id)
-    meta.setdefault("labels", {})[RUN_LABEL] = label_value(run_id)
-    return dgd
-
-
-class Platform(Protocol):
-    def ensure_pvc(self, name: str, namespace: str, size: str, storage_class: str, *,
-                   bound_timeout_s: float = 300.0, poll_s: float = 2.0) -> str: ...
-    def apply_dgd(self, dgd: dict[str, Any], namespace: str, owner: dict[str, str] | None, *,
-                  patch_own: bool = True) -> str: ...
-    def image_ids(self, name: str, namespace: str) -> dict[str, str]: ...
-    def wait_ready(self, name: str, namespace: str, model: str, timeout_s: float, *,
-                   api_version: str = "v1beta1", bundle_path: Path | None = None) -> float: ...
-    def delete_dgd(self, name: str, namespace: str, api_version: str, *, owner_uid: str = "") -> bool: ...
-    def applied_at(self, name: str, namespace: str, api_version: str) -> float | None: ...
+from infersweep.platform.dgd import DGD_GROUP, DGD_PLURAL, KEDA_GROUP, KEDA_PLURAL, KEDA_VERSION, frontend_url
+from infersweep.platform.protocol import DGDOwnedElsewhere, PVCNotBound
+from infersweep.platform.readiness import pod_image_ids, wait_dgd_ready
 
 
 class KubernetesPlatform:
@@ -135,7 +94,7 @@ class KubernetesPlatform:
         name = dgd["metadata"]["name"]
         if owner and owner.get("uid"):
             # Owned by the Workflow: deleting the workflow garbage-collects the deployment and its GPUs,
-            # and the reaper (steps/reap.py) finds the run a DGD belongs to.
+            # and the reaper (infersweep/platform/reaper.py) finds the run a DGD belongs to.
             dgd["metadata"]["ownerReferences"] = [{
                 "apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow", "name": owner["name"],
                 "uid": owner["uid"], "blockOwnerDeletion": False, "controller": False,
@@ -218,14 +177,10 @@ class KubernetesPlatform:
         return deleted
 
     def image_ids(self, name: str, namespace: str) -> dict[str, str]:
-        from steps.readiness import pod_image_ids
-
         return pod_image_ids(self.core, name, namespace)
 
     def wait_ready(self, name: str, namespace: str, model: str, timeout_s: float, *,
                    api_version: str = "v1beta1", bundle_path: Path | None = None) -> float:
-        from steps.readiness import wait_dgd_ready
-
         return wait_dgd_ready(self.core, self.custom, name, namespace, model, timeout_s,
                               api_version=api_version, bundle_path=bundle_path)
 
@@ -255,99 +210,3 @@ class KubernetesPlatform:
             if e.status == 404:
                 return False
             raise
-
-
-class LocalPlatform:
-    """A DGD realised as a Dynamo frontend + mocker workers on this machine (no GPU, no Kubernetes)."""
-
-    def __init__(self, state_dir: Path) -> None:
-        self.state_dir = state_dir
-
-    def _dgd_dir(self, name: str) -> Path:
-        return self.state_dir / "dgd" / name
-
-    def ensure_pvc(self, name: str, namespace: str, size: str, storage_class: str, *,
-                   bound_timeout_s: float = 300.0, poll_s: float = 2.0) -> str:
-        # Locally the "PVC" is a folder the runner mounts at the cache path; nothing to create.
-        return "local"
-
-    def apply_dgd(self, dgd: dict[str, Any], namespace: str, owner: dict[str, str] | None, *,
-                  patch_own: bool = True) -> str:
-        """Apply `dgd` as the operator would: created afresh when nothing runs; over a running deployment
-        of the same name, reconciled by what changed (infersweep.local.reconfigure.apply_local: same spec
-        -> nothing, as for a retried deploy step; router -> frontend swap on the same port; engine
-        arguments -> worker restart; model/TP/topology -> full redeploy). apply_local returns after the
-        change is made, so the wait-ready that follows never sees the old processes as the new spec.
-        `patch_own` (the cluster adapter's: patch a DGD this run already owns) changes nothing here: a
-        running deployment of this run's name is this run's."""
-        from infersweep.local.dynamo import load_local, teardown_local
-        from infersweep.local.reconfigure import apply_local
-
-        d = self._dgd_dir(dgd["metadata"]["name"])
-        if (d / "deployment.json").exists():
-            from infersweep.local import procs
-
-            try:
-                dep = load_local(d)
-                healthy = bool(dep.processes) and all(procs.record_alive(r) for r in dep.processes)
-            except Exception:
-                healthy = False
-            if not healthy:
-                # A resumed run finds the deployment its first attempt tore down (or one with a dead
-                # process): stop what is left and start afresh rather than hand out a dead URL.
-                teardown_local(d)
-        model_dir = Path(os.environ["INFERSWEEP_LOCAL_MODEL_DIR"])
-        max_workers = int(os.environ.get("INFERSWEEP_LOCAL_MAX_WORKERS", "2"))
-        # No KEDA here: build and validate the ScaledObjects all the same, so a bad one fails locally too.
-        from infersweep.schemas import validate_document
-        from workflows.keda import scaled_objects
-
-        for so in scaled_objects(dgd, namespace):
-            validate_document(so)
-        dep, cls = apply_local(dgd, model_dir=model_dir, state_dir=d, max_workers_per_component=max_workers)
-        print(f"local apply: {'created' if cls is None else cls.label}; processes "
-              + ", ".join(f"{r['name']}={r['pid']}" for r in dep.processes), flush=True)
-        targets = os.environ.get("INFERSWEEP_LOCAL_PROM_TARGETS")
-        if targets:
-            # The local Prometheus scrapes the frontend's /metrics from now on (file_sd, refreshed each second).
-            from infersweep.local.prometheus import write_targets
-
-            # Target labels as Dynamo's PodMonitor dynamo-frontend gives a cluster's frontend (the Prometheus
-            # Operator's namespace/pod, dynamo_namespace from the pod label the operator sets to
-            # "<namespace>-<dgd>"): see params/metrics.yaml, so the same scoped queries work here.
-            name = dgd["metadata"]["name"]
-            write_targets(Path(targets), [dep.frontend_url.removeprefix("http://")],
-                          {"namespace": namespace, "dynamo_namespace": f"{namespace}-{name}",
-                           "pod": f"{name}-frontend-local"})
-        return dep.frontend_url
-
-    def wait_ready(self, name: str, namespace: str, model: str, timeout_s: float, *,
-                   api_version: str = "v1beta1", bundle_path: Path | None = None) -> float:
-        # Local processes have no API objects to bundle: the runner keeps their logs under the run dir.
-        from infersweep.local.dynamo import wait_ready_local
-
-        return wait_ready_local(self._dgd_dir(name), timeout_s)
-
-    def image_ids(self, name: str, namespace: str) -> dict[str, str]:
-        return {}  # processes on this machine: no images, no digests
-
-    def applied_at(self, name: str, namespace: str, api_version: str) -> float | None:
-        """When the local deploy started the DGD's processes (deployment.json created_at)."""
-        from infersweep.local.dynamo import load_local
-
-        return load_local(self._dgd_dir(name)).created_at or None
-
-    def delete_dgd(self, name: str, namespace: str, api_version: str, *, owner_uid: str = "") -> bool:
-        from infersweep.local.dynamo import teardown_local
-
-        d = self._dgd_dir(name)
-        if not (d / "deployment.json").exists():
-            return False
-        teardown_local(d)
-        return True
-
-
-def get_platform() -> Platform:
-    if os.environ.get("INFERSWEEP_PLATFORM") == "local":
-        return LocalPlatform(Path(os.environ["INFERSWEEP_LOCAL_STATE"]))
-    return KubernetesPlatform()

@@ -18,7 +18,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from infersweep.dynamo_api import DGD_GROUP, DGD_PLURAL, frontend_url
+from infersweep.platform.dgd import DGD_GROUP, DGD_PLURAL, frontend_url
+from infersweep.platform.protocol import NotReady
 
 # Waiting reasons that never heal without a human: fail now, not at the timeout. (ErrImagePull alone is
 # left out: one registry hiccup is retried by the kubelet; it becomes ImagePullBackOff when it persists.)
@@ -30,10 +31,6 @@ MAX_RESTARTS = 0
 UNSCHEDULABLE_GRACE_S = 120.0
 POD_LABEL = "nvidia.com/dynamo-graph-deployment-name"
 LOG_LINES = 50
-
-
-class NotReady(RuntimeError):
-    """The deployment will not serve; the message names the reason (shown as the step's message)."""
 
 
 def pod_problem(pod: Any, unschedulable_for_s: float, grace_s: float) -> str | None:

@@ -1,0 +1,49 @@
+"""A run's DynamoGraphDeployment: the names the Dynamo operator defines, and how a run names and labels its DGD.
+
+Used by every adapter, by readiness, by the reaper and by the scrape step (which scopes its queries to the
+DGD's per-run name).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# The DynamoGraphDeployment custom resource: group and plural of its CRD
+# (deploy/operator/config/crd/bases/nvidia.com_dynamographdeployments.yaml in ai-dynamo/dynamo).
+DGD_GROUP = "nvidia.com"
+DGD_PLURAL = "dynamographdeployments"
+# KEDA ScaledObjects of a DGD's autoscaled roles (workflows/keda.py; CRD in infersweep/reference/keda).
+KEDA_GROUP, KEDA_VERSION, KEDA_PLURAL = "keda.sh", "v1alpha1", "scaledobjects"
+# The label every run's DGD carries (its value: the run id): the reaper lists DGDs by it.
+RUN_LABEL = "infersweep.io/run"
+
+
+def frontend_url(name: str, namespace: str) -> str:
+    # The operator exposes the frontend as the Service `<dgd>-frontend` on port 8000.
+    return f"http://{name}-frontend.{namespace}.svc.cluster.local:8000"
+
+
+def dgd_name(base: str, run_id: str) -> str:
+    """The DGD name every step of a run uses (infersweep.names.dgd_run_name); no run id: `base` as given."""
+    from infersweep.names import dgd_run_name
+
+    return dgd_run_name(base, run_id) if run_id else base
+
+
+def for_run(dgd: dict[str, Any], run_id: str) -> dict[str, Any]:
+    """The rendered DGD renamed for one run and labelled with the run id (so the reaper and a human can
+    find the run a deployment belongs to)."""
+    from infersweep.names import label_value
+
+    if not run_id:
+        return dgd
+    meta = dgd.setdefault("metadata", {})
+    meta["name"] = dgd_name(meta["name"], run_id)
+    meta.setdefault("labels", {})[RUN_LABEL] = label_value(run_id)
+    return dgd
+
+
+def workflow_owner(dgd: dict[str, Any]) -> dict[str, str] | None:
+    """The Workflow that owns a DGD saved by this run's deploy (its first Workflow ownerReference), or None."""
+    owners = [o for o in dgd["metadata"].get("ownerReferences") or [] if o.get("kind") == "Workflow"]
+    return {"name": owners[0]["name"], "uid": owners[0]["uid"]} if owners else None
