@@ -152,7 +152,7 @@ def _spec_v1beta1(r: ResolvedRecipe, pvc: str, hf_secret: str) -> dict[str, Any]
             comp["scalingAdapter"] = {}  # replicas start at min; the adapter lets KEDA/HPA move them
         pod_extras.worker_v1beta1(comp, r, w)
         components.append(comp)
-    return {"backendFramework": r.recipe.engine, "components": components}
+    return {"backendFramework": r.engine.backend_framework, "components": components}
 
 
 def _spec_v1alpha1(r: ResolvedRecipe, pvc: str, hf_secret: str) -> dict[str, Any]:
@@ -191,4 +191,4 @@ def _spec_v1alpha1(r: ResolvedRecipe, pvc: str, hf_secret: str) -> dict[str, Any
             svc["scalingAdapter"] = {"enabled": True}
         pod_extras.worker_v1alpha1(svc, r, w)
         services[_component_name(r, role)] = svc
-    return {"backendFramework": r.recipe.engine, "pvcs": [{"name": pvc, "create": False}], "services": services}
+    return {"backendFramework": r.engine.backend_framework, "pvcs": [{"name": pvc, "create": False}], "services": services}

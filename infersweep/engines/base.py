@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 Problem = tuple[str, str]  # (field of the recipe, what is wrong and the fix)
 SpecMode = Literal["mtp", "eagle", "dflash", "dspark"]
+BackendFramework = Literal["sglang", "vllm", "trtllm"]
 
 
 class EngineSpeculative(Strict):
@@ -87,6 +88,13 @@ class Engine(Strict, ABC):
     @abstractmethod
     def label(self) -> str:
         """The engine's name in messages (vLLM, SGLang)."""
+
+    @property
+    @abstractmethod
+    def backend_framework(self) -> BackendFramework:
+        """The DGD's spec.backendFramework: the Dynamo operator knows these three backends only (enum in both
+        versions of infersweep/reference/dynamo/crds/nvidia.com_dynamographdeployments.yaml) and derives the
+        multinode launch flags from it; a further engine says which one its workers launch like."""
 
     @property
     @abstractmethod

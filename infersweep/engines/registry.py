@@ -78,20 +78,28 @@ def engine_class(name: str, dirs: tuple[str, ...]) -> type[Engine]:
 
 
 @lru_cache(maxsize=64)
-def _check_pairs(pdir: Path, dirs: tuple[str, ...]) -> tuple[str, ...]:
+def _check_pairs(pdir: Path, dirs: tuple[str, ...], stamps: tuple[int, ...]) -> tuple[str, ...]:
     data = {p.stem for p in (pdir / "engines").glob("*.yaml")}
     modules = engine_modules(dirs)
     for name in sorted(set(modules) - data):
         raise RecipeError(f"{modules[name]}: engine module without a data file; add {pdir / 'engines' / name}.yaml "
                           "(its image, module and flag spellings) or remove the module")
     for name in sorted(data - set(modules)):
-        engine_class(name, dirs)  # raises: no module for this data file
+        raise RecipeError(f"{pdir / 'engines' / name}.yaml: no engine module for it; add infersweep/engines/{name}.py "
+                          f"(or {name}.py in a directory of ${ENGINES_PATH_ENV}) defining ENGINE, a subclass of "
+                          "infersweep.engines.base.Engine, or remove the data file")
     return tuple(sorted(data))
+
+
+def _pairs(pdir: Path, dirs: tuple[str, ...]) -> tuple[str, ...]:
+    # Keyed on the directories' mtimes too: a data file or module added while a process runs is seen.
+    stamps = tuple(Path(d).stat().st_mtime_ns if Path(d).is_dir() else 0 for d in (str(pdir / "engines"), *dirs))
+    return _check_pairs(pdir, dirs, stamps)
 
 
 def engine_names(pdir: Path) -> tuple[str, ...]:
     """The engines of a params directory, each data file paired with its module (else a RecipeError)."""
-    return _check_pairs(pdir.resolve(), _search_path())
+    return _pairs(pdir.resolve(), _search_path())
 
 
 @lru_cache(maxsize=64)
@@ -103,7 +111,7 @@ def load_engine(name: str, pdir: Path, recipe_path: Path | str = "<recipe>", fie
     """Engine `name` of a params directory: its data file validated against its module's class (a bad or
     unknown name is reported against the recipe's `field`)."""
     dirs = _search_path()
-    known = _check_pairs(pdir.resolve(), dirs)
+    known = _pairs(pdir.resolve(), dirs)
     if name not in known:
         raise RecipeError(f"{recipe_path}: {field}: must be one of {list(known)} (got {name!r}); a new engine is "
                           f"params/engines/{name}.yaml plus its module infersweep/engines/{name}.py")

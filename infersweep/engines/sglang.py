@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-from infersweep.engines.base import (Engine, EngineOffload, EngineSpeculative, Problem, json_flag,
+from infersweep.engines.base import (BackendFramework, Engine, EngineOffload, EngineSpeculative, Problem, json_flag,
                                      spelled_parallelism_args)
 
 if TYPE_CHECKING:
@@ -42,6 +42,7 @@ class Sglang(Engine):
     offload: SglangOffload
 
     label: ClassVar[str] = "SGLang"
+    backend_framework: ClassVar[BackendFramework] = "sglang"
     dp_adds_gpus: ClassVar[bool] = False
     # tests/engine_parsers: ai-dynamo 1.6.1's own dynamo.sglang argument parsing runs on a CPU machine.
     parser_tier: ClassVar[Literal["yes", "pending", "no"]] = "yes"

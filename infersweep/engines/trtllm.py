@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-from infersweep.engines.base import Engine, EngineSpeculative, Problem, spelled_parallelism_args
+from infersweep.engines.base import BackendFramework, Engine, EngineSpeculative, Problem, spelled_parallelism_args
 
 if TYPE_CHECKING:
     from infersweep.recipe.facts import Transport
@@ -32,6 +32,7 @@ class Trtllm(Engine):
     speculative: TrtllmSpeculative
 
     label: ClassVar[str] = "TRT-LLM"
+    backend_framework: ClassVar[BackendFramework] = "trtllm"
     dp_adds_gpus: ClassVar[bool] = False
     # dynamo.trtllm's argument parsing needs TensorRT-LLM, which does not install on a CPU machine, so the
     # engine-parser tier does not check its recipes yet.

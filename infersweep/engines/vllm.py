@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from infersweep.engines.base import (Engine, EngineOffload, EngineSpeculative, Problem, json_flag,
+from infersweep.engines.base import (BackendFramework, Engine, EngineOffload, EngineSpeculative, Problem, json_flag,
                                      spelled_parallelism_args)
 
 if TYPE_CHECKING:
@@ -38,6 +38,7 @@ class Vllm(Engine):
     offload: VllmOffload
 
     label: ClassVar[str] = "vLLM"
+    backend_framework: ClassVar[BackendFramework] = "vllm"
     dp_adds_gpus: ClassVar[bool] = True
     # tests/engine_parsers: ai-dynamo 1.6.1's own dynamo.vllm argument parsing runs on a CPU machine.
     parser_tier: ClassVar[Literal["yes", "pending", "no"]] = "yes"
