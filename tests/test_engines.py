@@ -8,7 +8,10 @@ that passes the DGD CRD's schema.
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -191,3 +194,14 @@ def test_the_builtin_engines_are_each_a_data_file_paired_with_a_module():
         "sglang": "infersweep.engines.sglang", "trtllm": "infersweep.engines.trtllm", "vllm": "infersweep.engines.vllm"}
     assert {n: (e.dp_adds_gpus, e.backend_framework) for n, e in engines.items()} == {
         "sglang": (False, "sglang"), "trtllm": (False, "trtllm"), "vllm": (True, "vllm")}
+
+
+def test_the_stub_engine_validates_through_the_cli_in_another_process(world):
+    # The discovery is environment, so the CLI and every subprocess local mode starts see the same engines:
+    # `infersweep validate` renders the DGD, the Workflow and its WorkflowTemplates and checks each schema.
+    pdir, edir = world
+    recipe = _add_stub(pdir, edir)
+    env = {**os.environ, "INFERSWEEP_PARAMS": str(pdir), ENGINES_PATH_ENV: str(edir)}
+    res = subprocess.run([sys.executable, "-m", "infersweep.cli", "validate", str(recipe)], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0 and "1 valid, 0 invalid" in res.stdout, res.stdout + res.stderr

@@ -81,10 +81,17 @@ def engine_class(name: str, dirs: tuple[str, ...]) -> type[Engine]:
 def _check_pairs(pdir: Path, dirs: tuple[str, ...], stamps: tuple[int, ...]) -> tuple[str, ...]:
     data = {p.stem for p in (pdir / "engines").glob("*.yaml")}
     modules = engine_modules(dirs)
-    for name in sorted(set(modules) - data):
-        raise RecipeError(f"{modules[name]}: engine module without a data file; add {pdir / 'engines' / name}.yaml "
-                          "(its image, module and flag spellings) or remove the module")
-    for name in sorted(data - set(modules)):
+    bad_names = sorted(n for n in data if not n.isidentifier())
+    if bad_names:
+        raise RecipeError(f"{pdir / 'engines' / bad_names[0]}.yaml: an engine's name is its module's name, a Python "
+                          f"identifier; rename it (e.g. {bad_names[0].replace('-', '_').replace('.', '_')}.yaml)")
+    no_data = sorted(set(modules) - data)
+    if no_data:
+        raise RecipeError(f"{modules[no_data[0]]}: engine module without a data file; add "
+                          f"{pdir / 'engines' / no_data[0]}.yaml (its image, module and flag spellings) or remove the module")
+    no_module = sorted(data - set(modules))
+    if no_module:
+        name = no_module[0]
         raise RecipeError(f"{pdir / 'engines' / name}.yaml: no engine module for it; add infersweep/engines/{name}.py "
                           f"(or {name}.py in a directory of ${ENGINES_PATH_ENV}) defining ENGINE, a subclass of "
                           "infersweep.engines.base.Engine, or remove the data file")
