@@ -4,8 +4,8 @@
 `v1alpha1` (`spec.services`, `extraPodSpec`) is for operators before 1.6, like the 1.3.0 in the cluster
 report. Both carry the same graph: one frontend with the recipe's router mode, and one component per
 worker role (aggregated `worker`, or `prefill` + `decode`) reading the model from the cache PVC. A worker's
-args are the engine's own spelling (params/engines/*.yaml, built by infersweep/engines/<name>.py) of the recipe's TP/DP/EP, disaggregation role and
-KV transfer, KV-router events, CPU KV offload and speculative decoding; a multinode replica is one
+args are the engine's own spelling (params/engines/*.yaml, built by infersweep/engines/<name>.py) of the
+recipe's TP/DP/EP, disaggregation role and KV transfer, KV-router events, CPU KV offload and speculative decoding; a multinode replica is one
 component with `multinode.nodeCount` and each pod asks for its share of the GPUs (the operator adds the
 engine's multinode flags); fabric resources (rdma/ib, EFA) are extra pod resources; an autoscaled role
 starts at its min replicas with a scaling adapter and its range is an annotation.
