@@ -98,7 +98,8 @@ def tp_rows() -> list[tuple]:
 def physics_rows() -> list[tuple]:
     """The TP paragraph's c1 ITLs judged as each candidate model's (infersweep.predict.physics)."""
     from infersweep.predict.physics import check_itl
-    from infersweep.recipe import Model, gpu_types
+    from infersweep.recipe.facts import Model
+    from infersweep.recipe.resolve import gpu_types
 
     fig = yaml.safe_load((params_dir() / "measured" / "cluster-report-tp1-vs-tp2.yaml").read_text())
     h100 = gpu_types()["H100"]

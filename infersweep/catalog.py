@@ -10,11 +10,6 @@ from pathlib import Path
 
 from infersweep.recipe import ResolvedRecipe, all_recipe_paths, load_recipe
 
-# Whether the engine parser tier (issue 11) checks an engine's rendered workers: ai-dynamo 1.6.1's own
-# argument parsing exists for dynamo.vllm and dynamo.sglang and runs on a CPU machine; dynamo.trtllm's
-# needs TensorRT-LLM, which does not install here, so its recipes are not checked yet.
-PARSER_TIER = {"vllm": "yes", "sglang": "yes", "trtllm": "pending"}
-
 BEGIN = "<!-- catalog:begin (generated: infersweep recipes --markdown --write-readme) -->"
 END = "<!-- catalog:end -->"
 HEADER = ("recipe", "engine", "GPUs", "follows", "checked by engine parser", "differs from upstream because ...")
@@ -34,7 +29,7 @@ def row(r: ResolvedRecipe) -> tuple[str, ...]:
     follows = p.follows if p else "(no provenance)"
     diffs = "; ".join(f"{k}: {v}" for k, v in p.differences.items()) if p and p.differences else "-"
     return (f"`{r.name}`", r.recipe.engine, f"{gpus_text(r)} {r.recipe.gpu.type}", follows,
-            PARSER_TIER.get(r.recipe.engine, "no"), diffs)
+            r.engine.parser_tier, diffs)  # whether the engine-parser tier checks it (infersweep/engines/<name>.py)
 
 
 def markdown_table() -> str:

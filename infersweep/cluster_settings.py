@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from infersweep.paths import params_dir
-from infersweep.recipe import RecipeError, _read_yaml_mapping, _short
+from infersweep.params_files import RecipeError, read_yaml_mapping as _read_yaml_mapping, short as _short
 
 SETTINGS_FILE = "cluster.yaml"
 OLD_SETTINGS_FILE = "platform.yaml"  # its name until the DGD adapters took the word "platform"
@@ -485,7 +485,7 @@ def settings_path(pdir: Path | None = None) -> Path:
 @lru_cache(maxsize=4)
 def _load(pdir: str) -> ClusterSettings:
     path = settings_path(Path(pdir))
-    from infersweep.recipe import gpu_types
+    from infersweep.recipe.resolve import gpu_types
 
     return parse_cluster_settings(_read_yaml_mapping(path), where=str(path), gpu_types=set(gpu_types(Path(pdir))))
 

@@ -16,7 +16,8 @@ import pytest
 from infersweep.cli import main
 from infersweep.predict import aic
 from infersweep.predict.target import Target, Unsupported, _worker, map_recipe, workload_lengths
-from infersweep.recipe import Workers, load_recipe
+from infersweep.recipe import load_recipe
+from infersweep.recipe.models import Workers
 
 needs_aic = pytest.mark.skipif(not Path(aic.aic_python()).exists(),
                                reason="no .venv-aic (AIConfigurator): run scripts/setup.sh")

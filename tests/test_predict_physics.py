@@ -9,7 +9,9 @@ import yaml
 
 from infersweep.paths import params_dir
 from infersweep.predict.physics import check_itl, check_recipe_itl, check_results, itl_floor_ms
-from infersweep.recipe import GpuType, Model, gpu_types, load_recipe
+from infersweep.recipe import load_recipe
+from infersweep.recipe.facts import GpuType, Model
+from infersweep.recipe.resolve import gpu_types
 
 FIGURES = yaml.safe_load((params_dir() / "measured" / "cluster-report-tp1-vs-tp2.yaml").read_text())
 H100 = gpu_types()["H100"]

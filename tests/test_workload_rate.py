@@ -11,7 +11,8 @@ import sys
 import pytest
 
 from infersweep.cli_util import check_sets
-from infersweep.recipe import RecipeError, Workload
+from infersweep.recipe import RecipeError
+from infersweep.recipe.models import Workload
 from steps import aiperf_point
 
 BASE = {"isl": 64, "osl": 16}

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from infersweep.paths import params_dir
-from infersweep.recipe import Workload
+from infersweep.recipe.models import Workload
 from steps import aiperf_point
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -4,8 +4,8 @@
 `v1alpha1` (`spec.services`, `extraPodSpec`) is for operators before 1.6, like the 1.3.0 in the cluster
 report. Both carry the same graph: one frontend with the recipe's router mode, and one component per
 worker role (aggregated `worker`, or `prefill` + `decode`) reading the model from the cache PVC. A worker's
-args are the engine's own spelling (params/engines/*.yaml) of the recipe's TP/DP/EP, disaggregation role and
-KV transfer, KV-router events, CPU KV offload and speculative decoding; a multinode replica is one
+args are the engine's own spelling (params/engines/*.yaml, built by infersweep/engines/<name>.py) of the
+recipe's TP/DP/EP, disaggregation role and KV transfer, KV-router events, CPU KV offload and speculative decoding; a multinode replica is one
 component with `multinode.nodeCount` and each pod asks for its share of the GPUs (the operator adds the
 engine's multinode flags); fabric resources (rdma/ib, EFA) are extra pod resources; an autoscaled role
 starts at its min replicas with a scaling adapter and its range is an annotation.
@@ -13,11 +13,11 @@ starts at its min replicas with a scaling adapter and its range is an annotation
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from infersweep.names import DGD_NAME_MAX, dns_label
-from infersweep.recipe import ResolvedRecipe, Workers
+from infersweep.recipe.models import Workers
+from infersweep.recipe.resolved import ResolvedRecipe
 from workflows import keda, pod_extras
 
 MODEL_CACHE_MOUNT = "/model-cache"
@@ -40,109 +40,24 @@ def frontend_args(r: ResolvedRecipe) -> list[str]:
     return ["--router-mode", r.recipe.router]
 
 
-def parallelism_args(r: ResolvedRecipe, w: Workers) -> list[str]:
-    """DP/EP flags as the engine spells them (the rules are in infersweep.recipe.Recipe._dp_rule)."""
-    e, args = r.engine, []
-    if w.dp > 1:
-        args += [e.dp_flag, str(w.dp)] if e.dp_flag else []
-        args += e.dp_switches
-    if w.ep > 1:
-        args += [e.ep_flag, str(w.ep)] if e.ep_flag else [e.ep_switch] if e.ep_switch else []
-    return args
-
-
-def kv_transfer_args(r: ResolvedRecipe) -> list[str]:
-    """vLLM's NIXL connector config, with the transport's NIXL backend when it is not the default UCX.
-
-    With a CPU KV tier as well, the two connectors are combined in vLLM's MultiConnector: vLLM's own
-    `--kv-offloading-size` would *replace* kv_connector with the OffloadingConnector (vllm/config/vllm.py
-    VllmConfig._post_init_kv_transfer_config), leaving no NIXL path from prefill to decode.
-    """
-    e = r.engine
-    if not (e.kv_transfer_flag and e.kv_transfer_config):
-        return []
-    config = dict(e.kv_transfer_config)
-    t = r.transport  # the recipe's, or its GPU pool's fabric
-    if t and t.nixl_backend != "UCX":
-        config["kv_connector_extra_config"] = {"backends": [t.nixl_backend]}
-    tier = cpu_offload_connector(r)
-    if tier:
-        config = {"kv_connector": "MultiConnector", "kv_role": config["kv_role"],
-                  "kv_connector_extra_config": {"connectors": [config, tier]}}
-    return [e.kv_transfer_flag, json.dumps(config, separators=(",", ":"))]
-
-
-def cpu_offload_connector(r: ResolvedRecipe) -> dict[str, Any] | None:
-    """The CPU KV tier as a vLLM connector entry (what `--kv-offloading-size N --kv-offloading-backend native`
-    sets up: vllm/config/vllm.py VllmConfig._post_init_kv_transfer_config), for a MultiConnector."""
-    off, spell = r.recipe.kv_offload, r.engine.offload
-    if not (off and off.cpu_gib is not None and spell.cpu_connector):
-        return None
-    extra = {spell.cpu_connector_size_key: int(off.cpu_gib * (1 << 30))}
-    return {"kv_connector": spell.cpu_connector, "kv_role": "kv_both", "kv_connector_extra_config": extra}
-
-
-def offload_args(r: ResolvedRecipe, role: str = "worker") -> list[str]:
-    off, spell = r.recipe.kv_offload, r.engine.offload
-    if not off:
-        return []
-    if off.cpu_gib is not None and spell.cpu_gib_flag:
-        if role in ("prefill", "decode") and cpu_offload_connector(r):
-            return []  # rendered inside the MultiConnector next to NIXL (kv_transfer_args)
-        return [spell.cpu_gib_flag, f"{off.cpu_gib:g}", *spell.cpu_args]
-    if role == "decode" and spell.hicache_prefill_only:
-        # SGLang forces the radix cache off on a PD decode server and refuses HiCache there
-        # (sglang/srt/server_args.py ServerArgs: disaggregation decode disables radix cache; hierarchical
-        # cache requires it): the host tier belongs on prefill, where prompts are cached.
-        return []
-    args = [spell.hicache_switch] if spell.hicache_switch else []
-    if off.hicache_ratio is not None and spell.hicache_ratio_flag:
-        args += [spell.hicache_ratio_flag, f"{off.hicache_ratio:g}"]
-    if off.write_policy and spell.hicache_write_policy_flag:
-        args += [spell.hicache_write_policy_flag, off.write_policy]
-    return args
-
-
-def speculative_args(r: ResolvedRecipe) -> list[str]:
-    spec, style = r.recipe.speculative, r.engine.speculative
-    if not spec or spec.mode == "none" or not style:
-        return []
-    method, n, draft = style.methods[spec.mode], spec.num_tokens, r.draft_model
-    if style.style == "vllm-config":
-        config: dict = {"method": method, "num_speculative_tokens": n}
-        if draft:
-            config["model"] = draft
-        config |= spec.engine_config
-        return [style.flag, json.dumps(config, separators=(",", ":"))]
-    if style.style == "sglang-flags":
-        args = [style.flag, method, "--speculative-num-steps", str(n), "--speculative-num-draft-tokens", str(n + 1),
-                "--speculative-eagle-topk", "1"]
-        return args + (["--speculative-draft-model-path", draft] if draft else [])
-    # TRT-LLM takes it as engine-args: MTP reuses the model's NextN layers, Eagle needs the draft dir.
-    spec_config: dict = {"decoding_type": method}
-    if spec.mode == "mtp":
-        spec_config["num_nextn_predict_layers"] = n
-    else:
-        spec_config |= {"max_draft_len": n, "speculative_model_dir": draft}
-    return [style.flag, json.dumps({"speculative_config": spec_config}, separators=(",", ":"))]
-
-
 def worker_args(r: ResolvedRecipe, role: str, w: Workers) -> list[str]:
+    """A worker's command-line args: the engine's spellings (params/engines/<engine>.yaml) and its flag rules
+    (infersweep/engines/<engine>.py), in one order for every engine."""
     e = r.engine
-    args = [e.model_flag, r.model.id, e.tp_flag, str(w.tp)] + parallelism_args(r, w)
+    args = [e.model_flag, r.model.id, e.tp_flag, str(w.tp)] + e.parallelism_args(w)
     args += list(r.recipe.engine_args)
     if role == "prefill":
-        args += e.prefill_args + kv_transfer_args(r)
+        args += e.prefill_args + e.kv_transfer_args(r)
     elif role == "decode":
-        args += e.decode_args + kv_transfer_args(r)
+        args += e.decode_args + e.kv_transfer_args(r)
     if r.recipe.router == "kv" and role in ("worker", "prefill") and not (e.kv_router_args and e.kv_router_args[0] in args):
         # the router scores the workers a request enters at; a recipe that already gives the events flag in its
         # engine_args (e.g. an experiment keeping events on for round-robin too) keeps its own, never twice
         args += e.kv_router_args
-    args += offload_args(r, role)
+    args += e.offload_args(r, role)
     # Speculation is set on every role: vLLM and SGLang need the same draft config on both sides of a
     # disaggregated pair for the KV layout to match.
-    args += speculative_args(r)
+    args += e.speculative_args(r)
     return args
 
 
@@ -237,7 +152,7 @@ def _spec_v1beta1(r: ResolvedRecipe, pvc: str, hf_secret: str) -> dict[str, Any]
             comp["scalingAdapter"] = {}  # replicas start at min; the adapter lets KEDA/HPA move them
         pod_extras.worker_v1beta1(comp, r, w)
         components.append(comp)
-    return {"backendFramework": r.recipe.engine, "components": components}
+    return {"backendFramework": r.engine.backend_framework, "components": components}
 
 
 def _spec_v1alpha1(r: ResolvedRecipe, pvc: str, hf_secret: str) -> dict[str, Any]:
@@ -276,4 +191,4 @@ def _spec_v1alpha1(r: ResolvedRecipe, pvc: str, hf_secret: str) -> dict[str, Any
             svc["scalingAdapter"] = {"enabled": True}
         pod_extras.worker_v1alpha1(svc, r, w)
         services[_component_name(r, role)] = svc
-    return {"backendFramework": r.recipe.engine, "pvcs": [{"name": pvc, "create": False}], "services": services}
+    return {"backendFramework": r.engine.backend_framework, "pvcs": [{"name": pvc, "create": False}], "services": services}

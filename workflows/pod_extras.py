@@ -27,7 +27,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from infersweep.recipe import ResolvedRecipe, Workers
+from infersweep.recipe.models import Workers
+from infersweep.recipe.resolved import ResolvedRecipe
 
 MULTUS_NETWORKS = "k8s.v1.cni.cncf.io/networks"  # Multus: comma-separated [namespace/]name list
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"  # set on every GPU node by NVIDIA GPU Feature Discovery
@@ -35,11 +36,6 @@ GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"  # set on every GPU node by NVIDIA 
 # upstream Dynamo Qwen3-32B FP8 vLLM KV-offloading recipe (deployment qwen3-32b-fp8-vllm-agg-kv-offload)
 # requests 64 GiB "for its 32 GiB KV tier plus runtime overhead": tier + 32 GiB.
 WORKER_BASE_MEMORY_GIB = 32
-# SGLang sizes its HiCache host pool as hicache_ratio x the device KV pool (sglang python/sglang/srt/
-# mem_cache/memory_pool_host.py, HostKVCache.__init__: `self.size = int(device_pool.size *
-# host_to_device_ratio)`). The device pool is what mem_fraction_static leaves after the weights; 0.9 is
-# an upper bound of SGLang's default fraction, so the request is never below what HiCache allocates.
-SGLANG_MEM_FRACTION_BOUND = 0.9
 
 
 def pod_annotations(r: ResolvedRecipe) -> dict[str, str]:
@@ -60,26 +56,10 @@ def node_affinity(r: ResolvedRecipe) -> dict[str, Any] | None:
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
 
 
-def offload_host_gib(r: ResolvedRecipe, w: Workers, args: list[str]) -> float:
-    """Host memory (GiB) the CPU KV tier of one worker pod takes, from the recipe's offload size."""
-    off = r.recipe.kv_offload
-    if not off:
-        return 0.0
-    if off.cpu_gib is not None:
-        # vLLM: cpu_gib per engine; a pod runs one engine per DP rank.
-        return off.cpu_gib * (w.dp if w.dp_adds_gpus else 1)
-    spell = r.engine.offload
-    if off.hicache_ratio is None or (spell.hicache_switch and spell.hicache_switch not in args):
-        return 0.0  # HiCache is not on in this role (SGLang's PD decode cannot run it)
-    gpus = w.gpus_per_replica // w.nodes
-    kv_per_gpu = max(0.0, r.gpu_type.memory_gib * SGLANG_MEM_FRACTION_BOUND - r.model.size_gib / w.gpus_per_replica)
-    return off.hicache_ratio * kv_per_gpu * gpus
-
-
 def worker_memory(r: ResolvedRecipe, w: Workers, args: list[str]) -> str | None:
     if r.placement.memory:
         return r.placement.memory
-    tier = offload_host_gib(r, w, args)
+    tier = r.engine.offload_host_gib(r, w, args)  # the CPU KV tier, by the engine's own sizing rule
     return f"{math.ceil(tier + WORKER_BASE_MEMORY_GIB)}Gi" if tier else None
 
 

@@ -29,7 +29,8 @@ class Durations:
     schedule_s: float = 60.0  # pod scheduled, image present on the node (pre-pulled), container started
     load_fixed_s: float = 20.0
     load_gib_s: float = 1.0  # weights from the cache PVC (network storage)
-    warmup_s: dict[str, float] = field(default_factory=lambda: {"vllm": 150.0, "sglang": 420.0, "trtllm": 300.0})
+    # engine name -> warm-up seconds, over each engine's own estimate (Engine.warmup_s, infersweep/engines/)
+    warmup_s: dict[str, float] = field(default_factory=dict)
     teardown_s: float = 45.0  # graceful termination of the workers, GPUs released
     frontend_s: float = 20.0  # a CPU pod: start and register with discovery
     scale_down_s: float = 15.0
@@ -39,7 +40,7 @@ class Durations:
 
 def startup_s(r: ResolvedRecipe, d: Durations) -> float:
     """Load + warm-up of one worker pod of `r` (all pods in parallel)."""
-    return d.load_fixed_s + r.model.size_gib / d.load_gib_s + d.warmup_s[r.recipe.engine]
+    return d.load_fixed_s + r.model.size_gib / d.load_gib_s + d.warmup_s.get(r.recipe.engine, r.engine.warmup_s)
 
 
 def transition_s(cls: RestartClass, prev: ResolvedRecipe | None, nxt: ResolvedRecipe, d: Durations) -> float:

@@ -23,8 +23,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from infersweep.paths import params_dir
-from infersweep.recipe import (NAME_RE, RecipeError, ResolvedRecipe, _format_pydantic, _read_yaml_mapping,
-                               find_recipe, parse_recipe, recipe_data)
+from infersweep.params_files import format_pydantic as _format_pydantic
+from infersweep.params_files import read_yaml_mapping as _read_yaml_mapping
+from infersweep.recipe import RecipeError, ResolvedRecipe, find_recipe, parse_recipe, recipe_data
+from infersweep.recipe.models import NAME_RE
 from infersweep.results.schema import direction
 
 MAX_RECIPE_NAME = 52  # infersweep.recipe.Recipe.name: a DNS label with room for the operator's suffixes

@@ -23,8 +23,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from infersweep.engines.registry import engine_by_module
 from infersweep.local import procs
 from infersweep.local.toy_model import build_toy_model
+from infersweep.paths import params_dir
 
 DEPLOYMENT_FILE = "deployment.json"
 DEFAULT_MODEL_NAME = "infersweep/toy-model"
@@ -32,7 +34,6 @@ ROLES = ("frontend", "worker", "prefill", "decode")
 # Router modes the 1.6.1 frontend accepts; anything else falls back to its default.
 ROUTER_MODES = ("round-robin", "random", "power-of-two", "kv", "direct", "least-loaded",
                 "device-aware-weighted")
-ENGINE_BY_MODULE = {"dynamo.vllm": "vllm", "dynamo.sglang": "sglang", "dynamo.trtllm": "trtllm"}
 SHELLS = ("sh", "bash", "dash", "ash", "zsh")
 SHELL_SEPARATORS = ("&&", "||", ";", "|", "&")
 
@@ -221,7 +222,8 @@ def read_components(dgd: dict) -> list[Component]:
 def engine_of(comp: Component, backend_framework: str | None = None) -> str:
     if comp.module == "dynamo.mocker":
         return _flag(comp.args, "--engine-type") or "vllm"
-    return ENGINE_BY_MODULE.get(comp.module or "", backend_framework or "vllm")
+    engine = engine_by_module(comp.module or "", params_dir())  # dynamo.vllm -> vllm (params/engines/*.yaml module)
+    return engine.name if engine else backend_framework or "vllm"
 
 
 def served_model_name(comp: Component) -> str:
@@ -238,41 +240,12 @@ def router_mode_of(frontend: Component | None) -> str:
 # ---------------------------------------------------------------- building command lines
 
 
-def _json_arg(args: list[str], flag: str) -> dict:
-    value = _flag(args, flag)
-    try:
-        parsed = json.loads(value) if value else {}
-    except json.JSONDecodeError:
-        return {}
-    return parsed if isinstance(parsed, dict) else {}
-
-
 def publishes_kv_events(comp: Component) -> bool | None:
     """Whether the real Dynamo 1.6.1 worker these args start would publish KV events to the router
-    (None: not an engine worker we know; the mocker's own flags decide).
-
-    - vLLM: only with a --kv-events-config that enables events, and prefix caching on (ai-dynamo 1.6.1
-      dynamo/vllm/args.py create_kv_events_config; dynamo/vllm/main.py setup_kv_event_publisher).
-    - SGLang: only with a --kv-events-config whose "publisher" is given and not "null" (dynamo/sglang/args.py
-      parse_args derives use_kv_events so), and the radix cache on (nothing to report without it).
-    - TRT-LLM: only with --publish-kv-events or DYN_TRTLLM_PUBLISH_KV_EVENTS (dynamo/trtllm/backend_args.py,
-      default False).
-    """
-    args = comp.args
-    if comp.module == "dynamo.vllm":
-        cfg = _json_arg(args, "--kv-events-config")
-        return (bool(cfg.get("enable_kv_cache_events")) and cfg.get("publisher") != "null"
-                and not _has_switch(args, "--no-enable-prefix-caching"))
-    if comp.module == "dynamo.sglang":
-        cfg = _json_arg(args, "--kv-events-config")
-        return cfg.get("publisher", "null") != "null" and not _has_switch(args, "--disable-radix-cache")
-    if comp.module == "dynamo.trtllm":
-        last = [a for a in args if a in ("--publish-kv-events", "--no-publish-kv-events",
-                                          "--publish-events-and-metrics", "--no-publish-events-and-metrics")]
-        if last:
-            return not last[-1].startswith("--no-")
-        return comp.env.get("DYN_TRTLLM_PUBLISH_KV_EVENTS", "").lower() in ("1", "true", "yes", "on")
-    return None
+    (None: not an engine worker we know; the mocker's own flags decide). Each engine states its own rule,
+    with the Dynamo source it follows (Engine.publishes_kv_events in infersweep/engines/<name>.py)."""
+    engine = engine_by_module(comp.module or "", params_dir())
+    return engine.publishes_kv_events(comp.args, comp.env) if engine else None
 
 
 def _mocker_passthrough(comp: Component, kv_router: bool = True) -> list[str]:

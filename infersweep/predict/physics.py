@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from infersweep.recipe import GpuType, Model, ResolvedRecipe
+from infersweep.recipe import ResolvedRecipe
+from infersweep.recipe.facts import GpuType, Model
 
 # Bytes per weight as stored: NVFP4 is 4-bit values plus one FP8 scale per 16 (4.5 bits).
 BYTES_PER_PARAM = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "nvfp4": 0.5625, "fp4": 0.5,

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infersweep.predict import aic
-from infersweep.recipe import ResolvedRecipe, _seq_dist_pairs
+from infersweep.recipe import ResolvedRecipe
+from infersweep.recipe.models import seq_dist_pairs
 
 # Our GPU types (params/gpus.yaml) -> AIConfigurator systems (aiconfigurator_core/systems/*.yaml).
 # All cluster GPUs here are SXM/NVL boards; PCIe variants would be separate types.
@@ -100,7 +101,7 @@ def workload_lengths(r: ResolvedRecipe) -> tuple[int, int, int, list[str]]:
         notes.append(f"trace replay modelled at its average lengths ({w.trace.avg_isl}/{w.trace.avg_osl})")
         isl, osl = w.trace.avg_isl, w.trace.avg_osl
     elif w.seq_dist:
-        pairs = _seq_dist_pairs(w.seq_dist)
+        pairs = seq_dist_pairs(w.seq_dist)
         total = sum(p for _, _, p in pairs)
         isl = round(sum(i * p for i, _, p in pairs) / total)
         osl = round(sum(o * p for _, o, p in pairs) / total)
@@ -115,14 +116,10 @@ def workload_lengths(r: ResolvedRecipe) -> tuple[int, int, int, list[str]]:
 
 def _worker(r: ResolvedRecipe, w, is_moe: bool) -> Worker:
     """Our topology fields -> AIConfigurator's. vLLM: a replica is TP x DP engines' GPUs and EP spans them
-    all (recipe.py _dp_rule); SGLang/TRT-LLM: DP is attention-DP inside the TP group, so AIConfigurator's
+    all (infersweep/engines/vllm.py); SGLang/TRT-LLM: DP is attention-DP inside the TP group, so AIConfigurator's
     tp_size (attention TP) is tp/dp and attention_dp_size is dp; MoE layers span every GPU of the replica
     as moe_tp x moe_ep."""
-    if r.recipe.engine == "vllm":
-        tp, dp = w.tp, w.dp
-    else:
-        dp = w.dp
-        tp = max(1, w.tp // dp)
+    tp, dp = r.engine.aic_parallelism(w)  # the engine's rule (infersweep/engines/<name>.py)
     gpus = tp * dp
     if not is_moe:
         return Worker(w.replicas, tp, dp)

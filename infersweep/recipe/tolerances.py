@@ -1,0 +1,40 @@
+"""How a nightly run is judged against its baseline: the recipe's `regression` block.
+
+Its own module because it is the one place recipe validation needs the results' metric vocabulary
+(which metrics exist, their default tolerances): that import is the single line below.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from infersweep.params_files import Strict as _Strict
+
+
+class Regression(_Strict):
+    """How a nightly run is judged against its baseline (infersweep.results.regression.judge_run).
+
+    `tolerances` maps a results metric (e.g. ttft_ms_p50, output_tok_s) to `{rel: 0.1}` (10 %),
+    `{abs: 0.01}`, or null to leave it unchecked; unnamed metrics keep the defaults. A change counts only
+    when it is beyond its tolerance AND more than `z` standard errors of the run-to-run noise."""
+
+    tolerances: dict[str, dict[Literal["rel", "abs"], float] | None] = {}
+    z: float = Field(default=3.0, gt=0, le=10)
+    repetitions: int = Field(default=1, ge=1, le=20, description="runs per point, reduced to the median")
+
+    @field_validator("tolerances")
+    @classmethod
+    def _known_metrics(cls, v: dict) -> dict:
+        from infersweep.results.regression import normalize_tolerances
+
+        try:
+            normalize_tolerances(v)
+        except ValueError as e:
+            raise ValueError(str(e)) from None
+        return v
+
+    def for_judge(self) -> dict[str, Any]:
+        return {**self.tolerances, "z": self.z}
+
