@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from steps import aiperf_point
-from steps.aiperf_results import iter_profiling_records, read_point
+from infersweep.aiperf_contract import iter_profiling_records, read_point
 
 from conftest import copy_tree
 

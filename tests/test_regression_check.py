@@ -12,7 +12,7 @@ import pytest
 
 from infersweep.local.s3server import LocalS3
 from steps import regression_check, summarize
-from steps.aiperf_results import read_point
+from infersweep.aiperf_contract import read_point
 from steps.publish import publish_tree
 
 

@@ -30,16 +30,16 @@ from typing import Any
 import pandas as pd
 
 from infersweep.results.validity import MEASURE_COLUMNS, judge_point, load_thresholds, mark_saturation, point_measures
-from steps.aiperf_results import RECORDS_FILE, SUMMARY_FILE, iter_profiling_records
+from infersweep.aiperf_contract import RECORDS_FILE, SUMMARY_FILE, iter_profiling_records
 
 SCHEMA_VERSION = "infersweep.results/v2"
 # v2 added the validity verdict (valid, validity_reasons and what the checks measured). A v1 table reads
 # as before; its rows have no verdict (unknown validity, which compare and regress keep).
 READABLE_VERSIONS = ("infersweep.results/v1", SCHEMA_VERSION)
 KEY = ["run_id", "recipe", "concurrency", "repetition"]
-OK_STATUSES = ("ok", "partial")  # points whose numbers are measurements (see steps.aiperf_results)
+OK_STATUSES = ("ok", "partial")  # points whose numbers are measurements (see infersweep.aiperf_contract)
 
-# Headline metrics: the flat names of steps.aiperf_results.read_point.
+# Headline metrics: the flat names of infersweep.aiperf_contract.read_point.
 LATENCY_PREFIXES = ("ttft_ms", "ttst_ms", "itl_ms", "request_latency_ms")
 LENGTH_PREFIXES = ("isl", "osl")
 STATS = ("avg", "p50", "p90", "p95", "p99", "min", "max", "std")
