@@ -1,7 +1,7 @@
 """Step: turn the sweep's points into the versioned results table, its run record and the run's report.
 
 Writes into <run-dir>/summary/:
-  results.parquet   the results table (infersweep.results.schema, one row per point and repetition)
+  results.parquet   the results table (infersweep.results.table, one row per point and repetition)
   results.csv/.md   the same table for eyes and spreadsheets
   run.json          the run context, SLOs and schema version: what the run index is built from
   report.html       the self-contained report, with pareto.png, latency.png, errors.png[, server_metrics.png]
@@ -29,7 +29,7 @@ from infersweep.predict.source import banner
 from infersweep.results.context import RUN_FILE, build_context, parse_context_arg
 from infersweep.results.report import write_report
 from infersweep.results.run import load_run_folder
-from infersweep.results.schema import SCHEMA_VERSION, build_table, point_dirs, read_result
+from infersweep.results.table import SCHEMA_VERSION, build_table, point_dirs, read_result
 from steps.outputs import json_object
 
 MD_COLUMNS = ["concurrency", "request_rate", "repetition", "status", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "latency_p50_ms",

@@ -15,7 +15,7 @@ import steps.publish as publish
 from infersweep.local.s3server import LocalS3
 from infersweep.results.store import publish_index_entry
 from infersweep.results.store import ChecksumError, IncompleteRunError, RunNotFound, RunStore
-from infersweep.results.schema import SCHEMA_VERSION
+from infersweep.results.table import SCHEMA_VERSION
 from test_results_schema import make_run_folder, summarize
 
 BUCKET = "results"

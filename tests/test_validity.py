@@ -20,7 +20,7 @@ import pytest
 from infersweep.cli import main as cli_main
 from infersweep.results.compare import compare_runs
 from infersweep.results.regression import judge_run
-from infersweep.results.schema import build_table, finish_table
+from infersweep.results.table import build_table, finish_table
 from infersweep.results.validity import load_thresholds
 from infersweep.aiperf_contract import read_point
 

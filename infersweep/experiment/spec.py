@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from infersweep.paths import params_dir
 from infersweep.recipe import (NAME_RE, RecipeError, ResolvedRecipe, _format_pydantic, _read_yaml_mapping,
                                find_recipe, parse_recipe, recipe_data)
-from infersweep.results.schema import direction
+from infersweep.metrics import direction
 
 MAX_RECIPE_NAME = 52  # infersweep.recipe.Recipe.name: a DNS label with room for the operator's suffixes
 MAX_TREATMENTS = 64  # an experiment holds GPUs for all of them; more is a sweep, not a comparison
@@ -49,7 +49,7 @@ class Comparison(_Strict):
     @classmethod
     def _has_direction(cls, v: str) -> str:
         try:
-            direction(v)  # the results schema knows which way is better; a claim needs that
+            direction(v)  # the metric vocabulary knows which way is better; a claim needs that
         except ValueError as e:
             raise ValueError(str(e)) from None
         return v

@@ -23,7 +23,7 @@ import pandas as pd
 
 from infersweep.results import index as ix
 from infersweep.results.run import METRICS_SKIPPED_FILE, RESULTS_FILE, SERVER_METRICS_FILE, Run
-from infersweep.results.schema import check_table
+from infersweep.results.table import check_table
 
 
 class IncompleteRunError(RuntimeError):
