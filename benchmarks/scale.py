@@ -8,7 +8,7 @@
    child process (its own rusage). Summarise = what the pipeline does with records (read_point on a
    point that left no summary: counts, error groups, profiling window) and TTFT/ITL/latency percentiles
    over every record. Run in the AIPerf env (where aiperf_point reads points) and in the step env.
-3. Publish 1 GB of artifacts (8 x 96 MiB + 256 x 1 MiB) to the local S3 server with steps.publish
+3. Publish 1 GB of artifacts (8 x 96 MiB + 256 x 1 MiB) to the local S3 server with infersweep.results.publish
    (sha256 of every object, HEAD, upload, manifest) and with `aws s3 cp --recursive` in the same run:
    ratio aws/ours >= 1 means ours is at least as fast.
 
@@ -217,7 +217,7 @@ def make_artifacts(root: Path) -> Path:
 
 def bench_publish() -> list[Figure]:
     from infersweep.local.s3server import LocalS3
-    from steps.publish import publish_tree, s3_client
+    from infersweep.results.publish import publish_tree, s3_client
 
     src = make_artifacts(CACHE / "artifacts-1g")
     tree = src / "points"  # the marker file stays out of the upload
@@ -235,7 +235,7 @@ def bench_publish() -> list[Figure]:
         summary = publish_tree(tree, bucket="bench", prefix="ours", s3=s3_client())
         ours_s = time.perf_counter() - t0
     aws_version = subprocess.run(["aws", "--version"], capture_output=True, text=True).stdout.split()[0]
-    figs.append(Figure("scale", f"publish {size / 2**30:.2f} GiB ({summary['objects']} files): steps.publish", ours_s, "s",
+    figs.append(Figure("scale", f"publish {size / 2**30:.2f} GiB ({summary['objects']} files): infersweep.results.publish", ours_s, "s",
                        note=f"{size / 2**20 / ours_s:.0f} MiB/s incl. sha256 + HEAD + manifest"))
     figs.append(Figure("scale", "  same tree: aws s3 cp --recursive", aws_s, "s", note=f"{aws_version}, {size / 2**20 / aws_s:.0f} MiB/s"))
     figs.append(Figure("scale", "  aws time / ours (>= 1: ours at least as fast)", aws_s / ours_s, "x", ">= 1.0"))

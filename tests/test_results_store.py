@@ -1,5 +1,5 @@
 """RunStore and the run index against a REAL S3-compatible server (moto_server via LocalS3), with runs
-published by the real steps.publish: complete runs are listed and loaded; a run whose publish was
+published by the real infersweep.results.publish: complete runs are listed and loaded; a run whose publish was
 interrupted (no manifest) is never listed and never loaded; concurrent runs never clobber the index."""
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ import uuid
 import pandas as pd
 import pytest
 
-import steps.publish as publish
+import infersweep.results.publish as publish
 from infersweep.local.s3server import LocalS3
 from infersweep.results.store import publish_index_entry
-from infersweep.results.store import ChecksumError, IncompleteRunError, RunNotFound, RunStore
+from infersweep.results.manifest import ChecksumError, IncompleteRunError
+from infersweep.results.store import RunNotFound, RunStore
 from infersweep.results.table import SCHEMA_VERSION
 from test_results_schema import make_run_folder, summarize
 
