@@ -110,3 +110,14 @@ def test_the_contract_imports_only_the_standard_library():
     foreign = {m for m in _top_modules(ast.walk(tree)) if m not in sys.stdlib_module_names and m != "__future__"}
     assert optional == {"orjson"}
     assert foreign == optional
+
+
+def test_the_metric_vocabulary_names_exactly_what_read_point_gives():
+    """infersweep.metrics (recipe tolerances, experiment claims, the results table) and the contract's reader
+    speak one vocabulary: a real run's metrics are the table's headline columns, none missing, none extra."""
+    from infersweep.aiperf_contract import read_point
+    from infersweep.metrics import HEADLINE, direction
+
+    metrics = read_point(FIXTURES / "aiperf" / "0.13.0" / "dynamo-mocker-c4")["metrics"]
+    assert set(metrics) == set(HEADLINE)
+    assert direction("ttft_ms_p99") == "lower" and direction("output_tok_s") == "higher"
