@@ -127,10 +127,10 @@ def generate_jsonl(path: Path, n: int, seed: int = 7) -> Path:
 def _parse_child(point_dir: str, what: str) -> dict:
     """Runs in a child process so its peak RSS is its own."""
     t0 = time.perf_counter()
-    from infersweep import aiperf_contract as aiperf_results
+    from infersweep import aiperf_contract
 
     if what == "read_point":
-        r = aiperf_results.read_point(point_dir)
+        r = aiperf_contract.read_point(point_dir)
         out = {"requests_ok": r["requests_ok"], "requests_failed": r["requests_failed"], "errors": len(r["errors"]),
                "window_s": (r["profiling_end_ns"] - r["profiling_start_ns"]) / 1e9}
     else:  # percentiles over every record, from the records alone
@@ -138,7 +138,7 @@ def _parse_child(point_dir: str, what: str) -> dict:
 
         series = {k: array("d") for k in ("time_to_first_token", "inter_token_latency", "request_latency")}
         n = 0
-        for rec in aiperf_results.iter_profiling_records(Path(point_dir) / aiperf_results.RECORDS_FILE):
+        for rec in aiperf_contract.iter_profiling_records(Path(point_dir) / aiperf_contract.RECORDS_FILE):
             n += 1
             metrics = rec.get("metrics") or {}
             for k, arr in series.items():
@@ -150,7 +150,7 @@ def _parse_child(point_dir: str, what: str) -> dict:
             s = sorted(arr)
             out[k] = {p: s[min(len(s) - 1, int(p / 100 * len(s)))] for p in (50, 90, 99)} if s else {}
     out["seconds"] = time.perf_counter() - t0
-    out["fast_json"] = getattr(aiperf_results, "_FAST_JSON", "stdlib json")
+    out["fast_json"] = getattr(aiperf_contract, "_FAST_JSON", "stdlib json")
     return out
 
 
