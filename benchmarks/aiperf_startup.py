@@ -31,8 +31,9 @@ from pathlib import Path
 
 from _common import REPO, Figure, report, table
 
+from infersweep import aiperf_contract
 from steps import aiperf_point
-from steps.aiperf_results import read_point
+from infersweep.aiperf_contract import read_point
 
 RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"
 AIPERF = str(REPO / ".venv-aiperf/bin/aiperf")
@@ -71,11 +72,11 @@ def run_point(dep, tokenizer: Path, out: Path, env_extra: dict, flags: list[str]
     args = aiperf_point.parse_args(["--url", dep.frontend_url, "--model", dep.model_name, "--tokenizer", str(tokenizer),
                                     "--concurrency", "1", "--requests", "16", "--warmup", "1",
                                     "--workload", '{"isl":256,"osl":64}', "--out", str(out), "--aiperf", AIPERF])
-    argv = aiperf_point.build_argv(args)
+    argv = aiperf_contract.build_argv(args)
     if concurrency != "1":
         argv[argv.index("--concurrency") + 1] = concurrency
     argv += flags
-    env = aiperf_point.child_env() | env_extra
+    env = aiperf_contract.child_env() | env_extra
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
     with open(out / "aiperf.log", "wb") as log:

@@ -8,7 +8,7 @@
    child process (its own rusage). Summarise = what the pipeline does with records (read_point on a
    point that left no summary: counts, error groups, profiling window) and TTFT/ITL/latency percentiles
    over every record. Run in the AIPerf env (where aiperf_point reads points) and in the step env.
-3. Publish 1 GB of artifacts (8 x 96 MiB + 256 x 1 MiB) to the local S3 server with steps.publish
+3. Publish 1 GB of artifacts (8 x 96 MiB + 256 x 1 MiB) to the local S3 server with infersweep.results.publish
    (sha256 of every object, HEAD, upload, manifest) and with `aws s3 cp --recursive` in the same run:
    ratio aws/ours >= 1 means ours is at least as fast.
 
@@ -127,10 +127,10 @@ def generate_jsonl(path: Path, n: int, seed: int = 7) -> Path:
 def _parse_child(point_dir: str, what: str) -> dict:
     """Runs in a child process so its peak RSS is its own."""
     t0 = time.perf_counter()
-    from steps import aiperf_results
+    from infersweep import aiperf_contract
 
     if what == "read_point":
-        r = aiperf_results.read_point(point_dir)
+        r = aiperf_contract.read_point(point_dir)
         out = {"requests_ok": r["requests_ok"], "requests_failed": r["requests_failed"], "errors": len(r["errors"]),
                "window_s": (r["profiling_end_ns"] - r["profiling_start_ns"]) / 1e9}
     else:  # percentiles over every record, from the records alone
@@ -138,7 +138,7 @@ def _parse_child(point_dir: str, what: str) -> dict:
 
         series = {k: array("d") for k in ("time_to_first_token", "inter_token_latency", "request_latency")}
         n = 0
-        for rec in aiperf_results.iter_profiling_records(Path(point_dir) / aiperf_results.RECORDS_FILE):
+        for rec in aiperf_contract.iter_profiling_records(Path(point_dir) / aiperf_contract.RECORDS_FILE):
             n += 1
             metrics = rec.get("metrics") or {}
             for k, arr in series.items():
@@ -150,7 +150,7 @@ def _parse_child(point_dir: str, what: str) -> dict:
             s = sorted(arr)
             out[k] = {p: s[min(len(s) - 1, int(p / 100 * len(s)))] for p in (50, 90, 99)} if s else {}
     out["seconds"] = time.perf_counter() - t0
-    out["fast_json"] = getattr(aiperf_results, "_FAST_JSON", "stdlib json")
+    out["fast_json"] = getattr(aiperf_contract, "_FAST_JSON", "stdlib json")
     return out
 
 
@@ -217,7 +217,7 @@ def make_artifacts(root: Path) -> Path:
 
 def bench_publish() -> list[Figure]:
     from infersweep.local.s3server import LocalS3
-    from steps.publish import publish_tree, s3_client
+    from infersweep.results.publish import publish_tree, s3_client
 
     src = make_artifacts(CACHE / "artifacts-1g")
     tree = src / "points"  # the marker file stays out of the upload
@@ -235,7 +235,7 @@ def bench_publish() -> list[Figure]:
         summary = publish_tree(tree, bucket="bench", prefix="ours", s3=s3_client())
         ours_s = time.perf_counter() - t0
     aws_version = subprocess.run(["aws", "--version"], capture_output=True, text=True).stdout.split()[0]
-    figs.append(Figure("scale", f"publish {size / 2**30:.2f} GiB ({summary['objects']} files): steps.publish", ours_s, "s",
+    figs.append(Figure("scale", f"publish {size / 2**30:.2f} GiB ({summary['objects']} files): infersweep.results.publish", ours_s, "s",
                        note=f"{size / 2**20 / ours_s:.0f} MiB/s incl. sha256 + HEAD + manifest"))
     figs.append(Figure("scale", "  same tree: aws s3 cp --recursive", aws_s, "s", note=f"{aws_version}, {size / 2**20 / aws_s:.0f} MiB/s"))
     figs.append(Figure("scale", "  aws time / ours (>= 1: ours at least as fast)", aws_s / ours_s, "x", ">= 1.0"))

@@ -73,10 +73,7 @@ def _check_points(value: str) -> str:
 
 
 def _check_workload(value: str) -> None:
-    try:
-        from steps.aiperf_point import TRACE_KEYS, WORKLOAD_FLAGS
-    except ImportError:  # pragma: no cover - steps/ is part of this repository
-        return
+    from infersweep.aiperf_contract import TRACE_KEYS, WORKLOAD_FLAGS
     w = _json("workload", value, dict)
     unknown = sorted(set(w) - set(WORKLOAD_FLAGS) - set(TRACE_KEYS))
     if unknown:

@@ -19,7 +19,7 @@ from steps.outputs import json_object
 
 def fetch_prefix(bucket: str, prefix: str, dest: Path) -> int:
     """Download every object under s3://bucket/prefix/ into dest; return how many."""
-    from steps.publish import s3_client  # fails in seconds when S3 is unreachable
+    from infersweep.results.s3 import s3_client  # fails in seconds when S3 is unreachable
 
     s3 = s3_client()
     n = 0

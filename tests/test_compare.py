@@ -11,7 +11,7 @@ import pytest
 
 from infersweep.cli import main as cli_main
 from infersweep.results.compare import compare_runs
-from infersweep.results.schema import finish_table
+from infersweep.results.table import finish_table
 
 SLO = {"ttft_p50_ms": 1000, "tok_s_user_min": 30}
 

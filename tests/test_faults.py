@@ -33,7 +33,8 @@ from infersweep.local import procs
 from infersweep.local.run import ARTIFACT_BUCKET, run_local
 from infersweep.local.s3server import LocalS3
 from infersweep.cluster_settings import load_cluster_settings
-from steps.publish import IncompleteRun, verify_run
+from infersweep.results.manifest import IncompleteRunError
+from infersweep.results.publish import verify_run
 
 pytestmark = pytest.mark.e2e
 RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"
@@ -265,7 +266,7 @@ def test_disk_full_mid_sweep(tmp_path, s3, small_disk):
     # c2 (its pod, or its retry wrapper) did not succeed, with a reason
     c2 = [n for n in walk(first.root) if "point(1:" in n.name]
     assert c2 and all(n.phase in ("Failed", "Error") and n.message for n in c2), [(n.name, n.phase, n.message) for n in c2]
-    with pytest.raises(IncompleteRun):  # nothing half-published that looks complete
+    with pytest.raises(IncompleteRunError):  # nothing half-published that looks complete
         published(s3, first.run_id)
 
     filler.unlink()  # the operator frees space, then resumes

@@ -13,7 +13,7 @@ from infersweep.local import procs
 from infersweep.local.run import ARTIFACT_BUCKET, run_local
 from infersweep.local.s3server import LocalS3
 from infersweep.cluster_settings import load_cluster_settings
-from steps.publish import verify_run
+from infersweep.results.publish import verify_run
 
 pytestmark = pytest.mark.e2e
 NEMOTRON = "nemotron-3-nano-fp8-vllm-agg-kv"

@@ -20,7 +20,7 @@ from infersweep.predict.curve import PredictedPoint, Prediction
 from infersweep.predict.rank import (PREDICTED_METRICS, ExperimentPrediction, _check_claim, _rank, metric_value,
                                      not_predicted_reason)
 from infersweep.predict.target import Target, Worker
-from infersweep.results.schema import direction
+from infersweep.metrics import direction
 
 needs_aic = pytest.mark.skipif(not Path(aic.aic_python()).exists(),
                                reason="no .venv-aic (AIConfigurator): run scripts/setup.sh")

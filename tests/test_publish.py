@@ -1,4 +1,4 @@
-"""steps.publish against a REAL S3-compatible server (moto_server via LocalS3).
+"""infersweep.results.publish (and the publish step) against a REAL S3-compatible server (moto_server via LocalS3).
 
 No in-process mocks: every request goes over HTTP to a separate process.
 """
@@ -19,16 +19,9 @@ from pathlib import Path
 import pytest
 
 from infersweep.local.s3server import LocalS3
-from steps.publish import (
-    ChecksumMismatch,
-    IncompleteRun,
-    PublishConflict,
-    PublishError,
-    publish_tree,
-    read_object_verified,
-    s3_client,
-    verify_run,
-)
+from infersweep.results.manifest import ChecksumError, IncompleteRunError
+from infersweep.results.publish import PublishConflict, PublishError, publish_tree, read_object_verified, verify_run
+from infersweep.results.s3 import s3_client
 
 REPO = Path(__file__).resolve().parents[1]
 BUCKET = "runs"
@@ -181,10 +174,10 @@ def test_tampered_object_fails_verification(tmp_path, s3, prefix):
     # Overwrite behind the publisher's back, keeping the old sha256 metadata.
     s3.put_object(Bucket=BUCKET, Key=key, Body=b"concurrency,tps\n1,99.9\n", Metadata={"sha256": old_sha})
 
-    with pytest.raises(ChecksumMismatch) as info:
+    with pytest.raises(ChecksumError) as info:
         verify_run(BUCKET, prefix, s3=s3)
     assert info.value.key == key and key in str(info.value)
-    with pytest.raises(ChecksumMismatch):
+    with pytest.raises(ChecksumError):
         read_object_verified(BUCKET, key, s3=s3)
 
 
@@ -192,7 +185,7 @@ KILL_BEFORE_MANIFEST = textwrap.dedent(
     """
     import os, signal, sys
     from pathlib import Path
-    from steps.publish import publish_tree, s3_client
+    from infersweep.results.publish import publish_tree, s3_client
 
     def die_before_manifest(params, **_):
         # The pod is killed right after the last object and before the manifest.
@@ -215,7 +208,7 @@ def test_killed_before_manifest_is_incomplete_then_resumable(tmp_path, server, s
     assert proc.returncode == -9, proc.stderr.decode()
     assert len(remote_snapshot(s3, prefix)) == 4  # every object landed ...
 
-    with pytest.raises(IncompleteRun, match="run is incomplete: no manifest"):
+    with pytest.raises(IncompleteRunError, match="is incomplete: no manifest"):
         verify_run(BUCKET, prefix, s3=s3)  # ... but the run is not complete
 
     summary = publish_tree(tree, bucket=BUCKET, prefix=prefix, s3=s3)  # the retry
@@ -236,7 +229,7 @@ def test_unreadable_file_uploads_nothing(tmp_path, s3, prefix):
     assert "nested/broken.bin" in str(info.value)
     assert info.value.uploaded == []
     assert remote_snapshot(s3, prefix) == {}
-    with pytest.raises(IncompleteRun):
+    with pytest.raises(IncompleteRunError):
         verify_run(BUCKET, prefix, s3=s3)
 
 

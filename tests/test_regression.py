@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from infersweep.results.regression import DEFAULT_TOLERANCES, judge_run
+from infersweep.metrics import DEFAULT_TOLERANCES
+from infersweep.results.regression import judge_run
 
 LEVELS = (1, 4, 16, 64)
 BASE = {"ttft_ms_p50": 200.0, "ttft_ms_p99": 400.0, "itl_ms_p50": 10.0, "request_latency_ms_p50": 3000.0,

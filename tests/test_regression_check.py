@@ -11,9 +11,10 @@ import pandas as pd
 import pytest
 
 from infersweep.local.s3server import LocalS3
-from steps import regression_check, summarize
-from steps.aiperf_results import read_point
-from steps.publish import publish_tree
+from infersweep.results import summarize
+from steps import regression_check
+from infersweep.aiperf_contract import read_point
+from infersweep.results.publish import publish_tree
 
 
 def make_run(root, fixture, name):

@@ -1,4 +1,4 @@
-"""The results table (infersweep.results.schema) built by the summarize step from REAL AIPerf 0.13.0
+"""The results table (infersweep.results.table) built by the summarize step from REAL AIPerf 0.13.0
 artifact dirs (tests/fixtures/aiperf/0.13.0): a good point, a point with HTTP 500s, a failed point."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from infersweep.results.schema import SCHEMA_VERSION
-from steps.aiperf_results import read_point
+from infersweep.results.table import SCHEMA_VERSION
+from infersweep.aiperf_contract import read_point
 from steps.summarize import main as summarize_main
 
 from conftest import copy_tree

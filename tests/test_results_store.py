@@ -1,9 +1,10 @@
 """RunStore and the run index against a REAL S3-compatible server (moto_server via LocalS3), with runs
-published by the real steps.publish: complete runs are listed and loaded; a run whose publish was
+published by the real infersweep.results.publish: complete runs are listed and loaded; a run whose publish was
 interrupted (no manifest) is never listed and never loaded; concurrent runs never clobber the index."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import uuid
@@ -11,11 +12,12 @@ import uuid
 import pandas as pd
 import pytest
 
-import steps.publish as publish
+import infersweep.results.publish as publish
 from infersweep.local.s3server import LocalS3
 from infersweep.results.store import publish_index_entry
-from infersweep.results.store import ChecksumError, IncompleteRunError, RunNotFound, RunStore
-from infersweep.results.schema import SCHEMA_VERSION
+from infersweep.results.manifest import ChecksumError, IncompleteRunError, RunIntegrityError
+from infersweep.results.store import RunNotFound, RunStore
+from infersweep.results.table import SCHEMA_VERSION
 from test_results_schema import make_run_folder, summarize
 
 BUCKET = "results"
@@ -117,6 +119,27 @@ def test_a_tampered_results_file_is_refused(s3, base, run_folder):
     s3.put_object(Bucket=BUCKET, Key=f"{prefix}/summary/results.parquet", Body=b"not the measured table")
     with pytest.raises(ChecksumError, match="results.parquet"):
         RunStore(f"s3://{BUCKET}/{base}", s3=s3).load("wf-t")
+
+
+def test_verify_run_and_the_store_judge_a_run_with_one_checker(s3, base, run_folder):
+    """One manifest checker (infersweep.results.manifest): the publish step's verify_run and RunStore.load
+    refuse the same damage with the same error class and the same words."""
+    prefix = publish_run(s3, base, "wf-one", run_folder)
+    key = f"{prefix}/summary/results.parquet"
+    body = b"other bytes, with a matching sha256 header: only the manifest can tell"
+    s3.put_object(Bucket=BUCKET, Key=key, Body=body, Metadata={"sha256": hashlib.sha256(body).hexdigest()})
+    with pytest.raises(ChecksumError) as by_verify:
+        publish.verify_run(BUCKET, prefix, s3=s3)
+    with pytest.raises(ChecksumError) as by_store:
+        RunStore(f"s3://{BUCKET}/{base}", s3=s3).load("wf-one")
+    assert str(by_verify.value) == str(by_store.value) and by_store.value.key == key
+    assert isinstance(by_store.value, RunIntegrityError)
+
+    s3.delete_object(Bucket=BUCKET, Key=f"{prefix}/manifest.json")
+    with pytest.raises(IncompleteRunError, match="is incomplete: no manifest"):
+        publish.verify_run(BUCKET, prefix, s3=s3)
+    with pytest.raises(IncompleteRunError, match="is incomplete: no manifest"):
+        RunStore(f"s3://{BUCKET}/{base}", s3=s3).load(f"{RECIPE}/wf-one")
 
 
 def test_unknown_run_is_a_clear_error(s3, base):

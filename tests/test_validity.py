@@ -20,9 +20,9 @@ import pytest
 from infersweep.cli import main as cli_main
 from infersweep.results.compare import compare_runs
 from infersweep.results.regression import judge_run
-from infersweep.results.schema import build_table, finish_table
+from infersweep.results.table import build_table, finish_table
 from infersweep.results.validity import load_thresholds
-from steps.aiperf_results import read_point
+from infersweep.aiperf_contract import read_point
 
 FIXTURES = Path(__file__).parent / "fixtures" / "validity"
 LOCAL = load_thresholds("local")

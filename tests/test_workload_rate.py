@@ -13,6 +13,7 @@ import pytest
 from infersweep.cli_util import check_sets
 from infersweep.recipe import RecipeError
 from infersweep.recipe.models import Workload
+from infersweep import aiperf_contract
 from steps import aiperf_point
 
 BASE = {"isl": 64, "osl": 16}
@@ -21,7 +22,7 @@ BASE = {"isl": 64, "osl": 16}
 def _argv(*extra: str) -> list[str]:
     args = aiperf_point.parse_args(["--url", "http://f:8000", "--model", "m", "--tokenizer", "/tok", "--out", "/tmp/p/c16",
                                     "--requests", "40", *extra])
-    return aiperf_point.build_argv(args)
+    return aiperf_contract.build_argv(args)
 
 
 def test_rate_sweep_points_carry_the_rate_under_one_concurrency_cap():
@@ -82,9 +83,9 @@ def test_closed_loop_point_sends_no_rate():
 
 
 def test_rate_points_get_folders_and_seeds_of_their_own():
-    assert str(aiperf_point.point_folder("/run/points/c16", 2.5)) == "/run/points/c16-rate2.5"
-    assert str(aiperf_point.point_folder("/run/points/c16", 0)) == "/run/points/c16"
-    seeds = {aiperf_point.choose_seed(aiperf_point.parse_args(
+    assert str(aiperf_contract.point_folder("/run/points/c16", 2.5)) == "/run/points/c16-rate2.5"
+    assert str(aiperf_contract.point_folder("/run/points/c16", 0)) == "/run/points/c16"
+    seeds = {aiperf_contract.choose_seed(aiperf_point.parse_args(
         ["--url", "u", "--model", "m", "--tokenizer", "t", "--out", "o", "--requests", "1", "--isl", "8", "--osl", "8",
          "--concurrency", "16", "--request-rate", r]))[0] for r in ("1", "2")}
     assert len(seeds) == 2

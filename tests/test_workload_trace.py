@@ -1,6 +1,6 @@
 """Trace replay on its own timing: trace.fixed_schedule reaches AIPerf as --fixed-schedule, and a local
 tokenizer folder reaches AIPerf in a form its hash_ids worker pool can load offline (see
-steps.aiperf_point.tokenizer_as_cached_hub_id for the AIPerf 0.13 source that makes this necessary)."""
+steps.aiperf_contract.tokenizer_as_cached_hub_id for the AIPerf 0.13 source that makes this necessary)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 from infersweep.paths import params_dir
 from infersweep.recipe.models import Workload
+from infersweep import aiperf_contract
 from steps import aiperf_point
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,7 +24,7 @@ TRACE = {"url": "/data/t.jsonl", "avg_isl": 100, "avg_osl": 10}
 def _argv(workload: dict) -> list[str]:
     args = aiperf_point.parse_args(["--url", "u", "--model", "m", "--tokenizer", "/tok", "--out", "/tmp/x/c1",
                                     "--requests", "32", "--concurrency", "8", "--workload", json.dumps(workload)])
-    return aiperf_point.build_argv(args)
+    return aiperf_contract.build_argv(args)
 
 
 def test_fixed_schedule_trace_replays_its_timestamps():
@@ -71,9 +72,9 @@ def test_aiperf_loads_a_local_tokenizer_folder_offline_through_the_cached_hub_id
             "except Exception as e: print('FAIL', type(e).__name__)\n")
     direct = subprocess.run([str(AIPERF_PY), "-c", code, str(tok)], capture_output=True, text=True, timeout=120)
     assert direct.stdout.startswith("FAIL"), direct.stdout + direct.stderr
-    name, env = aiperf_point.tokenizer_as_cached_hub_id(Path(tok), tmp_path / "hub")
+    name, env = aiperf_contract.tokenizer_as_cached_hub_id(Path(tok), tmp_path / "hub")
     via_cache = subprocess.run([str(AIPERF_PY), "-c", code, name], capture_output=True, text=True, timeout=120,
-                               env=aiperf_point.child_env(env))
+                               env=aiperf_contract.child_env(env))
     assert via_cache.stdout.startswith("OK 2"), via_cache.stdout + via_cache.stderr
 
 
@@ -153,7 +154,7 @@ def test_agentic_sessions_replay_locally_end_to_end(tmp_path):
     assert res.phase == "Succeeded"
     result = json.loads((Path(res.results_dir) / "points" / "c8" / "result.json").read_text())
     assert result["status"] == "ok" and result["requests_ok"] == 32
-    assert "--fixed-schedule" in result["argv"] and aiperf_point.LOCAL_TOKENIZER_REPO in result["argv"]
+    assert "--fixed-schedule" in result["argv"] and aiperf_contract.LOCAL_TOKENIZER_REPO in result["argv"]
     assert result["metrics"]["osl_avg"] == pytest.approx(14.34375)  # the trace's output lengths, exactly
     log = (Path(res.results_dir) / "points" / "c8" / "aiperf.log").read_text()
     assert "sessions: completed=8" in log

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 
 def run(a: argparse.Namespace) -> int:
-    from steps.publish import main as publish_main
+    from infersweep.results.publish import publish_run  # boto3 only when publishing
 
-    return publish_main([a.dir, "--bucket", a.bucket, "--prefix", a.prefix])
+    return publish_run(Path(a.dir), a.bucket, a.prefix)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

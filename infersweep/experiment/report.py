@@ -25,8 +25,8 @@ import pandas as pd
 from infersweep.experiment.spec import Comparison as Claim
 from infersweep.experiment.spec import Experiment
 from infersweep.results.compare import TIE, Comparison, compare_runs, format_comparison
-from infersweep.results.regression import DEFAULT_Z, MEDIAN_SE, _levels, _pooled_sigma
-from infersweep.results.schema import direction
+from infersweep.metrics import DEFAULT_Z, direction
+from infersweep.results.regression import MEDIAN_SE, _levels, _pooled_sigma
 
 
 @dataclass

@@ -23,11 +23,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from infersweep.paths import params_dir
+from infersweep.metrics import direction
 from infersweep.params_files import format_pydantic as _format_pydantic
 from infersweep.params_files import read_yaml_mapping as _read_yaml_mapping
 from infersweep.recipe import RecipeError, ResolvedRecipe, find_recipe, parse_recipe, recipe_data
 from infersweep.recipe.models import NAME_RE
-from infersweep.results.schema import direction
 
 MAX_RECIPE_NAME = 52  # infersweep.recipe.Recipe.name: a DNS label with room for the operator's suffixes
 MAX_TREATMENTS = 64  # an experiment holds GPUs for all of them; more is a sweep, not a comparison
@@ -51,7 +51,7 @@ class Comparison(_Strict):
     @classmethod
     def _has_direction(cls, v: str) -> str:
         try:
-            direction(v)  # the results schema knows which way is better; a claim needs that
+            direction(v)  # the metric vocabulary knows which way is better; a claim needs that
         except ValueError as e:
             raise ValueError(str(e)) from None
         return v

@@ -70,7 +70,7 @@ def finished_treatments(run_dir: Path) -> list[str]:
     report counts it missing (infersweep.experiment.report.experiment_report)."""
     import pandas as pd
 
-    from infersweep.results.schema import OK_STATUSES
+    from infersweep.results.table import OK_STATUSES
 
     d = run_dir / TREATMENTS
     done = []

@@ -3,7 +3,7 @@
 One deployment (the recipe's DGD on Dynamo's frontend + mocker workers, as `infersweep run --local` starts
 it: infersweep.local.dynamo.deploy_local) stays up while infersweep.slo_search.bisect chooses the loads; each
 probe is one real `steps.aiperf_point` run (the step the pipeline runs) in OUT/points/, judged by the
-results table's own SLO check (infersweep.results.schema.point_row). The deployment is torn down at the end,
+results table's own SLO check (infersweep.results.table.point_row). The deployment is torn down at the end,
 whatever happens.
 
 On a cluster the same search maps to one Argo Workflow whose sweep is driven by the search instead of a
@@ -28,7 +28,7 @@ from infersweep.local.run import local_profile, local_workload, scaled_lengths, 
 from infersweep.paths import REPO_ROOT, venv_python
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import RecipeError, load_recipe
-from infersweep.results.schema import point_row
+from infersweep.results.table import point_row
 from infersweep.slo_search import Search, bisect
 from workflows.pipeline import recipe_arguments
 

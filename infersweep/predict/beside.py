@@ -32,7 +32,7 @@ PHYSICS_COLUMNS = ["implausible", "implausible_reason", "itl_floor_ms"]
 # measured column -> predicted column, as the report sets them side by side (ratio = measured / predicted)
 SIDE_BY_SIDE = [("ttft_ms_avg", "predicted_ttft_ms", "TTFT mean ms"), ("itl_ms_avg", "predicted_itl_ms", "ITL mean ms"),
                 ("output_tok_s", "predicted_output_tok_s", "output tok/s")]
-MEASURED_STATUSES = ("ok", "partial")  # = results.schema.OK_STATUSES (predict/ does not import results/)
+MEASURED_STATUSES = ("ok", "partial")  # = results.table.OK_STATUSES (predict/ does not import results/)
 
 
 def _resolve(ctx: dict[str, Any], lookup: Callable[[dict[str, Any]], Any] | None = None):

@@ -27,7 +27,7 @@ class Regression(_Strict):
     @field_validator("tolerances")
     @classmethod
     def _known_metrics(cls, v: dict) -> dict:
-        from infersweep.results.regression import normalize_tolerances
+        from infersweep.metrics import normalize_tolerances
 
         try:
             normalize_tolerances(v)

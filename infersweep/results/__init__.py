@@ -1,10 +1,14 @@
 """Results that answer questions: the versioned results table, the run store, reports, comparisons and
 noise-aware regression verdicts.
 
-schema.py      one tidy row per (run, recipe, concurrency, repetition): every AIPerf statistic, derived
-               throughput, goodput, SLO pass/fail and the run's context
+table.py       one tidy row per (run, recipe, concurrency, repetition): every AIPerf statistic, derived
+               throughput, goodput, SLO pass/fail and the run's context (metric names: infersweep/metrics.py)
+summarize.py   a run folder's points -> summary/ (the table, run.json, the report): the summarize step's work
 context.py     the run context (recipe hash, images, model revision, topology, GPUs, AIPerf version, times)
 index.py       the per-run index entries that make "all runs of recipe X" one LIST
+manifest.py    a published run's manifest.json and its one checker (RunIntegrityError and subclasses)
+publish.py     publish_tree / verify_run / publish_run: a run folder into S3, manifest last (the publish step)
+s3.py          the S3 client every reader and writer uses
 store.py       RunStore: S3 or a local folder; refuses runs without a manifest
 report.py      the self-contained HTML report (+ PNGs)
 plots.py       the figures report and compare share

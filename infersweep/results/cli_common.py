@@ -53,13 +53,14 @@ def clean_errors(fn):
     import functools
 
     from infersweep.recipe import RecipeError
-    from infersweep.results.store import ChecksumError, IncompleteRunError, RunNotFound
+    from infersweep.results.manifest import RunIntegrityError
+    from infersweep.results.store import RunNotFound
 
     @functools.wraps(fn)
     def wrapper(a):
         try:
             return fn(a)
-        except (IncompleteRunError, RunNotFound, ChecksumError, FileNotFoundError, ValueError) as e:
+        except (RunIntegrityError, RunNotFound, FileNotFoundError, ValueError) as e:
             if isinstance(e, RecipeError):
                 raise
             raise RecipeError(str(e)) from None

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from infersweep.metrics import direction
 from infersweep.results.plots import COLORS, _plt, _save, per_point
-from infersweep.results.schema import direction
 from infersweep.results.validity import split_valid
 
 METRICS = [

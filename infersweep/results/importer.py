@@ -1,9 +1,9 @@
 """Bring existing AIPerf artifact folders into the results store, as a run of a recipe.
 
 Teams keep one AIPerf artifact folder per concurrency (`--artifact-dir runs/c16`, ...). `import_run` finds
-them under a folder, reads each one with the same reader the pipeline uses (steps.aiperf_results, any
+them under a folder, reads each one with the same reader the pipeline uses (infersweep.aiperf_contract, any
 AIPerf 0.10-0.13), lays them out as a run folder (`points/c<N>[-r<K>]/aiperf/` + `result.json`), summarises
-it with the pipeline's summarize step (same table, validity verdicts, report), and publishes it to the
+it as the pipeline's summarize step does (same table, validity verdicts, report), and publishes it to the
 store (S3 or a local folder) with a manifest and an index entry, so `compare` and `regress` treat it like
 any other run. The context says `source: imported`, the AIPerf version each point was written by, and
 where the folders came from.
@@ -22,7 +22,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from steps.aiperf_results import RECORDS_FILE, SUMMARY_FILE, read_point
+from infersweep.aiperf_contract import RECORDS_FILE, SUMMARY_FILE, read_point
+from infersweep.results import index as ix
+from infersweep.recipe_context import recipe_context
+from infersweep.results.store import RunNotFound, RunStore
+from infersweep.results.summarize import summarize
 
 ARTIFACT_MARKERS = (SUMMARY_FILE, RECORDS_FILE)
 
@@ -139,9 +143,6 @@ def default_run_id(root: Path) -> str:
 def import_run(root: Path, recipe_name: str, store: str, run_id: str | None = None, s3=None,
                keep: Path | None = None) -> dict[str, Any]:
     """Import the AIPerf folders under root as run `run_id` of `recipe_name` into `store`. Returns a summary."""
-    from infersweep.recipe_context import recipe_context
-    from steps.summarize import summarize
-
     resolved = _resolve_recipe(recipe_name)
     run_id = run_id or default_run_id(root)
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,120}", run_id):
@@ -173,9 +174,6 @@ def _resolve_recipe(name: str):
 
 
 def _publish(run_dir: Path, recipe: str, run_id: str, store: str, s3=None) -> str:
-    from infersweep.results import index as ix
-    from infersweep.results.store import RunNotFound, RunStore
-
     target = RunStore(store, s3=s3)
     try:
         target.locate(f"{recipe}/{run_id}")
@@ -184,7 +182,7 @@ def _publish(run_dir: Path, recipe: str, run_id: str, store: str, s3=None) -> st
     except RunNotFound:
         pass
     if store.startswith("s3://"):
-        from steps.publish import publish_tree
+        from infersweep.results.publish import publish_tree  # boto3 only for an S3 store
 
         bucket = store[5:].partition("/")[0]
         prefix = ix.run_prefix(target.base, recipe, run_id)

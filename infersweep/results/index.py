@@ -1,6 +1,6 @@
 """The run index: one small entry object per complete run, so "all runs of recipe X" is one LIST.
 
-    <base>/<recipe>/<run-id>/...                  the run (published by steps.publish)
+    <base>/<recipe>/<run-id>/...                  the run (published by infersweep.results.publish)
     <base>/<recipe>/<run-id>/manifest.json        written last by publish: the run is complete
     <base>/_index/<recipe>/<run-id>.json          the index entry, written only after the manifest
 
@@ -18,10 +18,8 @@ import hashlib
 import json
 from typing import Any
 
-MANIFEST_SCHEMA = "infersweep.run-manifest/v1"  # manifest.json of a published run (steps.publish, RunStore.put_run)
 INDEX_DIR = "_index"
 INDEX_SCHEMA = "infersweep.run-index/v1"
-MANIFEST_NAME = "manifest.json"  # steps.publish.MANIFEST_NAME (not imported: keep this importable without boto3)
 RUN_RECORD = "summary/run.json"
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from infersweep.results.schema import measured
+from infersweep.results.table import measured
 
 COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:olive"]
 

@@ -7,7 +7,7 @@
 
 Method, per (metric, concurrency):
 1. repetitions are reduced to their median, on each side;
-2. d = relative change of the medians, signed so that d > 0 is worse (direction from the schema);
+2. d = relative change of the medians, signed so that d > 0 is worse (direction from infersweep.metrics);
 3. the noise of d comes from the repetitions themselves: sigma of one repetition pooled over all points of
    the metric in both runs, and the standard error of a median is about 1.2533 * sigma / sqrt(n); with
    one repetition per point the noise is unknown and the tolerance alone decides;
@@ -18,7 +18,7 @@ The run verdict: regressed if any cell regressed (or a point measured in the bas
 inconclusive if any cell is, else improved if any cell improved, else pass.
 
 Tolerances are a plain dict {metric: relative tolerance} or {metric: {"rel": r, "abs": a}}; "abs" is used
-for rates whose baseline can be 0 (error_rate). Defaults below; a recipe's `regression:` section (to be wired
+for rates whose baseline can be 0 (error_rate). Defaults: infersweep.metrics.DEFAULT_TOLERANCES; a recipe's `regression:` section (to be wired
 into the recipe model) overrides them per metric.
 """
 
@@ -31,18 +31,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from infersweep.results.schema import OK_STATUSES, direction
+from infersweep.metrics import DEFAULT_Z, direction, normalize_tolerances
+from infersweep.results.table import OK_STATUSES
 from infersweep.results.validity import split_valid
 
-DEFAULT_TOLERANCES: dict[str, dict[str, float]] = {
-    "ttft_ms_p50": {"rel": 0.10},
-    "ttft_ms_p99": {"rel": 0.20},  # tails are noisier than medians
-    "itl_ms_p50": {"rel": 0.05},
-    "request_latency_ms_p50": {"rel": 0.05},
-    "output_tok_s": {"rel": 0.05},
-    "error_rate": {"abs": 0.01},
-}
-DEFAULT_Z = 3.0  # standard errors a change must exceed to count as real (many cells are tested at once)
 MEDIAN_SE = 1.2533  # se(median) / (sigma / sqrt(n)) for normal noise
 
 VERDICTS = ("pass", "regressed", "improved", "inconclusive")
@@ -81,27 +73,6 @@ class Verdict:
 
     def __str__(self) -> str:
         return self.report
-
-
-def normalize_tolerances(tolerances: dict[str, Any] | None) -> dict[str, dict[str, float]]:
-    """Defaults overridden per metric by `tolerances`. One clear error for a bad entry."""
-    out = {k: dict(v) for k, v in DEFAULT_TOLERANCES.items()}
-    for metric, spec in (tolerances or {}).items():
-        if metric in ("z",):
-            continue
-        direction(metric)  # ValueError for a metric without a better direction
-        if spec is None or spec is False:
-            out.pop(metric, None)  # explicitly not checked
-            continue
-        if isinstance(spec, (int, float)) and not isinstance(spec, bool):
-            spec = {"rel": float(spec)}
-        if not isinstance(spec, dict) or not set(spec) <= {"rel", "abs"} or len(spec) != 1:
-            raise ValueError(f"tolerance for {metric}: give a number (relative, 0.05 = 5%) or {{rel: r}} or {{abs: a}}")
-        (kind, value), = spec.items()
-        if not isinstance(value, (int, float)) or value <= 0:
-            raise ValueError(f"tolerance for {metric}: {kind} must be a positive number, got {value!r}")
-        out[metric] = {kind: float(value)}
-    return out
 
 
 def _pooled_sigma(cells: list[np.ndarray], relative: bool) -> float:

@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from infersweep.results.context import RUN_FILE
-from infersweep.results.schema import check_table
+from infersweep.results.table import check_table
 
 RESULTS_FILE = "summary/results.parquet"
 SERVER_METRICS_FILE = "metrics/server_metrics.parquet"

@@ -1,6 +1,6 @@
 """The S3 client every reader and writer of results uses: one place for its timeouts, retries and pool size.
 
-Moved here from steps/publish.py (which re-exports it) so that infersweep.results never imports steps/.
+Used by infersweep.results.publish, RunStore and the regression-check step.
 """
 
 from __future__ import annotations

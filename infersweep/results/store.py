@@ -6,7 +6,8 @@
     df = store.table([run_a, run_b])                        # their results tables, concatenated
 
 "Complete" means the run's manifest.json exists (publish writes it last); load() refuses anything else, and
-checks every file it reads against the sha256 the manifest records.
+checks every file it reads against the sha256 the manifest records (infersweep.results.manifest: the same
+checker and errors as verify_run).
 """
 
 from __future__ import annotations
@@ -22,20 +23,15 @@ from typing import Any
 import pandas as pd
 
 from infersweep.results import index as ix
+from infersweep.results.manifest import (MANIFEST_NAME, MANIFEST_SCHEMA, SHA_META, IncompleteRunError,
+                                         RunIntegrityError, check_object, check_sha256_metadata, missing_object,
+                                         parse_manifest)
 from infersweep.results.run import METRICS_SKIPPED_FILE, RESULTS_FILE, SERVER_METRICS_FILE, Run
-from infersweep.results.schema import check_table
-
-
-class IncompleteRunError(RuntimeError):
-    """The run has no manifest (its publish never finished) or lacks a file the manifest lists."""
+from infersweep.results.table import check_table
 
 
 class RunNotFound(LookupError):
     """No run of that id under this store."""
-
-
-class ChecksumError(RuntimeError):
-    """A stored file's bytes do not match the sha256 its manifest records."""
 
 
 # ---------------------------------------------------------------- backends
@@ -105,15 +101,13 @@ class _S3Backend:
             if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
                 return None
             raise
-        body = response["Body"].read()
-        expected = response.get("Metadata", {}).get("sha256")
-        if expected and hashlib.sha256(body).hexdigest() != expected:
-            raise ChecksumError(f"{self.url(key)}: content does not match its sha256 metadata")
-        return body
+        # Objects written by other tools may lack the metadata; the manifest's sha256 still checks them.
+        return check_sha256_metadata(response["Body"].read(), response.get("Metadata", {}).get(SHA_META),
+                                     self.url(key), key, required=False)
 
     def put(self, key: str, body: bytes) -> None:
         self.s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType="application/json",
-                           Metadata={"sha256": hashlib.sha256(body).hexdigest()})
+                           Metadata={SHA_META: hashlib.sha256(body).hexdigest()})
 
 
 # ---------------------------------------------------------------- the store
@@ -179,14 +173,9 @@ class RunStore:
         return "/".join(p for p in (self.base, *parts) if p) + "/" if (self.base or parts) else ""
 
     def manifest(self, recipe: str, run_id: str) -> tuple[dict, bytes]:
-        key = ix.run_prefix(self.base, recipe, run_id) + "/" + ix.MANIFEST_NAME
+        key = ix.run_prefix(self.base, recipe, run_id) + "/" + MANIFEST_NAME
         body = self.backend.get(key)
-        if body is None:
-            raise IncompleteRunError(
-                f"run {recipe}/{run_id} is incomplete: no manifest at {self.backend.url(key)}. Its publish never "
-                "finished (an interrupted or failing run); its files are not trusted as results. Finish it with "
-                "`infersweep publish DIR --bucket B --prefix P` from the run's folder.")
-        return json.loads(body), body
+        return parse_manifest(body, self.backend.url(key), f"{recipe}/{run_id}"), body
 
     def read(self, recipe: str, run_id: str, rel: str, manifest: dict) -> bytes | None:
         """A file of the run, checked against the manifest's sha256; None when the manifest does not list it."""
@@ -196,9 +185,8 @@ class RunStore:
             return None
         body = self.backend.get(key)
         if body is None:
-            raise IncompleteRunError(f"{self.backend.url(key)} is listed in the run's manifest but missing")
-        if hashlib.sha256(body).hexdigest() != listed[rel]["sha256"]:
-            raise ChecksumError(f"{self.backend.url(key)}: sha256 differs from the run's manifest")
+            raise missing_object(self.backend.url(key))
+        check_object(listed[rel], hashlib.sha256(body).hexdigest(), len(body), self.backend.url(key))
         return body
 
     def load(self, run_ref: str) -> Run:
@@ -250,18 +238,18 @@ class RunStore:
                     continue
                 try:
                     written.append(self.index_run(rec, run_id))
-                except IncompleteRunError:
-                    continue  # not complete: stays unlisted, which is the point
+                except RunIntegrityError:
+                    continue  # not complete (or damaged): stays unlisted, which is the point
         return written
 
     def put_run(self, local_dir: Path, recipe: str, run_id: str, manifest_extra: dict | None = None) -> str:
-        """Write a local run folder into this (folder) store as steps.publish does into S3: every file, then
+        """Write a local run folder into this (folder) store as publish_tree does into S3: every file, then
         the manifest (same schema, sha256 of every file), then the index entry. Returns where it went."""
         import datetime as dt
 
-
         if not isinstance(self.backend, _DirBackend):
-            raise ValueError("put_run writes into a folder store; publish to S3 with steps.publish.publish_tree")
+            raise ValueError("put_run writes into a folder store; publish to S3 with "
+                             "infersweep.results.publish.publish_tree")
         prefix = ix.run_prefix(self.base, recipe, run_id)
         objects = []
         for path in sorted(p for p in Path(local_dir).rglob("*") if p.is_file()):
@@ -269,10 +257,10 @@ class RunStore:
             key = f"{prefix}/{path.relative_to(local_dir).as_posix()}"
             self.backend.put(key, body)
             objects.append({"key": key, "sha256": hashlib.sha256(body).hexdigest(), "size": len(body)})
-        manifest = {"schema": ix.MANIFEST_SCHEMA, "bucket": "", "prefix": prefix, "objects": objects,
+        manifest = {"schema": MANIFEST_SCHEMA, "bucket": "", "prefix": prefix, "objects": objects,
                     **(manifest_extra or {}),
                     "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
-        self.backend.put(f"{prefix}/{ix.MANIFEST_NAME}", json.dumps(manifest, indent=2, sort_keys=True).encode())
+        self.backend.put(f"{prefix}/{MANIFEST_NAME}", json.dumps(manifest, indent=2, sort_keys=True).encode())
         self.index_run(recipe, run_id)
         return self.backend.url(prefix)
 
@@ -286,7 +274,7 @@ class RunStore:
             rel = obj["key"].split(f"/{run_id}/", 1)[-1]
             body = self.read(recipe, run_id, rel, manifest)
             other.backend.put(f"{dest_prefix}/{rel}", body)
-        other.backend.put(f"{dest_prefix}/{ix.MANIFEST_NAME}", manifest_bytes)
+        other.backend.put(f"{dest_prefix}/{MANIFEST_NAME}", manifest_bytes)
         other.index_run(recipe, run_id)
         return run_id
 
@@ -296,7 +284,7 @@ def publish_index_entry(bucket: str, run_prefix_: str, s3=None) -> str:
 
     Write the index entry of a run just published to s3://bucket/run_prefix_ (call after publish_tree).
 
-    Refuses (IncompleteRun) when the run has no manifest. Returns the entry's key.
+    Refuses (IncompleteRunError) when the run has no manifest. Returns the entry's key.
     """
     base, recipe, run_id = ix.split_run_prefix(run_prefix_)
     store = RunStore(f"s3://{bucket}/{base}" if base else f"s3://{bucket}", s3=s3)

@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from steps.aiperf_results import LOG_FILE, RECORDS_FILE, iter_profiling_records
+from infersweep.aiperf_contract import LOG_FILE, RECORDS_FILE, iter_profiling_records
 
 THRESHOLDS_FILE = "validity.yaml"
 LOCAL_PROFILE = "local"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from infersweep.results.schema import OK_STATUSES, read_result
+from infersweep.results.table import OK_STATUSES, read_result
 
 
 def verdict(run_dir: Path, points: list[dict]) -> tuple[bool, str]:

@@ -29,33 +29,18 @@ from typing import Any
 
 import pandas as pd
 
+# Headline metrics (the flat names of read_point) and their v0 aliases: the metric vocabulary below both the
+# recipe and results/.
+from infersweep.metrics import HEADLINE, V0_ALIASES
 from infersweep.results.validity import MEASURE_COLUMNS, judge_point, load_thresholds, mark_saturation, point_measures
-from steps.aiperf_results import RECORDS_FILE, SUMMARY_FILE, iter_profiling_records
+from infersweep.aiperf_contract import RECORDS_FILE, SUMMARY_FILE, iter_profiling_records
 
 SCHEMA_VERSION = "infersweep.results/v2"
 # v2 added the validity verdict (valid, validity_reasons and what the checks measured). A v1 table reads
 # as before; its rows have no verdict (unknown validity, which compare and regress keep).
 READABLE_VERSIONS = ("infersweep.results/v1", SCHEMA_VERSION)
 KEY = ["run_id", "recipe", "concurrency", "repetition"]
-OK_STATUSES = ("ok", "partial")  # points whose numbers are measurements (see steps.aiperf_results)
-
-# Headline metrics: the flat names of steps.aiperf_results.read_point.
-LATENCY_PREFIXES = ("ttft_ms", "ttst_ms", "itl_ms", "request_latency_ms")
-LENGTH_PREFIXES = ("isl", "osl")
-STATS = ("avg", "p50", "p90", "p95", "p99", "min", "max", "std")
-SCALARS = ("output_tok_s", "request_per_s", "tok_s_per_user_avg", "tok_s_per_user_p50", "input_tok_s", "total_tok_s")
-HEADLINE = [f"{p}_{s}" for p in LATENCY_PREFIXES + LENGTH_PREFIXES for s in STATS] + list(SCALARS)
-
-# Which way is better, for every metric a comparison or a regression check may look at.
-LOWER_IS_BETTER = tuple(f"{p}_{s}" for p in LATENCY_PREFIXES for s in STATS) + ("error_rate",)
-HIGHER_IS_BETTER = ("output_tok_s", "request_per_s", "tok_s_per_user_avg", "tok_s_per_user_p50", "tok_s_per_user",
-                    "input_tok_s", "total_tok_s", "tok_s_per_gpu", "total_tok_s_per_gpu", "goodput_req_s",
-                    "goodput_fraction")
-
-# v0 alias -> v1 name.
-V0_ALIASES = {f"{short}_{p}_ms": f"{key}_{p}" for short, key in
-              {"ttft": "ttft_ms", "itl": "itl_ms", "latency": "request_latency_ms"}.items()
-              for p in ("p50", "p90", "p99")}
+OK_STATUSES = ("ok", "partial")  # points whose numbers are measurements (see infersweep.aiperf_contract)
 
 # What load a point ran at besides its concurrency: the rate of an open-loop point (0 = closed loop) and its
 # arrival pattern (None for closed loop).
@@ -64,16 +49,6 @@ POINT_COLUMNS = ["status", "reason", "valid", "validity_reasons", "requests_ok",
                  "duration_s", "point_start", "point_end", "aiperf_version"]
 DERIVED_COLUMNS = ["tok_s_per_gpu", "total_tok_s_per_gpu", "tok_s_per_user", "goodput_req_s", "goodput_fraction",
                    "goodput_source", "slo_pass", "slo_detail"]
-
-
-def direction(metric: str) -> str:
-    """'lower' or 'higher' (is better); ValueError for a metric without a known direction."""
-    if metric in LOWER_IS_BETTER or metric in V0_ALIASES:
-        return "lower"
-    if metric in HIGHER_IS_BETTER:
-        return "higher"
-    raise ValueError(f"{metric}: no known better direction; metrics with one: "
-                     f"{sorted(LOWER_IS_BETTER + HIGHER_IS_BETTER)}")
 
 
 # ---------------------------------------------------------------- reading a run's points
@@ -309,6 +284,3 @@ def measured(df: pd.DataFrame) -> pd.DataFrame:
     """Rows whose numbers are measurements (ok or partial points)."""
     return df[df["status"].isin(OK_STATUSES)]
 
-
-def metric_columns(df: pd.DataFrame) -> list[str]:
-    return [c for c in df.columns if c in HEADLINE or c in DERIVED_COLUMNS or "__" in c]

@@ -1,0 +1,79 @@
+"""Turn a sweep's points into the versioned results table, its run record and the run's report.
+
+Writes into <run-dir>/summary/:
+  results.parquet   the results table (infersweep.results.table, one row per point and repetition)
+  results.csv/.md   the same table for eyes and spreadsheets
+  run.json          the run context, SLOs and schema version: what the run index is built from
+  report.html       the self-contained report, with pareto.png, latency.png, errors.png[, server_metrics.png]
+
+Failed points are rows too (with their status and reason), so a partial sweep still shows what it
+measured and why the rest is missing. Publishing (and the manifest that marks the run complete) is the
+next step's job: nothing here touches S3. Used by the summarize step (steps/summarize.py) and by
+`infersweep import` (infersweep.results.importer).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from infersweep.predict.beside import annotate
+from infersweep.predict.source import banner
+from infersweep.results.context import RUN_FILE, build_context
+from infersweep.results.report import write_report
+from infersweep.results.run import load_run_folder
+from infersweep.results.table import SCHEMA_VERSION, build_table, point_dirs, read_result
+
+MD_COLUMNS = ["concurrency", "request_rate", "repetition", "status", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "latency_p50_ms",
+              "output_tok_s", "tok_s_per_gpu", "tok_s_per_user", "request_per_s", "goodput_req_s", "error_rate",
+              "slo_pass", "predicted_itl_ms", "implausible"]
+
+
+def markdown_table(df: pd.DataFrame) -> str:
+    cols = [c for c in MD_COLUMNS if c in df.columns]
+    head = "| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n"
+    body = ""
+    for _, r in df.iterrows():
+        cells = []
+        for c in cols:
+            v = r[c]
+            cells.append(f"{v:.2f}" if isinstance(v, float) else str(v))
+        body += "| " + " | ".join(cells) + " |\n"
+    return head + body
+
+
+def _write_atomic(path: Path, write) -> None:
+    # A summarize killed mid-write must not leave a torn file a later reader would trust.
+    tmp = path.with_name(path.name + ".tmp")
+    write(tmp)
+    os.replace(tmp, path)
+
+
+def summarize(run_dir: Path, gpu_count: int, slo: dict[str, float], title: str,
+              context: dict[str, Any] | None = None, recipe_lookup=None) -> pd.DataFrame:
+    """Write <run_dir>/summary/ from <run_dir>/points/ (see the module docstring); return the table.
+
+    `recipe_lookup(context)` gives the recipe a prediction is made for when the context alone does not name
+    it (an experiment treatment's, steps/summarize.py); None: the context's recipe."""
+    points = [read_result(d) for d in point_dirs(run_dir / "points")]
+    ctx = build_context(run_dir, given=dict(context or {}), title=title, gpu_count=gpu_count, slo=slo, points=points)
+    df = build_table(run_dir / "points", gpu_count, slo, ctx)
+    # The prediction beside each row and the physics check (infersweep.predict.beside); never fails the step.
+    df, ctx["prediction"] = annotate(df, ctx, lookup=recipe_lookup)
+    df["prediction"] = ctx["prediction"]
+    out = run_dir / "summary"
+    out.mkdir(parents=True, exist_ok=True)
+    _write_atomic(out / "results.parquet", lambda p: df.to_parquet(p, index=False))
+    _write_atomic(out / "results.csv", lambda p: df.to_csv(p, index=False))
+    note = banner(ctx.get("source"))  # simulated runs say so above their numbers (infersweep.predict.source)
+    _write_atomic(out / "results.md", lambda p: p.write_text(f"# {title}\n\n" + (f"> {note}\n\n" if note else "")
+                                                             + markdown_table(df)))
+    record = {"schema_version": SCHEMA_VERSION, "context": ctx, "title": title, "points": len(df),
+              "measured_points": int(df["status"].isin(["ok", "partial"]).sum())}
+    _write_atomic(out / RUN_FILE, lambda p: p.write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n"))
+    write_report(load_run_folder(run_dir), out, title)
+    return df

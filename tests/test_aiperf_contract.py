@@ -1,0 +1,123 @@
+"""The AIPerf contract runs with only the files images/aiperf.Dockerfile copies, in the AIPerf environment.
+
+The AIPerf image has no infersweep install: it gets infersweep/aiperf_contract.py and the two AIPerf steps
+copied in by COPY lines. Here those exact files (read from the Dockerfile, so a forgotten COPY fails this
+test) go into an empty folder, and the AIPerf env's interpreter runs them isolated (`python -I`: no
+PYTHONPATH, no user site, no current folder), so nothing of this repository or the main env can help.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES
+from infersweep.paths import venv_python
+
+REPO = Path(__file__).resolve().parents[1]
+DOCKERFILE = REPO / "images" / "aiperf.Dockerfile"
+IMAGE_ROOT = "/opt/infersweep"  # the image's PYTHONPATH
+
+
+def image_files() -> dict[str, str]:
+    """{repo path: path under IMAGE_ROOT} of every COPY into IMAGE_ROOT in the AIPerf Dockerfile."""
+    out = {}
+    for line in DOCKERFILE.read_text().splitlines():
+        parts = line.split()
+        if parts[:1] == ["COPY"] and parts[-1].startswith(IMAGE_ROOT + "/"):
+            dest = parts[-1][len(IMAGE_ROOT) + 1:]
+            for src in parts[1:-1]:
+                out[src] = f"{dest.rstrip('/')}/{Path(src).name}" if dest.endswith("/") else dest
+    return out
+
+
+@pytest.fixture
+def image_root(tmp_path: Path) -> Path:
+    root = tmp_path / "opt-infersweep"
+    for src, dest in image_files().items():
+        (root / dest).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(REPO / src, root / dest)
+    return root
+
+
+def run_isolated(root: Path, code: str, *args: str) -> subprocess.CompletedProcess:
+    python = venv_python("aiperf")
+    if not Path(python).exists():
+        pytest.skip(f"{python} is missing (scripts/setup.sh builds the AIPerf env)")
+    # -I ignores PYTHONPATH, so the image's PYTHONPATH is put on sys.path by hand.
+    prog = f"import sys; sys.path.insert(0, {str(root)!r})\n" + code
+    return subprocess.run([python, "-I", "-c", prog, *args], capture_output=True, text=True, timeout=120,
+                          cwd=root.parent)
+
+
+def test_the_dockerfile_copies_the_contract_and_the_aiperf_steps():
+    files = image_files()
+    assert files["infersweep/aiperf_contract.py"] == "infersweep/aiperf_contract.py"
+    assert files["infersweep/__init__.py"] == "infersweep/__init__.py"
+    assert files["steps/aiperf_point.py"] == "steps/aiperf_point.py"
+
+
+def test_the_point_step_starts_with_only_the_image_files(image_root):
+    proc = run_isolated(image_root, "import runpy; runpy.run_module('steps.aiperf_point', run_name='__main__')",
+                        "--help")
+    assert proc.returncode == 0, proc.stderr
+    assert "--concurrency" in proc.stdout and "--workload" in proc.stdout
+
+
+def test_a_real_aiperf_dir_is_read_with_only_the_image_files_and_the_standard_library(image_root):
+    """A real AIPerf 0.13.0 run read in the AIPerf env; every module it loaded is stdlib, orjson or ours."""
+    art = FIXTURES / "aiperf" / "0.13.0" / "dynamo-mocker-c4"
+    code = (
+        "import json\n"
+        "from infersweep.aiperf_contract import read_point\n"
+        f"r = read_point({str(art)!r})\n"
+        "tops = {m.split('.')[0] for m in sys.modules}\n"
+        "foreign = sorted(t for t in tops if t not in sys.stdlib_module_names and not t.startswith('_')"
+        " and t not in ('infersweep', 'orjson'))\n"
+        "print(json.dumps({'status': r['status'], 'requests_ok': r['requests_ok'], 'foreign': foreign,"
+        " 'file': sys.modules['infersweep.aiperf_contract'].__file__}))\n"
+    )
+    proc = run_isolated(image_root, code)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["status"] == "ok" and out["requests_ok"] > 0
+    assert out["foreign"] == []
+    assert out["file"].startswith(str(image_root))  # the copy, not the repository's
+
+
+def _top_modules(nodes) -> set[str]:
+    out = set()
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            out |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            out.add(node.module.split(".")[0])
+    return out
+
+
+def test_the_contract_imports_only_the_standard_library():
+    """Its import statements, read from the source. orjson is tried and optional (AIPerf brings it)."""
+    tree = ast.parse((REPO / "infersweep" / "aiperf_contract.py").read_text())
+    optional = _top_modules(n for t in ast.walk(tree) if isinstance(t, ast.Try)
+                            and any(isinstance(h.type, ast.Name) and h.type.id == "ImportError" for h in t.handlers)
+                            for n in ast.walk(t))
+    foreign = {m for m in _top_modules(ast.walk(tree)) if m not in sys.stdlib_module_names and m != "__future__"}
+    assert optional == {"orjson"}
+    assert foreign == optional
+
+
+def test_the_metric_vocabulary_names_exactly_what_read_point_gives():
+    """infersweep.metrics (recipe tolerances, experiment claims, the results table) and the contract's reader
+    speak one vocabulary: a real run's metrics are the table's headline columns, none missing, none extra."""
+    from infersweep.aiperf_contract import read_point
+    from infersweep.metrics import HEADLINE, direction
+
+    metrics = read_point(FIXTURES / "aiperf" / "0.13.0" / "dynamo-mocker-c4")["metrics"]
+    assert set(metrics) == set(HEADLINE)
+    assert direction("ttft_ms_p99") == "lower" and direction("output_tok_s") == "higher"
