@@ -1,7 +1,8 @@
 """Golden YAML: the exact documents the code renders, committed beside it (as Hera does for its examples).
 
-`python -m workflows.golden` rewrites them; tests/test_golden.py fails when rendering drifts from them,
-so every change to what reaches a cluster shows up in review as a YAML diff.
+`python -m tests.golden` rewrites them; tests/test_golden.py fails when rendering drifts from them,
+so every change to what reaches a cluster shows up in review as a YAML diff. The writer is a tool over
+render and lives beside the tests; the files stay in workflows/golden/, beside the code that renders them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import ResolvedRecipe, all_recipe_paths, load_recipe
 from infersweep.render import library_templates, render_recipe
 
-GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
+GOLDEN_DIR = Path(__file__).resolve().parents[1] / "workflows" / "golden"
 
 
 def _dump(doc: dict) -> str:
