@@ -18,13 +18,14 @@ phases with a `kind`; 0.10.0 and 0.11.0 write schema 1.3 and 0.12.0 schema 1.4 w
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import re
 import sys
 from pathlib import Path
 from typing import Any, Iterator
+
+from infersweep.step_declarations import AIPERF_RESULTS
 
 SUMMARY_FILE = "profile_export_aiperf.json"
 RECORDS_FILE = "profile_export.jsonl"
@@ -468,11 +469,7 @@ def _short(text: str, limit: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Summarise one AIPerf artifact dir as JSON.")
-    parser.add_argument("artifact_dir")
-    parser.add_argument("--max-error-rate", type=float, default=0.0, help="fraction 0..1 of failed requests tolerated")
-    parser.add_argument("--exit-code", type=int, default=None, help="AIPerf's exit code, if known")
-    args = parser.parse_args(argv)
+    args = AIPERF_RESULTS.parser().parse_args(argv)
     result = read_point(args.artifact_dir, max_error_rate=args.max_error_rate, exit_code=args.exit_code)
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")

@@ -24,7 +24,6 @@ CLI:  python -m steps.publish LOCAL_DIR --bucket B --prefix P
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import hashlib
 import json
@@ -43,6 +42,7 @@ from botocore.exceptions import ClientError
 
 # The client, its transfer settings and pool size live with the results code (re-exported here).
 from infersweep.results.s3 import MAX_WORKERS, TRANSFER_CONFIG, s3_client  # noqa: F401
+from infersweep.step_declarations import PUBLISH
 
 MANIFEST_NAME = "manifest.json"
 from infersweep.results.index import MANIFEST_SCHEMA  # noqa: E402 (the store writes the same manifests)
@@ -502,17 +502,7 @@ def _free_retry_prefix(bucket: str, prefix: str, s3=None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m steps.publish",
-        description="Publish a run's local result tree to S3 (credentials from the AWS env/chain).",
-    )
-    parser.add_argument("local_dir", type=Path)
-    parser.add_argument("--bucket", required=True)
-    parser.add_argument("--prefix", required=True)
-    parser.add_argument("--retry-prefix", action="store_true",
-                        help="when PREFIX already holds a complete run with other bytes (an Argo UI Retry of the "
-                             "same workflow re-publishes), publish under PREFIX-rN instead, never over it")
-    args = parser.parse_args(argv)
+    args = PUBLISH.parser().parse_args(argv)
     try:
         try:
             summary = publish_tree(args.local_dir, bucket=args.bucket, prefix=args.prefix)

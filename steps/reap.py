@@ -13,11 +13,11 @@ Exit 75 (retried) on an API hiccup; the next schedule runs anyway.
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
 from steps import transient
 from steps.platform import DGD_GROUP, DGD_PLURAL, RUN_LABEL
+from infersweep.step_declarations import REAP
 
 WORKFLOW_GROUP = "argoproj.io"
 WORKFLOW_VERSION = "v1alpha1"
@@ -64,11 +64,7 @@ def reap(custom: Any, namespace: str, api_version: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m steps.reap")
-    ap.add_argument("--namespace", required=True)
-    ap.add_argument("--api-version", default="v1beta1", choices=["v1beta1", "v1alpha1"],
-                    help="DGD apiVersion the operator serves (a CRD serving both lists every DGD under either)")
-    a = ap.parse_args(argv)
+    a = REAP.parser().parse_args(argv)
     from kubernetes import client, config
 
     try:

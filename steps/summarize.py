@@ -15,7 +15,6 @@ next step's job: nothing here touches S3.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -30,7 +29,7 @@ from infersweep.results.context import RUN_FILE, build_context, parse_context_ar
 from infersweep.results.report import write_report
 from infersweep.results.run import load_run_folder
 from infersweep.results.schema import SCHEMA_VERSION, build_table, point_dirs, read_result
-from steps.outputs import json_object
+from infersweep.step_declarations import SUMMARIZE
 
 MD_COLUMNS = ["concurrency", "request_rate", "repetition", "status", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "latency_p50_ms",
               "output_tok_s", "tok_s_per_gpu", "tok_s_per_user", "request_per_s", "goodput_req_s", "error_rate",
@@ -89,17 +88,7 @@ def summarize(run_dir: Path, gpu_count: int, slo: dict[str, float], title: str,
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m steps.summarize")
-    ap.add_argument("--run-dir", required=True)
-    ap.add_argument("--gpu-count", type=int, required=True)
-    ap.add_argument("--slo", type=json_object, default={}, help="JSON object of SLO bounds")
-    ap.add_argument("--title", default="infersweep", help="the recipe name (plot titles, and the context's recipe)")
-    ap.add_argument("--context", default=None,
-                    help="run context as JSON or @FILE (infersweep.results.context.recipe_context); optional")
-    ap.add_argument("--run-id", default=None, help="the run's id (the workflow name); optional")
-    ap.add_argument("--model-commit", default="", help="the commit the model-cache step resolved; optional")
-    ap.add_argument("--model-commit-file", default="",
-                    help="file holding the commit model-cache resolved (used when --model-commit is not given)")
+    ap = SUMMARIZE.parser()
     a = ap.parse_args(argv)
     if not a.model_commit and a.model_commit_file and Path(a.model_commit_file).is_file():
         a.model_commit = Path(a.model_commit_file).read_text().strip()

@@ -1,7 +1,7 @@
 """One reusable WorkflowTemplate per pipeline step, built with Hera from the step's declaration.
 
 Each step is a container running `python -m steps.<module>` from the step image (or the AIPerf image for
-benchmark points), declared once in workflows/step_declarations.py: its inputs, container args and outputs
+benchmark points), declared once in infersweep/step_declarations.py: its inputs, container args and outputs
 follow from that declaration, as does the step's own argparse parser. A pipeline composes the templates
 through `step_task` (a `templateRef` whose arguments are checked against the step's inputs), so an
 operator installs them once and every recipe reuses them.
@@ -26,9 +26,9 @@ from typing import Any
 from hera.workflows import Artifact, Container, Parameter, Task, WorkflowTemplate
 from hera.workflows import models as m
 
-from workflows.step_declarations import (DECLARED, DEPLOY, DEPLOYED_DGD, IMAGES_RAN, MODEL_CACHE, MODEL_COMMIT,  # noqa: F401
+from infersweep.step_declarations import (DECLARED, DEPLOY, DEPLOYED_DGD, IMAGES_RAN, MODEL_CACHE, MODEL_COMMIT,  # noqa: F401
                                          NOT_SERVING, READY_FILE, RUN_DIR, WORKDIR)
-from workflows.step_interface import OUT, WORKFLOW_NAMESPACE, Step, input_ref  # noqa: F401
+from infersweep.step_interface import OUT, WORKFLOW_NAMESPACE, Step, input_ref  # noqa: F401
 
 STEP_PREFIX = "infersweep-"
 TRANSIENT_EXIT = 75  # steps/transient.py
@@ -43,7 +43,7 @@ class Images:
     aiperf: str
 
 
-# The steps with a WorkflowTemplate of their own, in install order (declared in workflows/step_declarations.py).
+# The steps with a WorkflowTemplate of their own, in install order (declared in infersweep/step_declarations.py).
 STEPS: list[Step] = [s for s in DECLARED if s.template]
 STEP_BY_NAME = {s.name: s for s in STEPS}
 SECRETS = {"hf-token": "hf-token-secret", "s3": "infersweep-s3"}

@@ -1,4 +1,4 @@
-"""Every pipeline step, declared once (workflows/step_interface.py says how).
+"""Every pipeline step, declared once (infersweep/step_interface.py says how).
 
 Each step's options are spelled here and nowhere else: steps/<module>.py builds its parser with
 `<STEP>.parser()`, workflows/steps_library.py renders its WorkflowTemplate from the same declaration, and the
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workflows.step_interface import (OUT, WORKFLOW_NAME, WORKFLOW_NAMESPACE, WORKFLOW_UID, Option, Step, input_ref,
+from infersweep.step_interface import (OUT, WORKFLOW_NAME, WORKFLOW_NAMESPACE, WORKFLOW_UID, Option, Step, input_ref,
                                       json_object)
 
 WORKDIR = "/work"
@@ -111,7 +111,7 @@ AIPERF_POINT = Step(
      Option("--max-error-rate", "failed-request fraction still counted as measured", type=float, default=0.0,
             input=True),
      Option("--timeout-s", "stop the point (gracefully) after this many seconds", type=float, input=True),
-     Option("--grace-s", "wait after SIGINT before SIGKILL", type=float, default=20.0),
+     Option("--grace-s", "wait after SIGINT before SIGKILL (default: the step's DEFAULT_GRACE_S)", type=float),
      Option("--out", "point dir: OUT/aiperf/, OUT/aiperf.log, OUT/result.json", required=True,
             value=f"{RUN_DIR}/points/c{input_ref('concurrency')}"),
      Option("--aiperf", "AIPerf executable", default="aiperf"),

@@ -11,7 +11,7 @@ parser (`Step.parser()`, which steps/<module>.py calls in its `main()`); tests/t
 parses every rendered container's args with its step's own parser, so the two cannot drift.
 
 Standard library only and no Hera: every step imports this (the AIPerf image copies it, see
-images/aiperf.Dockerfile), and the declarations themselves live in workflows/step_declarations.py.
+images/aiperf.Dockerfile), and the declarations themselves live in infersweep/step_declarations.py.
 """
 
 from __future__ import annotations
@@ -145,7 +145,9 @@ class Step:
         for o in self.options:
             target: Any = ap
             if o.one_of:
-                target = groups.setdefault(o.one_of, ap.add_mutually_exclusive_group(required=True))
+                if o.one_of not in groups:
+                    groups[o.one_of] = ap.add_mutually_exclusive_group(required=True)
+                target = groups[o.one_of]
             # argparse formats help with %: a literal % would crash --help
             kw: dict[str, Any] = {"help": o.help.replace("%", "%%")}
             if o.switch:
