@@ -73,7 +73,8 @@ DEPLOY = Step(
 
 WAIT_READY = Step(
     "wait-ready", "wait_ready", "Wait until the run's DGD serves the model; fail fast when it cannot.",
-    (Option("--name", "DGD name", required=True, input="dgd-name"),
+    (Option("--name", "DGD name", required=True, input="dgd-name",
+            note="(the base name: the run's DGD is named per --run-id)"),
      Option("--run-id", RUN_ID_HELP, default="", value=WORKFLOW_NAME),
      Option("--namespace", "namespace of the DGD", required=True, value=WORKFLOW_NAMESPACE),
      Option("--model", "model /v1/models must list", required=True, input=True),
@@ -149,7 +150,8 @@ SUMMARIZE = Step(
      Option("--slo", "SLO bounds as JSON", type=json_object, default={}, input=True),
      Option("--title", "plot title", default="infersweep", input=True),
      Option("--run-id", "the run's id (the workflow name); optional", value=WORKFLOW_NAME),
-     Option("--context", "the run's context as JSON (recipe hash, images, model revision, ...)", input=True),
+     Option("--context", "the run's context as JSON (recipe hash, images, model revision, ...)", input=True,
+            note="or @FILE (infersweep.results.context.parse_context_arg)"),
      Option("--model-commit", "the commit the model-cache step resolved; optional", default=""),
      Option("--model-commit-file", "file holding the commit model-cache resolved (used when --model-commit is not "
             "given)", default="", value=MODEL_COMMIT)),
@@ -190,7 +192,7 @@ VERDICT = Step(
 
 TEARDOWN = Step(
     "teardown", "teardown", "Delete the run's DGD (one owned by another Workflow is left alone).",
-    (Option("--name", "DGD base name", required=True, input="dgd-name"),
+    (Option("--name", "DGD base name", required=True, input="dgd-name", note="(the run's DGD is named per --run-id)"),
      Option("--run-id", RUN_ID_HELP, default="", value=WORKFLOW_NAME),
      Option("--owner-uid", "the run's Workflow uid: a DGD owned by another is left alone", default="",
             value=WORKFLOW_UID),
@@ -214,5 +216,5 @@ AIPERF_RESULTS = Step(
      Option("--exit-code", "AIPerf's exit code, if known", type=int)),
     image="aiperf", template=False)
 
-DECLARED: tuple[Step, ...] = (ENSURE_PVC, MODEL_CACHE_STEP, DEPLOY, WAIT_READY, AIPERF_POINT, SCRAPE, SUMMARIZE, PUBLISH,
-                              REGRESSION_CHECK, VERDICT, TEARDOWN, REAP, AIPERF_RESULTS)
+DECLARED: tuple[Step, ...] = (ENSURE_PVC, MODEL_CACHE_STEP, DEPLOY, WAIT_READY, AIPERF_POINT, SCRAPE, SUMMARIZE,
+                              PUBLISH, REGRESSION_CHECK, VERDICT, TEARDOWN, REAP, AIPERF_RESULTS)

@@ -52,7 +52,8 @@ class Option:
     """
 
     flag: str
-    help: str = ""
+    help: str = ""  # also the description of the input parameter it comes from
+    note: str = ""  # added to the help in --help only (the Argo UI shows `help`)
     type: Callable[[str], Any] | None = None
     default: Any = None
     required: bool = False
@@ -149,7 +150,7 @@ class Step:
                     groups[o.one_of] = ap.add_mutually_exclusive_group(required=True)
                 target = groups[o.one_of]
             # argparse formats help with %: a literal % would crash --help
-            kw: dict[str, Any] = {"help": o.help.replace("%", "%%")}
+            kw: dict[str, Any] = {"help": " ".join(filter(None, (o.help, o.note))).replace("%", "%%")}
             if o.switch:
                 target.add_argument(o.flag, action="store_true", **kw)
                 continue
@@ -229,4 +230,5 @@ class Step:
         missing = [n for n in declared if n not in arguments]
         if unknown or missing:
             raise ValueError(f"step {self.name}: arguments {sorted(arguments)} do not match its inputs {declared}"
-                             + (f"; unknown: {unknown}" if unknown else "") + (f"; missing: {missing}" if missing else ""))
+                             + (f"; unknown: {unknown}" if unknown else "")
+                             + (f"; missing: {missing}" if missing else ""))

@@ -165,7 +165,7 @@ def test_every_template_input_is_used():
 
 STUB = Step(
     "stub-step", "stub_step", "A step declared only in this test.",
-    (Option("--model", "model to look at", required=True, input=True),
+    (Option("--model", "model to look at", required=True, input=True, note="(a Hugging Face id)"),
      Option("--tries", "how many times", type=int, default=1, input=True),
      Option("--namespace", "namespace", required=True, value="{{workflow.namespace}}"),
      Option("--out", "where to write", required=True, value=f"{WORKDIR}/run/stub.json"),
@@ -190,7 +190,9 @@ def test_a_stub_step_declared_here_renders_a_valid_template_and_parses_its_args(
     validate_document(doc)  # Argo's schema, unknown fields forbidden
     t = doc["spec"]["templates"][0]
     assert [p["name"] for p in t["inputs"]["parameters"]] == ["model", "tries"]
+    # the help is the input's description in the Argo UI; the note is for --help only
     assert t["inputs"]["parameters"][0]["description"] == "model to look at"
+    assert "model to look at (a Hugging Face id)" in " ".join(STUB.parser().format_help().split())
     assert t["outputs"]["parameters"] == [{"name": "answer", "valueFrom": {"path": "/tmp/outputs/answer"}}]
     assert t["container"]["command"] == ["python", "-m", "steps.stub_step"]
     assert t["activeDeadlineSeconds"] == STUB.deadline_s  # no entry in params/platform.yaml: the declaration's
