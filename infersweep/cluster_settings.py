@@ -317,11 +317,6 @@ class StepSettings(_Strict):
     def resources_of(self, step: str) -> StepResources:
         return self.resources.get(step) or self.resources["default"]
 
-    def missing_deadlines(self, steps: list[str]) -> list[str]:
-        """One line per step without a deadline (workflows/steps_library.py calls this with its STEPS)."""
-        return [f"steps.deadlines_s.{s}: missing; add the step's activeDeadlineSeconds" for s in steps
-                if s not in self.deadlines_s]
-
 
 class Reaper(_Strict):
     schedule: Cron

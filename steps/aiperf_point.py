@@ -33,6 +33,8 @@ from infersweep.aiperf_contract import (ARTIFACT_SUBDIR, CONSOLE_LOG_FILE, RESUL
                                         child_env, choose_seed, point_folder, read_point, tokenizer_as_cached_hub_id,
                                         workload_argv)
 
+from infersweep.step_declarations import AIPERF_POINT
+
 # Kubernetes' default terminationGracePeriodSeconds is 30 s: AIPerf must be gone (and result.json
 # written) before the kubelet's own SIGKILL, so our grace period stays below it.
 DEFAULT_GRACE_S = 20.0
@@ -159,34 +161,9 @@ def write_result_param(path: str | None, result: dict) -> None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description="Run one AIPerf benchmark point into OUT/.")
-    p.add_argument("--url", required=True, help="frontend base URL, e.g. http://frontend:8000")
-    p.add_argument("--model", required=True, help="served model name")
-    p.add_argument("--tokenizer", required=True, help="local tokenizer dir (passed as is)")
-    p.add_argument("--concurrency", type=int, required=True)
-    p.add_argument("--request-rate", type=_rate, default=0.0,
-                   help="requests/s of an open-loop point (0 = closed loop at --concurrency); its folder is OUT-rate<R>")
-    p.add_argument("--requests", type=int, required=True, help="profiling requests")
-    p.add_argument("--warmup", type=int, default=0, help="warmup requests, excluded from results")
-    p.add_argument("--isl", type=int, help="input tokens per request (synthetic prompts)")
-    p.add_argument("--osl", type=int, help="output tokens per request (synthetic prompts)")
-    p.add_argument("--out", required=True, help="point dir: OUT/aiperf/, OUT/aiperf.log, OUT/result.json")
-    p.add_argument("--workload", type=_workload_json, default=None,
-                   help='the workload as JSON, e.g. {"isl":1024,"osl":256} or {"seq_dist":"1024,256:60;4096,512:40"}')
-    p.add_argument("--trace", help="trace file to take requests from instead of --isl/--osl")
-    p.add_argument("--trace-type", default="mooncake_trace", help="AIPerf --custom-dataset-type of --trace")
-    p.add_argument("--timeout-s", type=float, help="stop the point (SIGINT, then SIGKILL) after this long")
-    p.add_argument("--grace-s", type=float, default=DEFAULT_GRACE_S, help="wait after SIGINT before SIGKILL")
-    p.add_argument("--max-error-rate", type=float, default=0.0, help="fraction 0..1 of failed requests still ok")
-    p.add_argument("--aiperf", default="aiperf", help="AIPerf executable")
-    p.add_argument("--seed", type=int, default=None,
-                   help="AIPerf --random-seed for this point; default: one of its own per concurrency and repetition "
-                        "(the same for every point when the workload reuses prompts)")
-    p.add_argument("--repetition", type=int, default=0, help="repetition number of this point (its seed depends on it)")
-    p.add_argument("--request-timeout-s", type=float, help="AIPerf --request-timeout-seconds")
-    p.add_argument("--failed-request-threshold", type=float, help="AIPerf --failed-request-threshold (0..1)")
-    p.add_argument("--extra-inputs", nargs="*", default=[], metavar="KEY:VALUE", help="sent in every request body")
-    p.add_argument("--result-param", help="also write {concurrency,status,reason} here (Argo output parameter)")
+    # the declaration's float and JSON-object types, refined with this step's own checks
+    p = AIPERF_POINT.parser(request_rate=_rate, workload=_workload_json)
+    p.set_defaults(grace_s=DEFAULT_GRACE_S)
     args = p.parse_args(argv)
     w = args.workload or {}
     has_lengths = (args.isl or w.get("isl")) and (args.osl or w.get("osl")) or w.get("seq_dist")

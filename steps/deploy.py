@@ -13,30 +13,16 @@ become ready; 2 bad input; 75 transient API error (the template's retryStrategy 
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from infersweep.platform.operations import deploy
 from infersweep.platform.protocol import BadInput, NotServing, PlatformError
+from infersweep.step_declarations import DEPLOY
 from steps import transient
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m steps.deploy")
-    src = ap.add_mutually_exclusive_group(required=True)
-    src.add_argument("--dgd", help="the DynamoGraphDeployment as YAML text (renamed for --run-id)")
-    src.add_argument("--dgd-file", help="a DGD as an earlier deploy of this run saved it (--save): used as is")
-    ap.add_argument("--save", default="", help="write the DGD as applied (per-run name, owner) to this file")
-    ap.add_argument("--namespace", required=True)
-    ap.add_argument("--run-id", default="", help="the run ({{workflow.name}}): the DGD is named per run")
-    ap.add_argument("--owner-name", default="", help="Workflow that owns the DGD (garbage collection)")
-    ap.add_argument("--owner-uid", default="")
-    ap.add_argument("--url-param", default="", help="file to write the frontend URL to (Argo output parameter)")
-    ap.add_argument("--ensure", action="store_true",
-                    help="create only when missing (never patch), then wait until it serves --model")
-    ap.add_argument("--model", default="", help="with --ensure: the model /v1/models must list")
-    ap.add_argument("--timeout-s", type=float, default=1800, help="with --ensure: readiness timeout")
-    a = ap.parse_args(argv)
+    a = DEPLOY.parser().parse_args(argv)
     try:
         deploy(dgd_text=a.dgd, dgd_file=a.dgd_file, namespace=a.namespace, run_id=a.run_id, owner_name=a.owner_name,
                owner_uid=a.owner_uid, url_param=a.url_param, save=a.save, ensure=a.ensure, model=a.model,

@@ -5,22 +5,16 @@ Exit 1 with the PVC, its phase and the cause when it will not bind; exit 75 (ret
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from infersweep.platform.operations import ensure_pvc
 from infersweep.platform.protocol import BadInput, PlatformError
+from infersweep.step_declarations import ENSURE_PVC
 from steps import transient
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m steps.ensure_pvc")
-    ap.add_argument("--name", required=True)
-    ap.add_argument("--namespace", required=True)
-    ap.add_argument("--size", required=True)
-    ap.add_argument("--storage-class", default="")
-    ap.add_argument("--bound-timeout-s", type=float, default=300.0, help="fail when not Bound after this long")
-    a = ap.parse_args(argv)
+    a = ENSURE_PVC.parser().parse_args(argv)
     try:
         ensure_pvc(name=a.name, namespace=a.namespace, size=a.size, storage_class=a.storage_class,
                    bound_timeout_s=a.bound_timeout_s)

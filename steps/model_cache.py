@@ -9,7 +9,6 @@ Outputs the model folder (the tokenizer AIPerf reads) and the resolved commit.
 
 from __future__ import annotations
 
-import argparse
 import fcntl
 import json
 import os
@@ -19,7 +18,8 @@ import time
 from pathlib import Path
 
 from steps import transient
-from steps.outputs import write_param
+from steps.output_params import write_param
+from infersweep.step_declarations import MODEL_CACHE_STEP
 
 
 def _slug(model_id: str) -> str:
@@ -76,17 +76,7 @@ def ensure_model(model_id: str, revision: str, cache: Path, source: str = "hf") 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m steps.model_cache")
-    ap.add_argument("--model-id", required=True)
-    ap.add_argument("--revision", required=True)
-    ap.add_argument("--cache-dir", required=True)
-    ap.add_argument("--source", default="hf", help="'hf' or file:///path/to/model")
-    ap.add_argument("--draft-model", default="", help="speculative-decoding draft to cache too ('' = none)")
-    ap.add_argument("--draft-revision", default="main")
-    ap.add_argument("--model-dir-param", default="")
-    ap.add_argument("--commit-param", default="")
-    ap.add_argument("--commit-file", default="", help="also write the commit here (the run dir, for summarize)")
-    a = ap.parse_args(argv)
+    a = MODEL_CACHE_STEP.parser().parse_args(argv)
     try:
         info = ensure_model(a.model_id, a.revision, Path(a.cache_dir), a.source)
         if a.draft_model:

@@ -9,12 +9,11 @@ of a new recipe can be promoted to baseline.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 from pathlib import Path
 
-from steps.outputs import json_object
+from infersweep.step_declarations import REGRESSION_CHECK
 
 
 def fetch_prefix(bucket: str, prefix: str, dest: Path) -> int:
@@ -34,14 +33,7 @@ def fetch_prefix(bucket: str, prefix: str, dest: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m steps.regression_check")
-    ap.add_argument("--run-dir", required=True, help="this run's result tree (summary/, points/)")
-    ap.add_argument("--bucket", required=True)
-    ap.add_argument("--baseline-prefix", default="", help="S3 prefix of the recipe's baseline run ('' skips)")
-    ap.add_argument("--report", required=True, help="where to write the report (an output artifact)")
-    ap.add_argument("--tolerances", type=json_object, default={},
-                    help="per-metric tolerances and z as JSON (the recipe's regression)")
-    a = ap.parse_args(argv)
+    a = REGRESSION_CHECK.parser().parse_args(argv)
     report = Path(a.report)
     report.parent.mkdir(parents=True, exist_ok=True)
     if not a.baseline_prefix:

@@ -13,7 +13,6 @@ one that query is left out and the step says so in `metrics/NOTES`.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import string
@@ -26,6 +25,7 @@ import pandas as pd
 import yaml
 
 from infersweep.paths import params_dir
+from infersweep.step_declarations import SCRAPE
 
 
 class ScopeError(ValueError):
@@ -123,14 +123,8 @@ def scrape(base: str, windows: list[tuple[int, float, float]], queries: dict[str
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m steps.scrape")
-    ap.add_argument("--run-dir", required=True)
-    ap.add_argument("--prometheus-url", default="")
-    ap.add_argument("--queries", default=str(params_dir() / "metrics.yaml"))
-    ap.add_argument("--namespace", required=True, help="Kubernetes namespace of the run's DGD")
-    ap.add_argument("--dgd-name", required=True, help="the run's DGD name: every query is scoped to it")
-    ap.add_argument("--run-id", default="", help="the run ({{workflow.name}}): the DGD is named per run, as deploy names it")
-    ap.add_argument("--context", default="", help="the run's context JSON (its gpu_type prices the GPU-hours)")
+    ap = SCRAPE.parser()
+    ap.set_defaults(queries=str(params_dir() / "metrics.yaml"))
     a = ap.parse_args(argv)
     run = Path(a.run_dir)
     out = run / "metrics"

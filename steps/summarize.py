@@ -8,14 +8,13 @@ run.json, report.html); nothing here touches S3.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Any
 
 from infersweep.results.context import parse_context_arg
 from infersweep.results.summarize import markdown_table, summarize
-from steps.outputs import json_object
+from infersweep.step_declarations import SUMMARIZE
 
 
 # An experiment treatment's recipe, for the prediction beside each row. Here, not in results/: experiment/
@@ -30,18 +29,7 @@ def treatment_recipe(ctx: dict[str, Any]):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m steps.summarize")
-    ap.add_argument("--run-dir", required=True)
-    ap.add_argument("--gpu-count", type=int, required=True)
-    ap.add_argument("--slo", type=json_object, default={}, help="JSON object of SLO bounds")
-    ap.add_argument("--title", default="infersweep", help="the recipe name (plot titles, and the context's recipe)")
-    ap.add_argument("--context", default=None,
-                    help="run context as JSON or @FILE (infersweep.results.context.recipe_context); optional")
-    ap.add_argument("--run-id", default=None, help="the run's id (the workflow name); optional")
-    ap.add_argument("--model-commit", default="", help="the commit the model-cache step resolved; optional")
-    ap.add_argument("--model-commit-file", default="",
-                    help="file holding the commit model-cache resolved (used when --model-commit is not given)")
-    a = ap.parse_args(argv)
+    a = SUMMARIZE.parser().parse_args(argv)
     if not a.model_commit and a.model_commit_file and Path(a.model_commit_file).is_file():
         a.model_commit = Path(a.model_commit_file).read_text().strip()
     slo = a.slo

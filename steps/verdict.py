@@ -12,19 +12,16 @@ turns red; its message (last stderr line) says which points failed and why.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 from infersweep.results.verdict import verdict  # noqa: F401 (the rule lives there; re-exported)
+from infersweep.step_declarations import VERDICT
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m steps.verdict")
-    ap.add_argument("--run-dir", required=True)
-    ap.add_argument("--points", required=True, help="the sweep's points as JSON (the pipeline's `points`)")
-    a = ap.parse_args(argv)
+    a = VERDICT.parser().parse_args(argv)
     try:
         points = json.loads(a.points)
         assert isinstance(points, list) and all(isinstance(p, dict) and "concurrency" in p for p in points)

@@ -139,13 +139,19 @@ def test_a_quoted_number_is_not_a_number_and_an_int_cpu_is_a_quantity():
     assert s.steps.resources["summarize"].cpu == "1" == RAW["steps"]["resources"]["summarize"]["cpu"]
 
 
-def test_a_step_without_a_deadline_is_refused_by_name():
-    from workflows.steps_library import step_settings
+def test_a_step_without_a_deadline_here_gets_its_declared_deadline():
+    """A new step needs no cluster.yaml entry (a step is declared once, infersweep/step_declarations.py);
+    an entry here overrides the declaration's deadline."""
+    from infersweep.step_declarations import DECLARED
+    from workflows.steps_library import Images, step_container
 
+    scrape = next(s for s in DECLARED if s.name == "scrape")
+    images = Images(steps="ghcr.io/x/steps:1", aiperf="ghcr.io/x/aiperf:1")
     deadlines = {k: v for k, v in RAW["steps"]["deadlines_s"].items() if k != "scrape"}
-    s = parse_cluster_settings(_with("steps.deadlines_s", deadlines))
-    with pytest.raises(ClusterSettingsError, match=r"steps.deadlines_s.scrape: missing; add the step's activeDeadlineSeconds"):
-        step_settings(s)
+    without = parse_cluster_settings(_with("steps.deadlines_s", deadlines))
+    assert step_container(scrape, images, settings=without.steps).active_deadline_seconds == scrape.deadline_s
+    overridden = parse_cluster_settings(_with("steps.deadlines_s", deadlines | {"scrape": 4321}))
+    assert step_container(scrape, images, settings=overridden.steps).active_deadline_seconds == 4321
 
 
 @pytest.mark.parametrize("assignment, expected", [

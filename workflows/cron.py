@@ -26,6 +26,7 @@ from hera.workflows import models as m
 
 from infersweep.cluster_settings import ClusterSettings
 from infersweep.recipe import ResolvedRecipe
+from infersweep.step_declarations import REAP
 from workflows.pipeline import pipeline_name, recipe_arguments, workflow_labels
 from workflows.steps_library import (Images, container_security_context, pod_security_context, step_settings)
 
@@ -96,8 +97,8 @@ def reaper_cron(settings: ClusterSettings) -> dict[str, Any]:
         pod_gc=m.PodGC(strategy="OnPodSuccess"), ttl_strategy=m.TTLStrategy(seconds_after_completion=3600),
         archive_logs=True,
     ) as cron:
-        Container(name="reap", image=images.steps, command=["python", "-m", "steps.reap"],
-                  args=["--namespace", "{{workflow.namespace}}"],
+        Container(name=REAP.name, image=images.steps, command=["python", "-m", f"steps.{REAP.module}"],
+                  args=REAP.template_args(),
                   env=[m.EnvVar(name="PYTHONUNBUFFERED", value="1")],
                   security_context=container_security_context(True),
                   resources=m.ResourceRequirements(requests={"cpu": m.Quantity("100m"), "memory": m.Quantity("256Mi")},

@@ -37,14 +37,10 @@ from infersweep.recipe_context import recipe_context
 from workflows.gpu_guard import recipes_synchronization
 from workflows.pipeline import points_json
 from workflows.dgd import render_dgd
-from workflows.steps_library import RUN_DIR, WORKDIR, STEP_BY_NAME, step_template_name
+from workflows.steps_library import RUN_DIR, WORKDIR, step_task
 
 TREATMENTS_DIR = f"{WORKDIR}/treatments"
 ANY_OUTCOME = "(%s.Succeeded || %s.Failed || %s.Errored || %s.Skipped || %s.Omitted)"
-
-
-def _ref(step: str) -> m.TemplateRef:
-    return m.TemplateRef(name=step_template_name(STEP_BY_NAME[step]), template=step)
 
 
 def _any(task: str) -> str:
@@ -116,16 +112,16 @@ def experiment_workflow(plan: Plan, settings: ClusterSettings, *, namespace: str
         with DAG(name="sweep", parallelism=1, fail_fast=False,
                  inputs=[Parameter(name=n) for n in ("points", "url", "tokenizer", "model", "workload",
                                                      "max-error-rate", "timeout-s", "ready-timeout-s")]):
-            Task(name="point", template_ref=_ref("aiperf-point"), with_param="{{inputs.parameters.points}}",
-                 arguments={"url": "{{inputs.parameters.url}}", "model": "{{inputs.parameters.model}}",
-                            "tokenizer": "{{inputs.parameters.tokenizer}}", "concurrency": "{{item.concurrency}}", "request-rate": "{{item.request_rate}}",
-                            "requests": "{{item.requests}}", "warmup": "{{item.warmup}}",
-                            "workload": "{{inputs.parameters.workload}}",
-                            "max-error-rate": "{{inputs.parameters.max-error-rate}}",
-                            "timeout-s": "{{inputs.parameters.timeout-s}}",
-                            # the point's ensure-deployed init container brings a deleted DGD back (UI Retry)
-                            "ready-timeout-s": "{{inputs.parameters.ready-timeout-s}}",
-                            "cpu": "{{item.cpu}}", "memory": "{{item.memory}}"})
+            step_task("aiperf-point", name="point", with_param="{{inputs.parameters.points}}",
+                      arguments={"url": "{{inputs.parameters.url}}", "model": "{{inputs.parameters.model}}",
+                                 "tokenizer": "{{inputs.parameters.tokenizer}}", "concurrency": "{{item.concurrency}}", "request-rate": "{{item.request_rate}}",
+                                 "requests": "{{item.requests}}", "warmup": "{{item.warmup}}",
+                                 "workload": "{{inputs.parameters.workload}}",
+                                 "max-error-rate": "{{inputs.parameters.max-error-rate}}",
+                                 "timeout-s": "{{inputs.parameters.timeout-s}}",
+                                 # the point's ensure-deployed init container brings a deleted DGD back (UI Retry)
+                                 "ready-timeout-s": "{{inputs.parameters.ready-timeout-s}}",
+                                 "cpu": "{{item.cpu}}", "memory": "{{item.memory}}"})
         _workdir_container("mark-start", images, [], ["mark-start", "--out", RUN_DIR])
         _workdir_container("record-ready", images, [], ["record-ready", "--out", RUN_DIR])
         _workdir_container("verdict", images, ["points"],
@@ -140,21 +136,21 @@ def experiment_workflow(plan: Plan, settings: ClusterSettings, *, namespace: str
 
         with DAG(name="exit-handler"):
             for name in dict.fromkeys(names):
-                Task(name=f"teardown-{name}", template_ref=_ref("teardown"),
-                     arguments={"dgd-name": name, "api-version": dgd_api})
+                step_task("teardown", name=f"teardown-{name}",
+                          arguments={"dgd-name": name, "api-version": dgd_api})
 
         with DAG(name="experiment"):
-            pvc = Task(name="ensure-pvc", template_ref=_ref("ensure-pvc"),
-                       arguments={"pvc": settings.model_cache.pvc, "size": settings.model_cache.size,
-                                  "storage-class": settings.model_cache.storage_class})
+            pvc = step_task("ensure-pvc", name="ensure-pvc",
+                            arguments={"pvc": settings.model_cache.pvc, "size": settings.model_cache.size,
+                                       "storage-class": settings.model_cache.storage_class})
             caches: dict[tuple[str, str, str], str] = {}
             for s in plan.steps:
                 r = s.treatment.recipe
                 key = (r.model.id, r.model.revision, r.draft_model or "")
                 if key not in caches:
                     caches[key] = f"model-cache-{len(caches)}"
-                    Task(name=caches[key], template_ref=_ref("model-cache"), depends="ensure-pvc",
-                         arguments={"model": key[0], "revision": key[1], "source": model_source, "draft-model": key[2]})
+                    step_task("model-cache", name=caches[key], depends="ensure-pvc",
+                              arguments={"model": key[0], "revision": key[1], "source": model_source, "draft-model": key[2]})
             previous_end: str | None = None
             treatment_points: dict[str, str] = {}
             for i, (s, dgd_name) in enumerate(zip(plan.steps, names)):
@@ -166,17 +162,17 @@ def experiment_workflow(plan: Plan, settings: ClusterSettings, *, namespace: str
                 cache = caches[(r.model.id, r.model.revision, r.draft_model or "")]
                 start_after = [cache] + ([_any(previous_end)] if previous_end else [])
                 if s.transition.cls is RestartClass.FULL and i > 0:
-                    Task(name=f"{t}-teardown", template_ref=_ref("teardown"), depends=" && ".join(start_after),
-                         arguments={"dgd-name": names[i - 1], "api-version": dgd_api})
+                    step_task("teardown", name=f"{t}-teardown", depends=" && ".join(start_after),
+                              arguments={"dgd-name": names[i - 1], "api-version": dgd_api})
                     start_after = [f"{t}-teardown"]
                 Task(name=f"{t}-mark-start", template="mark-start", depends=" && ".join(start_after))
                 dgd = render_dgd(r, api_version=dgd_api, name=dgd_name, pvc=settings.model_cache.pvc,
                                  hf_secret=settings.hf_token_secret)
-                Task(name=f"{t}-deploy", template_ref=_ref("deploy"), depends=_any(f"{t}-mark-start"),
-                     arguments={"dgd": yaml.safe_dump(dgd, sort_keys=False)})
-                Task(name=f"{t}-wait-ready", template_ref=_ref("wait-ready"), depends=f"{t}-deploy",
-                     arguments={"dgd-name": dgd_name, "model": r.model.id, "timeout-s": str(ready_timeout_s),
-                                "api-version": dgd_api})
+                step_task("deploy", name=f"{t}-deploy", depends=_any(f"{t}-mark-start"),
+                          arguments={"dgd": yaml.safe_dump(dgd, sort_keys=False)})
+                step_task("wait-ready", name=f"{t}-wait-ready", depends=f"{t}-deploy",
+                          arguments={"dgd-name": dgd_name, "model": r.model.id, "timeout-s": str(ready_timeout_s),
+                                     "api-version": dgd_api})
                 Task(name=f"{t}-record-ready", template="record-ready", depends=f"{t}-wait-ready")
                 Task(name=f"{t}-sweep", template="sweep", depends=f"{t}-wait-ready",
                      arguments={"points": points_json(json.loads(args["points"]), settings),
@@ -192,13 +188,12 @@ def experiment_workflow(plan: Plan, settings: ClusterSettings, *, namespace: str
                 context = recipe_context(r, settings) | {
                     "experiment": e.name, "treatment": s.treatment.name, "restart_class": s.transition.cls.label,
                     "levels": s.treatment.levels}
-                Task(name=f"{t}-summarize", template_ref=_ref("summarize"),
-                     depends=f"{_any(f'{t}-sweep')} && {_any(f'{t}-record-ready')}",
-                     arguments={"gpu-count": args["gpu-count"], "slo": _compact(slo), "title": s.treatment.name,
-                                "context": json.dumps(context, separators=(",", ":"), sort_keys=True),
-                                "model-commit": f"{{{{tasks.{cache}.outputs.parameters.commit}}}}"})
-                Task(name=f"{t}-publish", template_ref=_ref("publish"), depends=f"{t}-summarize",
-                     arguments={"bucket": s3.bucket, "prefix": f"{prefix}/{s.treatment.name}"})
+                step_task("summarize", name=f"{t}-summarize",
+                          depends=f"{_any(f'{t}-sweep')} && {_any(f'{t}-record-ready')}",
+                          arguments={"gpu-count": args["gpu-count"], "slo": _compact(slo), "title": s.treatment.name,
+                                     "context": json.dumps(context, separators=(",", ":"), sort_keys=True)})
+                step_task("publish", name=f"{t}-publish", depends=f"{t}-summarize",
+                          arguments={"bucket": s3.bucket, "prefix": f"{prefix}/{s.treatment.name}"})
                 Task(name=f"{t}-archive", template="archive", depends=_any(f"{t}-publish"),
                      arguments={"treatment": s.treatment.name})
                 treatment_points[s.treatment.name] = args["points"]
@@ -206,8 +201,8 @@ def experiment_workflow(plan: Plan, settings: ClusterSettings, *, namespace: str
             spec_text = e.path.read_text()
             compare = Task(name="compare", template="compare", depends=_any(previous_end),
                            arguments={"experiment": spec_text})
-            Task(name="publish-report", template_ref=_ref("publish"), depends="compare",
-                 arguments={"bucket": s3.bucket, "prefix": f"{prefix}/report"})
+            step_task("publish", name="publish-report", depends="compare",
+                      arguments={"bucket": s3.bucket, "prefix": f"{prefix}/report"})
             # The leaf that makes a failed treatment fail the Workflow (dag.go assessDAGPhase judges a DAG by
             # its leaves, and compare/publish-report succeed whatever the treatments did), after the report
             # is published.

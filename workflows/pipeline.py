@@ -27,7 +27,7 @@ from infersweep.recipe_context import recipe_context
 from workflows.dgd import labels as recipe_labels
 from workflows.dgd import dgd_base_name, render_dgd
 from workflows.gpu_guard import GUARD_PARAMS, LOCK_PARAMS, apply_to_dgd, guard_arguments, span_synchronization
-from workflows.steps_library import STEP_BY_NAME, aiperf_resources, pod_security_context, step_template_name
+from workflows.steps_library import aiperf_resources, pod_security_context, step_task
 
 # (name, description for the Argo UI form, enum or None)
 PIPELINE_PARAMS: list[tuple[str, str, list[str] | None]] = [
@@ -60,11 +60,6 @@ PIPELINE_PARAMS: list[tuple[str, str, list[str] | None]] = [
 
 def pipeline_name(engine: str, mode: str) -> str:
     return f"infersweep-{engine}-{mode}"
-
-
-def _ref(step: str) -> m.TemplateRef:
-    assert step in STEP_BY_NAME, step
-    return m.TemplateRef(name=step_template_name(STEP_BY_NAME[step]), template=step)
 
 
 def _wf(name: str) -> str:
@@ -131,19 +126,19 @@ def pipeline_template(engine: str, mode: str, settings: ClusterSettings, *, poin
         # from deploy to the last point, never through the download or the bookkeeping.
         with DAG(name="gpu-span", inputs=[Parameter(name="points"), Parameter(name="tokenizer")],
                  parallelism=point_parallelism, fail_fast=False, synchronization=span_synchronization(settings)):
-            deploy = Task(name="deploy", template_ref=_ref("deploy"), arguments={"dgd": _wf("dgd")})
-            ready = Task(name="wait-ready", template_ref=_ref("wait-ready"),
-                         arguments={"dgd-name": _wf("dgd-name"), "model": _wf("model"), "timeout-s": _wf("ready-timeout-s"),
-                                    "api-version": _wf("dgd-api-version")})
-            point = Task(name="point", template_ref=_ref("aiperf-point"), with_param="{{inputs.parameters.points}}",
-                         arguments={"url": "{{tasks.deploy.outputs.parameters.frontend-url}}", "model": _wf("model"),
-                                    "tokenizer": "{{inputs.parameters.tokenizer}}",
-                                    "concurrency": "{{item.concurrency}}", "request-rate": "{{item.request_rate}}",
-                                    "requests": "{{item.requests}}",
-                                    "warmup": "{{item.warmup}}", "workload": _wf("workload"),
-                                    "max-error-rate": _wf("max-error-rate"), "timeout-s": _wf("point-timeout-s"),
-                                    "ready-timeout-s": _wf("ready-timeout-s"),
-                                    "cpu": "{{item.cpu}}", "memory": "{{item.memory}}"})
+            deploy = step_task("deploy", name="deploy", arguments={"dgd": _wf("dgd")})
+            ready = step_task("wait-ready", name="wait-ready",
+                              arguments={"dgd-name": _wf("dgd-name"), "model": _wf("model"), "timeout-s": _wf("ready-timeout-s"),
+                                         "api-version": _wf("dgd-api-version")})
+            point = step_task("aiperf-point", name="point", with_param="{{inputs.parameters.points}}",
+                              arguments={"url": "{{tasks.deploy.outputs.parameters.frontend-url}}", "model": _wf("model"),
+                                         "tokenizer": "{{inputs.parameters.tokenizer}}",
+                                         "concurrency": "{{item.concurrency}}", "request-rate": "{{item.request_rate}}",
+                                         "requests": "{{item.requests}}",
+                                         "warmup": "{{item.warmup}}", "workload": _wf("workload"),
+                                         "max-error-rate": _wf("max-error-rate"), "timeout-s": _wf("point-timeout-s"),
+                                         "ready-timeout-s": _wf("ready-timeout-s"),
+                                         "cpu": "{{item.cpu}}", "memory": "{{item.memory}}"})
             deploy >> ready >> point
 
         # Runs as soon as the main DAG ends, whatever ended it: success, a failure, `argo stop`, the
@@ -153,30 +148,30 @@ def pipeline_template(engine: str, mode: str, settings: ClusterSettings, *, poin
         # published; the verdict (last) fails the run when any point failed or nothing was measured (an
         # exit handler that fails makes a Succeeded workflow Failed: operator.go operate()).
         with DAG(name="exit-handler"):
-            Task(name="teardown", template_ref=_ref("teardown"),
-                 arguments={"dgd-name": _wf("dgd-name"), "api-version": _wf("dgd-api-version")})
-            scrape = Task(name="scrape", template_ref=_ref("scrape"),
-                          arguments={"prometheus-url": _wf("prometheus-url"), "dgd-name": _wf("dgd-name"),
-                                     "context": _wf("context")})
-            summarize = Task(name="summarize", template_ref=_ref("summarize"),
-                             arguments={"gpu-count": _wf("gpu-count"), "slo": _wf("slo"), "title": _wf("recipe"),
-                                        "context": _wf("context")})
-            publish = Task(name="publish", template_ref=_ref("publish"),
-                           arguments={"bucket": _wf("s3-bucket"),
-                                      "prefix": f"{_wf('s3-prefix')}/{_wf('recipe')}/{{{{workflow.name}}}}"})
-            check = Task(name="regression-check", template_ref=_ref("regression-check"),
-                         arguments={"bucket": _wf("s3-bucket"), "baseline-prefix": _wf("baseline-prefix"),
-                                    "tolerances": _wf("regression")})
-            verdict = Task(name="verdict", template_ref=_ref("verdict"), arguments={"points": _wf("points")})
+            step_task("teardown", name="teardown",
+                      arguments={"dgd-name": _wf("dgd-name"), "api-version": _wf("dgd-api-version")})
+            scrape = step_task("scrape", name="scrape",
+                               arguments={"prometheus-url": _wf("prometheus-url"), "dgd-name": _wf("dgd-name"),
+                                          "context": _wf("context")})
+            summarize = step_task("summarize", name="summarize",
+                                  arguments={"gpu-count": _wf("gpu-count"), "slo": _wf("slo"), "title": _wf("recipe"),
+                                             "context": _wf("context")})
+            publish = step_task("publish", name="publish",
+                                arguments={"bucket": _wf("s3-bucket"),
+                                           "prefix": f"{_wf('s3-prefix')}/{_wf('recipe')}/{{{{workflow.name}}}}"})
+            check = step_task("regression-check", name="regression-check",
+                              arguments={"bucket": _wf("s3-bucket"), "baseline-prefix": _wf("baseline-prefix"),
+                                         "tolerances": _wf("regression")})
+            verdict = step_task("verdict", name="verdict", arguments={"points": _wf("points")})
             scrape >> summarize >> publish >> [check, verdict]
 
         with DAG(name="pipeline"):
-            pvc = Task(name="ensure-pvc", template_ref=_ref("ensure-pvc"),
-                       arguments={"pvc": _wf("model-cache-pvc"), "size": _wf("model-cache-size"),
-                                  "storage-class": _wf("storage-class")})
-            cache = Task(name="model-cache", template_ref=_ref("model-cache"),
-                         arguments={"model": _wf("model"), "revision": _wf("model-revision"), "source": _wf("model-source"),
-                                    "draft-model": _wf("draft-model")})
+            pvc = step_task("ensure-pvc", name="ensure-pvc",
+                            arguments={"pvc": _wf("model-cache-pvc"), "size": _wf("model-cache-size"),
+                                       "storage-class": _wf("storage-class")})
+            cache = step_task("model-cache", name="model-cache",
+                              arguments={"model": _wf("model"), "revision": _wf("model-revision"), "source": _wf("model-source"),
+                                         "draft-model": _wf("draft-model")})
             span = Task(name="gpu-span", template="gpu-span",
                         arguments={"points": _wf("points"), "tokenizer": "{{tasks.model-cache.outputs.parameters.model-dir}}"})
             pvc >> cache >> span
