@@ -33,7 +33,7 @@ from infersweep.aiperf_contract import (ARTIFACT_SUBDIR, CONSOLE_LOG_FILE, RESUL
                                         child_env, choose_seed, point_folder, read_point, tokenizer_as_cached_hub_id,
                                         workload_argv)
 
-from infersweep.step_declarations import AIPERF_POINT
+from workflows.step_declarations import AIPERF_POINT
 
 # Kubernetes' default terminationGracePeriodSeconds is 30 s: AIPerf must be gone (and result.json
 # written) before the kubelet's own SIGKILL, so our grace period stays below it.

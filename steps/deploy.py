@@ -17,7 +17,7 @@ import sys
 
 from infersweep.platform.operations import deploy
 from infersweep.platform.protocol import BadInput, NotServing, PlatformError
-from infersweep.step_declarations import DEPLOY
+from workflows.step_declarations import DEPLOY
 from steps import transient
 
 

@@ -9,7 +9,7 @@ import sys
 
 from infersweep.platform.operations import ensure_pvc
 from infersweep.platform.protocol import BadInput, PlatformError
-from infersweep.step_declarations import ENSURE_PVC
+from workflows.step_declarations import ENSURE_PVC
 from steps import transient
 
 

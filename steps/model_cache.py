@@ -19,7 +19,7 @@ from pathlib import Path
 
 from steps import transient
 from steps.output_params import write_param
-from infersweep.step_declarations import MODEL_CACHE_STEP
+from workflows.step_declarations import MODEL_CACHE_STEP
 
 
 def _slug(model_id: str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 
 from infersweep.results.publish import publish_run
-from infersweep.step_declarations import PUBLISH
+from workflows.step_declarations import PUBLISH
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from infersweep.step_declarations import REGRESSION_CHECK
+from workflows.step_declarations import REGRESSION_CHECK
 
 
 def fetch_prefix(bucket: str, prefix: str, dest: Path) -> int:

@@ -25,7 +25,7 @@ import pandas as pd
 import yaml
 
 from infersweep.paths import params_dir
-from infersweep.step_declarations import SCRAPE
+from workflows.step_declarations import SCRAPE
 
 
 class ScopeError(ValueError):

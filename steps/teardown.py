@@ -6,7 +6,7 @@ import sys
 
 from infersweep.platform.operations import teardown
 from infersweep.platform.protocol import BadInput, PlatformError
-from infersweep.step_declarations import TEARDOWN
+from workflows.step_declarations import TEARDOWN
 from steps import transient
 
 

@@ -14,7 +14,7 @@ import sys
 
 from infersweep.platform.operations import wait_ready
 from infersweep.platform.protocol import BadInput, PlatformError
-from infersweep.step_declarations import WAIT_READY
+from workflows.step_declarations import WAIT_READY
 from steps import transient
 
 

@@ -1,9 +1,9 @@
-"""A step is declared once (infersweep/step_declarations.py): its WorkflowTemplate and its parser follow.
+"""A step is declared once (workflows/step_declarations.py): its WorkflowTemplate and its parser follow.
 
 What a new step touches: steps/<module>.py (its `main()` parses with `<STEP>.parser()`), its declaration
-in infersweep/step_declarations.py (added to DECLARED), the task that composes it in workflows/pipeline.py
+in workflows/step_declarations.py (added to DECLARED), the task that composes it in workflows/pipeline.py
 (`step_task`), and its test. The step image copies all of steps/ and workflows/ (images/steps.Dockerfile);
-the local executor runs whatever container the rendered template names; params/platform.yaml may set the
+the local executor runs whatever container the rendered template names; params/cluster.yaml may set the
 step's resources and deadline, and the declaration's defaults apply when it does not.
 
 The property here: every container the install set renders that runs `python -m steps.<module>` (step
@@ -27,8 +27,8 @@ from pathlib import Path
 import pytest
 
 from infersweep.commands.install import install_set
-from infersweep.platform_config import load_platform
-from infersweep.step_declarations import DECLARED, WORKDIR
+from infersweep.cluster_settings import load_cluster_settings
+from workflows.step_declarations import DECLARED, WORKDIR
 from infersweep.step_interface import Option, Step, json_object
 
 REPO = Path(__file__).resolve().parents[1]
@@ -87,7 +87,7 @@ def typed(option: Option, text: str):
 
 def step_containers() -> list[tuple[str, str, dict, Step]]:
     """(where, module, container, the Step whose template holds it) for every steps.* container rendered."""
-    argo, _ = install_set(load_platform())
+    argo, _ = install_set(load_cluster_settings())
     found = []
     for doc in argo:
         spec = doc["spec"].get("workflowSpec", doc["spec"])
@@ -182,10 +182,10 @@ def test_a_stub_step_declared_here_renders_a_valid_template_and_parses_its_args(
     from workflows import steps_library
     from workflows.steps_library import Images, step_container, step_task
 
-    platform = load_platform()
+    settings = load_cluster_settings()
     with WorkflowTemplate(name="infersweep-stub-step", entrypoint="stub-step",
-                          service_account_name=platform["service_account"]) as wt:
-        step_container(STUB, Images(steps="steps:1", aiperf="aiperf:1"), settings=platform["steps"])
+                          service_account_name=settings.service_account) as wt:
+        step_container(STUB, Images(steps="steps:1", aiperf="aiperf:1"), settings=settings.steps)
     doc = wt.to_dict()
     validate_document(doc)  # Argo's schema, unknown fields forbidden
     t = doc["spec"]["templates"][0]
@@ -195,7 +195,7 @@ def test_a_stub_step_declared_here_renders_a_valid_template_and_parses_its_args(
     assert "model to look at (a Hugging Face id)" in " ".join(STUB.parser().format_help().split())
     assert t["outputs"]["parameters"] == [{"name": "answer", "valueFrom": {"path": "/tmp/outputs/answer"}}]
     assert t["container"]["command"] == ["python", "-m", "steps.stub_step"]
-    assert t["activeDeadlineSeconds"] == STUB.deadline_s  # no entry in params/platform.yaml: the declaration's
+    assert t["activeDeadlineSeconds"] == STUB.deadline_s  # no entry in params/cluster.yaml: the declaration's
     args = [INPUT_REF.sub(lambda mt: {"model": "m", "tries": "3"}[mt.group(1)], a)
             .replace("{{workflow.namespace}}", "ns") for a in t["container"]["args"]]
     ns = STUB.parser().parse_args(args)
