@@ -61,6 +61,7 @@ def test_the_dockerfile_copies_the_contract_and_the_aiperf_steps():
     assert files["infersweep/aiperf_contract.py"] == "infersweep/aiperf_contract.py"
     assert files["infersweep/__init__.py"] == "infersweep/__init__.py"
     assert files["steps/aiperf_point.py"] == "steps/aiperf_point.py"
+    assert files["infersweep/aiperf_point_run.py"] == "infersweep/aiperf_point_run.py"  # the point's run logic
 
 
 def test_the_point_step_starts_with_only_the_image_files(image_root):

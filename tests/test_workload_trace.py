@@ -1,6 +1,6 @@
 """Trace replay on its own timing: trace.fixed_schedule reaches AIPerf as --fixed-schedule, and a local
 tokenizer folder reaches AIPerf in a form its hash_ids worker pool can load offline (see
-steps.aiperf_contract.tokenizer_as_cached_hub_id for the AIPerf 0.13 source that makes this necessary)."""
+infersweep.aiperf_contract.tokenizer_as_cached_hub_id for the AIPerf 0.13 source that makes this necessary)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 from infersweep.paths import params_dir
 from infersweep.recipe.models import Workload
 from infersweep import aiperf_contract
+from infersweep.aiperf_point_run import EXIT_BAD_POINT
 from steps import aiperf_point
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,7 +104,7 @@ def test_step_fails_clearly_when_the_trace_is_not_there(tmp_path):
                               "--requests", "4", "--concurrency", "1", "--aiperf", "/bin/false",
                               "--workload", json.dumps({"trace": "params:workloads/agentic-sessions.jsonl"})])
     result = json.loads((out / "result.json").read_text())
-    assert code == aiperf_point.EXIT_BAD_POINT and result["status"] == "failed"
+    assert code == EXIT_BAD_POINT and result["status"] == "failed"
     assert "is not a file here" in result["reason"]
 
 

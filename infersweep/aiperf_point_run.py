@@ -1,0 +1,258 @@
+"""Run one AIPerf benchmark point and leave an honest OUT/result.json behind (steps/aiperf_point.py's work).
+
+Runs inside the AIPerf image: standard library only (plus infersweep/aiperf_contract.py, also stdlib only);
+images/aiperf.Dockerfile copies this file, tests/test_aiperf_contract.py and tests/test_step_declarations.py
+run it with only the image's files.
+
+Why beside, not inside, the AIPerf contract: the contract says what AIPerf takes and leaves behind (read from
+AIPerf's source, changes with AIPerf's version); this module is our own policy around one run of it (how a
+point is stopped, how a retry treats an earlier attempt, what result.json records), which changes with Argo
+and Kubernetes, not with AIPerf.
+
+What it guarantees:
+- AIPerf gets an argv list, never a shell string: recipe values cannot reach a shell.
+- Argo stops a step with SIGTERM, which kills AIPerf without a summary. We catch SIGTERM and
+  send AIPerf SIGINT instead, which makes it write a partial summary; SIGKILL only after a grace period.
+- A retried step never redoes or overwrites a measured point: an existing OUT/result.json with
+  status ok is kept as is. Any other earlier attempt is moved to OUT/attempts/<n>/ first.
+- Exit 0 for ok/partial, 2 for cancelled/failed (the reason goes to stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from infersweep.aiperf_contract import (ARTIFACT_SUBDIR, CONSOLE_LOG_FILE, RESULT_FILE, TRACE_KEYS, build_argv,
+                                        child_env, choose_seed, point_folder, read_point, tokenizer_as_cached_hub_id,
+                                        workload_argv)
+
+# Kubernetes' default terminationGracePeriodSeconds is 30 s: AIPerf must be gone (and result.json
+# written) before the kubelet's own SIGKILL, so our grace period stays below it.
+DEFAULT_GRACE_S = 20.0
+EXIT_OK = 0
+EXIT_BAD_POINT = 2
+
+
+# -- the point's own argument checks (the step's parser comes from its declaration) ---------------------------
+def workload_json(text: str) -> dict:
+    """--workload: a JSON object whose keys AIPerf takes (aiperf_contract.WORKLOAD_FLAGS, TRACE_KEYS)."""
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"not JSON: {e}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object")
+    try:
+        workload_argv({k: v for k, v in value.items() if k not in TRACE_KEYS})
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return value
+
+
+def request_rate(text: str) -> float:
+    """--request-rate: requests/s >= 0, finite (0 = closed loop)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (value == value and 0 <= value < float("inf")):
+        raise argparse.ArgumentTypeError("give requests/s >= 0 (0 = closed loop)")
+    return value
+
+
+# by option dest: the declaration's float and JSON-object types, refined (Step.parser(**ARG_TYPES))
+ARG_TYPES = {"request_rate": request_rate, "workload": workload_json}
+
+
+def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.Namespace:
+    """The checks that need more than one option; a failure is parser.error (exit 2, usage, the fix)."""
+    if args.grace_s is None:
+        args.grace_s = DEFAULT_GRACE_S
+    w = args.workload or {}
+    has_lengths = (args.isl or w.get("isl")) and (args.osl or w.get("osl")) or w.get("seq_dist")
+    if args.trace is None and not w.get("trace") and not has_lengths:
+        parser.error("give --isl and --osl (or --workload with isl/osl or seq_dist) unless a trace is used")
+    if args.concurrency < 1 or args.requests < 1 or args.warmup < 0:
+        parser.error("--concurrency and --requests must be >= 1, --warmup >= 0")
+    if not 0.0 <= args.max_error_rate <= 1.0:
+        parser.error("--max-error-rate is a fraction between 0 and 1")
+    for item in args.extra_inputs:
+        if ":" not in item:
+            parser.error(f"--extra-inputs wants KEY:VALUE, got {item!r}")
+    return args
+
+
+# -- one point ------------------------------------------------------------------------------------------------
+def run_point(args: argparse.Namespace) -> int:
+    """Run the point `args` (checked by check_args) describes; return the step's exit code."""
+    out = point_folder(args.out, args.request_rate)
+    args.out = str(out)
+    out.mkdir(parents=True, exist_ok=True)
+    result_path = out / RESULT_FILE
+
+    previous = load_json(result_path)
+    if previous is not None and previous.get("status") == "ok":
+        print(f"{result_path} already holds a good point (attempt {previous.get('attempt')}): kept, AIPerf not run")
+        previous.setdefault("concurrency", args.concurrency)
+        previous.setdefault("request_rate", args.request_rate)
+        write_result_param(args.result_param, previous)
+        return EXIT_OK
+
+    attempt = set_aside_previous_attempt(out)
+    if not Path(args.tokenizer).is_dir():
+        print(f"warning: --tokenizer {args.tokenizer} is not a local dir; AIPerf will look it up by name",
+              file=sys.stderr)
+    trace = args.trace or (args.workload or {}).get("trace")
+    if trace and not str(trace).startswith("https://") and not Path(trace).is_file():
+        # e.g. a params:workloads/ trace, which exists only in a clone (local mode resolves it)
+        reason = f"trace {trace} is not a file here; give an https:// URL or a path inside the AIPerf step"
+        result = {"status": "failed", "reason": reason, "concurrency": args.concurrency,
+                  "request_rate": args.request_rate, "attempt": attempt}
+        write_json(result_path, result)
+        write_result_param(args.result_param, result)
+        print(reason, file=sys.stderr)
+        return EXIT_BAD_POINT
+    args.chosen_seed, seed_policy, cache_state = choose_seed(args)
+    extra_env: dict[str, str] = {}
+    hub_cache = None
+    if trace and Path(args.tokenizer).is_dir():
+        hub_cache = Path(tempfile.mkdtemp(prefix="infersweep-hf-"))  # not in OUT: nothing of it is published
+        tokenizer_dir = args.tokenizer
+        args.tokenizer, extra_env = tokenizer_as_cached_hub_id(Path(tokenizer_dir), hub_cache)
+        print(f"trace replay: tokenizer {tokenizer_dir} given to AIPerf as {args.tokenizer} (offline HF cache)")
+    command = build_argv(args)
+    log_path = out / CONSOLE_LOG_FILE
+    print(f"attempt {attempt}: running AIPerf at concurrency {args.concurrency}, log in {log_path}", flush=True)
+
+    started = time.monotonic()
+    try:
+        exit_code, stopped_by = run_aiperf(command, log_path, timeout_s=args.timeout_s, grace_s=args.grace_s,
+                                           env=extra_env)
+    finally:
+        if hub_cache is not None:
+            shutil.rmtree(hub_cache, ignore_errors=True)
+    wall_s = time.monotonic() - started
+
+    result = read_point(out / ARTIFACT_SUBDIR, max_error_rate=args.max_error_rate,
+                        exit_code=exit_code, console_log=log_path)
+    if stopped_by:  # say who stopped it: "(stopped by SIGTERM)", "(stopped by --timeout-s 600, then SIGKILL ...)"
+        who = stopped_by
+        if stopped_by.startswith("timeout"):
+            who = stopped_by.replace("timeout", f"--timeout-s {args.timeout_s:g}", 1)
+        result["reason"] += f" (stopped by {who})"
+    result.update(concurrency=args.concurrency, request_rate=args.request_rate,
+                  arrival=(args.workload or {}).get("arrival", "poisson") if args.request_rate else None, repetition=args.repetition, seed=args.chosen_seed,
+                  seed_policy=seed_policy, cache_state=cache_state, argv=command, exit_code=exit_code,
+                  wall_s=round(wall_s, 3), attempt=attempt, stopped_by=stopped_by)
+    write_json(result_path, result)
+    write_result_param(args.result_param, result)
+
+    load = f"request rate {args.request_rate:g}/s (cap {args.concurrency})" if args.request_rate else f"concurrency {args.concurrency}"
+    line = f"{load}: {result['status']}: {result['reason']}"
+    if result["status"] in ("ok", "partial"):
+        print(line)
+        return EXIT_OK
+    print(line, file=sys.stderr)
+    return EXIT_BAD_POINT
+# -- AIPerf as a child, and the point folder --------------------------------------------------------------
+def run_aiperf(argv: list[str], log_path: Path, *, timeout_s: float | None, grace_s: float,
+               env: dict[str, str] | None = None) -> tuple[int, str | None]:
+    """Run AIPerf to the end; return (exit code, what stopped it early or None).
+
+    SIGTERM/SIGINT to us, or the timeout, become one SIGINT to AIPerf (partial summary), then a
+    SIGKILL to its whole process group if it is still there after grace_s.
+    """
+    stop: dict[str, str | None] = {"cause": None}
+
+    def on_signal(signum, _frame):
+        stop["cause"] = stop["cause"] or signal.Signals(signum).name
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        with open(log_path, "ab") as log:
+            try:
+                # Own session: a terminal Ctrl-C or a group kill aimed at us does not hit AIPerf
+                # directly; it gets exactly one SIGINT from us. It also lets us SIGKILL its workers.
+                proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        env=child_env(env), start_new_session=True)
+            except OSError as exc:
+                log.write(f"could not start AIPerf: {exc}\n".encode())
+                return 127, None
+        deadline = time.monotonic() + timeout_s if timeout_s else None
+        interrupted_at = None
+        while True:
+            try:
+                code = proc.wait(timeout=0.2)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            now = time.monotonic()
+            if stop["cause"] is None and deadline is not None and now >= deadline:
+                stop["cause"] = "timeout"
+            if stop["cause"] and interrupted_at is None:
+                _signal(proc.pid, signal.SIGINT, group=False)
+                interrupted_at = now
+            elif interrupted_at is not None and now - interrupted_at >= grace_s:
+                _signal(proc.pid, signal.SIGKILL, group=True)
+                stop["cause"] = f"{stop['cause']}, then SIGKILL after {grace_s:g} s"
+                code = proc.wait()
+                break
+        _signal(proc.pid, signal.SIGKILL, group=True)  # leftover AIPerf workers, if any
+        return code, stop["cause"]
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _signal(pid: int, sig: signal.Signals, *, group: bool) -> None:
+    try:
+        os.killpg(pid, sig) if group else os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass  # already gone
+
+
+def set_aside_previous_attempt(out: Path) -> int:
+    """Move an earlier attempt's files to OUT/attempts/<n>/; return this attempt's number."""
+    attempts = out / "attempts"
+    taken = [int(p.name) for p in attempts.iterdir() if p.name.isdigit()] if attempts.is_dir() else []
+    leftovers = [out / name for name in (RESULT_FILE, ARTIFACT_SUBDIR, CONSOLE_LOG_FILE) if (out / name).exists()]
+    if leftovers:
+        dest = attempts / str(max(taken, default=0) + 1)
+        dest.mkdir(parents=True)
+        for path in leftovers:
+            path.rename(dest / path.name)
+        taken.append(int(dest.name))
+    return max(taken, default=0) + 1
+
+
+def load_json(path: Path) -> dict | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def write_json(path: Path, data: dict, indent: int | None = 2) -> None:
+    """Write via a temp file + rename: a kill mid-write never leaves a torn result.json."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=indent) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_result_param(path: str | None, result: dict) -> None:
+    # An Argo output parameter: keep it small, the full result lives in result.json.
+    if path:
+        keys = ("concurrency", "request_rate", "status", "reason") if result.get("request_rate") else \
+            ("concurrency", "status", "reason")  # an open-loop point also says its rate
+        write_json(Path(path), {k: result.get(k) for k in keys}, indent=None)
