@@ -92,6 +92,43 @@ def test_a_real_aiperf_dir_is_read_with_only_the_image_files_and_the_standard_li
     assert out["file"].startswith(str(image_root))  # the copy, not the repository's
 
 
+# A stand-in for `aiperf profile` that leaves a real AIPerf 0.13.0 run's artifacts where it is told to.
+COPYING_AIPERF = """\
+#!{python}
+import shutil, sys
+argv = sys.argv[1:]
+shutil.copytree({src!r}, argv[argv.index("--artifact-dir") + 1], dirs_exist_ok=True)
+"""
+
+
+def test_a_whole_point_runs_with_only_the_image_files(image_root, tmp_path):
+    """The step's main (parser, run_point, the child AIPerf, result.json) end to end in the AIPerf env with only
+    the image's files: an import the --help path does not reach (the runner's) would fail here."""
+    fake = tmp_path / "aiperf"
+    fake.write_text(COPYING_AIPERF.format(python=venv_python("aiperf"),
+                                          src=str(FIXTURES / "aiperf" / "0.13.0" / "dynamo-mocker-c4")))
+    fake.chmod(0o755)
+    out = tmp_path / "points" / "c4"
+    code = (
+        "import json\n"
+        "from steps.aiperf_point import main\n"
+        "code = main(sys.argv[1:])\n"
+        "tops = {m.split('.')[0] for m in sys.modules}\n"
+        "foreign = sorted(t for t in tops if t not in sys.stdlib_module_names and not t.startswith('_')"
+        " and t not in ('infersweep', 'steps', 'workflows', 'orjson'))\n"
+        "print(json.dumps({'code': code, 'foreign': foreign,"
+        " 'file': sys.modules['infersweep.aiperf_point_run'].__file__}))\n"
+    )
+    proc = run_isolated(image_root, code, "--url", "http://127.0.0.1:9", "--model", "m", "--tokenizer",
+                        str(tmp_path), "--concurrency", "4", "--requests", "40", "--isl", "128", "--osl", "32",
+                        "--out", str(out), "--aiperf", str(fake))
+    assert proc.returncode == 0, proc.stderr
+    ran = json.loads(proc.stdout.splitlines()[-1])
+    assert ran["code"] == 0 and ran["foreign"] == [] and ran["file"].startswith(str(image_root))
+    result = json.loads((out / "result.json").read_text())
+    assert result["status"] == "ok" and result["attempt"] == 1 and result["argv"][0] == str(fake)
+
+
 def _top_modules(nodes) -> set[str]:
     out = set()
     for node in nodes:
@@ -111,6 +148,14 @@ def test_the_contract_imports_only_the_standard_library():
     foreign = {m for m in _top_modules(ast.walk(tree)) if m not in sys.stdlib_module_names and m != "__future__"}
     assert optional == {"orjson"}
     assert foreign == optional
+
+
+def test_the_point_runner_imports_only_the_standard_library_and_the_contract():
+    """infersweep/aiperf_point_run.py, from its source: the standard library and, of ours, only the contract."""
+    tree = ast.parse((REPO / "infersweep" / "aiperf_point_run.py").read_text())
+    ours = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module.startswith("infersweep")}
+    foreign = {m for m in _top_modules(ast.walk(tree)) if m not in sys.stdlib_module_names and m != "__future__"}
+    assert ours == {"infersweep.aiperf_contract"} and foreign == {"infersweep"}
 
 
 def test_the_metric_vocabulary_names_exactly_what_read_point_gives():
