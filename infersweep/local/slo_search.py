@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from infersweep.aiperf_contract import point_folder
 from infersweep.local.dynamo import deploy_local, teardown_local, wait_ready_local
 from infersweep.local.run import local_profile, local_workload, scaled_lengths, simulated_gpus
 from infersweep.paths import REPO_ROOT, venv_python
@@ -31,6 +32,7 @@ from infersweep.recipe import RecipeError, load_recipe
 from infersweep.results.table import point_row
 from infersweep.slo_search import Search, bisect
 from workflows.pipeline import recipe_arguments
+from workflows.step_declarations import AIPERF_POINT
 
 
 def slo_search_local(recipe_ref: str, *, out: Path, lo: float, hi: float, axis: str = "concurrency",
@@ -63,16 +65,17 @@ def slo_search_local(recipe_ref: str, *, out: Path, lo: float, hi: float, axis: 
             rate = 0.0 if axis == "concurrency" else float(load)
             requests = max(prof["min_requests"], int(load * prof["requests_per_concurrency"]) + 1)
             point = out / "points" / f"c{conc}"
-            argv = [venv_python("aiperf"), "-m", "steps.aiperf_point", "--url", dep.frontend_url,
-                    "--model", dep.model_name, "--tokenizer", str(model_dir), "--concurrency", str(conc),
-                    "--request-rate", f"{rate:g}", "--requests", str(requests),
-                    "--warmup", str(min(prof["max_warmup"], conc)), "--workload", json.dumps(workload),
-                    "--max-error-rate", str(w.max_error_rate), "--timeout-s", "600", "--out", str(point),
-                    "--aiperf", str(Path(venv_python("aiperf")).parent / "aiperf")]
+            # the step's options from its declaration (a renamed or new required option fails here, by name)
+            argv = [venv_python("aiperf"), "-m", f"steps.{AIPERF_POINT.module}", *AIPERF_POINT.argv({
+                "url": dep.frontend_url, "model": dep.model_name, "tokenizer": str(model_dir),
+                "concurrency": str(conc), "request_rate": f"{rate:g}", "requests": str(requests),
+                "warmup": str(min(prof["max_warmup"], conc)), "workload": json.dumps(workload),
+                "max_error_rate": str(w.max_error_rate), "timeout_s": "600", "out": str(point),
+                "aiperf": str(Path(venv_python("aiperf")).parent / "aiperf")})]
             t0 = time.monotonic()
             subprocess.run(argv, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, cwd=REPO_ROOT,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            folder = point if not rate else point.with_name(f"{point.name}-rate{rate:g}")
+            folder = point_folder(str(point), rate)  # where the step put it (c<N>-rate<R> for a rate)
             row = point_row(folder, gpus, slo, {"run_id": out.name, "recipe": r.name})
             rows.append(row)
             log(f"  {axis} {load:g}: {row['slo_detail']} (ttft p50 {row.get('ttft_ms_p50', float('nan')):.1f} ms, "
