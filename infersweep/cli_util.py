@@ -17,6 +17,8 @@ def parse_sets(values: list[str] | None) -> dict[str, str]:
             raise RecipeError(f"--set {v!r}: write it as key=value (a workflow parameter name, "
                               "e.g. --set prometheus-url=http://prom:9090)")
         out[key] = val
+    if not out:
+        return out  # nothing to check: workflows.pipeline imports Hera (~1.2 s), which a cached render skips
     from workflows.pipeline import PIPELINE_PARAMS
 
     # Checked here, once, for every command that takes --set (run, render, submit): bad values are
