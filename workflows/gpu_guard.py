@@ -40,13 +40,12 @@ in front of another lane's runs). Their keys reach the template as the `gpu-lock
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from hera.workflows import models as m
 
 from infersweep.platform_config import MAX_LANES, GpuGuardConfig, GpuPool, PlatformError, parse_gpu_guard
 from infersweep.recipe import RecipeError, ResolvedRecipe
-
-if TYPE_CHECKING:  # imported where a template is built: `submit` checks a recipe's fit without Hera (~1 s)
-    from hera.workflows import models as m
 
 CONFIGMAP = "infersweep-gpu-pools"
 LOCK_PARAMS = [f"gpu-lock-{i}" for i in range(1, MAX_LANES + 1)]
@@ -133,8 +132,6 @@ def span_synchronization(platform: dict[str, Any]) -> m.Synchronization | None:
     None when a cluster scheduler admits the pods instead."""
     if guard_config(platform).scheduler != "argo":
         return None
-    from hera.workflows import models as m
-
     return m.Synchronization(semaphores=[
         m.SemaphoreRef(config_map_key_ref=m.ConfigMapKeySelector(name=CONFIGMAP, key="{{workflow.parameters.%s}}" % p))
         for p in LOCK_PARAMS])
@@ -147,8 +144,6 @@ def recipes_synchronization(recipes: list[ResolvedRecipe], platform: dict[str, A
     if guard_config(platform).scheduler != "argo" or not recipes:
         return None
     largest = max(recipes, key=lambda r: r.gpu_capacity)
-    from hera.workflows import models as m
-
     return m.Synchronization(semaphores=[
         m.SemaphoreRef(config_map_key_ref=m.ConfigMapKeySelector(name=CONFIGMAP, key=key))
         for key in recipe_admission(largest, platform).keys])
