@@ -18,12 +18,12 @@ def parse_sets(values: list[str] | None) -> dict[str, str]:
                               "e.g. --set prometheus-url=http://prom:9090)")
         out[key] = val
     if not out:
-        return out  # nothing to check: workflows.pipeline imports Hera (~1.2 s), which a cached render skips
-    from workflows.pipeline import PIPELINE_PARAMS
+        return out
+    from infersweep.render_cache import pipeline_param_names  # not workflows.pipeline: it imports Hera (~1.2 s)
 
     # Checked here, once, for every command that takes --set (run, render, submit): bad values are
     # refused before anything is rendered, written or sent.
-    check_sets(out, [name for name, _, _ in PIPELINE_PARAMS])
+    check_sets(out, pipeline_param_names())
     return out
 
 
