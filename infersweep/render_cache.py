@@ -114,7 +114,7 @@ def _libraries() -> tuple[str, ...]:
         for name in names:
             m = re.fullmatch(r"([A-Za-z0-9_.]+)-([^-]+)\.dist-info", name)
             if m and m.group(1).lower().replace(".", "_") in LIBRARIES:
-                found.setdefault(m.group(1).lower().replace(".", "_"), f"{d}/{name}")
+                found.setdefault(m.group(1).lower().replace(".", "_"), name)  # not the folder: one venv has many paths
     if set(found) != set(LIBRARIES):
         from importlib.metadata import PackageNotFoundError, version
 
