@@ -15,18 +15,45 @@ from typing import Any
 
 import yaml
 
-from infersweep.cluster_settings import ClusterSettings
+from typing import TYPE_CHECKING
+
+from infersweep import render_cache
+
+if TYPE_CHECKING:  # the settings are loaded by the caller; their pydantic model need not be built here
+    from infersweep.cluster_settings import ClusterSettings
 from infersweep.recipe import ResolvedRecipe
 from infersweep.schemas import reference_dir, validate_document
-from workflows.keda import scaled_objects
-from workflows.pipeline import pipeline_template, recipe_arguments, recipe_workflow
-from workflows.steps_library import Images, step_workflow_templates
+
+# workflows.pipeline, workflows.keda and workflows.steps_library import hera.workflows (~1.2 s, most of a
+# render's start-up): they are imported where a bundle is built, so a bundle from the render cache
+# (infersweep/render_cache.py) never loads Hera.
 
 
 # libyaml's emitter/parser when PyYAML has it: the same YAML (checked on every document of the catalog),
 # ~10x faster than the pure-Python one, which was half the time of `render --all`.
-_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """Strings as Hera writes them, whether or not Hera is imported in this process.
+
+    Importing hera.workflows registers a str representer on PyYAML's SafeRepresenter for every dumper in the
+    process (hera/_yaml.py str_presenter): a multi-line string as a `|` block, y/Y/n/N single-quoted (YAML 1.1
+    reads them as booleans). A bundle from the render cache is written without importing Hera, so the same
+    rule is this dumper's own (add_representer on a subclass leaves the global table alone): the bytes do not
+    depend on what else was imported. tests/test_render_cache.py checks it against Hera's."""
+
+
+def _str_presenter(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    if "\n" in data:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|")
+    if data in ("y", "Y", "n", "N"):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="'")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data)
+
+
+_Dumper.add_representer(str, _str_presenter)
+_DUMPER = _Dumper
 
 
 def _dump(doc: dict[str, Any]) -> str:
@@ -63,6 +90,9 @@ def library_templates(settings: ClusterSettings, engine: str, mode: str) -> list
 
 @functools.lru_cache(maxsize=64)
 def _library_json(settings_json: str, engine: str, mode: str) -> str:
+    from workflows.pipeline import pipeline_template
+    from workflows.steps_library import Images, step_workflow_templates
+
     settings = _SETTINGS_BY_JSON[settings_json]
     images = Images(steps=settings.images.steps, aiperf=settings.images.aiperf)
     wts = step_workflow_templates(images, settings=settings) + [pipeline_template(engine, mode, settings)]
@@ -98,7 +128,30 @@ class Bundle:
 
 
 def render_recipe(r: ResolvedRecipe, settings: ClusterSettings, *, dgd_api: str = "v1beta1", namespace: str | None = None,
-                  overrides: dict[str, str] | None = None, workflow_name: str | None = None) -> Bundle:
+                  overrides: dict[str, str] | None = None, workflow_name: str | None = None,
+                  cache: bool = False) -> Bundle:
+    """The recipe's bundle, every document validated. cache=True (the CLI's default, --no-cache turns it off)
+    takes a bundle rendered before from exactly the same inputs (render_cache.bundle_key) and keeps a new one;
+    it is never used unless asked for, so tests and the golden files always render."""
+    if not (cache and render_cache.enabled()):
+        return _render(r, settings, dgd_api=dgd_api, namespace=namespace, overrides=overrides, workflow_name=workflow_name)
+    key = render_cache.bundle_key(r, settings, dgd_api=dgd_api, namespace=namespace, overrides=overrides,
+                                  workflow_name=workflow_name)
+    docs = render_cache.load(key)
+    if docs is not None:
+        return Bundle(dgd=docs["dgd"], workflow=docs["workflow"], templates=docs["templates"],
+                      scaled_objects=docs["scaled_objects"])
+    bundle = _render(r, settings, dgd_api=dgd_api, namespace=namespace, overrides=overrides, workflow_name=workflow_name)
+    render_cache.store(key, {"dgd": bundle.dgd, "workflow": bundle.workflow, "templates": bundle.templates,
+                             "scaled_objects": bundle.scaled_objects})  # only a bundle that passed validation
+    return bundle
+
+
+def _render(r: ResolvedRecipe, settings: ClusterSettings, *, dgd_api: str, namespace: str | None,
+            overrides: dict[str, str] | None, workflow_name: str | None) -> Bundle:
+    from workflows.keda import scaled_objects
+    from workflows.pipeline import recipe_arguments, recipe_workflow
+
     args = recipe_arguments(r, settings, dgd_api=dgd_api, overrides=overrides)
     wf = recipe_workflow(r, args, namespace or settings.namespace, settings).to_dict()
     if workflow_name:

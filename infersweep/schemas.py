@@ -725,7 +725,7 @@ def _schemas_digest(ref_dir: str) -> str:
 
 _SCHEMA_SOURCES = [f"argo/schema-{v}.json" for v in ARGO_VERSIONS] + [
     "dynamo/crds/nvidia.com_dynamographdeployments.yaml"
-]
+] + sorted(CRD_KINDS.values())  # the KEDA CRD too: a ScaledObject that passed must pass again under a changed one
 
 
 def _passed_marker(doc: Any, argo_versions: tuple[str, ...]) -> Path | None:

@@ -20,7 +20,7 @@ def run(a: argparse.Namespace) -> int:
     for ref in refs:
         r = load_recipe(ref)
         dest = out / r.name if a.all else out
-        files = render_recipe(r, settings, dgd_api=a.dgd_api, overrides=overrides).write(dest)
+        files = render_recipe(r, settings, dgd_api=a.dgd_api, overrides=overrides, cache=not a.no_cache).write(dest)
         print(f"{r.name}: {len(files)} documents -> {dest}")
     return 0
 
@@ -32,4 +32,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True)
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a workflow parameter")
     p.add_argument("--dgd-api", choices=["v1beta1", "v1alpha1"], default="v1beta1")
+    p.add_argument("--no-cache", action="store_true",
+                   help="render even if this recipe was rendered before from the same inputs (see infersweep/render_cache.py)")
     p.set_defaults(fn=run)

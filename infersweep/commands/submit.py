@@ -38,7 +38,8 @@ def run(a: argparse.Namespace) -> int:
     server = server_from_args(a)
     # Everything that can be refused is refused here, before the first request.
     check_fits_pool(r, settings)
-    bundle = render_recipe(r, settings, dgd_api=a.dgd_api, namespace=server.cfg.namespace, overrides=overrides)
+    bundle = render_recipe(r, settings, dgd_api=a.dgd_api, namespace=server.cfg.namespace, overrides=overrides,
+                           cache=not a.no_cache)
     wf = server.create_workflow(bundle.workflow)
     name = wf["metadata"]["name"]
     print(f"submitted {server.cfg.namespace}/{name} ({r.name} on pipeline {bundle.workflow['spec']['workflowTemplateRef']['name']})")
@@ -56,4 +57,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--watch", action="store_true", help="follow the run until it ends (exit 1 unless it succeeded)")
     p.add_argument("--poll-s", type=float, default=5.0, help=argparse.SUPPRESS)
     add_server_flags(p)
+    p.add_argument("--no-cache", action="store_true",
+                   help="render even if this recipe was rendered before from the same inputs (see infersweep/render_cache.py)")
     p.set_defaults(fn=run)

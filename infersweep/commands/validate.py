@@ -18,7 +18,7 @@ def run(a: argparse.Namespace) -> int:
     for p in paths:
         try:
             r = load_recipe(p)
-            render_recipe(r, load_cluster_settings())
+            render_recipe(r, load_cluster_settings(), cache=not a.no_cache)
             note = "" if r.model.pinned else f" (warning: model revision {r.model.revision!r} is not a commit SHA)"
             print(f"ok  {p}{note}")
         except (RecipeError, ValueError) as e:
@@ -31,4 +31,6 @@ def run(a: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("validate", help="validate recipes and everything they render")
     p.add_argument("paths", nargs="*")
+    p.add_argument("--no-cache", action="store_true",
+                   help="render even if this recipe was rendered before from the same inputs (see infersweep/render_cache.py)")
     p.set_defaults(fn=run)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -30,13 +29,14 @@ from infersweep.experiment.spec import load_experiment
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.local import procs
 from infersweep.local.adapter import step_env
-from infersweep.local.argo import LocalArgo, LocalCluster, Node
-from infersweep.local.run import (ARTIFACT_BUCKET, _printer, write_status, local_profile, scaled_points, scaled_workload,
+from infersweep.local.argo import LocalArgo, Node
+from infersweep.local.executor import ARTIFACT_BUCKET, execute
+from infersweep.local.run import (local_profile, scaled_points, scaled_workload,
                                   simulated_gpus)
 from infersweep.local.s3server import LocalS3
 from infersweep.local.toy_model import build_toy_model
 from infersweep.names import dns_label
-from infersweep.paths import REPO_ROOT, venv_python
+from infersweep.paths import venv_python
 from infersweep.recipe import RecipeError, ResolvedRecipe
 from infersweep.render import library_templates
 from infersweep.schemas import validate_document
@@ -167,41 +167,17 @@ def run_experiment_local(ref: str | Path | None, *, out_root: Path = Path("runs"
                   for d in kubectl_manifests(settings, recipes) if d.get("kind") == "ConfigMap"}
     pythons = {settings.images.steps: sys.executable, settings.images.aiperf: venv_python("aiperf")}
     s3 = LocalS3(buckets=[settings.s3.bucket, ARTIFACT_BUCKET])
-    prev: dict[int, Any] = {}
-    argo: LocalArgo | None = None
-
-    def handle(signum, _frame):
-        if argo is not None:  # `argo stop`: the exit handler still tears the deployment down
-            argo.stop(f"stopped by {signal.Signals(signum).name}")
-
     try:
         s3.start()
         env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
         env |= s3.env() | step_env(state_dir=state_dir, model_dir=model_dir,  # the steps' DGD adapter: local
                                    max_workers=prof["max_workers_per_component"])
-        s3c = s3.client()
-
-        def upload_artifact(key: str, f: Path) -> str:
-            s3c.upload_file(str(f), ARTIFACT_BUCKET, key)
-            return f"s3://{ARTIFACT_BUCKET}/{key}"
-
-        cluster = LocalCluster(
-            pythons=pythons, pvc_dirs=lambda claim: cache_root / "pvc" / claim, run_dir=run_dir, cwd=REPO_ROOT,
-            env=env, upload_artifact=upload_artifact, on_event=on_event or _printer(), configmaps=configmaps,
-            state_dir=cache_root / "argo-state")
-        argo = LocalArgo(workflow, templates, cluster)
-        argo.name = run_id
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            prev[sig] = signal.signal(sig, handle)
-        if on_started is not None:
-            on_started(argo)
-        try:
-            root = argo.run()
-        finally:
-            write_status(run_dir / f"status{rendered.removeprefix('rendered')}.json", argo.status())
+        # `argo stop` on Ctrl-C / SIGTERM: the exit handler still tears the deployment down
+        argo, root = execute(workflow, templates, run_id=run_id, run_dir=run_dir,
+                             status_file=run_dir / f"status{rendered.removeprefix('rendered')}.json",
+                             cache_root=cache_root, pythons=pythons, env=env, s3_client=s3.client(),
+                             configmaps=configmaps, on_event=on_event, on_started=on_started)
     finally:
-        for sig, h in prev.items():
-            signal.signal(sig, h)
         for d in sorted((state_dir / "dgd").glob("*")) if (state_dir / "dgd").exists() else []:
             procs.stop_all(d)  # belt and braces: no Dynamo process outlives the run
         s3.stop()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import signal
 import sys
 import time
 import uuid
@@ -25,17 +24,16 @@ import yaml
 from infersweep.cluster_settings import ClusterSettings, load_cluster_settings
 from infersweep.local import procs
 from infersweep.local.adapter import step_env
-from infersweep.local.argo import LocalArgo, LocalCluster, Node
+from infersweep.local.argo import LocalArgo, Node
+from infersweep.local.executor import ARTIFACT_BUCKET, execute  # ARTIFACT_BUCKET: also imported from here
 from infersweep.local.prometheus import BINARY as PROMETHEUS_BINARY
 from infersweep.local.prometheus import LocalPrometheus, free_port
 from infersweep.local.s3server import LocalS3
 from infersweep.local.toy_model import build_toy_model
-from infersweep.paths import REPO_ROOT, params_dir, venv_python
+from infersweep.paths import params_dir, venv_python
 from infersweep.names import dns_label
 from infersweep.recipe import RecipeError, ResolvedRecipe, load_recipe
 from infersweep.render import render_recipe
-
-ARTIFACT_BUCKET = "infersweep-artifacts"
 
 
 @dataclass
@@ -88,15 +86,6 @@ def local_workload(r: ResolvedRecipe, prof: dict[str, Any], isl: int, osl: int) 
     return scaled_workload(r, prof, (isl, osl)), scaled_points(r, prof)
 
 
-def write_status(path: Path, status: dict[str, Any]) -> None:
-    """The run's `argo get` status, for --retry. A full disk must not turn a finished run into a crash that
-    hides its verdict (the results already measured are on disk and published): say so and go on."""
-    try:
-        path.write_text(json.dumps(status, indent=1))
-    except OSError as e:
-        print(f"infersweep: could not write {path} ({e}); --retry of this run needs it", file=sys.stderr)
-
-
 def scaled_lengths(r: ResolvedRecipe, prof: dict[str, Any]) -> tuple[int, int]:
     # Keep the ISL:OSL ratio when both must shrink, so a prefill-heavy recipe stays prefill-heavy.
     w = r.recipe.workload
@@ -118,33 +107,6 @@ def simulated_gpus(r: ResolvedRecipe, prof: dict[str, Any]) -> int:
     """GPUs the local stand-in represents: each mocker worker plays one replica of TP GPUs."""
     return sum(min(w.replicas * w.nodes, prof["max_workers_per_component"]) * w.gpus_per_replica // w.nodes
                for w in r.recipe.topology.roles().values())
-
-
-def _printer(stream=sys.stdout) -> Callable[[str, Node], None]:
-    t0 = time.monotonic()
-
-    def on_event(kind: str, node: Node) -> None:
-        short = node.name.split(".", 1)[1] if "." in node.name else node.name
-        if (node.template in ("pipeline", "sweep", "exit-handler") or node.type in ("DAG", "TaskGroup", "Retry")) \
-                and kind == "start":
-            return
-        stamp = f"[{time.monotonic() - t0:6.1f}s]"
-        if kind == "start":
-            print(f"{stamp} > {short}", file=stream, flush=True)
-            return
-        detail = ""
-        if "result" in node.outputs:
-            try:
-                res = json.loads(node.outputs["result"])
-                detail = f"  {res.get('status')}: {res.get('reason', '')}"[:160]
-            except json.JSONDecodeError:
-                pass
-        elif node.message:
-            detail = f"  {node.message}"[:300]
-        mark = {"Succeeded": "ok", "Omitted": "skipped"}.get(node.phase, node.phase.upper())
-        print(f"{stamp} {mark:>9} {short} ({node.seconds:.1f}s){detail}", file=stream, flush=True)
-
-    return on_event
 
 
 def _earlier_run(run_dir: Path, flag: str) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]:
@@ -269,15 +231,6 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
     pythons = {settings.images.steps: sys.executable, settings.images.aiperf: venv_python("aiperf")}
     own_s3 = s3 is None
     s3 = s3 or LocalS3(buckets=[settings.s3.bucket, ARTIFACT_BUCKET])
-    prev = {}
-    argo: LocalArgo | None = None
-
-    def handle(signum, _frame):
-        # Ctrl-C / SIGTERM is `argo stop`: running steps are terminated and the exit handler still runs,
-        # so the local deployment is torn down (infersweep/local/argo.py LocalArgo.stop).
-        if argo is not None:
-            argo.stop(f"stopped by {signal.Signals(signum).name}")
-
     try:
         if own_s3:
             s3.start()
@@ -291,36 +244,18 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
                                    max_workers=prof["max_workers_per_component"],
                                    prom_targets=prom.targets_file if prom else None)
         s3c = s3.client()
-
-        def upload_artifact(key: str, f: Path) -> str:
-            s3c.upload_file(str(f), ARTIFACT_BUCKET, key)
-            return f"s3://{ARTIFACT_BUCKET}/{key}"
-
         namespace = workflow.get("metadata", {}).get("namespace", "default")
-        cluster = LocalCluster(
-            pythons=pythons, pvc_dirs=lambda claim: cache_root / "pvc" / claim, run_dir=run_dir, cwd=REPO_ROOT,
-            env=env, upload_artifact=upload_artifact, on_event=on_event or _printer(),
-            configmaps=_local_configmaps(settings, r, namespace),
-            state_dir=cache_root / "argo-state")  # shared by every local run of this cache: semaphores hold across runs
-        argo = LocalArgo(workflow, templates, cluster, status=retry_status)
-        argo.name = run_id
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            prev[sig] = signal.signal(sig, handle)
-        if on_started is not None:
-            on_started(argo)
-        try:
-            root = argo.run()
-        finally:
-            # What `argo get` would show; `--retry` starts from it.
-            write_status(run_dir / "status.json", argo.status())
+        # Ctrl-C / SIGTERM is `argo stop` while it runs; status.json is what `argo get` would show (--retry).
+        argo, root = execute(workflow, templates, run_id=run_id, run_dir=run_dir, status_file=run_dir / "status.json",
+                             cache_root=cache_root, pythons=pythons, env=env, s3_client=s3c,
+                             configmaps=_local_configmaps(settings, r, namespace), on_event=on_event,
+                             on_started=on_started, status=retry_status)
         prefix = f"{settings.s3.prefix}/{r.name}/{run_id}/"
         try:
             keys = [o["Key"] for o in s3c.list_objects_v2(Bucket=settings.s3.bucket, Prefix=prefix).get("Contents", [])]
         except Exception:  # S3 went away during the run: the results are on disk, the CLI says how to publish
             keys = []
     finally:
-        for sig, h in prev.items():
-            signal.signal(sig, h)
         # Belt and braces: whatever the exit handler did, no Dynamo process outlives the run.
         for d in sorted((state_dir / "dgd").glob("*")) if (state_dir / "dgd").exists() else []:
             procs.stop_all(d)

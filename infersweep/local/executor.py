@@ -1,0 +1,99 @@
+"""The local Argo executor for one rendered workflow, as `run --local` and `experiment run --local` both use it.
+
+The caller starts the stand-in services (S3, Prometheus) and builds the steps' environment; this runs the
+workflow on them: artifacts into the local artifact bucket, Ctrl-C and SIGTERM as `argo stop` (running steps
+are terminated and the exit handler still runs, so the local deployment is torn down: infersweep/local/argo.py
+LocalArgo.stop), and the run's `argo get` status written whatever happens (`--retry` starts from it).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from infersweep.local.argo import LocalArgo, LocalCluster, Node
+from infersweep.paths import REPO_ROOT
+
+ARTIFACT_BUCKET = "infersweep-artifacts"
+
+
+def write_status(path: Path, status: dict[str, Any]) -> None:
+    """The run's `argo get` status, for --retry. A full disk must not turn a finished run into a crash that
+    hides its verdict (the results already measured are on disk and published): say so and go on."""
+    try:
+        path.write_text(json.dumps(status, indent=1))
+    except OSError as e:
+        print(f"infersweep: could not write {path} ({e}); --retry of this run needs it", file=sys.stderr)
+
+
+def event_printer(stream=sys.stdout) -> Callable[[str, Node], None]:
+    t0 = time.monotonic()
+
+    def on_event(kind: str, node: Node) -> None:
+        short = node.name.split(".", 1)[1] if "." in node.name else node.name
+        if (node.template in ("pipeline", "sweep", "exit-handler") or node.type in ("DAG", "TaskGroup", "Retry")) \
+                and kind == "start":
+            return
+        stamp = f"[{time.monotonic() - t0:6.1f}s]"
+        if kind == "start":
+            print(f"{stamp} > {short}", file=stream, flush=True)
+            return
+        detail = ""
+        if "result" in node.outputs:
+            try:
+                res = json.loads(node.outputs["result"])
+                detail = f"  {res.get('status')}: {res.get('reason', '')}"[:160]
+            except json.JSONDecodeError:
+                pass
+        elif node.message:
+            detail = f"  {node.message}"[:300]
+        mark = {"Succeeded": "ok", "Omitted": "skipped"}.get(node.phase, node.phase.upper())
+        print(f"{stamp} {mark:>9} {short} ({node.seconds:.1f}s){detail}", file=stream, flush=True)
+
+    return on_event
+
+
+def execute(workflow: dict[str, Any], templates: list[dict[str, Any]], *, run_id: str, run_dir: Path,
+            status_file: Path, cache_root: Path, pythons: dict[str, str], env: dict[str, str], s3_client: Any,
+            configmaps: dict[str, dict[str, str]], on_event: Callable[[str, Node], None] | None = None,
+            on_started: Callable[[LocalArgo], None] | None = None,
+            status: dict[str, Any] | None = None, code_root: Path = REPO_ROOT) -> tuple[LocalArgo, Node]:
+    """Run the workflow to its end; return the executor (phase, message, stop reason) and the root node.
+
+    `status` is an earlier run's status to retry from. The PVCs and the Argo state (semaphores, mutexes)
+    live under cache_root, shared by every local run of that cache, so a lock holds across runs. Steps run
+    `python -m` from code_root (this checkout: steps/). The signal handlers are this function's own: the
+    caller's are back when it returns or raises."""
+
+    def upload_artifact(key: str, f: Path) -> str:
+        s3_client.upload_file(str(f), ARTIFACT_BUCKET, key)
+        return f"s3://{ARTIFACT_BUCKET}/{key}"
+
+    cluster = LocalCluster(
+        pythons=pythons, pvc_dirs=lambda claim: cache_root / "pvc" / claim, run_dir=run_dir, cwd=code_root,
+        env=env, upload_artifact=upload_artifact, on_event=on_event or event_printer(), configmaps=configmaps,
+        state_dir=cache_root / "argo-state")
+    argo = LocalArgo(workflow, templates, cluster, status=status)
+    argo.name = run_id
+
+    def handle(signum, _frame):
+        argo.stop(f"stopped by {signal.Signals(signum).name}")
+
+    prev: dict[int, Any] = {}
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            prev[sig] = signal.signal(sig, handle)
+        if on_started is not None:
+            on_started(argo)
+        try:
+            root = argo.run()
+        finally:
+            write_status(status_file, argo.status())
+    finally:
+        for sig, h in prev.items():
+            signal.signal(sig, h)
+    return argo, root
