@@ -90,8 +90,8 @@ class LocalPlatform:
             raise BadInput(f"the local adapter has no model directory: set {MODEL_DIR_ENV} (infersweep run --local "
                            f"sets it for every step it runs)")
         # No KEDA here: build and validate the ScaledObjects all the same, so a bad one fails locally too.
+        from infersweep.platform.keda import scaled_objects
         from infersweep.schemas import validate_document
-        from workflows.keda import scaled_objects
 
         for so in scaled_objects(dgd, namespace):
             validate_document(so)
