@@ -111,7 +111,7 @@ def test_the_dgd_adapters_import_nothing_from_rendering():
     import tomllib
 
     contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
-    (name,) = [c["name"] for c in contracts if c["type"] == "forbidden" and c["source_modules"] == ["infersweep.platform"]
-               and c["forbidden_modules"] == ["workflows"]]
+    (name,) = [c["name"] for c in contracts if c["type"] == "forbidden"
+               and c["source_modules"] == ["infersweep.platform"] and c["forbidden_modules"] == ["workflows"]]
     res = lint(REPO)
     assert f"{name} KEPT" in " ".join(res.stdout.split()), res.stdout  # lint-imports wraps long names
