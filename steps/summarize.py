@@ -29,9 +29,8 @@ def treatment_recipe(ctx: dict[str, Any]):
 
 
 def main(argv: list[str] | None = None) -> int:
-    a = SUMMARIZE.parser().parse_args(argv)
-    if not a.model_commit and a.model_commit_file and Path(a.model_commit_file).is_file():
-        a.model_commit = Path(a.model_commit_file).read_text().strip()
+    ap = SUMMARIZE.parser()
+    a = ap.parse_args(argv)
     slo = a.slo
     try:
         context = parse_context_arg(a.context)
@@ -39,8 +38,14 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(str(e))
     if a.run_id:
         context["run_id"] = a.run_id
-    if a.model_commit:
-        context["model_commit"] = a.model_commit
+    # The commit model-cache resolved: as given (--model-commit, or in the context, where an experiment puts
+    # each treatment's own cache output), else from the file model-cache wrote into the run dir (a recipe
+    # pipeline's summarize runs in the exit handler, which cannot read task outputs).
+    commit = a.model_commit or context.get("model_commit")
+    if not commit and a.model_commit_file and Path(a.model_commit_file).is_file():
+        commit = Path(a.model_commit_file).read_text().strip()
+    if commit:
+        context["model_commit"] = commit
     df = summarize(Path(a.run_dir), a.gpu_count, slo, a.title, context, recipe_lookup=treatment_recipe)
     print(markdown_table(df))
     if df.empty:

@@ -5,12 +5,14 @@ Fast tests: the resume plan and the cluster-side readiness of a patched DGD. Two
 - the Nemotron RR-vs-KV study end to end: the workers are started once, the frontend twice, the report
   has the claim's verdict and each treatment's time-to-ready (about 1.5-2.5 min here);
 - a treatment whose worker dies does not stop the next one, and `--resume` runs only the unfinished
-  treatment, keeping the finished one's results byte for byte (about 1.5-2 min).
+  treatment, keeping the finished one's results byte for byte, and every treatment's results carry the
+  commit its model cache resolved (about 1.5-2 min).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from pathlib import Path
 
@@ -93,6 +95,20 @@ def test_nemotron_rr_vs_kv_runs_with_one_worker_deploy_and_two_frontends(tmp_pat
     assert "## Claim" in res.report_text and "## Time to ready" in res.report_text
 
 
+def _treatment_context(run_dir: Path, treatment: str) -> dict:
+    from infersweep.local.experiment_run import TREATMENTS
+
+    return json.loads((run_dir / TREATMENTS / treatment / "summary" / "run.json").read_text())["context"]
+
+
+def _cache_commit(run_dir: Path) -> str:
+    """The commit the (last) workflow's model-cache task output, as the local executor recorded it."""
+    nodes = json.loads((run_dir / "status.json").read_text())["nodes"].values()
+    (commit,) = {p["value"] for n in nodes if n["displayName"].startswith("model-cache-") and n["type"] == "Pod"
+                 for p in n["outputs"]["parameters"] if p["name"] == "commit"}
+    return commit
+
+
 FAILING = """
 name: tiny-rr-vs-kv
 base: nemotron-3-nano-fp8-vllm-agg-kv
@@ -140,6 +156,9 @@ def test_a_failed_treatment_does_not_stop_the_next_and_resume_runs_only_it(tmp_p
     kv_table = first.run_dir / TREATMENTS / "kv" / "summary" / "results.parquet"
     kv_digest = hashlib.sha256(kv_table.read_bytes()).hexdigest()
     assert first.report["claim"]["verdict"] == "inconclusive"
+    # kv ran after rr's archive moved /work/run (and the commit file model-cache wrote there) away: its
+    # results still carry the commit the model cache resolved.
+    assert _treatment_context(first.run_dir, "kv")["model_commit"] == _cache_commit(first.run_dir)
 
     again = run_experiment_local(None, resume=first.run_dir, cache_root=tmp_path / "cache")
     assert again.kept == ["kv"]
@@ -149,3 +168,4 @@ def test_a_failed_treatment_does_not_stop_the_next_and_resume_runs_only_it(tmp_p
     assert hashlib.sha256(kv_table.read_bytes()).hexdigest() == kv_digest  # kv's results kept as they were
     assert (first.run_dir / TREATMENTS / "rr.attempts" / "1").is_dir()  # the failed attempt kept, not overwritten
     assert "not measured" not in again.report["claim"]["line"]
+    assert _treatment_context(first.run_dir, "rr")["model_commit"] == _cache_commit(first.run_dir)

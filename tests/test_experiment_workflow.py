@@ -5,6 +5,7 @@ and its workdir steps (time-to-ready, archive) and comparison step on real resul
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -135,3 +136,28 @@ def test_every_summarize_step_gets_a_context_the_summarize_step_accepts(path):
     for t in summaries:
         ctx = next(p["value"] for p in t["arguments"]["parameters"] if p["name"] == "context")
         assert parse_context(ctx)["recipe"].startswith(path.stem)
+
+
+@pytest.mark.parametrize("path", all_experiment_paths(), ids=lambda p: p.stem)
+def test_every_treatment_is_summarized_with_the_commit_its_model_cache_resolved(path):
+    # Through a declared input (the context): the commit file model-cache writes into /work/run leaves with
+    # the first treatment's archive, and Argo drops an argument the template does not declare
+    # (workflow/common/util.go ProcessArgs). Argo resolves {{tasks.X.outputs...}} only for X an ancestor
+    # of the task (workflow/validate/validate.go validateDAG: the scope holds the task's ancestry).
+    from infersweep.results.context import parse_context_arg
+    from workflows.step_declarations import MODEL_CACHE_STEP
+
+    assert "commit" in {o.output for o in MODEL_CACHE_STEP.options}
+    ts = tasks(render(path.stem))
+
+    def ancestors(name: str) -> set[str]:
+        deps = set(re.findall(r"[A-Za-z0-9-]+(?=\.|\b)", ts[name].get("depends", ""))) & set(ts)
+        return deps.union(*(ancestors(d) for d in deps)) if deps else set()
+
+    for name in [n for n in ts if n.endswith("-summarize")]:
+        ctx = parse_context_arg(next(p["value"] for p in ts[name]["arguments"]["parameters"] if p["name"] == "context"))
+        cache = re.fullmatch(r"\{\{tasks\.(model-cache-\d+)\.outputs\.parameters\.commit\}\}", ctx["model_commit"])
+        assert cache, (name, ctx["model_commit"])
+        cache_args = {p["name"]: p["value"] for p in ts[cache.group(1)]["arguments"]["parameters"]}
+        assert (cache_args["model"], cache_args["revision"]) == (ctx["model"], ctx["model_revision"])
+        assert cache.group(1) in ancestors(name)

@@ -1,5 +1,6 @@
-"""KEDA for the autoscaled Qwen3.6 recipe (workflows/keda.py): rendered, valid against KEDA's CRD, scoped to
-its own deployment (checked by Prometheus's own PromQL engine), applied and deleted with the DGD.
+"""KEDA for the autoscaled Qwen3.6 recipe (annotation: workflows/keda.py; ScaledObjects: infersweep/platform/keda.py):
+rendered, valid against KEDA's CRD, scoped to its own deployment (checked by Prometheus's own PromQL engine),
+applied and deleted with the DGD.
 
 The seed (seeds/000): "KEDA ... triggering scale-out based on the dynamo_frontend_active_requests metric
 (target threshold of 16 active requests per worker)", 1-8 aggregated SGLang workers x TP=2.
@@ -23,7 +24,7 @@ from infersweep.render import render_recipe
 from infersweep.schemas import SchemaError, validate_document
 from tests.conftest import shared_dir
 from workflows.dgd import render_dgd
-from workflows.keda import ANNOTATION, frontend_query, scaled_objects
+from infersweep.platform.keda import ANNOTATION, frontend_query, scaled_objects
 
 REPO = Path(__file__).resolve().parents[1]
 KEDA_RECIPE = "qwen36-35b-a3b-fp8-sglang-agg-keda"

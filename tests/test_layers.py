@@ -103,3 +103,15 @@ def test_top_level_help_still_lists_every_command():
 
     assert choices(["--help"]) == choices(["-h", "render"]) == choices(["no-such-command"]) == command_names()
     assert "report" in command_names() and choices(["render", "x", "--out", "y"]) == ["render"]
+
+
+def test_the_dgd_adapters_import_nothing_from_rendering():
+    """infersweep/platform applies a DGD from what the DGD carries (its KEDA annotation: infersweep/platform/keda.py);
+    an import of workflows/ there would also put workflows under results/ (results -> platform.select -> kube)."""
+    import tomllib
+
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    (name,) = [c["name"] for c in contracts if c["type"] == "forbidden"
+               and c["source_modules"] == ["infersweep.platform"] and c["forbidden_modules"] == ["workflows"]]
+    res = lint(REPO)
+    assert f"{name} KEPT" in " ".join(res.stdout.split()), res.stdout  # lint-imports wraps long names

@@ -82,3 +82,26 @@ def test_the_local_adapter_needs_its_state_directory(monkeypatch):
     _setenv(monkeypatch, {ADAPTER_ENV: "infersweep.local.adapter:from_env"})
     with pytest.raises(BadInput, match="INFERSWEEP_LOCAL_STATE"):
         get_platform()
+
+
+def test_each_environment_name_is_spelled_by_its_owner_only():
+    """Local mode's variables are the local adapter's, the adapter selection select.py's and the simulation flag
+    the result source's: any other module names them through the owner's constant, never as a string literal
+    (a literal elsewhere is knowledge of another module's internals that breaks silently when it changes)."""
+    import ast
+
+    from infersweep.local import adapter
+    from infersweep.platform import select
+    from infersweep.predict import source
+
+    owners = {getattr(mod, n): mod.__name__ for mod in (adapter, select, source) for n in dir(mod)
+              if n.endswith("_ENV") and isinstance(getattr(mod, n), str)}
+    assert {"INFERSWEEP_PLATFORM", "INFERSWEEP_LOCAL_STATE", "INFERSWEEP_PLATFORM_ADAPTER"} <= set(owners)
+    spelled: dict[str, set[str]] = {}
+    for d in ("infersweep", "steps", "workflows"):
+        for f in (REPO / d).rglob("*.py"):
+            module = ".".join(f.relative_to(REPO).with_suffix("").parts)
+            for node in ast.walk(ast.parse(f.read_text(), str(f))):
+                if isinstance(node, ast.Constant) and node.value in owners:
+                    spelled.setdefault(node.value, set()).add(module)
+    assert {name: sorted(mods) for name, mods in spelled.items() if mods != {owners[name]}} == {}

@@ -99,7 +99,9 @@ def test_an_experiment_treatments_run_is_summarized_with_its_treatments_recipe(t
     from infersweep.experiment.spec import load_experiment
     from infersweep.cluster_settings import load_cluster_settings
 
-    monkeypatch.delenv("INFERSWEEP_PLATFORM", raising=False)  # a cluster run: measured
+    from infersweep.predict.source import SIMULATED_DEPLOYMENTS_ENV
+
+    monkeypatch.delenv(SIMULATED_DEPLOYMENTS_ENV, raising=False)  # a cluster run: measured
     doc = experiment_workflow(make_plan(load_experiment("qwen3-32b-tp1-vs-tp2")), load_cluster_settings()).to_dict()
     contexts = [p["value"] for tpl in doc["spec"]["templates"] for t in (tpl.get("dag") or {}).get("tasks", [])
                 if t["name"].endswith("-summarize") for p in t["arguments"]["parameters"] if p["name"] == "context"]

@@ -1,5 +1,6 @@
 """Every result says where it came from: `source` in the results table and run.json, decided by what the
-local deployment's mocker workers ran with (timing.json, written by infersweep.predict.local_timing).
+local deployment's mocker workers ran with (timing.json, written by infersweep.predict.local_timing), found
+through the environment local mode gives its steps (infersweep.local.adapter.step_env).
 Cheap: no AIConfigurator estimate (one support-matrix lookup when .venv-aic exists), no Dynamo process."""
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import pytest
 
 from infersweep.predict import aic
 from infersweep.predict.local_timing import timing_table_args
-from infersweep.predict.source import BUILTIN, MEASURED, banner, calibrated, result_source
+from infersweep.local.adapter import deployments_dir, step_env
+from infersweep.predict.source import SIMULATED_DEPLOYMENTS_ENV, BUILTIN, MEASURED, banner, calibrated, result_source
 from workflows.dgd import render_dgd
 from infersweep.recipe import load_recipe
 
@@ -22,14 +24,28 @@ DB = "AIConfigurator 0.12.0 h100_sxm vllm 0.24.0"
 
 
 def _timing(state: Path, dgd: str, roles: dict) -> None:
-    d = state / "dgd" / dgd
+    d = deployments_dir(state) / dgd  # where the local adapter keeps the deployment (and local_timing writes)
     d.mkdir(parents=True, exist_ok=True)
     (d / "timing.json").write_text(json.dumps(roles))
 
 
+def _local_env(state: Path) -> dict[str, str]:
+    return step_env(state_dir=state, model_dir=state / "model", max_workers=1)
+
+
+def _enter_local_mode(monkeypatch, state: Path) -> None:
+    for k, v in _local_env(state).items():
+        monkeypatch.setenv(k, v)
+
+
+def _leave_local_mode(monkeypatch) -> None:
+    for k in _local_env(Path("state")):
+        monkeypatch.delenv(k, raising=False)
+
+
 def test_source_follows_the_platform_and_the_workers_timing(tmp_path):
-    assert result_source({}) == MEASURED  # a cluster run: no INFERSWEEP_PLATFORM=local
-    local = {"INFERSWEEP_PLATFORM": "local", "INFERSWEEP_LOCAL_STATE": str(tmp_path)}
+    assert result_source({}) == MEASURED  # a cluster run: nothing says the deployment is simulated
+    local = _local_env(tmp_path)  # what local mode gives every step
     assert result_source(local) == BUILTIN  # nothing recorded: the mocker's own timing
     _timing(tmp_path, "a", {"worker": {"timing": "calibrated", "database": DB}})
     assert result_source(local) == calibrated(DB) == f"simulated (calibrated: {DB})"
@@ -39,11 +55,22 @@ def test_source_follows_the_platform_and_the_workers_timing(tmp_path):
     assert result_source(local) == BUILTIN
 
 
+def test_any_simulator_says_where_its_deployments_are_and_nothing_else(tmp_path):
+    # The result source knows one variable and the timing record, not local mode's names or its state layout:
+    # a simulator that keeps its deployments elsewhere (one folder each) is read the same way.
+    sim = tmp_path / "elsewhere"
+    (sim / "deployment-a").mkdir(parents=True)
+    (sim / "deployment-a" / "timing.json").write_text(json.dumps({"worker": {"timing": "calibrated", "database": DB}}))
+    assert result_source({SIMULATED_DEPLOYMENTS_ENV: str(sim)}) == calibrated(DB)
+    assert result_source({SIMULATED_DEPLOYMENTS_ENV: ""}) == BUILTIN  # simulated, timing unknown: not calibrated
+    # Naming the platform alone is not a simulation (a platform adapter may drive real GPUs).
+    assert result_source({"INFERSWEEP_PLATFORM": "local"}) == MEASURED
+
+
 def test_results_table_and_run_json_carry_the_source(tmp_path, aiperf_ref, monkeypatch):
     state = tmp_path / "state"
     _timing(state, "qwen", {"worker": {"timing": "calibrated", "database": DB}})
-    monkeypatch.setenv("INFERSWEEP_PLATFORM", "local")
-    monkeypatch.setenv("INFERSWEEP_LOCAL_STATE", str(state))
+    _enter_local_mode(monkeypatch, state)
     run = make_run_folder(tmp_path, aiperf_ref)
     df = summarize(run)
     assert set(df["source"]) == {calibrated(DB)}
@@ -54,10 +81,9 @@ def test_results_table_and_run_json_carry_the_source(tmp_path, aiperf_ref, monke
     report = (run / "summary" / "report.html").read_text()
     assert 'class="simulated"' in report and "AIConfigurator 0.12.0 h100_sxm vllm 0.24.0" in report
     # Re-summarized elsewhere with the context the run was given: the given source stands.
-    monkeypatch.delenv("INFERSWEEP_PLATFORM")
+    _leave_local_mode(monkeypatch)
     df = summarize(run, extra=["--context", json.dumps({"source": BUILTIN})])
     assert set(df["source"]) == {BUILTIN}
-    monkeypatch.delenv("INFERSWEEP_LOCAL_STATE")
     df = summarize(run)  # a measured run: no banner
     assert set(df["source"]) == {MEASURED} and "Simulated" not in (run / "summary" / "results.md").read_text()
     assert 'class="simulated"' not in (run / "summary" / "report.html").read_text()
@@ -115,11 +141,10 @@ def test_compare_and_regress_never_mix_sources_unless_asked(tmp_path, aiperf_ref
     summarize(measured, extra=["--run-id", "run-measured"])
     state = tmp_path / "state"
     _timing(state, "x", {"worker": {"timing": "calibrated", "database": DB}})
-    monkeypatch.setenv("INFERSWEEP_PLATFORM", "local")
-    monkeypatch.setenv("INFERSWEEP_LOCAL_STATE", str(state))
+    _enter_local_mode(monkeypatch, state)
     simulated = make_run_folder(tmp_path / "s", aiperf_ref)
     summarize(simulated, extra=["--run-id", "run-simulated"])
-    monkeypatch.delenv("INFERSWEEP_PLATFORM")
+    _leave_local_mode(monkeypatch)
     capsys.readouterr()
     assert main(["compare", str(measured), str(simulated)]) == 2
     err = capsys.readouterr().err
@@ -129,7 +154,7 @@ def test_compare_and_regress_never_mix_sources_unless_asked(tmp_path, aiperf_ref
     assert "--mix-sources" in capsys.readouterr().err
     assert main(["regress", str(simulated), "--baseline", str(measured), "--mix-sources"]) in (0, 1, 3, 4)
     other = make_run_folder(tmp_path / "s2", aiperf_ref)
-    monkeypatch.setenv("INFERSWEEP_PLATFORM", "local")
+    _enter_local_mode(monkeypatch, state)
     summarize(other, extra=["--run-id", "run-simulated-2"])
-    monkeypatch.delenv("INFERSWEEP_PLATFORM")
+    _leave_local_mode(monkeypatch)
     assert main(["compare", str(simulated), str(other)]) == 0  # one source: compared as before

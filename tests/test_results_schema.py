@@ -134,3 +134,17 @@ def test_summary_outputs_are_readable_with_plain_pandas_and_the_report_is_self_c
     assert "partial" in html and "HTTP 500" in html  # the failed points say why
     for png in ("pareto.png", "latency.png", "errors.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_commit_given_in_the_context_wins_over_the_file_in_the_run_dir(tmp_path, aiperf_ref):
+    # An experiment hands each treatment the commit its own model-cache task resolved (in --context); the
+    # file model-cache writes into the run dir (the recipe pipeline's way) may be another cache's.
+    run = make_run_folder(tmp_path, aiperf_ref, failed=False)
+    commit_file = run / "context" / "model-commit.txt"
+    commit_file.parent.mkdir(parents=True)
+    commit_file.write_text("0ther0model\n")
+    given = summarize(run, extra=["--context", json.dumps({"model_commit": "abc123"}),
+                                  "--model-commit-file", str(commit_file)])
+    assert set(given["model_commit"]) == {"abc123"}
+    from_file = summarize(run, extra=["--model-commit-file", str(commit_file)])
+    assert set(from_file["model_commit"]) == {"0ther0model"}

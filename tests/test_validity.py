@@ -162,3 +162,23 @@ def test_cli_flags(tmp_path, capsys):
     assert "left out 1 invalid point(s)" in capsys.readouterr().out
     assert cli_main(["regress", folders[1], "--baseline", folders[0]]) == 0
     assert cli_main(["regress", folders[1], "--baseline", folders[0], "--include-invalid"]) == 1
+
+
+def test_the_profile_follows_the_platform_the_steps_run_on(tmp_path, monkeypatch):
+    """The profile named like the platform (infersweep.platform.select.PLATFORM_ENV) applies by default: local
+    mode's environment selects 'local'; a platform without a profile of its name gets the defaults."""
+    import yaml
+
+    from infersweep.local.adapter import step_env
+    from infersweep.platform.select import PLATFORM_ENV
+
+    monkeypatch.delenv(PLATFORM_ENV, raising=False)
+    assert load_thresholds()["profile"] == "default"
+    monkeypatch.setenv(PLATFORM_ENV, step_env(state_dir=tmp_path, model_dir=tmp_path, max_workers=1)[PLATFORM_ENV])
+    assert load_thresholds() == LOCAL and LOCAL["profile"] == "local"
+    f = tmp_path / "validity.yaml"
+    f.write_text(yaml.safe_dump({"min_requests": 10, "profiles": {"kind": {"min_requests": 3}}}))
+    monkeypatch.setenv(PLATFORM_ENV, "kind")  # another platform's own profile
+    assert load_thresholds(path=f) == {"min_requests": 3, "profile": "kind"}
+    monkeypatch.setenv(PLATFORM_ENV, "minikube")
+    assert load_thresholds(path=f) == {"min_requests": 10, "profile": "default"}

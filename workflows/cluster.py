@@ -58,8 +58,8 @@ def steps_role(namespace: str = "infersweep", name: str = "infersweep-steps") ->
         "rules": [
             # deploy (create; patch when a retried step finds its own DGD), wait-ready (get), teardown (delete)
             {"apiGroups": ["nvidia.com"], "resources": [DGD_RESOURCE], "verbs": ["get", "create", "patch", "delete"]},
-            # deploy/teardown of an autoscaled recipe: its KEDA ScaledObjects (workflows/keda.py), applied with the
-            # DGD (create; patch on a retried step) and deleted with it (listed by the DGD's label, then deleted)
+            # deploy/teardown of an autoscaled recipe: its KEDA ScaledObjects (infersweep/platform/keda.py), applied
+            # with the DGD (create; patch on a retried step) and deleted with it (listed by the DGD's label, then deleted)
             {"apiGroups": ["keda.sh"], "resources": ["scaledobjects"], "verbs": ["create", "patch", "list", "delete"]},
             # wait-ready: the DGD's pods, their state and last log lines for the debug bundle
             # (polled, not watched: tests/test_least_privilege.py derives these verbs from the calls)

@@ -85,8 +85,8 @@ def _extra_resources(r: ResolvedRecipe) -> dict[str, str]:
 
 
 def annotations(r: ResolvedRecipe) -> dict[str, str]:
-    """What the DGD itself cannot say: the autoscaling KEDA must be given (JSON; workflows/keda.py turns it
-    into ScaledObjects on the component's scaling adapter when the DGD is applied)."""
+    """What the DGD itself cannot say: the autoscaling KEDA must be given (JSON; infersweep/platform/keda.py turns
+    it into ScaledObjects on the component's scaling adapter when the DGD is applied)."""
     names = {role: _component_name(r, role) for role in r.recipe.topology.roles()}
     spec = keda.autoscaling_annotation(r, names)
     return {keda.ANNOTATION: spec} if spec else {}

@@ -184,10 +184,13 @@ def experiment_workflow(plan: Plan, settings: ClusterSettings, *, namespace: str
                 slo = {k: v for k, v in r.recipe.slo.model_dump().items() if v is not None}
                 # The summarize step accepts only the run-context keys it knows (steps/summarize.py
                 # --context, infersweep.results.context): the treatment's recipe context, as a recipe run
-                # has, plus the experiment, treatment, restart class and factor levels (also in the title and prefix).
+                # has, plus the experiment, treatment, restart class and factor levels (also in the title and prefix),
+                # and the commit its model cache resolved. That commit comes from the cache task's output, not
+                # from the file model-cache writes into /work/run (MODEL_COMMIT, the pipeline's way): the file
+                # leaves with the first treatment's archive, and with two models another cache may overwrite it.
                 context = recipe_context(r, settings) | {
                     "experiment": e.name, "treatment": s.treatment.name, "restart_class": s.transition.cls.label,
-                    "levels": s.treatment.levels}
+                    "levels": s.treatment.levels, "model_commit": f"{{{{tasks.{cache}.outputs.parameters.commit}}}}"}
                 step_task("summarize", name=f"{t}-summarize",
                           depends=f"{_any(f'{t}-sweep')} && {_any(f'{t}-record-ready')}",
                           arguments={"gpu-count": args["gpu-count"], "slo": _compact(slo), "title": s.treatment.name,

@@ -1,43 +1,16 @@
-"""KEDA ScaledObjects for the autoscaled roles of a DGD (the seed's Qwen3.6 agg run: 1-8 workers on
-`dynamo_frontend_active_requests`, 16 active requests per worker).
-
-How Dynamo 1.6 is scaled from outside: a component with `scalingAdapter` gets a
-DynamoGraphDeploymentScalingAdapter (DGDSA) named `<dgd>-<lowercased component name>` (ai-dynamo/dynamo
-deploy/operator/internal/controller, generateAdapterName) that owns the component's replicas and implements
-the scale subresource (`+kubebuilder:subresource:scale:specpath=.spec.replicas`, deploy/operator/api/
-dynamo/v1beta1/dynamographdeploymentscalingadapter_types.go). KEDA, HPA or the Planner scale the adapter,
-never the DGD (docs/kubernetes/autoscaling.md, "Autoscaling with KEDA": scaleTargetRef apiVersion
-nvidia.com/v1alpha1, kind DynamoGraphDeploymentScalingAdapter, name <dgd>-<service>).
-
-The trigger is KEDA's Prometheus scaler with metricType AverageValue (KEDA's default, kedacore/keda
-pkg/scalers/scaler.go GetMetricTargetType), so the HPA KEDA creates asks for ceil(sum / threshold)
-replicas (kubernetes pkg/controller/podautoscaler/replica_calculator.go, GetExternalPerPodMetricReplicas):
-threshold = the recipe's target per replica. The query sums the gauge over this DGD's frontend pods only:
-the Dynamo 1.6.1 frontend exports it with a `model` label alone (shared/reference/dynamo/
-frontend-metrics-1.6.1.txt), so the deployment is told apart by the target labels every Prometheus
-Kubernetes scrape adds (`namespace`, `pod`); the frontend pod is `<dgd>-frontend-<rs>-<id>` (Deployment) or
-`<dgd>-0-frontend-<id>` (Grove PodClique), and the anchored regex below matches exactly those.
-
-The DGD carries what the ScaledObject needs as one JSON annotation (rendered from the recipe), so the deploy
-step builds the ScaledObjects from the DGD it applies, whatever name that DGD was given for the run; it is
-applied with the DGD, owned by it (garbage-collected with it) and deleted with it (infersweep/platform/kube.py).
+"""The autoscaling annotation a recipe's DGD carries: render time. The deploy step turns it into KEDA
+ScaledObjects (infersweep/platform/keda.py, which explains the scaling), so the DGD alone says how it scales.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
+from infersweep.platform.keda import ANNOTATION
+# render.py builds a bundle's ScaledObjects with the deploy step's own function, through this module.
+from infersweep.platform.keda import scaled_objects  # noqa: F401
 from infersweep.recipe import RecipeError, ResolvedRecipe
-
-ANNOTATION = "infersweep.io/autoscaling"
-API_VERSION = "keda.sh/v1alpha1"
-KIND = "ScaledObject"
-GROUP, VERSION, PLURAL = "keda.sh", "v1alpha1", "scaledobjects"
-# DGDSA: nvidia.com/v1alpha1 is served by every operator that has adapters (1.6 stores v1alpha1).
-ADAPTER_REF = {"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeploymentScalingAdapter"}
-DGD_LABEL = "infersweep.io/dgd"
 
 
 def autoscaling_annotation(r: ResolvedRecipe, component_names: dict[str, str], prometheus_url: str | None = None) -> str | None:
@@ -58,41 +31,3 @@ def autoscaling_annotation(r: ResolvedRecipe, component_names: dict[str, str], p
         raise RecipeError(f"recipe {r.name}: autoscaling needs the Prometheus KEDA queries; set autoscaling.prometheus_url "
                           f"in params/cluster.yaml to its in-cluster http(s):// address (got {prometheus_url!r})")
     return json.dumps({"prometheus": prometheus_url, "components": comps}, separators=(",", ":"), sort_keys=True)
-
-
-def adapter_name(dgd_name: str, component: str) -> str:
-    return f"{dgd_name}-{component.lower()}"
-
-
-def frontend_query(metric: str, dgd_name: str, namespace: str) -> str:
-    # DGD names are DNS-1123 subdomains: '.' is the only regex metacharacter they can hold. PromQL string
-    # literals take backslash escapes, hence the doubled backslash.
-    pods = dgd_name.replace(".", "\\\\.") + "-(0-)?frontend-[a-z0-9]+(-[a-z0-9]+)?"
-    return f'sum({metric}{{namespace="{namespace}",pod=~"{pods}"}})'
-
-
-def scaled_objects(dgd: dict[str, Any], namespace: str) -> list[dict[str, Any]]:
-    """The ScaledObjects a DGD's autoscaling annotation asks for (none without the annotation)."""
-    meta = dgd.get("metadata") or {}
-    raw = (meta.get("annotations") or {}).get(ANNOTATION)
-    if not raw:
-        return []
-    spec, name = json.loads(raw), meta["name"]
-    labels = {k: v for k, v in (meta.get("labels") or {}).items()} | {DGD_LABEL: name}
-    out = []
-    for component, a in sorted(spec["components"].items()):
-        adapter = adapter_name(name, component)
-        out.append({
-            "apiVersion": API_VERSION, "kind": KIND,
-            "metadata": {"name": adapter, "namespace": namespace, "labels": labels},
-            "spec": {
-                "scaleTargetRef": {**ADAPTER_REF, "name": adapter},
-                "minReplicaCount": a["min_replicas"], "maxReplicaCount": a["max_replicas"],
-                "triggers": [{"type": "prometheus", "metricType": "AverageValue", "metadata": {
-                    "serverAddress": spec["prometheus"],
-                    "query": frontend_query(a["metric"], name, namespace),
-                    "threshold": f"{a['target_per_replica']:g}",
-                }}],
-            },
-        })
-    return out

@@ -3,7 +3,9 @@
 `infersweep run --local` (infersweep/local/run.py, experiment_run.py) gives every step it runs the
 environment `step_env()` returns: the adapter to load (INFERSWEEP_PLATFORM_ADAPTER, a "module:attr" spec
 that infersweep.platform.select.get_platform imports, so neither infersweep/platform nor steps/ imports
-local mode) and this adapter's own settings, whose names are defined here and nowhere else.
+local mode) and this adapter's own settings, whose names are defined here and nowhere else; it also tells the
+summarize step that results are simulated and where the deployments' timing is (infersweep.predict.source's
+variable, so that module need not know this adapter's names or layout).
 The Dynamo-process modules are imported where they are used: `step_env` and a teardown stay cheap.
 """
 
@@ -15,8 +17,9 @@ from typing import Any, Mapping
 
 from infersweep.platform.protocol import BadInput
 from infersweep.platform.select import ADAPTER_ENV, PLATFORM_ENV
+from infersweep.predict.source import SIMULATED_DEPLOYMENTS_ENV
 
-NAME = "local"  # the value of INFERSWEEP_PLATFORM in local mode (validity profile, result source)
+NAME = "local"  # the value of INFERSWEEP_PLATFORM in local mode (selects the validity profile of that name)
 STATE_ENV = "INFERSWEEP_LOCAL_STATE"  # where each deployment's processes are recorded: <state>/dgd/<name>/
 MODEL_DIR_ENV = "INFERSWEEP_LOCAL_MODEL_DIR"  # the toy model the mocker workers serve
 MAX_WORKERS_ENV = "INFERSWEEP_LOCAL_MAX_WORKERS"  # workers per component (local mode scales replicas down)
@@ -24,10 +27,17 @@ PROM_TARGETS_ENV = "INFERSWEEP_LOCAL_PROM_TARGETS"  # the local Prometheus's fil
 DEFAULT_MAX_WORKERS = 2
 
 
+def deployments_dir(state_dir: Path) -> Path:
+    """Where this adapter keeps each deployment's processes, logs and timing: <this>/<DGD name>/."""
+    return Path(state_dir) / "dgd"
+
+
 def step_env(*, state_dir: Path, model_dir: Path, max_workers: int, prom_targets: Path | None = None) -> dict[str, str]:
-    """The environment the local executor gives every step: select this adapter and configure it."""
+    """The environment the local executor gives every step: select this adapter and configure it, and say
+    that the results are simulated and where the deployments recorded their timing (infersweep.predict.source)."""
     env = {PLATFORM_ENV: NAME, ADAPTER_ENV: f"{__name__}:from_env", STATE_ENV: str(state_dir),
-           MODEL_DIR_ENV: str(model_dir), MAX_WORKERS_ENV: str(max_workers)}
+           MODEL_DIR_ENV: str(model_dir), MAX_WORKERS_ENV: str(max_workers),
+           SIMULATED_DEPLOYMENTS_ENV: str(deployments_dir(state_dir))}
     if prom_targets:
         env[PROM_TARGETS_ENV] = str(prom_targets)
     return env
@@ -55,7 +65,7 @@ class LocalPlatform:
         self.prom_targets = prom_targets  # the local Prometheus's file_sd targets (None: no Prometheus)
 
     def _dgd_dir(self, name: str) -> Path:
-        return self.state_dir / "dgd" / name
+        return deployments_dir(self.state_dir) / name
 
     def ensure_pvc(self, name: str, namespace: str, size: str, storage_class: str, *,
                    bound_timeout_s: float = 300.0, poll_s: float = 2.0) -> str:
@@ -90,8 +100,8 @@ class LocalPlatform:
             raise BadInput(f"the local adapter has no model directory: set {MODEL_DIR_ENV} (infersweep run --local "
                            f"sets it for every step it runs)")
         # No KEDA here: build and validate the ScaledObjects all the same, so a bad one fails locally too.
+        from infersweep.platform.keda import scaled_objects
         from infersweep.schemas import validate_document
-        from workflows.keda import scaled_objects
 
         for so in scaled_objects(dgd, namespace):
             validate_document(so)

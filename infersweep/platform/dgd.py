@@ -12,8 +12,6 @@ from typing import Any
 # (deploy/operator/config/crd/bases/nvidia.com_dynamographdeployments.yaml in ai-dynamo/dynamo).
 DGD_GROUP = "nvidia.com"
 DGD_PLURAL = "dynamographdeployments"
-# KEDA ScaledObjects of a DGD's autoscaled roles (workflows/keda.py; CRD in infersweep/reference/keda).
-KEDA_GROUP, KEDA_VERSION, KEDA_PLURAL = "keda.sh", "v1alpha1", "scaledobjects"
 # The label every run's DGD carries (its value: the run id): the reaper lists DGDs by it.
 RUN_LABEL = "infersweep.io/run"
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from infersweep.platform.dgd import DGD_GROUP, DGD_PLURAL, KEDA_GROUP, KEDA_PLURAL, KEDA_VERSION, frontend_url
+from infersweep.platform.dgd import DGD_GROUP, DGD_PLURAL, frontend_url
+from infersweep.platform.keda import DGD_LABEL, scaled_objects
+from infersweep.platform.keda import GROUP as KEDA_GROUP, PLURAL as KEDA_PLURAL, VERSION as KEDA_VERSION
 from infersweep.platform.protocol import DGDOwnedElsewhere, PVCNotBound
 from infersweep.platform.readiness import pod_image_ids, wait_dgd_ready
 
@@ -122,12 +124,11 @@ class KubernetesPlatform:
         return frontend_url(name, namespace)
 
     def apply_scaled_objects(self, dgd: dict[str, Any], namespace: str) -> int:
-        """KEDA ScaledObjects of the DGD's autoscaled roles (workflows/keda.py), owned by the DGD so the
+        """KEDA ScaledObjects of the DGD's autoscaled roles (infersweep/platform/keda.py), owned by the DGD so the
         API server's garbage collector deletes them with it whoever deletes it."""
         from kubernetes.client.exceptions import ApiException
 
         from infersweep.schemas import validate_document
-        from workflows.keda import scaled_objects
 
         objs = scaled_objects(dgd, namespace)
         if not objs:
@@ -155,8 +156,6 @@ class KubernetesPlatform:
     def delete_scaled_objects(self, dgd_name: str, namespace: str) -> int:
         """Delete the DGD's ScaledObjects (found by their infersweep.io/dgd label); none, or no KEDA, is fine."""
         from kubernetes.client.exceptions import ApiException
-
-        from workflows.keda import DGD_LABEL
 
         try:
             found = self.custom.list_namespaced_custom_object(KEDA_GROUP, KEDA_VERSION, namespace, KEDA_PLURAL,

@@ -16,8 +16,8 @@ from typing import Callable
 from infersweep.platform.protocol import BadInput, Platform
 
 ADAPTER_ENV = "INFERSWEEP_PLATFORM_ADAPTER"
-# The platform's name ("local" in local mode; unset in a cluster): validity profiles and the results'
-# `source` read it (infersweep.results.validity, infersweep.predict.source).
+# The platform's name ("local" in local mode; unset in a cluster): the validity profile of that name applies
+# (infersweep.results.validity). Whether results are simulated is said by infersweep.predict.source's variable.
 PLATFORM_ENV = "INFERSWEEP_PLATFORM"
 
 

@@ -6,9 +6,10 @@
 - `simulated (calibrated: AIConfigurator 0.12.0 h100_sxm vllm 0.24.0)`: local mode's mocker on a timing
   table from that database (infersweep.predict.local_timing), per worker role.
 
-Local mode runs every step with INFERSWEEP_PLATFORM=local and INFERSWEEP_LOCAL_STATE (local/run.py); the
-local platform keeps each deployment under <state>/dgd/<name>/ (infersweep/local/adapter.py LocalPlatform), where
-local_timing records the timing each worker role ran with (timing.json).
+Whoever runs the steps on a simulator says so in their environment: SIMULATED_DEPLOYMENTS_ENV names the
+folder holding one folder per simulated deployment, in which infersweep.predict.local_timing records the
+timing each worker role ran with (timing.json). Local mode sets it (infersweep.local.adapter.step_env: the
+adapter owns where its deployments live); unset, the steps ran against a real deployment: measured.
 """
 
 from __future__ import annotations
@@ -18,11 +19,10 @@ import os
 from pathlib import Path
 from typing import Mapping
 
-from infersweep.predict.local_timing import TIMING_FILE
-
 MEASURED = "measured"
 BUILTIN = "simulated (built-in timing)"
 CALIBRATED_PREFIX = "simulated (calibrated"
+SIMULATED_DEPLOYMENTS_ENV = "INFERSWEEP_SIMULATED_DEPLOYMENTS"
 
 
 def calibrated(database: str) -> str:
@@ -33,10 +33,14 @@ def is_simulated(source: str | None) -> bool:
     return bool(source) and str(source).startswith("simulated")
 
 
-def timing_entries(state_dir: Path) -> list[dict]:
-    """Every role's timing record of every local deployment under a local run's state dir."""
+def timing_entries(deployments_dir: Path) -> list[dict]:
+    """Every role's timing record of every simulated deployment in `deployments_dir` (one folder each)."""
+    # Here, not at the top: local mode's adapter imports this module for its variable name, and local_timing
+    # loads PyYAML (step_env stays cheap).
+    from infersweep.predict.local_timing import TIMING_FILE
+
     out = []
-    for f in sorted(Path(state_dir).glob(f"dgd/*/{TIMING_FILE}")):
+    for f in sorted(Path(deployments_dir).glob(f"*/{TIMING_FILE}")):
         try:
             out += list(json.loads(f.read_text()).values())
         except (OSError, ValueError):
@@ -47,10 +51,10 @@ def timing_entries(state_dir: Path) -> list[dict]:
 def result_source(env: Mapping[str, str] | None = None) -> str:
     """The source of the results this process summarizes (see the module docstring)."""
     env = os.environ if env is None else env
-    if env.get("INFERSWEEP_PLATFORM") != "local":
+    if SIMULATED_DEPLOYMENTS_ENV not in env:
         return MEASURED
-    state = env.get("INFERSWEEP_LOCAL_STATE")
-    entries = timing_entries(Path(state)) if state else []
+    folder = env[SIMULATED_DEPLOYMENTS_ENV]
+    entries = timing_entries(Path(folder)) if folder else []
     if entries and all(e.get("timing") == "calibrated" for e in entries):
         return calibrated("; ".join(sorted({e["database"] for e in entries})))
     return BUILTIN

@@ -25,9 +25,9 @@ from typing import Any
 import pandas as pd
 
 from infersweep.aiperf_contract import LOG_FILE, RECORDS_FILE, iter_profiling_records
+from infersweep.platform.select import PLATFORM_ENV
 
 THRESHOLDS_FILE = "validity.yaml"
-LOCAL_PROFILE = "local"
 # The warning AIPerf's worker manager logs when a worker's CPU passes Environment.WORKER.HIGH_LOAD_CPU_USAGE
 # (85 %): aiperf/workers/worker_group_state.py update_worker_status in 0.13.0, aiperf/workers/worker_manager.py
 # in 0.10.0, 0.11.0 and 0.12.0, same text. AIPerf writes no CPU figure into its exports.
@@ -45,8 +45,9 @@ MEASURE_COLUMNS = ["validity_profile", "delivered_concurrency", "steady_throughp
 
 
 def load_thresholds(profile: str | None = None, path: Path | None = None) -> dict[str, Any]:
-    """params/validity.yaml, with the overrides of `profile` merged in (default: 'local' when the step runs
-    in local mode, INFERSWEEP_PLATFORM=local, else none). The result says which profile it is."""
+    """params/validity.yaml, with the overrides of `profile` merged in (default: the profile named like the
+    platform the steps run on, when there is one: 'local' in local mode; else none). The result says which
+    profile it is."""
     import yaml
 
     from infersweep.paths import params_dir
@@ -54,8 +55,8 @@ def load_thresholds(profile: str | None = None, path: Path | None = None) -> dic
     path = path or params_dir() / THRESHOLDS_FILE
     data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
     profiles = data.pop("profiles", {}) or {}
-    if profile is None and os.environ.get("INFERSWEEP_PLATFORM") == LOCAL_PROFILE:
-        profile = LOCAL_PROFILE
+    if profile is None and os.environ.get(PLATFORM_ENV) in profiles:
+        profile = os.environ[PLATFORM_ENV]
     if profile:
         if profile not in profiles:
             raise ValueError(f"{path}: no validity profile {profile!r}; profiles: {sorted(profiles)}")
