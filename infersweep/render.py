@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # the settings are loaded by the caller; their pydantic model
 from infersweep.recipe import ResolvedRecipe
 from infersweep.schemas import reference_dir, validate_document
 
-# workflows.pipeline, workflows.keda and workflows.steps_library import hera.workflows (~1.2 s, most of a
+# workflows.pipeline and workflows.steps_library import hera.workflows (~1.2 s, most of a
 # render's start-up): they are imported where a bundle is built, so a bundle from the render cache
 # (infersweep/render_cache.py) never loads Hera.
 
@@ -149,7 +149,7 @@ def render_recipe(r: ResolvedRecipe, settings: ClusterSettings, *, dgd_api: str 
 
 def _render(r: ResolvedRecipe, settings: ClusterSettings, *, dgd_api: str, namespace: str | None,
             overrides: dict[str, str] | None, workflow_name: str | None) -> Bundle:
-    from workflows.keda import scaled_objects
+    from infersweep.platform.keda import scaled_objects  # the deploy step's own builder
     from workflows.pipeline import recipe_arguments, recipe_workflow
 
     args = recipe_arguments(r, settings, dgd_api=dgd_api, overrides=overrides)

@@ -8,8 +8,6 @@ import json
 import re
 
 from infersweep.platform.keda import ANNOTATION
-# render.py builds a bundle's ScaledObjects with the deploy step's own function, through this module.
-from infersweep.platform.keda import scaled_objects  # noqa: F401
 from infersweep.recipe import RecipeError, ResolvedRecipe
 
 
