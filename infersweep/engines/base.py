@@ -166,6 +166,22 @@ class Engine(Strict, ABC):
 # ---------------------------------------------------------------- helpers engines share (not rules)
 
 
+def no_speculative_config(spec: Speculative) -> Problem | None:
+    """The rule of an engine without a speculative config object (only vLLM's --speculative-config takes one)."""
+    if spec.engine_config:
+        return "speculative.engine_config", "only vLLM takes a speculative config object; remove engine_config"
+    return None
+
+
+def ucx_transport_only(e: Engine, t: Transport) -> Problem | None:
+    """The rule of an engine whose rendered transfer backend is fixed to UCX (other NIXL backends are set
+    through vLLM's NIXL connector only)."""
+    if t.nixl_backend != "UCX":
+        return ("transport.nixl_backend", f"{t.nixl_backend} is rendered for vLLM's NIXL connector only; use UCX "
+                f"for {e.name}")
+    return None
+
+
 def spelled_parallelism_args(e: Engine, w: Workers) -> list[str]:
     """DP as `dp_flag N` plus `dp_switches`, EP as `ep_flag N` or `ep_switch`, each only when > 1."""
     args: list[str] = []

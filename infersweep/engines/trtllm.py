@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-from infersweep.engines.base import BackendFramework, Engine, EngineSpeculative, Problem, spelled_parallelism_args
+from infersweep.engines.base import (BackendFramework, Engine, EngineSpeculative, Problem, no_speculative_config,
+                                     spelled_parallelism_args, ucx_transport_only)
 
 if TYPE_CHECKING:
     from infersweep.recipe.facts import Transport
@@ -58,15 +59,10 @@ class Trtllm(Engine):
         return "kv_offload", f"{self.name} has no CPU KV tier here; remove kv_offload"
 
     def speculative_problem(self, spec: Speculative) -> Problem | None:
-        if spec.engine_config:
-            return "speculative.engine_config", "only vLLM takes a speculative config object; remove engine_config"
-        return None
+        return no_speculative_config(spec)
 
     def transport_problem(self, t: Transport) -> Problem | None:
-        if t.nixl_backend != "UCX":
-            return ("transport.nixl_backend", f"{t.nixl_backend} is rendered for vLLM's NIXL connector only; use UCX "
-                    f"for {self.name}")
-        return None
+        return ucx_transport_only(self, t)
 
     def parallelism_args(self, w: Workers) -> list[str]:
         return spelled_parallelism_args(self, w)
