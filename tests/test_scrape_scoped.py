@@ -23,6 +23,7 @@ import yaml
 
 from infersweep.local.prometheus import BINARY, LocalPrometheus
 from infersweep.paths import params_dir
+from infersweep.results import server_metrics
 from steps import scrape as scrape_step
 
 SPEC = yaml.safe_load((params_dir() / "metrics.yaml").read_text())
@@ -57,7 +58,7 @@ def _wait_for(predicate, timeout_s: float, what: str):
 
 
 def test_every_query_names_the_runs_namespace_and_dgd():
-    queries, _ = scrape_step.scoped_queries(SPEC, namespace="team-a", dgd="sweep-7", usd_per_gpu_hour=2.5)
+    queries, _ = server_metrics.scoped_queries(SPEC, namespace="team-a", dgd="sweep-7", usd_per_gpu_hour=2.5)
     assert set(queries) == set(SPEC["queries"])
     for name, q in queries.items():
         assert 'namespace="team-a"' in q, name
@@ -66,10 +67,10 @@ def test_every_query_names_the_runs_namespace_and_dgd():
 
 
 def test_cost_query_is_left_out_with_a_note_when_the_gpu_type_has_no_price():
-    queries, notes = scrape_step.scoped_queries(SPEC, namespace="ns", dgd="d", usd_per_gpu_hour=None)
+    queries, notes = server_metrics.scoped_queries(SPEC, namespace="ns", dgd="d", usd_per_gpu_hour=None)
     assert "cost_usd_per_million_output_tokens" not in queries
     assert any("cost_usd_per_million_output_tokens" in n and "usd_per_gpu_hour" in n for n in notes)
-    assert scrape_step.gpu_price("H100") is not None and scrape_step.gpu_price("no-such-gpu") is None
+    assert server_metrics.gpu_price("H100") is not None and server_metrics.gpu_price("no-such-gpu") is None
 
 
 @pytest.mark.parametrize("spec, message", [
@@ -78,14 +79,23 @@ def test_cost_query_is_left_out_with_a_note_when_the_gpu_type_has_no_price():
     ({"selectors": {"frontend": 'x="${dgd}"'}, "queries": {"q": "up{${frontend}} * ${price}"}}, "queries.q"),
 ])
 def test_an_unscoped_or_misspelt_query_is_one_clear_error(spec, message):
-    with pytest.raises(scrape_step.ScopeError, match=message):
-        scrape_step.scoped_queries(spec, namespace="ns", dgd="d")
+    with pytest.raises(server_metrics.ScopeError, match=message):
+        server_metrics.scoped_queries(spec, namespace="ns", dgd="d")
 
 
 def test_a_name_that_would_break_out_of_the_matcher_is_refused_before_querying(tmp_path):
     rc = scrape_step.main(["--run-dir", str(tmp_path), "--prometheus-url", "http://127.0.0.1:9",
                            "--namespace", "ns", "--dgd-name", 'x",namespace=~".*'])
     assert rc == 2 and not (tmp_path / "metrics" / "server_metrics.parquet").exists()
+
+
+def test_a_bad_context_is_one_clear_error_before_querying(tmp_path, capsys):
+    """--context prices the GPU-hours: unreadable, it stops the step (exit 2) naming the option, with no query
+    sent (port 9 would refuse it, which would be recorded as metrics/SKIPPED instead)."""
+    rc = scrape_step.main(["--run-dir", str(tmp_path), "--prometheus-url", "http://127.0.0.1:9",
+                           "--namespace", "ns", "--dgd-name", "d", "--context", "{not json"])
+    assert rc == 2 and capsys.readouterr().err.startswith("scrape: --context: not JSON")
+    assert not (tmp_path / "metrics" / "SKIPPED").exists()
 
 
 # ---------------------------------------------------------------- two real deployments, one Prometheus
@@ -122,7 +132,7 @@ def test_two_local_deployments_scraped_by_one_prometheus_each_see_only_their_tra
             def scoped_count(name: str) -> float | None:
                 count_q = {"selectors": SPEC["selectors"],
                            "queries": {"n": "sum(dynamo_frontend_requests_total{${frontend}})"}}
-                q = scrape_step.scoped_queries(count_q, namespace=namespace, dgd=name)[0]["n"]
+                q = server_metrics.scoped_queries(count_q, namespace=namespace, dgd=name)[0]["n"]
                 result = _instant(prom.url, q)
                 return float(result[0]["value"][1]) if result else None
 
@@ -274,6 +284,6 @@ def test_gpu_queries_and_energy_and_cost_read_only_the_dgds_gpus(tmp_path):
     assert last("gpu_count") == len(want)
     # J per output token = W / (tokens/s); $ per 1e6 tokens = GPUs x $/GPU-h / 3600 s/h / (tokens/s) x 1e6.
     assert last("energy_j_per_output_token") == pytest.approx(watts / tok_per_s[dgd], rel=0.03)
-    price = scrape_step.gpu_price("H100")
+    price = server_metrics.gpu_price("H100")
     assert last("cost_usd_per_million_output_tokens") == pytest.approx(
         len(want) * price / 3600 / tok_per_s[dgd] * 1e6, rel=0.03)

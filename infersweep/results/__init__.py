@@ -4,6 +4,7 @@ noise-aware regression verdicts.
 table.py       one tidy row per (run, recipe, concurrency, repetition): every AIPerf statistic, derived
                throughput, goodput, SLO pass/fail and the run's context (metric names: infersweep/metrics.py)
 summarize.py   a run folder's points -> summary/ (the table, run.json, the report): the summarize step's work
+server_metrics.py  Prometheus queries scoped to the run's DGD, over each point's window -> metrics/ (the scrape step)
 context.py     the run context (recipe hash, images, model revision, topology, GPUs, AIPerf version, times)
 index.py       the per-run index entries that make "all runs of recipe X" one LIST
 manifest.py    a published run's manifest.json and its one checker (RunIntegrityError and subclasses)

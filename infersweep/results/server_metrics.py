@@ -1,0 +1,170 @@
+"""A run's server metrics: Prometheus range queries over each benchmark point's window, saved as parquet
+beside the results (`metrics/server_metrics.parquet`, read back by infersweep.results.run). The scrape
+step (steps/scrape.py) is `scrape_run_metrics` behind its argument parsing.
+
+The windows come from the points' own result files (AIPerf's profiling phase start/end), so warmup and
+the gaps between points are left out. With no Prometheus URL the run records why and the scrape succeeds:
+metrics enrich a run, they never fail one.
+
+Every query is scoped to this run's deployment: params/metrics.yaml holds label matchers with
+`${namespace}`, `${dgd}` and `${dynamo_namespace}` placeholders (which labels a cluster's series carry is
+documented and cited there) and the queries use them as `${frontend}`, `${workers}`, `${gpus}`. The
+derived cost query needs `${usd_per_gpu_hour}`: the run's GPU type's price from params/gpus.yaml; without
+one that query is left out and `metrics/NOTES` says so.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+import sys
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from infersweep.paths import params_dir
+from infersweep.platform.dgd import dgd_name
+from infersweep.results.context import parse_context_arg
+from infersweep.results.run import METRICS_SKIPPED_FILE, SERVER_METRICS_FILE
+
+METRICS_NOTES_FILE = "metrics/NOTES"  # queries left out of this run, and why
+
+
+class ScopeError(ValueError):
+    """A query or selector in metrics.yaml, or a run argument (namespace, DGD name, context), that cannot
+    scope the queries to the run's deployment: bad input, reported before anything is queried."""
+
+
+# The Dynamo operator's Dynamo namespace of a DGD: "<k8s namespace>-<dgd name>"
+# (deploy/operator/internal/dynamo/graph.go GetDynamoNamespace -> ComputeDynamoNamespace).
+def dynamo_namespace(namespace: str, dgd: str) -> str:
+    return f"{namespace}-{dgd}"
+
+
+_LABEL_VALUE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]*$")  # Kubernetes names: nothing that escapes a matcher
+
+
+def gpu_price(gpu_type: str | None, gpus_file: Path | None = None) -> float | None:
+    """$ per GPU-hour of a GPU type from params/gpus.yaml (`usd_per_gpu_hour`), None when unknown."""
+    if not gpu_type:
+        return None
+    gpus = yaml.safe_load((gpus_file or params_dir() / "gpus.yaml").read_text()) or {}
+    price = (gpus.get(gpu_type) or {}).get("usd_per_gpu_hour")
+    return float(price) if price is not None else None
+
+
+def scoped_queries(spec: dict, *, namespace: str, dgd: str,
+                   usd_per_gpu_hour: float | None = None) -> tuple[dict[str, str], list[str]]:
+    """The queries of metrics.yaml with every placeholder filled for this deployment.
+
+    Returns (queries, notes): a query needing a value the run lacks (a price) is left out with a note.
+    A query that would run unscoped (no selector placeholder) or names an unknown placeholder is an error.
+    """
+    for field, value in (("namespace", namespace), ("dgd-name", dgd)):
+        if not _LABEL_VALUE.match(value or ""):
+            raise ScopeError(f"--{field} {value!r}: must be a Kubernetes name (letters, digits, '-', '.'); "
+                             "pass the run's namespace and DGD name")
+    names = {"namespace": namespace, "dgd": dgd, "dynamo_namespace": dynamo_namespace(namespace, dgd)}
+    selectors = {}
+    for role, template in (spec.get("selectors") or {}).items():
+        try:
+            selectors[role] = string.Template(template).substitute(names)
+        except (KeyError, ValueError) as e:
+            raise ScopeError(f"metrics.yaml selectors.{role}: unknown placeholder {e}; "
+                             f"known: {sorted(names)}") from None
+    values = dict(selectors)
+    if usd_per_gpu_hour is not None:
+        values["usd_per_gpu_hour"] = f"{usd_per_gpu_hour:g}"
+    queries, notes = {}, []
+    for name, template in spec["queries"].items():
+        used = {m.group("braced") or m.group("named") for m in string.Template.pattern.finditer(template)
+                if m.group("braced") or m.group("named")}
+        if not used & set(selectors):
+            raise ScopeError(f"metrics.yaml queries.{name}: uses no selector ({sorted(selectors)}), so it would "
+                             "sum over the whole cluster; add one, e.g. {${frontend}}")
+        if "usd_per_gpu_hour" in used and usd_per_gpu_hour is None:
+            notes.append(f"{name}: left out, no usd_per_gpu_hour for this run's GPU type in params/gpus.yaml")
+            continue
+        try:
+            queries[name] = string.Template(template).substitute(values)
+        except (KeyError, ValueError) as e:
+            raise ScopeError(f"metrics.yaml queries.{name}: unknown placeholder {e}; "
+                             f"known: {sorted(values)}") from None
+    return queries, notes
+
+
+def point_windows(points_dir: Path) -> list[tuple[int, float, float]]:
+    """(concurrency, start s, end s) of each point's profiling phase, from its result.json."""
+    wins = []
+    for f in sorted(points_dir.glob("*/result.json")):
+        p = json.loads(f.read_text())
+        s, e = p.get("profiling_start_ns"), p.get("profiling_end_ns")
+        if s and e:
+            wins.append((int(p["concurrency"]), s / 1e9, e / 1e9))
+    return wins
+
+
+def range_query(base: str, query: str, start: float, end: float, step: float, timeout: float = 30) -> list[dict]:
+    qs = urllib.parse.urlencode({"query": query, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"})
+    with urllib.request.urlopen(f"{base.rstrip('/')}/api/v1/query_range?{qs}", timeout=timeout) as r:
+        body = json.load(r)
+    if body.get("status") != "success":
+        raise RuntimeError(f"{query}: {body.get('error', body)}")
+    return body["data"]["result"]
+
+
+def scrape_windows(base: str, windows: list[tuple[int, float, float]], queries: dict[str, str],
+                   step: float) -> pd.DataFrame:
+    """Every query over every point window: one row per sample (concurrency, metric, labels, ts, value)."""
+    rows = []
+    for conc, start, end in windows:
+        # Pad by one step so that a short point still gets a sample at both edges.
+        for name, q in queries.items():
+            for series in range_query(base, q, start - step, end + step, step):
+                labels = json.dumps(series.get("metric", {}), sort_keys=True)
+                for ts, val in series.get("values", []):
+                    rows.append({"concurrency": conc, "metric": name, "labels": labels,
+                                 "ts": float(ts), "value": float(val)})
+    return pd.DataFrame(rows, columns=["concurrency", "metric", "labels", "ts", "value"])
+
+
+def scrape_run_metrics(run_dir: Path, *, prometheus_url: str, queries_file: Path, namespace: str, dgd_base: str,
+                       run_id: str, context: str) -> None:
+    """Scrape one run's server metrics into `run_dir/metrics/`, printing the step's progress lines.
+
+    `dgd_base` is the recipe's DGD name: the queries are scoped to the name deploy gave it for `run_id`
+    (infersweep.platform.dgd.dgd_name: <base>-<hash of the run>). `context` is the run's --context value
+    (JSON or @file), whose gpu_type prices the GPU-hours. Bad input raises ScopeError before anything is
+    queried; no Prometheus URL, or a Prometheus that fails, is written to metrics/SKIPPED and is no error.
+    """
+    out = run_dir / "metrics"
+    out.mkdir(parents=True, exist_ok=True)
+    spec = yaml.safe_load(Path(queries_file).read_text())
+    try:
+        gpu_type = parse_context_arg(context).get("gpu_type")
+        queries, notes = scoped_queries(spec, namespace=namespace, dgd=dgd_name(dgd_base, run_id),
+                                        usd_per_gpu_hour=gpu_price(gpu_type))
+    except ScopeError:
+        raise
+    except ValueError as e:  # a bad --context, DGD name or price: the same one clear error
+        raise ScopeError(str(e)) from None
+    if notes:
+        (run_dir / METRICS_NOTES_FILE).write_text("\n".join(notes) + "\n")
+    if not prometheus_url:
+        (run_dir / METRICS_SKIPPED_FILE).write_text("no Prometheus URL was given (parameter prometheus-url)\n")
+        print("scrape: no Prometheus URL; server metrics skipped")
+        return
+    windows = point_windows(run_dir / "points")
+    try:
+        df = scrape_windows(prometheus_url, windows, queries, float(spec.get("step_s", 5)))
+    except Exception as e:  # Prometheus down: keep the run, say why metrics are missing
+        (run_dir / METRICS_SKIPPED_FILE).write_text(f"Prometheus at {prometheus_url} failed: {e}\n")
+        print(f"scrape: Prometheus failed, metrics skipped: {e}", file=sys.stderr)
+        return
+    df.to_parquet(run_dir / SERVER_METRICS_FILE, index=False)
+    print(f"scrape: {len(df)} samples of {df['metric'].nunique() if len(df) else 0} metrics over "
+          f"{len(windows)} points")
