@@ -1,6 +1,6 @@
 """GPU time saved around the measurement: model cache, readiness detection, teardown start.
 
-1. Model download skipped on a warm cache: steps.model_cache.ensure_model with a file:// source of a
+1. Model download skipped on a warm cache: infersweep.model_cache.ensure_model with a file:// source of a
    few hundred MB generated here, cold (copied onto an empty cache) vs warm (marker found), in-process
    and as the step runs it (`python -m steps.model_cache`, interpreter start included).
 2. Readiness detected within seconds of the frontend serving: deploy_local of the recipe's rendered DGD,
@@ -52,7 +52,7 @@ def make_model_source(root: Path, mb: int) -> Path:
 
 
 def bench_model_cache(mb: int) -> list[Figure]:
-    from steps.model_cache import ensure_model
+    from infersweep.model_cache import ensure_model
 
     src = make_model_source(CACHE / "model-src", mb)
     size = sum(f.stat().st_size for f in src.rglob("*") if f.is_file() and not f.name.startswith("."))

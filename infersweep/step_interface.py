@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 OUT = "/tmp/outputs"  # output parameters are small files the controller reads back
@@ -232,3 +233,13 @@ class Step:
             raise ValueError(f"step {self.name}: arguments {sorted(arguments)} do not match its inputs {declared}"
                              + (f"; unknown: {unknown}" if unknown else "")
                              + (f"; missing: {missing}" if missing else ""))
+
+
+def write_output_param(path: str | Path | None, value: Any) -> None:
+    """Write one output parameter's file, which the controller reads back (a string as is, anything else as
+    compact JSON: keep it small); no path, no file."""
+    if not path:
+        return
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(value if isinstance(value, str) else json.dumps(value, separators=(",", ":")))

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from infersweep.paths import REPO_ROOT
-from steps.model_cache import marker_path
+from infersweep.model_cache import ensure_model, marker_path
 
 MODEL, REV = "org/toy-model", "0123456789abcdef0123456789abcdef01234567"
 
@@ -85,6 +85,36 @@ def test_draft_model_is_cached_beside_the_model(tmp_path):
     args = ["--model-id", "org/main-model", "--revision", "r1", "--cache-dir", str(cache), "--source", f"file://{src}",
             "--draft-model", "org/draft-model"]
     assert model_cache.main(args) == 0
-    assert model_cache.marker_path(cache, "org/draft-model", "main").exists()
+    assert marker_path(cache, "org/draft-model", "main").exists()
     assert (cache / "models" / "org--draft-model" / "main" / "config.json").exists()
-    assert model_cache.ensure_model("org/draft-model", "main", cache, f"file://{src}")["cached"] is True
+    assert ensure_model("org/draft-model", "main", cache, f"file://{src}")["cached"] is True
+
+
+def test_a_failed_download_exits_75_only_when_a_rerun_can_fix_it(tmp_path, monkeypatch, capsys):
+    """Argo retries exit 75 only (steps/transient.py): a dropped connection to the hub is retried, a model
+    source that is not there fails at once; either way the message names the run's model@revision, also when
+    it is the draft that failed, and no output parameter is written."""
+    from infersweep import model_cache as cache_lib
+    from steps import model_cache
+    from steps.transient import TRANSIENT_EXIT
+
+    fetched = tmp_path / "snapshot"
+    fetched.mkdir()
+
+    def hub(model_id, revision, cache):  # the main model arrives, the draft's connection drops
+        if model_id == "org/draft":
+            raise ConnectionResetError("connection reset by peer")
+        return fetched, "c0ffee"
+
+    monkeypatch.setattr(cache_lib, "_download_hub", hub)
+    out = tmp_path / "out"
+    args = ["--model-id", "org/m", "--revision", "r1", "--cache-dir", str(tmp_path / "cache"),
+            "--model-dir-param", str(out / "model-dir"), "--commit-param", str(out / "commit")]
+    missing = tmp_path / "no-such-folder"
+    assert model_cache.main(args + ["--source", f"file://{missing}"]) == 1
+    assert capsys.readouterr().err == f"model-cache: org/m@r1: model source {missing} is not a folder\n"
+    assert not out.exists()
+    assert model_cache.main(args + ["--draft-model", "org/draft"]) == TRANSIENT_EXIT
+    assert capsys.readouterr().err == "model-cache: org/m@r1: connection reset by peer\n"
+    assert not out.exists()
+    assert model_cache.main(args) == 0 and (out / "commit").read_text() == "c0ffee"
