@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from infersweep.results.verdict import verdict  # noqa: F401 (the rule lives there; re-exported)
+from infersweep.results.verdict import verdict
 from workflows.step_declarations import VERDICT
 
 

@@ -9,10 +9,11 @@ context.py     the run context (recipe hash, images, model revision, topology, G
 index.py       the per-run index entries that make "all runs of recipe X" one LIST
 manifest.py    a published run's manifest.json and its one checker (RunIntegrityError and subclasses)
 publish.py     publish_tree / verify_run / publish_run: a run folder into S3, manifest last (the publish step)
-s3.py          the S3 client every reader and writer uses
+s3.py          the S3 client every reader and writer uses, and download_prefix
 store.py       RunStore: S3 or a local folder; refuses runs without a manifest
 report.py      the self-contained HTML report (+ PNGs)
 plots.py       the figures report and compare share
 compare.py     per-concurrency changes, crossovers, best configuration meeting the SLOs
 regression.py  judge_run: pass / regressed / improved / inconclusive, with the evidence
+baseline.py    a run judged against its recipe's baseline run in S3 (the regression-check step)
 """

@@ -1,11 +1,12 @@
 """The S3 client every reader and writer of results uses: one place for its timeouts, retries and pool size.
 
-Used by infersweep.results.publish, RunStore and the regression-check step.
+Used by infersweep.results.publish, RunStore and infersweep.results.baseline (the regression-check step).
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
@@ -48,3 +49,17 @@ def s3_client(endpoint_url: str | None = None, *, connect_timeout: float = 3, re
     import boto3
 
     return boto3.client("s3", endpoint_url=endpoint_url, config=config)
+
+
+def download_prefix(bucket: str, prefix: str, dest: Path) -> int:
+    """Download every object under s3://bucket/prefix/ into dest (keys relative to the prefix); return how many."""
+    s3 = s3_client()  # fails in seconds when S3 is unreachable
+    n = 0
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix.rstrip("/") + "/"):
+        for obj in page.get("Contents", []):
+            rel = obj["Key"][len(prefix.rstrip("/")) + 1:]
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            s3.download_file(bucket, obj["Key"], str(target))
+            n += 1
+    return n
