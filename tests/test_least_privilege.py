@@ -1,7 +1,9 @@
 """The step pods' Role grants exactly what the steps' own code calls, derived from that code.
 
-Every Kubernetes API call the steps make (steps/*.py and the DGD adapters they call, infersweep/platform/*.py)
-is found by reading the source (AST): a method of the real
+Every Kubernetes API call the steps make (steps/*.py and every module they import, directly or not: the DGD
+adapters of infersweep/platform, the work moved down into infersweep/, found through the import graph that
+import-linter's grimp builds, function-level imports included) is found by reading the source (AST): a method
+of the real
 `kubernetes` client classes (CoreV1Api, CustomObjectsApi, ...) called on anything. Its name gives the verb
 (read -> get, list, create, patch, delete, replace -> update; list_* passed to watch.Watch().stream -> watch)
 and the resource (`read_namespaced_pod_log` -> pods/log; custom objects: the group and plural arguments,
@@ -21,7 +23,9 @@ import kubernetes.client as kc
 
 REPO = Path(__file__).resolve().parents[1]
 STEPS = REPO / "steps"
-PLATFORM = REPO / "infersweep" / "platform"  # the Kubernetes adapter, readiness and the reaper the steps call
+# steps/reap.py (infersweep/platform/reaper.py) runs in the reaper CronWorkflow under its own ServiceAccount
+# and Role (reaper_role).
+REAP_STEP = "steps.reap"
 API_CLASSES = [getattr(kc, n) for n in dir(kc) if n.endswith("Api") and isinstance(getattr(kc, n), type)]
 VERBS = {"read": "get", "get": "get", "list": "list", "create": "create", "patch": "patch", "delete": "delete",
          "replace": "update"}
@@ -49,20 +53,37 @@ def _const(module: str, node: ast.AST) -> str:
     raise AssertionError(f"{module}: custom-object call with a non-constant group/plural: {ast.dump(node)}")
 
 
-# steps/reap.py (infersweep/platform/reaper.py) runs in the reaper CronWorkflow under its own ServiceAccount
-# and Role (reaper_role).
-REAPER_MODULES = {STEPS / "reap.py", PLATFORM / "reaper.py"}
-
-
 def _module(f: Path) -> str:
     return ".".join(f.relative_to(REPO).with_suffix("").parts)
 
 
+def _source(module: str) -> Path:
+    path = REPO.joinpath(*module.split("."))
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+
+
+def step_code(*steps: str) -> list[Path]:
+    """The source files of the step modules `steps` and of every project module they import, directly or not."""
+    import grimp  # import-linter's import graph (function-level imports count)
+
+    graph = grimp.build_graph("infersweep", "steps", "workflows", cache_dir=None)
+    modules = set(steps)
+    for step in steps:
+        modules |= graph.find_upstream_modules(step)
+    return sorted(_source(m) for m in modules)
+
+
+def pipeline_step_code() -> list[Path]:
+    """What the pipeline's step pods run (every steps/ module but the reaper's, and what they import)."""
+    return step_code(*(f"steps.{f.stem}" for f in sorted(STEPS.glob("*.py"))
+                       if f.stem != "__init__" and f"steps.{f.stem}" != REAP_STEP))
+
+
 def used_permissions(files: list[Path] | None = None) -> dict[tuple[str, str, str], list[str]]:
-    """(apiGroup, resource, verb) -> where it is used (the pipeline steps and their adapters unless `files`)."""
+    """(apiGroup, resource, verb) -> where it is used (the pipeline steps and what they import unless `files`)."""
     used: dict[tuple[str, str, str], list[str]] = {}
     if files is None:
-        files = [f for f in sorted(STEPS.glob("*.py")) + sorted(PLATFORM.glob("*.py")) if f not in REAPER_MODULES]
+        files = pipeline_step_code()
     for f in files:
         module = _module(f)
         tree = ast.parse(f.read_text(), str(f))
@@ -105,6 +126,17 @@ def test_the_scan_finds_the_calls_the_steps_make():
     assert ("", "persistentvolumeclaims", "get") in used
 
 
+def test_the_scan_covers_the_code_the_steps_call():
+    """A step is its parsing plus one call into infersweep/: the scan must read that code too, wherever it moves."""
+    scanned = {f.relative_to(REPO).as_posix() for f in pipeline_step_code()}
+    assert {"steps/deploy.py", "infersweep/platform/kube.py", "infersweep/platform/operations.py",
+            "infersweep/platform/readiness.py", "infersweep/model_cache.py", "infersweep/results/server_metrics.py",
+            "infersweep/results/baseline.py", "infersweep/results/s3.py", "infersweep/results/publish.py"} <= scanned
+    assert "infersweep/platform/reaper.py" not in scanned and not any(f.startswith("infersweep/local/") for f in scanned)
+    assert {f.relative_to(REPO).as_posix() for f in step_code(REAP_STEP)} >= {"steps/reap.py",
+                                                                              "infersweep/platform/reaper.py"}
+
+
 def test_role_grants_exactly_what_the_steps_use():
     from workflows.cluster import steps_role
 
@@ -125,7 +157,7 @@ def test_reaper_role_grants_exactly_what_the_reaper_uses():
 
     role = reaper_role()
     assert role["kind"] == "Role"
-    used = used_permissions(sorted(REAPER_MODULES))
+    used = used_permissions(step_code(REAP_STEP))
     assert ("argoproj.io", "workflows", "list") in used and ("nvidia.com", "dynamographdeployments", "delete") in used
     granted = granted_permissions(role)
     assert set(used) <= granted, sorted(set(used) - granted)
