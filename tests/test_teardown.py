@@ -116,6 +116,8 @@ class CliRun:
                 "--set", "points=" + json.dumps(points, separators=(",", ":")), *extra]
         self.env = dict(os.environ if env is None else env, **{MARK: self.mark})
         self.seen: dict[int, str] = {}
+        # Every command line ever seen: a pid the kernel hands to a later process must not erase what ran.
+        self.ever_seen: set[str] = set()
         self.ports: set[int] = set()
         with open(self.log, "wb") as log:
             # cwd=tmp: the CLI's cache (.infersweep) and runs are this test's own.
@@ -130,6 +132,7 @@ class CliRun:
     def observe(self) -> None:
         procs = run_processes(self.mark, self.tmp)
         self.seen.update(procs)
+        self.ever_seen.update(c for c in procs.values() if c)
         self.ports |= listening_ports(procs)
 
     def wait_for(self, what, timeout: float = 240) -> None:
@@ -180,9 +183,9 @@ POINTS_LONG = [{"concurrency": 1, "requests": 8, "warmup": 0}, {"concurrency": 2
 
 
 def assert_nothing_left(run: CliRun, expect_started=("dynamo.frontend", "dynamo.mocker", "moto_server")) -> None:
-    seen = " ".join(run.seen.values())
+    seen = " ".join(run.ever_seen)
     for what in expect_started:  # the run really got that far: otherwise "nothing left" proves little
-        assert what in seen, f"{what} was never seen running; saw: {sorted(set(watched(run.seen).values()))[:10]}"
+        assert what in seen, f"{what} was never seen running; saw: {sorted(c for c in run.ever_seen if any(w in c for w in WATCHED))[:10]}"
     left = run.leftovers()
     assert left == {}, f"processes of the run are still running: {left}"
     assert run.ports, "no listening port was recorded while the run was up"
