@@ -13,30 +13,20 @@ become ready; 2 bad input; 75 transient API error (the template's retryStrategy 
 
 from __future__ import annotations
 
-import sys
 
 from infersweep.platform.operations import deploy
-from infersweep.platform.protocol import BadInput, NotServing, PlatformError
+from infersweep.platform.protocol import NotServing
 from workflows.step_declarations import DEPLOY
 from steps import transient
 
 
 def main(argv: list[str] | None = None) -> int:
     a = DEPLOY.parser().parse_args(argv)
-    try:
-        deploy(dgd_text=a.dgd, dgd_file=a.dgd_file, namespace=a.namespace, run_id=a.run_id, owner_name=a.owner_name,
-               owner_uid=a.owner_uid, url_param=a.url_param, save=a.save, ensure=a.ensure, model=a.model,
-               timeout_s=a.timeout_s)
-    except BadInput as e:
-        print(f"deploy: {e}", file=sys.stderr)
-        return 2
-    except NotServing as e:
-        print(f"deploy --ensure: {e}", file=sys.stderr)
-        return 1
-    except PlatformError as e:  # DGDOwnedElsewhere: never adopted
-        print(f"deploy: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return transient.refusal_exit(
+        "deploy", lambda: deploy(dgd_text=a.dgd, dgd_file=a.dgd_file, namespace=a.namespace, run_id=a.run_id,
+                                 owner_name=a.owner_name, owner_uid=a.owner_uid, url_param=a.url_param, save=a.save,
+                                 ensure=a.ensure, model=a.model, timeout_s=a.timeout_s),
+        labels={NotServing: "deploy --ensure"})  # DGDOwnedElsewhere: never adopted
 
 
 if __name__ == "__main__":

@@ -41,6 +41,24 @@ def is_transient(exc: BaseException) -> bool:
     return cause is not None and cause is not exc and is_transient(cause)
 
 
+def refusal_exit(step: str, call: Callable[[], object], labels: dict[type, str] | None = None) -> int:
+    """Run a DGD step's operation: 0 when it is done, 2 when its input is unusable (BadInput), 1 when the
+    platform refuses or the deployment does not serve (PlatformError), each printed after the step's name
+    (or the label of the error's kind). Anything else propagates to `run`, which tells transient from not."""
+    from infersweep.platform.protocol import BadInput, PlatformError
+
+    try:
+        call()
+    except BadInput as e:
+        print(f"{step}: {e}", file=sys.stderr)
+        return 2
+    except PlatformError as e:
+        label = next((name for kind, name in (labels or {}).items() if isinstance(e, kind)), step)
+        print(f"{label}: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def run(main: Callable[[], int], step: str) -> int:
     """Run a step's main; an uncaught transient error exits 75 (retried), any other exception 1."""
     try:

@@ -10,27 +10,19 @@ the results table carries it as a context column (infersweep.results.context).
 
 from __future__ import annotations
 
-import sys
 
 from infersweep.platform.operations import wait_ready
-from infersweep.platform.protocol import BadInput, PlatformError
 from workflows.step_declarations import WAIT_READY
 from steps import transient
 
 
 def main(argv: list[str] | None = None) -> int:
     a = WAIT_READY.parser().parse_args(argv)
-    try:
-        wait_ready(name=a.name, run_id=a.run_id, namespace=a.namespace, model=a.model, timeout_s=a.timeout_s,
-                   api_version=a.api_version, bundle=a.bundle, images=a.images, failure=a.failure,
-                   ensure_from=a.ensure_from, ready_file=a.ready_file)
-    except BadInput as e:
-        print(f"wait-ready: {e}", file=sys.stderr)
-        return 2
-    except PlatformError as e:  # not serving (the reason), or the saved DGD belongs to another Workflow
-        print(f"wait-ready: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return transient.refusal_exit(  # not serving (the reason), or the saved DGD belongs to another Workflow
+        "wait-ready", lambda: wait_ready(name=a.name, run_id=a.run_id, namespace=a.namespace, model=a.model,
+                                         timeout_s=a.timeout_s, api_version=a.api_version, bundle=a.bundle,
+                                         images=a.images, failure=a.failure, ensure_from=a.ensure_from,
+                                         ready_file=a.ready_file))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from typing import Any
 
 from infersweep.platform.dgd import DGD_GROUP, DGD_PLURAL, frontend_url
 from infersweep.platform.keda import DGD_LABEL, scaled_objects
+from infersweep.platform.kubeconfig import load_cluster_config
 from infersweep.platform.keda import GROUP as KEDA_GROUP, PLURAL as KEDA_PLURAL, VERSION as KEDA_VERSION
 from infersweep.platform.protocol import DGDOwnedElsewhere, PVCNotBound
 from infersweep.platform.readiness import pod_image_ids, wait_dgd_ready
@@ -19,12 +20,9 @@ from infersweep.platform.readiness import pod_image_ids, wait_dgd_ready
 
 class KubernetesPlatform:
     def __init__(self) -> None:
-        from kubernetes import client, config
+        from kubernetes import client
 
-        try:
-            config.load_incluster_config()
-        except config.ConfigException:
-            config.load_kube_config()
+        load_cluster_config()
         self.core = client.CoreV1Api()
         self.custom = client.CustomObjectsApi()
 

@@ -64,12 +64,11 @@ def reap(custom: Any, namespace: str, api_version: str) -> list[str]:
 
 def reap_namespace(namespace: str, api_version: str) -> list[str]:
     """Reap `namespace` through the cluster's API (in-cluster config, else the kubeconfig); the DGDs deleted."""
-    from kubernetes import client, config
+    from kubernetes import client
 
-    try:
-        config.load_incluster_config()
-    except config.ConfigException:
-        config.load_kube_config()
+    from infersweep.platform.kubeconfig import load_cluster_config
+
+    load_cluster_config()
     deleted = reap(client.CustomObjectsApi(), namespace, api_version)
     print(f"reaper: {len(deleted)} DGD(s) deleted in {namespace}")
     return deleted

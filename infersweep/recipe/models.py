@@ -15,7 +15,7 @@ from pydantic import Field, field_validator, model_validator
 
 from infersweep.params_files import Strict as _Strict
 from infersweep.paths import params_dir
-from infersweep.recipe.facts import Placement, Transport
+from infersweep.recipe.facts import ENV_NAME_RE, Placement, Transport
 from infersweep.recipe.tolerances import Regression
 
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -409,7 +409,7 @@ class Recipe(_Strict):
     @classmethod
     def _env(cls, v: dict[str, str]) -> dict[str, str]:
         for name in v:
-            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            if not ENV_NAME_RE.match(name):
                 raise ValueError(f"{name!r} is not an environment variable name (letters, digits, '_')")
             if name in ("HF_HOME", "HF_HUB_OFFLINE"):
                 raise ValueError(f"{name} is set by infersweep (workers read the model cache offline); remove it")
