@@ -27,7 +27,7 @@ from infersweep.metrics import direction
 from infersweep.params_files import format_pydantic as _format_pydantic
 from infersweep.params_files import read_yaml_mapping as _read_yaml_mapping
 from infersweep.recipe import RecipeError, ResolvedRecipe, find_recipe, parse_recipe, recipe_data
-from infersweep.recipe.models import NAME_RE
+from infersweep.recipe.models import NAME_RE, require_name
 
 MAX_RECIPE_NAME = 52  # infersweep.recipe.Recipe.name: a DNS label with room for the operator's suffixes
 MAX_TREATMENTS = 64  # an experiment holds GPUs for all of them; more is a sweep, not a comparison
@@ -106,9 +106,7 @@ class ExperimentSpec(_Strict):
     @field_validator("name")
     @classmethod
     def _dns(cls, v: str) -> str:
-        if not NAME_RE.match(v):
-            raise ValueError("use lowercase letters, digits and '-', starting and ending with a letter or digit")
-        return v
+        return require_name(v)
 
 
 @dataclass

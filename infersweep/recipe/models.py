@@ -19,6 +19,13 @@ from infersweep.recipe.facts import ENV_NAME_RE, Placement, Transport
 from infersweep.recipe.tolerances import Regression
 
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+def require_name(v: str) -> str:
+    """A recipe's or an experiment's name: a DNS-1123 label (it names DGDs, pods and label values)."""
+    if not NAME_RE.match(v):
+        raise ValueError("use lowercase letters, digits and '-', starting and ending with a letter or digit")
+    return v
+
+
 SEQ_DIST_RE = re.compile(r"^\d+,\d+:\d+(\.\d+)?(;\d+,\d+:\d+(\.\d+)?)*$")
 SPEC_MODES_WITH_DRAFT = ("eagle", "dflash", "dspark")  # MTP drafts with the model's own heads
 PositiveInt = Annotated[int, Field(gt=0)]
@@ -394,9 +401,7 @@ class Recipe(_Strict):
     def _dns_name(cls, v: str) -> str:
         # The name becomes a DGD name, pod names and label values: it must be a DNS-1123 label and leave
         # room for the operator's suffixes (`-frontend`, `-decode-0`...), hence 52 and not 63.
-        if not NAME_RE.match(v):
-            raise ValueError("use lowercase letters, digits and '-', starting and ending with a letter or digit")
-        return v
+        return require_name(v)
 
     @field_validator("image")
     @classmethod
