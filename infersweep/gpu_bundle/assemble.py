@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Assemble an infersweep GPU bundle on the host: verify every part, unpack, check the imports.
+
+Standard library only: it runs on the GPU host before anything is installed there.
+
+    python3 assemble.py --parts DIR [--into /opt/infersweep] [--check]
+
+DIR holds ``<site>.manifest.json`` and its ``.partNN`` files (several manifests may share it). A missing or
+corrupt part is named with its expected size and checksum; nothing is unpacked until every part verifies.
+``--check`` then imports each module the profile names with the site first on ``PYTHONPATH`` and prints the
+``export PYTHONPATH=...`` line to use.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import lzma
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+
+class PartsReader(io.RawIOBase):
+    """The parts, read in order as one stream, hashed as they go."""
+
+    def __init__(self, paths: list[Path]):
+        self.paths = list(paths)
+        self.cur = None
+        self.whole = hashlib.sha256()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf) -> int:
+        while True:
+            if self.cur is None:
+                if not self.paths:
+                    return 0
+                self.cur = self.paths.pop(0).open("rb")
+            n = self.cur.readinto(buf)
+            if n:
+                self.whole.update(memoryview(buf)[:n])
+                return n
+            self.cur.close()
+            self.cur = None
+
+
+def verify(manifest: dict, parts_dir: Path) -> list[str]:
+    problems = []
+    for part in manifest["parts"]:
+        path = parts_dir / part["name"]
+        if not path.is_file():
+            problems.append(f"{part['name']}: missing (expected {part['bytes']} bytes); copy it into {parts_dir}")
+            continue
+        h = hashlib.sha256()
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        if path.stat().st_size != part["bytes"] or h.hexdigest() != part["sha256"]:
+            problems.append(f"{part['name']}: corrupt ({path.stat().st_size} bytes, sha256 {h.hexdigest()[:12]}; "
+                            f"expected {part['bytes']} bytes, {part['sha256'][:12]}); copy it again")
+    return problems
+
+
+def assemble(manifest_path: Path, into: Path) -> Path:
+    manifest = json.loads(manifest_path.read_text())
+    parts_dir = manifest_path.parent
+    problems = verify(manifest, parts_dir)
+    if problems:
+        raise SystemExit("assemble: " + manifest["site"] + " not unpacked:\n  " + "\n  ".join(problems))
+    into.mkdir(parents=True, exist_ok=True)
+    reader = PartsReader([parts_dir / p["name"] for p in manifest["parts"]])
+    with lzma.open(io.BufferedReader(reader, 1 << 20)) as xz, tarfile.open(fileobj=xz, mode="r|") as tar:
+        tar.extractall(into, filter="data")
+    if reader.whole.hexdigest() != manifest["whole_sha256"]:
+        raise SystemExit(f"assemble: {manifest['site']}: the joined parts do not match the bundle's checksum")
+    return into / manifest["site"]
+
+
+def smoke(site: Path, modules: list[str]) -> list[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]).rstrip(":")}
+    failed = []
+    for mod in modules:
+        proc = subprocess.run([sys.executable, "-c", f"import {mod}"], env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            failed.append(f"import {mod}: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
+    return failed
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--parts", type=Path, default=Path(__file__).parent, help="folder with manifests and parts")
+    ap.add_argument("--into", type=Path, default=Path("/opt/infersweep"), help="where the site folders go")
+    ap.add_argument("--check", action="store_true", help="import the profile's modules afterwards")
+    args = ap.parse_args(argv)
+    manifests = sorted(args.parts.glob("*.manifest.json"))
+    if not manifests:
+        print(f"assemble: no *.manifest.json in {args.parts}", file=sys.stderr)
+        return 2
+    for m in manifests:
+        site = assemble(m, args.into)
+        print(f"assemble: {site} ({len(json.loads(m.read_text())['parts'])} parts verified)")
+        if args.check:
+            failed = smoke(site, json.loads(m.read_text()).get("smoke", []))
+            if failed:
+                print("assemble: " + "; ".join(failed), file=sys.stderr)
+                return 1
+            print(f"assemble: imports ok; export PYTHONPATH={site}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
