@@ -60,6 +60,12 @@ WORKLOAD_FLAGS = {
 }
 
 
+# Workload switches (true -> the flag alone). server_token_count: OSL and ITL from the server's `usage`
+# (AIPerf 0.13 aiperf/config/endpoint.py EndpointConfig.use_server_token_count), not from re-tokenizing the
+# streamed text client-side: with random weights (GPU local mode's --load-format dummy) the output ids span
+# the whole vocabulary and a client tokenizer counted 52 of 256 tokens, making ITL 5x too high (measured).
+WORKLOAD_SWITCHES = {"server_token_count": "--use-server-token-count"}
+
 TRACE_KEYS = ("trace", "trace_type", "fixed_schedule")  # taken by build_argv itself, not WORKLOAD_FLAGS
 
 # Workload keys that make requests reuse prompts on purpose (shared prefixes, multi-turn sessions, a trace):
@@ -96,13 +102,17 @@ def choose_seed(args: argparse.Namespace) -> tuple[int, str, str]:
 
 
 def workload_argv(workload: dict) -> list[str]:
-    unknown = sorted(set(workload) - set(WORKLOAD_FLAGS) - set(TRACE_KEYS))
+    unknown = sorted(set(workload) - set(WORKLOAD_FLAGS) - set(WORKLOAD_SWITCHES) - set(TRACE_KEYS))
     if unknown:
-        raise ValueError(f"--workload: unknown keys {unknown}; known: {sorted(WORKLOAD_FLAGS)} + trace, trace_type")
+        raise ValueError(f"--workload: unknown keys {unknown}; known: {sorted(WORKLOAD_FLAGS)} + "
+                         f"{sorted(WORKLOAD_SWITCHES)} + trace, trace_type")
     argv: list[str] = []
     for key, flag in WORKLOAD_FLAGS.items():
         if workload.get(key) is not None:
             argv += [flag, str(workload[key])]
+    for key, flag in WORKLOAD_SWITCHES.items():
+        if workload.get(key):
+            argv.append(flag)
     return argv
 
 

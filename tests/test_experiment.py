@@ -194,7 +194,7 @@ def test_cli_plan_prints_order_and_counts(capsys):
 
 EXPECTED = {  # study -> (full deploys, one workflow per recipe)
     "nemotron-rr-vs-kv": (1, 2), "qwen3-32b-mooncake": (2, 5), "qwen3-32b-tp1-vs-tp2": (2, 2),
-    "qwen36-hicache-policy": (1, 2),
+    "qwen36-hicache-policy": (1, 2), "gpu-kv-vs-rr": (1, 4), "gpu-kv-vs-rr-no-reset": (1, 4),
 }
 
 

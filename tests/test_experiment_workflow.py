@@ -54,8 +54,13 @@ def test_nemotron_deploys_workers_once_and_swaps_the_frontend():
     fe = [[c for c in d["spec"]["components"] if c["type"] == "frontend"][0] for d in (d0, d1)]
     assert fe[0]["podTemplate"]["spec"]["containers"][0]["args"] == ["--router-mode", "round-robin"]
     assert fe[1]["podTemplate"]["spec"]["containers"][0]["args"] == ["--router-mode", "kv"]
-    workers = [[c for c in d["spec"]["components"] if c["type"] != "frontend"] for d in (d0, d1)]
-    assert workers[0] == workers[1]  # worker pods untouched: no worker hash change, no restart
+    # The workers' spec is the same but for the KV-cache reset token of the second treatment (kv_cache:
+    # reset, the default): the operator restarts them, which on a cluster is what empties their caches.
+    from infersweep.experiment.kv_reset import reset_token, without_reset
+
+    assert reset_token(d0) is None and reset_token(d1) == "1"
+    workers = [[c for c in without_reset(d)["spec"]["components"] if c["type"] != "frontend"] for d in (d0, d1)]
+    assert workers[0] == workers[1]  # nothing else in the worker pods changes
 
 
 def test_mooncake_tears_down_once_and_a_failed_treatment_does_not_stop_the_next():

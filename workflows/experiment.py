@@ -30,6 +30,7 @@ from hera.workflows import DAG, Container, Parameter, Task, Workflow
 from hera.workflows import models as m
 
 from infersweep.cluster_settings import ClusterSettings, Images
+from infersweep.experiment.kv_reset import mark_reset
 from infersweep.experiment.plan import Plan
 from infersweep.experiment.restart import RestartClass
 from infersweep.recipe import RecipeError, ResolvedRecipe
@@ -168,6 +169,8 @@ def experiment_workflow(plan: Plan, settings: ClusterSettings, *, namespace: str
                 Task(name=f"{t}-mark-start", template="mark-start", depends=" && ".join(start_after))
                 dgd = render_dgd(r, api_version=dgd_api, name=dgd_name, pvc=settings.model_cache.pvc,
                                  hf_secret=settings.hf_token_secret)
+                if s.reset:  # empty the kept workers' KV caches first (infersweep.experiment.kv_reset)
+                    dgd = mark_reset(dgd, str(i))
                 step_task("deploy", name=f"{t}-deploy", depends=_any(f"{t}-mark-start"),
                           arguments={"dgd": yaml.safe_dump(dgd, sort_keys=False)})
                 step_task("wait-ready", name=f"{t}-wait-ready", depends=f"{t}-deploy",
@@ -190,7 +193,8 @@ def experiment_workflow(plan: Plan, settings: ClusterSettings, *, namespace: str
                 # leaves with the first treatment's archive, and with two models another cache may overwrite it.
                 context = recipe_context(r, settings) | {
                     "experiment": e.name, "treatment": s.treatment.name, "restart_class": s.transition.cls.label,
-                    "levels": s.treatment.levels, "model_commit": f"{{{{tasks.{cache}.outputs.parameters.commit}}}}"}
+                    "levels": s.treatment.levels, "model_commit": f"{{{{tasks.{cache}.outputs.parameters.commit}}}}",
+                    "kv_cache_state": s.cache, "order_pass": s.order_pass, "base_treatment": s.base or s.treatment.name}
                 step_task("summarize", name=f"{t}-summarize",
                           depends=f"{_any(f'{t}-sweep')} && {_any(f'{t}-record-ready')}",
                           arguments={"gpu-count": args["gpu-count"], "slo": _compact(slo), "title": s.treatment.name,

@@ -93,7 +93,8 @@ def _run(a: argparse.Namespace) -> int:
                           "`infersweep experiment render FILE` and submit the Workflow it writes")
     ref = a.local if isinstance(a.local, str) else a.file
     res = run_experiment_local(ref, resume=Path(a.resume) if a.resume else None, dgd_api=a.dgd_api,
-                               out_root=Path(a.out or "runs"))
+                               out_root=Path(a.out or "runs"), workers=a.workers, weights=a.weights,
+                               gpu_python=a.gpu_python, engine_cache=Path(a.engine_cache) if a.engine_cache else None)
     if res.kept:
         print(f"kept from the earlier attempt: {', '.join(res.kept)}")
     print(res.report_text, end="")
@@ -149,6 +150,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--local", nargs="?", const=True, default=False, metavar="FILE",
                    help="run: execute the experiment's Workflow on this machine")
     p.add_argument("--resume", metavar="RUN_DIR", help="run --local: re-run only the treatments without results")
+    from infersweep.commands.run import add_worker_options
+
+    add_worker_options(p)
     p.add_argument("--dgd-api", default="v1beta1", choices=["v1beta1", "v1alpha1"], help="render: DGD apiVersion")
     p.add_argument("--watch", action="store_true", help="submit: follow the run until it ends")
     add_store_arg(p)

@@ -34,7 +34,8 @@ def run(a: argparse.Namespace) -> int:
         raise RecipeError(f"--resume {a.resume}: no such run folder; give runs/<run-id> of an earlier run")
     res = run_local(a.recipe, out_root=out, overrides=sets, dgd_api=a.dgd_api,
                     resume=Path(a.resume) if a.resume else None, retry=Path(a.retry) if a.retry else None,
-                    resubmit=Path(a.resubmit) if a.resubmit else None)
+                    resubmit=Path(a.resubmit) if a.resubmit else None, workers=a.workers, weights=a.weights,
+                    gpu_python=a.gpu_python, engine_cache=Path(a.engine_cache) if a.engine_cache else None)
     table = res.results_dir / "summary" / "results.md"
     if table.exists():
         print()
@@ -69,4 +70,20 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "them run again in the same run, succeeded steps are kept")
     p.add_argument("--resubmit", metavar="RUN_DIR", help="`argo resubmit` a finished run: the same workflow again as "
                    "a new run")
+    add_worker_options(p)
     p.set_defaults(fn=run)
+
+
+def add_worker_options(p: argparse.ArgumentParser) -> None:
+    """--workers and its companions (run, experiment run, slo-search)."""
+    p.add_argument("--workers", choices=["mocker", "gpu"], default="mocker",
+                   help="mocker: Dynamo's simulator stands in for the GPU workers (default); gpu: real engine workers "
+                        "(python -m dynamo.vllm, the rendered flags) on this machine's GPUs")
+    p.add_argument("--weights", choices=["dummy", "cache"], default="dummy",
+                   help="with --workers gpu: dummy = the real architecture with random weights (--load-format dummy, "
+                        "params/model-configs/), cache = the weights in .infersweep/models/<org>--<name>")
+    p.add_argument("--gpu-python", metavar="PYTHON",
+                   help="with --workers gpu: the interpreter with ai-dynamo + the engine (default $INFERSWEEP_GPU_PYTHON "
+                        "or .venv-gpu/bin/python)")
+    p.add_argument("--engine-cache", metavar="DIR",
+                   help="with --workers gpu: the engines' compile caches, kept between runs (default .infersweep/engine-cache)")

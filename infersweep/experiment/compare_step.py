@@ -45,16 +45,20 @@ def main(argv: list[str] | None = None) -> int:
         spec = Path(tmp) / "experiment.yaml"
         spec.write_text(a.experiment)
         e = load_experiment(spec)
-    tables, ready = read_tables(a.treatments_dir, [t.name for t in e.treatments])
+    from infersweep.experiment.order import order_findings
+    from infersweep.experiment.plan import make_plan
+
+    tables, ready = read_tables(a.treatments_dir, [s.treatment.name for s in make_plan(e).steps])
     report = experiment_report(e, tables)
-    text = report.text()
+    order = order_findings(e, tables)
+    text = report.text() + "\n" + order.text()
     if ready:
         text += "\n## Time to ready (deploy or reconfigure -> serving)\n\n" + "\n".join(
             f"- {n}: {r['seconds']:.0f} s" for n, r in ready.items()) + "\n"
     a.out.mkdir(parents=True, exist_ok=True)
     (a.out / "experiment-report.md").write_text(text)
     (a.out / "experiment-report.json").write_text(json.dumps({
-        "experiment": e.name, "missing": report.missing, "time_to_ready": ready,
+        "experiment": e.name, "missing": report.missing, "time_to_ready": ready, "order": order.as_dict(),
         "claim": None if report.claim is None else {"verdict": report.claim.verdict, "line": report.claim.line()},
         "seed": [{"expect": x.model_dump(), "direction": v} for x, v in report.seed]}, indent=2))
     print(text)

@@ -24,6 +24,15 @@ from infersweep.experiment.spec import Experiment, Treatment
 class Step:
     treatment: Treatment
     transition: Transition  # from the previous step (the first step is a full deploy)
+    # The KV cache the treatment starts from: "fresh" (new or restarted workers), "reset" (emptied first),
+    # or "warm after <treatment>" (kept from the one before: order-confounded).
+    cache: str = "fresh"
+    order_pass: int = 1  # 2: the reversed second half of a balanced order
+    base: str = ""  # the treatment this one repeats (its name without the pass suffix)
+
+    @property
+    def reset(self) -> bool:
+        return self.cache == "reset"
 
 
 @dataclass
@@ -49,7 +58,8 @@ class Plan:
             rs = s.transition.reasons
             why = ("first deployment" if i == 1 else "; ".join(rs[:3]) + (f" (+{len(rs) - 3} more)" if len(rs) > 3 else "")
                    or "same deployment")
-            lines.append(f"{i:>2}. {s.treatment.name:<{width}}  {s.transition.cls.label:<15} {r.gpu_count:>3} GPUs  {why}")
+            lines.append(f"{i:>2}. {s.treatment.name:<{width}}  {s.transition.cls.label:<15} {r.gpu_count:>3} GPUs  {why}"
+                         + (f"  [KV cache: {s.cache}]" if i > 1 else ""))
         counts = self.counts()
         lines += ["", "restart class     this plan  one workflow per recipe"]
         for c in sorted(RestartClass, reverse=True):
@@ -92,10 +102,27 @@ def order_treatments(treatments: list[Treatment]) -> list[Treatment]:
     return _walk(keyed, 0, [None]) if keyed else []
 
 
+SECOND_PASS = "-2"  # the name suffix of a treatment's repeat in the reversed half of a balanced order
+
+# Transitions that keep the worker processes (and so their KV caches): a frontend swap or nothing at all.
+KEEPS_WORKERS = (RestartClass.LOAD, RestartClass.FRONTEND)
+
+
 def make_plan(experiment: Experiment, ordered: bool = True) -> Plan:
+    """The steps: each treatment once in the cheapest order (`ordered`), or, with `order: balanced`, that
+    order and then its reverse, the repeats named <treatment>-2 (ABBA: rr, kv, kv-2, rr-2). A step whose
+    workers are kept starts from a reset KV cache unless `kv_cache: keep`."""
     treatments = order_treatments(experiment.treatments) if ordered else list(experiment.treatments)
+    passes = [(t, 1, t.name) for t in treatments]
+    if getattr(experiment.spec, "order", "planned") == "balanced":
+        passes += [(Treatment(t.name + SECOND_PASS, t.recipe, dict(t.levels)), 2, t.name) for t in reversed(treatments)]
+    reset = getattr(experiment.spec, "kv_cache", "reset") == "reset"
     steps: list[Step] = []
-    for i, t in enumerate(treatments):
-        tr = Transition(RestartClass.FULL, ()) if i == 0 else classify(treatments[i - 1].recipe, t.recipe)
-        steps.append(Step(t, tr))
+    for i, (t, order_pass, base) in enumerate(passes):
+        tr = Transition(RestartClass.FULL, ()) if i == 0 else classify(passes[i - 1][0].recipe, t.recipe)
+        if i == 0 or tr.cls not in KEEPS_WORKERS:
+            cache = "fresh"
+        else:
+            cache = "reset" if reset else f"warm after {passes[i - 1][0].name}"
+        steps.append(Step(t, tr, cache, order_pass, base))
     return Plan(experiment, steps)

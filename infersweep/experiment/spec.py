@@ -102,6 +102,14 @@ class ExperimentSpec(_Strict):
     baseline: str | None = Field(default=None, description="treatment the deltas are against (default: the first)")
     claim: Comparison | None = None
     seed: Seed | None = None
+    order: Literal["planned", "balanced"] = Field(
+        default="planned", description="planned: each treatment once, in the cheapest order; balanced: the plan, "
+        "then the plan reversed (rr, kv, kv, rr), so that what a treatment inherits from the one before it "
+        "(a warm cache, a warm GPU) falls on both sides")
+    kv_cache: Literal["reset", "keep"] = Field(
+        default="reset", description="between treatments that keep the workers: reset = empty every worker's KV "
+        "cache first (the worker's clear_kv_blocks endpoint locally, a worker restart on a cluster); keep = start "
+        "on the cache the treatment before left (the comparison is then order-confounded, and the report says so)")
 
     @field_validator("name")
     @classmethod

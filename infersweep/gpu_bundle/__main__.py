@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .build import build, load_profile, parse_size
+from .build import build, load_profile, parse_size, resplit
 from .resolve import BundleError
 
 HOST_PACKAGES = Path(__file__).resolve().parents[2] / "images" / "gpu-host" / "h200-python-packages.txt"
@@ -26,7 +26,19 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--part-size", default="60MiB", help="largest part (e.g. 60MiB: what one transfer takes)")
     b.add_argument("--out", type=Path, required=True)
     b.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "infersweep" / "gpu-bundle")
+    r = sub.add_parser("resplit", help="cut a built bundle's parts again at another size")
+    r.add_argument("manifest", type=Path, nargs="+", help="<site>.manifest.json")
+    r.add_argument("--part-size", required=True)
     args = ap.parse_args(argv)
+    if args.cmd == "resplit":
+        try:
+            for m in args.manifest:
+                out = resplit(m, parse_size(args.part_size))
+                print(f"gpu-bundle: {out['site']}: {len(out['parts'])} parts of at most {args.part_size}")
+        except BundleError as e:
+            print(f"gpu-bundle: {e}", file=sys.stderr)
+            return 2
+        return 0
     try:
         if not args.host_packages.is_file():
             raise BundleError(f"--host-packages {args.host_packages}: no such file; run `pip freeze` on the host")

@@ -3,12 +3,15 @@
 
 Standard library only: it runs on the GPU host before anything is installed there.
 
-    python3 assemble.py --parts DIR [--into /opt/infersweep] [--check]
+    python3 assemble.py --parts DIR [--into /opt/infersweep] [--venv] [--check]
 
 DIR holds ``<site>.manifest.json`` and its ``.partNN`` files (several manifests may share it). A missing or
 corrupt part is named with its expected size and checksum; nothing is unpacked until every part verifies.
 ``--check`` then imports each module the profile names with the site first on ``PYTHONPATH`` and prints the
-``export PYTHONPATH=...`` line to use.
+``export PYTHONPATH=...`` line to use. ``--venv`` also makes ``<into>/venv-<site>``: a virtual environment over
+the host's Python (``--system-site-packages``) whose ``.pth`` puts the site before the host's own packages
+(site.addsitedir processes a venv's .pth files before the base prefix's site-packages), with the site's
+console scripts (``aiperf``, ...) written for that interpreter.
 """
 
 from __future__ import annotations
@@ -82,6 +85,29 @@ def assemble(manifest_path: Path, into: Path) -> Path:
     return into / manifest["site"]
 
 
+def make_venv(site: Path) -> Path:
+    venv = site.parent / f"venv-{site.name}"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
+    purelib = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                  check=True, capture_output=True, text=True).stdout.strip())
+    (purelib / "_infersweep_bundle.pth").write_text(f"{site}\n")
+    python = venv / "bin" / "python"
+    for ep_file in site.glob("*.dist-info/entry_points.txt"):
+        section = None
+        for line in ep_file.read_text().splitlines():
+            line = line.strip()
+            if line.startswith("["):
+                section = line.strip("[]")
+            elif section == "console_scripts" and "=" in line:
+                name, target = (x.strip() for x in line.split("=", 1))
+                module, _, attr = target.partition(":")
+                script = venv / "bin" / name
+                script.write_text(f"#!{python}\nimport sys\nfrom {module} import {attr.split('.')[0]}\n"
+                                  f"sys.exit({attr}())\n")
+                script.chmod(0o755)
+    return venv
+
+
 def smoke(site: Path, modules: list[str]) -> list[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]).rstrip(":")}
     failed = []
@@ -97,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parts", type=Path, default=Path(__file__).parent, help="folder with manifests and parts")
     ap.add_argument("--into", type=Path, default=Path("/opt/infersweep"), help="where the site folders go")
     ap.add_argument("--check", action="store_true", help="import the profile's modules afterwards")
+    ap.add_argument("--venv", action="store_true", help="also make <into>/venv-<site> over the host's Python")
     args = ap.parse_args(argv)
     manifests = sorted(args.parts.glob("*.manifest.json"))
     if not manifests:
@@ -105,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     for m in manifests:
         site = assemble(m, args.into)
         print(f"assemble: {site} ({len(json.loads(m.read_text())['parts'])} parts verified)")
+        if args.venv:
+            print(f"assemble: {make_venv(site)}/bin/python has {site.name} first on its path")
         if args.check:
             failed = smoke(site, json.loads(m.read_text()).get("smoke", []))
             if failed:

@@ -145,3 +145,29 @@ def parse_size(text: str) -> int:
     if unit not in units or not num.replace(".", "", 1).isdigit():
         raise BundleError(f"--part-size {text}: give a size like 60MiB or 500M")
     return int(float(num) * units[unit])
+
+
+def resplit(manifest_path: Path, part_bytes: int) -> dict:
+    """Cut an existing bundle's parts again at another size (what one transfer takes), checksums anew."""
+    manifest = json.loads(manifest_path.read_text())
+    folder = manifest_path.parent
+    old = [folder / p["name"] for p in manifest["parts"]]
+    whole = folder / f"{manifest['site']}.tar.xz"
+    with whole.open("wb") as out:
+        for p in old:
+            out.write(p.read_bytes())
+    if sha256_file(whole) != manifest["whole_sha256"]:
+        whole.unlink()
+        raise BundleError(f"{manifest_path}: the parts do not join to the bundle's checksum; build it again")
+    for p in old:
+        p.unlink()
+    parts = []
+    with whole.open("rb") as f:
+        for i, block in enumerate(iter(lambda: f.read(part_bytes), b"")):
+            part = folder / f"{manifest['site']}.tar.xz.part{i:02d}"
+            part.write_bytes(block)
+            parts.append({"name": part.name, "bytes": len(block), "sha256": hashlib.sha256(block).hexdigest()})
+    whole.unlink()
+    manifest["parts"] = parts
+    manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
+    return manifest

@@ -13,17 +13,25 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from infersweep.platform.protocol import BadInput
 from infersweep.platform.select import ADAPTER_ENV, PLATFORM_ENV
 from infersweep.predict.source import SIMULATED_DEPLOYMENTS_ENV
+
+if TYPE_CHECKING:
+    from infersweep.local.dynamo import GpuWorkers
 
 NAME = "local"  # the value of INFERSWEEP_PLATFORM in local mode (selects the validity profile of that name)
 STATE_ENV = "INFERSWEEP_LOCAL_STATE"  # where each deployment's processes are recorded: <state>/dgd/<name>/
 MODEL_DIR_ENV = "INFERSWEEP_LOCAL_MODEL_DIR"  # the toy model the mocker workers serve
 MAX_WORKERS_ENV = "INFERSWEEP_LOCAL_MAX_WORKERS"  # workers per component (local mode scales replicas down)
 PROM_TARGETS_ENV = "INFERSWEEP_LOCAL_PROM_TARGETS"  # the local Prometheus's file_sd targets file (optional)
+WORKERS_ENV = "INFERSWEEP_LOCAL_WORKERS"  # mocker (default) | gpu: real engine workers on this machine's GPUs
+WEIGHTS_ENV = "INFERSWEEP_LOCAL_WEIGHTS"  # gpu workers: dummy (random weights, real kernels) | cache
+GPU_PYTHON_ENV = "INFERSWEEP_GPU_PYTHON"  # gpu workers: the interpreter with ai-dynamo + the engine
+ENGINE_CACHE_ENV = "INFERSWEEP_ENGINE_CACHE"  # gpu workers: compile caches kept between runs
+WORKER_KINDS = ("mocker", "gpu")
 DEFAULT_MAX_WORKERS = 2
 
 
@@ -32,15 +40,38 @@ def deployments_dir(state_dir: Path) -> Path:
     return Path(state_dir) / "dgd"
 
 
-def step_env(*, state_dir: Path, model_dir: Path, max_workers: int, prom_targets: Path | None = None) -> dict[str, str]:
+def step_env(*, state_dir: Path, model_dir: Path, max_workers: int, prom_targets: Path | None = None,
+             gpu: "GpuWorkers | None" = None) -> dict[str, str]:
     """The environment the local executor gives every step: select this adapter and configure it, and say
-    that the results are simulated and where the deployments recorded their timing (infersweep.predict.source)."""
+    that the results are simulated (mocker workers) and where the deployments recorded their timing
+    (infersweep.predict.source). With real engine workers (`gpu`) nothing is simulated."""
     env = {PLATFORM_ENV: NAME, ADAPTER_ENV: f"{__name__}:from_env", STATE_ENV: str(state_dir),
-           MODEL_DIR_ENV: str(model_dir), MAX_WORKERS_ENV: str(max_workers),
-           SIMULATED_DEPLOYMENTS_ENV: str(deployments_dir(state_dir))}
+           MODEL_DIR_ENV: str(model_dir), MAX_WORKERS_ENV: str(max_workers)}
+    if gpu is None:
+        env[SIMULATED_DEPLOYMENTS_ENV] = str(deployments_dir(state_dir))
+        env[WORKERS_ENV] = "mocker"
+    else:
+        env |= {WORKERS_ENV: "gpu", WEIGHTS_ENV: gpu.weights, GPU_PYTHON_ENV: gpu.python}
+        if gpu.engine_cache:
+            env[ENGINE_CACHE_ENV] = gpu.engine_cache
     if prom_targets:
         env[PROM_TARGETS_ENV] = str(prom_targets)
     return env
+
+
+def gpu_workers_from_env(env: Mapping[str, str]) -> "GpuWorkers | None":
+    kind = env.get(WORKERS_ENV) or "mocker"
+    if kind not in WORKER_KINDS:
+        raise BadInput(f"{WORKERS_ENV}={kind!r}: choose one of {', '.join(WORKER_KINDS)}")
+    if kind == "mocker":
+        return None
+    from infersweep.local.dynamo import GpuWorkers
+
+    if not env.get(GPU_PYTHON_ENV):
+        raise BadInput(f"--workers gpu needs {GPU_PYTHON_ENV}: an interpreter with ai-dynamo and the engine "
+                       "(scripts/setup.sh --gpu builds .venv-gpu; an offline host: gpu-bundle's venv-site-vllm)")
+    return GpuWorkers(python=env[GPU_PYTHON_ENV], weights=env.get(WEIGHTS_ENV) or "dummy",
+                      engine_cache=env.get(ENGINE_CACHE_ENV) or None)
 
 
 def from_env(environ: Mapping[str, str] | None = None) -> "LocalPlatform":
@@ -51,14 +82,15 @@ def from_env(environ: Mapping[str, str] | None = None) -> "LocalPlatform":
     model_dir, targets = env.get(MODEL_DIR_ENV), env.get(PROM_TARGETS_ENV)
     return LocalPlatform(Path(env[STATE_ENV]), model_dir=Path(model_dir) if model_dir else None,
                          max_workers=int(env.get(MAX_WORKERS_ENV) or DEFAULT_MAX_WORKERS),
-                         prom_targets=Path(targets) if targets else None)
+                         prom_targets=Path(targets) if targets else None, gpu=gpu_workers_from_env(env))
 
 
 class LocalPlatform:
     """A DGD realised as a Dynamo frontend + mocker workers on this machine (no GPU, no Kubernetes)."""
 
     def __init__(self, state_dir: Path, *, model_dir: Path | None = None, max_workers: int = 2,
-                 prom_targets: Path | None = None) -> None:
+                 prom_targets: Path | None = None, gpu: "GpuWorkers | None" = None) -> None:
+        self.gpu = gpu  # real engine workers on this machine's GPUs (None: mocker workers)
         self.state_dir = state_dir
         self.model_dir = model_dir  # the toy model the mocker workers serve (needed to apply a DGD)
         self.max_workers = max_workers  # per component: local mode scales a recipe's replicas down to this
@@ -106,7 +138,7 @@ class LocalPlatform:
         for so in scaled_objects(dgd, namespace):
             validate_document(so)
         dep, cls = apply_local(dgd, model_dir=self.model_dir, state_dir=d,
-                               max_workers_per_component=self.max_workers)
+                               max_workers_per_component=self.max_workers, gpu=self.gpu)
         print(f"local apply: {'created' if cls is None else cls.label}; processes "
               + ", ".join(f"{r['name']}={r['pid']}" for r in dep.processes), flush=True)
         if self.prom_targets:

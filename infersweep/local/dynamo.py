@@ -354,6 +354,7 @@ class LocalDeployment:
     processes: list[dict] = field(default_factory=list)  # procs records
     components: list[dict] = field(default_factory=list)  # what each mocker realises
     created_at: float = 0.0
+    ready_at: float = 0.0  # when wait_ready_local first saw it serve (time to ready = ready_at - spawn)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -370,6 +371,28 @@ class LocalDeployment:
         return path
 
 
+@dataclass(frozen=True)
+class GpuWorkers:
+    """Local mode's real-engine workers (``--workers gpu``): which interpreter runs Dynamo and the engine
+    (one that has ai-dynamo + the engine, e.g. the GPU bundle's venv-site-vllm), the weights, and where the
+    engine's compile caches live (kept between runs: the cluster analogue is a compile cache on the model PVC)."""
+
+    python: str
+    weights: str = "dummy"
+    engine_cache: str | None = None
+    gpus: tuple = ()  # infersweep.local.gpu_workers.Gpu; empty: detect with nvidia-smi
+
+
+def engine_cache_env(engine_cache: str | None) -> dict[str, str]:
+    """Every compile cache of a vLLM start in one folder: vLLM's own (VLLM_CACHE_ROOT: torch.compile
+    artifacts, vllm/envs.py), Inductor's and Triton's kernels."""
+    if not engine_cache:
+        return {}
+    root = Path(engine_cache)
+    return {"VLLM_CACHE_ROOT": str(root / "vllm"), "TORCHINDUCTOR_CACHE_DIR": str(root / "inductor"),
+            "TRITON_CACHE_DIR": str(root / "triton")}
+
+
 def deploy_local(
     dgd: dict,
     *,
@@ -377,13 +400,16 @@ def deploy_local(
     state_dir: Path,
     max_workers_per_component: int = 2,
     python: str | None = None,
+    gpu: GpuWorkers | None = None,
 ) -> LocalDeployment:
-    """Start the frontend and one mocker process per worker component; do not wait for ready.
+    """Start the frontend and one mocker process per worker component (or, with `gpu`, one real engine
+    process per replica on its GPUs: infersweep.local.gpu_workers); do not wait for ready.
 
     `model_dir` is built as a toy model if it has no config.json. Raises if processes recorded
-    under `state_dir` still run (teardown first).
+    under `state_dir` still run (teardown first); with `gpu`, raises GpuShortfall before starting
+    anything when the workers do not fit the GPUs here.
     """
-    python = python or default_dynamo_python()
+    python = gpu.python if gpu else (python or default_dynamo_python())
     if not (Path(python).exists() or shutil.which(python)):
         raise LocalDeploymentError(f"no Dynamo interpreter at {python}: create .venv-dynamo "
                                    "or set INFERSWEEP_DYNAMO_PYTHON")
@@ -418,6 +444,9 @@ def deploy_local(
         created_at=time.time(),
     )
     group = procs.ProcessGroup(state_dir)
+    if gpu is not None:
+        return _deploy_gpu(deployment, group, frontend, workers, env, logs, gpu=gpu, model_dir=model_dir,
+                           http_port=http_port, state_dir=state_dir)
     try:
         for comp in workers:
             # A multinode replica spans nodeCount pods; each counts as a worker here.
@@ -440,6 +469,39 @@ def deploy_local(
         group.spawn(name, argv, env, logs / f"{name}.log", cwd=state_dir)
     except BaseException:
         procs.stop_all(state_dir, grace_s=2)
+        raise
+    deployment.processes = group.records()
+    deployment.save()
+    return deployment
+
+
+def _deploy_gpu(deployment: LocalDeployment, group: "procs.ProcessGroup", frontend: Component | None,
+                workers: list[Component], env: dict[str, str], logs: Path, *, gpu: GpuWorkers, model_dir: Path,
+                http_port: int, state_dir: Path) -> LocalDeployment:
+    from infersweep.local.gpu_workers import detect_gpus, plan_workers
+
+    gpus = list(gpu.gpus) or detect_gpus()
+    base_env = env | engine_cache_env(gpu.engine_cache) | {"HF_HOME": str(state_dir / "hf-home")}
+    plan = plan_workers(workers, gpus, python=gpu.python, model_dir=str(model_dir), weights=gpu.weights,
+                        base_env=base_env, free_port=free_port, served_name_of=served_model_name)
+    try:
+        for w in plan:
+            group.spawn(w.name, w.argv, w.env, logs / f"{w.name}.log", cwd=state_dir)
+        for comp in workers:
+            mine = [w for w in plan if w.component == comp.name]
+            deployment.components.append({
+                "name": comp.name, "role": comp.role, "engine": engine_of(comp), "module": comp.module,
+                "replicas": comp.replicas, "node_count": comp.node_count, "num_workers": len(mine),
+                "model_name": served_model_name(comp), "kv_events": publishes_kv_events(comp),
+                "workers": [{"name": w.name, "gpus": w.gpus, "memory_fraction": w.memory_fraction,
+                             "system_port": int(w.env["DYN_SYSTEM_PORT"]), "kv_events_port": w.kv_events_port,
+                             "weights": gpu.weights} for w in mine],
+            })
+        name = frontend.name if frontend else "Frontend"
+        group.spawn(name, frontend_argv(frontend, python=gpu.python, http_port=http_port), env,
+                    logs / f"{name}.log", cwd=state_dir)
+    except BaseException:
+        procs.stop_all(state_dir, grace_s=10)
         raise
     deployment.processes = group.records()
     deployment.save()
@@ -523,4 +585,7 @@ def wait_ready_local(state_dir: Path, timeout_s: float = 60) -> float:
               "messages": [{"role": "user", "content": "are you ready ?"}]},
         log_paths=logs, check=check,
     )
+    if not deployment.ready_at:
+        deployment.ready_at = time.time()
+        deployment.save()
     return time.monotonic() - start

@@ -102,7 +102,11 @@ def _scaled(prof: dict[str, Any]) -> Callable[[ResolvedRecipe], dict[str, str]]:
 def run_experiment_local(ref: str | Path | None, *, out_root: Path = Path("runs"),
                          cache_root: Path = Path(".infersweep"), resume: Path | None = None,
                          dgd_api: str = "v1beta1", on_event: Callable[[str, Node], None] | None = None,
-                         on_started: Callable[[LocalArgo], None] | None = None) -> LocalExperimentRun:
+                         on_started: Callable[[LocalArgo], None] | None = None, workers: str = "mocker",
+                         weights: str = "dummy", gpu_python: str | None = None,
+                         engine_cache: Path | None = None) -> LocalExperimentRun:
+    """`workers`/`weights`/`gpu_python`/`engine_cache`: as for `run --local` (infersweep.local.run.run_local):
+    with "gpu" the treatments run on real engine workers on this machine's GPUs, unscaled."""
     t_start = time.monotonic()
     kept: list[str] = []
     rendered = "rendered"
@@ -141,12 +145,37 @@ def run_experiment_local(ref: str | Path | None, *, out_root: Path = Path("runs"
     cache_root = cache_root.resolve()
     model_dir = cache_root / "toy-model"
     state_dir = run_dir / "state"
+    treatment_args, ready_timeout_s, gpu, gpus = _scaled(prof), 120, None, None
+    if workers == "gpu":
+        from infersweep.local.dynamo import GpuWorkers
+        from infersweep.local.gpu_run import check_fits, config_only_model, require_gpus
+        from workflows.dgd import render_dgd
+
+        models = {s.treatment.recipe.model.id for s in plan.steps}
+        if len(models) > 1:
+            raise RecipeError(f"--workers gpu: the treatments use {len(models)} models ({', '.join(sorted(models))}); "
+                              "a local GPU experiment serves one model folder: give every treatment the same model")
+        gpus = require_gpus()
+        gpu = GpuWorkers(python=gpu_python or os.environ.get("INFERSWEEP_GPU_PYTHON") or venv_python("gpu"),
+                         weights=weights, engine_cache=str((engine_cache or cache_root / "engine-cache").resolve()),
+                         gpus=tuple(gpus))
+        mid = models.pop()
+        model_dir = config_only_model(mid, cache_root) if weights == "dummy" else cache_root / "models" / mid.replace("/", "--")
+        used = {s.treatment.name: check_fits(render_dgd(s.treatment.recipe, name="fit"), gpus, python=gpu.python,
+                                             model_dir=model_dir, weights=weights) for s in plan.steps}
+
+        def treatment_args(r: ResolvedRecipe) -> dict[str, str]:
+            # Real engines take each treatment as it is: its own sweep and lengths, server-counted tokens.
+            w = r.recipe.workload.aiperf_workload() | {"server_token_count": True}
+            return {"workload": json.dumps(w, separators=(",", ":")),
+                    "gpu-count": str(max(used.values()))}
+        ready_timeout_s = 1800
 
     from workflows.experiment import experiment_workflow
 
     workflow = experiment_workflow(plan, settings, namespace="local", dgd_api=dgd_api,
-                                   model_source=f"file://{model_dir}", ready_timeout_s=120,
-                                   treatment_args=_scaled(prof)).to_dict()
+                                   model_source=f"file://{model_dir}", ready_timeout_s=ready_timeout_s,
+                                   treatment_args=treatment_args).to_dict()
     workflow["metadata"].pop("generateName", None)
     workflow["metadata"]["name"] = run_id
     validate_document(workflow)  # the document a cluster would get, strict
@@ -157,7 +186,8 @@ def run_experiment_local(ref: str | Path | None, *, out_root: Path = Path("runs"
     (run_dir / rendered / "workflow.yaml").write_text(yaml.safe_dump(workflow, sort_keys=False, width=120))
     for t in templates:
         (run_dir / rendered / "templates" / f"{t['metadata']['name']}.yaml").write_text(yaml.safe_dump(t, sort_keys=False))
-    build_toy_model(model_dir)
+    if gpu is None:
+        build_toy_model(model_dir)
 
     from workflows.cluster import kubectl_manifests
 
@@ -167,20 +197,32 @@ def run_experiment_local(ref: str | Path | None, *, out_root: Path = Path("runs"
                   for d in kubectl_manifests(settings, recipes) if d.get("kind") == "ConfigMap"}
     pythons = {settings.images.steps: sys.executable, settings.images.aiperf: venv_python("aiperf")}
     s3 = LocalS3(buckets=[settings.s3.bucket, ARTIFACT_BUCKET])
+    sampler = None
     try:
         s3.start()
         env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
         env |= s3.env() | step_env(state_dir=state_dir, model_dir=model_dir,  # the steps' DGD adapter: local
-                                   max_workers=prof["max_workers_per_component"])
+                                   max_workers=prof["max_workers_per_component"], gpu=gpu)
+        if gpu is not None:
+            from infersweep.local.run import start_gpu_side
+
+            sampler, gpu_env = start_gpu_side(run_dir, gpu, gpus, str(max(used.values())), state_dir=state_dir)
+            env |= gpu_env
         # `argo stop` on Ctrl-C / SIGTERM: the exit handler still tears the deployment down
         argo, root = execute(workflow, templates, run_id=run_id, run_dir=run_dir,
                              status_file=run_dir / f"status{rendered.removeprefix('rendered')}.json",
                              cache_root=cache_root, pythons=pythons, env=env, s3_client=s3.client(),
                              configmaps=configmaps, on_event=on_event, on_started=on_started)
     finally:
+        if sampler is not None:
+            sampler.stop()
         for d in sorted((state_dir / "dgd").glob("*")) if (state_dir / "dgd").exists() else []:
             procs.stop_all(d)  # belt and braces: no Dynamo process outlives the run
         s3.stop()
+    if gpu is not None:
+        from infersweep.local.run import write_gpu_record
+
+        write_gpu_record(run_dir, state_dir)
     report_file = run_dir / REPORT
     report = json.loads(report_file.read_text()) if report_file.is_file() else None
     return LocalExperimentRun(run_id, run_dir, argo.phase, plan, kept, report, root,

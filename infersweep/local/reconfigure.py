@@ -23,9 +23,10 @@ import signal
 import time
 from pathlib import Path
 
+from infersweep.experiment.kv_reset import reset_token, without_reset
 from infersweep.experiment.restart import RestartClass, dgd_class
 from infersweep.local import procs
-from infersweep.local.dynamo import (DEPLOYMENT_FILE, LocalDeployment, default_dynamo_python, deploy_local,
+from infersweep.local.dynamo import (DEPLOYMENT_FILE, GpuWorkers, LocalDeployment, LocalDeploymentError, default_dynamo_python, deploy_local,
                                      dynamo_env, engine_of, frontend_argv, load_local, mocker_argv,
                                      read_components, router_mode_of, teardown_local)
 
@@ -55,22 +56,37 @@ def _num_workers(comp, cap: int) -> int:
 
 
 def apply_local(dgd: dict, *, model_dir: Path, state_dir: Path, max_workers_per_component: int = 2,
-                python: str | None = None) -> tuple[LocalDeployment, RestartClass | None]:
-    """Apply `dgd`; returns the deployment and what the apply did (None: created afresh)."""
+                python: str | None = None, gpu: GpuWorkers | None = None) -> tuple[LocalDeployment, RestartClass | None]:
+    """Apply `dgd`; returns the deployment and what the apply did (None: created afresh).
+
+    With real engine workers (`gpu`) a frontend swap keeps the workers, as with mockers; a worker or
+    scale change restarts the whole deployment (every engine reloads and compiles: what the operator's
+    rolling restart of all workers costs on a cluster)."""
     state_dir = Path(state_dir).resolve()
     prev_file = state_dir / DGD_FILE
     running = (state_dir / DEPLOYMENT_FILE).exists() and prev_file.exists() and procs.alive(state_dir)
-    cls = dgd_class(json.loads(prev_file.read_text()), dgd) if running else None
-    if cls is None or cls is RestartClass.FULL:
+    prev = json.loads(prev_file.read_text()) if running else None
+    # A KV-cache reset token (infersweep.experiment.kv_reset) alone would be a worker restart by the operator's
+    # rule; here the caches are emptied in place instead, and the rest of the DGD decides the class.
+    cls = dgd_class(without_reset(prev), without_reset(dgd)) if running else None
+    wants_reset = running and reset_token(dgd) is not None and reset_token(dgd) != reset_token(prev)
+    redeploy = cls is None or cls is RestartClass.FULL or (
+        gpu is not None and cls not in (RestartClass.LOAD, RestartClass.FRONTEND))
+    if redeploy:
         teardown_local(state_dir)
         dep = deploy_local(dgd, model_dir=model_dir, state_dir=state_dir,
-                           max_workers_per_component=max_workers_per_component, python=python)
+                           max_workers_per_component=max_workers_per_component, python=python, gpu=gpu)
         prev_file.write_text(json.dumps(dgd))
         return dep, cls
     dep = load_local(state_dir)
     if cls is RestartClass.LOAD:
+        if wants_reset:
+            reset_kv_caches(dep, state_dir, gpu=gpu, dgd=dgd, max_workers_per_component=max_workers_per_component,
+                            python=python)
+            dep = load_local(state_dir)
+        prev_file.write_text(json.dumps(dgd))
         return dep, cls
-    python = python or default_dynamo_python()
+    python = gpu.python if gpu else (python or default_dynamo_python())
     components = read_components(dgd)
     frontend = next((c for c in components if c.role == "frontend"), None)
     workers = [c for c in components if c.role != "frontend"]
@@ -101,5 +117,54 @@ def apply_local(dgd: dict, *, model_dir: Path, state_dir: Path, max_workers_per_
     dep.components = [old[c["name"]] for c in dep.components]
     dep.processes = group.records()
     dep.save()
+    if wants_reset:
+        reset_kv_caches(dep, state_dir, gpu=gpu, dgd=dgd, max_workers_per_component=max_workers_per_component,
+                        python=python)
+        dep = load_local(state_dir)
     prev_file.write_text(json.dumps(dgd))
     return dep, cls
+
+
+RESET_CLIENT = Path(__file__).with_name("kv_reset_client.py")
+
+
+def reset_kv_caches(dep: LocalDeployment, state_dir: Path, *, gpu: GpuWorkers | None, dgd: dict,
+                    max_workers_per_component: int, python: str | None) -> None:
+    """Empty every worker's KV cache, keeping the workers: real engines through their clear_kv_blocks
+    endpoint (kv_reset_client.py run by the engine's interpreter on the deployment's discovery store);
+    mocker workers, whose cache is only simulated, by a restart. Raises when a worker does not confirm."""
+    import subprocess
+
+    if gpu is None:
+        python = python or default_dynamo_python()
+        components = [c for c in read_components(dgd) if c.role != "frontend"]
+        _stop(state_dir, {c.name for c in components})
+        env = dynamo_env(state_dir / "discovery")
+        group = procs.ProcessGroup(state_dir)
+        for c in components:
+            n = _num_workers(c, max_workers_per_component)
+            engine = engine_of(c, (dgd.get("spec") or {}).get("backendFramework"))
+            group.spawn(c.name, mocker_argv(c, python=python, model_dir=Path(dep.model_dir), num_workers=n,
+                                            engine=engine), env, state_dir / "logs" / f"{c.name}.log", cwd=state_dir)
+        dep.processes = group.records()
+        dep.save()
+        print(f"local apply: KV caches reset (mocker workers restarted: {', '.join(c.name for c in components)})",
+              flush=True)
+        return
+    expected = sum(c.get("num_workers", 0) for c in dep.components)
+    try:
+        # -I: the script sits beside infersweep/local/dynamo.py, which would shadow ai-dynamo's `dynamo` package.
+        proc = subprocess.run([gpu.python, "-I", str(RESET_CLIENT), "--expect", str(expected)],
+                              env=dynamo_env(state_dir / "discovery"), capture_output=True, text=True, timeout=300)
+        ok, why = proc.returncode == 0, (proc.stderr.strip().splitlines() or ["?"])[-1]
+        print(proc.stdout.strip(), flush=True)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        ok, why = False, str(e)
+    if not ok:
+        # No endpoint answered: a restart empties the caches too (what a cluster does), at the cost of a
+        # start. The treatment still begins on empty caches, never on the previous one's.
+        print(f"local apply: KV cache reset through the workers' endpoint failed ({why}); restarting the "
+              "deployment instead", flush=True)
+        teardown_local(state_dir)
+        deploy_local(dgd, model_dir=Path(dep.model_dir), state_dir=state_dir,
+                     max_workers_per_component=max_workers_per_component, python=python, gpu=gpu)

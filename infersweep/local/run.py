@@ -121,6 +121,49 @@ def _earlier_run(run_dir: Path, flag: str) -> tuple[dict[str, Any], list[dict[st
     return yaml.safe_load(wf_file.read_text()), templates, status
 
 
+def start_gpu_side(run_dir: Path, gpu, gpus, gpu_count: str | None, state_dir: Path | None = None):
+    """The NVML sampler and the environment that tells the steps what ran (GPU, stack, weights)."""
+    from infersweep.local.gpu_run import driver_version, measured_on, stack_versions
+    from infersweep.local.gpu_telemetry import NvmlSampler
+    from infersweep.predict.source import MEASURED_ON_ENV
+    from infersweep.results.gpu_telemetry import GPU_TELEMETRY_ENV
+
+    versions = stack_versions(gpu.python)
+    words = measured_on(list(gpus), int(gpu_count or len(gpus)), versions, gpu.weights, driver_version())
+    print(f"workers: real engines ({words})", flush=True)
+    samples = run_dir / "telemetry" / "gpu-samples.jsonl"
+    (run_dir / "telemetry").mkdir(parents=True, exist_ok=True)
+    (run_dir / "telemetry" / "stack.json").write_text(json.dumps(
+        {"measured_on": words, "versions": versions, "gpus": [g.__dict__ for g in gpus], "weights": gpu.weights,
+         "python": gpu.python, "engine_cache": gpu.engine_cache}, indent=1) + "\n")
+    sampler = None
+    try:
+        sampler = NvmlSampler(samples, workers_dir=(state_dir or run_dir / "state") / "dgd",
+                              workers_out=run_dir / "telemetry" / "worker-metrics.jsonl").start()
+    except Exception as e:  # no NVML binding: the run goes on without the GPU columns
+        print(f"NVML telemetry off: {e}", file=sys.stderr)
+    return sampler, {MEASURED_ON_ENV: words, GPU_TELEMETRY_ENV: str(samples)}
+
+
+def write_gpu_record(run_dir: Path, state_dir: Path) -> None:
+    """telemetry/startup.json: each engine worker's time to ready split by phase (its own log lines)."""
+    from infersweep.local.engine_startup import parse_startup, split_ready
+
+    out = {}
+    for dep_file in sorted((state_dir / "dgd").glob("*/deployment.json")):
+        dep = json.loads(dep_file.read_text())
+        ready_at = dep.get("ready_at")
+        for rec in dep.get("processes", []):
+            log = Path(rec.get("log_path", ""))
+            if not log.is_file() or "dynamo.frontend" in " ".join(rec.get("argv", [])):
+                continue
+            phases = parse_startup(log.read_text(errors="replace"))
+            ready_s = (ready_at - rec["started_at"]) if ready_at and rec.get("started_at") else None
+            out[f"{dep_file.parent.name}/{rec['name']}"] = phases | split_ready(phases, ready_s)
+    (run_dir / "telemetry").mkdir(parents=True, exist_ok=True)
+    (run_dir / "telemetry" / "startup.json").write_text(json.dumps(out, indent=1) + "\n")
+
+
 def _local_configmaps(settings: ClusterSettings, r: ResolvedRecipe, namespace: str) -> dict[str, dict[str, str]]:
     """The ConfigMaps a cluster would hold for this run (`infersweep install`'s kubectl set), so the
     workflow's semaphores are honoured here exactly as there (a missing one fails the run at start)."""
@@ -133,8 +176,16 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
               overrides: dict[str, str] | None = None, dgd_api: str = "v1beta1",
               on_event: Callable[[str, Node], None] | None = None, s3: LocalS3 | None = None,
               resume: Path | None = None, retry: Path | None = None, resubmit: Path | None = None,
-              on_started: Callable[[LocalArgo], None] | None = None) -> LocalRun:
+              on_started: Callable[[LocalArgo], None] | None = None, workers: str = "mocker",
+              weights: str = "dummy", gpu_python: str | None = None, engine_cache: Path | None = None) -> LocalRun:
     """Run the recipe's rendered workflow here. Pass a started `s3` to keep the bucket after the run.
+
+    `workers`: "mocker" (default: Dynamo's mocker stands in for the GPU workers, the recipe scaled down by
+    params/local.yaml) or "gpu": real engine workers (`python -m dynamo.vllm` with the rendered flags) on this
+    machine's GPUs, the recipe's own sweep and lengths, tokens counted by the server, NVML telemetry per
+    point, and every row's source saying which GPU and stack ran (infersweep.local.gpu_run). `weights`:
+    "dummy" (the real architecture with random weights, --load-format dummy) or "cache". `engine_cache`:
+    where the engine's compile caches persist between runs (default <cache_root>/engine-cache).
 
     `resume`: the folder of an earlier run of this recipe. The workflow runs again on its workdir, so
     points already measured `ok` are kept (the point step never redoes them) and only the others run.
@@ -156,6 +207,17 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
     r = load_recipe(recipe_ref)
     prof = local_profile()
     isl, osl = scaled_lengths(r, prof)
+    if workers not in ("mocker", "gpu"):
+        raise RecipeError(f"--workers {workers!r}: choose mocker (simulated, the default) or gpu (real engines)")
+    gpu = gpus = None
+    if workers == "gpu":
+        from infersweep.local.dynamo import GpuWorkers
+        from infersweep.local.gpu_run import require_gpus
+
+        gpus = require_gpus()
+        gpu = GpuWorkers(python=gpu_python or os.environ.get("INFERSWEEP_GPU_PYTHON") or venv_python("gpu"),
+                         weights=weights, engine_cache=str((engine_cache or cache_root / "engine-cache").resolve()),
+                         gpus=tuple(gpus))
     rendered = "rendered"
     if earlier is not None:
         if retry is not None:
@@ -189,6 +251,16 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
                        "points": json.dumps(points, separators=(",", ":")), "ready-timeout-s": "120",
                        "point-timeout-s": "600",
                        "gpu-count": str(simulated_gpus(r, prof))}
+    if gpu is not None:
+        from infersweep.local.gpu_run import config_only_model
+
+        # Real engines take the recipe as it is: its own sweep and lengths (nothing scaled down), tokens
+        # counted by the server (random weights emit ids a client tokenizer miscounts), minutes to start.
+        model_dir = (config_only_model(r.model.id, cache_root) if weights == "dummy"
+                     else cache_root / "models" / r.model.id.replace("/", "--"))
+        workload = r.recipe.workload.aiperf_workload() | {"server_token_count": True}
+        local_overrides = {"model-source": f"file://{model_dir}", "workload": json.dumps(workload, separators=(",", ":")),
+                           "ready-timeout-s": "1800", "point-timeout-s": "1200"}
     # A real Prometheus scrapes the local frontend every second (the local platform's deploy writes its
     # address into the targets file); its URL is a parameter like a cluster's. No binary: no server metrics.
     prom = None
@@ -224,12 +296,25 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
             local_overrides["prometheus-url"] = prom.url
         bundle = render_recipe(r, settings, dgd_api=dgd_api, namespace="local",
                                overrides=local_overrides | (overrides or {}), workflow_name=run_id)
+        if gpu is not None:
+            # Which GPUs the workers take, checked before any service or process starts; tok/s per GPU
+            # counts the GPUs they really use (two workers sharing one GPU are one GPU).
+            from infersweep.local.gpu_run import check_fits
+
+            used = check_fits(bundle.dgd, gpus, python=gpu.python, model_dir=model_dir, weights=weights)
+            params = {p["name"]: p.get("value") for p in bundle.workflow["spec"]["arguments"]["parameters"]}
+            if str(used) != str(params.get("gpu-count")):
+                local_overrides["gpu-count"] = str(used)
+                bundle = render_recipe(r, settings, dgd_api=dgd_api, namespace="local",
+                                       overrides=local_overrides | (overrides or {}), workflow_name=run_id)
         bundle.write(run_dir / rendered)
         workflow, templates, retry_status = bundle.workflow, bundle.templates, None
-    build_toy_model(model_dir)
+    if gpu is None:
+        build_toy_model(model_dir)
 
     pythons = {settings.images.steps: sys.executable, settings.images.aiperf: venv_python("aiperf")}
     own_s3 = s3 is None
+    sampler = None
     s3 = s3 or LocalS3(buckets=[settings.s3.bucket, ARTIFACT_BUCKET])
     try:
         if own_s3:
@@ -242,7 +327,10 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
         env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}  # see AIPerf note in steps.aiperf_point
         env |= s3.env() | step_env(state_dir=state_dir, model_dir=model_dir,  # the steps' DGD adapter: local
                                    max_workers=prof["max_workers_per_component"],
-                                   prom_targets=prom.targets_file if prom else None)
+                                   prom_targets=prom.targets_file if prom else None, gpu=gpu)
+        if gpu is not None:
+            sampler, gpu_env = start_gpu_side(run_dir, gpu, gpus, local_overrides.get("gpu-count"), state_dir)
+            env |= gpu_env
         s3c = s3.client()
         namespace = workflow.get("metadata", {}).get("namespace", "default")
         # Ctrl-C / SIGTERM is `argo stop` while it runs; status.json is what `argo get` would show (--retry).
@@ -256,6 +344,8 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
         except Exception:  # S3 went away during the run: the results are on disk, the CLI says how to publish
             keys = []
     finally:
+        if gpu is not None and sampler is not None:
+            sampler.stop()
         # Belt and braces: whatever the exit handler did, no Dynamo process outlives the run.
         for d in sorted((state_dir / "dgd").glob("*")) if (state_dir / "dgd").exists() else []:
             procs.stop_all(d)
@@ -263,6 +353,8 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
             s3.stop()
         if prom:
             prom.stop()
+    if gpu is not None:
+        write_gpu_record(run_dir, state_dir)
     results = run_dir / "volumes" / "workdir" / "run"
     link = run_dir / "results"
     if results.exists() and not link.exists():

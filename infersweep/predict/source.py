@@ -1,6 +1,8 @@
 """Where a result's numbers come from: the `source` of every results row (and of run.json).
 
 - `measured`: a real deployment on GPUs (any platform but local);
+- `measured (local GPU: 1x NVIDIA H200, driver ..., vLLM 0.23.0, ai-dynamo 1.3.1, random weights)`: local
+  mode's real engine workers (``--workers gpu``); MEASURED_ON_ENV carries the words in brackets;
 - `simulated (built-in timing)`: local mode's mocker with its own timing model: shapes and direction,
   not this GPU's numbers;
 - `simulated (calibrated: AIConfigurator 0.12.0 h100_sxm vllm 0.24.0)`: local mode's mocker on a timing
@@ -23,6 +25,7 @@ MEASURED = "measured"
 BUILTIN = "simulated (built-in timing)"
 CALIBRATED_PREFIX = "simulated (calibrated"
 SIMULATED_DEPLOYMENTS_ENV = "INFERSWEEP_SIMULATED_DEPLOYMENTS"
+MEASURED_ON_ENV = "INFERSWEEP_MEASURED_ON"  # what ran, when local mode's workers were real engines on GPUs
 
 
 def calibrated(database: str) -> str:
@@ -52,7 +55,7 @@ def result_source(env: Mapping[str, str] | None = None) -> str:
     """The source of the results this process summarizes (see the module docstring)."""
     env = os.environ if env is None else env
     if SIMULATED_DEPLOYMENTS_ENV not in env:
-        return MEASURED
+        return f"{MEASURED} ({env[MEASURED_ON_ENV]})" if env.get(MEASURED_ON_ENV) else MEASURED
     folder = env[SIMULATED_DEPLOYMENTS_ENV]
     entries = timing_entries(Path(folder)) if folder else []
     if entries and all(e.get("timing") == "calibrated" for e in entries):
@@ -61,8 +64,11 @@ def result_source(env: Mapping[str, str] | None = None) -> str:
 
 
 def banner(source: str | None) -> str | None:
-    """One line a report shows above a simulated run's numbers; None for measured ones."""
+    """One line a report shows above a simulated run's numbers, or a locally measured run's GPU and stack;
+    None for a cluster's measured ones."""
     if not is_simulated(source):
+        if source and str(source).startswith(f"{MEASURED} ("):
+            return f"Measured on real engines: {str(source)[len(MEASURED) + 2:-1]}."
         return None
     if str(source).startswith(CALIBRATED_PREFIX):
         return (f"Simulated run: {source}. Numbers are the mocker's, timed by that database for the recipe's GPU, "

@@ -29,6 +29,9 @@ FIELDS = ("run_id", "recipe", "recipe_hash", "engine", "engine_image", "model", 
           "prediction",  # set by steps/summarize (infersweep.predict.beside): where the predicted columns come from
           # an experiment treatment's run (workflows/experiment.py hands these to its summarize tasks)
           "experiment", "treatment", "restart_class", "levels",
+          # the KV-cache state the treatment started from and its place in a balanced order
+          # (infersweep.experiment.plan: fresh / reset / warm after <treatment>; pass 1 or 2)
+          "kv_cache_state", "order_pass", "base_treatment",
           "time_to_ready_s")
 # source: measured / simulated (built-in timing) / simulated (calibrated: database) (infersweep.predict.source);
 # "imported" for AIPerf folders brought in by `infersweep import` (a measurement: classed as measured).

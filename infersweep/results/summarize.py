@@ -24,13 +24,15 @@ import pandas as pd
 from infersweep.predict.beside import annotate
 from infersweep.predict.source import banner
 from infersweep.results.context import RUN_FILE, build_context
+from infersweep.results.gpu_telemetry import GPU_TELEMETRY_ENV
+from infersweep.results.gpu_telemetry import add_columns as add_gpu_columns
 from infersweep.results.report import write_report
 from infersweep.results.run import load_run_folder
 from infersweep.results.table import SCHEMA_VERSION, build_table, point_dirs, read_result
 
 MD_COLUMNS = ["concurrency", "request_rate", "repetition", "status", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "latency_p50_ms",
               "output_tok_s", "tok_s_per_gpu", "tok_s_per_user", "request_per_s", "goodput_req_s", "error_rate",
-              "slo_pass", "predicted_itl_ms", "implausible"]
+              "slo_pass", "predicted_itl_ms", "implausible", "gpu_power_total_w", "energy_j_per_output_token"]
 
 
 def markdown_table(df: pd.DataFrame) -> str:
@@ -62,6 +64,8 @@ def summarize(run_dir: Path, gpu_count: int, slo: dict[str, float], title: str,
     points = [read_result(d) for d in point_dirs(run_dir / "points")]
     ctx = build_context(run_dir, given=dict(context or {}), title=title, gpu_count=gpu_count, slo=slo, points=points)
     df = build_table(run_dir / "points", gpu_count, slo, ctx)
+    if os.environ.get(GPU_TELEMETRY_ENV):  # a local GPU run's NVML samples: DCGM's columns
+        df = add_gpu_columns(df, run_dir / "points", Path(os.environ[GPU_TELEMETRY_ENV]))
     # The prediction beside each row and the physics check (infersweep.predict.beside); never fails the step.
     df, ctx["prediction"] = annotate(df, ctx, lookup=recipe_lookup)
     df["prediction"] = ctx["prediction"]

@@ -1,0 +1,88 @@
+"""What `run --local --workers gpu` adds to a local run: the GPUs, the model folder, the stack, telemetry.
+
+- `config_only_model`: the toy tokenizer (infersweep.local.toy_model) beside the model's real architecture
+  config (params/model-configs/<org>--<name>.json), for `--weights dummy`: real kernels, memory and KV-cache
+  size, random weights, no download. With `--weights cache` the folder must hold the weights already.
+- `stack_versions`: vLLM / ai-dynamo / torch as the GPU interpreter imports them, for every row's provenance.
+- `measured_on`: the words every table and report shows (infersweep.predict.source.MEASURED_ON_ENV).
+- `check_fits`: the process plan (infersweep.local.gpu_workers) of the rendered DGD against the GPUs here,
+  before any service or process starts: a shortfall is one error naming the GPUs missing.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+from infersweep.local.gpu_workers import Gpu, GpuShortfall, detect_gpus, plan_workers
+from infersweep.local.toy_model import build_toy_model
+from infersweep.paths import params_dir
+from infersweep.recipe import RecipeError
+
+STACK_PACKAGES = ("vllm", "ai-dynamo", "ai-dynamo-runtime", "sglang", "torch")
+
+
+def model_config_file(hf_id: str) -> Path:
+    return params_dir() / "model-configs" / f"{hf_id.replace('/', '--')}.json"
+
+
+def config_only_model(hf_id: str, cache_root: Path) -> Path:
+    """<cache_root>/models/<org>--<name>-config-only: toy tokenizer + the real config.json."""
+    src = model_config_file(hf_id)
+    if not src.is_file():
+        known = sorted(p.stem.replace("--", "/") for p in src.parent.glob("*.json"))
+        raise RecipeError(f"--weights dummy: no architecture config for {hf_id} in {src.parent}/ (known: "
+                          f"{', '.join(known) or 'none'}); add the model's config.json there as {src.name}, "
+                          "or run with --weights cache on a model folder that holds its weights")
+    out = Path(cache_root) / "models" / f"{src.stem}-config-only"
+    build_toy_model(out)
+    config = json.loads(src.read_text())
+    if json.loads((out / "config.json").read_text()) != config:
+        (out / "config.json").write_text(json.dumps(config, indent=1) + "\n")
+    return out
+
+
+def stack_versions(python: str) -> dict[str, str]:
+    code = ("import importlib.metadata as m, json\nout = {}\n"
+            f"for n in {STACK_PACKAGES!r}:\n    try: out[n] = m.version(n)\n    except Exception: pass\n"
+            "print(json.dumps(out))")
+    try:
+        proc = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=120)
+        return json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else {}
+    except (OSError, ValueError, IndexError, subprocess.TimeoutExpired):
+        return {}
+
+
+def driver_version() -> str | None:
+    exe = shutil.which("nvidia-smi")
+    if not exe:
+        return None
+    proc = subprocess.run([exe, "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True, text=True)
+    return proc.stdout.strip().splitlines()[0] if proc.returncode == 0 and proc.stdout.strip() else None
+
+
+def measured_on(gpus: list[Gpu], used: int, versions: dict[str, str], weights: str, driver: str | None) -> str:
+    names = sorted({g.name for g in gpus})
+    stack = ", ".join(f"{k} {v}" for k, v in versions.items() if k != "ai-dynamo-runtime")
+    w = "random weights (--load-format dummy)" if weights == "dummy" else "model weights from the cache"
+    return (f"local GPU: {used} of {len(gpus)}x {'/'.join(names)}" + (f", driver {driver}" if driver else "")
+            + (f", {stack}" if stack else "") + f", {w}")
+
+
+def require_gpus(gpus: list[Gpu] | None = None) -> list[Gpu]:
+    gpus = detect_gpus() if gpus is None else gpus
+    if not gpus:
+        raise GpuShortfall("--workers gpu: no GPU is visible here (nvidia-smi found none); run on a GPU host, "
+                           "or use --workers mocker")
+    return gpus
+
+
+def check_fits(dgd: dict, gpus: list[Gpu], *, python: str, model_dir: Path, weights: str) -> int:
+    """GPUs the DGD's workers take here (raises GpuShortfall before anything starts)."""
+    from infersweep.local.dynamo import read_components, served_model_name
+
+    plan = plan_workers(read_components(dgd), gpus, python=python, model_dir=str(model_dir), weights=weights,
+                        base_env={}, free_port=lambda: 0, served_name_of=served_model_name)
+    return len({g for w in plan for g in w.gpus})

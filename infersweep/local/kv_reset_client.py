@@ -1,0 +1,66 @@
+"""Empty the KV caches of every worker of a local deployment through Dynamo's own endpoint.
+
+Run by the engine's interpreter (it imports ai-dynamo's runtime, nothing of infersweep) with the
+deployment's Dynamo environment (file discovery under DYN_FILE_KV, TCP request plane). For each worker
+component the vLLM worker serves, it calls `<namespace>.<component>.clear_kv_blocks` on every instance
+(ai-dynamo 1.3.1: dynamo/vllm/worker_factory.py serves handler.clear_kv_blocks beside generate;
+dynamo/vllm/handlers.py clear_kv_blocks awaits engine_client.reset_prefix_cache(reset_connector=True) and
+yields {"status": "success"} or {"status": "error", "message": ...}). Exit 0 when `--expect` instances
+answered success, 1 otherwise; one line per instance on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+
+COMPONENTS = ("backend", "prefill", "decode")  # dynamo/vllm/args.py: the components a vLLM worker registers
+
+
+def _data(item):
+    data = getattr(item, "data", item)
+    return data() if callable(data) else data
+
+
+async def reset(expect: int, wait_s: float) -> int:
+    from dynamo.runtime import DistributedRuntime
+
+    runtime = DistributedRuntime(asyncio.get_running_loop(), os.environ.get("DYN_DISCOVERY_BACKEND", "file"),
+                                 os.environ.get("DYN_REQUEST_PLANE", "tcp"))
+    namespace = os.environ.get("DYN_NAMESPACE", "dynamo")
+    ok = 0
+    for comp in COMPONENTS:
+        client = await runtime.endpoint(f"{namespace}.{comp}.clear_kv_blocks").client()
+        try:
+            await asyncio.wait_for(client.wait_for_instances(), wait_s)
+        except asyncio.TimeoutError:
+            continue
+        for iid in client.instance_ids():
+            answers = [_data(a) async for a in await client.direct({}, iid)]
+            good = any(isinstance(a, dict) and a.get("status") == "success" for a in answers)
+            ok += good
+            print(f"kv reset {namespace}.{comp} instance {iid}: {json.dumps(answers, default=str)}", flush=True)
+    try:
+        runtime.shutdown()
+    except Exception:
+        pass
+    if ok < expect:
+        print(f"kv reset: {ok} of {expect} workers confirmed", file=sys.stderr)
+        return 1
+    print(f"kv reset: {ok} of {expect} workers emptied their KV cache", flush=True)
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--expect", type=int, required=True, help="workers that must confirm")
+    ap.add_argument("--wait-s", type=float, default=10.0)
+    a = ap.parse_args()
+    return asyncio.run(reset(a.expect, a.wait_s))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
