@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs infersweep on a GPU host without internet, from an offline bundle (python -m infersweep.gpu_bundle build).
+#   scripts/gpu_host.sh stash DIR         copy one transfer's parts from DIR into $PARTS (default /tmp/infersweep-parts)
+#   scripts/gpu_host.sh assemble          verify + unpack every site into $SITES (default /tmp/infersweep), make venvs, check imports
+#   scripts/gpu_host.sh run ARGS...       python -m infersweep ARGS with the bundle's interpreters (GPU, AIPerf, tool)
+# It is how the measured runs in docs/measured-h200.md were made (one H200, 2026-12-01).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PARTS=${PARTS:-/tmp/infersweep-parts}
+SITES=${SITES:-/tmp/infersweep}
+case "${1:-}" in
+  stash)
+    mkdir -p "$PARTS"; cp "$2"/* "$PARTS"/; ls -la "$PARTS" | tail -n +2 | awk '{print $5, $9}'; df -h /tmp | tail -1 ;;
+  assemble)
+    t0=$(date +%s); python3 "$PARTS/assemble.py" --parts "$PARTS" --into "$SITES" --venv --check
+    echo "assemble: $(( $(date +%s) - t0 )) s" ;;
+  run)
+    shift
+    export INFERSWEEP_GPU_PYTHON="$SITES/venv-site-vllm/bin/python"
+    export INFERSWEEP_AIPERF_PYTHON="$SITES/venv-site-aiperf/bin/python"
+    export PYTHONPATH="$PWD" PYTHONUNBUFFERED=1
+    exec "$SITES/venv-site-tool/bin/python" -m infersweep "$@" ;;
+  *) sed -n 2,6p "$0"; exit 2 ;;
+esac
