@@ -24,6 +24,7 @@ import lzma
 import os
 import subprocess
 import sys
+import sysconfig
 import tarfile
 from pathlib import Path
 
@@ -90,7 +91,10 @@ def make_venv(site: Path) -> Path:
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
     purelib = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                   check=True, capture_output=True, text=True).stdout.strip())
-    (purelib / "_infersweep_bundle.pth").write_text(f"{site}\n")
+    # The site first, then the packages of the interpreter that runs this (on the GPU host that is itself a
+    # venv, /opt/torch/.venv, whose packages --system-site-packages would not see: only the base Python's).
+    host = sysconfig.get_paths()["purelib"]
+    (purelib / "_infersweep_bundle.pth").write_text(f"{site}\n{host}\n")
     python = venv / "bin" / "python"
     for ep_file in site.glob("*.dist-info/entry_points.txt"):
         section = None

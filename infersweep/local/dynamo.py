@@ -332,6 +332,17 @@ def dynamo_env(discovery_dir: Path) -> dict[str, str]:
     return env
 
 
+# Dynamo 1.3.1 (the GPU stack) reads one of these as a network interface name: its frontend refused the
+# worker with "build_preprocessed_routing: Generic error: Interface not found: 127.0.0.1" (measured on the
+# H200, 2026-12-01). Its defaults bind every address of a host that, there, has no network.
+LOOPBACK_HOST_VARS = ("DYN_TCP_RPC_HOST", "DYN_TCP_RESPONSE_STREAM_HOST", "DYN_EVENT_PLANE_HOST", "DYN_HTTP_RPC_HOST")
+
+
+def gpu_dynamo_env(discovery_dir: Path) -> dict[str, str]:
+    """dynamo_env for the GPU stack's processes (ai-dynamo 1.3.1): without the loopback host settings."""
+    return {k: v for k, v in dynamo_env(discovery_dir).items() if k not in LOOPBACK_HOST_VARS}
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A port free right now (the kernel's pick). A race is possible but shows up fast:
     the frontend exits with 'address in use' and wait_ready_local fails at once."""
@@ -426,7 +437,7 @@ def deploy_local(
     shutil.rmtree(discovery_dir, ignore_errors=True)
     discovery_dir.mkdir(parents=True)
     logs = state_dir / "logs"
-    env = dynamo_env(discovery_dir)
+    env = gpu_dynamo_env(discovery_dir) if gpu else dynamo_env(discovery_dir)
     backend = (dgd.get("spec") or {}).get("backendFramework")
 
     frontend = next((c for c in components if c.role == "frontend"), None)

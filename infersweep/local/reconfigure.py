@@ -27,7 +27,7 @@ from infersweep.experiment.kv_reset import reset_token, without_reset
 from infersweep.experiment.restart import RestartClass, dgd_class
 from infersweep.local import procs
 from infersweep.local.dynamo import (DEPLOYMENT_FILE, GpuWorkers, LocalDeployment, LocalDeploymentError, default_dynamo_python, deploy_local,
-                                     dynamo_env, engine_of, frontend_argv, load_local, mocker_argv,
+                                     dynamo_env, engine_of, frontend_argv, gpu_dynamo_env, load_local, mocker_argv,
                                      read_components, router_mode_of, teardown_local)
 
 DGD_FILE = "dgd.json"
@@ -98,7 +98,7 @@ def apply_local(dgd: dict, *, model_dir: Path, state_dir: Path, max_workers_per_
     else:
         restart = [c.name for c in workers]
     _stop(state_dir, set(restart))
-    env = dynamo_env(state_dir / "discovery")
+    env = gpu_dynamo_env(state_dir / "discovery") if gpu else dynamo_env(state_dir / "discovery")
     group = procs.ProcessGroup(state_dir)
     logs = state_dir / "logs"
     port = int(dep.frontend_url.rsplit(":", 1)[1])
@@ -155,7 +155,7 @@ def reset_kv_caches(dep: LocalDeployment, state_dir: Path, *, gpu: GpuWorkers | 
     try:
         # -I: the script sits beside infersweep/local/dynamo.py, which would shadow ai-dynamo's `dynamo` package.
         proc = subprocess.run([gpu.python, "-I", str(RESET_CLIENT), "--expect", str(expected)],
-                              env=dynamo_env(state_dir / "discovery"), capture_output=True, text=True, timeout=300)
+                              env=gpu_dynamo_env(state_dir / "discovery"), capture_output=True, text=True, timeout=300)
         ok, why = proc.returncode == 0, (proc.stderr.strip().splitlines() or ["?"])[-1]
         print(proc.stdout.strip(), flush=True)
     except (OSError, subprocess.TimeoutExpired) as e:
