@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from infersweep.local import argo_expr
+from infersweep.local import argo_expr, argo_when
 from infersweep.local.argo_sync import LocalLocks, SyncError
 
 VAR_RE = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")
@@ -1214,8 +1214,8 @@ class LocalArgo:
                 connect(tname)
                 if t.get("when"):
                     try:
-                        proceed = argo_expr.eval_bool(t["when"], {})
-                    except argo_expr.ExprError as e:
+                        proceed = argo_when.should_execute(t["when"])  # dag.go executeDAGTask -> shouldExecute
+                    except argo_when.WhenError as e:
                         self._init_node(tname, "Skipped", tdisp, ctx.scope, ctx.node.id, "Error", str(e))
                         continue
                     if not proceed:
@@ -1325,8 +1325,8 @@ class LocalArgo:
             child = f"{sg.name}.{st['name']}"
             if st.get("when"):
                 try:
-                    proceed = argo_expr.eval_bool(st["when"], {})
-                except argo_expr.ExprError as e:
+                    proceed = argo_when.should_execute(st["when"])  # steps.go executeStepGroup -> shouldExecute
+                except argo_when.WhenError as e:
                     self._init_node(child, "Skipped", st.get("template", ""), scope, steps_node.id, "Error", str(e))
                     self._add_child(sg.name, child)
                     return self._mark(sg, "Error", str(e))
