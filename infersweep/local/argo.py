@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from infersweep.local import argo_expr, argo_when
+from infersweep.local import argo_expr, argo_text, argo_when
 from infersweep.local.argo_sync import LocalLocks, SyncError
 
 VAR_RE = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")
@@ -333,9 +333,7 @@ class LocalArgo:
         if getattr(self, "_workflow_status", None):
             # operator.go operate: workflow.status / workflow.failures are set once the entry node is done
             s["workflow.status"] = self._workflow_status
-            s["workflow.failures"] = json.dumps(
-                [{"displayName": n.display_name, "message": n.message, "templateName": n.template, "phase": n.phase}
-                 for n in self.nodes.values() if n.phase in ("Failed", "Error")], separators=(",", ":"))
+            s["workflow.failures"] = argo_text.workflow_failures(self.name, self.nodes.values())
         if self.started_at:
             s["workflow.creationTimestamp"] = _iso(self.started_at)
             s["workflow.duration"] = f"{time.time() - self.started_at:.6f}"
