@@ -268,6 +268,9 @@ class LocalArgo:
         self.name = meta.get("name") or (meta.get("generateName", "wf-") + uuid.uuid4().hex[:5])
         self.namespace = meta.get("namespace", "default")
         self.uid = str(uuid.uuid4())
+        # sync_manager.go prepAcquire: a lock's queue orders by spec.priority, then creationTimestamp (1 s)
+        self.priority = int(str(self.spec.get("priority") or 0))
+        self.created = int(time.time())
         self.params = self._global_params()
         if validate:
             argo_validate.validate_workflow(self)
@@ -429,6 +432,7 @@ class LocalArgo:
             self.locks.release(self._holder(), self.spec.get("synchronization"), self.namespace)
             for holder, sync in list(self._sync_held.items()):
                 self.locks.release(holder, sync, self.namespace)
+            self.locks.leave_queues(self._holder())
         root = self.by_name(self.name)
         self.root = self.tree(root) if root else Node(self.name, self.spec["entrypoint"], phase=self.phase, id=self.name)
         exit_node = self.by_name(f"{self.name}.onExit")
@@ -485,7 +489,8 @@ class LocalArgo:
         # Workflow-level synchronization (operate: TryAcquire before anything runs).
         if self.spec.get("synchronization") and self.phase in ("Pending", ""):
             try:
-                ok, msg = self.locks.try_acquire(self._holder(), self.spec["synchronization"], self.namespace)
+                ok, msg = self.locks.try_acquire(self._holder(), self.spec["synchronization"], self.namespace,
+                                                 self.priority, self.created)
             except SyncError as e:
                 self.phase, self.message = "Failed", f"Failed to acquire the synchronization lock. {e}"
                 return
@@ -661,10 +666,13 @@ class LocalArgo:
 
         # synchronization (template level)
         sync = ptmpl.get("synchronization")
-        if sync and (node is None or node.phase == "Pending"):
+        # operator.go executeTemplate calls TryAcquire on every pass of an unfulfilled node (a holder gets
+        # "already"), so a Retry node holds its lock across attempts and backoffs, released only when the
+        # Retry node is fulfilled.
+        if sync and (node is None or not node.fulfilled):
             holder_key = f"{self._holder()}/{self.node_id(node_name)}"
             try:
-                ok, msg = self.locks.try_acquire(holder_key, sync, self.namespace)
+                ok, msg = self.locks.try_acquire(holder_key, sync, self.namespace, self.priority, self.created)
             except SyncError as e:
                 return self._node_error(node, node_name, holder, boundary, str(e), flags)
             if not ok:
@@ -729,8 +737,12 @@ class LocalArgo:
         except WorkflowError as e:
             node = self._node_error(self.by_name(node_name), node_name, holder, boundary, str(e), flags)
 
-        if node is not None and node.fulfilled:
-            self._release(node_name if not retry_name else retry_name, sync)
+        if retry_name:
+            rdone = self.by_name(retry_name)
+            if rdone is not None and rdone.fulfilled:
+                self._release(retry_name, sync)
+        elif node is not None and node.fulfilled:
+            self._release(node_name, sync)
         if retry_name:
             rnode = self.by_name(retry_name)
             if rnode is not None and not rnode.fulfilled and node is not None and node.fulfilled:
