@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from infersweep.local import argo_expr
+from infersweep.local import argo_expr, argo_text, argo_when
 from infersweep.local.argo_sync import LocalLocks, SyncError
 
 VAR_RE = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")
@@ -268,6 +268,9 @@ class LocalArgo:
         self.name = meta.get("name") or (meta.get("generateName", "wf-") + uuid.uuid4().hex[:5])
         self.namespace = meta.get("namespace", "default")
         self.uid = str(uuid.uuid4())
+        # sync_manager.go prepAcquire: a lock's queue orders by spec.priority, then creationTimestamp (1 s)
+        self.priority = int(str(self.spec.get("priority") or 0))
+        self.created = int(time.time())
         self.params = self._global_params()
         if validate:
             argo_validate.validate_workflow(self)
@@ -333,9 +336,7 @@ class LocalArgo:
         if getattr(self, "_workflow_status", None):
             # operator.go operate: workflow.status / workflow.failures are set once the entry node is done
             s["workflow.status"] = self._workflow_status
-            s["workflow.failures"] = json.dumps(
-                [{"displayName": n.display_name, "message": n.message, "templateName": n.template, "phase": n.phase}
-                 for n in self.nodes.values() if n.phase in ("Failed", "Error")], separators=(",", ":"))
+            s["workflow.failures"] = argo_text.workflow_failures(self.name, self.nodes.values())
         if self.started_at:
             s["workflow.creationTimestamp"] = _iso(self.started_at)
             s["workflow.duration"] = f"{time.time() - self.started_at:.6f}"
@@ -431,6 +432,7 @@ class LocalArgo:
             self.locks.release(self._holder(), self.spec.get("synchronization"), self.namespace)
             for holder, sync in list(self._sync_held.items()):
                 self.locks.release(holder, sync, self.namespace)
+            self.locks.leave_queues(self._holder())
         root = self.by_name(self.name)
         self.root = self.tree(root) if root else Node(self.name, self.spec["entrypoint"], phase=self.phase, id=self.name)
         exit_node = self.by_name(f"{self.name}.onExit")
@@ -487,7 +489,8 @@ class LocalArgo:
         # Workflow-level synchronization (operate: TryAcquire before anything runs).
         if self.spec.get("synchronization") and self.phase in ("Pending", ""):
             try:
-                ok, msg = self.locks.try_acquire(self._holder(), self.spec["synchronization"], self.namespace)
+                ok, msg = self.locks.try_acquire(self._holder(), self.spec["synchronization"], self.namespace,
+                                                 self.priority, self.created)
             except SyncError as e:
                 self.phase, self.message = "Failed", f"Failed to acquire the synchronization lock. {e}"
                 return
@@ -663,10 +666,13 @@ class LocalArgo:
 
         # synchronization (template level)
         sync = ptmpl.get("synchronization")
-        if sync and (node is None or node.phase == "Pending"):
+        # operator.go executeTemplate calls TryAcquire on every pass of an unfulfilled node (a holder gets
+        # "already"), so a Retry node holds its lock across attempts and backoffs, released only when the
+        # Retry node is fulfilled.
+        if sync and (node is None or not node.fulfilled):
             holder_key = f"{self._holder()}/{self.node_id(node_name)}"
             try:
-                ok, msg = self.locks.try_acquire(holder_key, sync, self.namespace)
+                ok, msg = self.locks.try_acquire(holder_key, sync, self.namespace, self.priority, self.created)
             except SyncError as e:
                 return self._node_error(node, node_name, holder, boundary, str(e), flags)
             if not ok:
@@ -731,8 +737,12 @@ class LocalArgo:
         except WorkflowError as e:
             node = self._node_error(self.by_name(node_name), node_name, holder, boundary, str(e), flags)
 
-        if node is not None and node.fulfilled:
-            self._release(node_name if not retry_name else retry_name, sync)
+        if retry_name:
+            rdone = self.by_name(retry_name)
+            if rdone is not None and rdone.fulfilled:
+                self._release(retry_name, sync)
+        elif node is not None and node.fulfilled:
+            self._release(node_name, sync)
         if retry_name:
             rnode = self.by_name(retry_name)
             if rnode is not None and not rnode.fulfilled and node is not None and node.fulfilled:
@@ -1214,8 +1224,8 @@ class LocalArgo:
                 connect(tname)
                 if t.get("when"):
                     try:
-                        proceed = argo_expr.eval_bool(t["when"], {})
-                    except argo_expr.ExprError as e:
+                        proceed = argo_when.should_execute(t["when"])  # dag.go executeDAGTask -> shouldExecute
+                    except argo_when.WhenError as e:
                         self._init_node(tname, "Skipped", tdisp, ctx.scope, ctx.node.id, "Error", str(e))
                         continue
                     if not proceed:
@@ -1325,8 +1335,8 @@ class LocalArgo:
             child = f"{sg.name}.{st['name']}"
             if st.get("when"):
                 try:
-                    proceed = argo_expr.eval_bool(st["when"], {})
-                except argo_expr.ExprError as e:
+                    proceed = argo_when.should_execute(st["when"])  # steps.go executeStepGroup -> shouldExecute
+                except argo_when.WhenError as e:
                     self._init_node(child, "Skipped", st.get("template", ""), scope, steps_node.id, "Error", str(e))
                     self._add_child(sg.name, child)
                     return self._mark(sg, "Error", str(e))

@@ -35,9 +35,20 @@ def validate_workflow(argo: "LocalArgo") -> None:
     spec = argo.spec
     if not spec.get("entrypoint"):
         raise _err("spec.entrypoint is required")
-    for feature, why in (("hooks", "workflow lifecycle hooks"), ("podSpecPatch", None)):
-        if spec.get(feature) and why:
-            raise _err(f"spec.{feature}: {why} are not supported locally")
+    for feature, why in (("hooks", "workflow lifecycle hooks are"), ("podSpecPatch", "pod spec patches are"),
+                         ("retryStrategy", "a workflow-wide default retryStrategy (operator.go retryStrategy) is"),
+                         ("templateDefaults", "templateDefaults are")):
+        if spec.get(feature):
+            raise _err(f"spec.{feature}: {why} not supported by the local executor")
+    _check_sync(spec.get("synchronization"), "spec")
+    text = json.dumps({k: v for k, v in spec.items() if k != "_scope"})
+    if "{{=" in text:
+        # util/template/template.go replace: kindExpression tags are expr-lang programs over the whole scope
+        raise _err("expression tags {{=...}} are not supported by the local executor (use plain {{...}} tags)")
+    mt = _RESULT_TAG.search(text)
+    if mt:
+        raise _err(f"{{{{{mt.group(0)}}}}}: outputs.result (a template's captured stdout) is not supported by the local "
+                   "executor; write an output parameter file instead")
     seen: set[tuple[str, str]] = set()
     holders = [({"template": spec["entrypoint"]}, spec.get("_scope", ""))]
     if spec.get("onExit"):
@@ -52,8 +63,38 @@ def validate_workflow(argo: "LocalArgo") -> None:
         holders += [(h, tscope) for h in _check_template(argo, tmpl, tscope)]
 
 
+_RESULT_TAG = re.compile(r"(?:tasks|steps)\.[^{}.]+\.outputs\.result")
+
+
+def _check_sync(sync: dict[str, Any] | None, where: str) -> None:
+    # v4 pkg/apis/workflow/v1alpha1/workflow_types.go Synchronization has only `semaphores` and `mutexes`: the
+    # singular fields are gone, so a cluster drops them (no lock at all); here they are refused by name.
+    for old, new in (("semaphore", "semaphores"), ("mutex", "mutexes")):
+        if sync and old in sync:
+            raise _err(f"{where}.synchronization.{old}: unknown field (removed in Argo v4; use synchronization.{new}, a list)")
+
+
 def _check_template(argo: "LocalArgo", tmpl: dict[str, Any], scope: str) -> list[dict[str, Any]]:
     name = tmpl["name"]
+    _check_sync(tmpl.get("synchronization"), f"templates.{name}")
+    leaf = "dag" not in tmpl and "steps" not in tmpl
+    if not leaf:
+        kind = "DAG" if "dag" in tmpl else "Steps"
+        if tmpl.get("activeDeadlineSeconds") is not None:  # validate.go validateNonLeaf
+            raise _err(f"templates.{name}.activeDeadlineSeconds is only valid for leaf templates")
+        if tmpl.get("timeout"):  # validate.go validateTemplate (IsLeaf)
+            raise _err(f"{kind} template doesn't support timeout field")
+    elif tmpl.get("parallelism") is not None:  # validate.go validateLeaf
+        raise _err(f"templates.{name}.parallelism is only valid for steps and dag templates")
+    if tmpl.get("podSpecPatch"):
+        raise _err(f"templates.{name}.podSpecPatch: pod spec patches are not supported by the local executor")
+    text = json.dumps(tmpl)
+    if "{{=" in text:
+        raise _err(f"templates.{name}: expression tags {{{{=...}}}} are not supported by the local executor (use plain {{{{...}}}} tags)")
+    mt = _RESULT_TAG.search(text)
+    if mt:
+        raise _err(f"templates.{name}: {{{{{mt.group(0)}}}}}: outputs.result (a template's captured stdout) is not supported "
+                   "by the local executor; write an output parameter file instead")
     for kind in UNSUPPORTED_TEMPLATE_KINDS:
         if kind in tmpl:
             raise _err(f"templates.{name}: {kind} templates are not supported by the local executor "
