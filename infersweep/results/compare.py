@@ -16,7 +16,7 @@ import pandas as pd
 
 from infersweep.metrics import direction
 from infersweep.results.plots import COLORS, _plt, _save, per_point
-from infersweep.results.validity import split_valid
+from infersweep.results.evidence import best_point, counted
 
 METRICS = [
     ("ttft_ms_avg", "TTFT mean"), ("ttft_ms_p50", "TTFT p50"), ("ttft_ms_p99", "TTFT p99"),
@@ -60,7 +60,7 @@ def compare_runs(runs: dict[str, pd.DataFrame], metrics: list[tuple[str, str]] |
     left_out: list[str] = []
     kept = {}
     for label, df in runs.items():
-        kept[label], lines = split_valid(df, include_invalid)
+        kept[label], lines = counted(df, include_invalid)
         left_out += [f"{label}: {line}" for line in lines]
     runs = kept
     metrics = metrics or METRICS
@@ -114,16 +114,15 @@ def _runs_text(seq: list[tuple[int, str | None]]) -> str:
 
 
 def best_meeting_slo(runs: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """Per run, the point meeting every SLO with the most tok/s per GPU; sorted best first."""
+    """Per run, its best point (infersweep.results.evidence.best_point: valid, meeting every SLO, most tok/s
+    per GPU); sorted best first."""
     rows = []
     for label, df in runs.items():
-        pts = per_point(df)
-        ok = pts[pts["slo_pass"] == True] if not pts.empty else pts  # noqa: E712
-        if ok.empty:
+        top = best_point(df)  # valid points only (infersweep.results.evidence)
+        if top is None:
             rows.append({"run": label, "concurrency": None, "tok_s_per_gpu": math.nan, "tok_s_per_user": math.nan,
                          "goodput_req_s": math.nan, "meets_slo": False})
             continue
-        top = ok.sort_values(["tok_s_per_gpu", "goodput_req_s"], ascending=False).iloc[0]
         rows.append({"run": label, "concurrency": int(top["concurrency"]), "tok_s_per_gpu": top["tok_s_per_gpu"],
                      "tok_s_per_user": top["tok_s_per_user"], "goodput_req_s": top["goodput_req_s"], "meets_slo": True})
     df = pd.DataFrame(rows)
@@ -161,7 +160,7 @@ def format_comparison(cmp: Comparison) -> str:
         out += [f"  {line}" for line in cmp.left_out]
     best = cmp.best
     if best.empty or not best.iloc[0]["meets_slo"]:
-        out.append("best configuration meeting the SLOs: none of the runs has a point meeting them")
+        out.append("best configuration meeting the SLOs: none of the runs has a valid point meeting them")
     else:
         b = best.iloc[0]
         out.append(f"best configuration meeting the SLOs: {b['run']} at concurrency {int(b['concurrency'])} "
@@ -169,7 +168,7 @@ def format_comparison(cmp: Comparison) -> str:
                    f"goodput {b['goodput_req_s']:.2f} req/s)")
         for _, r in best.iloc[1:].iterrows():
             out.append(f"  {r['run']}: " + (f"c{int(r['concurrency'])}, {r['tok_s_per_gpu']:.1f} tok/s/GPU"
-                                            if r["meets_slo"] else "no point meets the SLOs"))
+                                            if r["meets_slo"] else "no valid point meets the SLOs"))
     return "\n".join(out)
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from infersweep.results import plots
+from infersweep.results.evidence import best_point
 from infersweep.results.run import Run
 
 TABLE_COLUMNS = [
@@ -85,13 +86,11 @@ def _slo_html(run: Run) -> str:
     if not slo:
         return '<p class="muted">No SLOs were given: SLO pass/fail and goodput are not judged.</p>'
     items = ", ".join(f"<code>{html.escape(k)} = {v:g}</code>" for k, v in slo.items())
-    ok = plots.per_point(run.table)
-    passing = ok[ok["slo_pass"] == True]  # noqa: E712 (pandas boolean with NA)
-    if passing.empty:
-        best = '<span class="fail">no measured point meets them</span>'
+    top = best_point(run.table)  # valid points only (infersweep.results.evidence)
+    if top is None:
+        best = '<span class="fail">no valid measured point meets them</span>'
     else:
-        top = passing.sort_values("tok_s_per_gpu", ascending=False).iloc[0]
-        best = (f'<span class="pass">best point meeting them: concurrency {int(top["concurrency"])}</span>, '
+        best = (f'<span class="pass">best valid point meeting them: concurrency {int(top["concurrency"])}</span>, '
                 f'{top["tok_s_per_gpu"]:.1f} tok/s/GPU at {top["tok_s_per_user"]:.1f} tok/s/user')
     return f"<p>SLOs: {items}. {best}. Goodput counts the requests that met them (per request).</p>"
 
@@ -115,7 +114,8 @@ def _invalid_html(df: pd.DataFrame) -> str:
         return ""
     items = "".join(f"<li>concurrency {html.escape(str(r['concurrency']))}: {html.escape(str(r['validity_reasons']))}</li>"
                     for _, r in bad.iterrows())
-    return f"<p>Measured but not valid (compare and regress leave these out by default):</p><ul>{items}</ul>"
+    return (f"<p>Measured but not valid (no SLO verdict, never the best point; compare and regress leave these out "
+            f"by default):</p><ul>{items}</ul>")
 
 
 def _img(path: Path, alt: str) -> str:
