@@ -213,3 +213,15 @@ def test_a_typo_in_a_folder_store_names_the_store(tmp_path, capsys):
     assert cli_main(["report", "wf-typo", "--store", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"no run 'wf-typo' in the results store {tmp_path}" in err
+
+
+def test_compare_with_invalid_points_marks_them_in_its_table():
+    cmp = compare_runs({"a": MAIN, "b": MAIN.assign(recipe="b")}, include_invalid=True)
+    text = cmp.text()
+    head = next(line for line in text.splitlines() if line.startswith("concurrency"))
+    assert head.split()[:2] == ["concurrency", "valid"]
+    c4 = next(line for line in text.splitlines() if line.startswith("4 "))
+    assert "NO (see below)" in c4
+    assert "compared 2 invalid point(s) too (--include-invalid); not valid because:" in text
+    assert f"concurrency 4 repetition 0: {INVALID}" in text
+    assert set(cmp.changes[cmp.changes["concurrency"] == 4]["valid"]) == {False}
