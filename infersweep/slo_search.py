@@ -1,7 +1,7 @@
 """Max load under SLO: bisect for the highest concurrency (or request rate) whose point meets the recipe's SLOs.
 
 The search is pure: `measure(load)` runs one benchmark point and says whether it met the SLOs (None: no
-measurement, counted as a miss so the search never reports a load it could not measure). It assumes, like
+valid measurement, counted as a miss so the search never reports a load it could not measure). It assumes, like
 every knee search, that meeting the SLOs is monotone in load, and reports the bracket it ended with, so a
 reader sees how exactly the knee is known: `best` met them, `first_miss` did not (None: no miss up to hi).
 """
@@ -30,10 +30,18 @@ class Search:
     def summary(self) -> str:
         unit = "" if self.axis == "concurrency" else " req/s"
         if self.best is None:
-            return f"no {self.axis} meets the SLOs: the lowest probed, {self.first_miss:g}{unit}, misses them"
-        if self.first_miss is None:
-            return f"max {self.axis} under SLO >= {self.best:g}{unit} (no miss up to the top of the range)"
-        return f"max {self.axis} under SLO: {self.best:g}{unit} (bracket [{self.best:g}, {self.first_miss:g}){unit})"
+            text = f"no {self.axis} meets the SLOs: the lowest probed, {self.first_miss:g}{unit}, misses them"
+        elif self.first_miss is None:
+            text = f"max {self.axis} under SLO >= {self.best:g}{unit} (no miss up to the top of the range)"
+        else:
+            text = f"max {self.axis} under SLO: {self.best:g}{unit} (bracket [{self.best:g}, {self.first_miss:g}){unit})"
+        # A probe with no verdict (failed, or measured but invalid: infersweep.results.evidence) counts as a
+        # miss so the search never reports a load nobody can vouch for; the summary says which ones those were.
+        unjudged = [p for p in self.probes if p.passed is None]
+        if unjudged:
+            text += ("; counted as misses, no valid verdict: "
+                     + "; ".join(f"{p.load:g}{unit}: {p.detail}" for p in unjudged))
+        return text
 
 
 def bisect(measure: Callable[[float], tuple[bool | None, str]], lo: float, hi: float, *, axis: str = "concurrency",

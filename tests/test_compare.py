@@ -69,7 +69,7 @@ def test_points_only_one_run_measured_are_reported_not_compared():
     partial = TP1[TP1["concurrency"] != 128]
     cmp = compare_runs({"tp2": TP2, "tp1": partial})
     assert set(cmp.changes["concurrency"]) == {1, 16}
-    assert any("no measured point at concurrency [128]" in m for m in cmp.missing)
+    assert any("no valid measured point at concurrency [128]" in m for m in cmp.missing)
 
 
 def test_cli_compare_writes_table_csv_and_plot(tmp_path, capsys):

@@ -51,7 +51,7 @@ def test_import_then_compare_with_another_run(tmp_path, capsys, aiperf_ref):
     text = capsys.readouterr().out
     assert "vs" in text and "% change per concurrency" in text
     assert "4 " in text.split("% change per concurrency")[1]  # c4 measured in both, compared
-    assert "has no measured point at concurrency [2]" in text
+    assert "has no valid measured point at concurrency [2]" in text
 
 
 def test_importing_the_same_run_twice_is_refused(tmp_path, capsys):

@@ -80,15 +80,19 @@ def test_goodput_counts_the_requests_that_meet_the_slo(tmp_path, aiperf_ref):
     assert loose.at[4, "goodput_fraction"] == 1.0
     assert loose.at[8, "goodput_fraction"] == pytest.approx(14 / 30)  # 16 of 30 requests got HTTP 500
     # A TTFT bound at the good point's median: about half its requests meet it, so half the goodput,
-    # while the point-level verdict (p50 <= bound) still passes.
+    # while the point-level check (p50 <= bound) still passes. The point is invalid by the default thresholds
+    # (too short), so the table's slo_pass is NA (not judged, infersweep.results.evidence) and the detail
+    # says what its numbers did.
     p50 = loose.at[4, "ttft_ms_p50"]
     tight = summarize(run, slo={"ttft_p50_ms": p50}).set_index("concurrency")
     frac = tight.at[4, "goodput_fraction"]
     assert 0.4 <= frac <= 0.6
     assert tight.at[4, "goodput_req_s"] == pytest.approx(frac * tight.at[4, "request_per_s"])
-    assert bool(tight.at[4, "slo_pass"]) is True
+    assert not tight.at[4, "valid"] and pd.isna(tight.at[4, "slo_pass"])
+    assert tight.at[4, "slo_detail"].startswith("not judged: invalid point (too short")
+    assert tight.at[4, "slo_detail"].endswith("its numbers: meets ttft_p50_ms")
     strict = summarize(run, slo={"ttft_p50_ms": p50 / 10}).set_index("concurrency")
-    assert bool(strict.at[4, "slo_pass"]) is False and "ttft_ms_p50" in strict.at[4, "slo_detail"]
+    assert pd.isna(strict.at[4, "slo_pass"]) and "its numbers: ttft_ms_p50=" in strict.at[4, "slo_detail"]
 
 
 def test_repetitions_are_rows_of_their_own(tmp_path, aiperf_ref):

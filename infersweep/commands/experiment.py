@@ -2,8 +2,8 @@
 step, and the counts against one workflow per recipe; `experiment list`: the experiment files;
 `experiment render FILE [--out DIR]`: the experiment's one Argo Workflow (workflows/experiment.py), validated;
 `experiment run --local FILE [--resume RUN_DIR]`: that Workflow run here (infersweep.local.experiment_run);
-`experiment report FILE TREATMENT=RUN ...`: the experiment report from the treatments' runs (a treatment
-without a run is reported as failed, the others are still compared)."""
+`experiment report FILE TREATMENT=RUN ...`: the experiment report from the treatments' runs (every treatment
+needs a run of its own recipe hash; a run that measured nothing is reported and the exit status is 1)."""
 
 from __future__ import annotations
 
@@ -16,18 +16,35 @@ def _report(a: argparse.Namespace) -> int:
     from infersweep.experiment.report import experiment_report
     from infersweep.experiment.spec import load_experiment
     from infersweep.recipe import RecipeError
+    from infersweep.recipe_context import recipe_hash
     from infersweep.results.cli_common import load_run
+    from infersweep.results.evidence import check_recipe_hash
 
     e = load_experiment(a.file)
     names = [t.name for t in e.treatments]
-    tables = {}
+    refs: dict[str, str] = {}
     for item in a.runs:
         name, sep, ref = item.partition("=")
         if not sep or name not in names:
             raise RecipeError(f"experiment report: {item!r}: give TREATMENT=RUN with TREATMENT one of {names}")
-        tables[name] = load_run(ref, a.store).table
-    print(experiment_report(e, tables).text(), end="")
-    return 0
+        refs[name] = ref
+    missing = [n for n in names if n not in refs]
+    if missing:
+        raise RecipeError(f"experiment report {e.name}: no run given for treatment(s) {', '.join(missing)}: "
+                          f"give {' '.join(f'{n}=RUN' for n in missing)} (a report without them is no answer)")
+    tables = {}
+    for name, ref in refs.items():
+        run = load_run(ref, a.store)
+        # A run of another recipe is not evidence for this treatment (infersweep.results.evidence).
+        try:
+            check_recipe_hash(name, f"{ref} ({run.run_id})", run.context.get("recipe_hash"),
+                              recipe_hash(e.treatment(name).recipe))
+        except ValueError as err:
+            raise RecipeError(f"experiment report {e.name}: {err}") from None
+        tables[name] = run.table
+    report = experiment_report(e, tables)
+    print(report.text(), end="")
+    return 1 if report.missing else 0  # a treatment whose run measured nothing: no answer either
 
 
 def _render(a: argparse.Namespace) -> int:

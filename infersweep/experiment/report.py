@@ -8,7 +8,8 @@ both treatments, the standard error of the relative change from it. A claim "T b
 least X %" is
 - supported: T is at least X % better and the change is beyond z standard errors of noise;
 - refuted: T misses X % by more than z standard errors (or, with unknown noise, misses it at all);
-- inconclusive: the evidence is within the noise (rerun with repetitions), or a side has no measured point.
+- inconclusive: the evidence is within the noise (rerun with repetitions), or a side has no measured point,
+  or the point it is judged at is not valid on a side (only valid points count: infersweep.results.evidence).
 With one repetition per point the noise is unknown and the report says so. The seed checks compare
 directions only (the mocker locally shows direction, not the seed's magnitudes); differences below
 compare.TIE are ties.
@@ -24,6 +25,7 @@ import pandas as pd
 
 from infersweep.experiment.spec import Comparison as Claim
 from infersweep.experiment.spec import Experiment
+from infersweep.results.evidence import counted, why_not_counted
 from infersweep.results.compare import TIE, Comparison, compare_runs, format_comparison
 from infersweep.metrics import DEFAULT_Z, direction
 from infersweep.results.regression import MEDIAN_SE, _levels, _pooled_sigma
@@ -38,8 +40,11 @@ class ClaimCheck:
     baseline_value: float
     value: float
     at: int | None = None  # the concurrency it was judged at, when not the claim's (see check)
+    why: str = ""  # why it could not be judged: the points that do not count (infersweep.results.evidence)
 
     def line(self) -> str:
+        if self.why:
+            return f"{self.verdict}: {self.claim.text()}: {self.why}"
         if not math.isfinite(self.improvement):
             return f"{self.verdict}: {self.claim.text()}: not measured in both treatments"
         at = (f" [judged at c{self.at}, the highest concurrency both measured: this sweep stops below "
@@ -54,18 +59,28 @@ def check(claim: Claim, tables: dict[str, pd.DataFrame], z: float = DEFAULT_Z) -
     nan = math.nan
     if any(side not in tables or claim.metric not in tables[side].columns for side in (claim.treatment, claim.baseline)):
         return ClaimCheck(claim, "inconclusive", nan, nan, nan, nan)
-    t_all = _levels(tables[claim.treatment], [claim.metric])[claim.metric]
-    b_all = _levels(tables[claim.baseline], [claim.metric])[claim.metric]
+    # Which levels were measured at all, and which count (valid points only, infersweep.results.evidence):
+    # a level measured but not valid on a side makes the claim inconclusive there, never judged on it.
+    measured = {side: _levels(tables[side], [claim.metric])[claim.metric] for side in (claim.treatment, claim.baseline)}
+    kept = {side: counted(tables[side])[0] for side in (claim.treatment, claim.baseline)}
+    t_all = _levels(kept[claim.treatment], [claim.metric])[claim.metric]
+    b_all = _levels(kept[claim.baseline], [claim.metric])[claim.metric]
     c, at = claim.concurrency, None
-    common = sorted(set(t_all) & set(b_all))
+    common = sorted(set(measured[claim.treatment]) & set(measured[claim.baseline]))
     swept = {int(x) for side in (claim.treatment, claim.baseline) for x in tables[side]["concurrency"].dropna()}
-    if (c not in t_all or c not in b_all) and common and max(swept) < c:
+    if (c not in measured[claim.treatment] or c not in measured[claim.baseline]) and common and max(swept) < c:
         # The sweep was cut below the claim's concurrency for both sides (local mode keeps a recipe's
         # lowest levels, infersweep.local.run.scaled_points): judge at its top level and say so in the line.
         # A level missing because its point failed (a higher one was measured) stays not measured.
         c = at = common[-1]
-    if c not in t_all or c not in b_all:
+    if c not in measured[claim.treatment] or c not in measured[claim.baseline]:
         return ClaimCheck(claim, "inconclusive", nan, nan, nan, nan)
+    invalid = [why_not_counted(tables[side], c, side) for side, levels in
+               ((claim.treatment, t_all), (claim.baseline, b_all)) if c not in levels]
+    if invalid:
+        where = f" (the sweep's top level; the claim is at c{claim.concurrency})" if at is not None else ""
+        return ClaimCheck(claim, "inconclusive", nan, nan, nan, nan, at,
+                          why="; ".join(invalid) + where + ": only valid points count")
     t, b = t_all[c], b_all[c]
     bv, tv = float(np.median(b)), float(np.median(t))
     if bv == 0:
@@ -88,6 +103,8 @@ def check(claim: Claim, tables: dict[str, pd.DataFrame], z: float = DEFAULT_Z) -
 def agrees(expect: Claim, tables: dict[str, pd.DataFrame]) -> str:
     """'agrees' | 'disagrees' | 'tie' | 'not measured': the direction of the seed's finding here."""
     c = check(expect.model_copy(update={"better_by_pct": 0.0}), tables)
+    if c.why:
+        return f"inconclusive ({c.why})"
     if not math.isfinite(c.improvement):
         return "not measured"
     at = f" (judged at c{c.at}, the sweep's top here)" if c.at is not None else ""

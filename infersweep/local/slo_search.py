@@ -30,6 +30,7 @@ from infersweep.paths import REPO_ROOT, venv_python
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import RecipeError, load_recipe
 from infersweep.results.table import point_row
+from infersweep.results.validity import load_thresholds
 from infersweep.slo_search import Search, bisect
 from workflows.pipeline import recipe_arguments
 from workflows.step_declarations import AIPERF_POINT
@@ -53,6 +54,7 @@ def slo_search_local(recipe_ref: str, *, out: Path, lo: float, hi: float, axis: 
     state_dir, model_dir = out / "deployment", out / "toy-model"
     state_dir.mkdir(parents=True, exist_ok=True)
     gpus = simulated_gpus(r, prof)
+    thresholds = load_thresholds("local")
     rows: list[dict[str, Any]] = []
     dep = deploy_local(dgd, model_dir=model_dir, state_dir=state_dir,
                        max_workers_per_component=prof["max_workers_per_component"])
@@ -76,7 +78,9 @@ def slo_search_local(recipe_ref: str, *, out: Path, lo: float, hi: float, axis: 
             subprocess.run(argv, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, cwd=REPO_ROOT,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             folder = point_folder(str(point), rate)  # where the step put it (c<N>-rate<R> for a rate)
-            row = point_row(folder, gpus, slo, {"run_id": out.name, "recipe": r.name})
+            # Judged with the local validity profile, as `run --local` judges its points: an invalid point
+            # has no SLO verdict (infersweep.results.evidence), and the search counts it as a miss.
+            row = point_row(folder, gpus, slo, {"run_id": out.name, "recipe": r.name}, thresholds)
             rows.append(row)
             log(f"  {axis} {load:g}: {row['slo_detail']} (ttft p50 {row.get('ttft_ms_p50', float('nan')):.1f} ms, "
                 f"{row.get('tok_s_per_user', float('nan')):.1f} tok/s/user, {time.monotonic() - t0:.1f} s)")

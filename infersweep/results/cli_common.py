@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from infersweep.results.run import Run, load_run_folder
-from infersweep.results.store import RunStore
+from infersweep.results.store import RunNotFound, RunStore
 
 
 def default_store() -> str:
@@ -30,11 +30,34 @@ def add_store_arg(p: argparse.ArgumentParser) -> None:
                         "results bucket of params/cluster.yaml)")
 
 
+class RunLookupError(LookupError):
+    """A RUN argument that names no run: one line naming what was looked for and where."""
+
+
 def load_run(ref: str, store: str | None) -> Run:
+    """The run `ref` names: a local run folder, else a run id (or RECIPE/RUN_ID) in the store.
+
+    A mistake (a file, a typo, a store that cannot be read: no credentials, no endpoint) is one RunLookupError
+    line naming what was looked for and where, never the S3 client's traceback."""
     path = Path(ref)
     if path.is_dir() and store is None:
         return load_run_folder(path)
-    return RunStore(store or default_store()).load(ref)
+    if path.is_file():
+        raise RunLookupError(f"{ref}: a file, not a run: give a run folder (runs/<run-id>, with summary/ inside) "
+                             "or a run id / RECIPE/RUN_ID in --store")
+    here = "" if store is not None else f"no run folder {ref!r} under {Path.cwd()}, and "
+    location = store or default_store()
+    try:
+        return RunStore(location).load(ref)
+    except RunNotFound:
+        raise RunLookupError(f"{here}no run {ref!r} in the results store {location}"
+                             + ("" if store is not None else " (--store S picks another store)")) from None
+    except Exception as e:  # the S3 client's errors (botocore is only imported when S3 is used)
+        if type(e).__module__.split(".")[0] not in ("botocore", "boto3", "urllib3"):
+            raise
+        raise RunLookupError(f"{here}the results store {location} could not be read to look for run {ref!r}: "
+                             f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".rstrip(": ")
+                             + " (give a run folder, or --store FOLDER, or AWS credentials for the bucket)") from None
 
 
 def label_runs(runs: list[Run]) -> dict[str, Run]:
@@ -60,7 +83,7 @@ def clean_errors(fn):
     def wrapper(a):
         try:
             return fn(a)
-        except (RunIntegrityError, RunNotFound, FileNotFoundError, ValueError) as e:
+        except (RunIntegrityError, RunNotFound, RunLookupError, FileNotFoundError, ValueError) as e:
             if isinstance(e, RecipeError):
                 raise
             raise RecipeError(str(e)) from None

@@ -16,7 +16,7 @@ import pandas as pd
 
 from infersweep.metrics import direction
 from infersweep.results.plots import COLORS, _plt, _save, per_point
-from infersweep.results.validity import split_valid
+from infersweep.results.evidence import best_point, counted
 
 METRICS = [
     ("ttft_ms_avg", "TTFT mean"), ("ttft_ms_p50", "TTFT p50"), ("ttft_ms_p99", "TTFT p99"),
@@ -37,6 +37,7 @@ class Comparison:
     best: pd.DataFrame  # the best point meeting the SLOs, per run (first row: overall best)
     missing: list[str]
     left_out: list[str] = field(default_factory=list)  # invalid points not compared (one line each)
+    included_invalid: list[str] = field(default_factory=list)  # invalid points compared (--include-invalid)
 
     def text(self) -> str:
         return format_comparison(self)
@@ -58,10 +59,17 @@ def compare_runs(runs: dict[str, pd.DataFrame], metrics: list[tuple[str, str]] |
     if len(runs) < 2:
         raise ValueError("compare needs at least two runs")
     left_out: list[str] = []
+    included: list[str] = []
+    invalid_at: dict[int, list[str]] = {}
     kept = {}
     for label, df in runs.items():
-        kept[label], lines = split_valid(df, include_invalid)
+        kept[label], lines = counted(df, include_invalid)
         left_out += [f"{label}: {line}" for line in lines]
+        if include_invalid:  # compared anyway: every table row still says which points are not valid
+            valid_only, bad = counted(df)
+            included += [f"{label}: {line.replace('left out ', '', 1)}" for line in bad]
+            for c in sorted(set(df["concurrency"].dropna().astype(int)) - set(valid_only["concurrency"].dropna().astype(int))):
+                invalid_at.setdefault(int(c), []).append(label)
     runs = kept
     metrics = metrics or METRICS
     labels = list(runs)
@@ -74,7 +82,7 @@ def compare_runs(runs: dict[str, pd.DataFrame], metrics: list[tuple[str, str]] |
         common = sorted(set(base.index) & set(other.index))
         for only, who in ((set(base.index) - set(other.index), label), (set(other.index) - set(base.index), base_label)):
             if only:
-                missing.append(f"{who} has no measured point at concurrency {sorted(int(c) for c in only)}")
+                missing.append(f"{who} has no valid measured point at concurrency {sorted(int(c) for c in only)}")
         for metric, _ in metrics:
             if metric not in base.columns or metric not in other.columns:
                 continue
@@ -84,7 +92,8 @@ def compare_runs(runs: dict[str, pd.DataFrame], metrics: list[tuple[str, str]] |
                 w = _winner(metric, a, b, base_label, label)
                 changes.append({"run": label, "baseline": base_label, "concurrency": int(c), "metric": metric,
                                 "baseline_value": a, "value": b, "pct_change": _pct(a, b),
-                                "better": None if w is None else w == label})
+                                "better": None if w is None else w == label,
+                                "valid": not ({base_label, label} & set(invalid_at.get(int(c), [])))})
                 seq.append((int(c), w))
             last = None
             for c, w in seq:
@@ -97,7 +106,7 @@ def compare_runs(runs: dict[str, pd.DataFrame], metrics: list[tuple[str, str]] |
             winners.append({"run": label, "metric": metric, "summary": _runs_text(seq)})
     return Comparison(base_label, pd.DataFrame(changes), pd.DataFrame(crossovers, columns=[
         "run", "baseline", "metric", "concurrency", "winner_before", "winner_from"]),
-        pd.DataFrame(winners), best_meeting_slo(runs), missing, left_out)
+        pd.DataFrame(winners), best_meeting_slo(runs), missing, left_out, included)
 
 
 def _runs_text(seq: list[tuple[int, str | None]]) -> str:
@@ -114,16 +123,15 @@ def _runs_text(seq: list[tuple[int, str | None]]) -> str:
 
 
 def best_meeting_slo(runs: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """Per run, the point meeting every SLO with the most tok/s per GPU; sorted best first."""
+    """Per run, its best point (infersweep.results.evidence.best_point: valid, meeting every SLO, most tok/s
+    per GPU); sorted best first."""
     rows = []
     for label, df in runs.items():
-        pts = per_point(df)
-        ok = pts[pts["slo_pass"] == True] if not pts.empty else pts  # noqa: E712
-        if ok.empty:
+        top = best_point(df)  # valid points only (infersweep.results.evidence)
+        if top is None:
             rows.append({"run": label, "concurrency": None, "tok_s_per_gpu": math.nan, "tok_s_per_user": math.nan,
                          "goodput_req_s": math.nan, "meets_slo": False})
             continue
-        top = ok.sort_values(["tok_s_per_gpu", "goodput_req_s"], ascending=False).iloc[0]
         rows.append({"run": label, "concurrency": int(top["concurrency"]), "tok_s_per_gpu": top["tok_s_per_gpu"],
                      "tok_s_per_user": top["tok_s_per_user"], "goodput_req_s": top["goodput_req_s"], "meets_slo": True})
     df = pd.DataFrame(rows)
@@ -138,11 +146,12 @@ def format_comparison(cmp: Comparison) -> str:
     for label in cmp.changes["run"].unique() if not cmp.changes.empty else []:
         sub = cmp.changes[cmp.changes["run"] == label]
         metrics = list(dict.fromkeys(sub["metric"]))
-        head = ["concurrency"] + [names.get(m, m) for m in metrics]
+        head = ["concurrency", "valid"] + [names.get(m, m) for m in metrics]
         rows = []
         for c, g in sub.groupby("concurrency"):
             by = g.set_index("metric")
-            rows.append((str(c), *(_pct_text(by.at[m, "pct_change"], by.at[m, "better"]) for m in metrics)))
+            valid = "yes" if "valid" not in g or bool(g["valid"].all()) else "NO (see below)"
+            rows.append((str(c), valid, *(_pct_text(by.at[m, "pct_change"], by.at[m, "better"]) for m in metrics)))
         out.append(f"{label} vs {cmp.baseline}: % change per concurrency (+ = higher; * = {label} better)")
         out.append(table(head, rows))
         out.append("")
@@ -156,12 +165,15 @@ def format_comparison(cmp: Comparison) -> str:
         out.append("")
     for note in cmp.missing:
         out.append(f"note: {note}")
+    if cmp.included_invalid:
+        out.append(f"compared {len(cmp.included_invalid)} invalid point(s) too (--include-invalid); not valid because:")
+        out += [f"  {line}" for line in cmp.included_invalid]
     if cmp.left_out:
         out.append(f"left out {len(cmp.left_out)} invalid point(s) (--include-invalid compares them too):")
         out += [f"  {line}" for line in cmp.left_out]
     best = cmp.best
     if best.empty or not best.iloc[0]["meets_slo"]:
-        out.append("best configuration meeting the SLOs: none of the runs has a point meeting them")
+        out.append("best configuration meeting the SLOs: none of the runs has a valid point meeting them")
     else:
         b = best.iloc[0]
         out.append(f"best configuration meeting the SLOs: {b['run']} at concurrency {int(b['concurrency'])} "
@@ -169,13 +181,13 @@ def format_comparison(cmp: Comparison) -> str:
                    f"goodput {b['goodput_req_s']:.2f} req/s)")
         for _, r in best.iloc[1:].iterrows():
             out.append(f"  {r['run']}: " + (f"c{int(r['concurrency'])}, {r['tok_s_per_gpu']:.1f} tok/s/GPU"
-                                            if r["meets_slo"] else "no point meets the SLOs"))
+                                            if r["meets_slo"] else "no valid point meets the SLOs"))
     return "\n".join(out)
 
 
 def _pct_text(pct: float, better) -> str:
     if not math.isfinite(pct):
-        return "–"
+        return "NA"
     return f"{pct:+.1f}%" + ("*" if better is not None and not pd.isna(better) and bool(better) else "")
 
 

@@ -33,7 +33,7 @@ import pandas as pd
 
 from infersweep.metrics import DEFAULT_Z, direction, normalize_tolerances
 from infersweep.results.table import OK_STATUSES
-from infersweep.results.validity import split_valid
+from infersweep.results.evidence import counted
 
 MEDIAN_SE = 1.2533  # se(median) / (sigma / sqrt(n)) for normal noise
 
@@ -152,8 +152,8 @@ def judge_run(current_table: pd.DataFrame, baseline_table: pd.DataFrame,
         reasons = current_table[current_table["concurrency"] == c]["reason"].dropna().unique().tolist()
         notes.append(f"   regressed  concurrency {c}: measured in the baseline, not now"
                      + (f" ({'; '.join(map(str, reasons))[:200]})" if reasons else " (point missing)"))
-    current_table, left_cur = split_valid(current_table, include_invalid)
-    baseline_table, left_base = split_valid(baseline_table, include_invalid)
+    current_table, left_cur = counted(current_table, include_invalid)
+    baseline_table, left_base = counted(baseline_table, include_invalid)
     notes += [f"   left out  current: {line}" for line in left_cur] + [f"   left out  baseline: {line}" for line in left_base]
     metrics = [m for m in tols if m in current_table.columns and m in baseline_table.columns]
     for m in tols:
@@ -167,7 +167,11 @@ def judge_run(current_table: pd.DataFrame, baseline_table: pd.DataFrame,
         for conc in sorted(set(cur) & set(base)):
             findings.append(_cell(metric, conc, cur[conc], base[conc], tols[metric], z, sigma))
     if not findings and not lost:
-        return Verdict("inconclusive", "inconclusive: no concurrency point measured in both runs", [])
+        # Nothing valid to judge (infersweep.results.evidence): inconclusive, never pass.
+        why = (f"no valid concurrency point measured in both runs ({len(left_cur) + len(left_base)} invalid "
+               "point(s) left out; --include-invalid judges them)" if left_cur or left_base
+               else "no concurrency point measured in both runs")
+        return Verdict("inconclusive", "\n".join([f"inconclusive: {why}"] + notes), [])
     kinds = {f.verdict for f in findings}
     if lost or "regressed" in kinds:
         verdict = "regressed"

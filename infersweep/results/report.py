@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from infersweep.results import plots
+from infersweep.results.evidence import best_point
 from infersweep.results.run import Run
 
 TABLE_COLUMNS = [
@@ -26,7 +27,7 @@ TABLE_COLUMNS = [
     ("request_latency_ms_p50", "latency p50 ms"), ("request_latency_ms_p99", "latency p99 ms"),
     ("output_tok_s", "output tok/s"), ("tok_s_per_gpu", "tok/s/GPU"), ("tok_s_per_user", "tok/s/user p50"),
     ("request_per_s", "req/s"), ("goodput_req_s", "goodput req/s"), ("goodput_fraction", "good %"),
-    ("error_rate", "errors %"), ("slo_pass", "SLO"), ("valid", "valid"),
+    ("error_rate", "errors %"), ("slo_pass", "SLO"), ("valid", "valid"), ("validity_reasons", "why not valid"),
 ]
 CONTEXT_ROWS = ["run_id", "recipe", "recipe_hash", "engine", "engine_image", "model", "model_revision",
                 "model_commit", "topology", "router", "gpu_type", "gpu_count", "workload", "aiperf_version",
@@ -44,7 +45,7 @@ img{max-width:100%;border:1px solid #eee;margin:6px 0} code{background:#f4f4f4;p
 
 def _fmt(value, col: str) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
-        return "–"
+        return "NA"
     if col == "valid":
         return '<span class="pass">valid</span>' if bool(value) else '<span class="fail">invalid</span>'
     if col == "slo_pass":
@@ -58,11 +59,11 @@ def _fmt(value, col: str) -> str:
 
 def results_table_html(df: pd.DataFrame) -> str:
     cols = [(c, h) for c, h in TABLE_COLUMNS if c in df.columns]
-    head = "".join(f'<th class="{"l" if c == "status" else ""}">{html.escape(h)}</th>' for c, h in cols)
+    head = "".join(f'<th class="{"l" if c in ("status", "validity_reasons") else ""}">{html.escape(h)}</th>' for c, h in cols)
     body = []
     for _, r in df.iterrows():
         cls = "" if r["status"] == "ok" else ' class="bad"'
-        cells = "".join(f'<td class="{"l" if c == "status" else ""}">{_fmt(r.get(c), c)}</td>' for c, _ in cols)
+        cells = "".join(f'<td class="{"l" if c in ("status", "validity_reasons") else ""}">{_fmt(r.get(c), c)}</td>' for c, _ in cols)
         body.append(f"<tr{cls}>{cells}</tr>")
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
@@ -85,13 +86,11 @@ def _slo_html(run: Run) -> str:
     if not slo:
         return '<p class="muted">No SLOs were given: SLO pass/fail and goodput are not judged.</p>'
     items = ", ".join(f"<code>{html.escape(k)} = {v:g}</code>" for k, v in slo.items())
-    ok = plots.per_point(run.table)
-    passing = ok[ok["slo_pass"] == True]  # noqa: E712 (pandas boolean with NA)
-    if passing.empty:
-        best = '<span class="fail">no measured point meets them</span>'
+    top = best_point(run.table)  # valid points only (infersweep.results.evidence)
+    if top is None:
+        best = '<span class="fail">no valid measured point meets them</span>'
     else:
-        top = passing.sort_values("tok_s_per_gpu", ascending=False).iloc[0]
-        best = (f'<span class="pass">best point meeting them: concurrency {int(top["concurrency"])}</span>, '
+        best = (f'<span class="pass">best valid point meeting them: concurrency {int(top["concurrency"])}</span>, '
                 f'{top["tok_s_per_gpu"]:.1f} tok/s/GPU at {top["tok_s_per_user"]:.1f} tok/s/user')
     return f"<p>SLOs: {items}. {best}. Goodput counts the requests that met them (per request).</p>"
 
@@ -115,7 +114,8 @@ def _invalid_html(df: pd.DataFrame) -> str:
         return ""
     items = "".join(f"<li>concurrency {html.escape(str(r['concurrency']))}: {html.escape(str(r['validity_reasons']))}</li>"
                     for _, r in bad.iterrows())
-    return f"<p>Measured but not valid (compare and regress leave these out by default):</p><ul>{items}</ul>"
+    return (f"<p>Measured but not valid (no SLO verdict, never the best point; compare and regress leave these out "
+            f"by default):</p><ul>{items}</ul>")
 
 
 def _img(path: Path, alt: str) -> str:

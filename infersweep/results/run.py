@@ -32,6 +32,12 @@ class Run:
     metrics_note: str = ""  # why there are no server metrics, when there are none
     manifest: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # Tables written before the evidence rule may say slo_pass True on invalid rows: never read so.
+        from infersweep.results.evidence import enforce
+
+        self.table = enforce(self.table)
+
     @property
     def recipe(self) -> str:
         return self.context.get("recipe") or (self.table["recipe"].iloc[0] if len(self.table) else "")

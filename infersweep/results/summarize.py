@@ -24,27 +24,37 @@ import pandas as pd
 from infersweep.predict.beside import annotate
 from infersweep.predict.source import banner
 from infersweep.results.context import RUN_FILE, build_context
+from infersweep.results.evidence import enforce
 from infersweep.results.gpu_telemetry import GPU_TELEMETRY_ENV
 from infersweep.results.gpu_telemetry import add_columns as add_gpu_columns
 from infersweep.results.report import write_report
 from infersweep.results.run import load_run_folder
 from infersweep.results.table import SCHEMA_VERSION, build_table, point_dirs, read_result
 
-MD_COLUMNS = ["concurrency", "request_rate", "repetition", "status", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "latency_p50_ms",
-              "output_tok_s", "tok_s_per_gpu", "tok_s_per_user", "request_per_s", "goodput_req_s", "error_rate",
-              "slo_pass", "predicted_itl_ms", "implausible", "gpu_power_total_w", "energy_j_per_output_token"]
+MD_COLUMNS = ["concurrency", "request_rate", "repetition", "status", "valid", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms",
+              "latency_p50_ms", "output_tok_s", "tok_s_per_gpu", "tok_s_per_user", "request_per_s", "goodput_req_s",
+              "error_rate", "slo_pass", "predicted_itl_ms", "implausible", "gpu_power_total_w",
+              "energy_j_per_output_token", "validity_reasons"]
+
+
+def _cell(v) -> str:
+    """A table cell: NA (None, NaN, pd.NA) as NA, floats to 2 decimals, text with its pipes escaped."""
+    if v is None or v is pd.NA or (isinstance(v, float) and v != v):
+        return "NA"
+    if isinstance(v, float):
+        return f"{v:.2f}"
+    return str(v).replace("|", "\\|").replace("\n", " ")
 
 
 def markdown_table(df: pd.DataFrame) -> str:
+    """The results table as Markdown: every row with its validity verdict (`valid`) and, last, why a point is
+    not valid (`validity_reasons`); an invalid point's slo_pass is NA (infersweep.results.evidence)."""
+    df = enforce(df)
     cols = [c for c in MD_COLUMNS if c in df.columns]
     head = "| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n"
     body = ""
     for _, r in df.iterrows():
-        cells = []
-        for c in cols:
-            v = r[c]
-            cells.append(f"{v:.2f}" if isinstance(v, float) else str(v))
-        body += "| " + " | ".join(cells) + " |\n"
+        body += "| " + " | ".join(_cell(r[c]) for c in cols) + " |\n"
     return head + body
 
 

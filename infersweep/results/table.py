@@ -32,6 +32,7 @@ import pandas as pd
 # Headline metrics (the flat names of read_point) and their v0 aliases: the metric vocabulary below both the
 # recipe and results/.
 from infersweep.metrics import HEADLINE, V0_ALIASES
+from infersweep.results.evidence import enforce, judge_slo
 from infersweep.results.validity import MEASURE_COLUMNS, judge_point, load_thresholds, mark_saturation, point_measures
 from infersweep.aiperf_contract import RECORDS_FILE, SUMMARY_FILE, iter_profiling_records
 
@@ -221,6 +222,9 @@ def point_row(point_dir: Path, gpu_count: int, slo: dict[str, float], context: d
     row["valid"], reasons = judge_point(measures, t)
     row["validity_reasons"] = "; ".join(reasons)
     row["validity_profile"] = t["profile"]
+    # An invalid point meets no SLO (infersweep.results.evidence): its slo_pass is NA, the detail says why.
+    row["slo_pass"], row["slo_detail"] = judge_slo(row["slo_pass"], row["slo_detail"], row["valid"],
+                                                   row["validity_reasons"])
     for col in MEASURE_COLUMNS[1:]:
         row[col] = measures.get(col)
     return row
@@ -231,7 +235,7 @@ def build_table(points_dir: Path, gpu_count: int, slo: dict[str, float], context
     t = thresholds or load_thresholds()
     rows = [point_row(d, gpu_count, slo, context, t) for d in point_dirs(points_dir)]
     df = finish_table(pd.DataFrame(rows), context)
-    return mark_saturation(df, t)
+    return enforce(mark_saturation(df, t))  # a point marked saturated is invalid: no SLO verdict either
 
 
 def finish_table(df: pd.DataFrame, context: dict[str, Any]) -> pd.DataFrame:

@@ -248,19 +248,10 @@ def mark_saturation(df: pd.DataFrame, t: dict[str, Any]) -> pd.DataFrame:
 
 
 def split_valid(df: pd.DataFrame, include_invalid: bool = False) -> tuple[pd.DataFrame, list[str]]:
-    """(the rows to use, one line per row left out). Rows of tables written before `valid` existed, or whose
-    verdict is empty, are kept (their validity is unknown, not bad)."""
-    if include_invalid or "valid" not in df.columns or df.empty:
-        return df, []
-    # Only measured rows are left out here: failed points are not measurements anyway (callers handle them).
-    measured = df["status"].isin(("ok", "partial")) if "status" in df.columns else True
-    bad = measured & df["valid"].astype("object").map(lambda v: v is not None and not pd.isna(v) and not bool(v))
-    left = []
-    for _, r in df[bad].iterrows():
-        who = f"{r['recipe']}@{r['run_id']}" if r.get("run_id") else str(r.get("recipe"))
-        left.append(f"left out {who} concurrency {r['concurrency']} repetition {r['repetition']}: "
-                    f"{r.get('validity_reasons') or 'invalid'}")
-    return df[~bad], left
+    """(the rows to use, one line per row left out): the rule of infersweep.results.evidence.counted."""
+    from infersweep.results.evidence import counted
+
+    return counted(df, include_invalid)
 
 
 # ---------------------------------------------------------------- helpers
