@@ -209,3 +209,20 @@ def test_run_local_applies_recipe_changes(monkeypatch, tmp_path):
     assert main(["run", "--local", AGG, "--out", str(tmp_path / "runs"), "--set", "workload.concurrency=[1,2]",
                  "--set", "ready-timeout-s=60"]) == 2
     assert seen["r"].recipe.workload.concurrency == [1, 2] and seen["params"] == {"ready-timeout-s": "60"}
+
+
+def test_resume_refuses_other_recipe_changes(tmp_path):
+    # A resumed run keeps the points measured before: they must be of the same recipe fields.
+    from infersweep.local.run import run_local
+    from infersweep.render import render_recipe
+
+    run_dir = tmp_path / "runs" / "r1"
+    changes = {"workload.concurrency": [1, 2]}
+    render_recipe(load_recipe(AGG, overrides=changes), load_cluster_settings(), namespace="local",
+                  workflow_name="r1").write(run_dir / "rendered")
+    kw = dict(resume=run_dir, out_root=tmp_path / "runs", cache_root=tmp_path / "cache")
+    with pytest.raises(RecipeError, match="with other recipe fields .* give the --set it was run with"):
+        run_local(AGG, **kw)
+    with pytest.raises(RecipeError, match="with other recipe fields"):
+        run_local(AGG, recipe_overrides={"workload.concurrency": [1, 4]}, **kw)
+    assert not (tmp_path / "cache" / "toy-model").exists(), "nothing may be built or started"

@@ -182,6 +182,16 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
                   yaml.safe_load(first.read_text())["spec"]["arguments"]["parameters"]}
         if params.get("recipe") != r.name:
             raise RecipeError(f"--resume {resume}: that run is of recipe {params.get('recipe')!r}, not {r.name!r}")
+        from infersweep.recipe_context import recipe_hash
+
+        try:
+            earlier_hash = json.loads(params.get("context") or "{}").get("recipe_hash")
+        except (ValueError, AttributeError):
+            earlier_hash = None
+        if earlier_hash and earlier_hash != recipe_hash(r):
+            # its measured points would be kept beside points of another deployment or workload
+            raise RecipeError(f"--resume {resume}: that run measured {r.name} with other recipe fields (its recipe "
+                              "hash differs); give the --set it was run with, or start a new run")
         n = len(list(run_dir.glob("rendered*"))) + 1
         run_id = dns_label(f"{run_dir.name[:56]}-r{n}")
         rendered = f"rendered-r{n}"
