@@ -3,28 +3,50 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from infersweep.recipe import RecipeError
+
+if TYPE_CHECKING:
+    from infersweep.recipe.overrides import Sets
 from infersweep.text_table import table  # noqa: F401 (moved there so results/ can use it; re-exported)
 
 
-def parse_sets(values: list[str] | None) -> dict[str, str]:
-    """`--set key=value` pairs (workflow parameter overrides)."""
-    out = {}
+SET_HELP = ("change a recipe field (dotted path, YAML value: workload.concurrency=[1,8], router=kv, "
+            "topology.workers.tp=2; a mapping merges into the field) or a run parameter (prometheus-url, "
+            "s3-prefix, model-cache-pvc, ...); the recipe is validated and rendered again")
+
+
+def parse_sets(values: list[str] | None) -> "Sets":
+    """`--set PATH=VALUE`s: recipe-field changes (dotted paths, YAML values) and run parameters, each checked
+    here, once, for every command that takes --set (render, validate, submit, run): a mistake is refused
+    before anything is loaded, rendered, written or sent. See infersweep.recipe.overrides."""
+    from infersweep.recipe.overrides import Sets, classify
+
+    out = Sets()
     for v in values or []:
         key, sep, val = v.partition("=")
+        key = key.strip()
         if not sep or not key:
-            raise RecipeError(f"--set {v!r}: write it as key=value (a workflow parameter name, "
-                              "e.g. --set prometheus-url=http://prom:9090)")
-        out[key] = val
-    if not out:
-        return out
-    from infersweep.render_cache import pipeline_param_names  # not workflows.pipeline: it imports Hera (~1.2 s)
-
-    # Checked here, once, for every command that takes --set (run, render, submit): bad values are
-    # refused before anything is rendered, written or sent.
-    check_sets(out, pipeline_param_names())
+            raise RecipeError(f"--set {v!r}: write it as key=value (a recipe field as a dotted path, e.g. "
+                              "--set workload.concurrency=[1,8], or a run parameter, e.g. --set prometheus-url=http://prom:9090)")
+        if _bad_chars(val):
+            raise RecipeError(f"--set {key}=...: a value may not contain a newline or NUL")
+        kind, value = classify(key, val)
+        if kind == "param":
+            out.params[key] = val
+        else:
+            out.recipe.pop(key, None)  # the last --set of a path wins, in its place in the order
+            out.recipe[key] = value
+    if out.params:
+        check_sets(out.params, _run_params())
     return out
+
+
+def _run_params() -> list[str]:
+    from infersweep.recipe.overrides import RUN_PARAMS
+
+    return list(RUN_PARAMS)
 
 
 # What each `--set` value must look like. A value is refused here, before anything is rendered or

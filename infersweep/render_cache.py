@@ -5,10 +5,11 @@ Why: importing hera.workflows is ~1.1-1.5 s of a ~1.8 s one-recipe render (its g
 inputs, so a bundle rendered (and schema-validated) once is kept as JSON, named by the sha256 of
 everything it was made from:
 
-  * the resolved recipe, field by field (excluded fields too), its file's path and bytes;
+  * the resolved recipe, field by field (excluded fields too), its file's path and bytes, and the recipe
+    fields `--set` changed (infersweep.recipe.overrides);
   * every file under the params folder (the recipe's shared facts, cluster.yaml, local.yaml, ... : all
     of it, not a guess at which ones a renderer reads);
-  * the cluster settings (ClusterSettings, field by field), dgd_api, namespace, the `--set` overrides and the workflow name;
+  * the cluster settings (ClusterSettings, field by field), dgd_api, namespace, the run parameters `--set` gave and the workflow name;
   * the code that renders: every .py file of infersweep/, workflows/ and steps/;
   * the schemas it was validated against (schemas._schemas_digest: their files + schemas.py + jsonschema);
   * the versions of Python, hera, pydantic, pydantic-core, PyYAML and jsonschema.
@@ -158,6 +159,8 @@ def bundle_key(r: Any, settings: Any, *, dgd_api: str, namespace: str | None,
         "recipe_path": str(recipe_file.resolve()) if recipe_file else None,
         "recipe_bytes": hashlib.sha256(recipe_file.read_bytes()).hexdigest()
         if recipe_file and recipe_file.is_file() else None,
+        # the recipe-field `--set`s (already in "recipe" through the fields they change; named here too)
+        "recipe_overrides": canonical(getattr(r, "overrides", None) or {}),
         "params": _params_digest(params_dir()),
         "settings": canonical(settings),
         "dgd_api": dgd_api, "namespace": namespace, "overrides": canonical(overrides),

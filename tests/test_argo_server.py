@@ -259,7 +259,7 @@ def test_experiment_submit_creates_one_validated_workflow_with_every_treatment(a
 
 def test_bad_input_fails_before_any_request(argo, capsys):
     assert main(["submit", RECIPE, "--set", "prometheus_url=x"]) == 2
-    assert "no such parameter" in capsys.readouterr().err
+    assert "no such recipe field or run parameter; did you mean prometheus-url?" in capsys.readouterr().err
     assert main(["submit", "no-such-recipe"]) == 2
     assert argo.requests == []
 

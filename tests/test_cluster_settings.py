@@ -174,7 +174,7 @@ def test_a_set_override_goes_through_the_settings_field(assignment, expected):
 def test_good_set_overrides_pass_unchanged():
     sets = ["model-cache-size=1Ti", "s3-bucket=team-a.results", "s3-prefix=runs/team-a", "storage-class=",
             "prometheus-url=http://prometheus.monitoring.svc:9090", "model-cache-pvc=cache-2"]
-    assert parse_sets(sets) == dict(s.split("=", 1) for s in sets)
+    assert parse_sets(sets).params == dict(s.split("=", 1) for s in sets)
 
 
 def _params_copy(tmp_path, cluster_text: str | None, old_text: str | None = None):

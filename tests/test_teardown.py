@@ -28,6 +28,16 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 CLI = str(Path(sys.executable).parent / "infersweep")
+# The CLI's own main, with workflow parameters a user's --set may not change (a short sweep's points, a
+# model name the frontend does not serve) handed to run_local as the test's: argv[1] is them as JSON.
+CLI_WITH_PARAMS = r"""
+import json, sys
+import infersweep.local.run as local_run
+from infersweep.cli import main
+params, run_local = json.loads(sys.argv[1]), local_run.run_local
+local_run.run_local = lambda *a, **kw: run_local(*a, **{**kw, "overrides": {**(kw.get("overrides") or {}), **params}})
+sys.exit(main(sys.argv[2:]))
+"""
 RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"
 WATCHED = ("dynamo.frontend", "dynamo.mocker", "aiperf", "moto_server", "moto.server", "prometheus")
 MARK = "INFERSWEEP_RUN_MARK"
@@ -108,12 +118,14 @@ def still_listening(ports: set[int]) -> set[int]:
 class CliRun:
     """`infersweep run --local` in its own session, as a user's terminal would run it."""
 
-    def __init__(self, tmp: Path, points: list[dict], extra: list[str] = (), env: dict | None = None):
+    def __init__(self, tmp: Path, points: list[dict], extra: list[str] = (), env: dict | None = None,
+                 params: dict | None = None):
         self.tmp, self.mark = tmp, uuid.uuid4().hex
         self.out = tmp / "runs"
         self.log = tmp / "cli.log"
-        argv = [CLI, "run", "--local", RECIPE, "--out", str(self.out),
-                "--set", "points=" + json.dumps(points, separators=(",", ":")), *extra]
+        params = {"points": json.dumps(points, separators=(",", ":")), **(params or {})}
+        argv = [sys.executable, "-c", CLI_WITH_PARAMS, json.dumps(params),
+                "run", "--local", RECIPE, "--out", str(self.out), *extra]
         self.env = dict(os.environ if env is None else env, **{MARK: self.mark})
         self.seen: dict[int, str] = {}
         # Every command line ever seen: a pid the kernel hands to a later process must not erase what ran.
@@ -218,7 +230,7 @@ def test_success_leaves_nothing_running(cli_run):
 def test_failed_step_leaves_nothing_running(cli_run):
     # A model name the frontend does not serve: every request of the point fails, so the point step
     # fails (exit 2) while the deployment is up. The run must end Failed and still stop everything.
-    run = cli_run(POINTS_SHORT, extra=["--set", "model=no-such-model"])
+    run = cli_run(POINTS_SHORT, params={"model": "no-such-model"})
     rc = run.finish()
     assert rc == 1, run.output()[-3000:]
     assert "FAILED" in run.output() and "point" in run.output()

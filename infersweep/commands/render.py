@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from infersweep.cli_util import parse_sets
+from infersweep.cli_util import SET_HELP, parse_sets
 from infersweep.recipe import RecipeError, all_recipe_paths, load_recipe
 
 
@@ -16,11 +16,12 @@ def run(a: argparse.Namespace) -> int:
     if a.all == bool(a.recipe):
         raise RecipeError("infersweep render: give a RECIPE or --all (not both)")
     refs = all_recipe_paths() if a.all else [a.recipe]
-    out, settings, overrides = Path(a.out), load_cluster_settings(), parse_sets(a.set)
+    sets = parse_sets(a.set)
+    out, settings = Path(a.out), load_cluster_settings()
     for ref in refs:
-        r = load_recipe(ref)
+        r = load_recipe(ref, overrides=sets.recipe)
         dest = out / r.name if a.all else out
-        files = render_recipe(r, settings, dgd_api=a.dgd_api, overrides=overrides, cache=not a.no_cache).write(dest)
+        files = render_recipe(r, settings, dgd_api=a.dgd_api, overrides=sets.params, cache=not a.no_cache).write(dest)
         print(f"{r.name}: {len(files)} documents -> {dest}")
     return 0
 
@@ -30,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("recipe", nargs="?", help="recipe name or file")
     p.add_argument("--all", action="store_true", help="every recipe in params/recipes")
     p.add_argument("--out", required=True)
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a workflow parameter")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=SET_HELP)
     p.add_argument("--dgd-api", choices=["v1beta1", "v1alpha1"], default="v1beta1")
     p.add_argument("--no-cache", action="store_true",
                    help="render even if this recipe was rendered before from the same inputs (see infersweep/render_cache.py)")

@@ -6,7 +6,7 @@ import argparse
 import shlex
 from pathlib import Path
 
-from infersweep.cli_util import parse_sets
+from infersweep.cli_util import SET_HELP, parse_sets
 from infersweep.recipe import RecipeError
 
 
@@ -32,7 +32,7 @@ def run(a: argparse.Namespace) -> int:
         raise RecipeError(f"--out {a.out}: is a file; give a folder for the runs (default ./runs)")
     if a.resume and not Path(a.resume).is_dir():
         raise RecipeError(f"--resume {a.resume}: no such run folder; give runs/<run-id> of an earlier run")
-    res = run_local(a.recipe, out_root=out, overrides=sets, dgd_api=a.dgd_api,
+    res = run_local(a.recipe, out_root=out, overrides=sets.params, recipe_overrides=sets.recipe, dgd_api=a.dgd_api,
                     resume=Path(a.resume) if a.resume else None, retry=Path(a.retry) if a.retry else None,
                     resubmit=Path(a.resubmit) if a.resubmit else None, workers=a.workers, weights=a.weights,
                     gpu_python=a.gpu_python, engine_cache=Path(a.engine_cache) if a.engine_cache else None)
@@ -62,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("recipe", nargs="?", help="recipe name or file (not needed with --retry/--resubmit)")
     p.add_argument("--local", action="store_true", help="run on this machine (Dynamo mocker + AIPerf + local S3)")
     p.add_argument("--out", default="runs", help="folder for local runs (default ./runs)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a workflow parameter")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=SET_HELP)
     p.add_argument("--dgd-api", choices=["v1beta1", "v1alpha1"], default="v1beta1")
     p.add_argument("--resume", metavar="RUN_DIR", help="run again on an earlier run's folder: points measured ok "
                    "are kept, the others run; published under a new prefix <run-id>-rN")

@@ -7,7 +7,7 @@ import argparse
 import time
 
 from infersweep.argo_server import add_server_flags, server_from_args
-from infersweep.cli_util import parse_sets
+from infersweep.cli_util import SET_HELP, parse_sets
 
 DONE = ("Succeeded", "Failed", "Error")
 
@@ -32,13 +32,13 @@ def run(a: argparse.Namespace) -> int:
     from infersweep.render import render_recipe
     from workflows.gpu_guard import check_fits_pool
 
+    sets = parse_sets(a.set)
     settings = load_cluster_settings()
-    r = load_recipe(a.recipe)
-    overrides = parse_sets(a.set)
+    r = load_recipe(a.recipe, overrides=sets.recipe)
     server = server_from_args(a)
     # Everything that can be refused is refused here, before the first request.
     check_fits_pool(r, settings)
-    bundle = render_recipe(r, settings, dgd_api=a.dgd_api, namespace=server.cfg.namespace, overrides=overrides,
+    bundle = render_recipe(r, settings, dgd_api=a.dgd_api, namespace=server.cfg.namespace, overrides=sets.params,
                            cache=not a.no_cache)
     wf = server.create_workflow(bundle.workflow)
     name = wf["metadata"]["name"]
@@ -52,7 +52,7 @@ def run(a: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("submit", help="run a recipe on the cluster (through the Argo Server)")
     p.add_argument("recipe", help="recipe name or file")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a workflow parameter")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=SET_HELP)
     p.add_argument("--dgd-api", choices=["v1beta1", "v1alpha1"], default="v1beta1")
     p.add_argument("--watch", action="store_true", help="follow the run until it ends (exit 1 unless it succeeded)")
     p.add_argument("--poll-s", type=float, default=5.0, help=argparse.SUPPRESS)

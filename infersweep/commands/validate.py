@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from infersweep.cli_util import SET_HELP, parse_sets
 from infersweep.recipe import RecipeError, all_recipe_paths, load_recipe
 
 
@@ -13,12 +14,13 @@ def run(a: argparse.Namespace) -> int:
     from infersweep.cluster_settings import load_cluster_settings
     from infersweep.render import render_recipe
 
+    sets = parse_sets(a.set)  # a malformed --set is one error for the call, not one per recipe
     paths = [Path(p) for p in a.paths] if a.paths else all_recipe_paths()
     errors = 0
     for p in paths:
         try:
-            r = load_recipe(p)
-            render_recipe(r, load_cluster_settings(), cache=not a.no_cache)
+            r = load_recipe(p, overrides=sets.recipe)
+            render_recipe(r, load_cluster_settings(), overrides=sets.params, cache=not a.no_cache)
             note = "" if r.model.pinned else f" (warning: model revision {r.model.revision!r} is not a commit SHA)"
             print(f"ok  {p}{note}")
         except (RecipeError, ValueError) as e:
@@ -31,6 +33,7 @@ def run(a: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("validate", help="validate recipes and everything they render")
     p.add_argument("paths", nargs="*")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=SET_HELP)
     p.add_argument("--no-cache", action="store_true",
                    help="render even if this recipe was rendered before from the same inputs (see infersweep/render_cache.py)")
     p.set_defaults(fn=run)

@@ -173,7 +173,8 @@ def _local_configmaps(settings: ClusterSettings, r: ResolvedRecipe, namespace: s
 
 
 def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), cache_root: Path = Path(".infersweep"),
-              overrides: dict[str, str] | None = None, dgd_api: str = "v1beta1",
+              overrides: dict[str, str] | None = None, recipe_overrides: dict[str, Any] | None = None,
+              dgd_api: str = "v1beta1",
               on_event: Callable[[str, Node], None] | None = None, s3: LocalS3 | None = None,
               resume: Path | None = None, retry: Path | None = None, resubmit: Path | None = None,
               on_started: Callable[[LocalArgo], None] | None = None, workers: str = "mocker",
@@ -196,6 +197,10 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
     finished workflow (infersweep/local/argo_retry.py): retry continues the same workflow (same name, same
     folder) from its last status with failed nodes reset and succeeded ones kept; resubmit runs the same
     documents as a new workflow in a new folder.
+
+    `recipe_overrides`: `--set` changes to the recipe's fields (infersweep.recipe.overrides), applied before it
+    is validated, scaled down and rendered. `overrides`: workflow parameters as they are (the CLI passes only
+    the run parameters a user may set; tests may set any).
     """
     t_start = time.monotonic()
     earlier = retry or resubmit
@@ -204,7 +209,7 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
         prev_docs = _earlier_run(Path(earlier).resolve(), "--retry" if retry else "--resubmit")
         recorded = {p["name"]: p.get("value") for p in prev_docs[0]["spec"]["arguments"]["parameters"]}
         recipe_ref = recipe_ref or recorded.get("recipe")
-    r = load_recipe(recipe_ref)
+    r = load_recipe(recipe_ref, overrides=recipe_overrides)
     prof = local_profile()
     isl, osl = scaled_lengths(r, prof)
     if workers not in ("mocker", "gpu"):
@@ -239,6 +244,16 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
                   yaml.safe_load(first.read_text())["spec"]["arguments"]["parameters"]}
         if params.get("recipe") != r.name:
             raise RecipeError(f"--resume {resume}: that run is of recipe {params.get('recipe')!r}, not {r.name!r}")
+        from infersweep.recipe_context import recipe_hash
+
+        try:
+            earlier_hash = json.loads(params.get("context") or "{}").get("recipe_hash")
+        except (ValueError, AttributeError):
+            earlier_hash = None
+        if earlier_hash and earlier_hash != recipe_hash(r):
+            # its measured points would be kept beside points of another deployment or workload
+            raise RecipeError(f"--resume {resume}: that run measured {r.name} with other recipe fields (its recipe "
+                              "hash differs); give the --set it was run with, or start a new run")
         n = len(list(run_dir.glob("rendered*"))) + 1
         run_id = dns_label(f"{run_dir.name[:56]}-r{n}")
         rendered = f"rendered-r{n}"

@@ -77,8 +77,11 @@ def find_recipe(name: str, pdir: Path | None = None) -> Path | None:
     return None
 
 
-def load_recipe(ref: str | Path, pdir: Path | None = None) -> ResolvedRecipe:
-    """Load a recipe by file path or by name (a file <name>.yaml anywhere under params/recipes)."""
+def load_recipe(ref: str | Path, pdir: Path | None = None, overrides: dict[str, Any] | None = None) -> ResolvedRecipe:
+    """Load a recipe by file path or by name (a file <name>.yaml anywhere under params/recipes).
+
+    `overrides`: `--set` changes (dotted recipe path -> value, infersweep.recipe.overrides), applied to the
+    recipe's fields before it is validated and resolved, so they are checked exactly as the file is."""
     pdir = pdir or params_dir()
     path = Path(ref)
     if not path.suffix and not path.exists():
@@ -87,9 +90,23 @@ def load_recipe(ref: str | Path, pdir: Path | None = None) -> ResolvedRecipe:
             raise RecipeError(f"{ref}: no recipe file or recipe name; `infersweep recipes` lists the names")
         path = candidate
     data = recipe_data(path, pdir)
-    r = parse_recipe(data, path, pdir)
+    if overrides:
+        r = _with_overrides(data, overrides, path, pdir)
+    else:
+        r = parse_recipe(data, path, pdir)
     if _in_catalog(path, pdir) and path.stem != r.name:  # names are looked up by file name
         raise RecipeError(f"{path}: name: {r.name!r} differs from the file name; rename the file to {r.name}.yaml")
+    return r
+
+
+def _with_overrides(data: dict[str, Any], overrides: dict[str, Any], path: Path, pdir: Path) -> ResolvedRecipe:
+    from infersweep.recipe.overrides import apply, describe
+
+    try:
+        r = parse_recipe(apply(data, overrides), path, pdir)
+    except RecipeError as e:
+        raise RecipeError(f"{e}\n(the recipe with --set {describe(overrides)}: fix the recipe or the --set)") from None
+    r.overrides = dict(overrides)
     return r
 
 

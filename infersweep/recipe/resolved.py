@@ -16,6 +16,8 @@ class ResolvedRecipe:
 
     def __init__(self, recipe: Recipe, model: Model, engine: Engine, gpu_type: GpuType, path: Path | None):
         self.recipe, self.model, self.engine, self.gpu_type, self.path = recipe, model, engine, gpu_type, path
+        # `--set` changes applied to the file's fields (dotted path -> value; infersweep.recipe.overrides)
+        self.overrides: dict = {}
 
     @property
     def name(self) -> str:
