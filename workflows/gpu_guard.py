@@ -248,10 +248,22 @@ def dgd_scheduling(r: ResolvedRecipe, settings: ClusterSettings, dgd_name: str, 
     return out
 
 
+def lane_labels(r: ResolvedRecipe, settings: ClusterSettings) -> dict[str, str]:
+    """The DGD's labels naming the lanes its run holds (infersweep/platform/dgd.py LANE_LABEL_PREFIX), each
+    with the lane's runs at once; deploy waits until fewer other DGDs carry them
+    (infersweep/platform/operations.py wait_for_lane), since Argo frees the lock before teardown."""
+    from infersweep.platform.dgd import LANE_LABEL_PREFIX
+
+    adm = recipe_admission(r, settings)
+    pool = pool_of(r, settings.guard)
+    return {LANE_LABEL_PREFIX + lane_key(adm.gpu_type, s): str(pool.lanes[s]) for s in adm.lanes}
+
+
 def apply_to_dgd(dgd: dict[str, Any], r: ResolvedRecipe, settings: ClusterSettings) -> dict[str, Any]:
     """The DGD with the configured scheduler's labels/annotations/schedulerName on every pod (v1beta1
-    `components[].podTemplate`); unchanged under the Argo-only guard."""
+    `components[].podTemplate`); under the Argo-only guard, the lane labels on the DGD instead."""
     if settings.guard.scheduler == "argo":
+        dgd["metadata"].setdefault("labels", {}).update(lane_labels(r, settings))
         return dgd
     if "components" not in dgd["spec"]:
         raise ClusterSettingsError(f"gpu_guard.scheduler {settings.guard.scheduler}: the pods' queue labels are "
