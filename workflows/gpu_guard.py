@@ -17,7 +17,8 @@ Why lanes, and not "a semaphore of GPU units" (Argo v4.1.2 workflow/sync/, read 
     run cannot take "8 units" of a 16-unit semaphore.
   - A template's several locks are taken all-or-nothing under one manager lock (sync_manager.go TryAcquire ->
     tryAcquireImpl: checkAcquire on every lock first, tryAcquire on all only if all are acquirable), so
-    several locks on one template cannot deadlock against each other. Taking units through nested templates
+    a template never holds some of its locks while waiting for the others. (That alone is not deadlock-free:
+    see "the queue order" below, the per-run priorities that make it so.) Taking units through nested templates
     (one node per unit) would acquire one by one: two 16-GPU runs holding 8 each wait for each other forever.
   - Only the front of a lock's queue may acquire (semaphore.go checkAcquire: "isn't at the front"; the queue
     is ordered by workflow priority, then creation time), and a waiting run is queued on every lock it asks
