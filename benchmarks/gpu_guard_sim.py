@@ -69,6 +69,7 @@ class Outcome:
     queued_free: float = 0.0
     max_wait: float = 0.0      # longest time a run waited for the guard (minutes)
     spans: dict[str, tuple[float, float]] = field(default_factory=dict)  # run -> (span start, span end)
+    stuck: list[str] = field(default_factory=list)  # runs still waiting when nothing is left to happen: deadlocked
 
     @property
     def idle_from_locking(self) -> float:
@@ -101,20 +102,40 @@ class Before:
         self.sem.release(run.name)
 
 
+def scrambled_ties(seed: int = 0):
+    """A tie order per lock that differs between locks (as two container/heaps holding different requests
+    may order equal items): the front among equals is the one with the least hash of (seed, lock, run)."""
+    import hashlib
+
+    return lambda key, holders: min(holders, key=lambda h: hashlib.sha256(f"{seed}/{key}/{h}".encode()).digest())
+
+
+def submit_priorities(runs: list[Run]) -> dict[str, int]:
+    """The priorities `infersweep submit` stamps on runs submitted in this order within one millisecond
+    (gpu_guard.submit_priority: each below the previous one)."""
+    gpu_guard._last_priority.clear()
+    return {r.name: gpu_guard.submit_priority(now_ms=0) for r in runs}
+
+
 class Lanes:
-    """workflows/gpu_guard.py's lane semaphores, as the span holds them."""
+    """workflows/gpu_guard.py's lane semaphores, as the span holds them. Every run is created in the same
+    second (all submitted at once), so Argo orders each lock's queue by priority alone: `priorities` None
+    is every run at priority 0 (before the guard stamped them), with each lock's ties in its own order
+    (`tie_break`, default scrambled_ties)."""
     whole_run = False
 
-    def __init__(self, settings: ClusterSettings, runs: list[Run]):
+    def __init__(self, settings: ClusterSettings, runs: list[Run], priorities: dict[str, int] | None = None,
+                 tie_break=None):
         cfg = settings.guard
         self.adm = {r.name: gpu_guard.admission(cfg.pools[r.pool], r.gpus, r.name) for r in runs}
-        self.sem = gpu_guard.ArgoSemaphores(gpu_guard.limits(settings))
+        self.sem = gpu_guard.ArgoSemaphores(gpu_guard.limits(settings), tie_break or scrambled_ties())
+        self.priorities = submit_priorities(runs) if priorities is None else priorities
 
     def reserved(self, run: Run) -> int:
         return self.adm[run.name].reserved
 
     def request(self, run: Run) -> None:
-        self.sem.request(run.name, self.adm[run.name].keys)
+        self.sem.request(run.name, self.adm[run.name].keys, priority=self.priorities.get(run.name, 0), created=0)
 
     def admit(self) -> list[str]:
         return self.sem.admit()
@@ -208,6 +229,7 @@ def simulate(runs: list[Run], pools: dict[str, int], scheme, ph: Phases) -> Outc
             push(start + span[admitted], "span_end", admitted)
         if kind == "span_start":
             deployed_gpus[r.pool] += r.gpus
+    out.stuck = sorted(waiting)
     return out
 
 
@@ -229,6 +251,7 @@ def compare(runs: list[Run], settings: ClusterSettings, ph: Phases) -> dict[str,
     slots = {p: max([r.gpus for r in catalog_runs() if r.pool == p] or [g]) for p, g in pools.items()}
     return {"before": simulate(runs, pools, Before(pools, runs, slots), ph),
             "lanes": simulate(runs, pools, Lanes(settings, runs), ph),
+            "lanes, no priorities": simulate(runs, pools, Lanes(settings, runs, priorities={}), ph),
             "exact": simulate(runs, pools, Exact(pools, runs), ph)}
 
 
@@ -247,14 +270,17 @@ def main(argv: list[str] | None = None) -> list[Figure]:
         for scheme, o in compare(runs, settings, ph).items():
             rows.append([scen, scheme, len(runs), f"{o.makespan / 60:.1f}", f"{o.held / 60:.0f}", f"{o.deployed / 60:.0f}",
                          f"{o.measuring / 60:.0f}", f"{100 * o.idle_fraction:.1f} %", f"{o.queued_free / 60:.0f}",
-                         f"{o.max_wait / 60:.1f}"])
+                         f"{o.max_wait / 60:.1f}", str(len(o.stuck))])
             bound = "< 10" if scheme == "lanes" else ""
             figs.append(Figure("gpu_guard_sim", f"{scen}/{scheme}: held-but-idle from locking", round(100 * o.idle_fraction, 1),
                                "% of held", bound, f"makespan {o.makespan / 60:.1f} h, held {o.held / 60:.0f} GPU-h, "
                                f"measuring {o.measuring / 60:.0f} GPU-h, queued-while-free {o.queued_free / 60:.0f} GPU-h"))
+            if scheme.startswith("lanes"):
+                figs.append(Figure("gpu_guard_sim", f"{scen}/{scheme}: runs deadlocked", len(o.stuck), "runs",
+                                   "<= 0" if scheme == "lanes" else "", ", ".join(o.stuck[:4])))
     print(f"phases (min): {ph}")
     print(table(rows, ["scenario", "scheme", "runs", "makespan h", "held GPU-h", "deployed GPU-h", "measuring GPU-h",
-                       "held-but-idle (locking)", "queued-while-free GPU-h", "longest wait h"]))
+                       "held-but-idle (locking)", "queued-while-free GPU-h", "longest wait h", "deadlocked runs"]))
     return report("gpu_guard_sim", figs)
 
 

@@ -323,3 +323,109 @@ def test_simulation_accounting_matches_a_case_computed_by_hand(settings):
 def test_a_submit_cannot_set_its_own_locks(settings):
     with pytest.raises(KeyError, match="gpu-lock-1: the GPU guard's locks follow from the recipe's GPU count"):
         render_recipe(load_recipe(RECIPE), settings, overrides={"gpu-lock-1": "h100-1gpu"})
+
+
+# ------------------------------------------------------------------- the queue order: no deadlock (issue 20)
+# Argo v4.1.2: each lock's queue is a heap ordered by spec.priority, then creationTimestamp in whole seconds
+# (workflow/sync/multi_throttler.go priorityQueue.Less); only the front acquires (semaphore.go checkAcquire);
+# equal requests have no defined order, and two locks' heaps may order them differently (ArgoSemaphores
+# tie_break; benchmarks/gpu_guard_sim.scrambled_ties).
+
+def test_two_whole_pool_runs_of_one_second_and_priority_can_wait_for_each_other_forever(settings):
+    h100 = settings.guard.pools["H100"]
+    whole = gpu_guard.admission(h100, 16)
+    assert len(whole.lane_keys) > 1
+    eight = gpu_guard.lane_key("H100", 8)
+    sem = gpu_guard.ArgoSemaphores(gpu_guard.limits(settings),
+                                   tie_break=lambda key, hs: ("a" if key == eight else "b") if len(hs) > 1 else hs[0])
+    sem.request("a", whole.keys, priority=0, created=100)
+    sem.request("b", whole.keys, priority=0, created=100)
+    assert sem.admit() == [] and not sem.drains()  # a heads the 8-GPU lane, b the others: nobody holds, nobody starts
+    # Distinct priorities (what infersweep stamps): one order on every lock, whatever the ties would be.
+    sem = gpu_guard.ArgoSemaphores(gpu_guard.limits(settings), tie_break=sem.tie_break)
+    sem.request("a", whole.keys, priority=-2, created=100)
+    sem.request("b", whole.keys, priority=-1, created=100)
+    assert sem.admit() == ["b"] and sem.drains()
+
+
+def test_every_submitted_run_and_nightly_gets_its_own_priority(settings):
+    from workflows.cron import nightly_crons
+
+    gpu_guard._last_priority.clear()
+    same_ms = [gpu_guard.submit_priority(now_ms=5) for _ in range(50)]
+    later = [gpu_guard.submit_priority(now_ms=5 + i) for i in range(1, 50)]
+    ps = same_ms + later
+    assert len(set(ps)) == len(ps) and ps == sorted(ps, reverse=True)  # first submitted, first in every queue
+    assert all(-gpu_guard.PRIORITY_BAND <= p <= -1 for p in ps)
+    nightly = [c["spec"]["workflowSpec"]["priority"] for c in nightly_crons(settings, load_recipe)]
+    assert len(set(nightly)) == len(nightly) and max(nightly) < -gpu_guard.PRIORITY_BAND  # behind ad-hoc runs
+    assert all(-2 ** 31 <= p for p in nightly)  # int32
+
+
+def test_submit_stamps_a_distinct_priority_on_each_run(settings, monkeypatch):
+    import argparse
+
+    from infersweep.commands import submit
+
+    sent = []
+
+    class Server:
+        cfg = argparse.Namespace(namespace="infersweep")
+
+        def create_workflow(self, doc):
+            sent.append(doc)
+            return {"metadata": {"name": f"wf-{len(sent)}"}}
+
+        def ui_link(self, name):
+            return name
+
+    monkeypatch.setattr("infersweep.commands.submit.server_from_args", lambda a: Server())
+    a = argparse.Namespace(recipe=RECIPE, set=[], dgd_api="v1beta1", no_cache=True, watch=False, poll_s=1)
+    assert submit.run(a) == 0 and submit.run(a) == 0
+    p = [d["spec"]["priority"] for d in sent]
+    assert p[0] > p[1] and all(isinstance(x, int) for x in p)
+
+
+def _bursts(settings, catalog, seed, stamped):
+    """Random bursts of runs created in one second (catalog sizes, whole-pool runs included), random ends;
+    False as soon as the waiting runs could never all start (ArgoSemaphores.drains)."""
+    rng = random.Random(seed)
+    cfg = settings.guard
+    sizes = [(r.recipe.gpu.type, r.gpu_capacity) for r in catalog] + [("H100", 16)] * 8
+    sem = gpu_guard.ArgoSemaphores(gpu_guard.limits(settings), tie_break=_sim().scrambled_ties(seed))
+    gpu_guard._last_priority.clear()
+    running: list[str] = []
+    n = 0
+    for second in range(60):
+        for _ in range(rng.randint(0, 4)):
+            gpu, size = rng.choice(sizes)
+            n += 1
+            prio = gpu_guard.submit_priority(now_ms=second * 1000) if stamped else 0
+            sem.request(f"run-{n}", gpu_guard.admission(cfg.pools[gpu], size).keys, priority=prio, created=second)
+        while running and rng.random() < 0.5:
+            sem.release(running.pop(rng.randrange(len(running))))
+        running += sem.admit()
+        if not sem.drains():
+            return False
+    return True
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_guard_never_deadlocks_with_the_stamped_priorities(settings, catalog, seed):
+    assert _bursts(settings, catalog, seed, stamped=True)
+
+
+def test_the_same_bursts_at_one_priority_deadlock(settings, catalog):
+    assert not all(_bursts(settings, catalog, seed, stamped=False) for seed in range(20))
+
+
+def test_simulation_the_catalog_submitted_at_once_deadlocks_without_priorities_and_completes_with_them(settings):
+    sim = _sim()
+    runs = sim.catalog_runs()
+    pools = {p: v.gpus for p, v in settings.gpu_pools.items()}
+    ph = sim.Phases()
+    for seed in range(3):
+        ok = sim.simulate(runs, pools, sim.Lanes(settings, runs, tie_break=sim.scrambled_ties(seed)), ph)
+        assert ok.stuck == [] and set(ok.spans) == {r.name for r in runs}
+        bad = sim.simulate(runs, pools, sim.Lanes(settings, runs, priorities={}, tie_break=sim.scrambled_ties(seed)), ph)
+        assert bad.stuck, seed

@@ -136,5 +136,5 @@ def test_workflow_level_security_context(rendered):
     argo, pipeline_spec = rendered
     psc = pipeline_spec["securityContext"]
     assert psc["runAsNonRoot"] is True and psc["fsGroup"] == 1000 and psc["seccompProfile"] == {"type": "RuntimeDefault"}
-    reaper = next(d for d in argo if d["metadata"]["name"] == "infersweep-reaper")
-    assert reaper["spec"]["workflowSpec"]["securityContext"]["runAsNonRoot"] is True
+    reaper = next(d for d in argo if d["metadata"]["name"] == "infersweep-reaper" and d["kind"] == "WorkflowTemplate")
+    assert reaper["spec"]["securityContext"]["runAsNonRoot"] is True

@@ -77,7 +77,9 @@ def test_install_creates_the_reaper_every_few_minutes_with_its_own_rbac(installe
     minutes = schedule.split()[0]
     # GPUs of a terminated run are free within one period (+ a pod start): at most 5 minutes
     assert minutes.startswith("*/") and int(minutes[2:]) <= 5, schedule
-    spec = cron["spec"]["workflowSpec"]
+    # what runs is the reaper's WorkflowTemplate (the CronWorkflow only references it: templateReferencing Strict)
+    assert cron["spec"]["workflowSpec"] == {"workflowTemplateRef": {"name": "infersweep-reaper"}}
+    spec = next(d for d in argo if d["kind"] == "WorkflowTemplate" and d["metadata"]["name"] == "infersweep-reaper")["spec"]
     assert spec["serviceAccountName"] == "infersweep-reaper"
     container = spec["templates"][0]["container"]
     assert container["command"] == ["python", "-m", "steps.reap"]

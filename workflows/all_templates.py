@@ -21,6 +21,7 @@ from infersweep.paths import params_dir
 from infersweep.cluster_settings import ClusterSettings, load_cluster_settings
 from infersweep.recipe import all_recipe_paths, load_recipe
 from infersweep.schemas import validate_document
+from workflows.cron import reaper_workflow_template
 from workflows.pipeline import pipeline_template, recipe_arguments, recipe_workflow
 from workflows.steps_library import Images, step_workflow_templates
 
@@ -36,6 +37,7 @@ def catalog_objects(settings: ClusterSettings) -> dict[str, WorkflowTemplate | W
     images = Images(steps=settings.images.steps, aiperf=settings.images.aiperf)
     templates = step_workflow_templates(images, settings=settings)
     templates += [pipeline_template(e, t, settings) for e in engines() for t in TOPOLOGIES]
+    templates.append(reaper_workflow_template(settings))  # what the reaper CronWorkflow runs
     out: dict[str, WorkflowTemplate | Workflow] = {}
     for wt in templates:
         out["template_" + wt.name.replace("-", "_")] = wt

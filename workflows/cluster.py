@@ -56,8 +56,9 @@ def steps_role(namespace: str = "infersweep", name: str = "infersweep-steps") ->
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
         "metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED)},
         "rules": [
-            # deploy (create; patch when a retried step finds its own DGD), wait-ready (get), teardown (delete)
-            {"apiGroups": ["nvidia.com"], "resources": [DGD_RESOURCE], "verbs": ["get", "create", "patch", "delete"]},
+            # deploy (create; patch when a retried step finds its own DGD; list the DGDs of its GPU lane),
+            # wait-ready (get), teardown (delete)
+            {"apiGroups": ["nvidia.com"], "resources": [DGD_RESOURCE], "verbs": ["get", "list", "create", "patch", "delete"]},
             # deploy/teardown of an autoscaled recipe: its KEDA ScaledObjects (infersweep/platform/keda.py), applied
             # with the DGD (create; patch on a retried step) and deleted with it (listed by the DGD's label, then deleted)
             {"apiGroups": ["keda.sh"], "resources": ["scaledobjects"], "verbs": ["create", "patch", "list", "delete"]},

@@ -26,6 +26,7 @@ from hera.workflows import models as m
 
 from infersweep.cluster_settings import ClusterSettings
 from infersweep.recipe import ResolvedRecipe
+from workflows.gpu_guard import nightly_priority
 from workflows.step_declarations import REAP
 from workflows.pipeline import pipeline_name, recipe_arguments, workflow_labels
 from workflows.steps_library import (Images, container_security_context, pod_security_context, step_settings)
@@ -59,8 +60,10 @@ def nightly_cron(r: ResolvedRecipe, settings: ClusterSettings) -> dict[str, Any]
         failed_jobs_history_limit=FAILED_HISTORY,
         workflow_template_ref=m.WorkflowTemplateRef(name=pipeline_name(r.recipe.engine, r.recipe.topology.mode)),
         arguments=args,
-        service_account_name=settings.service_account,  # explicit, as in a submitted Workflow
-        security_context=pod_security_context(step_settings(settings)),
+        # Nothing beside the template reference that `templateReferencing: Strict` refuses (workflows/strict.py):
+        # the ServiceAccount and securityContext are the pipeline template's. A distinct priority per suite
+        # recipe, so the night's runs queue in one total order on every lock (workflows/gpu_guard.py).
+        priority=nightly_priority(settings, r.name),
         workflow_metadata=m.WorkflowMetadata(labels=labels),  # the nightly's runs carry the recipe's labels
     )
     return cron.to_dict()
@@ -74,29 +77,26 @@ def nightly_crons(settings: ClusterSettings, load) -> list[dict[str, Any]]:
 REAPER_NAME = "infersweep-reaper"
 
 
-def reaper_cron(settings: ClusterSettings) -> dict[str, Any]:
-    """The GPU reaper: every `reaper.schedule` (2 minutes), delete the DGDs whose Workflow is over.
+def reaper_template(settings: ClusterSettings) -> dict[str, Any]:
+    return reaper_workflow_template(settings).to_dict()
 
-    Why: `argo terminate` skips the exit handler (argo-workflows v4.1.2 workflow/controller/operator.go,
-    operate(): the onExit node runs only when ShutdownStrategy.ShouldExecute(true), false for Terminate),
-    so a terminated run's DGD would hold its GPUs until the Workflow is garbage-collected days later.
-    `concurrencyPolicy: Replace` so a stuck reaper never blocks the next one; its own runs are kept one
-    hour (ttl) and its pods deleted on success.
-    """
-    from hera.workflows import Container, CronWorkflow
+
+def reaper_workflow_template(settings: ClusterSettings):
+    """The GPU reaper's WorkflowTemplate (what runs: its ServiceAccount, securityContext, the reap step);
+    `reaper_cron` runs it. A CronWorkflow with inline templates is refused under `templateReferencing:
+    Strict` (argo-workflows v4.1.2 workflow/controller/operator.go setExecWorkflow; workflows/strict.py)."""
+    from hera.workflows import Container, WorkflowTemplate
 
     steps = step_settings(settings)
     images = Images(steps=settings.images.steps, aiperf=settings.images.aiperf)
-    with CronWorkflow(
+    with WorkflowTemplate(
         name=REAPER_NAME, namespace=settings.namespace,
         labels={"app.kubernetes.io/managed-by": "infersweep", "infersweep.io/kind": "reaper"},
-        schedules=[settings.reaper.schedule], timezone="Etc/UTC", concurrency_policy="Replace",
-        starting_deadline_seconds=60, successful_jobs_history_limit=1, failed_jobs_history_limit=3,
         entrypoint="reap", service_account_name=settings.reaper.service_account,
         security_context=pod_security_context(steps), active_deadline_seconds=600,
         pod_gc=m.PodGC(strategy="OnPodSuccess"), ttl_strategy=m.TTLStrategy(seconds_after_completion=3600),
         archive_logs=True,
-    ) as cron:
+    ) as wt:
         Container(name=REAP.name, image=images.steps, command=["python", "-m", f"steps.{REAP.module}"],
                   args=REAP.template_args(),
                   env=[m.EnvVar(name="PYTHONUNBUFFERED", value="1")],
@@ -107,4 +107,23 @@ def reaper_cron(settings: ClusterSettings) -> dict[str, Any]:
                   retry_strategy=m.RetryStrategy(limit="2", retry_policy="Always",
                                                  expression='lastRetry.status == "Error" || asInt(lastRetry.exitCode) == 75',
                                                  backoff=m.Backoff(duration="10s", factor="2")))
+    return wt
+
+
+def reaper_cron(settings: ClusterSettings) -> dict[str, Any]:
+    """The GPU reaper: every `reaper.schedule` (2 minutes), delete the DGDs whose Workflow is over.
+
+    Why: `argo terminate` skips the exit handler (argo-workflows v4.1.2 workflow/controller/operator.go,
+    operate(): the onExit node runs only when ShutdownStrategy.ShouldExecute(true), false for Terminate),
+    so a terminated run's DGD would hold its GPUs until the Workflow is garbage-collected days later.
+    `concurrencyPolicy: Replace` so a stuck reaper never blocks the next one; its own runs are kept one
+    hour (ttl) and its pods deleted on success (the template's settings, reaper_template).
+    """
+    cron = CronWorkflow(
+        name=REAPER_NAME, namespace=settings.namespace,
+        labels={"app.kubernetes.io/managed-by": "infersweep", "infersweep.io/kind": "reaper"},
+        schedules=[settings.reaper.schedule], timezone="Etc/UTC", concurrency_policy="Replace",
+        starting_deadline_seconds=60, successful_jobs_history_limit=1, failed_jobs_history_limit=3,
+        workflow_template_ref=m.WorkflowTemplateRef(name=REAPER_NAME),
+    )
     return cron.to_dict()

@@ -17,7 +17,8 @@ Why lanes, and not "a semaphore of GPU units" (Argo v4.1.2 workflow/sync/, read 
     run cannot take "8 units" of a 16-unit semaphore.
   - A template's several locks are taken all-or-nothing under one manager lock (sync_manager.go TryAcquire ->
     tryAcquireImpl: checkAcquire on every lock first, tryAcquire on all only if all are acquirable), so
-    several locks on one template cannot deadlock against each other. Taking units through nested templates
+    a template never holds some of its locks while waiting for the others. (That alone is not deadlock-free:
+    see "the queue order" below, the per-run priorities that make it so.) Taking units through nested templates
     (one node per unit) would acquire one by one: two 16-GPU runs holding 8 each wait for each other forever.
   - Only the front of a lock's queue may acquire (semaphore.go checkAcquire: "isn't at the front"; the queue
     is ordered by workflow priority, then creation time), and a waiting run is queued on every lock it asks
@@ -152,6 +153,46 @@ def guard_arguments(r: ResolvedRecipe, settings: ClusterSettings) -> dict[str, s
     return dict(zip(LOCK_PARAMS, recipe_admission(r, settings).keys))
 
 
+# ------------------------------------------------------------------------------------- the queue order
+
+# Argo orders each lock's queue by `spec.priority`, then creation time in whole seconds, and requests equal on
+# both have no defined order (ArgoSemaphores above). A run waits on several locks (its lane(s) and its
+# padding), and a whole-pool run on every lane: two runs equal on both can each be the front of a different
+# lock of the other's and wait for each other forever (tests/test_gpu_guard.py shows it). So every run the
+# project submits carries a distinct priority, which makes the order total and the same in every queue: the
+# first of the waiting runs in that order is the front of every lock it waits for and acquires as soon as
+# those locks' holders release (whose spans end: no span waits on a lock while holding one), then the next
+# one, and so on; no cycle. Bands, highest first:
+#   ad-hoc runs (`infersweep submit`, `infersweep experiment submit`): -1 .. -2^30, decreasing with the
+#     submit time in milliseconds, so they queue first come, first served (wraps after 12.4 days: a run
+#     waiting across the wrap is overtaken once; the order stays total);
+#   nightly CronWorkflows: -2^30 - 1 - i for the i-th suite recipe, fixed at install: behind any waiting
+#     ad-hoc run, and in suite order among themselves.
+# A UI submit of a template without a priority has 0 and goes first; two of those in the same second are the
+# one case left without a total order (give the form a priority, or submit through infersweep).
+PRIORITY_BAND = 2 ** 30
+_last_priority: list[int] = []
+
+
+def submit_priority(now_ms: int | None = None) -> int:
+    """The `spec.priority` of a run submitted now: distinct from every earlier one of this process."""
+    import time
+
+    ms = int(time.time() * 1000) if now_ms is None else now_ms
+    p = -1 - ms % PRIORITY_BAND
+    if _last_priority and p >= _last_priority[0] and p - _last_priority[0] < PRIORITY_BAND // 2:
+        p = _last_priority[0] - 1  # same millisecond (or a clock step back): stay below the previous run
+        if p < -PRIORITY_BAND:
+            p = -1
+    _last_priority[:] = [p]
+    return p
+
+
+def nightly_priority(settings: ClusterSettings, recipe: str) -> int:
+    """The `spec.workflowSpec.priority` of the nightly CronWorkflow of `recipe` (below every ad-hoc run)."""
+    return -PRIORITY_BAND - 1 - list(settings.nightly.suite).index(recipe)
+
+
 def configmap_data(settings: ClusterSettings) -> dict[str, str]:
     """Semaphore limits: each lane's runs, and each lane's padding keys with the same limit (a whole-pool
     run's padding: 1), so padding never makes a run wait."""
@@ -208,10 +249,22 @@ def dgd_scheduling(r: ResolvedRecipe, settings: ClusterSettings, dgd_name: str, 
     return out
 
 
+def lane_labels(r: ResolvedRecipe, settings: ClusterSettings) -> dict[str, str]:
+    """The DGD's labels naming the lanes its run holds (infersweep/platform/dgd.py LANE_LABEL_PREFIX), each
+    with the lane's runs at once; deploy waits until fewer other DGDs carry them
+    (infersweep/platform/operations.py wait_for_lane), since Argo frees the lock before teardown."""
+    from infersweep.platform.dgd import LANE_LABEL_PREFIX
+
+    adm = recipe_admission(r, settings)
+    pool = pool_of(r, settings.guard)
+    return {LANE_LABEL_PREFIX + lane_key(adm.gpu_type, s): str(pool.lanes[s]) for s in adm.lanes}
+
+
 def apply_to_dgd(dgd: dict[str, Any], r: ResolvedRecipe, settings: ClusterSettings) -> dict[str, Any]:
     """The DGD with the configured scheduler's labels/annotations/schedulerName on every pod (v1beta1
-    `components[].podTemplate`); unchanged under the Argo-only guard."""
+    `components[].podTemplate`); under the Argo-only guard, the lane labels on the DGD instead."""
     if settings.guard.scheduler == "argo":
+        dgd["metadata"].setdefault("labels", {}).update(lane_labels(r, settings))
         return dgd
     if "components" not in dgd["spec"]:
         raise ClusterSettingsError(f"gpu_guard.scheduler {settings.guard.scheduler}: the pods' queue labels are "
@@ -234,29 +287,44 @@ def apply_to_dgd(dgd: dict[str, Any], r: ResolvedRecipe, settings: ClusterSettin
 # ------------------------------------------------------------------------------- Argo's semantics, modelled
 
 class ArgoSemaphores:
-    """Argo v4.1.2's admission of template-level semaphores, for the property test and the simulation
+    """Argo v4.1.2's admission of template-level semaphores, for the property tests and the simulation
     (the controller cannot run here; this encodes workflow/sync/ as read):
-    - a request is queued on every lock it names (sync_manager.go prepAcquire -> addToQueue), ordered by
-      priority then creation time (here: request order);
-    - it acquires only when, for every lock, it is at the front of that lock's queue and the lock has a free
-      slot (semaphore.go checkAcquire), and then takes all of them at once (tryAcquireImpl);
+    - a request is queued on every lock it names (sync_manager.go prepAcquire -> addToQueue) with the
+      Workflow's `spec.priority` (0 when unset) and its creationTimestamp (whole seconds, metav1.Time);
+    - each lock has its own queue, a container/heap ordered by priority (higher first), then creation time
+      (multi_throttler.go priorityQueue.Less); requests equal on both are in no defined order, and two
+      locks' heaps, holding different requests, can order them differently: `tie_break(lock, holders)`
+      picks the front among equals (default: request order, one order for every lock);
+    - a request acquires only when, for every lock, it is at the front of that lock's queue and the lock
+      has a free slot (semaphore.go checkAcquire: "isn't at the front"), and then takes all of them at once
+      (sync_manager.go tryAcquireImpl);
     - release frees the slots (semaphore.go release)."""
 
-    def __init__(self, limits: dict[str, int]):
+    def __init__(self, limits: dict[str, int], tie_break=None):
         self.limits = dict(limits)
         self.holders: dict[str, set[str]] = {k: set() for k in limits}
         self.queue: list[tuple[str, tuple[str, ...]]] = []
+        self.order: dict[str, tuple[int, int]] = {}   # holder -> (priority, creation second)
+        self.tie_break = tie_break or (lambda key, holders: holders[0])
+        self._seq = 0
 
-    def request(self, holder: str, keys: tuple[str, ...]) -> None:
+    def request(self, holder: str, keys: tuple[str, ...], priority: int = 0, created: int | None = None) -> None:
+        """`created`: the creation second; default: a new second per request (no ties)."""
         missing = [k for k in keys if k not in self.limits]
         if missing:  # semaphore.go newInternalSemaphore: no limit -> the node errors
             raise KeyError(f"ConfigMap {CONFIGMAP} has no key {missing[0]}")
         if len(set(keys)) != len(keys):  # syncitems.go checkDuplicates
             raise ValueError("duplicate synchronization item found")
+        self._seq += 1
+        self.order[holder] = (priority, self._seq if created is None else created)
         self.queue.append((holder, keys))
 
     def _front(self, key: str) -> str | None:
-        return next((h for h, ks in self.queue if key in ks), None)
+        waiting = [h for h, ks in self.queue if key in ks]
+        if not waiting:
+            return None
+        top = min((-self.order[h][0], self.order[h][1]) for h in waiting)
+        return self.tie_break(key, [h for h in waiting if (-self.order[h][0], self.order[h][1]) == top])
 
     def admit(self) -> list[str]:
         """Every queued request that can acquire now (repeated until none can), in queue order."""
@@ -276,6 +344,21 @@ class ArgoSemaphores:
     def release(self, holder: str) -> None:
         for hs in self.holders.values():
             hs.discard(holder)
+
+    def drains(self) -> bool:
+        """Whether every queued request is eventually admitted when each holder releases after a while
+        (and each admitted run ends): False is a deadlock, requests that wait forever. Leaves self as is."""
+        import copy
+
+        sim = copy.deepcopy(self)
+        while True:
+            for h in {h for hs in sim.holders.values() for h in hs}:
+                sim.release(h)
+            admitted = sim.admit()
+            if not sim.queue:
+                return True
+            if not admitted:
+                return False
 
 
 def limits(settings: ClusterSettings) -> dict[str, int]:

@@ -242,16 +242,16 @@ def recipe_workflow(r: ResolvedRecipe, args: dict[str, str], namespace: str,
                     settings: ClusterSettings | None = None) -> Workflow:
     """The Workflow a submit creates: it references the pipeline template, so the UI can resubmit it.
 
-    It repeats the template's ServiceAccount and pod securityContext (a Workflow's own spec wins over its
-    template's): what runs is explicit in the object an admission controller or a scanner (checkov
-    CKV_ARGO_1/2) sees, not only in the template it references."""
+    It names the template and gives arguments only: the ServiceAccount and pod securityContext are the
+    template's. A Workflow that set them beside `workflowTemplateRef` is errored by a controller in
+    `templateReferencing: Strict`/`Secure` (argo-workflows v4.1.2 workflow/util/merge.go
+    ValidateUserOverrides; workflows/strict.py). Its `spec.priority` (the GPU guard's queue order,
+    workflows/gpu_guard.py submit_priority) is stamped by the submit, not here: a render is reproducible."""
     if settings is None:
         from infersweep.cluster_settings import load_cluster_settings
 
         settings = load_cluster_settings()
     return Workflow(
-        service_account_name=settings.service_account,
-        security_context=pod_security_context(settings.steps),
         generate_name=f"{r.name[:40]}-",
         namespace=namespace,
         labels=workflow_labels(r),

@@ -80,7 +80,7 @@ def _submit(a: argparse.Namespace) -> int:
     from infersweep.cluster_settings import load_cluster_settings
     from infersweep.schemas import validate_document
     from workflows.experiment import experiment_workflow
-    from workflows.gpu_guard import check_fits_pool
+    from workflows.gpu_guard import check_fits_pool, submit_priority
 
     settings = load_cluster_settings()
     plan = make_plan(load_experiment(a.file))
@@ -89,6 +89,7 @@ def _submit(a: argparse.Namespace) -> int:
     server = server_from_args(a)
     doc = experiment_workflow(plan, settings, namespace=server.cfg.namespace, dgd_api=a.dgd_api).to_dict()
     validate_document(doc)
+    doc["spec"]["priority"] = submit_priority()  # the GPU guard's total queue order (workflows/gpu_guard.py)
     wf = server.create_workflow(doc)
     name = wf["metadata"]["name"]
     print(plan.text())

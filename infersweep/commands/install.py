@@ -32,7 +32,7 @@ def install_set(settings: ClusterSettings) -> tuple[list[dict[str, Any]], list[d
     """(Argo objects for the Argo Server, manifests for kubectl), each validated."""
     from infersweep.recipe import all_recipe_paths, load_recipe
     from workflows.cluster import kubectl_manifests
-    from workflows.cron import nightly_crons, reaper_cron
+    from workflows.cron import nightly_crons, reaper_cron, reaper_template
     from workflows.pipeline import pipeline_template
     from workflows.steps_library import Images, step_workflow_templates
 
@@ -40,7 +40,7 @@ def install_set(settings: ClusterSettings) -> tuple[list[dict[str, Any]], list[d
     argo = [wt.to_dict() for wt in step_workflow_templates(images, settings=settings)]
     argo += [pipeline_template(e, t, settings).to_dict() for e in engines() for t in TOPOLOGIES]
     argo += nightly_crons(settings, load_recipe)
-    argo.append(reaper_cron(settings))
+    argo += [reaper_template(settings), reaper_cron(settings)]
     catalog = [load_recipe(p) for p in all_recipe_paths()]
     kube = kubectl_manifests(settings, catalog)
     for doc in argo + kube:

@@ -30,7 +30,7 @@ def run(a: argparse.Namespace) -> int:
     from infersweep.cluster_settings import load_cluster_settings
     from infersweep.recipe import load_recipe
     from infersweep.render import render_recipe
-    from workflows.gpu_guard import check_fits_pool
+    from workflows.gpu_guard import check_fits_pool, submit_priority
 
     sets = parse_sets(a.set)
     settings = load_cluster_settings()
@@ -40,7 +40,10 @@ def run(a: argparse.Namespace) -> int:
     check_fits_pool(r, settings)
     bundle = render_recipe(r, settings, dgd_api=a.dgd_api, namespace=server.cfg.namespace, overrides=sets.params,
                            cache=not a.no_cache)
-    wf = server.create_workflow(bundle.workflow)
+    # A distinct priority per run: the GPU guard's queues then order runs one way on every lock (no deadlock
+    # between runs created in the same second: workflows/gpu_guard.py, "the queue order").
+    doc = {**bundle.workflow, "spec": {**bundle.workflow["spec"], "priority": submit_priority()}}
+    wf = server.create_workflow(doc)
     name = wf["metadata"]["name"]
     print(f"submitted {server.cfg.namespace}/{name} ({r.name} on pipeline {bundle.workflow['spec']['workflowTemplateRef']['name']})")
     print(server.ui_link(name))

@@ -170,6 +170,10 @@ class LocalPlatform:
 
         return load_local(self._dgd_dir(name)).created_at or None
 
+    def list_dgds(self, namespace: str, api_version: str, label_selector: str) -> list[str]:
+        # Local mode deploys one run at a time on this machine (no GPU pool shared between runs): no lane holder.
+        return []
+
     def delete_dgd(self, name: str, namespace: str, api_version: str, *, owner_uid: str = "") -> bool:
         from infersweep.local.dynamo import teardown_local
 

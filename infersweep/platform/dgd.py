@@ -14,6 +14,17 @@ DGD_GROUP = "nvidia.com"
 DGD_PLURAL = "dynamographdeployments"
 # The label every run's DGD carries (its value: the run id): the reaper lists DGDs by it.
 RUN_LABEL = "infersweep.io/run"
+# One label per GPU-guard lane a run's DGD holds (workflows/gpu_guard.py lane_labels): key
+# `gpu-lane.infersweep.io/<lane key>`, value the lane's runs at once. Deploy waits until fewer other DGDs
+# carry the label (operations.wait_for_lane): Argo releases the span's lock when the span ends, before the
+# exit handler's teardown deletes the DGD.
+LANE_LABEL_PREFIX = "gpu-lane.infersweep.io/"
+
+
+def lane_labels(dgd: dict[str, Any]) -> dict[str, int]:
+    """lane label -> runs the lane holds at once, from a rendered DGD's labels."""
+    labels = (dgd.get("metadata") or {}).get("labels") or {}
+    return {k: int(v) for k, v in labels.items() if k.startswith(LANE_LABEL_PREFIX)}
 
 
 def frontend_url(name: str, namespace: str) -> str:

@@ -189,6 +189,12 @@ class KubernetesPlatform:
         stamp = (dgd.get("metadata") or {}).get("creationTimestamp")
         return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() if stamp else None
 
+    def list_dgds(self, namespace: str, api_version: str, label_selector: str) -> list[str]:
+        """Names of the DGDs with the label selector (one being deleted included: its pods may still hold GPUs)."""
+        found = self.custom.list_namespaced_custom_object(DGD_GROUP, api_version, namespace, DGD_PLURAL,
+                                                          label_selector=label_selector)
+        return sorted(item["metadata"]["name"] for item in found.get("items", []))
+
     def delete_dgd(self, name: str, namespace: str, api_version: str, *, owner_uid: str = "") -> bool:
         from kubernetes.client.exceptions import ApiException
 

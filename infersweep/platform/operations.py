@@ -7,6 +7,7 @@ its message), unusable input a BadInput (exit 2); anything else is left to steps
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import time
@@ -14,8 +15,8 @@ from pathlib import Path
 
 import yaml
 
-from infersweep.platform.dgd import dgd_name, for_run, workflow_owner
-from infersweep.platform.protocol import BadInput, NotServing, Platform
+from infersweep.platform.dgd import dgd_name, for_run, lane_labels, workflow_owner
+from infersweep.platform.protocol import BadInput, NotServing, Platform, PlatformError
 from infersweep.platform.select import get_platform
 
 
@@ -25,9 +26,51 @@ def _write(path: str | Path, text: str) -> None:
     p.write_text(text)
 
 
+# How long deploy waits for a lane's earlier DGDs to go: the exit handler's teardown starts when the span
+# ends (a minute or two), the reaper deletes a terminated run's DGD within its period (2 minutes) plus the
+# operator's cleanup. Past it, deploy fails naming the DGDs (the lane is held by something else).
+LANE_WAIT_S = 600.0
+LANE_POLL_S = 5.0
+
+
+class LaneHeld(PlatformError):
+    """Other DGDs of the run's GPU lane are still there after LANE_WAIT_S."""
+
+
+def wait_for_lane(platform: Platform, dgd: dict, namespace: str, *, timeout_s: float = LANE_WAIT_S,
+                  poll_s: float = LANE_POLL_S) -> float:
+    """Wait until, for each GPU-guard lane the DGD is labelled with, fewer other DGDs than the lane's runs
+    carry the label; seconds waited. Why: Argo releases a template's lock when its node is fulfilled
+    (argo-workflows v4.1.2 workflow/controller/operator.go executeTemplate -> syncManager.Release) and wakes
+    the next waiter, but the previous run's DGD is deleted later, by its exit handler's teardown (or by the
+    reaper after `argo terminate`): deploying at once puts pods on GPUs still held (Unschedulable)."""
+    lanes = lane_labels(dgd)
+    if not lanes:
+        return 0.0
+    me, version = dgd["metadata"]["name"], dgd["apiVersion"].split("/", 1)[1]
+    start = time.monotonic()
+    for polls in itertools.count():
+        held = {k: [n for n in platform.list_dgds(namespace, version, k) if n != me] for k in lanes}
+        full = {k: names for k, names in held.items() if len(names) >= lanes[k]}
+        waited = time.monotonic() - start if polls else 0.0
+        if not full:
+            if polls:
+                print(f"lane free after {waited:.0f} s")
+            return waited
+        if waited >= timeout_s:
+            raise LaneHeld("GPU lane " + "; ".join(f"{k.split('/', 1)[1]} (runs {lanes[k]}) still has DGD(s) "
+                                                   f"{', '.join(v)}" for k, v in sorted(full.items()))
+                           + f" after {timeout_s:.0f} s: their runs hold no lock but were not torn down; delete them "
+                           f"(kubectl delete dynamographdeployment -n {namespace} NAME) or check the reaper")
+        if not polls:
+            print("waiting for the GPU lane: " + "; ".join(f"{k.split('/', 1)[1]} has {', '.join(v)}"
+                                                          for k, v in sorted(full.items())), flush=True)
+        time.sleep(poll_s)
+
+
 def deploy(*, dgd_text: str | None, dgd_file: str | None, namespace: str, run_id: str = "", owner_name: str = "",
            owner_uid: str = "", url_param: str = "", save: str = "", ensure: bool = False, model: str = "",
-           timeout_s: float = 1800.0) -> str:
+           timeout_s: float = 1800.0, lane_wait_s: float = LANE_WAIT_S) -> str:
     """Apply the run's DGD (the rendered YAML renamed for `run_id`, or as this run's deploy saved it) and
     return the frontend URL, also written to `url_param`. With `ensure`: never patch, and wait until it
     serves `model` (NotServing when it does not). DGDOwnedElsewhere: another Workflow's DGD has the name."""
@@ -45,6 +88,7 @@ def deploy(*, dgd_text: str | None, dgd_file: str | None, namespace: str, run_id
         owner = {"name": owner_name, "uid": owner_uid} if owner_uid else None
     name, version = dgd["metadata"]["name"], dgd["apiVersion"].split("/", 1)[1]
     platform = get_platform()
+    wait_for_lane(platform, dgd, namespace, timeout_s=lane_wait_s)
     url = platform.apply_dgd(dgd, namespace, owner, patch_own=not ensure)
     if url_param:  # an Argo output parameter
         _write(url_param, url)
