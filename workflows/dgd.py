@@ -70,12 +70,15 @@ def _gpus_per_pod(w: Workers) -> int:
     return w.gpus_per_replica // w.nodes
 
 
-def _worker_env(r: ResolvedRecipe) -> list[dict[str, str]]:
+def _worker_env(r: ResolvedRecipe, args: list[str]) -> list[dict[str, Any]]:
     # The model-cache step has put the pinned revision on the PVC; workers must never reach the hub.
-    env = [{"name": "HF_HOME", "value": MODEL_CACHE_MOUNT}, {"name": "HF_HUB_OFFLINE", "value": "1"}]
+    env: list[dict[str, Any]] = [{"name": "HF_HOME", "value": MODEL_CACHE_MOUNT}, {"name": "HF_HUB_OFFLINE", "value": "1"}]
     t = r.transport  # the recipe's, or its GPU pool's fabric (infersweep.recipe.ResolvedRecipe.transport)
     env += [{"name": k, "value": v} for k, v in sorted(r.recipe.worker_env.items())]
-    return env + [{"name": k, "value": v} for k, v in sorted((t.env if t else {}).items())]
+    env += [{"name": k, "value": v} for k, v in sorted((t.env if t else {}).items())]
+    # What the engine needs that Dynamo does not set for these args (vLLM: the NIXL side-channel host
+    # where NIXL is nested in a MultiConnector; infersweep/engines/vllm.py Vllm.worker_env).
+    return env + r.engine.worker_env(args)
 
 
 def _extra_resources(r: ResolvedRecipe) -> dict[str, str]:
@@ -138,7 +141,7 @@ def _spec_v1beta1(r: ResolvedRecipe, pvc: str, hf_secret: str) -> dict[str, Any]
                     "command": ["python3", "-m", r.engine.module],
                     "args": worker_args(r, role, w),
                     "workingDir": r.engine.working_dir,
-                    "env": _worker_env(r),
+                    "env": _worker_env(r, worker_args(r, role, w)),
                     "envFrom": [{"secretRef": {"name": hf_secret}}],
                     "resources": {"limits": dict(res), "requests": dict(res)},
                     "volumeMounts": [{"name": "model-cache", "mountPath": MODEL_CACHE_MOUNT, "readOnly": True}],
@@ -172,7 +175,7 @@ def _spec_v1alpha1(r: ResolvedRecipe, pvc: str, hf_secret: str) -> dict[str, Any
             "componentType": "worker",
             "replicas": w.replicas,
             "envFromSecret": hf_secret,
-            "envs": _worker_env(r),
+            "envs": _worker_env(r, worker_args(r, role, w)),
             "resources": {"limits": {"gpu": gpus}, "requests": {"gpu": gpus}},
             "volumeMounts": [{"name": pvc, "mountPoint": MODEL_CACHE_MOUNT}],
             "extraPodSpec": {"mainContainer": {
