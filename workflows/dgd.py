@@ -13,6 +13,7 @@ starts at its min replicas with a scaling adapter and its range is an annotation
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from infersweep.names import DGD_NAME_MAX, dns_label
@@ -81,6 +82,34 @@ def _worker_env(r: ResolvedRecipe, args: list[str]) -> list[dict[str, Any]]:
     return env + r.engine.worker_env(args)
 
 
+# The operator's managed rolling update of Deployment-backed workers (deploy/operator/internal/controller/
+# dynamographdeployment_rollout.go resolveRollingUpdateParams, constants in dynamocomponentdeployment_controller.go;
+# docs/pages/kubernetes/rolling-update.md): the pace is read from these component annotations (v1beta1:
+# podTemplate.metadata.annotations), default 25 % surge (rounded up) and 25 % unavailable (rounded down), and
+# when both resolve to 0 the operator sets surge to 1. Any worker pod-template change rolls every worker
+# component at once (the worker hash covers them all). Grove/LWS-backed (multinode) workers never surge.
+ROLLING_MAX_SURGE = "nvidia.com/deployment-rolling-update-max-surge"
+ROLLING_MAX_UNAVAILABLE = "nvidia.com/deployment-rolling-update-max-unavailable"
+DEFAULT_SURGE_FRACTION = 0.25
+
+
+def default_surge_gpus(r: ResolvedRecipe) -> int:
+    """GPUs the operator's default surge asks for at once when the workers roll: ceil(25 % of replicas) extra
+    pods of each Deployment-backed worker component, all components together."""
+    return sum(math.ceil(DEFAULT_SURGE_FRACTION * w.replicas) * _gpus_per_pod(w)
+               for w in r.recipe.topology.roles().values() if w.nodes == 1)
+
+
+def rollout_annotations(r: ResolvedRecipe, spare_gpus: int | None) -> dict[str, str]:
+    """Surge 0, one pod down at a time, where the run's GPUs cannot hold the default surge (`spare_gpus`: the
+    GPUs its admission holds beyond what it uses; None = unknown, the operator's defaults). Max-unavailable
+    is explicit: with surge "0" and the default 25 %, a component of 1-3 replicas resolves both to 0 and the
+    operator raises surge back to 1 (resolveRollingUpdateParams)."""
+    if spare_gpus is None or default_surge_gpus(r) <= spare_gpus:
+        return {}
+    return {ROLLING_MAX_SURGE: "0", ROLLING_MAX_UNAVAILABLE: "1"}
+
+
 def _extra_resources(r: ResolvedRecipe) -> dict[str, str]:
     """Fabric resources (rdma/ib, vpc.amazonaws.com/efa) each worker pod asks for besides its GPUs."""
     t = r.transport
@@ -103,11 +132,15 @@ def dgd_base_name(recipe: str) -> str:
 
 
 def render_dgd(r: ResolvedRecipe, *, api_version: str = "v1beta1", name: str | None = None,
-               pvc: str = "model-cache", hf_secret: str = "hf-token-secret") -> dict[str, Any]:
+               pvc: str = "model-cache", hf_secret: str = "hf-token-secret",
+               spare_gpus: int | None = None) -> dict[str, Any]:
+    """`spare_gpus`: GPUs the run holds beyond its own (workflows.pipeline.spare_gpus); where they cannot
+    hold the operator's default rollout surge the workers roll without one (rollout_annotations)."""
+    rollout = rollout_annotations(r, spare_gpus)
     if api_version == "v1beta1":
-        spec = _spec_v1beta1(r, pvc, hf_secret)
+        spec = _spec_v1beta1(r, pvc, hf_secret, rollout)
     elif api_version == "v1alpha1":
-        spec = _spec_v1alpha1(r, pvc, hf_secret)
+        spec = _spec_v1alpha1(r, pvc, hf_secret, rollout)
     else:
         raise ValueError(f"DGD apiVersion {api_version!r}: use v1beta1 (Dynamo >= 1.6) or v1alpha1 (older operators)")
     metadata: dict[str, Any] = {"name": name or dgd_base_name(r.name), "labels": labels(r)}
@@ -116,7 +149,7 @@ def render_dgd(r: ResolvedRecipe, *, api_version: str = "v1beta1", name: str | N
     return {"apiVersion": f"nvidia.com/{api_version}", "kind": "DynamoGraphDeployment", "metadata": metadata, "spec": spec}
 
 
-def _spec_v1beta1(r: ResolvedRecipe, pvc: str, hf_secret: str) -> dict[str, Any]:
+def _spec_v1beta1(r: ResolvedRecipe, pvc: str, hf_secret: str, rollout: dict[str, str]) -> dict[str, Any]:
     frontend = {
         "name": "Frontend",
         "type": "frontend",
@@ -154,11 +187,15 @@ def _spec_v1beta1(r: ResolvedRecipe, pvc: str, hf_secret: str) -> dict[str, Any]
         if w.autoscaling:
             comp["scalingAdapter"] = {}  # replicas start at min; the adapter lets KEDA/HPA move them
         pod_extras.worker_v1beta1(comp, r, w)
+        if rollout and w.nodes == 1:
+            tmpl = comp["podTemplate"]
+            comp["podTemplate"] = {"metadata": tmpl.pop("metadata", {}), **tmpl}  # metadata first, as pod_extras puts it
+            comp["podTemplate"]["metadata"].setdefault("annotations", {}).update(rollout)
         components.append(comp)
     return {"backendFramework": r.engine.backend_framework, "components": components}
 
 
-def _spec_v1alpha1(r: ResolvedRecipe, pvc: str, hf_secret: str) -> dict[str, Any]:
+def _spec_v1alpha1(r: ResolvedRecipe, pvc: str, hf_secret: str, rollout: dict[str, str]) -> dict[str, Any]:
     services: dict[str, Any] = {
         "Frontend": {
             "componentType": "frontend",
@@ -193,5 +230,7 @@ def _spec_v1alpha1(r: ResolvedRecipe, pvc: str, hf_secret: str) -> dict[str, Any
         if w.autoscaling:
             svc["scalingAdapter"] = {"enabled": True}
         pod_extras.worker_v1alpha1(svc, r, w)
+        if rollout and w.nodes == 1:  # v1alpha1: the component's own annotations
+            svc.setdefault("annotations", {}).update(rollout)
         services[_component_name(r, role)] = svc
     return {"backendFramework": r.engine.backend_framework, "pvcs": [{"name": pvc, "create": False}], "services": services}

@@ -35,7 +35,7 @@ from infersweep.experiment.restart import RestartClass
 from infersweep.recipe import RecipeError, ResolvedRecipe
 from infersweep.recipe_context import recipe_context
 from workflows.gpu_guard import recipes_synchronization
-from workflows.pipeline import points_json
+from workflows.pipeline import points_json, spare_gpus
 from workflows.dgd import render_dgd
 from workflows.steps_library import RUN_DIR, WORKDIR, step_task
 
@@ -153,6 +153,7 @@ def experiment_workflow(plan: Plan, settings: ClusterSettings, *, namespace: str
                               arguments={"model": key[0], "revision": key[1], "source": model_source, "draft-model": key[2]})
             previous_end: str | None = None
             treatment_points: dict[str, str] = {}
+            largest = max((s.treatment.recipe for s in plan.steps), key=lambda t: t.gpu_capacity)
             for i, (s, dgd_name) in enumerate(zip(plan.steps, names)):
                 r: ResolvedRecipe = s.treatment.recipe
                 t = f"t{i}"
@@ -166,8 +167,11 @@ def experiment_workflow(plan: Plan, settings: ClusterSettings, *, namespace: str
                               arguments={"dgd-name": names[i - 1], "api-version": dgd_api})
                     start_after = [f"{t}-teardown"]
                 Task(name=f"{t}-mark-start", template="mark-start", depends=" && ".join(start_after))
+                # The Workflow holds the admission of its largest treatment (recipes_synchronization); a
+                # treatment patched in place rolls its workers within what is left of it.
                 dgd = render_dgd(r, api_version=dgd_api, name=dgd_name, pvc=settings.model_cache.pvc,
-                                 hf_secret=settings.hf_token_secret)
+                                 hf_secret=settings.hf_token_secret,
+                                 spare_gpus=spare_gpus(r, settings, largest))
                 step_task("deploy", name=f"{t}-deploy", depends=_any(f"{t}-mark-start"),
                           arguments={"dgd": yaml.safe_dump(dgd, sort_keys=False)})
                 step_task("wait-ready", name=f"{t}-wait-ready", depends=f"{t}-deploy",
