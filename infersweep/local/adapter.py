@@ -138,6 +138,9 @@ class LocalPlatform:
 
         return load_local(self._dgd_dir(name)).created_at or None
 
+    def runtime_namespaces(self, name: str, namespace: str, api_version: str) -> dict[str, str]:
+        return {}  # no operator: no per-generation worker namespaces (the scrape uses the base namespace)
+
     def delete_dgd(self, name: str, namespace: str, api_version: str, *, owner_uid: str = "") -> bool:
         from infersweep.local.dynamo import teardown_local
 
