@@ -36,7 +36,7 @@ from infersweep.recipe import RecipeError, ResolvedRecipe
 from infersweep.recipe_context import recipe_context
 from workflows.gpu_guard import recipes_synchronization
 from workflows.pipeline import points_json, spare_gpus
-from workflows.dgd import render_dgd
+from workflows.dgd import default_surge_gpus, render_dgd
 from workflows.steps_library import RUN_DIR, WORKDIR, step_task
 
 TREATMENTS_DIR = f"{WORKDIR}/treatments"
@@ -153,7 +153,13 @@ def experiment_workflow(plan: Plan, settings: ClusterSettings, *, namespace: str
                               arguments={"model": key[0], "revision": key[1], "source": model_source, "draft-model": key[2]})
             previous_end: str | None = None
             treatment_points: dict[str, str] = {}
-            largest = max((s.treatment.recipe for s in plan.steps), key=lambda t: t.gpu_capacity)
+            # The Workflow holds the admission of its largest treatment (recipes_synchronization); a treatment
+            # patched in place rolls its workers within what is left of it. One choice for every treatment:
+            # the rollout annotations are part of the pod template the worker hash covers, so a difference
+            # between two treatments would itself roll the workers (infersweep.experiment.restart).
+            treatments = [s.treatment.recipe for s in plan.steps]
+            largest = max(treatments, key=lambda t: t.gpu_capacity)
+            exact = any(default_surge_gpus(t) > spare_gpus(t, settings, largest) for t in treatments)
             for i, (s, dgd_name) in enumerate(zip(plan.steps, names)):
                 r: ResolvedRecipe = s.treatment.recipe
                 t = f"t{i}"
@@ -167,11 +173,8 @@ def experiment_workflow(plan: Plan, settings: ClusterSettings, *, namespace: str
                               arguments={"dgd-name": names[i - 1], "api-version": dgd_api})
                     start_after = [f"{t}-teardown"]
                 Task(name=f"{t}-mark-start", template="mark-start", depends=" && ".join(start_after))
-                # The Workflow holds the admission of its largest treatment (recipes_synchronization); a
-                # treatment patched in place rolls its workers within what is left of it.
                 dgd = render_dgd(r, api_version=dgd_api, name=dgd_name, pvc=settings.model_cache.pvc,
-                                 hf_secret=settings.hf_token_secret,
-                                 spare_gpus=spare_gpus(r, settings, largest))
+                                 hf_secret=settings.hf_token_secret, spare_gpus=0 if exact else None)
                 step_task("deploy", name=f"{t}-deploy", depends=_any(f"{t}-mark-start"),
                           arguments={"dgd": yaml.safe_dump(dgd, sort_keys=False)})
                 step_task("wait-ready", name=f"{t}-wait-ready", depends=f"{t}-deploy",
