@@ -185,3 +185,25 @@ def test_lightning_speculative_config_equals_upstreams(name):
     theirs = _upstream_speculative(name.removeprefix("lightning-vllm-").removesuffix("-bf16"))
     for args in workers(name).values():
         assert _json_flag(args, "--speculative-config") == theirs
+
+
+# ---------------------------------------------------------------- remote code vs the read-only model cache
+
+REMOTE_CODE = sorted(p.stem for p in all_recipe_paths()
+                     if any("--trust-remote-code" in a for a in workers(p.stem).values()))
+
+
+@pytest.mark.parametrize("name", REMOTE_CODE)
+def test_remote_code_is_written_outside_the_read_only_model_cache(name):
+    """--trust-remote-code copies the model's code into HF_MODULES_CACHE, default "$HF_HOME/modules"
+    (transformers utils/hub.py; dynamic_module_utils.py init_hf_modules makes the folder). HF_HOME is the
+    model-cache PVC, mounted read-only: HF_MODULES_CACHE must point elsewhere, at a writable place."""
+    dgd = render_dgd(load_recipe(name))
+    for comp in dgd["spec"]["components"]:
+        if comp["type"] == "frontend":
+            continue
+        c = comp["podTemplate"]["spec"]["containers"][0]
+        env = {e["name"]: e.get("value") for e in c["env"]}
+        modules = env.get("HF_MODULES_CACHE") or f"{env['HF_HOME']}/modules"
+        read_only = [m["mountPath"] for m in c["volumeMounts"] if m.get("readOnly")]
+        assert not any(modules == p or modules.startswith(p.rstrip("/") + "/") for p in read_only), (name, modules)

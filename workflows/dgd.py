@@ -22,6 +22,16 @@ from infersweep.recipe.resolved import ResolvedRecipe
 from workflows import keda, pod_extras
 
 MODEL_CACHE_MOUNT = "/model-cache"
+# --trust-remote-code makes transformers copy the model's code into HF_MODULES_CACHE, default
+# "$HF_HOME/modules" (transformers utils/hub.py HF_MODULES_CACHE; dynamic_module_utils.py
+# init_hf_modules -> os.makedirs): HF_HOME is the read-only model cache, so it goes to an emptyDir instead.
+HF_MODULES_MOUNT = "/hf-modules"
+HF_MODULES_VOLUME = "hf-modules"
+
+
+def _needs_modules_cache(r: ResolvedRecipe, args: list[str]) -> bool:
+    """A worker that runs the model's own code, unless the recipe points HF_MODULES_CACHE somewhere itself."""
+    return "--trust-remote-code" in args and "HF_MODULES_CACHE" not in r.recipe.worker_env
 LABEL_PREFIX = "infersweep.io"
 COMPONENT_NAMES = {"worker": "Worker", "prefill": "PrefillWorker", "decode": "DecodeWorker"}
 
@@ -77,6 +87,8 @@ def _worker_env(r: ResolvedRecipe, args: list[str]) -> list[dict[str, Any]]:
     t = r.transport  # the recipe's, or its GPU pool's fabric (infersweep.recipe.ResolvedRecipe.transport)
     env += [{"name": k, "value": v} for k, v in sorted(r.recipe.worker_env.items())]
     env += [{"name": k, "value": v} for k, v in sorted((t.env if t else {}).items())]
+    if _needs_modules_cache(r, args):
+        env.append({"name": "HF_MODULES_CACHE", "value": HF_MODULES_MOUNT})
     # What the engine needs that Dynamo does not set for these args (vLLM: the NIXL side-channel host
     # where NIXL is nested in a MultiConnector; infersweep/engines/vllm.py Vllm.worker_env).
     return env + r.engine.worker_env(args)
@@ -182,6 +194,10 @@ def _spec_v1beta1(r: ResolvedRecipe, pvc: str, hf_secret: str, rollout: dict[str
                 "volumes": [{"name": "model-cache", "persistentVolumeClaim": {"claimName": pvc, "readOnly": True}}],
             }},
         }
+        if _needs_modules_cache(r, worker_args(r, role, w)):
+            pod = comp["podTemplate"]["spec"]
+            pod["containers"][0]["volumeMounts"].append({"name": HF_MODULES_VOLUME, "mountPath": HF_MODULES_MOUNT})
+            pod["volumes"].append({"name": HF_MODULES_VOLUME, "emptyDir": {}})
         if w.nodes > 1:
             comp["multinode"] = {"nodeCount": w.nodes}
         if w.autoscaling:
@@ -220,6 +236,10 @@ def _spec_v1alpha1(r: ResolvedRecipe, pvc: str, hf_secret: str, rollout: dict[st
                 "args": worker_args(r, role, w), "workingDir": r.engine.working_dir,
             }},
         }
+        if _needs_modules_cache(r, worker_args(r, role, w)):
+            svc["extraPodSpec"]["mainContainer"]["volumeMounts"] = [{"name": HF_MODULES_VOLUME,
+                                                                    "mountPath": HF_MODULES_MOUNT}]
+            svc["extraPodSpec"]["volumes"] = [{"name": HF_MODULES_VOLUME, "emptyDir": {}}]
         if role != "worker":
             svc["subComponentType"] = role
         if _extra_resources(r):
