@@ -2,7 +2,8 @@
 
 The work is infersweep.results.server_metrics.scrape_run_metrics (queries scoped to this run's deployment
 from params/metrics.yaml, windows from the points' result files); bad input exits 2 before anything is
-queried, and no Prometheus, or a failing one, is recorded in metrics/SKIPPED and exits 0.
+queried, and no Prometheus, or a failing one, is recorded in metrics/SKIPPED and exits 0. A query the run
+needs (metrics.yaml `required`) that returns no series exits 1, after saving what was scraped.
 
     python -m steps.scrape --run-dir DIR --namespace NS --dgd-name NAME [--run-id ID] [--prometheus-url URL]
         [--queries FILE] [--context JSON|@FILE]
@@ -14,7 +15,7 @@ import sys
 from pathlib import Path
 
 from infersweep.paths import params_dir
-from infersweep.results.server_metrics import ScopeError, scrape_run_metrics
+from infersweep.results.server_metrics import MissingSeries, ScopeError, scrape_run_metrics
 from workflows.step_declarations import SCRAPE
 
 
@@ -28,6 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     except ScopeError as e:  # bad input: one clear error, before anything is queried
         print(f"scrape: {e}", file=sys.stderr)
         return 2
+    except MissingSeries as e:  # Prometheus answered, a query the run needs did not: fail loudly
+        print(f"scrape: {e}", file=sys.stderr)
+        return 1
     return 0
 
 

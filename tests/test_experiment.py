@@ -236,3 +236,12 @@ def test_cost_model_saves_exactly_the_avoided_setup():
     slow = Durations(warmup_s={"vllm": 600.0, "sglang": 600.0, "trtllm": 600.0})
     assert (naive_cost(nemotron, slow).gpu_hours - plan_cost(nemotron, slow).gpu_hours
             > naive_cost(nemotron, d).gpu_hours - plan_cost(nemotron, d).gpu_hours)
+
+
+def test_every_part_of_a_worker_component_the_operator_hashes_restarts_the_workers():
+    """The worker hash covers the whole worker component except replicas, scalingAdapter, modelRef,
+    eppConfig and topologyConstraint (deploy/operator/api/v1beta1 ComputeDGDWorkersSpecHash), not only its
+    podTemplate: a /dev/shm size change (sharedMemorySize) rolls every worker."""
+    a, b = load_recipe(DISAGG), variant(DISAGG, {"placement": {"shared_memory": "64Gi"}})
+    assert classify(a, b).cls is RestartClass.WORKER
+

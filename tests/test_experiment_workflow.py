@@ -166,3 +166,23 @@ def test_every_treatment_is_summarized_with_the_commit_its_model_cache_resolved(
         cache_args = {p["name"]: p["value"] for p in ts[cache.group(1)]["arguments"]["parameters"]}
         assert (cache_args["model"], cache_args["revision"]) == (ctx["model"], ctx["model_revision"])
         assert cache.group(1) in ancestors(name)
+
+
+@pytest.mark.parametrize("path", all_experiment_paths(), ids=lambda p: p.stem)
+def test_every_treatment_of_a_study_renders_the_same_rollout_choice(path):
+    """The rollout annotations (workflows/dgd.rollout_annotations) sit in the pod template the operator's worker
+    hash covers: if two treatments differed in them, a scale-in-place between them would roll every worker."""
+    from workflows.dgd import ROLLING_MAX_SURGE, ROLLING_MAX_UNAVAILABLE
+
+    keys = (ROLLING_MAX_SURGE, ROLLING_MAX_UNAVAILABLE)
+    seen = set()
+    for name, task in tasks(render(path.stem)).items():
+        if not name.endswith("-deploy"):
+            continue
+        dgd = yaml.safe_load(next(p["value"] for p in task["arguments"]["parameters"] if p["name"] == "dgd"))
+        for comp in dgd["spec"]["components"]:
+            if comp["type"] == "frontend" or comp.get("multinode"):
+                continue
+            ann = (comp["podTemplate"].get("metadata") or {}).get("annotations") or {}
+            seen.add(tuple(ann.get(k) for k in keys))
+    assert len(seen) <= 1, seen

@@ -254,6 +254,19 @@ def test_unreachable_s3_fails_fast_with_resume_command(tmp_path, monkeypatch):
     assert local_snapshot(tree) == before
 
 
+def test_unreachable_s3_exits_75_so_the_step_is_retried(tmp_path):
+    """The publish template retries exit 75 only (steps/transient.py: `retryPolicy: Always` with
+    `asInt(lastRetry.exitCode) == 75`); S3 being unreachable is what a rerun outlives, so the step must say 75,
+    not 1. A bucket that does not exist stays 1 (test_cli_summary_and_failure)."""
+    tree = make_tree(tmp_path / "run")
+    with LocalS3(buckets=[BUCKET]) as dead:
+        env = {**os.environ, **dead.env()}
+    cmd = [sys.executable, "-m", "steps.publish", str(tree), "--bucket", BUCKET, "--prefix", "run-42"]
+    gone = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert gone.returncode == 75, gone.stderr
+    assert f"local copy at {tree} is intact" in gone.stderr
+
+
 # -- CLI ----------------------------------------------------------------------------
 
 
@@ -269,7 +282,7 @@ def test_cli_summary_and_failure(tmp_path, server, s3, prefix):
 
     cmd[cmd.index("--bucket") + 1] = "no-such-bucket"
     bad = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
-    assert bad.returncode != 0
+    assert bad.returncode == 1, bad.stderr  # NoSuchBucket: not a failure a retry outlives
     assert "infersweep publish" in bad.stderr and "--bucket no-such-bucket" in bad.stderr
 
 

@@ -63,7 +63,122 @@ def test_every_query_names_the_runs_namespace_and_dgd():
     for name, q in queries.items():
         assert 'namespace="team-a"' in q, name
         assert "$" not in q, f"{name}: a placeholder left unfilled: {q}"
-        assert 'dynamo_namespace="team-a-sweep-7"' in q or 'pod=~"sweep-7-.+"' in q, name
+        assert ('dynamo_namespace="team-a-sweep-7"' in q or 'dynamo_namespace=~"team-a-sweep-7"' in q
+                or 'pod=~"sweep-7-.+"' in q), name
+
+
+# ---------------------------------------------------------------- workers' runtime namespaces (issue 20, item 5)
+
+
+def test_worker_queries_use_the_runtime_namespaces_the_dgd_reports(tmp_path):
+    """Deployment-backed workers register in `<ns>-<dgd>-<worker hash>` (the operator's
+    DYN_NAMESPACE_WORKER_SUFFIX, appended by ai-dynamo 1.6.1 dynamo/common/utils/namespace.py
+    get_worker_namespace; reported as status.components[*].runtimeNamespace), and label their series with it.
+    The frontend stays in the base namespace."""
+    from infersweep.platform.dgd import runtime_namespaces
+
+    status = {"status": {"state": "successful", "components": {
+        "Frontend": {"componentKind": "Deployment", "replicas": 1, "updatedReplicas": 1,
+                     "runtimeNamespace": "team-a-sweep-7"},
+        "VllmDecodeWorker": {"componentKind": "Deployment", "replicas": 1, "updatedReplicas": 1,
+                             "runtimeNamespace": "team-a-sweep-7-1a2b3c4d"},
+        "VllmPrefillWorker": {"componentKind": "Deployment", "replicas": 1, "updatedReplicas": 1,
+                              "runtimeNamespace": "team-a-sweep-7-1a2b3c4d"}}}}
+    ready = runtime_namespaces(status)
+    assert ready["VllmDecodeWorker"] == "team-a-sweep-7-1a2b3c4d"
+    (tmp_path / "ready.json").write_text(json.dumps({"dgd": "sweep-7", "runtime_namespaces": ready}))
+    found = server_metrics.worker_namespaces(tmp_path, "team-a", "sweep-7")
+    assert "team-a-sweep-7-1a2b3c4d" in found
+    queries, _ = server_metrics.scoped_queries(SPEC, namespace="team-a", dgd="sweep-7", runtime_namespaces=found)
+    assert 'dynamo_namespace=~"team-a-sweep-7|team-a-sweep-7-1a2b3c4d"' in queries["worker_requests_per_s"]
+    assert 'dynamo_namespace="team-a-sweep-7"' in queries["frontend_requests_per_s"]
+    # v1alpha1 reports the same under status.services
+    assert runtime_namespaces({"status": {"services": status["status"]["components"]}}) == ready
+    # no record (an operator before 1.6, local mode): the base namespace
+    assert server_metrics.worker_namespaces(tmp_path / "none", "team-a", "sweep-7") == ["team-a-sweep-7"]
+
+
+class _FakePrometheus:
+    """/api/v1/query_range answering one series only for queries that contain `needle`: a Prometheus whose
+    worker series carry the runtime namespace and nothing else."""
+
+    def __init__(self, needles: list[str]):
+        self.queries: list[str] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802
+                q = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)["query"][0]
+                fake.queries.append(q)
+                start = float(urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)["start"][0])
+                result = ([{"metric": {}, "values": [[start, "1"]]}]
+                          if any(n in q for n in needles) else [])
+                body = json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _run_dir(tmp_path: Path, runtime: dict[str, str] | None) -> Path:
+    run = tmp_path / "run"
+    (run / "points" / "c1").mkdir(parents=True)
+    now = time.time()
+    (run / "points" / "c1" / "result.json").write_text(json.dumps(
+        {"concurrency": 1, "profiling_start_ns": int((now - 10) * 1e9), "profiling_end_ns": int(now * 1e9)}))
+    if runtime is not None:
+        (run / "ready.json").write_text(json.dumps({"dgd": "sweep-7", "runtime_namespaces": runtime}))
+    return run
+
+
+def test_worker_series_in_the_runtime_namespace_are_scraped(tmp_path, monkeypatch):
+    monkeypatch.delenv("INFERSWEEP_PLATFORM", raising=False)
+    prom = _FakePrometheus(['dynamo_namespace="team-a-sweep-7"', "team-a-sweep-7-1a2b3c4d"])
+    try:
+        run = _run_dir(tmp_path, {"Frontend": "team-a-sweep-7", "VllmWorker": "team-a-sweep-7-1a2b3c4d"})
+        rc = scrape_step.main(["--run-dir", str(run), "--prometheus-url", prom.url, "--namespace", "team-a",
+                               "--dgd-name", "sweep-7"])
+    finally:
+        prom.close()
+    assert rc == 0
+    df = pd.read_parquet(run / "metrics" / "server_metrics.parquet")
+    assert {"worker_requests_per_s", "worker_inflight", "frontend_requests_per_s"} <= set(df["metric"])
+
+
+def test_a_required_query_with_no_series_fails_the_scrape_and_names_it(tmp_path, monkeypatch, capsys):
+    """The workers' series are in the hashed runtime namespace, the record is missing: the worker queries
+    find nothing, and the step says so instead of saving an empty column."""
+    monkeypatch.delenv("INFERSWEEP_PLATFORM", raising=False)
+    prom = _FakePrometheus(['dynamo_namespace="team-a-sweep-7"'])  # the frontend only
+    try:
+        run = _run_dir(tmp_path, None)
+        rc = scrape_step.main(["--run-dir", str(run), "--prometheus-url", prom.url, "--namespace", "team-a",
+                               "--dgd-name", "sweep-7"])
+    finally:
+        prom.close()
+    assert rc == 1
+    err = capsys.readouterr().err
+    assert "worker_requests_per_s" in err and "worker_inflight" in err
+    missing = (run / "metrics" / "MISSING").read_text()
+    assert "worker_requests_per_s: " in missing and "frontend_requests_per_s" not in missing
+    assert (run / "metrics" / "server_metrics.parquet").exists()  # what was scraped is kept
+
+
+def test_local_mode_requires_only_what_its_prometheus_scrapes():
+    queries, _ = server_metrics.scoped_queries(SPEC, namespace="ns", dgd="d")
+    assert server_metrics.required_queries(SPEC, queries, "local") == ["frontend_requests_per_s"]
+    assert "worker_requests_per_s" in server_metrics.required_queries(SPEC, queries, "cluster")
 
 
 def test_cost_query_is_left_out_with_a_note_when_the_gpu_type_has_no_price():
@@ -103,7 +218,7 @@ def test_a_bad_context_is_one_clear_error_before_querying(tmp_path, capsys):
 
 @pytest.mark.e2e
 @need_prometheus
-def test_two_local_deployments_scraped_by_one_prometheus_each_see_only_their_traffic(tmp_path):
+def test_two_local_deployments_scraped_by_one_prometheus_each_see_only_their_traffic(tmp_path, monkeypatch):
     from infersweep.local.dynamo import default_dynamo_python, deploy_local, teardown_local, wait_ready_local
     from infersweep.local import procs
 
@@ -112,6 +227,7 @@ def test_two_local_deployments_scraped_by_one_prometheus_each_see_only_their_tra
     from tests.test_local_dynamo import AGG_KV
 
     namespace, sent = "bench", {"run-a": 2, "run-b": 5}
+    monkeypatch.setenv("INFERSWEEP_PLATFORM", "local")  # local frontends: metrics.yaml required.local applies
     deps = {}
     try:
         for name in sent:
@@ -168,14 +284,15 @@ def test_two_local_deployments_scraped_by_one_prometheus_each_see_only_their_tra
                 df = pd.read_parquet(run / "metrics" / "server_metrics.parquet")
                 rate = df[df["metric"] == "frontend_requests_per_s"]
                 assert len(rate) and (rate["value"] > 0).any(), name
-            # A DGD nobody deployed reads as empty, not as the cluster's traffic.
+            # A DGD nobody deployed reads as empty, not as the cluster's traffic, and the step says so.
             run = tmp_path / "out-nobody"
             (run / "points" / "c1").mkdir(parents=True)
             (run / "points" / "c1" / "result.json").write_text(json.dumps({
                 "concurrency": 1, "profiling_start_ns": int(start * 1e9), "profiling_end_ns": int(time.time() * 1e9)}))
             assert scrape_step.main(["--run-dir", str(run), "--prometheus-url", prom.url,
-                                     "--namespace", namespace, "--dgd-name", "run-c"]) == 0
+                                     "--namespace", namespace, "--dgd-name", "run-c"]) == 1
             assert pd.read_parquet(run / "metrics" / "server_metrics.parquet").empty
+            assert "frontend_requests_per_s" in (run / "metrics" / "MISSING").read_text()
     finally:
         for name in deps:
             teardown_local(tmp_path / name, grace_s=2)
@@ -223,7 +340,7 @@ def _labels(labels: dict) -> str:
 
 @pytest.mark.e2e  # ~40 s: waits for a full rate() range of scrapes
 @need_prometheus
-def test_gpu_queries_and_energy_and_cost_read_only_the_dgds_gpus(tmp_path):
+def test_gpu_queries_and_energy_and_cost_read_only_the_dgds_gpus(tmp_path, monkeypatch):
     ns, dgd = "bench", "sweep-a"
     # The DGD's two GPUs; a GPU of another DGD in the same namespace; one of a same-named DGD elsewhere.
     mine = [({"gpu": "0", "UUID": "GPU-a0", "namespace": ns, "pod": f"{dgd}-vllmworker-0", "container": "main"},
@@ -237,10 +354,16 @@ def test_gpu_queries_and_energy_and_cost_read_only_the_dgds_gpus(tmp_path):
     field = {"util": "DCGM_FI_DEV_GPU_UTIL", "fb": "DCGM_FI_DEV_FB_USED", "power": "DCGM_FI_DEV_POWER_USAGE"}
     gauges = [(field[k], labels, v) for labels, values in mine + others for k, v in values.items()]
     tok_per_s = {dgd: 250.0, "sweep-b": 4000.0}
+    monkeypatch.delenv("INFERSWEEP_PLATFORM", raising=False)  # a cluster's series: required.cluster applies
     counters = [("dynamo_frontend_output_tokens_total",
                  {"namespace": ns, "dynamo_namespace": f"{ns}-{name}", "model": "m"}, rate)
                 for name, rate in tok_per_s.items()]
-    exporter = _Exporter(gauges, counters)
+    # What the required queries read: the frontend's requests, the worker's (in its runtime namespace).
+    worker = {"namespace": ns, "dynamo_namespace": f"{ns}-{dgd}", "dynamo_component_type": "worker"}
+    counters += [("dynamo_frontend_requests_total", {"namespace": ns, "dynamo_namespace": f"{ns}-{dgd}", "model": "m"}, 2.0),
+                 ("dynamo_component_requests_total", worker, 2.0)]
+    gauges_extra = [("dynamo_component_inflight_requests", worker, 3.0)]
+    exporter = _Exporter(gauges + gauges_extra, counters)
     try:
         prom = LocalPrometheus(tmp_path / "targets.json")
         with prom:
@@ -287,3 +410,27 @@ def test_gpu_queries_and_energy_and_cost_read_only_the_dgds_gpus(tmp_path):
     price = server_metrics.gpu_price("H100")
     assert last("cost_usd_per_million_output_tokens") == pytest.approx(
         len(want) * price / 3600 / tok_per_s[dgd] * 1e6, rel=0.03)
+
+
+def test_wait_ready_records_the_runtime_namespaces_for_the_scrape(tmp_path):
+    """wait-ready writes what the adapter read from the DGD's status into ready.json; the scrape reads it."""
+    from infersweep.platform.operations import write_ready_file
+
+    class Stub:
+        def applied_at(self, name, namespace, api_version):
+            return time.time() - 5
+
+        def runtime_namespaces(self, name, namespace, api_version):
+            return {"Frontend": "team-a-sweep-7", "VllmWorker": "team-a-sweep-7-1a2b3c4d"}
+
+    write_ready_file(Stub(), tmp_path / "ready.json", "sweep-7", "team-a", "v1beta1", waited_s=3.0)
+    assert server_metrics.worker_namespaces(tmp_path, "team-a", "sweep-7") == ["team-a-sweep-7",
+                                                                               "team-a-sweep-7-1a2b3c4d"]
+
+
+def test_a_failed_scrape_still_lets_the_run_be_summarised_and_published():
+    """The exit handler: a scrape that fails loudly (exit 1) must not cost the run its results table."""
+    yml = yaml.safe_load((Path(__file__).parent.parent / "workflows/golden/templates/infersweep-vllm-agg.yaml").read_text())
+    handler = next(t for t in yml["spec"]["templates"] if t["name"] == "exit-handler")
+    tasks = {t["name"]: t for t in handler["dag"]["tasks"]}
+    assert tasks["summarize"]["depends"] == "scrape.Succeeded || scrape.Failed"

@@ -196,6 +196,35 @@ def test_unschedulable_insufficient_gpus_after_the_grace(cluster_factory, tmp_pa
     assert 1.0 <= secs < 3, "not before the autoscaler grace, not long after it"
 
 
+def test_unschedulable_while_the_workers_roll_is_not_a_failure(cluster_factory, tmp_path):
+    """A rolling update (status.rollingUpdate.phase Pending/InProgress: DynamoGraphDeployment CRD,
+    docs/pages/kubernetes/rolling-update.md) starts new worker pods while the old ones still hold the GPUs:
+    Unschedulable then is the rollout's pace. The grace counts only once the rollout is over."""
+    why = "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."
+    rolling = dgd("pending")
+    rolling["status"]["rollingUpdate"] = {"phase": "InProgress", "startTime": "2025-01-01T00:00:00Z"}
+    fc = cluster_factory(rolling, [pod("nemo-agg-worker-0", unschedulable=why)])
+
+    def finish():  # the rollout ends (old pods gone) and the new pod is scheduled and serves
+        time.sleep(1.5)
+        fc.dgd = dgd("successful", ready=True) | {"status": dgd("successful", ready=True)["status"]
+                                                  | {"rollingUpdate": {"phase": "Completed"}}}
+        fc.pods = [pod("nemo-agg-worker-0")]
+
+    threading.Thread(target=finish, daemon=True).start()
+    took, err, _ = wait(fc, tmp_path, timeout_s=10, unschedulable_grace_s=0.5)
+    assert err is None and took >= 1.5, err
+
+
+def test_unschedulable_after_the_rollout_completed_still_fails(cluster_factory, tmp_path):
+    why = "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."
+    done = dgd("pending")
+    done["status"]["rollingUpdate"] = {"phase": "Completed"}
+    fc = cluster_factory(done, [pod("nemo-agg-worker-0", unschedulable=why)])
+    _, err, secs = wait(fc, tmp_path, unschedulable_grace_s=0.5)
+    assert isinstance(err, NotReady) and "unschedulable" in str(err) and secs < 3
+
+
 def test_a_pod_restarting(cluster_factory, tmp_path):
     fc = cluster_factory(dgd("pending"), [pod("nemo-agg-worker-0", restarts=1, last_terminated=("OOMKilled", 137))])
     _, err, secs = wait(fc, tmp_path)

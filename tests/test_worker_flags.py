@@ -83,6 +83,35 @@ def test_vllm_cpu_offload_keeps_the_nixl_connector_on_both_sides():
         assert inner[1]["kv_connector_extra_config"]["cpu_bytes_to_use"] > 0
 
 
+def test_nixl_inside_a_multiconnector_advertises_the_pod_ip():
+    """ai-dynamo 1.6.1 sets VLLM_NIXL_SIDE_CHANNEL_HOST only when `_uses_nixl_connector` finds NIXL at the top
+    level or inside a PdConnector (dynamo/vllm/args.py); inside a MultiConnector vLLM keeps its default
+    "localhost" (vllm/envs.py) and prefill advertises localhost to decode. The DGD must set it to the pod IP."""
+    dgd = render_dgd(load_recipe("qwen3-32b-fp8-vllm-disagg-4p4d-kv-offload"))
+    for comp in dgd["spec"]["components"]:
+        if comp["type"] == "frontend":
+            continue
+        env = {e["name"]: e for e in comp["podTemplate"]["spec"]["containers"][0]["env"]}
+        assert env.get("VLLM_NIXL_SIDE_CHANNEL_HOST") == {
+            "name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}, comp["type"]
+    # Where Dynamo finds NIXL itself (the plain disaggregated recipe), it sets the host: nothing rendered.
+    plain = render_dgd(load_recipe("qwen3-32b-fp8-vllm-disagg-4p4d-kv"))
+    for comp in plain["spec"]["components"][1:]:
+        assert "VLLM_NIXL_SIDE_CHANNEL_HOST" not in {e["name"] for e in comp["podTemplate"]["spec"]["containers"][0]["env"]}
+
+
+def test_side_channel_rule_matches_dynamos_own_check():
+    """Our reading of `_uses_nixl_connector` (dynamo/vllm/args.py, ai-dynamo 1.6.1), case by case."""
+    from infersweep.engines.vllm import dynamo_sets_side_channel_host, nixl_nested
+
+    nixl = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+    multi = {"kv_connector": "MultiConnector", "kv_connector_extra_config": {"connectors": [nixl]}}
+    pd = {"kv_connector": "PdConnector", "kv_connector_extra_config": {"connectors": [nixl]}}
+    assert dynamo_sets_side_channel_host(nixl) and dynamo_sets_side_channel_host(pd)
+    assert not dynamo_sets_side_channel_host(multi) and nixl_nested(multi)
+    assert not nixl_nested({"kv_connector": "OffloadingConnector"})
+
+
 def test_aggregated_vllm_offload_still_uses_the_offloading_size_flag(tmp_path):
     path = tmp_path / "agg-offload.yaml"
     path.write_text(yaml.safe_dump({
@@ -156,3 +185,25 @@ def test_lightning_speculative_config_equals_upstreams(name):
     theirs = _upstream_speculative(name.removeprefix("lightning-vllm-").removesuffix("-bf16"))
     for args in workers(name).values():
         assert _json_flag(args, "--speculative-config") == theirs
+
+
+# ---------------------------------------------------------------- remote code vs the read-only model cache
+
+REMOTE_CODE = sorted(p.stem for p in all_recipe_paths()
+                     if any("--trust-remote-code" in a for a in workers(p.stem).values()))
+
+
+@pytest.mark.parametrize("name", REMOTE_CODE)
+def test_remote_code_is_written_outside_the_read_only_model_cache(name):
+    """--trust-remote-code copies the model's code into HF_MODULES_CACHE, default "$HF_HOME/modules"
+    (transformers utils/hub.py; dynamic_module_utils.py init_hf_modules makes the folder). HF_HOME is the
+    model-cache PVC, mounted read-only: HF_MODULES_CACHE must point elsewhere, at a writable place."""
+    dgd = render_dgd(load_recipe(name))
+    for comp in dgd["spec"]["components"]:
+        if comp["type"] == "frontend":
+            continue
+        c = comp["podTemplate"]["spec"]["containers"][0]
+        env = {e["name"]: e.get("value") for e in c["env"]}
+        modules = env.get("HF_MODULES_CACHE") or f"{env['HF_HOME']}/modules"
+        read_only = [m["mountPath"] for m in c["volumeMounts"] if m.get("readOnly")]
+        assert not any(modules == p or modules.startswith(p.rstrip("/") + "/") for p in read_only), (name, modules)

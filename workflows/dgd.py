@@ -13,6 +13,7 @@ starts at its min replicas with a scaling adapter and its range is an annotation
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from infersweep.names import DGD_NAME_MAX, dns_label
@@ -21,6 +22,16 @@ from infersweep.recipe.resolved import ResolvedRecipe
 from workflows import keda, pod_extras
 
 MODEL_CACHE_MOUNT = "/model-cache"
+# --trust-remote-code makes transformers copy the model's code into HF_MODULES_CACHE, default
+# "$HF_HOME/modules" (transformers utils/hub.py HF_MODULES_CACHE; dynamic_module_utils.py
+# init_hf_modules -> os.makedirs): HF_HOME is the read-only model cache, so it goes to an emptyDir instead.
+HF_MODULES_MOUNT = "/hf-modules"
+HF_MODULES_VOLUME = "hf-modules"
+
+
+def _needs_modules_cache(r: ResolvedRecipe, args: list[str]) -> bool:
+    """A worker that runs the model's own code, unless the recipe points HF_MODULES_CACHE somewhere itself."""
+    return "--trust-remote-code" in args and "HF_MODULES_CACHE" not in r.recipe.worker_env
 LABEL_PREFIX = "infersweep.io"
 COMPONENT_NAMES = {"worker": "Worker", "prefill": "PrefillWorker", "decode": "DecodeWorker"}
 
@@ -70,12 +81,45 @@ def _gpus_per_pod(w: Workers) -> int:
     return w.gpus_per_replica // w.nodes
 
 
-def _worker_env(r: ResolvedRecipe) -> list[dict[str, str]]:
+def _worker_env(r: ResolvedRecipe, args: list[str]) -> list[dict[str, Any]]:
     # The model-cache step has put the pinned revision on the PVC; workers must never reach the hub.
-    env = [{"name": "HF_HOME", "value": MODEL_CACHE_MOUNT}, {"name": "HF_HUB_OFFLINE", "value": "1"}]
+    env: list[dict[str, Any]] = [{"name": "HF_HOME", "value": MODEL_CACHE_MOUNT}, {"name": "HF_HUB_OFFLINE", "value": "1"}]
     t = r.transport  # the recipe's, or its GPU pool's fabric (infersweep.recipe.ResolvedRecipe.transport)
     env += [{"name": k, "value": v} for k, v in sorted(r.recipe.worker_env.items())]
-    return env + [{"name": k, "value": v} for k, v in sorted((t.env if t else {}).items())]
+    env += [{"name": k, "value": v} for k, v in sorted((t.env if t else {}).items())]
+    if _needs_modules_cache(r, args):
+        env.append({"name": "HF_MODULES_CACHE", "value": HF_MODULES_MOUNT})
+    # What the engine needs that Dynamo does not set for these args (vLLM: the NIXL side-channel host
+    # where NIXL is nested in a MultiConnector; infersweep/engines/vllm.py Vllm.worker_env).
+    return env + r.engine.worker_env(args)
+
+
+# The operator's managed rolling update of Deployment-backed workers (deploy/operator/internal/controller/
+# dynamographdeployment_rollout.go resolveRollingUpdateParams, constants in dynamocomponentdeployment_controller.go;
+# docs/pages/kubernetes/rolling-update.md): the pace is read from these component annotations (v1beta1:
+# podTemplate.metadata.annotations), default 25 % surge (rounded up) and 25 % unavailable (rounded down), and
+# when both resolve to 0 the operator sets surge to 1. Any worker pod-template change rolls every worker
+# component at once (the worker hash covers them all). Grove/LWS-backed (multinode) workers never surge.
+ROLLING_MAX_SURGE = "nvidia.com/deployment-rolling-update-max-surge"
+ROLLING_MAX_UNAVAILABLE = "nvidia.com/deployment-rolling-update-max-unavailable"
+DEFAULT_SURGE_FRACTION = 0.25
+
+
+def default_surge_gpus(r: ResolvedRecipe) -> int:
+    """GPUs the operator's default surge asks for at once when the workers roll: ceil(25 % of replicas) extra
+    pods of each Deployment-backed worker component, all components together."""
+    return sum(math.ceil(DEFAULT_SURGE_FRACTION * w.replicas) * _gpus_per_pod(w)
+               for w in r.recipe.topology.roles().values() if w.nodes == 1)
+
+
+def rollout_annotations(r: ResolvedRecipe, spare_gpus: int | None) -> dict[str, str]:
+    """Surge 0, one pod down at a time, where the run's GPUs cannot hold the default surge (`spare_gpus`: the
+    GPUs its admission holds beyond what it uses; None = unknown, the operator's defaults). Max-unavailable
+    is explicit: with surge "0" and the default 25 %, a component of 1-3 replicas resolves both to 0 and the
+    operator raises surge back to 1 (resolveRollingUpdateParams)."""
+    if spare_gpus is None or default_surge_gpus(r) <= spare_gpus:
+        return {}
+    return {ROLLING_MAX_SURGE: "0", ROLLING_MAX_UNAVAILABLE: "1"}
 
 
 def _extra_resources(r: ResolvedRecipe) -> dict[str, str]:
@@ -100,11 +144,15 @@ def dgd_base_name(recipe: str) -> str:
 
 
 def render_dgd(r: ResolvedRecipe, *, api_version: str = "v1beta1", name: str | None = None,
-               pvc: str = "model-cache", hf_secret: str = "hf-token-secret") -> dict[str, Any]:
+               pvc: str = "model-cache", hf_secret: str = "hf-token-secret",
+               spare_gpus: int | None = None) -> dict[str, Any]:
+    """`spare_gpus`: GPUs the run holds beyond its own (workflows.pipeline.spare_gpus); where they cannot
+    hold the operator's default rollout surge the workers roll without one (rollout_annotations)."""
+    rollout = rollout_annotations(r, spare_gpus)
     if api_version == "v1beta1":
-        spec = _spec_v1beta1(r, pvc, hf_secret)
+        spec = _spec_v1beta1(r, pvc, hf_secret, rollout)
     elif api_version == "v1alpha1":
-        spec = _spec_v1alpha1(r, pvc, hf_secret)
+        spec = _spec_v1alpha1(r, pvc, hf_secret, rollout)
     else:
         raise ValueError(f"DGD apiVersion {api_version!r}: use v1beta1 (Dynamo >= 1.6) or v1alpha1 (older operators)")
     metadata: dict[str, Any] = {"name": name or dgd_base_name(r.name), "labels": labels(r)}
@@ -113,7 +161,7 @@ def render_dgd(r: ResolvedRecipe, *, api_version: str = "v1beta1", name: str | N
     return {"apiVersion": f"nvidia.com/{api_version}", "kind": "DynamoGraphDeployment", "metadata": metadata, "spec": spec}
 
 
-def _spec_v1beta1(r: ResolvedRecipe, pvc: str, hf_secret: str) -> dict[str, Any]:
+def _spec_v1beta1(r: ResolvedRecipe, pvc: str, hf_secret: str, rollout: dict[str, str]) -> dict[str, Any]:
     frontend = {
         "name": "Frontend",
         "type": "frontend",
@@ -138,7 +186,7 @@ def _spec_v1beta1(r: ResolvedRecipe, pvc: str, hf_secret: str) -> dict[str, Any]
                     "command": ["python3", "-m", r.engine.module],
                     "args": worker_args(r, role, w),
                     "workingDir": r.engine.working_dir,
-                    "env": _worker_env(r),
+                    "env": _worker_env(r, worker_args(r, role, w)),
                     "envFrom": [{"secretRef": {"name": hf_secret}}],
                     "resources": {"limits": dict(res), "requests": dict(res)},
                     "volumeMounts": [{"name": "model-cache", "mountPath": MODEL_CACHE_MOUNT, "readOnly": True}],
@@ -146,16 +194,24 @@ def _spec_v1beta1(r: ResolvedRecipe, pvc: str, hf_secret: str) -> dict[str, Any]
                 "volumes": [{"name": "model-cache", "persistentVolumeClaim": {"claimName": pvc, "readOnly": True}}],
             }},
         }
+        if _needs_modules_cache(r, worker_args(r, role, w)):
+            pod = comp["podTemplate"]["spec"]
+            pod["containers"][0]["volumeMounts"].append({"name": HF_MODULES_VOLUME, "mountPath": HF_MODULES_MOUNT})
+            pod["volumes"].append({"name": HF_MODULES_VOLUME, "emptyDir": {}})
         if w.nodes > 1:
             comp["multinode"] = {"nodeCount": w.nodes}
         if w.autoscaling:
             comp["scalingAdapter"] = {}  # replicas start at min; the adapter lets KEDA/HPA move them
         pod_extras.worker_v1beta1(comp, r, w)
+        if rollout and w.nodes == 1:
+            tmpl = comp["podTemplate"]
+            comp["podTemplate"] = {"metadata": tmpl.pop("metadata", {}), **tmpl}  # metadata first, as pod_extras puts it
+            comp["podTemplate"]["metadata"].setdefault("annotations", {}).update(rollout)
         components.append(comp)
     return {"backendFramework": r.engine.backend_framework, "components": components}
 
 
-def _spec_v1alpha1(r: ResolvedRecipe, pvc: str, hf_secret: str) -> dict[str, Any]:
+def _spec_v1alpha1(r: ResolvedRecipe, pvc: str, hf_secret: str, rollout: dict[str, str]) -> dict[str, Any]:
     services: dict[str, Any] = {
         "Frontend": {
             "componentType": "frontend",
@@ -172,7 +228,7 @@ def _spec_v1alpha1(r: ResolvedRecipe, pvc: str, hf_secret: str) -> dict[str, Any
             "componentType": "worker",
             "replicas": w.replicas,
             "envFromSecret": hf_secret,
-            "envs": _worker_env(r),
+            "envs": _worker_env(r, worker_args(r, role, w)),
             "resources": {"limits": {"gpu": gpus}, "requests": {"gpu": gpus}},
             "volumeMounts": [{"name": pvc, "mountPoint": MODEL_CACHE_MOUNT}],
             "extraPodSpec": {"mainContainer": {
@@ -180,6 +236,10 @@ def _spec_v1alpha1(r: ResolvedRecipe, pvc: str, hf_secret: str) -> dict[str, Any
                 "args": worker_args(r, role, w), "workingDir": r.engine.working_dir,
             }},
         }
+        if _needs_modules_cache(r, worker_args(r, role, w)):
+            svc["extraPodSpec"]["mainContainer"]["volumeMounts"] = [{"name": HF_MODULES_VOLUME,
+                                                                    "mountPath": HF_MODULES_MOUNT}]
+            svc["extraPodSpec"]["volumes"] = [{"name": HF_MODULES_VOLUME, "emptyDir": {}}]
         if role != "worker":
             svc["subComponentType"] = role
         if _extra_resources(r):
@@ -190,5 +250,7 @@ def _spec_v1alpha1(r: ResolvedRecipe, pvc: str, hf_secret: str) -> dict[str, Any
         if w.autoscaling:
             svc["scalingAdapter"] = {"enabled": True}
         pod_extras.worker_v1alpha1(svc, r, w)
+        if rollout and w.nodes == 1:  # v1alpha1: the component's own annotations
+            svc.setdefault("annotations", {}).update(rollout)
         services[_component_name(r, role)] = svc
     return {"backendFramework": r.engine.backend_framework, "pvcs": [{"name": pvc, "create": False}], "services": services}

@@ -36,8 +36,8 @@ from infersweep.experiment.restart import RestartClass
 from infersweep.recipe import RecipeError, ResolvedRecipe
 from infersweep.recipe_context import recipe_context
 from workflows.gpu_guard import recipes_synchronization
-from workflows.pipeline import points_json
-from workflows.dgd import render_dgd
+from workflows.pipeline import points_json, spare_gpus
+from workflows.dgd import default_surge_gpus, render_dgd
 from workflows.steps_library import RUN_DIR, WORKDIR, step_task
 
 TREATMENTS_DIR = f"{WORKDIR}/treatments"
@@ -154,6 +154,13 @@ def experiment_workflow(plan: Plan, settings: ClusterSettings, *, namespace: str
                               arguments={"model": key[0], "revision": key[1], "source": model_source, "draft-model": key[2]})
             previous_end: str | None = None
             treatment_points: dict[str, str] = {}
+            # The Workflow holds the admission of its largest treatment (recipes_synchronization); a treatment
+            # patched in place rolls its workers within what is left of it. One choice for every treatment:
+            # the rollout annotations are part of the pod template the worker hash covers, so a difference
+            # between two treatments would itself roll the workers (infersweep.experiment.restart).
+            treatments = [s.treatment.recipe for s in plan.steps]
+            largest = max(treatments, key=lambda t: t.gpu_capacity)
+            exact = any(default_surge_gpus(t) > spare_gpus(t, settings, largest) for t in treatments)
             for i, (s, dgd_name) in enumerate(zip(plan.steps, names)):
                 r: ResolvedRecipe = s.treatment.recipe
                 t = f"t{i}"
@@ -168,7 +175,7 @@ def experiment_workflow(plan: Plan, settings: ClusterSettings, *, namespace: str
                     start_after = [f"{t}-teardown"]
                 Task(name=f"{t}-mark-start", template="mark-start", depends=" && ".join(start_after))
                 dgd = render_dgd(r, api_version=dgd_api, name=dgd_name, pvc=settings.model_cache.pvc,
-                                 hf_secret=settings.hf_token_secret)
+                                 hf_secret=settings.hf_token_secret, spare_gpus=0 if exact else None)
                 if s.reset:  # empty the kept workers' KV caches first (infersweep.experiment.kv_reset)
                     dgd = mark_reset(dgd, str(i))
                 step_task("deploy", name=f"{t}-deploy", depends=_any(f"{t}-mark-start"),

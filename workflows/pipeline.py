@@ -26,7 +26,8 @@ from infersweep.recipe import ResolvedRecipe
 from infersweep.recipe_context import recipe_context
 from workflows.dgd import labels as recipe_labels
 from workflows.dgd import dgd_base_name, render_dgd
-from workflows.gpu_guard import GUARD_PARAMS, LOCK_PARAMS, apply_to_dgd, guard_arguments, span_synchronization
+from workflows.gpu_guard import (GUARD_PARAMS, LOCK_PARAMS, apply_to_dgd, guard_arguments, recipe_admission,
+                                 span_synchronization)
 from workflows.steps_library import aiperf_resources, pod_security_context, step_task
 
 # (name, description for the Argo UI form, enum or None)
@@ -150,10 +151,12 @@ def pipeline_template(engine: str, mode: str, settings: ClusterSettings, *, poin
         with DAG(name="exit-handler"):
             step_task("teardown", name="teardown",
                       arguments={"dgd-name": _wf("dgd-name"), "api-version": _wf("dgd-api-version")})
-            scrape = step_task("scrape", name="scrape",
-                               arguments={"prometheus-url": _wf("prometheus-url"), "dgd-name": _wf("dgd-name"),
-                                          "context": _wf("context")})
-            summarize = step_task("summarize", name="summarize",
+            step_task("scrape", name="scrape",
+                      arguments={"prometheus-url": _wf("prometheus-url"), "dgd-name": _wf("dgd-name"),
+                                 "context": _wf("context")})
+            # A scrape that fails (a query the run needs returned no series: steps/scrape.py exits 1) fails
+            # the run loudly, but the measured points are still summarised and published.
+            summarize = step_task("summarize", name="summarize", depends="scrape.Succeeded || scrape.Failed",
                                   arguments={"gpu-count": _wf("gpu-count"), "slo": _wf("slo"), "title": _wf("recipe"),
                                              "context": _wf("context")})
             publish = step_task("publish", name="publish",
@@ -163,7 +166,7 @@ def pipeline_template(engine: str, mode: str, settings: ClusterSettings, *, poin
                               arguments={"bucket": _wf("s3-bucket"), "baseline-prefix": _wf("baseline-prefix"),
                                          "tolerances": _wf("regression")})
             verdict = step_task("verdict", name="verdict", arguments={"points": _wf("points")})
-            scrape >> summarize >> publish >> [check, verdict]
+            summarize >> publish >> [check, verdict]
 
         with DAG(name="pipeline"):
             pvc = step_task("ensure-pvc", name="ensure-pvc",
@@ -178,6 +181,15 @@ def pipeline_template(engine: str, mode: str, settings: ClusterSettings, *, poin
     return wt
 
 
+def spare_gpus(r: ResolvedRecipe, settings: ClusterSettings, held_for: ResolvedRecipe | None = None) -> int:
+    """GPUs the run may use beyond its own while its workers roll: under the Argo guard, what its admission
+    reserves (the lane or pool of `held_for`, default `r`: workflows/gpu_guard.recipe_admission) minus
+    what it uses; a cluster scheduler (Kueue, KAI, Volcano) admits the DGD's pods, no spare (0)."""
+    if settings.guard.scheduler != "argo":
+        return 0
+    return max(0, recipe_admission(held_for or r, settings).reserved - r.gpu_capacity)
+
+
 def recipe_arguments(r: ResolvedRecipe, settings: ClusterSettings, *, dgd_api: str = "v1beta1",
                      points: list[dict[str, int]] | None = None, overrides: dict[str, str] | None = None) -> dict[str, str]:
     """A recipe as the arguments of its pipeline template (all strings, as Argo parameters are)."""
@@ -188,7 +200,9 @@ def recipe_arguments(r: ResolvedRecipe, settings: ClusterSettings, *, dgd_api: s
         "recipe": r.name,
         "dgd-name": dgd_base_name(r.name),
         "dgd": yaml.safe_dump(apply_to_dgd(render_dgd(r, api_version=dgd_api, pvc=settings.model_cache.pvc,
-                                                      hf_secret=settings.hf_token_secret), r, settings), sort_keys=False),
+                                                      hf_secret=settings.hf_token_secret,
+                                                      spare_gpus=spare_gpus(r, settings)), r, settings),
+                              sort_keys=False),
         "dgd-api-version": dgd_api,
         "model": r.model.id,
         "model-revision": r.model.revision,

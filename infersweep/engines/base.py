@@ -162,6 +162,11 @@ class Engine(Strict, ABC):
     def aic_parallelism(self, w: Workers) -> tuple[int, int]:
         """AIConfigurator's (tp_size, attention_dp_size) for a role (infersweep/predict/target.py)."""
 
+    def worker_env(self, args: list[str]) -> list[dict[str, Any]]:
+        """Environment a worker started with these args needs that Dynamo does not set itself
+        (Kubernetes env entries; `valueFrom` allowed). None by default."""
+        return []
+
 
 # ---------------------------------------------------------------- helpers engines share (not rules)
 

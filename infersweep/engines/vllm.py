@@ -126,5 +126,43 @@ class Vllm(Engine):
     def aic_parallelism(self, w: Workers) -> tuple[int, int]:
         return w.tp, w.dp  # a replica is TP x DP engines' GPUs
 
+    def worker_env(self, args: list[str]) -> list[dict[str, Any]]:
+        """VLLM_NIXL_SIDE_CHANNEL_HOST = the pod IP (downward API) where NIXL sits where Dynamo does not look.
+
+        vLLM's NixlConnector advertises VLLM_NIXL_SIDE_CHANNEL_HOST to its peers (default "localhost",
+        vllm/envs.py). ai-dynamo 1.6.1 sets it only when `_uses_nixl_connector` says so
+        (dynamo/vllm/args.py: update_engine_config -> ensure_side_channel_host), and that looks at the top-level
+        kv_connector and inside a `PdConnector` only: NIXL inside a MultiConnector (our CPU-offload
+        disaggregated workers, kv_transfer_args) leaves it at localhost, so decode cannot reach prefill.
+        """
+        cfg = json_flag(args, self.kv_transfer_flag)
+        if nixl_nested(cfg) and not dynamo_sets_side_channel_host(cfg):
+            return [{"name": NIXL_SIDE_CHANNEL_HOST,
+                     "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
+        return []
+
+
+NIXL_SIDE_CHANNEL_HOST = "VLLM_NIXL_SIDE_CHANNEL_HOST"
+
+
+def nixl_nested(cfg: dict[str, Any]) -> bool:
+    """Whether a --kv-transfer-config uses the NixlConnector, at the top or inside any wrapper's
+    kv_connector_extra_config.connectors (MultiConnector, PdConnector), at any depth."""
+    if cfg.get("kv_connector") == "NixlConnector":
+        return True
+    inner = (cfg.get("kv_connector_extra_config") or {}).get("connectors") or []
+    return any(isinstance(c, dict) and nixl_nested(c) for c in inner)
+
+
+def dynamo_sets_side_channel_host(cfg: dict[str, Any]) -> bool:
+    """ai-dynamo 1.6.1 dynamo/vllm/args.py `_uses_nixl_connector`, on the JSON: NixlConnector at the top level,
+    or as a direct entry of a PdConnector's kv_connector_extra_config.connectors; nothing else."""
+    if cfg.get("kv_connector") == "NixlConnector":
+        return True
+    if cfg.get("kv_connector") == "PdConnector":
+        inner = (cfg.get("kv_connector_extra_config") or {}).get("connectors") or []
+        return any(isinstance(c, dict) and c.get("kv_connector") == "NixlConnector" for c in inner)
+    return False
+
 
 ENGINE = Vllm

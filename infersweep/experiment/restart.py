@@ -12,8 +12,10 @@ ai-dynamo/dynamo, docs/pages/kubernetes/rolling-update.md and the worker hash
 - SCALE: only worker `replicas` differ. The hash strips "Replicas: scaling, not pod template" (and the
   scaling adapter), so a replica change does not roll the workers: the DGD is patched, pods are added or
   removed, and only added pods load the model.
-- WORKER: a worker pod template differs (engine arguments, CPU KV offload, speculative decoding, transport
-  env/resources, KV-event flags that a router change adds for some engines). The hash "covers all worker
+- WORKER: anything of a worker component the worker hash covers differs: all of it but replicas, the
+  scaling adapter, modelRef, eppConfig and topologyConstraint (the pod template: engine arguments, CPU KV
+  offload, speculative decoding, transport env/resources, KV-event flags that a router change adds for some
+  engines; and beside it sharedMemorySize, ...), or the DGD-wide spec.env. The hash "covers all worker
   services together — changing any single worker's spec triggers a rolling update for all workers": every
   worker restarts and loads the model again, the frontend and the deployment's other objects stay.
 - FULL: a different deployment: model (a different model cache and MDC), engine or image, the set of
@@ -56,11 +58,11 @@ class Transition:
 _DGD_NAME = "experiment"  # both sides are rendered under one name: the experiment keeps one DGD
 
 
-def _components(r: ResolvedRecipe) -> tuple[str, dict[str, dict[str, Any]]]:
+def _components(r: ResolvedRecipe) -> tuple[str, dict[str, dict[str, Any]], Any]:
     from workflows.dgd import render_dgd
 
     spec = render_dgd(r, name=_DGD_NAME)["spec"]
-    return spec["backendFramework"], {c["name"]: c for c in spec["components"]}
+    return spec["backendFramework"], {c["name"]: c for c in spec["components"]}, spec.get("env")
 
 
 def _gpus_per_pod(comp: dict[str, Any]) -> Any:
@@ -68,8 +70,17 @@ def _gpus_per_pod(comp: dict[str, Any]) -> Any:
     return {k: v for k, v in limits.items() if k.endswith("/gpu")}
 
 
+# What the operator's worker hash leaves out of a v1beta1 worker component (deploy/operator/api/v1beta1
+# ComputeDGDWorkersSpecHash -> workerHashInputForSpec: "Excluded fields (do not affect worker pod contents):
+# Replicas, ScalingAdapter, ModelRef, EPPConfig, TopologyConstraint"). Everything else of the component is
+# hashed (podTemplate, sharedMemorySize, multinode, frontendSidecar, compilationCache, experimental, ...),
+# with spec.backendFramework and spec.env: a change to any of it rolls every worker.
+_NOT_HASHED = frozenset({"replicas", "scalingAdapter", "modelRef", "eppConfig", "topologyConstraint"})
+
+
 def _pod(comp: dict[str, Any]) -> Any:
-    return comp["podTemplate"]
+    """The part of a worker component the operator's worker hash covers."""
+    return {k: v for k, v in comp.items() if k not in _NOT_HASHED}
 
 
 def _field_changes(a: ResolvedRecipe, b: ResolvedRecipe) -> list[str]:
@@ -110,7 +121,7 @@ def dgd_class(a: dict[str, Any], b: dict[str, Any]) -> RestartClass:
         if _gpus_per_pod(ca[n]) != _gpus_per_pod(cb[n]) or ca[n].get("multinode") != cb[n].get("multinode") \
                 or image[0] != image[1]:
             return RestartClass.FULL
-    if any(_pod(ca[n]) != _pod(cb[n]) for n in workers):
+    if sa.get("env") != sb.get("env") or any(_pod(ca[n]) != _pod(cb[n]) for n in workers):
         return RestartClass.WORKER
     if any(ca[n]["replicas"] != cb[n]["replicas"] or ca[n].get("scalingAdapter") != cb[n].get("scalingAdapter")
            for n in workers):
@@ -139,11 +150,11 @@ def deployment_keys(r: ResolvedRecipe) -> tuple[str, str, str, str]:
     """
     import json
 
-    framework, comps = _components(r)
+    framework, comps, env = _components(r)
     workers = {n: c for n, c in comps.items() if c["type"] != "frontend"}
     full = json.dumps([r.recipe.model, r.recipe.engine, r.image, r.recipe.gpu.type, framework,
                        {n: [c["type"], _gpus_per_pod(c), c.get("multinode")] for n, c in comps.items()}], sort_keys=True)
-    worker = json.dumps({n: _pod(c) for n, c in workers.items()}, sort_keys=True)
+    worker = json.dumps([env, {n: _pod(c) for n, c in workers.items()}], sort_keys=True)
     scale = json.dumps({n: [c["replicas"], c.get("scalingAdapter")] for n, c in workers.items()}, sort_keys=True)
     frontend = json.dumps({n: c for n, c in comps.items() if c["type"] == "frontend"}, sort_keys=True)
     return full, worker, scale, frontend

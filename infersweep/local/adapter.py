@@ -174,6 +174,9 @@ class LocalPlatform:
         # Local mode deploys one run at a time on this machine (no GPU pool shared between runs): no lane holder.
         return []
 
+    def runtime_namespaces(self, name: str, namespace: str, api_version: str) -> dict[str, str]:
+        return {}  # no operator: no per-generation worker namespaces (the scrape uses the base namespace)
+
     def delete_dgd(self, name: str, namespace: str, api_version: str, *, owner_uid: str = "") -> bool:
         from infersweep.local.dynamo import teardown_local
 

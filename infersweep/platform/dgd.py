@@ -52,6 +52,19 @@ def for_run(dgd: dict[str, Any], run_id: str) -> dict[str, Any]:
     return dgd
 
 
+def runtime_namespaces(dgd: dict[str, Any]) -> dict[str, str]:
+    """Component name -> the Dynamo runtime namespace it registers in, from the DGD's status: v1beta1
+    `status.components.<name>.runtimeNamespace`, v1alpha1 `status.services.<name>.runtimeNamespace`
+    (DynamoGraphDeployment CRD, nvidia.com_dynamographdeployments.yaml). Deployment-backed workers get
+    `<k8s ns>-<dgd>-<worker hash>`: the operator sets DYN_NAMESPACE_WORKER_SUFFIX and the worker appends it
+    (ai-dynamo 1.6.1 dynamo/common/utils/namespace.py get_worker_namespace); the frontend, and Grove-backed
+    workers, keep the base `<k8s ns>-<dgd>`. Empty when the operator reports none (before 1.6)."""
+    status = dgd.get("status") or {}
+    comps = status.get("components") or status.get("services") or {}
+    return {name: c["runtimeNamespace"] for name, c in sorted(comps.items())
+            if isinstance(c, dict) and c.get("runtimeNamespace")}
+
+
 def workflow_owner(dgd: dict[str, Any]) -> dict[str, str] | None:
     """The Workflow that owns a DGD saved by this run's deploy (its first Workflow ownerReference), or None."""
     owners = [o for o in dgd["metadata"].get("ownerReferences") or [] if o.get("kind") == "Workflow"]

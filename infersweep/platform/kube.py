@@ -195,6 +195,13 @@ class KubernetesPlatform:
                                                           label_selector=label_selector)
         return sorted(item["metadata"]["name"] for item in found.get("items", []))
 
+    def runtime_namespaces(self, name: str, namespace: str, api_version: str) -> dict[str, str]:
+        """Component -> Dynamo runtime namespace, from the DGD's status (infersweep.platform.dgd.runtime_namespaces)."""
+        from infersweep.platform.dgd import runtime_namespaces
+
+        return runtime_namespaces(self.custom.get_namespaced_custom_object(DGD_GROUP, api_version, namespace,
+                                                                           DGD_PLURAL, name))
+
     def delete_dgd(self, name: str, namespace: str, api_version: str, *, owner_uid: str = "") -> bool:
         from kubernetes.client.exceptions import ApiException
 

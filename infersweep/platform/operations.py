@@ -146,8 +146,16 @@ def write_ready_file(platform: Platform, path: Path, name: str, namespace: str, 
     except Exception as e:  # the record enriches a run: never fail a served deployment over it
         print(f"wait-ready: cannot read when {name} was applied: {e}", file=sys.stderr)
         applied_at = None
+    try:
+        # Where the workers register (status.components[*].runtimeNamespace): the scrape step scopes the
+        # worker queries to it (infersweep.results.server_metrics.worker_namespaces).
+        runtime = platform.runtime_namespaces(name, namespace, api_version)
+    except Exception as e:
+        print(f"wait-ready: cannot read the runtime namespaces of {name}: {e}", file=sys.stderr)
+        runtime = {}
     record = {"dgd": name, "applied_at": applied_at, "ready_at": ready_at, "waited_s": round(waited_s, 3),
-              "time_to_ready_s": round(ready_at - applied_at, 3) if applied_at else None}
+              "time_to_ready_s": round(ready_at - applied_at, 3) if applied_at else None,
+              "runtime_namespaces": runtime}
     _write(path, json.dumps(record) + "\n")
 
 

@@ -58,6 +58,17 @@ def is_unschedulable(pod: Any) -> bool:
                for c in pod.status.conditions or [])
 
 
+# status.rollingUpdate.phase of a DGD whose Deployment-backed workers are being replaced (DynamoGraphDeployment CRD,
+# nvidia.com_dynamographdeployments.yaml, both versions; docs/pages/kubernetes/rolling-update.md): the operator
+# scales the new generation up within maxSurge while the old one still holds its GPUs, so a new pod may wait
+# for the scheduler until an old one is gone. That is the rollout's pace, not a pool that cannot hold the run.
+ROLLOUT_PHASES = {"Pending", "InProgress"}
+
+
+def rollout_in_progress(dgd: dict[str, Any] | None) -> bool:
+    return ((dgd or {}).get("status") or {}).get("rollingUpdate", {}).get("phase") in ROLLOUT_PHASES
+
+
 def dgd_ready(dgd: dict[str, Any]) -> tuple[bool, str | None]:
     status = dgd.get("status") or {}
     if status.get("state") == "failed":
@@ -174,13 +185,17 @@ def wait_dgd_ready(core: Any, custom: Any, name: str, namespace: str, model: str
         if fatal:
             raise fail(fatal)
         pods = core.list_namespaced_pod(namespace, label_selector=f"{POD_LABEL}={name}").items
+        rolling = rollout_in_progress(dgd)
         for pod in pods:
             pname = pod.metadata.name
-            if is_unschedulable(pod):
+            if rolling:  # Unschedulable while the workers roll is not counted; the grace starts after the rollout
+                unschedulable_since.pop(pname, None)
+            elif is_unschedulable(pod):
                 unschedulable_since.setdefault(pname, now)
             else:
                 unschedulable_since.pop(pname, None)
-            problem = pod_problem(pod, now - unschedulable_since.get(pname, now), unschedulable_grace_s)
+            problem = pod_problem(pod, now - unschedulable_since.get(pname, now),
+                                  float("inf") if rolling else unschedulable_grace_s)
             if problem:
                 if "unschedulable" in problem:
                     detail = scheduling_events(core, namespace, {pname})

@@ -37,6 +37,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from botocore.exceptions import ClientError
 
@@ -63,11 +64,12 @@ EXTRA_CONTENT_TYPES = {
 class PublishError(RuntimeError):
     """S3 unreachable or an upload failed; the local copy is intact."""
 
-    def __init__(self, message: str, *, uploaded=(), not_uploaded=(), command: str = ""):
+    def __init__(self, message: str, *, uploaded=(), not_uploaded=(), command: str = "", causes=()):
         super().__init__(message)
         self.uploaded = list(uploaded)
         self.not_uploaded = list(not_uploaded)
         self.command = command
+        self.causes = list(causes)  # the S3 client's exceptions, per key: a step tells transient from not
 
 
 class PublishConflict(RuntimeError):
@@ -295,7 +297,8 @@ def _publish_error(stage, bucket, prefix, local_dir, command, files, errors, upl
         f"The local copy at {local_dir} is intact (nothing local is changed or deleted).\n"
         f"To publish it later: {command}"
     )
-    return PublishError(message, uploaded=uploaded_keys, not_uploaded=missing, command=command)
+    return PublishError(message, uploaded=uploaded_keys, not_uploaded=missing, command=command,
+                        causes=list(errors.values()))
 
 
 def _some(keys: list[str], limit: int = 10) -> str:
@@ -470,11 +473,14 @@ def free_retry_prefix(bucket: str, prefix: str, s3=None) -> str:
     raise PublishError(f"{prefix}: 999 retries already published")
 
 
-def publish_run(local_dir: Path, bucket: str, prefix: str, *, retry_prefix: bool = False) -> int:
+def publish_run(local_dir: Path, bucket: str, prefix: str, *, retry_prefix: bool = False,
+                transient_exit: Callable[[BaseException], int | None] | None = None) -> int:
     """Publish a run folder and index it, saying what happened; the exit code of `python -m steps.publish`.
 
     0: published (an index entry that could not be written is reported, not fatal: `RunStore.reindex()`
-    lists the run later); 2: a key holds other bytes (PublishConflict); 1: any other failure. With
+    lists the run later); 2: a key holds other bytes (PublishConflict); 1: any other failure, unless
+    `transient_exit` (the step's transient policy, steps/transient.py) gives every S3 error of a
+    PublishError an exit code (75: S3 unreachable or throttled, Argo retries it). With
     `retry_prefix`, a PREFIX that already holds an earlier attempt of the run (an Argo UI Retry of the same
     workflow re-publishes) makes this attempt go to PREFIX-rN instead, never over it.
     """
@@ -490,6 +496,10 @@ def publish_run(local_dir: Path, bucket: str, prefix: str, *, retry_prefix: bool
             summary = publish_tree(local_dir, bucket=bucket, prefix=prefix)
     except (PublishError, PublishConflict, RunIntegrityError, ValueError) as exc:
         print(f"publish failed: {exc}", file=sys.stderr)
+        if isinstance(exc, PublishError) and exc.causes and transient_exit:
+            codes = {transient_exit(c) for c in exc.causes}
+            if len(codes) == 1 and None not in codes:  # every failure a rerun can outlive
+                return codes.pop()
         return 2 if isinstance(exc, PublishConflict) else 1
     print(
         f"published s3://{summary['bucket']}/{summary['prefix']}: {summary['objects']} objects, "

@@ -7,8 +7,12 @@ the gaps between points are left out. With no Prometheus URL the run records why
 metrics enrich a run, they never fail one.
 
 Every query is scoped to this run's deployment: params/metrics.yaml holds label matchers with
-`${namespace}`, `${dgd}` and `${dynamo_namespace}` placeholders (which labels a cluster's series carry is
-documented and cited there) and the queries use them as `${frontend}`, `${workers}`, `${gpus}`. The
+`${namespace}`, `${dgd}`, `${dynamo_namespace}` and `${worker_namespaces}` placeholders (which labels a
+cluster's series carry is documented and cited there) and the queries use them as `${frontend}`,
+`${workers}`, `${gpus}`. The workers' runtime namespaces are what wait-ready read from the DGD's status
+(`ready.json` runtime_namespaces: infersweep.platform.dgd.runtime_namespaces); a query metrics.yaml marks
+`required` for the platform that returns no series in any point window fails the step (MissingSeries),
+naming the query and its selector, instead of leaving an empty column nobody notices. The
 derived cost query needs `${usd_per_gpu_hour}`: the run's GPU type's price from params/gpus.yaml; without
 one that query is left out and `metrics/NOTES` says so.
 """
@@ -23,15 +27,24 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+import os
+
 import pandas as pd
 import yaml
 
 from infersweep.paths import params_dir
 from infersweep.platform.dgd import dgd_name
-from infersweep.results.context import parse_context_arg
+from infersweep.platform.select import PLATFORM_ENV
+from infersweep.results.context import READY_FILE, parse_context_arg
 from infersweep.results.run import METRICS_SKIPPED_FILE, SERVER_METRICS_FILE
 
 METRICS_NOTES_FILE = "metrics/NOTES"  # queries left out of this run, and why
+METRICS_MISSING_FILE = "metrics/MISSING"  # required queries that returned no series, and their queries
+
+
+class MissingSeries(RuntimeError):
+    """Prometheus answered, but a query the run needs returned no series in any point window: the queries
+    are scoped to labels the deployment's series do not carry, or nothing scrapes them."""
 
 
 class ScopeError(ValueError):
@@ -46,6 +59,24 @@ def dynamo_namespace(namespace: str, dgd: str) -> str:
 
 
 _LABEL_VALUE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]*$")  # Kubernetes names: nothing that escapes a matcher
+# A Dynamo runtime namespace inside a regex matcher: no '.', so it matches itself only.
+_RUNTIME_NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+
+
+def worker_namespaces(run_dir: Path, namespace: str, dgd: str) -> list[str]:
+    """The Dynamo runtime namespaces this run's components registered in, as wait-ready read them from the
+    DGD's status (`ready.json` runtime_namespaces). Deployment-backed workers register in
+    `<namespace>-<dgd>-<worker hash>` (ai-dynamo 1.6.1 dynamo/common/utils/namespace.py get_worker_namespace:
+    DYN_NAMESPACE + "-" + DYN_NAMESPACE_WORKER_SUFFIX, both set by the operator), not in the DGD's base
+    namespace. With no record (an operator before 1.6, local mode): the base namespace, where they are then."""
+    ready = run_dir / READY_FILE
+    found: list[str] = []
+    if ready.is_file():
+        try:
+            found = sorted(set((json.loads(ready.read_text()).get("runtime_namespaces") or {}).values()))
+        except (ValueError, AttributeError):
+            found = []
+    return found or [dynamo_namespace(namespace, dgd)]
 
 
 def gpu_price(gpu_type: str | None, gpus_file: Path | None = None) -> float | None:
@@ -57,10 +88,12 @@ def gpu_price(gpu_type: str | None, gpus_file: Path | None = None) -> float | No
     return float(price) if price is not None else None
 
 
-def scoped_queries(spec: dict, *, namespace: str, dgd: str,
-                   usd_per_gpu_hour: float | None = None) -> tuple[dict[str, str], list[str]]:
+def scoped_queries(spec: dict, *, namespace: str, dgd: str, usd_per_gpu_hour: float | None = None,
+                   runtime_namespaces: list[str] | None = None) -> tuple[dict[str, str], list[str]]:
     """The queries of metrics.yaml with every placeholder filled for this deployment.
 
+    `runtime_namespaces`: where the workers registered (worker_namespaces; default the base namespace),
+    filled into `${worker_namespaces}` as a regex alternation.
     Returns (queries, notes): a query needing a value the run lacks (a price) is left out with a note.
     A query that would run unscoped (no selector placeholder) or names an unknown placeholder is an error.
     """
@@ -68,7 +101,12 @@ def scoped_queries(spec: dict, *, namespace: str, dgd: str,
         if not _LABEL_VALUE.match(value or ""):
             raise ScopeError(f"--{field} {value!r}: must be a Kubernetes name (letters, digits, '-', '.'); "
                              "pass the run's namespace and DGD name")
-    names = {"namespace": namespace, "dgd": dgd, "dynamo_namespace": dynamo_namespace(namespace, dgd)}
+    workers = runtime_namespaces or [dynamo_namespace(namespace, dgd)]
+    for value in workers:
+        if not _RUNTIME_NAMESPACE.match(value):
+            raise ScopeError(f"runtime namespace {value!r} (from {READY_FILE}): not a Dynamo namespace name")
+    names = {"namespace": namespace, "dgd": dgd, "dynamo_namespace": dynamo_namespace(namespace, dgd),
+             "worker_namespaces": "|".join(workers)}
     selectors = {}
     for role, template in (spec.get("selectors") or {}).items():
         try:
@@ -117,6 +155,19 @@ def range_query(base: str, query: str, start: float, end: float, step: float, ti
     return body["data"]["result"]
 
 
+def required_queries(spec: dict, queries: dict[str, str], platform: str | None = None) -> list[str]:
+    """The queries metrics.yaml's `required` lists for the platform the step runs on (PLATFORM_ENV: "local"
+    in local mode, unset = "cluster"), among those this run asks."""
+    platform = platform or os.environ.get(PLATFORM_ENV) or "cluster"
+    return [q for q in (spec.get("required") or {}).get(platform, []) if q in queries]
+
+
+def missing_series(df: pd.DataFrame, required: list[str]) -> list[str]:
+    """Required queries with no sample in any point window."""
+    seen = set(df["metric"]) if len(df) else set()
+    return [q for q in required if q not in seen]
+
+
 def scrape_windows(base: str, windows: list[tuple[int, float, float]], queries: dict[str, str],
                    step: float) -> pd.DataFrame:
     """Every query over every point window: one row per sample (concurrency, metric, labels, ts, value)."""
@@ -144,10 +195,11 @@ def scrape_run_metrics(run_dir: Path, *, prometheus_url: str, queries_file: Path
     out = run_dir / "metrics"
     out.mkdir(parents=True, exist_ok=True)
     spec = yaml.safe_load(Path(queries_file).read_text())
+    dgd = dgd_name(dgd_base, run_id)
     try:
         gpu_type = parse_context_arg(context).get("gpu_type")
-        queries, notes = scoped_queries(spec, namespace=namespace, dgd=dgd_name(dgd_base, run_id),
-                                        usd_per_gpu_hour=gpu_price(gpu_type))
+        queries, notes = scoped_queries(spec, namespace=namespace, dgd=dgd, usd_per_gpu_hour=gpu_price(gpu_type),
+                                        runtime_namespaces=worker_namespaces(run_dir, namespace, dgd))
     except ScopeError:
         raise
     except ValueError as e:  # a bad --context, DGD name or price: the same one clear error
@@ -168,3 +220,9 @@ def scrape_run_metrics(run_dir: Path, *, prometheus_url: str, queries_file: Path
     df.to_parquet(run_dir / SERVER_METRICS_FILE, index=False)
     print(f"scrape: {len(df)} samples of {df['metric'].nunique() if len(df) else 0} metrics over "
           f"{len(windows)} points")
+    missing = missing_series(df, required_queries(spec, queries)) if windows else []
+    if missing:
+        (run_dir / METRICS_MISSING_FILE).write_text("".join(f"{q}: {queries[q]}\n" for q in missing))
+        raise MissingSeries(f"no series for {', '.join(missing)} in any of {len(windows)} point windows "
+                            f"(queries in {METRICS_MISSING_FILE}); the deployment's series do not carry these labels, "
+                            "or Prometheus does not scrape them")
