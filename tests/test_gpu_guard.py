@@ -239,8 +239,12 @@ def test_cluster_scheduler_labels_the_dgd_pods_and_drops_the_argo_lock(settings,
 
 def test_argo_guard_leaves_the_dgd_alone(settings):
     b = render_recipe(load_recipe(RECIPE), settings)
-    assert all("metadata" not in c["podTemplate"] and "schedulerName" not in c["podTemplate"]["spec"]
-               for c in b.dgd["spec"]["components"])
+    # No queue labels or scheduler: the pod templates carry at most the rollout annotations (surge 0 on an
+    # exactly-sized pool, workflows/pipeline.spare_gpus), which are not the guard's.
+    for c in b.dgd["spec"]["components"]:
+        meta = c["podTemplate"].get("metadata", {})
+        assert set(meta) <= {"annotations"} and "schedulerName" not in c["podTemplate"]["spec"]
+        assert all(k.startswith("nvidia.com/deployment-rolling-update") for k in meta.get("annotations", {}))
 
 
 # ------------------------------------------------------------------------------------ cluster.yaml errors

@@ -17,15 +17,11 @@ from infersweep.paths import params_dir
 from infersweep.recipe.models import NAME_RE, Recipe
 from infersweep.recipe.resolve import resolve
 from infersweep.recipe.resolved import ResolvedRecipe
+from infersweep.recipe.overrides import deep_merge  # one merge rule for a folder's _defaults and --set
 
 DEFAULTS_FILE = "_defaults.yaml"
 
 
-def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for k, v in over.items():
-        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
 
 
 def with_workload_preset(data: dict[str, Any], path: Path | str, pdir: Path) -> dict[str, Any]:

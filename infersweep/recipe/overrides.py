@@ -194,8 +194,6 @@ def parse_value(key: str, value: str) -> Any:
 def apply(data: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     """The recipe's fields with each change applied in order: a mapping merges into the field, None removes
     it, anything else replaces it."""
-    from infersweep.recipe.loading import deep_merge
-
     out = dict(data)
     for path, value in changes.items():
         parts = path.split(".")
@@ -223,3 +221,11 @@ def describe(changes: dict[str, Any]) -> str:
     import json
 
     return ", ".join(f"{k}={json.dumps(v, separators=(',', ':'))}" for k, v in changes.items())
+
+
+def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`over` merged into `base`, mappings recursively (the rule a folder's _defaults.yaml follows too)."""
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out

@@ -74,8 +74,6 @@ def counted(df: pd.DataFrame, include_invalid: bool = False) -> tuple[pd.DataFra
 def best_point(df: pd.DataFrame) -> pd.Series | None:
     """The valid point (repetitions reduced to their median) meeting every SLO with the most tok/s per GPU,
     then goodput; None when no valid point meets them."""
-    from infersweep.results.plots import per_point
-
     kept, _ = counted(enforce(df))
     pts = per_point(kept)
     if pts.empty:
@@ -107,3 +105,25 @@ def check_recipe_hash(treatment: str, run: str, run_hash: str | None, expected: 
     raise RecipeHashMismatch(f"treatment {treatment}: run {run} has recipe hash {got}, expected {expected} "
                              f"(the treatment's recipe as params/ resolves it now): a run of another recipe, "
                              f"or of this one before it changed, is not evidence for it")
+
+
+# The statuses whose numbers are measurements (infersweep.results.table.OK_STATUSES, which imports this module).
+MEASURED_STATUSES = ("ok", "partial")
+
+
+def per_point(df: pd.DataFrame) -> pd.DataFrame:
+    """Measured rows, one per load (concurrency; and request rate in a rate sweep, whose points share the
+    concurrency cap): the median over repetitions of every numeric column."""
+    ok = df[df["status"].isin(MEASURED_STATUSES)]
+    if ok.empty:
+        return ok
+    numeric = ok.select_dtypes("number").drop(columns=["repetition"], errors="ignore")
+    numeric = numeric.astype("float64")
+    rates = "request_rate" in ok and bool((ok["request_rate"].fillna(0) > 0).any())
+    keys = [ok["concurrency"].astype("int64")] + ([ok["request_rate"].fillna(0).astype("float64")] if rates else [])
+    numeric = numeric.drop(columns=["concurrency", "request_rate"], errors="ignore")
+    out = numeric.groupby(keys).median()
+    out["slo_pass"] = ok.groupby(keys)["slo_pass"].agg(
+        lambda s: bool(s.fillna(False).all()) if s.notna().any() else pd.NA)
+    out = out.reset_index()
+    return out.sort_values(["concurrency", "request_rate"] if rates else "concurrency").reset_index(drop=True)

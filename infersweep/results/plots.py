@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from infersweep.results.evidence import per_point  # noqa: F401  (its home; plots and reports use it)
 from infersweep.results.table import measured
 
 COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:olive"]
@@ -21,24 +22,6 @@ def _plt():
     import matplotlib.pyplot as plt
 
     return plt
-
-
-def per_point(df: pd.DataFrame) -> pd.DataFrame:
-    """Measured rows, one per load (concurrency; and request rate in a rate sweep, whose points share the
-    concurrency cap): the median over repetitions of every numeric column."""
-    ok = measured(df)
-    if ok.empty:
-        return ok
-    numeric = ok.select_dtypes("number").drop(columns=["repetition"], errors="ignore")
-    numeric = numeric.astype("float64")
-    rates = "request_rate" in ok and bool((ok["request_rate"].fillna(0) > 0).any())
-    keys = [ok["concurrency"].astype("int64")] + ([ok["request_rate"].fillna(0).astype("float64")] if rates else [])
-    numeric = numeric.drop(columns=["concurrency", "request_rate"], errors="ignore")
-    out = numeric.groupby(keys).median()
-    out["slo_pass"] = ok.groupby(keys)["slo_pass"].agg(
-        lambda s: bool(s.fillna(False).all()) if s.notna().any() else pd.NA)
-    out = out.reset_index()
-    return out.sort_values(["concurrency", "request_rate"] if rates else "concurrency").reset_index(drop=True)
 
 
 def pareto_frontier(points: pd.DataFrame, x: str = "tok_s_per_user", y: str = "tok_s_per_gpu") -> pd.DataFrame:
