@@ -6,6 +6,9 @@
 #   .venv-aic     AIConfigurator 0.12.0 (infersweep predict, calibrated local-mode timing tables)
 #   .venv-checkov checkov (manifest scan in tests/test_checkov.py; its pins clash with the main env)
 #   prometheus    (Debian package) for the metrics-scrape tests
+#   .venv-gpu     only with --gpu (or INFERSWEEP_GPU=1), on a GPU host with internet and Python 3.12: vLLM 0.23.0 +
+#                 ai-dynamo 1.3.1 for `run --local --workers gpu` (images/gpu.requirements.txt); a host without
+#                 internet uses the offline bundle instead (python -m infersweep.gpu_bundle, docs/measured-h200.md)
 #   .venv-engines only with --engines (or INFERSWEEP_ENGINES=1): ai-dynamo 1.6.1 + vLLM 0.31 + SGLang 0.5.21
 #                 for the engine-parser tier (tests/test_engine_parsers.py); ~8 GB, see README "Environments"
 # A second run with nothing changed takes a second or two.
@@ -69,6 +72,19 @@ fi
 if venv .venv-checkov images/checkov.requirements.txt; then
   .venv-checkov/bin/pip install -q --disable-pip-version-check -r images/checkov.requirements.txt
   done_venv .venv-checkov
+fi
+GPU=${INFERSWEEP_GPU:-0}
+case " $* " in *" --gpu "*) GPU=1 ;; esac
+if [ "$GPU" = 1 ]; then
+  PY_GPU=${PYTHON_GPU:-python3.12}
+  command -v "$PY_GPU" >/dev/null || { echo "setup: --gpu needs Python 3.12 (PYTHON_GPU=...)" >&2; exit 2; }
+  if [ ! -f .venv-gpu/.infersweep-stamp ] || [ "$(cat .venv-gpu/.infersweep-stamp)" != "$(stamp images/gpu.requirements.txt)" ]; then
+    echo "setup: building .venv-gpu (vLLM 0.23.0 + ai-dynamo 1.3.1, several GB)"
+    "$PY_GPU" -m venv .venv-gpu
+    .venv-gpu/bin/pip install -q --disable-pip-version-check -r images/gpu.requirements.txt
+    .venv-gpu/bin/pip install -q --disable-pip-version-check --no-deps ai-dynamo==1.3.1
+    stamp images/gpu.requirements.txt > .venv-gpu/.infersweep-stamp
+  fi
 fi
 ENGINES=${INFERSWEEP_ENGINES:-0}
 case " $* " in *" --engines "*) ENGINES=1 ;; esac

@@ -38,7 +38,7 @@ KNOWN_CACHE_STATES = ("reset", "fresh-prompts", "reused-prompts")
 
 MEASURE_COLUMNS = ["validity_profile", "delivered_concurrency", "steady_throughput_change", "steady_ttft_change",
                    "send_delay_ms_p99", "aiperf_high_cpu_warnings", "prompt_cache_read_pct", "seed", "seed_policy",
-                   "cache_state"]
+                   "cache_state", "osl_requested", "osl_delivered"]
 
 
 # ---------------------------------------------------------------- thresholds
@@ -92,8 +92,20 @@ def point_measures(point_dir: Path, result: dict[str, Any], summary_stats: dict[
         "prompt_cache_read_pct": stats.get("overall_usage_prompt_cache_read_pct__avg", math.nan),
     }
     m.update(window_measures(art / RECORDS_FILE, m["concurrency"]))
+    m["osl_requested"] = requested_osl(result.get("argv") or [])
     m["aiperf_high_cpu_warnings"] = high_cpu_warnings(art / LOG_FILE)
     return m
+
+
+def requested_osl(argv: list[str]) -> float:
+    """The output length AIPerf asked for (--osl in the point's command line, infersweep.aiperf_contract)."""
+    for i, a in enumerate(argv[:-1]):
+        if a == "--osl":
+            try:
+                return float(argv[i + 1])
+            except ValueError:
+                return math.nan
+    return math.nan
 
 
 def window_measures(records_path: Path, concurrency: int | None) -> dict[str, Any]:
@@ -102,7 +114,7 @@ def window_measures(records_path: Path, concurrency: int | None) -> dict[str, An
     The issuing window is [first request start, last request start]: while AIPerf still issues requests a
     closed loop holds `concurrency` requests in flight; after the last start only the drain remains.
     """
-    out = {"delivered_concurrency": math.nan, "steady_throughput_change": math.nan, "steady_ttft_change": math.nan,
+    out = {"osl_delivered": math.nan, "delivered_concurrency": math.nan, "steady_throughput_change": math.nan, "steady_ttft_change": math.nan,
            "send_delay_ms_p99": math.nan, "half_requests": (0, 0), "records": 0}
     if not Path(records_path).exists():
         return out
@@ -120,6 +132,8 @@ def window_measures(records_path: Path, concurrency: int | None) -> dict[str, An
             continue
         reqs.append((start, end, _value(metrics, "time_to_first_token"), _value(metrics, "output_sequence_length"), delay))
     out["records"] = len(reqs)
+    lengths = [r[3] for r in reqs if math.isfinite(r[2]) and math.isfinite(r[3]) and r[3] > 0]
+    out["osl_delivered"] = sum(lengths) / len(lengths) if lengths else math.nan
     if len(reqs) < 2:
         return out
     a = min(r[0] for r in reqs)
@@ -166,6 +180,16 @@ def judge_point(m: dict[str, Any], t: dict[str, Any]) -> tuple[bool, list[str]]:
         reasons.append(f"too short: profiled {_fmt(dur)} s < min_duration_s {t['min_duration_s']:g}")
     if n < t["min_requests"]:
         reasons.append(f"too few requests: {n} successful < min_requests {t['min_requests']}")
+
+    # Delivered output length: a point whose requests did not produce the tokens asked for measured another
+    # workload, and its ITL is divided by the wrong count. Seen on the H200 with random weights: a client
+    # tokenizer counted 52 of 256 output tokens and ITL came out 5x too high (docs/measured-h200.md).
+    want, got = m.get("osl_requested", math.nan), m.get("osl_delivered", math.nan)
+    tol = (t.get("output_length") or {}).get("max_relative_error")
+    if tol is not None and math.isfinite(want) and math.isfinite(got) and want > 0 and abs(got / want - 1) > tol:
+        reasons.append(f"output length off: {got:.0f} tokens delivered on average, {want:.0f} requested "
+                       f"(output_length.max_relative_error {tol:.0%}); count tokens on the server "
+                       "(--use-server-token-count) or check that the engine does not stop early")
 
     s = t["steady_state"]
     tput, ttft = m["steady_throughput_change"], m["steady_ttft_change"]
