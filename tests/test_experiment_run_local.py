@@ -85,7 +85,10 @@ def test_nemotron_rr_vs_kv_runs_with_one_worker_deploy_and_two_frontends(tmp_pat
     (rr_did, rr_procs), = _applies(res.run_dir, "t0")
     (kv_did, kv_procs), = _applies(res.run_dir, "t1")
     assert (rr_did, kv_did) == ("created", "frontend only")
-    assert kv_procs["VllmWorker"] == rr_procs["VllmWorker"]  # one worker deploy: the same process serves both
+    # kv_cache: reset (the default) empties the kept worker's cache before kv: a mocker's simulated cache is
+    # emptied by restarting the mocker (infersweep.local.reconfigure.reset_kv_caches); nothing else redeploys.
+    kv_log = next(res.run_dir.glob("nodes/*.t1-deploy_*/main.log")).read_text()
+    assert "KV caches reset (mocker workers restarted: VllmWorker)" in kv_log
     assert kv_procs["Frontend"] != rr_procs["Frontend"]  # two frontends
     report = res.report
     assert report["missing"] == []
