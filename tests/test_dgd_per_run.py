@@ -59,8 +59,15 @@ def test_nightly_and_adhoc_runs_of_one_recipe_side_by_side(tmp_path):
     from k8s_standin import K8sStandin
 
     r = load_recipe(RECIPE)
-    dgd_yaml = recipe_arguments(r, load_cluster_settings())["dgd"]
-    base = yaml.safe_load(dgd_yaml)["metadata"]["name"]
+    dgd = yaml.safe_load(recipe_arguments(r, load_cluster_settings())["dgd"])
+    # Both runs hold the whole pool: the deploy step would wait for the other's DGD to go (its lane labels,
+    # tests/test_lane_wait.py), as the GPU locks keep them apart on a cluster. Here only their names and
+    # owners are at stake, so the DGD goes without its lane labels.
+    labels = dgd["metadata"].get("labels") or {}
+    for k in [k for k in labels if k.startswith("gpu-lane.infersweep.io/")]:
+        del labels[k]
+    dgd_yaml = yaml.safe_dump(dgd, sort_keys=False)
+    base = dgd["metadata"]["name"]
     nightly, adhoc = "nightly-qwen36-35b-a3b-fp8-sglang-disagg-dpe-1764464400", f"{RECIPE[:40]}-q8z2m"
     with K8sStandin() as api:
         env = dict(os.environ, KUBECONFIG=str(api.kubeconfig(tmp_path)), PYTHONPATH=str(REPO))

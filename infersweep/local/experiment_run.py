@@ -156,7 +156,7 @@ def run_experiment_local(ref: str | Path | None, *, out_root: Path = Path("runs"
             raise RecipeError(f"--workers gpu: the treatments use {len(models)} models ({', '.join(sorted(models))}); "
                               "a local GPU experiment serves one model folder: give every treatment the same model")
         gpus = require_gpus()
-        gpu = GpuWorkers(python=gpu_python or os.environ.get("INFERSWEEP_GPU_PYTHON") or venv_python("gpu"),
+        gpu = GpuWorkers(python=gpu_python or venv_python("gpu"),  # $INFERSWEEP_GPU_PYTHON or .venv-gpu
                          weights=weights, engine_cache=str((engine_cache or cache_root / "engine-cache").resolve()),
                          gpus=tuple(gpus))
         mid = models.pop()

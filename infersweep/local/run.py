@@ -220,7 +220,7 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
         from infersweep.local.gpu_run import require_gpus
 
         gpus = require_gpus()
-        gpu = GpuWorkers(python=gpu_python or os.environ.get("INFERSWEEP_GPU_PYTHON") or venv_python("gpu"),
+        gpu = GpuWorkers(python=gpu_python or venv_python("gpu"),  # $INFERSWEEP_GPU_PYTHON or .venv-gpu
                          weights=weights, engine_cache=str((engine_cache or cache_root / "engine-cache").resolve()),
                          gpus=tuple(gpus))
     rendered = "rendered"

@@ -90,6 +90,7 @@ def point_measures(point_dir: Path, result: dict[str, Any], summary_stats: dict[
         "seed_policy": result.get("seed_policy"),
         "cache_state": result.get("cache_state") or "unknown",
         "prompt_cache_read_pct": stats.get("overall_usage_prompt_cache_read_pct__avg", math.nan),
+        "request_rate": _num(result.get("request_rate")),
     }
     m.update(window_measures(art / RECORDS_FILE, m["concurrency"]))
     m["osl_requested"] = requested_osl(result.get("argv") or [])
@@ -214,7 +215,12 @@ def judge_point(m: dict[str, Any], t: dict[str, Any]) -> tuple[bool, list[str]]:
 
     conc, got = m.get("concurrency"), m["delivered_concurrency"]
     frac = t["delivered_load"]["min_concurrency_fraction"]
-    if conc:
+    rate = m.get("request_rate")
+    # An open-loop point (a request rate) holds as many requests in flight as its arrivals and service time
+    # make: its concurrency is only the cap (AIPerf 0.13 aiperf/config/flags/cli_config.py
+    # CLIConfig.request_rate: "Can be combined with `--concurrency` to control the number of concurrent
+    # requests"), so the closed loop's delivered-load check does not apply to it.
+    if conc and not (rate is not None and math.isfinite(rate) and rate > 0):
         if not math.isfinite(got):
             reasons.append("cannot tell the delivered load: no per-request records")
         elif got < frac * conc:
