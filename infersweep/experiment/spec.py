@@ -28,6 +28,7 @@ from infersweep.params_files import format_pydantic as _format_pydantic
 from infersweep.params_files import read_yaml_mapping as _read_yaml_mapping
 from infersweep.recipe import RecipeError, ResolvedRecipe, find_recipe, parse_recipe, recipe_data
 from infersweep.recipe.models import NAME_RE, require_name
+from infersweep.recipe.merge import patch  # noqa: F401  (experiments patch recipes as --set does)
 
 MAX_RECIPE_NAME = 52  # infersweep.recipe.Recipe.name: a DNS label with room for the operator's suffixes
 MAX_TREATMENTS = 64  # an experiment holds GPUs for all of them; more is a sweep, not a comparison
@@ -140,19 +141,6 @@ class Experiment:
 
     def treatment(self, name: str) -> Treatment:
         return next(t for t in self.treatments if t.name == name)
-
-
-def patch(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    """Deep merge: mappings merge, other values replace, `None` deletes the key."""
-    out = dict(base)
-    for k, v in over.items():
-        if v is None:
-            out.pop(k, None)
-        elif isinstance(v, dict) and isinstance(out.get(k), dict):
-            out[k] = patch(out[k], v)
-        else:
-            out[k] = v
-    return out
 
 
 def _recipe_source(ref: str, path: Path, where: str, pdir: Path) -> dict[str, Any]:

@@ -14,10 +14,10 @@ from pydantic import ValidationError
 
 from infersweep.params_files import RecipeError, format_pydantic, read_yaml_mapping, shared_fact_file
 from infersweep.paths import params_dir
+from infersweep.recipe.merge import deep_merge
 from infersweep.recipe.models import NAME_RE, Recipe
 from infersweep.recipe.resolve import resolve
 from infersweep.recipe.resolved import ResolvedRecipe
-from infersweep.recipe.overrides import deep_merge  # one merge rule for a folder's _defaults and --set
 
 DEFAULTS_FILE = "_defaults.yaml"
 

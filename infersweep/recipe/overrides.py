@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from infersweep.params_files import RecipeError
+from infersweep.recipe.merge import patch
 
 # Workflow parameters that are settings of the run, not of the deployment (see workflows.pipeline.PIPELINE_PARAMS).
 RUN_PARAMS = ("model-source", "model-cache-pvc", "model-cache-size", "storage-class", "ready-timeout-s",
@@ -197,23 +198,15 @@ def apply(data: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     out = dict(data)
     for path, value in changes.items():
         parts = path.split(".")
-        node = out
+        node: Any = out
         for i, part in enumerate(parts[:-1]):
-            child = node.get(part)
-            if child is None:
-                child = {}
-            elif not isinstance(child, dict):
-                raise RecipeError(f"--set {path}: {'.'.join(parts[:i + 1])} is {child!r} in the recipe, not a "
+            node = node.get(part) if isinstance(node, dict) else None
+            if node is not None and not isinstance(node, dict):
+                raise RecipeError(f"--set {path}: {'.'.join(parts[:i + 1])} is {node!r} in the recipe, not a "
                                   "mapping; set it whole")
-            node[part] = child = dict(child)
-            node = child
-        last = parts[-1]
-        if value is None:
-            node.pop(last, None)
-        elif isinstance(value, dict) and isinstance(node.get(last), dict):
-            node[last] = deep_merge(node[last], value)
-        else:
-            node[last] = value
+        for part in reversed(parts):
+            value = {part: value}
+        out = patch(out, value)
     return out
 
 
@@ -221,11 +214,3 @@ def describe(changes: dict[str, Any]) -> str:
     import json
 
     return ", ".join(f"{k}={json.dumps(v, separators=(',', ':'))}" for k, v in changes.items())
-
-
-def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    """`over` merged into `base`, mappings recursively (the rule a folder's _defaults.yaml follows too)."""
-    out = dict(base)
-    for k, v in over.items():
-        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
