@@ -19,26 +19,28 @@ RESET_ANNOTATION = "infersweep.io/kv-cache-reset"
 WORKER_TYPES = ("worker", "prefill", "decode")
 
 
-def _worker_metas(dgd: dict[str, Any]):
+def _worker_metas(dgd: dict[str, Any], create: bool = False):
+    """Each worker's pod-template metadata; `create` adds the (empty) mappings where they are missing."""
     spec = dgd.get("spec") or {}
     for comp in spec.get("components") or []:  # v1beta1
         if comp.get("type") in WORKER_TYPES:
-            yield comp.setdefault("podTemplate", {}).setdefault("metadata", {})
+            yield (comp.setdefault("podTemplate", {}).setdefault("metadata", {}) if create
+                   else (comp.get("podTemplate") or {}).get("metadata") or {})
     for svc in (spec.get("services") or {}).values():  # v1alpha1: extraPodMetadata is the pod template's
         if svc.get("componentType") in WORKER_TYPES:
-            yield svc.setdefault("extraPodMetadata", {})
+            yield svc.setdefault("extraPodMetadata", {}) if create else svc.get("extraPodMetadata") or {}
 
 
 def mark_reset(dgd: dict[str, Any], token: str) -> dict[str, Any]:
     """A copy of `dgd` whose workers' pod templates carry the reset token."""
     out = copy.deepcopy(dgd)
-    for meta in _worker_metas(out):
+    for meta in _worker_metas(out, create=True):
         meta.setdefault("annotations", {})[RESET_ANNOTATION] = token
     return out
 
 
 def reset_token(dgd: dict[str, Any]) -> str | None:
-    for meta in _worker_metas(copy.deepcopy(dgd)):
+    for meta in _worker_metas(dgd):
         token = (meta.get("annotations") or {}).get(RESET_ANNOTATION)
         if token is not None:
             return token

@@ -91,15 +91,21 @@ def pack(site: Path, out: Path, part_bytes: int, preset: int = 6) -> list[dict[s
     whole = out / f"{site.name}.tar.xz"
     with lzma.open(whole, "wb", preset=preset) as xz, tarfile.open(fileobj=xz, mode="w|") as tar:
         tar.add(site, arcname=site.name)
+    whole_sha = sha256_file(whole)
+    parts = split(whole, out, site.name, part_bytes)
+    parts.append({"whole_sha256": whole_sha})
+    return parts
+
+
+def split(whole: Path, folder: Path, site: str, part_bytes: int) -> list[dict[str, object]]:
+    """Cut `whole` into <site>.tar.xz.partNN files of at most part_bytes, each with its sha256; `whole` goes."""
     parts = []
     with whole.open("rb") as f:
         for i, block in enumerate(iter(lambda: f.read(part_bytes), b"")):
-            part = out / f"{site.name}.tar.xz.part{i:02d}"
+            part = folder / f"{site}.tar.xz.part{i:02d}"
             part.write_bytes(block)
             parts.append({"name": part.name, "bytes": len(block), "sha256": hashlib.sha256(block).hexdigest()})
-    whole_sha = sha256_file(whole)
     whole.unlink()
-    parts.append({"whole_sha256": whole_sha})
     return parts
 
 
@@ -161,13 +167,6 @@ def resplit(manifest_path: Path, part_bytes: int) -> dict:
         raise BundleError(f"{manifest_path}: the parts do not join to the bundle's checksum; build it again")
     for p in old:
         p.unlink()
-    parts = []
-    with whole.open("rb") as f:
-        for i, block in enumerate(iter(lambda: f.read(part_bytes), b"")):
-            part = folder / f"{manifest['site']}.tar.xz.part{i:02d}"
-            part.write_bytes(block)
-            parts.append({"name": part.name, "bytes": len(block), "sha256": hashlib.sha256(block).hexdigest()})
-    whole.unlink()
-    manifest["parts"] = parts
+    manifest["parts"] = split(whole, folder, manifest["site"], part_bytes)
     manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest

@@ -25,6 +25,8 @@ from typing import Any
 
 from infersweep.engines.registry import engine_by_module
 from infersweep.local import procs
+from infersweep.local.engine_flags import flag_value as _flag
+from infersweep.local.engine_flags import has_switch as _has_switch
 from infersweep.local.toy_model import build_toy_model
 from infersweep.paths import params_dir
 
@@ -87,22 +89,6 @@ class Component:
     module: str | None  # "dynamo.vllm", ... (None: image entrypoint, no command)
     args: list[str]  # the args after `-m <module>`
     env: dict[str, str] = field(default_factory=dict)  # the container's literal env values
-
-
-def _flag(args: list[str], *names: str) -> str | None:
-    """Value of the last `--name value` / `--name=value` among `names`, else None."""
-    value = None
-    for i, arg in enumerate(args):
-        for name in names:
-            if arg == name and i + 1 < len(args):
-                value = args[i + 1]
-            elif arg.startswith(name + "="):
-                value = arg.split("=", 1)[1]
-    return value
-
-
-def _has_switch(args: list[str], *names: str) -> bool:
-    return any(arg in names for arg in args)
 
 
 def _env_map(*env_lists: Any) -> dict[str, str]:
@@ -305,8 +291,15 @@ def frontend_argv(frontend: Component | None, *, python: str, http_port: int,
     return argv
 
 
-def dynamo_env(discovery_dir: Path) -> dict[str, str]:
-    """Environment for every Dynamo process of one deployment."""
+# Dynamo 1.3.1 (the GPU stack) reads one of these as a network interface name: its frontend refused the
+# worker with "build_preprocessed_routing: Generic error: Interface not found: 127.0.0.1" (measured on the
+# H200, 2026-12-01). Its defaults bind every address of a host that, there, has no network.
+LOOPBACK_HOST_VARS = ("DYN_TCP_RPC_HOST", "DYN_TCP_RESPONSE_STREAM_HOST", "DYN_EVENT_PLANE_HOST", "DYN_HTTP_RPC_HOST")
+
+
+def dynamo_env(discovery_dir: Path, *, pin_loopback: bool = True) -> dict[str, str]:
+    """Environment for every Dynamo process of one deployment. `pin_loopback` binds and advertises 127.0.0.1
+    (LOOPBACK_HOST_VARS); the GPU stack (ai-dynamo 1.3.1) runs without it, see there."""
     env = {
         k: v for k, v in os.environ.items()
         # Inherited DYN_* settings (ports, namespaces, backends) would break isolation;
@@ -318,29 +311,15 @@ def dynamo_env(discovery_dir: Path) -> dict[str, str]:
         "DYN_FILE_KV": str(discovery_dir),  # discovery root, one per deployment
         "DYN_DISCOVERY_BACKEND": "file",
         "DYN_REQUEST_PLANE": "tcp",
-        # Bind/advertise loopback only; ports stay OS-assigned (system port stays off).
-        "DYN_TCP_RPC_HOST": "127.0.0.1",
-        "DYN_TCP_RESPONSE_STREAM_HOST": "127.0.0.1",
-        "DYN_EVENT_PLANE_HOST": "127.0.0.1",
-        "DYN_HTTP_RPC_HOST": "127.0.0.1",
         "DYN_SELF_HOST_METADATA": "0",  # needs a system port; shared-storage MDC works locally
         "HF_HUB_OFFLINE": "1",  # the toy model is local; never reach for the hub
         "TRANSFORMERS_OFFLINE": "1",
         "DYN_SDK_DISABLE_ANSI_LOGGING": "1",  # plain log files, readable tails
         "PYTHONUNBUFFERED": "1",
     })
+    if pin_loopback:  # bind/advertise loopback only; ports stay OS-assigned (system port stays off)
+        env.update({name: "127.0.0.1" for name in LOOPBACK_HOST_VARS})
     return env
-
-
-# Dynamo 1.3.1 (the GPU stack) reads one of these as a network interface name: its frontend refused the
-# worker with "build_preprocessed_routing: Generic error: Interface not found: 127.0.0.1" (measured on the
-# H200, 2026-12-01). Its defaults bind every address of a host that, there, has no network.
-LOOPBACK_HOST_VARS = ("DYN_TCP_RPC_HOST", "DYN_TCP_RESPONSE_STREAM_HOST", "DYN_EVENT_PLANE_HOST", "DYN_HTTP_RPC_HOST")
-
-
-def gpu_dynamo_env(discovery_dir: Path) -> dict[str, str]:
-    """dynamo_env for the GPU stack's processes (ai-dynamo 1.3.1): without the loopback host settings."""
-    return {k: v for k, v in dynamo_env(discovery_dir).items() if k not in LOOPBACK_HOST_VARS}
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -437,7 +416,7 @@ def deploy_local(
     shutil.rmtree(discovery_dir, ignore_errors=True)
     discovery_dir.mkdir(parents=True)
     logs = state_dir / "logs"
-    env = gpu_dynamo_env(discovery_dir) if gpu else dynamo_env(discovery_dir)
+    env = dynamo_env(discovery_dir, pin_loopback=gpu is None)
     backend = (dgd.get("spec") or {}).get("backendFramework")
 
     frontend = next((c for c in components if c.role == "frontend"), None)

@@ -145,23 +145,18 @@ def run_experiment_local(ref: str | Path | None, *, out_root: Path = Path("runs"
     cache_root = cache_root.resolve()
     model_dir = cache_root / "toy-model"
     state_dir = run_dir / "state"
-    treatment_args, ready_timeout_s, gpu, gpus = _scaled(prof), 120, None, None
+    treatment_args, ready_timeout_s, gpu = _scaled(prof), 120, None
     if workers == "gpu":
-        from infersweep.local.dynamo import GpuWorkers
-        from infersweep.local.gpu_run import check_fits, config_only_model, require_gpus
+        from infersweep.local.gpu_run import check_fits, gpu_workers, model_folder
         from workflows.dgd import render_dgd
 
         models = {s.treatment.recipe.model.id for s in plan.steps}
         if len(models) > 1:
             raise RecipeError(f"--workers gpu: the treatments use {len(models)} models ({', '.join(sorted(models))}); "
                               "a local GPU experiment serves one model folder: give every treatment the same model")
-        gpus = require_gpus()
-        gpu = GpuWorkers(python=gpu_python or venv_python("gpu"),  # $INFERSWEEP_GPU_PYTHON or .venv-gpu
-                         weights=weights, engine_cache=str((engine_cache or cache_root / "engine-cache").resolve()),
-                         gpus=tuple(gpus))
-        mid = models.pop()
-        model_dir = config_only_model(mid, cache_root) if weights == "dummy" else cache_root / "models" / mid.replace("/", "--")
-        used = {s.treatment.name: check_fits(render_dgd(s.treatment.recipe, name="fit"), gpus, python=gpu.python,
+        gpu = gpu_workers(gpu_python, weights, engine_cache, cache_root)
+        model_dir = model_folder(models.pop(), weights, cache_root)
+        used = {s.treatment.name: check_fits(render_dgd(s.treatment.recipe, name="fit"), list(gpu.gpus), python=gpu.python,
                                              model_dir=model_dir, weights=weights) for s in plan.steps}
 
         def treatment_args(r: ResolvedRecipe) -> dict[str, str]:
@@ -204,9 +199,9 @@ def run_experiment_local(ref: str | Path | None, *, out_root: Path = Path("runs"
         env |= s3.env() | step_env(state_dir=state_dir, model_dir=model_dir,  # the steps' DGD adapter: local
                                    max_workers=prof["max_workers_per_component"], gpu=gpu)
         if gpu is not None:
-            from infersweep.local.run import start_gpu_side
+            from infersweep.local.gpu_run import start_gpu_side
 
-            sampler, gpu_env = start_gpu_side(run_dir, gpu, gpus, str(max(used.values())), state_dir=state_dir)
+            sampler, gpu_env = start_gpu_side(run_dir, gpu, str(max(used.values())), state_dir)
             env |= gpu_env
         # `argo stop` on Ctrl-C / SIGTERM: the exit handler still tears the deployment down
         argo, root = execute(workflow, templates, run_id=run_id, run_dir=run_dir,
@@ -220,7 +215,7 @@ def run_experiment_local(ref: str | Path | None, *, out_root: Path = Path("runs"
             procs.stop_all(d)  # belt and braces: no Dynamo process outlives the run
         s3.stop()
     if gpu is not None:
-        from infersweep.local.run import write_gpu_record
+        from infersweep.local.gpu_run import write_gpu_record
 
         write_gpu_record(run_dir, state_dir)
     report_file = run_dir / REPORT

@@ -5,6 +5,9 @@
   size, random weights, no download. With `--weights cache` the folder must hold the weights already.
 - `stack_versions`: vLLM / ai-dynamo / torch as the GPU interpreter imports them, for every row's provenance.
 - `measured_on`: the words every table and report shows (infersweep.predict.source.MEASURED_ON_ENV).
+- `gpu_workers` / `model_folder`: what `run --local` and `experiment run --local` hand the adapter.
+- `start_gpu_side` / `write_gpu_record`: the NVML sampler and the words that say what ran; each worker's
+  start-up phases after the run.
 - `check_fits`: the process plan (infersweep.local.gpu_workers) of the rendered DGD against the GPUs here,
   before any service or process starts: a shortfall is one error naming the GPUs missing.
 """
@@ -14,11 +17,13 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
+from infersweep.local.dynamo import GpuWorkers
 from infersweep.local.gpu_workers import Gpu, GpuShortfall, detect_gpus, plan_workers
 from infersweep.local.toy_model import build_toy_model
-from infersweep.paths import params_dir
+from infersweep.paths import params_dir, venv_python
 from infersweep.recipe import RecipeError
 
 STACK_PACKAGES = ("vllm", "ai-dynamo", "ai-dynamo-runtime", "sglang", "torch")
@@ -42,6 +47,19 @@ def config_only_model(hf_id: str, cache_root: Path) -> Path:
     if json.loads((out / "config.json").read_text()) != config:
         (out / "config.json").write_text(json.dumps(config, indent=1) + "\n")
     return out
+
+
+def gpu_workers(gpu_python: str | None, weights: str, engine_cache: Path | None, cache_root: Path) -> GpuWorkers:
+    """The adapter's real-engine settings for this machine (refuses at once where no GPU is visible)."""
+    gpus = require_gpus()
+    return GpuWorkers(python=gpu_python or venv_python("gpu"),  # $INFERSWEEP_GPU_PYTHON or .venv-gpu
+                      weights=weights, engine_cache=str((engine_cache or cache_root / "engine-cache").resolve()),
+                      gpus=tuple(gpus))
+
+
+def model_folder(hf_id: str, weights: str, cache_root: Path) -> Path:
+    """The folder the engines load: config-only for random weights, else <cache_root>/models/<org>--<name>."""
+    return config_only_model(hf_id, cache_root) if weights == "dummy" else cache_root / "models" / hf_id.replace("/", "--")
 
 
 def stack_versions(python: str) -> dict[str, str]:
@@ -86,3 +104,45 @@ def check_fits(dgd: dict, gpus: list[Gpu], *, python: str, model_dir: Path, weig
     plan = plan_workers(read_components(dgd), gpus, python=python, model_dir=str(model_dir), weights=weights,
                         base_env={}, free_port=lambda: 0, served_name_of=served_model_name)
     return len({g for w in plan for g in w.gpus})
+
+
+def start_gpu_side(run_dir: Path, gpu: GpuWorkers, gpu_count: str | None, state_dir: Path):
+    """The NVML sampler and the environment that tells the steps what ran (GPU, stack, weights)."""
+    from infersweep.local.gpu_telemetry import NvmlSampler
+    from infersweep.predict.source import MEASURED_ON_ENV
+    from infersweep.results.gpu_telemetry import GPU_TELEMETRY_ENV
+
+    versions = stack_versions(gpu.python)
+    words = measured_on(list(gpu.gpus), int(gpu_count or len(gpu.gpus)), versions, gpu.weights, driver_version())
+    print(f"workers: real engines ({words})", flush=True)
+    samples = run_dir / "telemetry" / "gpu-samples.jsonl"
+    (run_dir / "telemetry").mkdir(parents=True, exist_ok=True)
+    (run_dir / "telemetry" / "stack.json").write_text(json.dumps(
+        {"measured_on": words, "versions": versions, "gpus": [g.__dict__ for g in gpu.gpus], "weights": gpu.weights,
+         "python": gpu.python, "engine_cache": gpu.engine_cache}, indent=1) + "\n")
+    sampler = None
+    try:
+        sampler = NvmlSampler(samples, workers_dir=state_dir / "dgd",
+                              workers_out=run_dir / "telemetry" / "worker-metrics.jsonl").start()
+    except Exception as e:  # no NVML binding: the run goes on without the GPU columns
+        print(f"NVML telemetry off: {e}", file=sys.stderr)
+    return sampler, {MEASURED_ON_ENV: words, GPU_TELEMETRY_ENV: str(samples)}
+
+
+def write_gpu_record(run_dir: Path, state_dir: Path) -> None:
+    """telemetry/startup.json: each engine worker's time to ready split by phase (its own log lines)."""
+    from infersweep.local.engine_startup import parse_startup, split_ready
+
+    out = {}
+    for dep_file in sorted((state_dir / "dgd").glob("*/deployment.json")):
+        dep = json.loads(dep_file.read_text())
+        ready_at = dep.get("ready_at")
+        for rec in dep.get("processes", []):
+            log = Path(rec.get("log_path", ""))
+            if not log.is_file() or "dynamo.frontend" in " ".join(rec.get("argv", [])):
+                continue
+            phases = parse_startup(log.read_text(errors="replace"))
+            ready_s = (ready_at - rec["started_at"]) if ready_at and rec.get("started_at") else None
+            out[f"{dep_file.parent.name}/{rec['name']}"] = phases | split_ready(phases, ready_s)
+    (run_dir / "telemetry").mkdir(parents=True, exist_ok=True)
+    (run_dir / "telemetry" / "startup.json").write_text(json.dumps(out, indent=1) + "\n")

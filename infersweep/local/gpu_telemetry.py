@@ -58,6 +58,23 @@ def scrape_worker(port: int, timeout_s: float = 2.0) -> dict[str, float]:
     return out
 
 
+def _fields(nv, h) -> dict[str, float]:
+    """One GPU's readings; a field this GPU or driver does not report stays absent."""
+    out: dict[str, float] = {}
+
+    def take(read) -> None:
+        try:
+            out.update(read())
+        except nv.NVMLError:
+            pass
+
+    take(lambda: {"power_w": nv.nvmlDeviceGetPowerUsage(h) / 1000.0})
+    take(lambda: {"energy_j": nv.nvmlDeviceGetTotalEnergyConsumption(h) / 1000.0})
+    take(lambda: (lambda u: {"sm_util_pct": u.gpu, "mem_util_pct": u.memory})(nv.nvmlDeviceGetUtilizationRates(h)))
+    take(lambda: {"mem_used_mib": nv.nvmlDeviceGetMemoryInfo(h).used / 2**20})
+    return out
+
+
 class NvmlSampler:
     def __init__(self, out: Path, period_s: float = 0.25, gpus: list[int] | None = None,
                  workers_dir: Path | None = None, workers_out: Path | None = None, workers_period_s: float = 2.0):
@@ -90,15 +107,7 @@ class NvmlSampler:
         rows = []
         for i, h in self._handles:
             row = {"t_ns": now, "gpu": i}
-            for key, fn in (("power_w", lambda: nv.nvmlDeviceGetPowerUsage(h) / 1000.0),
-                            ("energy_j", lambda: nv.nvmlDeviceGetTotalEnergyConsumption(h) / 1000.0),
-                            ("sm_util_pct", lambda: nv.nvmlDeviceGetUtilizationRates(h).gpu),
-                            ("mem_util_pct", lambda: nv.nvmlDeviceGetUtilizationRates(h).memory),
-                            ("mem_used_mib", lambda: nv.nvmlDeviceGetMemoryInfo(h).used / 2**20)):
-                try:
-                    row[key] = fn()
-                except nv.NVMLError:  # a field this GPU or driver does not report stays absent
-                    pass
+            row.update(_fields(nv, h))
             rows.append(row)
         return rows
 

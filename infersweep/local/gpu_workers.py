@@ -28,6 +28,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from infersweep.local.engine_flags import drop_flags, flag_value
 from infersweep.platform.protocol import BadInput
 
 # Flags that size a replica (engine spellings; the value is an integer).
@@ -68,35 +69,8 @@ class WorkerProcess:
     kv_events_port: int | None = None
 
 
-def _value(args: Sequence[str], names: Sequence[str]) -> str | None:
-    value = None
-    for i, arg in enumerate(args):
-        for name in names:
-            if arg == name and i + 1 < len(args):
-                value = args[i + 1]
-            elif arg.startswith(name + "="):
-                value = arg.split("=", 1)[1]
-    return value
-
-
-def _drop(args: Sequence[str], names: Sequence[str]) -> list[str]:
-    """args without `--name value` / `--name=value` for each of names."""
-    out, skip = [], False
-    for arg in args:
-        if skip:
-            skip = False
-            continue
-        if arg in names:
-            skip = True
-            continue
-        if any(arg.startswith(n + "=") for n in names):
-            continue
-        out.append(arg)
-    return out
-
-
 def _int_flag(args: Sequence[str], names: Sequence[str], what: str, component: str) -> int:
-    raw = _value(args, names)
+    raw = flag_value(args, *names)
     if raw is None:
         return 1
     try:
@@ -115,7 +89,7 @@ def gpus_per_replica(args: Sequence[str], component: str = "?") -> int:
 
 
 def memory_fraction(args: Sequence[str], component: str = "?") -> float | None:
-    raw = _value(args, MEM_FRACTION_FLAGS)
+    raw = flag_value(args, *MEM_FRACTION_FLAGS)
     if raw is None:
         return None
     try:
@@ -176,9 +150,9 @@ def worker_argv(module: str, args: Sequence[str], *, python: str, model_dir: str
     """The engine command line: the rendered args with the model, weights and KV-events port made local."""
     if weights not in WEIGHTS:
         raise BadInput(f"--weights {weights!r}: choose one of {', '.join(WEIGHTS)}")
-    model_flag = next((f for f in MODEL_FLAGS if _value(args, (f,)) is not None), MODEL_FLAGS[0])
-    kv_raw = _value(args, (KV_EVENTS_FLAG,))
-    rest = _drop(args, (*MODEL_FLAGS, *SERVED_NAME_FLAGS, *LOAD_FORMAT_FLAGS, KV_EVENTS_FLAG))
+    model_flag = next((f for f in MODEL_FLAGS if flag_value(args, f) is not None), MODEL_FLAGS[0])
+    kv_raw = flag_value(args, KV_EVENTS_FLAG)
+    rest = drop_flags(args, (*MODEL_FLAGS, *SERVED_NAME_FLAGS, *LOAD_FORMAT_FLAGS, KV_EVENTS_FLAG))
     argv = [python, "-m", module, model_flag, model_dir, "--served-model-name", served_name, *rest]
     if weights == "dummy":
         argv += ["--load-format", "dummy"]
@@ -226,7 +200,7 @@ def plan_workers(components: Sequence, gpus: Sequence[Gpu], *, python: str, mode
     assigned = assign_gpus(demands, gpus)
     plan = []
     for (c, r, frac), gpu_ids in zip(replicas, assigned):
-        kv_port = free_port() if _value(c.args, (KV_EVENTS_FLAG,)) is not None else None
+        kv_port = free_port() if flag_value(c.args, KV_EVENTS_FLAG) is not None else None
         argv = worker_argv(c.module, c.args, python=python, model_dir=model_dir, served_name=served_name_of(c),
                            weights=weights, kv_port=kv_port)
         env = dict(base_env)

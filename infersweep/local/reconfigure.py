@@ -27,7 +27,7 @@ from infersweep.experiment.kv_reset import reset_token, without_reset
 from infersweep.experiment.restart import RestartClass, dgd_class
 from infersweep.local import procs
 from infersweep.local.dynamo import (DEPLOYMENT_FILE, GpuWorkers, LocalDeployment, LocalDeploymentError, default_dynamo_python, deploy_local,
-                                     dynamo_env, engine_of, frontend_argv, gpu_dynamo_env, load_local, mocker_argv,
+                                     dynamo_env, engine_of, frontend_argv, load_local, mocker_argv,
                                      read_components, router_mode_of, teardown_local)
 
 DGD_FILE = "dgd.json"
@@ -98,17 +98,13 @@ def apply_local(dgd: dict, *, model_dir: Path, state_dir: Path, max_workers_per_
     else:
         restart = [c.name for c in workers]
     _stop(state_dir, set(restart))
-    env = gpu_dynamo_env(state_dir / "discovery") if gpu else dynamo_env(state_dir / "discovery")
+    env = dynamo_env(state_dir / "discovery", pin_loopback=gpu is None)
     group = procs.ProcessGroup(state_dir)
     logs = state_dir / "logs"
     port = int(dep.frontend_url.rsplit(":", 1)[1])
-    for c in workers:
-        if c.name in restart:
-            n = _num_workers(c, max_workers_per_component)
-            engine = engine_of(c, (dgd.get("spec") or {}).get("backendFramework"))
-            group.spawn(c.name, mocker_argv(c, python=python, model_dir=Path(dep.model_dir), num_workers=n,
-                                            engine=engine), env, logs / f"{c.name}.log", cwd=state_dir)
-            old[c.name] |= {"replicas": c.replicas, "num_workers": n, "engine": engine}
+    for c, n, engine in _spawn_mockers(group, [c for c in workers if c.name in restart], dgd, env, state_dir,
+                                       python=python, model_dir=Path(dep.model_dir), cap=max_workers_per_component):
+        old[c.name] |= {"replicas": c.replicas, "num_workers": n, "engine": engine}
     name = frontend.name if frontend else "Frontend"
     if name in restart:
         group.spawn(name, frontend_argv(frontend, python=python, http_port=port), env, logs / f"{name}.log",
@@ -125,6 +121,19 @@ def apply_local(dgd: dict, *, model_dir: Path, state_dir: Path, max_workers_per_
     return dep, cls
 
 
+def _spawn_mockers(group: "procs.ProcessGroup", components: list, dgd: dict, env: dict[str, str], state_dir: Path, *,
+                   python: str, model_dir: Path, cap: int) -> list[tuple]:
+    """Start one mocker process per component; (component, workers, engine) of each."""
+    started = []
+    for c in components:
+        n = _num_workers(c, cap)
+        engine = engine_of(c, (dgd.get("spec") or {}).get("backendFramework"))
+        group.spawn(c.name, mocker_argv(c, python=python, model_dir=model_dir, num_workers=n, engine=engine), env,
+                    state_dir / "logs" / f"{c.name}.log", cwd=state_dir)
+        started.append((c, n, engine))
+    return started
+
+
 RESET_CLIENT = Path(__file__).with_name("kv_reset_client.py")
 
 
@@ -136,16 +145,12 @@ def reset_kv_caches(dep: LocalDeployment, state_dir: Path, *, gpu: GpuWorkers | 
     import subprocess
 
     if gpu is None:
-        python = python or default_dynamo_python()
         components = [c for c in read_components(dgd) if c.role != "frontend"]
         _stop(state_dir, {c.name for c in components})
-        env = dynamo_env(state_dir / "discovery")
         group = procs.ProcessGroup(state_dir)
-        for c in components:
-            n = _num_workers(c, max_workers_per_component)
-            engine = engine_of(c, (dgd.get("spec") or {}).get("backendFramework"))
-            group.spawn(c.name, mocker_argv(c, python=python, model_dir=Path(dep.model_dir), num_workers=n,
-                                            engine=engine), env, state_dir / "logs" / f"{c.name}.log", cwd=state_dir)
+        _spawn_mockers(group, components, dgd, dynamo_env(state_dir / "discovery"), state_dir,
+                       python=python or default_dynamo_python(), model_dir=Path(dep.model_dir),
+                       cap=max_workers_per_component)
         dep.processes = group.records()
         dep.save()
         print(f"local apply: KV caches reset (mocker workers restarted: {', '.join(c.name for c in components)})",
@@ -155,7 +160,8 @@ def reset_kv_caches(dep: LocalDeployment, state_dir: Path, *, gpu: GpuWorkers | 
     try:
         # -I: the script sits beside infersweep/local/dynamo.py, which would shadow ai-dynamo's `dynamo` package.
         proc = subprocess.run([gpu.python, "-I", str(RESET_CLIENT), "--expect", str(expected)],
-                              env=gpu_dynamo_env(state_dir / "discovery"), capture_output=True, text=True, timeout=300)
+                              env=dynamo_env(state_dir / "discovery", pin_loopback=False), capture_output=True,
+                              text=True, timeout=300)
         ok, why = proc.returncode == 0, (proc.stderr.strip().splitlines() or ["?"])[-1]
         print(proc.stdout.strip(), flush=True)
     except (OSError, subprocess.TimeoutExpired) as e:

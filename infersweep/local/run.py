@@ -121,49 +121,6 @@ def _earlier_run(run_dir: Path, flag: str) -> tuple[dict[str, Any], list[dict[st
     return yaml.safe_load(wf_file.read_text()), templates, status
 
 
-def start_gpu_side(run_dir: Path, gpu, gpus, gpu_count: str | None, state_dir: Path | None = None):
-    """The NVML sampler and the environment that tells the steps what ran (GPU, stack, weights)."""
-    from infersweep.local.gpu_run import driver_version, measured_on, stack_versions
-    from infersweep.local.gpu_telemetry import NvmlSampler
-    from infersweep.predict.source import MEASURED_ON_ENV
-    from infersweep.results.gpu_telemetry import GPU_TELEMETRY_ENV
-
-    versions = stack_versions(gpu.python)
-    words = measured_on(list(gpus), int(gpu_count or len(gpus)), versions, gpu.weights, driver_version())
-    print(f"workers: real engines ({words})", flush=True)
-    samples = run_dir / "telemetry" / "gpu-samples.jsonl"
-    (run_dir / "telemetry").mkdir(parents=True, exist_ok=True)
-    (run_dir / "telemetry" / "stack.json").write_text(json.dumps(
-        {"measured_on": words, "versions": versions, "gpus": [g.__dict__ for g in gpus], "weights": gpu.weights,
-         "python": gpu.python, "engine_cache": gpu.engine_cache}, indent=1) + "\n")
-    sampler = None
-    try:
-        sampler = NvmlSampler(samples, workers_dir=(state_dir or run_dir / "state") / "dgd",
-                              workers_out=run_dir / "telemetry" / "worker-metrics.jsonl").start()
-    except Exception as e:  # no NVML binding: the run goes on without the GPU columns
-        print(f"NVML telemetry off: {e}", file=sys.stderr)
-    return sampler, {MEASURED_ON_ENV: words, GPU_TELEMETRY_ENV: str(samples)}
-
-
-def write_gpu_record(run_dir: Path, state_dir: Path) -> None:
-    """telemetry/startup.json: each engine worker's time to ready split by phase (its own log lines)."""
-    from infersweep.local.engine_startup import parse_startup, split_ready
-
-    out = {}
-    for dep_file in sorted((state_dir / "dgd").glob("*/deployment.json")):
-        dep = json.loads(dep_file.read_text())
-        ready_at = dep.get("ready_at")
-        for rec in dep.get("processes", []):
-            log = Path(rec.get("log_path", ""))
-            if not log.is_file() or "dynamo.frontend" in " ".join(rec.get("argv", [])):
-                continue
-            phases = parse_startup(log.read_text(errors="replace"))
-            ready_s = (ready_at - rec["started_at"]) if ready_at and rec.get("started_at") else None
-            out[f"{dep_file.parent.name}/{rec['name']}"] = phases | split_ready(phases, ready_s)
-    (run_dir / "telemetry").mkdir(parents=True, exist_ok=True)
-    (run_dir / "telemetry" / "startup.json").write_text(json.dumps(out, indent=1) + "\n")
-
-
 def _local_configmaps(settings: ClusterSettings, r: ResolvedRecipe, namespace: str) -> dict[str, dict[str, str]]:
     """The ConfigMaps a cluster would hold for this run (`infersweep install`'s kubectl set), so the
     workflow's semaphores are honoured here exactly as there (a missing one fails the run at start)."""
@@ -214,15 +171,11 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
     isl, osl = scaled_lengths(r, prof)
     if workers not in ("mocker", "gpu"):
         raise RecipeError(f"--workers {workers!r}: choose mocker (simulated, the default) or gpu (real engines)")
-    gpu = gpus = None
+    gpu = None
     if workers == "gpu":
-        from infersweep.local.dynamo import GpuWorkers
-        from infersweep.local.gpu_run import require_gpus
+        from infersweep.local.gpu_run import gpu_workers
 
-        gpus = require_gpus()
-        gpu = GpuWorkers(python=gpu_python or venv_python("gpu"),  # $INFERSWEEP_GPU_PYTHON or .venv-gpu
-                         weights=weights, engine_cache=str((engine_cache or cache_root / "engine-cache").resolve()),
-                         gpus=tuple(gpus))
+        gpu = gpu_workers(gpu_python, weights, engine_cache, cache_root)
     rendered = "rendered"
     if earlier is not None:
         if retry is not None:
@@ -267,12 +220,11 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
                        "point-timeout-s": "600",
                        "gpu-count": str(simulated_gpus(r, prof))}
     if gpu is not None:
-        from infersweep.local.gpu_run import config_only_model
+        from infersweep.local.gpu_run import model_folder
 
         # Real engines take the recipe as it is: its own sweep and lengths (nothing scaled down), tokens
         # counted by the server (random weights emit ids a client tokenizer miscounts), minutes to start.
-        model_dir = (config_only_model(r.model.id, cache_root) if weights == "dummy"
-                     else cache_root / "models" / r.model.id.replace("/", "--"))
+        model_dir = model_folder(r.model.id, weights, cache_root)
         workload = r.recipe.workload.aiperf_workload() | {"server_token_count": True}
         local_overrides = {"model-source": f"file://{model_dir}", "workload": json.dumps(workload, separators=(",", ":")),
                            "ready-timeout-s": "1800", "point-timeout-s": "1200"}
@@ -316,7 +268,7 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
             # counts the GPUs they really use (two workers sharing one GPU are one GPU).
             from infersweep.local.gpu_run import check_fits
 
-            used = check_fits(bundle.dgd, gpus, python=gpu.python, model_dir=model_dir, weights=weights)
+            used = check_fits(bundle.dgd, list(gpu.gpus), python=gpu.python, model_dir=model_dir, weights=weights)
             params = {p["name"]: p.get("value") for p in bundle.workflow["spec"]["arguments"]["parameters"]}
             if str(used) != str(params.get("gpu-count")):
                 local_overrides["gpu-count"] = str(used)
@@ -344,7 +296,9 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
                                    max_workers=prof["max_workers_per_component"],
                                    prom_targets=prom.targets_file if prom else None, gpu=gpu)
         if gpu is not None:
-            sampler, gpu_env = start_gpu_side(run_dir, gpu, gpus, local_overrides.get("gpu-count"), state_dir)
+            from infersweep.local.gpu_run import start_gpu_side
+
+            sampler, gpu_env = start_gpu_side(run_dir, gpu, local_overrides.get("gpu-count"), state_dir)
             env |= gpu_env
         s3c = s3.client()
         namespace = workflow.get("metadata", {}).get("namespace", "default")
@@ -369,6 +323,8 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
         if prom:
             prom.stop()
     if gpu is not None:
+        from infersweep.local.gpu_run import write_gpu_record
+
         write_gpu_record(run_dir, state_dir)
     results = run_dir / "volumes" / "workdir" / "run"
     link = run_dir / "results"
