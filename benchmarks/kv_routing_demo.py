@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from infersweep.local.run import ARTIFACT_BUCKET, run_local
-from infersweep.local.s3server import LocalS3
+from infersweep.local.standins.s3server import LocalS3
 from infersweep.paths import params_dir
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.results.compare import Comparison, compare_runs, comparison_plot

@@ -216,7 +216,7 @@ def make_artifacts(root: Path) -> Path:
 
 
 def bench_publish() -> list[Figure]:
-    from infersweep.local.s3server import LocalS3
+    from infersweep.local.standins.s3server import LocalS3
     from infersweep.results.publish import publish_tree, s3_client
 
     src = make_artifacts(CACHE / "artifacts-1g")

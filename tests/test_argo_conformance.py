@@ -21,7 +21,7 @@ import yaml
 
 from infersweep.commands.argo import load_documents
 from infersweep.local.argo import LocalArgo, LocalCluster, WorkflowError
-from infersweep.local.argo_retry import RetryError, formulate_resubmit, formulate_retry
+from infersweep.local.argo.retry import RetryError, formulate_resubmit, formulate_retry
 
 CASES = sorted((Path(__file__).parent / "conformance").glob("*.yaml"))
 

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from infersweep.local.s3server import LocalS3
+from infersweep.local.standins.s3server import LocalS3
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import load_recipe
 from infersweep.schemas import validate_argo

@@ -31,7 +31,7 @@ import pytest
 
 from infersweep.local import procs
 from infersweep.local.run import ARTIFACT_BUCKET, run_local
-from infersweep.local.s3server import LocalS3
+from infersweep.local.standins.s3server import LocalS3
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.results.manifest import IncompleteRunError
 from infersweep.results.publish import verify_run

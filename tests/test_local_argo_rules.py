@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from infersweep.local.argo import LocalArgo, LocalCluster, WorkflowError
-from infersweep.local.argo_text import go_quote, pod_name
+from infersweep.local.argo.text import go_quote, pod_name
 
 
 def _cluster(tmp: Path, state: Path | None = None, cms=None) -> LocalCluster:
@@ -76,7 +76,7 @@ def _queue_scenario(tmp_path: Path, created_a: int, created_b: int) -> tuple[boo
     """Two whole-pool runs A and B, each wanting locks X and Y (limit 1). H holds X while C, then A, then B
     queue on it; H releases, C takes X (heap.Remove of the front moves B, the last item, to the root; a tie
     with A leaves it there), C releases. Returns whether A, then B, can now acquire."""
-    from infersweep.local.argo_sync import LocalLocks
+    from infersweep.local.argo.sync import LocalLocks
     cms = {"default/pools": {"x": "1", "y": "1"}}
     locks = LocalLocks(tmp_path / "state", cms)
     x = {"semaphores": [{"configMapKeyRef": {"name": "pools", "key": "x"}}]}
@@ -104,7 +104,7 @@ def test_same_second_whole_pool_runs_deadlock_as_on_a_cluster(tmp_path):
 
 
 def _queue_scenario_retry(tmp_path: Path) -> tuple[bool, bool]:
-    from infersweep.local.argo_sync import LocalLocks
+    from infersweep.local.argo.sync import LocalLocks
     locks = LocalLocks(tmp_path / "state", {"default/pools": {"x": "1", "y": "1"}})
     xy = {"semaphores": [{"configMapKeyRef": {"name": "pools", "key": "x"}},
                          {"configMapKeyRef": {"name": "pools", "key": "y"}}]}
@@ -117,7 +117,7 @@ def test_a_second_apart_the_earlier_run_goes_first(tmp_path):
 
 
 def test_higher_priority_goes_first(tmp_path):
-    from infersweep.local.argo_sync import LocalLocks
+    from infersweep.local.argo.sync import LocalLocks
     locks = LocalLocks(tmp_path / "state", {"default/pools": {"x": "1"}})
     x = {"semaphores": [{"configMapKeyRef": {"name": "pools", "key": "x"}}]}
     assert locks.try_acquire("default/h/1", x, "default", 0, 100)[0]

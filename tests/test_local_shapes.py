@@ -9,7 +9,7 @@ import json
 import pytest
 
 from infersweep.local.run import ARTIFACT_BUCKET, run_local
-from infersweep.local.s3server import LocalS3
+from infersweep.local.standins.s3server import LocalS3
 from infersweep.cluster_settings import load_cluster_settings
 
 pytestmark = pytest.mark.e2e

@@ -10,7 +10,7 @@ import shutil
 import pandas as pd
 import pytest
 
-from infersweep.local.s3server import LocalS3
+from infersweep.local.standins.s3server import LocalS3
 from infersweep.results import summarize
 from steps import regression_check
 from infersweep.aiperf_contract import read_point

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import infersweep.results.publish as publish
-from infersweep.local.s3server import LocalS3
+from infersweep.local.standins.s3server import LocalS3
 from infersweep.results.store import publish_index_entry
 from infersweep.results.manifest import ChecksumError, IncompleteRunError, RunIntegrityError
 from infersweep.results.store import RunNotFound, RunStore

@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from infersweep.local.prometheus import LocalPrometheus, write_targets
+from infersweep.local.standins.prometheus import LocalPrometheus, write_targets
 from infersweep.local.run import ARTIFACT_BUCKET, run_local
-from infersweep.local.s3server import LocalS3
+from infersweep.local.standins.s3server import LocalS3
 from infersweep.paths import params_dir
 from infersweep.cluster_settings import load_cluster_settings
 

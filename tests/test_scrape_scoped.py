@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from infersweep.local.prometheus import BINARY, LocalPrometheus
+from infersweep.local.standins.prometheus import BINARY, LocalPrometheus
 from infersweep.paths import params_dir
 from infersweep.results import server_metrics
 from steps import scrape as scrape_step

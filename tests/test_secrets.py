@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from infersweep.local.run import ARTIFACT_BUCKET, run_local
-from infersweep.local.s3server import LocalS3
+from infersweep.local.standins.s3server import LocalS3
 from infersweep.cluster_settings import load_cluster_settings
 
 RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"

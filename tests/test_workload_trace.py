@@ -147,7 +147,7 @@ def test_agentic_sessions_replay_locally_end_to_end(tmp_path):
     """`infersweep run --local demo-agentic-kv` (~45 s): the shipped multi-turn trace replays at its own
     timing through the local tokenizer folder: every turn of every session measured, lengths the trace's."""
     from infersweep.local.run import ARTIFACT_BUCKET, run_local
-    from infersweep.local.s3server import LocalS3
+    from infersweep.local.standins.s3server import LocalS3
     from infersweep.cluster_settings import load_cluster_settings
 
     with LocalS3(buckets=[load_cluster_settings().s3.bucket, ARTIFACT_BUCKET]) as s3:

@@ -1,4 +1,4 @@
-"""`infersweep argo run FILE.yaml`: run any Workflow with the local executor (infersweep/local/argo.py)
+"""`infersweep argo run FILE.yaml`: run any Workflow with the local executor (infersweep/local/argo/)
 and print its status as `argo get -o json` shows it under `status`."""
 
 from __future__ import annotations

@@ -146,7 +146,7 @@ class LocalPlatform:
             # Target labels as Dynamo's PodMonitor dynamo-frontend gives a cluster's frontend (the Prometheus
             # Operator's namespace/pod, dynamo_namespace from the pod label the operator sets to
             # "<namespace>-<dgd>"): see params/metrics.yaml, so the same scoped queries work here.
-            from infersweep.local.prometheus import write_targets
+            from infersweep.local.standins.prometheus import write_targets
 
             name = dgd["metadata"]["name"]
             write_targets(self.prom_targets, [dep.frontend_url.removeprefix("http://")],

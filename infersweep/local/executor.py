@@ -2,7 +2,7 @@
 
 The caller starts the stand-in services (S3, Prometheus) and builds the steps' environment; this runs the
 workflow on them: artifacts into the local artifact bucket, Ctrl-C and SIGTERM as `argo stop` (running steps
-are terminated and the exit handler still runs, so the local deployment is torn down: infersweep/local/argo.py
+are terminated and the exit handler still runs, so the local deployment is torn down: infersweep/local/argo/
 LocalArgo.stop), and the run's `argo get` status written whatever happens (`--retry` starts from it).
 """
 

@@ -1,6 +1,6 @@
 """`infersweep experiment run --local FILE`: render the experiment's one Workflow (workflows/experiment.py)
 exactly as for a cluster, scaled down by params/local.yaml like `run --local`, and run it here with the
-local Argo executor (infersweep/local/argo.py): the step templates run in their venvs, the workdir and the
+local Argo executor (infersweep/local/argo/): the step templates run in their venvs, the workdir and the
 model cache are folders, S3 is a real local server, and the DGD is a Dynamo frontend + mocker workers whose
 re-applies follow the operator's semantics (infersweep.local.adapter.LocalPlatform.apply_dgd ->
 infersweep.local.reconfigure.apply_local: a router change swaps only the frontend).
@@ -33,7 +33,7 @@ from infersweep.local.argo import LocalArgo, Node
 from infersweep.local.executor import ARTIFACT_BUCKET, execute
 from infersweep.local.run import (local_profile, scaled_points, scaled_workload,
                                   simulated_gpus)
-from infersweep.local.s3server import LocalS3
+from infersweep.local.standins.s3server import LocalS3
 from infersweep.local.toy_model import build_toy_model
 from infersweep.names import dns_label
 from infersweep.paths import venv_python

@@ -26,9 +26,9 @@ from infersweep.local import procs
 from infersweep.local.adapter import step_env
 from infersweep.local.argo import LocalArgo, Node
 from infersweep.local.executor import ARTIFACT_BUCKET, execute  # ARTIFACT_BUCKET: also imported from here
-from infersweep.local.prometheus import BINARY as PROMETHEUS_BINARY
-from infersweep.local.prometheus import LocalPrometheus, free_port
-from infersweep.local.s3server import LocalS3
+from infersweep.local.standins.prometheus import BINARY as PROMETHEUS_BINARY
+from infersweep.local.standins.prometheus import LocalPrometheus, free_port
+from infersweep.local.standins.s3server import LocalS3
 from infersweep.local.toy_model import build_toy_model
 from infersweep.paths import params_dir, venv_python
 from infersweep.names import dns_label
@@ -151,7 +151,7 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
     attempt published.
 
     `retry` / `resubmit`: the folder of a finished run, handled as `argo retry` / `argo resubmit` handle a
-    finished workflow (infersweep/local/argo_retry.py): retry continues the same workflow (same name, same
+    finished workflow (infersweep/local/argo/retry.py): retry continues the same workflow (same name, same
     folder) from its last status with failed nodes reset and succeeded ones kept; resubmit runs the same
     documents as a new workflow in a new folder.
 
@@ -234,7 +234,7 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
     settings = load_cluster_settings()
     if prev_docs is not None:
         # Retry and resubmit keep the workflow's parameters: the stand-in services come back where they were.
-        from infersweep.local.argo_retry import formulate_resubmit
+        from infersweep.local.argo.retry import formulate_resubmit
         workflow, templates, prev_status = prev_docs
         prev_params = {p["name"]: p.get("value") for p in workflow["spec"]["arguments"]["parameters"]}
         prom_url = str(prev_params.get("prometheus-url") or "")
@@ -249,7 +249,7 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
                 (run_dir / rendered / "templates" / f"{t['metadata']['name']}.yaml").write_text(yaml.safe_dump(t, sort_keys=False))
             retry_status = None
         else:
-            from infersweep.local.argo_retry import RetryError, formulate_retry
+            from infersweep.local.argo.retry import RetryError, formulate_retry
             if prev_status is None:
                 raise RecipeError(f"--retry {retry}: that run left no status.json (it did not finish); "
                                   "use --resume or --resubmit")

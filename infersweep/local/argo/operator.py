@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from infersweep.local import argo_expr, argo_text, argo_when
-from infersweep.local.argo_sync import LocalLocks, SyncError
+from infersweep.local.argo import expr as argo_expr, text as argo_text, when as argo_when
+from infersweep.local.argo.sync import LocalLocks, SyncError
 
 VAR_RE = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")
 FULFILLED = {"Succeeded", "Failed", "Error", "Skipped", "Omitted"}
@@ -40,7 +40,7 @@ DONE = FULFILLED  # compatibility name
 _CHECKED_PREFIXES = ("inputs.", "outputs.", "item", "tasks.", "steps.", "workflow.")
 
 
-from infersweep.local.argo_errors import Stopped, WorkflowError  # noqa: E402,F401 (re-exported)
+from infersweep.local.argo.errors import Stopped, WorkflowError  # noqa: E402,F401 (re-exported)
 
 
 class _ParallelismReached(Exception):
@@ -259,7 +259,7 @@ class LocalArgo:
 
     def __init__(self, workflow: dict[str, Any], templates: list[dict[str, Any]], cluster: LocalCluster,
                  *, status: dict[str, Any] | None = None, validate: bool = True) -> None:
-        from infersweep.local import argo_validate
+        from infersweep.local.argo import validate as argo_validate
         self.cluster = cluster
         self.workflow = workflow
         self.wts = {t["metadata"]["name"]: t for t in templates if t.get("kind") == "WorkflowTemplate"}

@@ -17,8 +17,8 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from infersweep.local import argo_expr
-from infersweep.local.argo_errors import WorkflowError
+from infersweep.local.argo import expr as argo_expr
+from infersweep.local.argo.errors import WorkflowError
 
 if TYPE_CHECKING:
     from infersweep.local.argo import LocalArgo
