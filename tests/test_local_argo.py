@@ -195,7 +195,7 @@ def test_argo_run_command_prints_argo_get_status(tmp_path):
 
 def test_node_ids_are_argo_node_ids():
     # pkg/apis/workflow/v1alpha1/workflow_types.go Workflow.NodeID: fnv32a of the node name
-    from infersweep.local.argo.operator import _fnv32a
+    from infersweep.local.argo.nodes import _fnv32a
     assert _fnv32a("") == 2166136261 and _fnv32a("a") == 0xE40C292C
 
 

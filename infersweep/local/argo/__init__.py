@@ -1,3 +1,30 @@
-"""The local port of the Argo Workflows v4.1.2 controller (file map: see the split commit)."""
+"""The local port of the Argo Workflows v4.1.2 controller: a rendered Workflow run on this machine.
 
-from infersweep.local.argo.operator import LocalArgo, LocalCluster, Node, WorkflowError, eval_depends  # noqa: F401
+One file per concern of Argo's own tree (workflow/controller/, workflow/validate/, workflow/sync/, ...):
+
+- operator.py  `LocalArgo` (operator.go operate, executeTemplate, checkParallelism, processNodeRetries) and
+               `LocalCluster`, how cluster things map onto this machine.
+- nodes.py     `Node` (`status.nodes`, workflow_types.go NodeStatus) and the node table the operator keeps.
+- templates.py `{{...}}` substitution, ProcessArgs, template resolution, items/sequences, Go durations.
+- pod.py       a container template as a host process (workflowpod.go, podReconciliation, exec_control.go).
+- dag.py       DAG templates (dag.go) and `depends` evaluation.
+- steps.py     steps templates (steps.go).
+- validate.py  what `argo submit` rejects, and what this executor cannot run, before anything starts.
+- expr.py      `depends`/`dependencies` and retry expressions (ancestry.go, expr).
+- when.py      `when` (govaluate).
+- sync.py      semaphores and mutexes across local runs (workflow/sync).
+- retry.py     `argo retry` / `argo resubmit` of a finished workflow (workflow/util/util.go).
+- text.py      text Argo puts in variables byte for byte (Go's json/strconv, `{{workflow.failures}}`).
+- errors.py    the exceptions every file above may raise.
+
+LocalArgo's methods are spread over operator/nodes/templates/pod/dag/steps as mixins, as the controller's
+`wfOperationCtx` methods are spread over operator.go, dag.go, steps.go and workflowpod.go; no file imports
+operator.py but this one.
+"""
+
+from infersweep.local.argo.dag import eval_depends
+from infersweep.local.argo.errors import WorkflowError
+from infersweep.local.argo.nodes import Node
+from infersweep.local.argo.operator import LocalArgo, LocalCluster
+
+__all__ = ["LocalArgo", "LocalCluster", "Node", "WorkflowError", "eval_depends"]

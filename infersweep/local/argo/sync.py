@@ -32,7 +32,7 @@ def lock_specs(sync: dict[str, Any] | None, namespace: str) -> list[tuple[str, s
     """[(kind, lock key, fixed limit or None)] of a `synchronization` block."""
     if not sync:
         return []
-    # v4: only the plural lists (the singular fields are refused by argo_validate._check_sync)
+    # v4: only the plural lists (the singular fields are refused by validate._check_sync)
     sems = list(sync.get("semaphores") or [])
     mutexes = list(sync.get("mutexes") or [])
     out: list[tuple[str, str, int | None]] = []

@@ -15,13 +15,20 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from infersweep.local.argo import expr as argo_expr
 from infersweep.local.argo.errors import WorkflowError
 
-if TYPE_CHECKING:
-    from infersweep.local.argo import LocalArgo
+
+class LocalArgo(Protocol):
+    """What validation reads of the operator (operator.LocalArgo): its merged spec, its global parameters and
+    its template resolution. A shape, not an import: the operator calls validation, never the reverse."""
+
+    spec: dict[str, Any]
+    params: dict[str, str]
+
+    def resolve(self, holder: dict[str, Any], scope: str) -> tuple[dict[str, Any], str]: ...
 
 _TAG = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")
 UNSUPPORTED_TEMPLATE_KINDS = ("resource", "suspend", "data", "http", "plugin", "containerSet")

@@ -1,0 +1,349 @@
+"""A container template as a pod: a host process in its own thread (workflow/controller/workflowpod.go
+createWorkflowPod, operator.go executeContainer/podReconciliation, exec_control.go, and the executor's
+SaveParameters/SaveArtifacts in workflow/executor/executor.go). Where the controller depends on the
+Kubernetes API the local equivalent is stated beside it."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from infersweep.local.argo.errors import WorkflowError
+from infersweep.local.argo.nodes import Node
+from infersweep.local.argo.templates import _CHECKED_PREFIXES, VAR_RE, _str, _substitute, parse_duration
+
+
+@dataclass
+class _Pod:
+    node_id: str
+    proc: subprocess.Popen | None = None
+    thread: threading.Thread | None = None
+    killed: str = ""
+    result: tuple[str, str, dict[str, str], str | None] | None = None  # phase, message, outputs, exit code
+    deadline: float | None = None
+    on_exit: bool = False
+
+
+# A mount key ending in "\0file" maps exactly that file path (no prefix).
+def _under(path: str, mounts: dict[str, Path]) -> bool:
+    return any(path == m or path.startswith(m.rstrip("/") + "/") for m in mounts if not m.endswith("\0file"))
+
+
+def _map_path(value: str, mounts: dict[str, Path]) -> str:
+    # Longest mount first, so /work/run maps through /work/run before /work.
+    for m in sorted(mounts, key=len, reverse=True):
+        if m.endswith("\0file"):
+            if value == m[:-5]:
+                return str(mounts[m])
+        elif value == m or value.startswith(m.rstrip("/") + "/"):
+            return str(mounts[m]) + value[len(m.rstrip("/")):]
+    return value
+
+
+def _map_text(text: str, mounts: dict[str, Path]) -> str:
+    """Every occurrence of a mount path (as a whole path prefix) in free text, longest mount first."""
+    if not mounts:
+        return text
+    keys = {(m[:-5] if m.endswith("\0file") else m.rstrip("/")): m for m in mounts}
+    pat = re.compile(r"(?<![\w./-])(" + "|".join(re.escape(k) for k in sorted(keys, key=len, reverse=True))
+                     + r")(?=/|$|[^\w.-])")
+
+    def repl(mt: re.Match) -> str:
+        m = keys[mt.group(1)]
+        if m.endswith("\0file") and text[mt.end():mt.end() + 1] == "/":
+            return mt.group(1)
+        return str(mounts[m])
+    return pat.sub(repl, text)
+
+
+class PodExecution:
+    """Pods: create, reconcile, kill and collect outputs (operator.go, workflowpod.go); mixed into LocalArgo."""
+
+    def _reconcile_pods(self) -> None:
+        """operator.go podReconciliation + exec_control.go applyExecutionControl."""
+        now = time.time()
+        for nid, pod in list(self._pods.items()):
+            n = self.nodes.get(nid)
+            if n is None:
+                continue
+            if pod.result is not None:
+                if not n.fulfilled:
+                    phase, msg, outs, code = pod.result
+                    n.outputs.update(outs)
+                    n.exit_code = code
+                    self._mark(n, phase, msg)
+                del self._pods[nid]
+                continue
+            if n.fulfilled:
+                continue
+            if self.shutdown and not self._should_execute(pod.on_exit):
+                # exec_control.go: "workflow shutdown with strategy:  %s" (two spaces, as in the source)
+                self._kill(pod)
+                self._mark(n, "Failed", f"workflow shutdown with strategy:  {self.shutdown}")
+            elif self._deadline_passed() and not pod.on_exit:
+                self._kill(pod)
+                self._mark(n, "Failed", "Step exceeded its deadline")
+            elif pod.deadline is not None and now > pod.deadline:
+                # the pod's own activeDeadlineSeconds: the kubelet kills it and the pod fails with this message
+                self._kill(pod)
+                self._mark(n, "Failed", "Pod was active on the node longer than the specified deadline")
+            elif pod.deadline is not None:
+                self._requeue(pod.deadline - now)
+
+    def _fail_unstarted_after_deadline_or_shutdown(self) -> None:
+        # operator.go failNodesWithoutCreatedPodsAfterDeadlineOrShutdown
+        for n in list(self.nodes.values()):
+            if n.fulfilled:
+                continue
+            exitish = self._part_of_exit_handler(n)
+            if self.shutdown and not self._should_execute(exitish):
+                if n.phase == "Pending" and n.waiting_lock:
+                    self._mark(n, "Failed", f"Stopped with strategy '{self.shutdown}'")
+                    continue
+                if n.type == "Retry" and all(k.fulfilled for k in self._kids(n)):
+                    self._mark(n, "Failed", f"Stopped with strategy '{self.shutdown}'")
+                    continue
+            if self._deadline_passed() and not exitish and n.phase == "Pending":
+                self._mark(n, "Failed", "Step exceeded its deadline")
+
+    def _kill(self, pod: _Pod) -> None:
+        pod.killed = "killed"
+        p = pod.proc
+        if p is not None and p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+            def hard_kill(proc=p):
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    try:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+            threading.Thread(target=hard_kill, daemon=True).start()
+
+    def _kill_all(self, why: str) -> None:
+        for pod in list(self._pods.values()):
+            self._kill(pod)
+        for pod in list(self._pods.values()):
+            if pod.thread is not None:
+                pod.thread.join(timeout=15)
+
+    def _execute_container(self, node: Node | None, name: str, tmpl: dict[str, Any], scope: str, boundary: str,
+                           on_exit: bool, flags: dict[str, bool] | None) -> Node:
+        """operator.go executeContainer + workflowpod.go createWorkflowPod."""
+        if node is not None and node.id in self._pods:
+            return node
+        if node is not None and node.phase not in ("Pending",):
+            return node
+        if not self._should_execute(on_exit):
+            # workflowpod.go: do not create pods while shutting down
+            n = node or self._init_node(name, "Pod", tmpl["name"], scope, boundary, "Pending", flags=flags)
+            return self._mark(n, "Failed", f"workflow shutdown with strategy: {self.shutdown}")
+        if self._deadline_passed() and not on_exit:
+            n = node or self._init_node(name, "Pod", tmpl["name"], scope, boundary, "Pending", flags=flags)
+            return self._mark(n, "Failed", "Step exceeded its deadline")
+        n = node or self._init_node(name, "Pod", tmpl["name"], scope, boundary, "Pending", flags=flags)
+        argv, env, mounts, root = self._pod_command(n, tmpl)  # a WorkflowError here errors the node
+        # A pod's initContainers run one after another before its main container, each to completion
+        # (Kubernetes init-container semantics; workflowpod.go createWorkflowPod keeps the template's
+        # initContainers after Argo's own `init`). Each gets its own command/env/mounts, mapped like the main one.
+        inits = []
+        for ic in tmpl.get("initContainers") or []:
+            ic_tmpl = {k: v for k, v in tmpl.items() if k not in ("script", "initContainers", "outputs")}
+            inits.append((ic.get("name", "init"), *self._pod_command(n, {**ic_tmpl, "container": ic})[:2]))
+        n.phase = "Running"
+        pod = _Pod(n.id, on_exit=on_exit)
+        tdl = tmpl.get("activeDeadlineSeconds", tmpl.get("timeout"))
+        if tdl is not None and str(tdl) != "":
+            pod.deadline = time.time() + parse_duration(tdl)
+            self._requeue(pod.deadline - time.time())
+        self._pods[n.id] = pod
+        pod.thread = threading.Thread(target=self._run_pod, args=(pod, n, tmpl, argv, env, mounts, root, inits),
+                                      daemon=True)
+        pod.thread.start()
+        return n
+
+    def _prepare_volumes(self) -> None:
+        self._vols: dict[str, Path] = {}
+        for v in self.spec.get("volumes", []) or []:
+            if "persistentVolumeClaim" in v:
+                claim = _substitute(v["persistentVolumeClaim"]["claimName"], self.globals(), strict=False)
+                self._vols[v["name"]] = self.cluster.pvc_dirs(claim)
+            elif "emptyDir" in v:
+                self._vols[v["name"]] = self.cluster.run_dir / "volumes" / v["name"]
+            else:
+                kind = next(iter(k for k in v if k != "name"), "?")
+                raise WorkflowError(f"volume {v['name']!r}: {kind} volumes are not supported locally "
+                                    "(persistentVolumeClaim and emptyDir are)")
+        for c in self.spec.get("volumeClaimTemplates", []) or []:
+            self._vols[c["metadata"]["name"]] = self.cluster.run_dir / "volumes" / c["metadata"]["name"]
+
+    def _pod_command(self, n: Node, tmpl: dict[str, Any]) -> tuple[list[str], dict[str, str], dict[str, Path], Path]:
+        c = tmpl.get("container") or tmpl.get("script")
+        safe = re.sub(r"[^A-Za-z0-9_.=-]+", "_", n.name)[-120:]
+        root = self.cluster.run_dir / "nodes" / safe
+        root.mkdir(parents=True, exist_ok=True)
+        vols = getattr(self, "_vols", {})
+        mounts: dict[str, Path] = {}
+        for vm in c.get("volumeMounts", []) or []:
+            if vm["name"] not in vols:
+                raise WorkflowError(f"volume '{vm['name']}' not found in workflow spec")
+            vols[vm["name"]].mkdir(parents=True, exist_ok=True)
+            mounts[vm["mountPath"]] = vols[vm["name"]]
+        scope = tmpl.get("_scope", {})
+        host_shell = self.cluster.pythons.get(_substitute(c.get("image", ""), scope, strict=False)) is None \
+            and self.cluster.unmapped_on_host
+        outputs = tmpl.get("outputs", {}) or {}
+        for p in (outputs.get("parameters") or []) + (outputs.get("artifacts") or []):
+            path = (p.get("valueFrom") or {}).get("path") or p.get("path")
+            if path and not _under(path, mounts):
+                # The container's own filesystem: a folder of this node here. A host-shell container maps
+                # the output file itself (its /tmp is otherwise the host's /tmp); a step maps the folder.
+                if host_shell:
+                    mounts.setdefault(path + "\0file", root / path.lstrip("/"))
+                    (root / path.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+                else:
+                    mounts.setdefault(str(Path(path).parent), root / Path(path).parent.relative_to("/"))
+        for m, host in mounts.items():
+            if not m.endswith("\0file"):
+                host.mkdir(parents=True, exist_ok=True)
+
+        def fill(v: str) -> str:
+            v = _substitute(_substitute(v, scope, strict=False), tmpl.get("_local", {}), strict=False)
+            left = [m.group(1).strip() for m in VAR_RE.finditer(v)
+                    if m.group(1).strip().startswith(_CHECKED_PREFIXES) or m.group(1).strip() in ("item", "retries")]
+            if left:
+                raise WorkflowError(f"failed to resolve {{{{{left[0]}}}}}")
+            return v
+
+        image = fill(c.get("image", ""))
+        python = self.cluster.pythons.get(image)
+        if host_shell:
+            # A host-shell container (`sh -c ...`): its paths, also those inside parameter values, stand for
+            # the container's filesystem, so they are mapped after substitution, anywhere in the text.
+            def fill_map(v: str) -> str:
+                return _map_text(fill(v), mounts)
+        else:
+            # An environment-mapped step: map the template's own paths, then fill in parameters (a parameter
+            # value, say a folder an earlier step reported, is already a path of this machine).
+            def fill_map(v: str) -> str:
+                return fill(_map_path(v, mounts))
+        argv = [fill_map(a) for a in list(c.get("command") or []) + list(c.get("args") or [])]
+        if "script" in tmpl:
+            src = root / "script"
+            src.write_text(_map_text(fill(c.get("source", "")), mounts))
+            argv = argv + [str(src)]
+        env = dict(self.cluster.env)
+        for e in c.get("env", []) or []:
+            if "valueFrom" in e:
+                # The local environment stands for the Secrets/ConfigMaps a pod would read the value from.
+                ref = e["valueFrom"].get("secretKeyRef") or e["valueFrom"].get("configMapKeyRef")
+                if ref is None:
+                    raise WorkflowError(f"env {e['name']}: only secretKeyRef/configMapKeyRef values run locally")
+                if e["name"] not in env and not ref.get("optional"):
+                    raise WorkflowError(f"env {e['name']}: {ref.get('name')}/{ref.get('key')} is not in the local "
+                                        f"environment (export {e['name']} to stand for it)")
+                continue
+            env[e["name"]] = fill_map(str(e.get("value", "")))
+        if python is not None:
+            if argv and argv[0] in ("python", "python3"):
+                argv[0] = python
+            env["PATH"] = f"{Path(python).parent}:{env.get('PATH', os.environ.get('PATH', ''))}"
+            env["PYTHONPATH"] = str(self.cluster.cwd)
+        elif not self.cluster.unmapped_on_host:
+            raise WorkflowError(f"template {tmpl['name']!r}: no local environment for image {image!r}")
+        env.setdefault("PATH", os.environ.get("PATH", "/usr/bin:/bin"))
+        if not argv:
+            raise WorkflowError(f"template {tmpl['name']!r}: no command (the image's entrypoint is unknown locally)")
+        return argv, env, mounts, root
+
+    def _run_pod(self, pod: _Pod, n: Node, tmpl: dict[str, Any], argv: list[str], env: dict[str, str],
+                 mounts: dict[str, Path], root: Path, inits: list | None = None) -> None:
+        log_path = root / "main.log"
+        n.log = log_path
+        try:
+            try:
+                log = open(log_path, "ab", buffering=0)
+            except OSError:
+                log = open(os.devnull, "ab", buffering=0)
+            with log:
+                try:
+                    log.write(f"$ {' '.join(argv)}\n".encode())
+                except OSError:
+                    pass
+                for ic_name, ic_argv, ic_env in inits or []:
+                    log.write(f"$ [{ic_name}] {' '.join(ic_argv)}\n".encode())
+                    try:
+                        pod.proc = subprocess.Popen(ic_argv, cwd=self.cluster.cwd, env=ic_env, stdout=log,
+                                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                                    start_new_session=True)
+                    except OSError as e:
+                        pod.result = ("Error", f"failed to start container {ic_name}: {e}", {}, None)
+                        return
+                    if pod.killed:
+                        self._kill(pod)
+                    ic_rc = pod.proc.wait()
+                    if ic_rc != 0 or pod.killed:
+                        # operator.go inferFailedReason: a failed init container names itself in the message;
+                        # the main container never starts, so no outputs are saved.
+                        code = str(ic_rc if ic_rc >= 0 else 128 - ic_rc)
+                        pod.result = ("Failed", f"{ic_name}: Error (exit code {code})", {}, code)
+                        return
+                try:
+                    pod.proc = subprocess.Popen(argv, cwd=self.cluster.cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                                stdin=subprocess.DEVNULL, start_new_session=True)
+                except OSError as e:
+                    # the container could not start: inferFailedReason "Pod failed before main container starts"
+                    pod.result = ("Error", f"failed to start container: {e}", {}, None)
+                    return
+                if pod.killed:
+                    self._kill(pod)
+                rc = pod.proc.wait()
+            pod.result = self._pod_result(n, tmpl, rc, mounts, root)
+        except Exception as e:  # never leave the controller waiting on a dead thread
+            pod.result = ("Error", f"local executor: {e}", {}, None)
+        finally:
+            self._wake.set()
+
+    def _pod_result(self, n: Node, tmpl: dict[str, Any], rc: int, mounts: dict[str, Path], root: Path):
+        outs: dict[str, str] = {}
+        outputs = tmpl.get("outputs", {}) or {}
+        code = str(rc if rc >= 0 else 128 - rc)
+        # executor.go SaveParameters runs whatever the main container's exit code
+        for p in outputs.get("parameters") or []:
+            vf = p.get("valueFrom") or {}
+            if "path" not in vf:
+                continue
+            f = Path(_map_path(vf["path"], mounts))
+            try:
+                value = f.read_text()
+            except OSError:
+                if "default" not in vf:
+                    if rc == 0:
+                        return ("Error", f"wait: Error (exit code 1): open {vf['path']}: no such file or directory", outs, code)
+                    continue
+                value = _str(vf["default"])
+            outs[p["name"]] = value[:-1] if value.endswith("\n") else value  # "Trims off a single newline"
+        if rc != 0:
+            return ("Failed", f"main: Error (exit code {code})", outs, code)
+        for a in outputs.get("artifacts") or []:
+            f = Path(_map_path(a["path"], mounts))
+            if not f.exists():
+                if a.get("optional"):
+                    continue
+                return ("Error", f"wait: Error (exit code 1): open {a['path']}: no such file or directory", outs, code)
+            if self.cluster.upload_artifact:
+                safe = root.name
+                outs[f"artifact:{a['name']}"] = self.cluster.upload_artifact(f"{self.name}/{safe}/{f.name}", f)
+        return ("Succeeded", "", outs, code)
