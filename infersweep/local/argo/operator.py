@@ -98,7 +98,6 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
             self.started_at = _parse_iso(status.get("startedAt")) or 0.0
         self.root: Node | None = None
         self.exit_node: Node | None = None
-        self._name_renamed = False
 
     def run(self) -> Node:
         """Run to completion (blocking). Stop/terminate from another thread or a signal handler."""
