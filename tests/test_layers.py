@@ -80,6 +80,74 @@ def test_a_cycle_hidden_in_a_function_breaks_the_acyclic_contract(tmp_path):
     assert ".paths -> .recipe" in res.stdout or ".recipe -> .paths" in res.stdout, res.stdout
 
 
+# Every strongly connected set of modules of the import graph (Tarjan, iterative), imports inside functions and
+# under TYPE_CHECKING counted: grimp reads every import statement of a module's AST. Run in a child process, so
+# grimp finds the tree under test first on the import path.
+_CYCLES = r"""
+import json, sys, grimp
+g = grimp.build_graph("infersweep", "steps", "workflows", include_external_packages=False,
+                      exclude_type_checking_imports=False, cache_dir=None)
+adj = {m: sorted(g.find_modules_directly_imported_by(m)) for m in sorted(g.modules)}
+index, low, on, stack, sccs, n = {}, {}, set(), [], [], 0
+for root in adj:
+    if root in index:
+        continue
+    work = [(root, 0)]
+    while work:
+        v, i = work.pop()
+        if i == 0:
+            index[v] = low[v] = n; n += 1; stack.append(v); on.add(v)
+        for j in range(i, len(adj[v])):
+            w = adj[v][j]
+            if w not in index:
+                work += [(v, j + 1), (w, 0)]
+                break
+            if w in on:
+                low[v] = min(low[v], index[w])
+        else:
+            if low[v] == index[v]:
+                scc = []
+                while True:
+                    w = stack.pop(); on.discard(w); scc.append(w)
+                    if w == v:
+                        break
+                if len(scc) > 1:
+                    sccs.append(sorted(scc))
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+print(json.dumps(sccs))
+"""
+
+
+def module_cycles(root: Path) -> list[list[str]]:
+    import json
+
+    res = subprocess.run([sys.executable, "-c", _CYCLES], cwd=root, env=os.environ | {"PYTHONPATH": str(root)},
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def test_no_module_imports_itself_back():
+    """Issue 22: zero import cycles among modules (not only between sibling packages), counting imports inside
+    functions and under TYPE_CHECKING. Today's main had two: local.argo <-> local.argo_validate and
+    engines.base <-> recipe.resolved (a TYPE_CHECKING import)."""
+    assert module_cycles(REPO) == []
+
+
+def test_a_type_checking_import_back_is_a_cycle(tmp_path):
+    root = copy_code(tmp_path)
+    base = root / "infersweep" / "engines" / "base.py"
+    base.write_text(base.read_text().replace(
+        "from infersweep.params_files import Strict\n",
+        "from infersweep.params_files import Strict\n\nif TYPE_CHECKING:\n"
+        "    from infersweep.recipe.resolved import ResolvedRecipe  # noqa\n", 1).replace(
+        "from typing import ", "from typing import TYPE_CHECKING, ", 1))
+    assert ["infersweep.engines.base", "infersweep.recipe.resolved"] in module_cycles(root)
+    res = lint(root)  # the layers contract counts it too (exclude_type_checking_imports = false)
+    assert res.returncode == 1 and "infersweep.engines.base -> infersweep.recipe.resolved" in res.stdout, res.stdout
+
+
 def test_the_cli_imports_only_the_command_it_runs():
     """`infersweep render` must not pay for pandas (report/compare) or the Argo Server client: start-up."""
     code = ("import sys; from infersweep.cli import main; "

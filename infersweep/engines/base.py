@@ -8,22 +8,19 @@ it, naming the engine and the missing rules (infersweep.engines.registry), never
 another engine's behaviour.
 
 Rules return data, not errors: a `Problem` is (field, message) and the recipe's resolution prefixes it with
-the recipe file. Recipe types are imported for type checking only: the engines sit below the recipe package
-(which calls them while it resolves a recipe).
+the recipe file. What a rule reads of a recipe is a shape (infersweep/engines/views.py), not an import: the
+engines sit below the recipe package (which calls them while it resolves a recipe).
 """
 
 from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from infersweep.params_files import Strict
 
-if TYPE_CHECKING:
-    from infersweep.recipe.facts import Transport
-    from infersweep.recipe.models import KvOffload, Speculative, Workers
-    from infersweep.recipe.resolved import ResolvedRecipe
+from infersweep.engines.views import KvOffload, ResolvedRecipe, Speculative, Transport, Workers
 
 Problem = tuple[str, str]  # (field of the recipe, what is wrong and the fix)
 SpecMode = Literal["mtp", "eagle", "dflash", "dspark"]

@@ -25,7 +25,7 @@ from infersweep.params_files import RecipeError, load_model_file, shared_fact_fi
 
 ENGINES_PATH_ENV = "INFERSWEEP_ENGINES_PATH"
 # Modules of this package that are not engines.
-NOT_ENGINES = frozenset({"base", "registry"})
+NOT_ENGINES = frozenset({"base", "registry", "views"})
 _BUILTIN_DIR = str(Path(_package.__file__).parent)
 
 

@@ -6,15 +6,12 @@ and dp and ep must divide TP (the seed's Qwen3.6 4P+4D TP=2 DP=2 EP=2 = 16 GPUs)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from infersweep.engines.base import (BackendFramework, Engine, EngineOffload, EngineSpeculative, Problem, json_flag,
                                      no_speculative_config, spelled_parallelism_args, ucx_transport_only)
 
-if TYPE_CHECKING:
-    from infersweep.recipe.facts import Transport
-    from infersweep.recipe.models import KvOffload, Speculative, Workers
-    from infersweep.recipe.resolved import ResolvedRecipe
+from infersweep.engines.views import KvOffload, ResolvedRecipe, Speculative, Transport, Workers
 
 # SGLang sizes its HiCache host pool as hicache_ratio x the device KV pool (sglang python/sglang/srt/
 # mem_cache/memory_pool_host.py, HostKVCache.__init__: `self.size = int(device_pool.size *

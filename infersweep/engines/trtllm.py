@@ -7,15 +7,12 @@ replica = TP; ep must divide TP.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from infersweep.engines.base import (BackendFramework, Engine, EngineSpeculative, Problem, no_speculative_config,
                                      spelled_parallelism_args, ucx_transport_only)
 
-if TYPE_CHECKING:
-    from infersweep.recipe.facts import Transport
-    from infersweep.recipe.models import KvOffload, Speculative, Workers
-    from infersweep.recipe.resolved import ResolvedRecipe
+from infersweep.engines.views import KvOffload, ResolvedRecipe, Speculative, Transport, Workers
 
 # dynamo.trtllm's switches for KV events (ai-dynamo 1.6.1 dynamo/trtllm/backend_args.py, default False).
 _KV_EVENT_SWITCHES = ("--publish-kv-events", "--no-publish-kv-events",

@@ -7,15 +7,12 @@ Arithmetic: each DP rank is its own engine of TP GPUs, so GPUs per replica = TP 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from infersweep.engines.base import (BackendFramework, Engine, EngineOffload, EngineSpeculative, Problem, json_flag,
                                      spelled_parallelism_args)
 
-if TYPE_CHECKING:
-    from infersweep.recipe.facts import Transport
-    from infersweep.recipe.models import KvOffload, Speculative, Workers
-    from infersweep.recipe.resolved import ResolvedRecipe
+from infersweep.engines.views import KvOffload, ResolvedRecipe, Speculative, Transport, Workers
 
 
 class VllmSpeculative(EngineSpeculative):
