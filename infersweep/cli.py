@@ -11,8 +11,10 @@ import argparse
 import importlib
 import pkgutil
 import sys
+import traceback
 
 import infersweep.commands
+from infersweep.errors import BUG_EXIT, USAGE_EXIT, UserError
 
 
 def _command_modules() -> dict[str, str]:
@@ -52,14 +54,16 @@ def main(argv: list[str] | None = None) -> int:
     a = build_parser(argv).parse_args(argv)
     try:
         return a.fn(a)
-    except Exception as e:
-        # Bad input: one clear line, no traceback, nothing touched. A RecipeError can only come from
-        # infersweep.recipe once it is loaded, so it is looked up there instead of imported at start-up.
-        recipe = sys.modules.get("infersweep.recipe")
-        if isinstance(e, KeyError) or (recipe is not None and isinstance(e, recipe.RecipeError)):
-            print(f"infersweep: {e.args[0] if isinstance(e, KeyError) else e}", file=sys.stderr)
-            return 2
-        raise
+    except UserError as e:
+        # Bad input: one clear line naming the field and the fix, no traceback, nothing touched.
+        print(f"infersweep: {e}", file=sys.stderr)
+        return USAGE_EXIT
+    except Exception:
+        # Anything else is a bug of infersweep (a KeyError included): shown as one, never as bad input.
+        traceback.print_exc()
+        print("infersweep: internal error (a bug in infersweep, not in your input); the traceback is above",
+              file=sys.stderr)
+        return BUG_EXIT
 
 
 if __name__ == "__main__":

@@ -14,12 +14,14 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from infersweep.errors import UserError
+
 MAX_RECIPE_BYTES = 256 * 1024  # a recipe is a page of YAML; anything larger is a mistake or an attack
 # Shared facts are files, not Kubernetes names: dots allowed (qwen3.6-35b-a3b-fp8), slashes not.
 SHARED_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 
 
-class RecipeError(ValueError):
+class RecipeError(UserError, ValueError):
     """A recipe (or a data file it names) that cannot run. The message names the file, the field and the fix."""
 
 

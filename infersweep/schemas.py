@@ -28,6 +28,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple
 
+from infersweep.errors import UserError
+
 if TYPE_CHECKING:
     from jsonschema import Draft7Validator
 
@@ -78,7 +80,7 @@ class Violation(NamedTuple):
     message: str
 
 
-class SchemaError(ValueError):
+class SchemaError(UserError, ValueError):
     """One or more documents do not match their schema; ``violations`` holds all of them."""
 
     def __init__(self, violations: Iterable[Violation]):

@@ -325,7 +325,7 @@ def test_simulation_accounting_matches_a_case_computed_by_hand(settings):
 
 
 def test_a_submit_cannot_set_its_own_locks(settings):
-    with pytest.raises(KeyError, match="gpu-lock-1: the GPU guard's locks follow from the recipe's GPU count"):
+    with pytest.raises(RecipeError, match="gpu-lock-1: the GPU guard's locks follow from the recipe's GPU count"):
         render_recipe(load_recipe(RECIPE), settings, overrides={"gpu-lock-1": "h100-1gpu"})
 
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from infersweep.cluster_settings import load_cluster_settings
-from infersweep.recipe import load_recipe
+from infersweep.recipe import RecipeError, load_recipe
 from infersweep.render import render_recipe
 from infersweep.schemas import SchemaError, validate_argo, validate_dgd, validate_document
 
@@ -109,5 +109,5 @@ def test_credentials_come_from_secrets_not_parameters(bundle):
 
 
 def test_set_override_of_an_unknown_parameter_is_refused():
-    with pytest.raises(KeyError, match="no such parameter"):
+    with pytest.raises(RecipeError, match="no such parameter"):
         render_recipe(load_recipe(NEMOTRON), load_cluster_settings(), overrides={"prometheus_url": "x"})

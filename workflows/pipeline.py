@@ -22,7 +22,7 @@ from hera.workflows import models as m
 
 from infersweep.cluster_settings import ClusterSettings
 from infersweep.names import label_value
-from infersweep.recipe import ResolvedRecipe
+from infersweep.recipe import RecipeError, ResolvedRecipe
 from infersweep.recipe_context import recipe_context
 from workflows.dgd import labels as recipe_labels
 from workflows.dgd import dgd_base_name, render_dgd
@@ -219,10 +219,10 @@ def recipe_arguments(r: ResolvedRecipe, settings: ClusterSettings, *, dgd_api: s
     })
     for k, v in (overrides or {}).items():
         if k in LOCK_PARAMS:
-            raise KeyError(f"--set {k}: the GPU guard's locks follow from the recipe's GPU count and cannot be set; "
-                           "change gpu.count in the recipe or gpu_pools in params/cluster.yaml")
+            raise RecipeError(f"--set {k}: the GPU guard's locks follow from the recipe's GPU count and cannot be set; "
+                              "change gpu.count in the recipe or gpu_pools in params/cluster.yaml")
         if k not in args:
-            raise KeyError(f"--set {k}: no such parameter; parameters are {sorted(set(args) - set(LOCK_PARAMS))}")
+            raise RecipeError(f"--set {k}: no such parameter; parameters are {sorted(set(args) - set(LOCK_PARAMS))}")
         args[k] = v
     if "dgd-name" in (overrides or {}) and "dgd" not in (overrides or {}):
         # deploy names the DGD from the YAML, wait-ready/teardown from dgd-name: keep them one name
@@ -233,7 +233,7 @@ def recipe_arguments(r: ResolvedRecipe, settings: ClusterSettings, *, dgd_api: s
         try:
             args["points"] = points_json(json.loads(args["points"]), settings)
         except (ValueError, TypeError, KeyError) as e:
-            raise KeyError(f"--set points: not a JSON list of {{concurrency, requests, warmup}} objects ({e})") from e
+            raise RecipeError(f"--set points: not a JSON list of {{concurrency, requests, warmup}} objects ({e})") from e
     return args
 
 

@@ -1,8 +1,10 @@
 """The local executor's exceptions, apart so its modules (operator, dag, steps, validate, ...) import them
 without a cycle."""
 
+from infersweep.errors import UserError
 
-class WorkflowError(RuntimeError):
+
+class WorkflowError(UserError, RuntimeError):
     """The workflow is rejected as written (what `argo submit` / the controller's validation rejects)."""
 
 

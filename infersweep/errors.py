@@ -1,0 +1,19 @@
+"""The one root of the errors a user can fix: `UserError`.
+
+Every error that means "your input is wrong" (a recipe, a data file, a `--set`, a rendered document the
+schemas refuse, a workflow the local executor rejects) subclasses it, with a message that names the file or
+field and the fix. The CLI (infersweep/cli.py main) prints a UserError as one line and exits 2; anything else
+is a bug in infersweep and is shown as one, with its traceback and exit code 70 (EX_SOFTWARE, sysexits.h),
+never disguised as bad input.
+
+Stdlib only: the CLI imports it at start-up.
+"""
+
+from __future__ import annotations
+
+USAGE_EXIT = 2  # argparse's own exit code for a bad command line: bad input, same code
+BUG_EXIT = 70  # sysexits.h EX_SOFTWARE: an internal software error
+
+
+class UserError(Exception):
+    """Bad input: the message says which file/field and how to fix it."""
