@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
+from infersweep.k8s_types import is_dns_label, is_dns_subdomain, is_quantity
 from infersweep.paths import params_dir
 from infersweep.params_files import RecipeError, read_yaml_mapping as _read_yaml_mapping, short as _short
 
@@ -66,11 +67,6 @@ def _str_re(pattern: str, max_len: int = 253):
     return lambda v: isinstance(v, str) and len(v) <= max_len and bool(rx.fullmatch(v))
 
 
-_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-# Kubernetes resource.Quantity (apimachinery pkg/api/resource/quantity.go, the <quantity> grammar):
-# a non-negative decimal with an optional binary (Ki..Ei), decimal (n, u, m, k, M..E) or exponent suffix.
-_QUANTITY = r"[0-9]+(\.[0-9]*)?([KMGTPE]i|[numkMGTPE]|[eE][-+]?[0-9]+)?|\.[0-9]+([KMGTPE]i|[numkMGTPE])?"
 # S3 bucket naming rules (docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html).
 S3_BUCKET_RE = r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]"
 # A key prefix without a leading or trailing '/': the run's keys are <prefix>/<recipe>/<run-id>/...
@@ -82,14 +78,6 @@ _IMAGE = (r"([a-zA-Z0-9]([-a-zA-Z0-9.]*[a-zA-Z0-9])?(:[0-9]+)?/)?[a-z0-9]+([._-]
 _DURATION = r"[0-9]+|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+"
 _URL = r"https?://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~/-]*)?"
 _CRON_FIELD = r"[0-9A-Za-z*?/,-]+"
-
-
-def _dns_label(v: Any) -> bool:
-    return _str_re(_DNS_LABEL, 63)(v)
-
-
-def _quantity(v: Any) -> bool:
-    return _str_re(_QUANTITY, 64)(v)
 
 
 def _cron(v: Any) -> bool:
@@ -118,18 +106,18 @@ def _cpu(v: Any) -> Any:
     # `cpu: 2` is as good as `cpu: "2"` to Kubernetes: keep the int's spelling as the quantity string.
     if _is_int(v) and v > 0:
         return str(v)
-    if not (_quantity(v) and re.search(r"[1-9]", v)):
+    if not is_quantity(v, positive=True):
         raise ValueError(f"must be a CPU quantity like 250m, 1 or \"2\" (got {_short(v)})")
     return v
 
 
-DnsLabel = Annotated[str, _checked(_dns_label, "must be a Kubernetes name (lowercase letters, digits and '-', "
+DnsLabel = Annotated[str, _checked(is_dns_label, "must be a Kubernetes name (lowercase letters, digits and '-', "
                                               "starting and ending with a letter or digit, at most 63)")]
-DnsSubdomain = Annotated[str, _checked(_str_re(_DNS_SUBDOMAIN), "must be a Kubernetes object name (lowercase "
+DnsSubdomain = Annotated[str, _checked(is_dns_subdomain, "must be a Kubernetes object name (lowercase "
                                                                "letters, digits, '-' and '.', at most 253)")]
-StorageClass = Annotated[str, _checked(lambda v: v == "" or _str_re(_DNS_SUBDOMAIN)(v),
+StorageClass = Annotated[str, _checked(lambda v: v == "" or is_dns_subdomain(v),
                                        "must be a StorageClass name, or \"\" for the cluster's default class")]
-Quantity = Annotated[str, _checked(lambda v: _quantity(v) and bool(re.search(r"[1-9]", v)),
+Quantity = Annotated[str, _checked(lambda v: is_quantity(v, positive=True),
                                    "must be a Kubernetes quantity like 500Gi or 512Mi")]
 CpuQuantity = Annotated[str, BeforeValidator(_cpu)]
 ImageRef = Annotated[str, _checked(_str_re(_IMAGE, 512), "must be an image reference like "
@@ -297,7 +285,7 @@ class Retry(_Strict):
     max_duration: Duration
 
 
-StepName = Annotated[str, _checked(_dns_label, "must be a step name (as in workflows/steps_library.py STEPS)")]
+StepName = Annotated[str, _checked(is_dns_label, "must be a step name (as in workflows/steps_library.py STEPS)")]
 
 
 class StepSettings(_Strict):

@@ -14,10 +14,13 @@ import hashlib
 import re
 import unicodedata
 
+from infersweep import k8s_types
+
 DNS_LABEL_MAX = 63
 LABEL_VALUE_MAX = 63
-_DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+# The grammars are infersweep/k8s_types.py's; \Z, not $: a name with a trailing newline is no name.
+_DNS_LABEL_RE = re.compile(rf"^{k8s_types.DNS_LABEL}\Z")
+_LABEL_VALUE_RE = re.compile(rf"^{k8s_types.LABEL_VALUE}\Z")
 _HASH_LEN = 8
 
 

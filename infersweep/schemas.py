@@ -28,6 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple
 
+from infersweep import k8s_types
 from infersweep.errors import UserError
 
 if TYPE_CHECKING:
@@ -527,9 +528,10 @@ def _schema_violations(validator: Draft7Validator, doc: dict) -> list[Violation]
 # metadata checks the schemas cannot express (CRD metadata is a bare object; Argo's ObjectMeta
 # types name/labels as plain strings)
 
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")  # used with fullmatch: "$" would accept "\n"
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+# The grammars are infersweep/k8s_types.py's (used with fullmatch: "$" would accept "\n").
+_DNS_LABEL = re.compile(k8s_types.DNS_LABEL)
+_DNS_SUBDOMAIN = re.compile(k8s_types.DNS_SUBDOMAIN)
+_QUALIFIED_NAME = re.compile(k8s_types.QUALIFIED_NAME)
 _OBJECT_META_FIELDS = {
     "annotations", "creationTimestamp", "deletionGracePeriodSeconds", "deletionTimestamp",
     "finalizers", "generateName", "generation", "labels", "managedFields", "name", "namespace",

@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from infersweep.k8s_types import DNS_LABEL, is_label_value, is_quantity
 from infersweep.params_files import Strict as _Strict
 
 PositiveInt = Annotated[int, Field(gt=0)]
@@ -35,21 +36,9 @@ class Model(_Strict):
 
 
 
-QUANTITY_RE = re.compile(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
-_QUANTITY_BYTES = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
-                   "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-# A Kubernetes label value / annotation-free name: what node labels and Secret names must look like.
-LABEL_VALUE_RE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
-# A Multus network reference: `name` or `namespace/name` of a NetworkAttachmentDefinition.
-NETWORK_RE = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?/)?[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def quantity_bytes(q: str) -> float:
-    """Bytes of a Kubernetes memory quantity like 128Gi (the forms QUANTITY_RE accepts)."""
-    m = re.fullmatch(r"([0-9.]+)([A-Za-z]*)", q)
-    assert m, q
-    return float(m.group(1)) * _QUANTITY_BYTES[m.group(2)]
+# A Multus network reference: `name` or `namespace/name` of a NetworkAttachmentDefinition (\Z: no trailing newline).
+NETWORK_RE = re.compile(rf"^({DNS_LABEL}/)?{DNS_LABEL}\Z")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 class Toleration(_Strict):
@@ -85,7 +74,7 @@ class Placement(_Strict):
     @field_validator("memory", "shared_memory")
     @classmethod
     def _quantity(cls, v: str | None) -> str | None:
-        if v is not None and not QUANTITY_RE.match(v):
+        if v is not None and not is_quantity(v, positive=True):
             raise ValueError(f"{v!r} is not a memory quantity like 64Gi")
         return v
 
@@ -93,7 +82,7 @@ class Placement(_Strict):
     @classmethod
     def _label_values(cls, v: list[str] | None) -> list[str] | None:
         for item in v or []:
-            if not item or len(item) > 63 or not LABEL_VALUE_RE.match(item):
+            if not item or not is_label_value(item):
                 raise ValueError(f"{item!r} is not a label value / object name (<=63 alnum, '-', '_', '.')")
         return v
 

@@ -13,12 +13,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from infersweep.k8s_types import DNS_LABEL
 from infersweep.params_files import Strict as _Strict
 from infersweep.paths import params_dir
 from infersweep.recipe.facts import ENV_NAME_RE, Placement, Transport
 from infersweep.recipe.tolerances import Regression
 
-NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+NAME_RE = re.compile(rf"^{DNS_LABEL}\Z")  # infersweep/k8s_types.py; \Z: no trailing newline
 def require_name(v: str) -> str:
     """A recipe's or an experiment's name: a DNS-1123 label (it names DGDs, pods and label values)."""
     if not NAME_RE.match(v):
