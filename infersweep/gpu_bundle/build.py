@@ -19,8 +19,9 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 from packaging.utils import parse_wheel_filename
+
+from infersweep.params_files import RecipeError, read_yaml_mapping
 
 from .resolve import PLATFORMS, BundleError, Walk, read_freeze
 
@@ -47,7 +48,10 @@ def load_profile(name_or_path: str) -> Profile:
     if not path.is_file():
         known = sorted(p.stem for p in PROFILES.glob("*.yaml"))
         raise BundleError(f"--profile {name_or_path}: no such profile; known: {', '.join(known)}")
-    data = yaml.safe_load(path.read_text()) or {}
+    try:
+        data = read_yaml_mapping(path)
+    except RecipeError as e:
+        raise BundleError(str(e)) from None
     unknown = set(data) - PROFILE_KEYS
     missing = {"site", "roots"} - set(data)
     if unknown or missing:

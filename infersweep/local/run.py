@@ -30,6 +30,7 @@ from infersweep.local.standins.prometheus import BINARY as PROMETHEUS_BINARY
 from infersweep.local.standins.prometheus import LocalPrometheus, free_port
 from infersweep.local.standins.s3server import LocalS3
 from infersweep.local.toy_model import build_toy_model
+from infersweep.params_files import read_yaml_mapping
 from infersweep.paths import params_dir, venv_python
 from infersweep.names import dns_label
 from infersweep.recipe import RecipeError, ResolvedRecipe, load_recipe
@@ -49,7 +50,7 @@ class LocalRun:
 
 
 def local_profile() -> dict[str, Any]:
-    return yaml.safe_load((params_dir() / "local.yaml").read_text())
+    return read_yaml_mapping(params_dir() / "local.yaml")
 
 
 def scaled_points(r: ResolvedRecipe, prof: dict[str, Any]) -> list[dict[str, Any]]:

@@ -15,8 +15,7 @@ import os
 import sys
 from pathlib import Path
 
-import yaml
-
+from infersweep.params_files import read_yaml_mapping
 from infersweep.paths import params_dir
 
 TIMING_FILE = "timing.json"
@@ -27,7 +26,7 @@ def local_grid(role_replicas: int):
     """The (isl, batch, context) design local mode's requests fall in (params/local.yaml)."""
     from infersweep.predict.mocker_table import Grid
 
-    prof = yaml.safe_load((params_dir() / "local.yaml").read_text())
+    prof = read_yaml_mapping(params_dir() / "local.yaml")
     reach = int(prof["max_isl"]) + int(prof["max_osl"])
     isl = [64]
     while isl[-1] < reach:  # 64, 256, 1024 ... up to the first length past the longest local request

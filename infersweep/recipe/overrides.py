@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from infersweep.params_files import RecipeError
+from infersweep.params_files import RecipeError, read_yaml_mapping
 from infersweep.recipe.merge import patch
 
 # Workflow parameters that are settings of the run, not of the deployment (see workflows.pipeline.PIPELINE_PARAMS).
@@ -161,17 +161,15 @@ def classify(key: str, value: str) -> tuple[str, Any]:
 
 def _model_by_hf_id(hf_id: str) -> None:
     """`--set model=Org/Name`: the recipe's model is a catalog name; say which one has that Hugging Face id."""
-    import yaml
-
     from infersweep.paths import params_dir
 
     names = []
     for f in sorted((params_dir() / "models").glob("*.yaml")):
         names.append(f.stem)
         try:
-            doc = yaml.safe_load(f.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError):
-            continue
+            doc = read_yaml_mapping(f)
+        except RecipeError:
+            continue  # the model's own load reports the file's problem
         if isinstance(doc, dict) and str(doc.get("id", "")).lower() == hf_id.lower():
             raise RecipeError(f"--set model={hf_id}: model is a catalog model's name, and {hf_id} is the Hugging "
                               f"Face id of {f.stem}: --set model={f.stem}")

@@ -30,8 +30,8 @@ from pathlib import Path
 import os
 
 import pandas as pd
-import yaml
 
+from infersweep.params_files import read_yaml_mapping
 from infersweep.paths import params_dir
 from infersweep.platform.dgd import dgd_name
 from infersweep.platform.select import PLATFORM_ENV
@@ -83,7 +83,7 @@ def gpu_price(gpu_type: str | None, gpus_file: Path | None = None) -> float | No
     """$ per GPU-hour of a GPU type from params/gpus.yaml (`usd_per_gpu_hour`), None when unknown."""
     if not gpu_type:
         return None
-    gpus = yaml.safe_load((gpus_file or params_dir() / "gpus.yaml").read_text()) or {}
+    gpus = read_yaml_mapping(gpus_file or params_dir() / "gpus.yaml")
     price = (gpus.get(gpu_type) or {}).get("usd_per_gpu_hour")
     return float(price) if price is not None else None
 
@@ -194,7 +194,7 @@ def scrape_run_metrics(run_dir: Path, *, prometheus_url: str, queries_file: Path
     """
     out = run_dir / "metrics"
     out.mkdir(parents=True, exist_ok=True)
-    spec = yaml.safe_load(Path(queries_file).read_text())
+    spec = read_yaml_mapping(Path(queries_file))  # params/metrics.yaml
     dgd = dgd_name(dgd_base, run_id)
     try:
         gpu_type = parse_context_arg(context).get("gpu_type")

@@ -48,12 +48,11 @@ def load_thresholds(profile: str | None = None, path: Path | None = None) -> dic
     """params/validity.yaml, with the overrides of `profile` merged in (default: the profile named like the
     platform the steps run on, when there is one: 'local' in local mode; else none). The result says which
     profile it is."""
-    import yaml
-
+    from infersweep.params_files import read_yaml_mapping
     from infersweep.paths import params_dir
 
     path = path or params_dir() / THRESHOLDS_FILE
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    data = read_yaml_mapping(Path(path))
     profiles = data.pop("profiles", {}) or {}
     if profile is None and os.environ.get(PLATFORM_ENV) in profiles:
         profile = os.environ[PLATFORM_ENV]
