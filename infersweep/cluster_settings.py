@@ -10,10 +10,7 @@ s3-bucket, ...) is checked with the same field type (`check_set`).
 
 from __future__ import annotations
 
-import difflib
 import re
-import types
-import typing
 import zoneinfo
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -24,7 +21,9 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter,
 
 from infersweep.k8s_types import is_dns_label, is_dns_subdomain, is_quantity
 from infersweep.paths import params_dir
-from infersweep.params_files import RecipeError, read_yaml_mapping as _read_yaml_mapping, short as _short
+from infersweep.model_errors import Mistakes as _Mistakes
+from infersweep.model_errors import format_errors, messages, short as _short
+from infersweep.params_files import RecipeError, Strict, read_yaml_mapping as _read_yaml_mapping
 
 SETTINGS_FILE = "cluster.yaml"
 OLD_SETTINGS_FILE = "platform.yaml"  # its name until the DGD adapters took the word "platform"
@@ -36,14 +35,6 @@ MAX_LANES = 4
 class ClusterSettingsError(RecipeError):
     """params/cluster.yaml (or a --set backed by it) is wrong; the message has one line per mistake. A
     RecipeError, so the CLI prints it as one clear message without a traceback."""
-
-
-class _Mistakes(ValueError):
-    """Several mistakes found by one validator: (path below the field, message) each, one line each."""
-
-    def __init__(self, items: list[tuple[str, str]]):
-        super().__init__("; ".join(f"{p}: {m}" if p else m for p, m in items))
-        self.items = items
 
 
 # ---------------------------------------------------------------------------------------- field types
@@ -154,8 +145,8 @@ def _number(what: str, minimum: float = 0, strict_min: bool = True):
     return Annotated[int | float, _checked(ok, f"must be a number {bound}, {what}")]  # 2 stays 2 (rendered "2")
 
 
-class _Strict(BaseModel):
-    # Unknown fields are mistakes (a typo would otherwise silently fall back to a default); strict: no coercion.
+class _Strict(Strict):
+    # The one strict base (params_files.Strict: unknown fields are mistakes), and strict: no coercion.
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
@@ -374,64 +365,12 @@ class ClusterSettings(_Strict):
         return parse_cluster_settings({**self.model_dump(exclude_unset=True), **sections}, where="(changed settings)")
 
 
-# The messages for pydantic's own checks (types of sections, lengths); each names the fix.
-_TYPE_FIX = {
-    "model_type": "must be a mapping of fields",
-    "model_attributes_type": "must be a mapping of fields",
-    "dict_type": "must be a mapping",
-    "list_type": "must be a list",
-    "string_type": "must be a string",
-    "int_type": "must be an integer",
-    "float_type": "must be a number",
-    "bool_type": "must be true or false",
-}
-
-
-def _fields_at(loc: tuple, model: type[BaseModel]) -> list[str] | None:
-    """The field names a model expects at `loc` (for an unknown field's message)."""
-    tp: Any = model
-    for part in loc:
-        while typing.get_origin(tp) in (Annotated, typing.Union, types.UnionType):
-            args = [a for a in typing.get_args(tp) if a is not type(None)]
-            tp = args[0]
-        if isinstance(tp, type) and issubclass(tp, BaseModel):
-            if part not in tp.model_fields:
-                return None
-            tp = tp.model_fields[part].annotation
-        elif typing.get_origin(tp) is dict:
-            tp = typing.get_args(tp)[1]
-        else:
-            return None
-    while typing.get_origin(tp) in (Annotated, typing.Union, types.UnionType):
-        tp = [a for a in typing.get_args(tp) if a is not type(None)][0]
-    return list(tp.model_fields) if isinstance(tp, type) and issubclass(tp, BaseModel) else None
-
-
 def _messages(e: dict, model: type[BaseModel] | None = None) -> list[tuple[str, str]]:
-    """One pydantic error as (path, message) lines; a validator's several mistakes as several lines."""
-    loc = tuple(p for p in e["loc"] if p != "[key]")
-    path = ".".join(str(p) for p in loc)
-    cause = (e.get("ctx") or {}).get("error")
-    if isinstance(cause, _Mistakes):
-        return [(".".join(p for p in (path, sub) if p), msg) for sub, msg in cause.items]
-    if e["type"] == "extra_forbidden":
-        valid = _fields_at(loc[:-1], model or ClusterSettings) or []
-        near = difflib.get_close_matches(str(loc[-1]), valid, n=1)
-        msg = (f"unknown field; did you mean `{near[0]}`? " if near else "unknown field; ") + \
-            f"valid fields here: {', '.join(valid)}"
-    elif e["type"] == "missing":
-        msg = "required field is missing; add it"
-    elif e["type"] in _TYPE_FIX:
-        msg = f"{_TYPE_FIX[e['type']]} (got {_short(e['input'])})"
-    elif e["type"] == "too_short":
-        msg = f"must not be empty (got {_short(e['input'])})"
-    else:
-        msg = e["msg"].removeprefix("Value error, ")
-    return [(path, msg)]
+    return messages(e, model or ClusterSettings)
 
 
 def _format(where: str, err: ValidationError) -> list[str]:
-    return [f"{where}: {path or '(top level)'}: {msg}" for e in err.errors() for path, msg in _messages(e)]
+    return format_errors(where, err, ClusterSettings)
 
 
 def parse_cluster_settings(data: Any, where: str = f"params/{SETTINGS_FILE}",

@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from infersweep.errors import UserError
+from infersweep.model_errors import format_errors
 
 MAX_RECIPE_BYTES = 256 * 1024  # a recipe is a page of YAML; anything larger is a mistake or an attack
 # Shared facts are files, not Kubernetes names: dots allowed (qwen3.6-35b-a3b-fp8), slashes not.
@@ -30,20 +31,9 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def format_pydantic(path: Path | str, err: ValidationError) -> str:
-    lines = []
-    for e in err.errors():
-        loc = ".".join(str(p) for p in e["loc"]) or "(top level)"
-        if e["type"] == "extra_forbidden":
-            msg = "unknown field; remove it or fix its spelling"
-        elif e["type"] == "missing":
-            msg = "required field is missing; add it"
-        elif e["type"] == "literal_error":
-            msg = f"{e['msg'].replace('Input should be', 'must be one of')} (got {short(e['input'])})"
-        else:
-            msg = e["msg"].removeprefix("Value error, ")
-        lines.append(f"{path}: {loc}: {msg}")
-    return "\n".join(lines)
+def format_pydantic(path: Path | str, err: ValidationError, model: type[BaseModel] | None = None) -> str:
+    """Every mistake as `file: field: message` (infersweep/model_errors.py, the one formatter)."""
+    return "\n".join(format_errors(str(path), err, model))
 
 
 _CLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: ~10x faster on the catalog
@@ -58,11 +48,6 @@ def _safe_load_no_aliases(text: str) -> Any:
             raise yaml.YAMLError(f"aliases (*{event.anchor}) are not allowed in a recipe; write the value out "
                                  f"(line {event.start_mark.line + 1})")
     return yaml.load(text, Loader=_CLoader)  # noqa: S506 (a safe loader)
-
-
-def short(value: Any, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def read_yaml_mapping(path: Path) -> dict[str, Any]:
@@ -99,4 +84,4 @@ def load_model_file(f: Path, model_cls: type[BaseModel]) -> Any:
     try:
         return model_cls.model_validate(read_yaml_mapping(f))
     except ValidationError as e:
-        raise RecipeError(format_pydantic(f, e)) from None
+        raise RecipeError(format_pydantic(f, e, model_cls)) from None

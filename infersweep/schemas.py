@@ -16,7 +16,6 @@ Sources (read-only, see ``reference_dir()``):
 from __future__ import annotations
 
 import copy
-import difflib
 import functools
 import hashlib
 import json
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple
 
 from infersweep import k8s_types
 from infersweep.errors import UserError
+from infersweep.model_errors import closest
 
 if TYPE_CHECKING:
     from jsonschema import Draft7Validator
@@ -290,7 +290,8 @@ def cache_dir() -> Path | None:
 
 @functools.lru_cache(maxsize=1)
 def _code_digest() -> str:
-    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+    # This file and the Kubernetes grammars its metadata checks use (a cached "passed" must not outlive either).
+    return hashlib.sha256(Path(__file__).read_bytes() + Path(k8s_types.__file__).read_bytes()).hexdigest()
 
 
 def _prepared(kind: str, source: Path, build: Callable[[], Any]) -> Any:
@@ -495,8 +496,8 @@ def _error_violations(where: str, error) -> list[Violation]:
         for extra in error.instance:
             if extra in known:
                 continue
-            close = difflib.get_close_matches(extra, known, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            close = closest(extra, known)
+            hint = f" (did you mean {close!r}?)" if close else ""
             if not known:
                 hint = " (this object takes no fields)"
             out.append(Violation(where, path + (extra,), f"unknown field{hint}"))

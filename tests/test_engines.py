@@ -172,8 +172,8 @@ def test_a_module_missing_a_rule_that_is_a_fact_fails_too(world):
 def test_a_data_file_with_an_unknown_field_fails_naming_the_file_and_the_field(world):
     pdir, edir = world
     recipe = _add_stub(pdir, edir, data={**STUB_DATA, "flavour": "fast"})
-    assert _one_line_error(recipe, pdir) == (f"{(pdir / 'engines' / 'stub.yaml').resolve()}: flavour: unknown field; "
-                                             "remove it or fix its spelling")
+    assert _one_line_error(recipe, pdir).startswith(f"{(pdir / 'engines' / 'stub.yaml').resolve()}: flavour: unknown "
+                                                    "field; valid fields here: image, module, model_flag, ")
 
 
 def test_a_data_file_missing_a_field_its_engine_requires_fails(world):

@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from infersweep.paths import params_dir
 from infersweep.metrics import direction
+from infersweep.params_files import Strict as _Strict  # the one strict base of data-file models
 from infersweep.params_files import format_pydantic as _format_pydantic
 from infersweep.params_files import read_yaml_mapping as _read_yaml_mapping
 from infersweep.recipe import RecipeError, ResolvedRecipe, find_recipe, parse_recipe, recipe_data
@@ -32,10 +33,6 @@ from infersweep.recipe.merge import patch  # noqa: F401  (experiments patch reci
 
 MAX_RECIPE_NAME = 52  # infersweep.recipe.Recipe.name: a DNS label with room for the operator's suffixes
 MAX_TREATMENTS = 64  # an experiment holds GPUs for all of them; more is a sweep, not a comparison
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Comparison(_Strict):
@@ -253,7 +250,7 @@ def load_experiment(ref: str | Path, pdir: Path | None = None) -> Experiment:
     try:
         spec = ExperimentSpec.model_validate(raw)
     except ValidationError as e:
-        raise RecipeError(_format_pydantic(path, e)) from None
+        raise RecipeError(_format_pydantic(path, e, ExperimentSpec)) from None
     experiments_dir = (pdir / "experiments").resolve()
     if path.resolve().parent == experiments_dir and path.stem != spec.name:  # names are looked up by file name
         raise RecipeError(f"{path}: name: {spec.name!r} differs from the file name; rename the file to {spec.name}.yaml")

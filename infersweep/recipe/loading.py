@@ -41,7 +41,7 @@ def parse_recipe(data: Any, path: Path | str = "<recipe>", pdir: Path | None = N
     try:
         recipe = Recipe.model_validate(data)
     except ValidationError as e:
-        raise RecipeError(format_pydantic(path, e)) from None
+        raise RecipeError(format_pydantic(path, e, Recipe)) from None
     return resolve(recipe, path, pdir)
 
 

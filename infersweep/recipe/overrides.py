@@ -14,7 +14,6 @@ to set instead, since a `--set gpu-count=1` would have benchmarked 16 GPUs as 1.
 
 from __future__ import annotations
 
-import difflib
 import typing
 from dataclasses import dataclass, field
 from types import NoneType, UnionType
@@ -22,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from infersweep.model_errors import closest
 from infersweep.params_files import RecipeError, read_yaml_mapping
 from infersweep.recipe.merge import patch
 
@@ -92,11 +92,12 @@ def _fields(model: type[BaseModel]) -> list[str]:
 
 
 def _did_you_mean(word: str, known: list[str]) -> str:
-    near = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
+    near = closest(word, known)
     if not near:  # `max_error_rate` for workload.max_error_rate: match the last part of the dotted names
         tails = {k.rsplit(".", 1)[-1]: k for k in known}
-        near = [tails[t] for t in difflib.get_close_matches(word.replace("-", "_"), list(tails), n=1, cutoff=0.8)]
-    return f"; did you mean {near[0]}?" if near else ""
+        tail = closest(word.replace("-", "_"), tails, cutoff=0.8)
+        near = tails[tail] if tail else None
+    return f"; did you mean {near}?" if near else ""
 
 
 def _all_paths(model: type[BaseModel], prefix: str = "") -> list[str]:
