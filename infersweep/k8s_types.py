@@ -1,6 +1,6 @@
 """Kubernetes field grammars, in one place: names, label values and resource quantities, as the API server
 checks them (k8s.io/apimachinery at eed236c). Every model that takes such a field (recipe/facts.py,
-recipe/models.py, cluster_settings.py, names.py, schemas.py) checks it here, so a value one accepts the
+recipe/models.py, cluster_settings.py, names.py, schemas/) checks it here, so a value one accepts the
 others accept too.
 
 Each check is a `fullmatch`: a pattern anchored with `$` would also accept the value with a trailing newline.

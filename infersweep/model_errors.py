@@ -2,7 +2,7 @@
 GPU types, params/cluster.yaml): one line per mistake, `where: field.path: what is wrong and the fix`, an
 unknown field with the closest valid name ("did you mean") and the valid names at that place.
 
-`closest` is the one "did you mean" lookup, also used by the rendered-document schemas (schemas.py) and
+`closest` is the one "did you mean" lookup, also used by the rendered-document schemas (schemas/) and
 `--set` keys (recipe/overrides.py).
 """
 

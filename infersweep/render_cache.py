@@ -11,7 +11,7 @@ everything it was made from:
     of it, not a guess at which ones a renderer reads);
   * the cluster settings (ClusterSettings, field by field), dgd_api, namespace, the run parameters `--set` gave and the workflow name;
   * the code that renders: every .py file of infersweep/, workflows/ and steps/;
-  * the schemas it was validated against (schemas._schemas_digest: their files + schemas.py + jsonschema);
+  * the schemas it was validated against (schemas._schemas_digest: their files + the schemas/ code + jsonschema);
   * the versions of Python, hera, pydantic, pydantic-core, PyYAML and jsonschema.
 
 Any change to any of them is a new key, so a stale entry is never read. Only a bundle that passed
@@ -51,7 +51,7 @@ def enabled() -> bool:
 
 def cache_root() -> Path | None:
     """$INFERSWEEP_CACHE_DIR/render (``off`` disables), else $XDG_CACHE_HOME/infersweep/render, else
-    ~/.cache/infersweep/render: beside the prepared schemas (infersweep/schemas.py cache_dir)."""
+    ~/.cache/infersweep/render: beside the prepared schemas (infersweep/schemas/core.py cache_dir)."""
     env = os.environ.get("INFERSWEEP_CACHE_DIR")
     if env:
         return None if env.lower() in ("off", "0", "none") else Path(env) / "render"

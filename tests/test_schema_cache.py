@@ -8,7 +8,7 @@ import copy
 
 import pytest
 
-from infersweep import schemas
+from infersweep.schemas import core as schemas
 from infersweep.schemas import SchemaError, validate_document
 from tests.conftest import FIXTURES
 

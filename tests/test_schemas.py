@@ -15,7 +15,7 @@ import pytest
 from pathlib import Path
 import yaml
 
-from infersweep import schemas
+from infersweep.schemas import core as schemas
 from infersweep.schemas import (
     SchemaError,
     reference_dir,
@@ -54,7 +54,7 @@ def error_lines(excinfo) -> list[str]:
 
 def test_reference_dir_is_the_copy_shipped_in_the_package(monkeypatch):
     monkeypatch.delenv("INFERSWEEP_REFERENCE", raising=False)
-    assert reference_dir() == Path(schemas.__file__).resolve().parent / "reference"
+    assert reference_dir() == Path(schemas.__file__).resolve().parents[1] / "reference"
 
 
 @needs_shared

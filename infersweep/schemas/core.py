@@ -137,7 +137,7 @@ def reference_dir() -> Path:
         if not path.is_dir():
             raise FileNotFoundError(f"INFERSWEEP_REFERENCE={env} is not a directory")
         return path
-    bundled = Path(__file__).resolve().parent / "reference"
+    bundled = Path(__file__).resolve().parents[1] / "reference"  # infersweep/reference
     if (bundled / "argo").is_dir():
         return bundled
     for ancestor in Path(__file__).resolve().parents:
@@ -687,7 +687,7 @@ def _document_violations(doc: Any, argo_versions: Iterable[str]) -> list[Violati
         return _crd_violations(doc)
     # Failing loudly is the point: an unchecked kind is exactly where a typo would slip through.
     return [Violation(_where(doc), ("kind",),
-                      f"no schema for {api_version} {kind}; add one to infersweep/schemas.py")]  # fmt: skip
+                      f"no schema for {api_version} {kind}; add one to infersweep/schemas/")]  # fmt: skip
 
 
 def validate_document(doc: dict, argo_versions: Iterable[str] = ARGO_VERSIONS) -> None:
