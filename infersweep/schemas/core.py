@@ -21,15 +21,16 @@ import hashlib
 import json
 import os
 import pickle
-import re
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from infersweep import k8s_types
-from infersweep.errors import UserError
 from infersweep.model_errors import closest
+from infersweep.schemas.errors import SchemaError, Violation, _describe_type, _where
+from infersweep.schemas.k8s_defs import _EXTRA_DEFINITIONS
+from infersweep.schemas.metadata import _metadata_violations
 
 if TYPE_CHECKING:
     from jsonschema import Draft7Validator
@@ -44,7 +45,6 @@ __all__ = [
 ]
 
 ARGO_VERSIONS = ("v4.1.2", "v3.7.18")
-MAX_LISTED = 20  # violations shown in a SchemaError message; the rest are counted
 
 ARGO_KINDS = (
     "Workflow",
@@ -68,57 +68,6 @@ K8S_KINDS = {
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): "infersweep.RoleBinding",
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "infersweep.RoleBinding",
 }
-RBAC_KINDS = {"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}
-
-
-# ----------------------------------------------------------------------------------------------
-# Errors
-
-
-class Violation(NamedTuple):
-    where: str  # "<kind>/<name>"
-    path: tuple  # JSON path elements (str keys, int indexes)
-    message: str
-
-
-class SchemaError(UserError, ValueError):
-    """One or more documents do not match their schema; ``violations`` holds all of them."""
-
-    def __init__(self, violations: Iterable[Violation]):
-        self.violations = sorted(set(violations), key=lambda v: (v.where, _sort_key(v.path), v.message))
-        lines = [f"{v.where}: {format_path(v.path)}: {v.message}" for v in self.violations[:MAX_LISTED]]
-        if len(self.violations) > MAX_LISTED:
-            lines.append(f"... and {len(self.violations) - MAX_LISTED} more")
-        super().__init__("\n".join(lines))
-
-
-def _sort_key(path: tuple) -> tuple:
-    # Sort indexes numerically ([2] before [10]) and never compare int with str.
-    return tuple((0, p, "") if isinstance(p, int) else (1, 0, p) for p in path)
-
-
-_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
-
-
-def format_path(path: Iterable) -> str:
-    """``("spec", "templates", 0, "nvidia.com/gpu")`` -> ``spec.templates[0]["nvidia.com/gpu"]``."""
-    text = ""
-    for part in path:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        elif _PLAIN_KEY.fullmatch(part):
-            text += f".{part}"
-        else:
-            text += f"[{json.dumps(part)}]"
-    return text.lstrip(".") or "(root)"
-
-
-def _where(doc: Any) -> str:
-    if not isinstance(doc, dict):
-        return "?/?"
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
-    name = meta.get("name") or meta.get("generateName") or "?"
-    return f"{doc.get('kind') or '?'}/{name}"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -162,112 +111,6 @@ def _forbid_unknown_properties(node: Any) -> None:
             _forbid_unknown_properties(value)
 
 
-# Hand-written strict schemas for core/RBAC kinds the Argo schema does not carry. They refer to
-# Argo's io.k8s definitions (ObjectMeta, ObjectReference, ...) so metadata is checked strictly too.
-_META = {"$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}
-_STRINGS = {"type": "array", "items": {"type": "string"}}
-_HEADER = {"apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": _META}
-_POLICY_RULE = {
-    "type": "object",
-    "required": ["verbs"],
-    "properties": {
-        "apiGroups": _STRINGS,
-        "resources": _STRINGS,
-        "verbs": _STRINGS,
-        "resourceNames": _STRINGS,
-        "nonResourceURLs": _STRINGS,
-    },
-}
-_EXTRA_DEFINITIONS = {
-    "infersweep.ConfigMap": {
-        "type": "object",
-        "required": ["apiVersion", "kind", "metadata"],
-        "properties": {
-            **_HEADER,
-            # Keys of data/binaryData must be valid file names (the API server rejects others).
-            "data": {
-                "type": "object",
-                "propertyNames": {"pattern": r"^[-._a-zA-Z0-9]+$", "maxLength": 253},
-                "additionalProperties": {"type": "string"},
-            },
-            "binaryData": {
-                "type": "object",
-                "propertyNames": {"pattern": r"^[-._a-zA-Z0-9]+$", "maxLength": 253},
-                "additionalProperties": {"type": "string"},
-            },
-            "immutable": {"type": "boolean"},
-        },
-    },
-    "infersweep.ServiceAccount": {
-        "type": "object",
-        "required": ["apiVersion", "kind", "metadata"],
-        "properties": {
-            **_HEADER,
-            "automountServiceAccountToken": {"type": "boolean"},
-            "imagePullSecrets": {
-                "type": "array",
-                "items": {"$ref": "#/definitions/io.k8s.api.core.v1.LocalObjectReference"},
-            },
-            "secrets": {
-                "type": "array",
-                "items": {"$ref": "#/definitions/io.k8s.api.core.v1.ObjectReference"},
-            },
-        },
-    },
-    "infersweep.Role": {
-        "type": "object",
-        "required": ["apiVersion", "kind", "metadata"],
-        "properties": {**_HEADER, "rules": {"type": "array", "items": _POLICY_RULE}},
-    },
-    "infersweep.ClusterRole": {
-        "type": "object",
-        "required": ["apiVersion", "kind", "metadata"],
-        "properties": {
-            **_HEADER,
-            "rules": {"type": "array", "items": _POLICY_RULE},
-            "aggregationRule": {
-                "type": "object",
-                "properties": {
-                    "clusterRoleSelectors": {
-                        "type": "array",
-                        "items": {"$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"},
-                    }
-                },
-            },
-        },
-    },
-    "infersweep.RoleBinding": {
-        "type": "object",
-        "required": ["apiVersion", "kind", "metadata", "roleRef"],
-        "properties": {
-            **_HEADER,
-            "roleRef": {
-                "type": "object",
-                "required": ["apiGroup", "kind", "name"],
-                "properties": {
-                    "apiGroup": {"type": "string"},
-                    "kind": {"enum": ["Role", "ClusterRole"]},
-                    "name": {"type": "string"},
-                },
-            },
-            "subjects": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["kind", "name"],
-                    "properties": {
-                        "apiGroup": {"type": "string"},
-                        "kind": {"enum": ["ServiceAccount", "User", "Group"]},
-                        "name": {"type": "string"},
-                        "namespace": {"type": "string"},
-                    },
-                },
-            },
-        },
-    },
-}
-
-
 # ----------------------------------------------------------------------------------------------
 # Prepared schemas, cached on disk
 #
@@ -290,8 +133,10 @@ def cache_dir() -> Path | None:
 
 @functools.lru_cache(maxsize=1)
 def _code_digest() -> str:
-    # This file and the Kubernetes grammars its metadata checks use (a cached "passed" must not outlive either).
-    return hashlib.sha256(Path(__file__).read_bytes() + Path(k8s_types.__file__).read_bytes()).hexdigest()
+    # Every file of this package and the Kubernetes grammars its metadata checks use (a prepared schema or a
+    # cached "passed" must not outlive a change to any of them).
+    files = sorted(Path(__file__).resolve().parent.glob("*.py")) + [Path(k8s_types.__file__)]
+    return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()
 
 
 def _prepared(kind: str, source: Path, build: Callable[[], Any]) -> Any:
@@ -482,11 +327,6 @@ def _crd_violations(doc: dict) -> list[Violation]:
 # Turning jsonschema errors into violations
 
 
-def _describe_type(value: Any) -> str:
-    names = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer", float: "number"}
-    return names.get(type(value), "null" if value is None else type(value).__name__)
-
-
 def _error_violations(where: str, error) -> list[Violation]:
     path = tuple(error.absolute_path)
     schema = error.schema if isinstance(error.schema, dict) else {}
@@ -522,102 +362,6 @@ def _schema_violations(validator: Draft7Validator, doc: dict) -> list[Violation]
     out: list[Violation] = []
     for error in validator.iter_errors(doc):
         out.extend(_error_violations(where, error))
-    return out
-
-
-# ----------------------------------------------------------------------------------------------
-# metadata checks the schemas cannot express (CRD metadata is a bare object; Argo's ObjectMeta
-# types name/labels as plain strings)
-
-# The grammars are infersweep/k8s_types.py's (used with fullmatch: "$" would accept "\n").
-_DNS_LABEL = re.compile(k8s_types.DNS_LABEL)
-_DNS_SUBDOMAIN = re.compile(k8s_types.DNS_SUBDOMAIN)
-_QUALIFIED_NAME = re.compile(k8s_types.QUALIFIED_NAME)
-_OBJECT_META_FIELDS = {
-    "annotations", "creationTimestamp", "deletionGracePeriodSeconds", "deletionTimestamp",
-    "finalizers", "generateName", "generation", "labels", "managedFields", "name", "namespace",
-    "ownerReferences", "resourceVersion", "selfLink", "uid",
-}  # fmt: skip
-
-
-def _is_dns_subdomain(value: str) -> bool:
-    return len(value) <= 253 and bool(_DNS_SUBDOMAIN.fullmatch(value))
-
-
-def _is_path_segment(value: str) -> bool:
-    return value not in (".", "..") and not re.search(r"[/%]", value)
-
-
-def _is_qualified_key(key: str) -> bool:
-    """Label/annotation key: optional DNS-subdomain prefix + '/' + name of at most 63 chars."""
-    prefix, _, name = key.rpartition("/")
-    if prefix and not _is_dns_subdomain(prefix):
-        return False
-    return len(name) <= 63 and bool(_QUALIFIED_NAME.fullmatch(name))
-
-
-def _metadata_violations(doc: dict, require_name: bool, schema_checked: bool = True) -> list[Violation]:
-    """Name/namespace/label rules of the API server. ``schema_checked=False`` (CRDs, whose
-    metadata schema is a bare object) also checks field names and value types."""
-    where = _where(doc)
-    meta = doc.get("metadata")
-    if not isinstance(meta, dict):
-        return [Violation(where, ("metadata",), "required field is missing")]
-    out: list[Violation] = []
-
-    def bad(path: tuple, message: str) -> None:
-        out.append(Violation(where, ("metadata",) + path, message))
-
-    if not schema_checked:
-        for key in meta:
-            if key not in _OBJECT_META_FIELDS:
-                bad((key,), "unknown field")
-    name, generate_name = meta.get("name"), meta.get("generateName")
-    # RBAC object names only need to be valid path segments; everything else a DNS-1123 subdomain.
-    if doc.get("kind") in RBAC_KINDS:
-        name_ok, rule = _is_path_segment, "a path segment (no '/', '%', '.' or '..')"
-    else:
-        name_ok, rule = _is_dns_subdomain, "a DNS-1123 subdomain (<=253, lowercase alnum, '-', '.')"
-    if name is None and (require_name or generate_name is None):
-        bad(("name",), "required field is missing" if require_name else "name or generateName is required")
-    if name is not None and not (isinstance(name, str) and name_ok(name)):
-        bad(("name",), f"{name!r} is not {rule}")
-    if generate_name is not None:
-        # The API server masks a trailing '-' before checking generateName as a name.
-        masked = (
-            generate_name[:-1] + "a"
-            if isinstance(generate_name, str) and generate_name.endswith("-")
-            else generate_name
-        )
-        if not (isinstance(masked, str) and name_ok(masked)):
-            bad(("generateName",), f"{generate_name!r} is not a valid prefix of {rule}")
-    namespace = meta.get("namespace")
-    if namespace is not None and not (
-        isinstance(namespace, str) and len(namespace) <= 63 and _DNS_LABEL.fullmatch(namespace)
-    ):
-        bad(("namespace",), f"{namespace!r} is not a DNS-1123 label")
-    for field in ("labels", "annotations"):
-        mapping = meta.get(field)
-        if mapping is None:
-            continue
-        if not isinstance(mapping, dict):
-            if not schema_checked:
-                bad((field,), f"expected object, got {_describe_type(mapping)}")
-            continue
-        for key, value in mapping.items():
-            if not (isinstance(key, str) and _is_qualified_key(key)):
-                bad(
-                    (field, key),
-                    "invalid key (optional DNS prefix + '/' + name of <=63 alnum, '-', '_', '.')",
-                )
-            if not isinstance(value, str):
-                # YAML turns `true`/`1` into bool/int; the API server only accepts strings.
-                if not schema_checked:
-                    bad((field, key), f"expected string, got {_describe_type(value)}")
-            elif field == "labels" and not (
-                len(value) <= 63 and (value == "" or _QUALIFIED_NAME.fullmatch(value))
-            ):
-                bad((field, key), f"{value!r} is not a valid label value (<=63 alnum, '-', '_', '.')")
     return out
 
 
