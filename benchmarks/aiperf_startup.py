@@ -31,9 +31,9 @@ from pathlib import Path
 
 from _common import REPO, Figure, report, table
 
-from infersweep import aiperf_contract
+from infersweep import aiperf as aiperf_contract
 from steps import aiperf_point
-from infersweep.aiperf_contract import read_point
+from infersweep.aiperf import read_point
 
 RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"
 AIPERF = str(REPO / ".venv-aiperf/bin/aiperf")

@@ -127,7 +127,7 @@ def generate_jsonl(path: Path, n: int, seed: int = 7) -> Path:
 def _parse_child(point_dir: str, what: str) -> dict:
     """Runs in a child process so its peak RSS is its own."""
     t0 = time.perf_counter()
-    from infersweep import aiperf_contract
+    from infersweep.aiperf import artifacts as aiperf_contract
 
     if what == "read_point":
         r = aiperf_contract.read_point(point_dir)

@@ -97,7 +97,7 @@ def _check_points(value: str) -> str:
 
 
 def _check_workload(value: str) -> None:
-    from infersweep.aiperf_contract import TRACE_KEYS, WORKLOAD_FLAGS
+    from infersweep.aiperf import TRACE_KEYS, WORKLOAD_FLAGS
     w = _json("workload", value, dict)
     unknown = sorted(set(w) - set(WORKLOAD_FLAGS) - set(TRACE_KEYS))
     if unknown:

@@ -4,7 +4,7 @@ Below both the recipe (a recipe's `regression.tolerances` and an experiment's cl
 their direction) and results/ (the table's columns, compare, regress): rendering imports this module, never
 results/. Pure Python, no pandas: a recipe's validation pays nothing for it.
 
-The names are those read_point gives (infersweep.aiperf_contract): `<prefix>_<stat>` for each AIPerf
+The names are those read_point gives (infersweep.aiperf): `<prefix>_<stat>` for each AIPerf
 distribution, plus the single numbers of SCALARS.
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from infersweep.aiperf_contract import DISTRIBUTIONS, STATS
-from infersweep.aiperf_contract import SCALARS as AIPERF_SCALARS
+from infersweep.aiperf import DISTRIBUTIONS, STATS
+from infersweep.aiperf import SCALARS as AIPERF_SCALARS
 
 __all__ = ["STATS", "SCALARS", "LATENCY_PREFIXES", "LENGTH_PREFIXES", "HEADLINE", "LOWER_IS_BETTER",
            "HIGHER_IS_BETTER", "V0_ALIASES", "DEFAULT_TOLERANCES", "DEFAULT_Z", "direction", "normalize_tolerances"]

@@ -1,6 +1,6 @@
 """Read one AIPerf artifact dir into a small, honest result dict, printed as JSON.
 
-The reader is infersweep.aiperf_contract.read_point (standard library only; the AIPerf image copies it).
+The reader is infersweep.aiperf.read_point (standard library only; the AIPerf image copies it).
 
     python -m steps.aiperf_results ARTIFACT_DIR [--max-error-rate F] [--exit-code N]
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 
-from infersweep.aiperf_contract import read_point
+from infersweep.aiperf import read_point
 from workflows.step_declarations import AIPERF_RESULTS
 
 

@@ -1,6 +1,6 @@
 """The AIPerf contract runs with only the files images/aiperf.Dockerfile copies, in the AIPerf environment.
 
-The AIPerf image has no infersweep install: it gets infersweep/aiperf_contract.py and the two AIPerf steps
+The AIPerf image has no infersweep install: it gets infersweep/aiperf/ and the two AIPerf steps
 copied in by COPY lines. Here those exact files (read from the Dockerfile, so a forgotten COPY fails this
 test) go into an empty folder, and the AIPerf env's interpreter runs them isolated (`python -I`: no
 PYTHONPATH, no user site, no current folder), so nothing of this repository or the main env can help.
@@ -58,10 +58,12 @@ def run_isolated(root: Path, code: str, *args: str) -> subprocess.CompletedProce
 
 def test_the_dockerfile_copies_the_contract_and_the_aiperf_steps():
     files = image_files()
-    assert files["infersweep/aiperf_contract.py"] == "infersweep/aiperf_contract.py"
+    assert files["infersweep/aiperf/artifacts.py"] == "infersweep/aiperf/artifacts.py"
+    # every file of the package: the image imports infersweep.aiperf, whose __init__ imports its files
+    assert {f"infersweep/aiperf/{p.name}" for p in (REPO / "infersweep" / "aiperf").glob("*.py")} <= set(files)
     assert files["infersweep/__init__.py"] == "infersweep/__init__.py"
     assert files["steps/aiperf_point.py"] == "steps/aiperf_point.py"
-    assert files["infersweep/aiperf_point_run.py"] == "infersweep/aiperf_point_run.py"  # the point's run logic
+    assert files["infersweep/aiperf/point_run.py"] == "infersweep/aiperf/point_run.py"  # the point's run logic
 
 
 def test_the_point_step_starts_with_only_the_image_files(image_root):
@@ -76,13 +78,13 @@ def test_a_real_aiperf_dir_is_read_with_only_the_image_files_and_the_standard_li
     art = FIXTURES / "aiperf" / "0.13.0" / "dynamo-mocker-c4"
     code = (
         "import json\n"
-        "from infersweep.aiperf_contract import read_point\n"
+        "from infersweep.aiperf import read_point\n"
         f"r = read_point({str(art)!r})\n"
         "tops = {m.split('.')[0] for m in sys.modules}\n"
         "foreign = sorted(t for t in tops if t not in sys.stdlib_module_names and not t.startswith('_')"
         " and t not in ('infersweep', 'orjson'))\n"
         "print(json.dumps({'status': r['status'], 'requests_ok': r['requests_ok'], 'foreign': foreign,"
-        " 'file': sys.modules['infersweep.aiperf_contract'].__file__}))\n"
+        " 'file': sys.modules['infersweep.aiperf.artifacts'].__file__}))\n"
     )
     proc = run_isolated(image_root, code)
     assert proc.returncode == 0, proc.stderr
@@ -117,7 +119,7 @@ def test_a_whole_point_runs_with_only_the_image_files(image_root, tmp_path):
         "foreign = sorted(t for t in tops if t not in sys.stdlib_module_names and not t.startswith('_')"
         " and t not in ('infersweep', 'steps', 'workflows', 'orjson'))\n"
         "print(json.dumps({'code': code, 'foreign': foreign,"
-        " 'file': sys.modules['infersweep.aiperf_point_run'].__file__}))\n"
+        " 'file': sys.modules['infersweep.aiperf.point_run'].__file__}))\n"
     )
     proc = run_isolated(image_root, code, "--url", "http://127.0.0.1:9", "--model", "m", "--tokenizer",
                         str(tmp_path), "--concurrency", "4", "--requests", "40", "--isl", "128", "--osl", "32",
@@ -141,7 +143,7 @@ def _top_modules(nodes) -> set[str]:
 
 def test_the_contract_imports_only_the_standard_library():
     """Its import statements, read from the source. orjson is tried and optional (AIPerf brings it)."""
-    tree = ast.parse((REPO / "infersweep" / "aiperf_contract.py").read_text())
+    tree = ast.parse((REPO / "infersweep" / "aiperf" / "artifacts.py").read_text())
     optional = _top_modules(n for t in ast.walk(tree) if isinstance(t, ast.Try)
                             and any(isinstance(h.type, ast.Name) and h.type.id == "ImportError" for h in t.handlers)
                             for n in ast.walk(t))
@@ -151,17 +153,17 @@ def test_the_contract_imports_only_the_standard_library():
 
 
 def test_the_point_runner_imports_only_the_standard_library_and_the_contract():
-    """infersweep/aiperf_point_run.py, from its source: the standard library and, of ours, only the contract."""
-    tree = ast.parse((REPO / "infersweep" / "aiperf_point_run.py").read_text())
+    """infersweep/aiperf/point_run.py, from its source: the standard library and, of ours, only the contract."""
+    tree = ast.parse((REPO / "infersweep" / "aiperf" / "point_run.py").read_text())
     ours = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module.startswith("infersweep")}
     foreign = {m for m in _top_modules(ast.walk(tree)) if m not in sys.stdlib_module_names and m != "__future__"}
-    assert ours == {"infersweep.aiperf_contract"} and foreign == {"infersweep"}
+    assert ours == {"infersweep.aiperf"} and foreign == {"infersweep"}
 
 
 def test_the_metric_vocabulary_names_exactly_what_read_point_gives():
     """infersweep.metrics (recipe tolerances, experiment claims, the results table) and the contract's reader
     speak one vocabulary: a real run's metrics are the table's headline columns, none missing, none extra."""
-    from infersweep.aiperf_contract import read_point
+    from infersweep.aiperf import read_point
     from infersweep.metrics import HEADLINE, direction
 
     metrics = read_point(FIXTURES / "aiperf" / "0.13.0" / "dynamo-mocker-c4")["metrics"]

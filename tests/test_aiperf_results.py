@@ -1,4 +1,4 @@
-"""infersweep.aiperf_contract (read_point), steps.aiperf_results and steps.aiperf_point on real AIPerf 0.13.0 artifact dirs.
+"""infersweep.aiperf (read_point), steps.aiperf_results and steps.aiperf_point on real AIPerf 0.13.0 artifact dirs.
 
 The fixtures in tests/fixtures/aiperf/0.13.0 were measured: a good run and four ways a run
 goes wrong while AIPerf (mostly) exits 0. The point-step tests use a fake `aiperf` program so
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from steps import aiperf_point
-from infersweep.aiperf_contract import iter_profiling_records, read_point
+from infersweep.aiperf import iter_profiling_records, read_point
 
 from conftest import copy_tree
 

@@ -1,4 +1,4 @@
-"""Results written by AIPerf 0.10.0-0.13.0 read correctly (infersweep.aiperf_contract.read_point).
+"""Results written by AIPerf 0.10.0-0.13.0 read correctly (infersweep.aiperf.read_point).
 
 The artifact dirs under tests/fixtures/aiperf/<version>/ are real runs of that AIPerf version (installed
 from pip into /work/venvs/aiperf-<version>) against a local Dynamo 1.6.1 frontend with a mocker worker;
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from infersweep.aiperf_contract import read_point
+from infersweep.aiperf import read_point
 from tests.conftest import copy_tree
 
 FIXTURES = Path(__file__).parent / "fixtures" / "aiperf"

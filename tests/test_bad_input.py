@@ -262,7 +262,7 @@ def test_a_hostile_engine_arg_stays_one_argv_item(tmp_path):
 
 
 def test_aiperf_gets_an_argv_list_with_values_as_single_items():
-    from infersweep.aiperf_contract import build_argv
+    from infersweep.aiperf import build_argv
     from steps.aiperf_point import parse_args
 
     a = parse_args(["--url", "http://h:1", "--model", "m; rm -rf /", "--tokenizer", "/t", "--concurrency", "1",

@@ -23,7 +23,7 @@ from infersweep.results.summarize import markdown_table
 from infersweep.results.table import build_table, finish_table
 from infersweep.results.validity import load_thresholds
 from infersweep.slo_search import bisect
-from infersweep.aiperf_contract import read_point
+from infersweep.aiperf import read_point
 
 FIXTURES = Path(__file__).parent / "fixtures" / "validity"
 SLO = {"ttft_p50_ms": 2000, "tok_s_user_min": 20}

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from infersweep.aiperf_contract import build_argv, choose_seed
+from infersweep.aiperf import build_argv, choose_seed
 from steps.aiperf_point import parse_args
 
 BASE = ["--url", "http://h:1", "--model", "m", "--tokenizer", "/t", "--requests", "8", "--out", "/tmp/x"]

@@ -74,7 +74,7 @@ def test_trace_runs_as_its_averages_locally():
 
 def test_workload_keys_are_all_known_to_the_aiperf_step():
     from infersweep.recipe import all_recipe_paths
-    from infersweep.aiperf_contract import TRACE_KEYS, WORKLOAD_FLAGS
+    from infersweep.aiperf import TRACE_KEYS, WORKLOAD_FLAGS
 
     for p in all_recipe_paths():
         w = load_recipe(p).recipe.workload

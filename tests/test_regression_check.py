@@ -13,7 +13,7 @@ import pytest
 from infersweep.local.standins.s3server import LocalS3
 from infersweep.results import summarize
 from steps import regression_check
-from infersweep.aiperf_contract import read_point
+from infersweep.aiperf import read_point
 from infersweep.results.publish import publish_tree
 
 

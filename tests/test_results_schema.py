@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from infersweep.results.table import SCHEMA_VERSION
-from infersweep.aiperf_contract import read_point
+from infersweep.aiperf import read_point
 from steps.summarize import main as summarize_main
 
 from conftest import copy_tree

@@ -22,7 +22,7 @@ from infersweep.results.compare import compare_runs
 from infersweep.results.regression import judge_run
 from infersweep.results.table import build_table, finish_table
 from infersweep.results.validity import load_thresholds
-from infersweep.aiperf_contract import read_point
+from infersweep.aiperf import read_point
 
 FIXTURES = Path(__file__).parent / "fixtures" / "validity"
 LOCAL = load_thresholds("local")

@@ -13,7 +13,7 @@ import pytest
 from infersweep.cli_util import check_sets
 from infersweep.recipe import RecipeError
 from infersweep.recipe.models import Workload
-from infersweep import aiperf_contract
+from infersweep import aiperf as aiperf_contract
 from steps import aiperf_point
 
 BASE = {"isl": 64, "osl": 16}

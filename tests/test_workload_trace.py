@@ -1,6 +1,6 @@
 """Trace replay on its own timing: trace.fixed_schedule reaches AIPerf as --fixed-schedule, and a local
 tokenizer folder reaches AIPerf in a form its hash_ids worker pool can load offline (see
-infersweep.aiperf_contract.tokenizer_as_cached_hub_id for the AIPerf 0.13 source that makes this necessary)."""
+infersweep.aiperf.tokenizer_as_cached_hub_id for the AIPerf 0.13 source that makes this necessary)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 
 from infersweep.paths import params_dir
 from infersweep.recipe.models import Workload
-from infersweep import aiperf_contract
-from infersweep.aiperf_point_run import EXIT_BAD_POINT
+from infersweep import aiperf as aiperf_contract
+from infersweep.aiperf.point_run import EXIT_BAD_POINT
 from steps import aiperf_point
 
 ROOT = Path(__file__).resolve().parents[1]

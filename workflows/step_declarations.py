@@ -112,7 +112,7 @@ AIPERF_POINT = Step(
      Option("--max-error-rate", "failed-request fraction still counted as measured", type=float, default=0.0,
             input=True),
      Option("--timeout-s", "stop the point (gracefully) after this many seconds", type=float, input=True),
-     Option("--grace-s", "wait after SIGINT before SIGKILL (default: infersweep.aiperf_point_run.DEFAULT_GRACE_S)", type=float),
+     Option("--grace-s", "wait after SIGINT before SIGKILL (default: infersweep.aiperf.point_run.DEFAULT_GRACE_S)", type=float),
      Option("--out", "point dir: OUT/aiperf/, OUT/aiperf.log, OUT/result.json", required=True,
             value=f"{RUN_DIR}/points/c{input_ref('concurrency')}"),
      Option("--aiperf", "AIPerf executable", default="aiperf"),

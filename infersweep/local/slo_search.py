@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from infersweep.aiperf_contract import point_folder
+from infersweep.aiperf import point_folder
 from infersweep.local.dynamo import deploy_local, teardown_local, wait_ready_local
 from infersweep.local.run import local_profile, local_workload, scaled_lengths, simulated_gpus
 from infersweep.paths import REPO_ROOT, venv_python

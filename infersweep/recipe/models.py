@@ -262,7 +262,7 @@ class Workload(_Strict):
         return {k: v for k, v in out.items() if v is not None}
 
     def aiperf_workload(self) -> dict[str, Any]:
-        """What the benchmark-point step sends (keys of infersweep.aiperf_contract.WORKLOAD_FLAGS + trace, trace_type)."""
+        """What the benchmark-point step sends (keys of infersweep.aiperf.WORKLOAD_FLAGS + trace, trace_type)."""
         arrival = {"arrival": self.arrival or "poisson"} if self.request_rate else {}
         if self.trace:
             fixed = {"fixed_schedule": True} if self.trace.fixed_schedule else {}

@@ -64,7 +64,7 @@ def parse_context_arg(text: str | None) -> dict[str, Any]:
 
 def workload_from_argv(points: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The workload the points really ran, read back from their AIPerf command lines."""
-    from infersweep.aiperf_contract import WORKLOAD_FLAGS
+    from infersweep.aiperf import WORKLOAD_FLAGS
 
     by_flag = {flag: key for key, flag in WORKLOAD_FLAGS.items()}
     for p in points:

@@ -1,7 +1,7 @@
 """Bring existing AIPerf artifact folders into the results store, as a run of a recipe.
 
 Teams keep one AIPerf artifact folder per concurrency (`--artifact-dir runs/c16`, ...). `import_run` finds
-them under a folder, reads each one with the same reader the pipeline uses (infersweep.aiperf_contract, any
+them under a folder, reads each one with the same reader the pipeline uses (infersweep.aiperf, any
 AIPerf 0.10-0.13), lays them out as a run folder (`points/c<N>[-r<K>]/aiperf/` + `result.json`), summarises
 it as the pipeline's summarize step does (same table, validity verdicts, report), and publishes it to the
 store (S3 or a local folder) with a manifest and an index entry, so `compare` and `regress` treat it like
@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from infersweep.aiperf_contract import RECORDS_FILE, SUMMARY_FILE, read_point
+from infersweep.aiperf import RECORDS_FILE, SUMMARY_FILE, read_point
 from infersweep.results import index as ix
 from infersweep.recipe_context import recipe_context
 from infersweep.results.store import RunNotFound, RunStore

@@ -34,14 +34,14 @@ import pandas as pd
 from infersweep.metrics import HEADLINE, V0_ALIASES
 from infersweep.results.evidence import MEASURED_STATUSES, enforce, judge_slo
 from infersweep.results.validity import MEASURE_COLUMNS, judge_point, load_thresholds, mark_saturation, point_measures
-from infersweep.aiperf_contract import RECORDS_FILE, SUMMARY_FILE, iter_profiling_records
+from infersweep.aiperf import RECORDS_FILE, SUMMARY_FILE, iter_profiling_records
 
 SCHEMA_VERSION = "infersweep.results/v2"
 # v2 added the validity verdict (valid, validity_reasons and what the checks measured). A v1 table reads
 # as before; its rows have no verdict (unknown validity, which compare and regress keep).
 READABLE_VERSIONS = ("infersweep.results/v1", SCHEMA_VERSION)
 KEY = ["run_id", "recipe", "concurrency", "repetition"]
-OK_STATUSES = MEASURED_STATUSES  # points whose numbers are measurements (see infersweep.aiperf_contract)
+OK_STATUSES = MEASURED_STATUSES  # points whose numbers are measurements (see infersweep.aiperf)
 
 # What load a point ran at besides its concurrency: the rate of an open-loop point (0 = closed loop) and its
 # arrival pattern (None for closed loop).

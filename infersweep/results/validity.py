@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from infersweep.aiperf_contract import LOG_FILE, RECORDS_FILE, iter_profiling_records
+from infersweep.aiperf import LOG_FILE, RECORDS_FILE, iter_profiling_records
 from infersweep.platform.select import PLATFORM_ENV
 
 THRESHOLDS_FILE = "validity.yaml"
@@ -98,7 +98,7 @@ def point_measures(point_dir: Path, result: dict[str, Any], summary_stats: dict[
 
 
 def requested_osl(argv: list[str]) -> float:
-    """The output length AIPerf asked for (--osl in the point's command line, infersweep.aiperf_contract)."""
+    """The output length AIPerf asked for (--osl in the point's command line, infersweep.aiperf)."""
     for i, a in enumerate(argv[:-1]):
         if a == "--osl":
             try:

@@ -1,6 +1,6 @@
 """Run one AIPerf benchmark point and leave an honest OUT/result.json behind (steps/aiperf_point.py's work).
 
-Runs inside the AIPerf image: standard library only (plus infersweep/aiperf_contract.py, also stdlib only);
+Runs inside the AIPerf image: standard library only (plus infersweep/aiperf/artifacts.py, also stdlib only);
 images/aiperf.Dockerfile copies this file, tests/test_aiperf_contract.py and tests/test_step_declarations.py
 run it with only the image's files.
 
@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from infersweep.aiperf_contract import (ARTIFACT_SUBDIR, CONSOLE_LOG_FILE, RESULT_FILE, TRACE_KEYS, build_argv,
+from infersweep.aiperf import (ARTIFACT_SUBDIR, CONSOLE_LOG_FILE, RESULT_FILE, TRACE_KEYS, build_argv,
                                         child_env, choose_seed, point_folder, read_point, tokenizer_as_cached_hub_id,
                                         workload_argv)
 
@@ -44,7 +44,7 @@ EXIT_BAD_POINT = 2
 
 # -- the point's own argument checks (the step's parser comes from its declaration) ---------------------------
 def workload_json(text: str) -> dict:
-    """--workload: a JSON object whose keys AIPerf takes (aiperf_contract.WORKLOAD_FLAGS, TRACE_KEYS)."""
+    """--workload: a JSON object whose keys AIPerf takes (infersweep.aiperf WORKLOAD_FLAGS, TRACE_KEYS)."""
     try:
         value = json.loads(text)
     except ValueError as e:
