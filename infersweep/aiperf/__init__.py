@@ -1,7 +1,23 @@
-"""The AIPerf contract (file map: see the split commit). Standard library only."""
+"""The AIPerf contract: what a benchmark point gives AIPerf and what AIPerf leaves behind. Standard library
+only: the AIPerf image (images/aiperf.Dockerfile) copies this package, without an infersweep install.
 
-from infersweep.aiperf.artifacts import (  # noqa: F401
-    ARTIFACT_SUBDIR, CONSOLE_LOG_FILE, DEFAULT_BASE_SEED, DISTRIBUTIONS, LOCAL_TOKENIZER_REPO, LOG_FILE, MANIFEST_FILE,
-    RECORDS_FILE, RESULT_FILE, REUSE_KEYS, SCALARS, STATS, STATUSES, SUMMARY_FILE, TRACE_KEYS, WORKLOAD_FLAGS,
-    WORKLOAD_SWITCHES, build_argv, child_env, choose_seed, iter_profiling_records, point_folder, point_seed, read_point,
-    tokenizer_as_cached_hub_id, workload_argv)
+- flags.py      flags in: the recipe workload keys AIPerf takes, the per-point seed, `build_argv`, the
+                point folder layout, the child's environment.
+- artifacts.py  files out: the artifact names, `read_point` (one artifact dir -> an honest result) and
+                `iter_profiling_records`, across AIPerf 0.10-0.13.
+- point_run.py  one point end to end in the AIPerf image: AIPerf as a child, its retries, result.json
+                (steps/aiperf_point.py is its CLI).
+"""
+
+from infersweep.aiperf.artifacts import (DISTRIBUTIONS, LOG_FILE, MANIFEST_FILE, RECORDS_FILE, SCALARS, STATS, STATUSES,
+                                         SUMMARY_FILE, iter_profiling_records, read_point)
+from infersweep.aiperf.flags import (ARTIFACT_SUBDIR, CONSOLE_LOG_FILE, DEFAULT_BASE_SEED, LOCAL_TOKENIZER_REPO,
+                                     RESULT_FILE, REUSE_KEYS, TRACE_KEYS, WORKLOAD_FLAGS, WORKLOAD_SWITCHES,
+                                     build_argv, child_env, choose_seed, point_folder, point_seed,
+                                     tokenizer_as_cached_hub_id, workload_argv)
+
+__all__ = ["ARTIFACT_SUBDIR", "CONSOLE_LOG_FILE", "DEFAULT_BASE_SEED", "DISTRIBUTIONS", "LOCAL_TOKENIZER_REPO",
+           "LOG_FILE", "MANIFEST_FILE", "RECORDS_FILE", "RESULT_FILE", "REUSE_KEYS", "SCALARS", "STATS", "STATUSES",
+           "SUMMARY_FILE", "TRACE_KEYS", "WORKLOAD_FLAGS", "WORKLOAD_SWITCHES", "build_argv", "child_env",
+           "choose_seed", "iter_profiling_records", "point_folder", "point_seed", "read_point",
+           "tokenizer_as_cached_hub_id", "workload_argv"]

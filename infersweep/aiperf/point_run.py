@@ -31,9 +31,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from infersweep.aiperf import (ARTIFACT_SUBDIR, CONSOLE_LOG_FILE, RESULT_FILE, TRACE_KEYS, build_argv,
-                                        child_env, choose_seed, point_folder, read_point, tokenizer_as_cached_hub_id,
-                                        workload_argv)
+from infersweep.aiperf.artifacts import read_point
+from infersweep.aiperf.flags import (ARTIFACT_SUBDIR, CONSOLE_LOG_FILE, RESULT_FILE, TRACE_KEYS, build_argv, child_env,
+                                     choose_seed, point_folder, tokenizer_as_cached_hub_id, workload_argv)
 
 # Kubernetes' default terminationGracePeriodSeconds is 30 s: AIPerf must be gone (and result.json
 # written) before the kubelet's own SIGKILL, so our grace period stays below it.

@@ -1,0 +1,184 @@
+"""Flags in: what a benchmark point gives AIPerf. WORKLOAD_FLAGS (the recipe workload keys AIPerf accepts),
+TRACE_KEYS, the per-point seed, `build_argv` (the AIPerf command line of one point), the point folder layout
+(RESULT_FILE, ARTIFACT_SUBDIR, CONSOLE_LOG_FILE) and the child's environment.
+
+Standard library only: the AIPerf image copies this package (images/aiperf.Dockerfile).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+from pathlib import Path
+
+# A point folder, as steps/aiperf_point.py leaves it: OUT/result.json, OUT/aiperf/ (AIPerf's --artifact-dir)
+# and OUT/aiperf.log (AIPerf's console output).
+RESULT_FILE = "result.json"
+ARTIFACT_SUBDIR = "aiperf"
+CONSOLE_LOG_FILE = "aiperf.log"
+
+# The workload a recipe describes, as AIPerf flags. Only these keys are accepted: a recipe value reaches
+# AIPerf as one argv item after a known flag, never as a flag of its own choosing.
+WORKLOAD_FLAGS = {
+    "isl": "--isl",
+    "osl": "--osl",
+    "isl_stddev": "--isl-stddev",
+    "seq_dist": "--seq-dist",  # e.g. "1024,256:35;4096,512:30" (ISL,OSL:percent)
+    "prefix_tokens": "--prefix-prompt-length",  # shared prefix length (KV reuse)
+    "num_prefixes": "--num-prefix-prompts",  # how many distinct prefixes
+    "turns": "--conversation-turn-mean",  # multi-turn sessions
+    "turn_delay_ms": "--conversation-turn-delay-mean",
+    "sessions": "--conversation-num",
+    # Open-loop arrivals of a --request-rate point: poisson | constant (AIPerf 0.13
+    # aiperf/config/flags/cli_config.py, CLIConfig.arrival_pattern, alias --request-rate-mode).
+    "arrival": "--arrival-pattern",
+    # tokens per hash_id block of a trace (AIPerf 0.13 cli_config.py, prompt_input_tokens_block_size)
+    "block_size": "--isl-block-size",
+}
+
+
+# Workload switches (true -> the flag alone). server_token_count: OSL and ITL from the server's `usage`
+# (AIPerf 0.13 aiperf/config/endpoint.py EndpointConfig.use_server_token_count), not from re-tokenizing the
+# streamed text client-side: with random weights (GPU local mode's --load-format dummy) the output ids span
+# the whole vocabulary and a client tokenizer counted 52 of 256 tokens, making ITL 5x too high (measured).
+WORKLOAD_SWITCHES = {"server_token_count": "--use-server-token-count"}
+
+TRACE_KEYS = ("trace", "trace_type", "fixed_schedule")  # taken by build_argv itself, not WORKLOAD_FLAGS
+
+# Workload keys that make requests reuse prompts on purpose (shared prefixes, multi-turn sessions, a trace):
+# their points keep one seed, so every point sees the same prefixes/sessions.
+REUSE_KEYS = ("prefix_tokens", "num_prefixes", "turns", "turn_delay_ms", "sessions", "trace")
+DEFAULT_BASE_SEED = 1
+
+
+def point_seed(base: int, concurrency: int | str, repetition: int) -> int:
+    """A seed of this point and repetition alone: a later point's prompts are not the ones an earlier point
+    left in the prefix cache. Deterministic, so a rerun sends the same prompts again."""
+    digest = hashlib.sha256(f"{base}:{concurrency}:{repetition}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") % (2**31 - 1)
+
+
+def choose_seed(args: argparse.Namespace) -> tuple[int, str, str]:
+    """(seed, seed_policy, cache_state at point start) of this point.
+
+    Cache state: Dynamo 1.6.1's frontend exposes no cache reset over HTTP (its OpenAPI lists no
+    /clear_kv_blocks route, measured; the vLLM and SGLang workers register a `clear_kv_blocks` endpoint
+    on the Dynamo runtime only: dynamo/vllm/worker_factory.py, dynamo/sglang/init_llm.py), so the cache
+    is never reset here. What is known: with a seed of its own the point's prompts were never sent before
+    ("fresh-prompts"); a workload that reuses prompts on purpose keeps its seed ("reused-prompts").
+    """
+    workload = dict(args.workload or {})
+    reuse = sorted(k for k in REUSE_KEYS if workload.get(k) or (k == "trace" and args.trace))
+    if args.seed is not None:
+        return args.seed, "given (--seed)", "reused-prompts" if reuse else "unknown"
+    if reuse:
+        return DEFAULT_BASE_SEED, f"shared: the workload reuses prompts ({', '.join(reuse)})", "reused-prompts"
+    # a rate point's seed depends on its rate too: every rate point shares the concurrency cap
+    load = args.concurrency if not getattr(args, "request_rate", 0) else f"{args.concurrency}@{args.request_rate:g}"
+    return point_seed(DEFAULT_BASE_SEED, load, args.repetition), "per-point", "fresh-prompts"
+
+
+def workload_argv(workload: dict) -> list[str]:
+    unknown = sorted(set(workload) - set(WORKLOAD_FLAGS) - set(WORKLOAD_SWITCHES) - set(TRACE_KEYS))
+    if unknown:
+        raise ValueError(f"--workload: unknown keys {unknown}; known: {sorted(WORKLOAD_FLAGS)} + "
+                         f"{sorted(WORKLOAD_SWITCHES)} + trace, trace_type")
+    argv: list[str] = []
+    for key, flag in WORKLOAD_FLAGS.items():
+        if workload.get(key) is not None:
+            argv += [flag, str(workload[key])]
+    for key, flag in WORKLOAD_SWITCHES.items():
+        if workload.get(key):
+            argv.append(flag)
+    return argv
+
+
+def build_argv(args: argparse.Namespace) -> list[str]:
+    """The AIPerf command line, as a list. Every value is a separate item, never shell-parsed."""
+    argv = [
+        args.aiperf, "profile",
+        "--model", args.model,
+        "--url", args.url,
+        "--endpoint-type", "chat",
+        "--streaming",
+        "--tokenizer", args.tokenizer,
+        "--concurrency", str(args.concurrency),
+    ]
+    workload = dict(args.workload or {})
+    if not workload.get("fixed_schedule"):
+        # A fixed schedule replays the whole trace at its timestamps: the trace is the request count and
+        # there is no warmup phase (its requests would be the trace's own first lines).
+        argv += ["--request-count", str(args.requests)]
+        if args.warmup > 0:
+            argv += ["--warmup-request-count", str(args.warmup)]
+    if args.request_rate:
+        # Open loop: AIPerf schedules arrivals at this rate; --concurrency stays as the in-flight cap
+        # (AIPerf 0.13 aiperf/config/flags/cli_config.py, CLIConfig.request_rate: "Can be combined with
+        # `--concurrency` to control the number of concurrent requests").
+        argv += ["--request-rate", f"{args.request_rate:g}"]
+    trace = args.trace or workload.pop("trace", None)
+    trace_type = workload.pop("trace_type", None) or args.trace_type
+    fixed_schedule = bool(workload.pop("fixed_schedule", False))
+    if trace:
+        # The trace gives each request its lengths. --fixed-schedule replays its timestamps (AIPerf 0.13
+        # cli_config.py CLIConfig.fixed_schedule); --no-fixed-schedule (disable_auto_fixed_schedule) keeps a
+        # concurrency or rate point, since a trace with timestamps would otherwise switch to its schedule.
+        argv += ["--input-file", str(trace), "--custom-dataset-type", trace_type,
+                 "--fixed-schedule" if fixed_schedule else "--no-fixed-schedule"]
+        workload.pop("isl", None), workload.pop("osl", None)
+    else:
+        workload.setdefault("isl", args.isl)
+        workload.setdefault("osl", args.osl)
+    argv += workload_argv(workload)
+    seed = getattr(args, "chosen_seed", None)
+    argv += ["--random-seed", str(seed if seed is not None else choose_seed(args)[0])]
+    if args.request_timeout_s is not None:
+        argv += ["--request-timeout-seconds", f"{args.request_timeout_s:g}"]
+    if args.failed_request_threshold is not None:
+        argv += ["--failed-request-threshold", f"{args.failed_request_threshold:g}"]
+    for item in args.extra_inputs:
+        argv += ["--extra-inputs", item]
+    argv += ["--ui-type", "none", "--artifact-dir", str(Path(args.out) / ARTIFACT_SUBDIR)]
+    return argv
+
+
+def point_folder(out: str, request_rate: float) -> Path:
+    """Where this point's files go. Every point of a rate sweep has the same concurrency (the in-flight
+    cap), so an open-loop point gets a folder of its own rate: a later rate never finds an earlier one's
+    good result.json and keeps it as its own."""
+    return Path(out) if not request_rate else Path(f"{out}-rate{request_rate:g}")
+
+
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    # With HF_HUB_OFFLINE=1 AIPerf treats a local --tokenizer DIR as a hub id and fails.
+    env = dict(os.environ)
+    env.pop("HF_HUB_OFFLINE", None)
+    env.update(extra or {})
+    return env
+
+
+# A trace with hash_ids is turned into prompts by AIPerf 0.13's parallel_convert worker pool, whose
+# _init_worker (aiperf/dataset/loader/parallel_convert.py) forces HF_HUB_OFFLINE=1 and loads the tokenizer
+# with Tokenizer.from_pretrained; offline, that goes through Tokenizer._resolve_local_snapshot
+# (aiperf/common/tokenizer.py), i.e. huggingface_hub.snapshot_download(name, local_files_only=True), which
+# refuses a folder path (HFValidationError: "Repo id must be in the form ..."). The forkserver preload
+# (aiperf/dataset/_tokenizer_preload.py) takes the same path and fails soft. So a local tokenizer folder
+# is handed to AIPerf as a hub id whose snapshot is that folder, in a private HF cache, and every AIPerf
+# process runs offline against it: the main process, the preload and the workers all find it.
+LOCAL_TOKENIZER_REPO = "infersweep-local/tokenizer"
+
+
+def tokenizer_as_cached_hub_id(tokenizer_dir: Path, hub_cache: Path) -> tuple[str, dict[str, str]]:
+    """(hub id, env) under which AIPerf loads tokenizer_dir offline: hub_cache gets the layout
+    huggingface_hub reads (models--<org>--<name>/refs/main -> snapshots/<commit>/, files as symlinks)."""
+    repo = hub_cache / ("models--" + LOCAL_TOKENIZER_REPO.replace("/", "--"))
+    commit = hashlib.sha1(str(tokenizer_dir.resolve()).encode()).hexdigest()
+    snapshot = repo / "snapshots" / commit
+    snapshot.mkdir(parents=True, exist_ok=True)
+    for f in tokenizer_dir.resolve().iterdir():
+        if f.is_file() and not (snapshot / f.name).exists():
+            (snapshot / f.name).symlink_to(f)
+    (repo / "refs").mkdir(exist_ok=True)
+    (repo / "refs" / "main").write_text(commit, encoding="utf-8")
+    return LOCAL_TOKENIZER_REPO, {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(hub_cache)}
