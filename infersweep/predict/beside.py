@@ -28,7 +28,6 @@ from infersweep.predict.source import is_simulated
 
 PREDICTED_COLUMNS = {"predicted_ttft_ms": "ttft_ms", "predicted_itl_ms": "itl_ms",
                      "predicted_output_tok_s": "output_tok_s"}
-PHYSICS_COLUMNS = ["implausible", "implausible_reason", "itl_floor_ms"]
 # measured column -> predicted column, as the report sets them side by side (ratio = measured / predicted)
 SIDE_BY_SIDE = [("ttft_ms_avg", "predicted_ttft_ms", "TTFT mean ms"), ("itl_ms_avg", "predicted_itl_ms", "ITL mean ms"),
                 ("output_tok_s", "predicted_output_tok_s", "output tok/s")]

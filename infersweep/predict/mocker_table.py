@@ -44,24 +44,6 @@ class Grid:
     context: tuple[int, ...]
 
 
-def default_grid(t: Target, max_concurrency: int, role: str) -> Grid:
-    """Prefill lengths 64, 256, ... past the workload's isl + osl; batch sizes 1, 2, 4, ... up to the most
-    requests one replica holds in the recipe's sweep (at least 8, at most 256); decode contexts 256,
-    2048 and the workload's isl + osl."""
-    reach = t.isl + t.osl
-    isl, n = [], 64
-    while True:
-        isl.append(n)
-        if n >= reach or n >= 131072:
-            break
-        n *= 4
-    replicas = t.workers[role].replicas
-    top = min(256, max(8, 2 ** math.ceil(math.log2(max(1, math.ceil(max_concurrency / replicas))))))
-    batch = tuple(2 ** k for k in range(int(math.log2(top)) + 1))
-    context = tuple(sorted({256, 2048, reach}))
-    return Grid(tuple(isl), batch, context)
-
-
 def _base(t: Target, role: str) -> dict:
     return {"model_path": t.model_path, "system_name": t.system, "backend_name": t.backend,
             "backend_version": t.version, **t.quant, **t.workers[role].kwargs()}

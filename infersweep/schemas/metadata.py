@@ -13,19 +13,11 @@ from infersweep.schemas.errors import Violation, _describe_type, _where
 RBAC_KINDS = {"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}
 
 
-# The grammars are infersweep/k8s_types.py's (used with fullmatch: "$" would accept "\n").
-_DNS_LABEL = re.compile(k8s_types.DNS_LABEL)
-_DNS_SUBDOMAIN = re.compile(k8s_types.DNS_SUBDOMAIN)
-_QUALIFIED_NAME = re.compile(k8s_types.QUALIFIED_NAME)
 _OBJECT_META_FIELDS = {
     "annotations", "creationTimestamp", "deletionGracePeriodSeconds", "deletionTimestamp",
     "finalizers", "generateName", "generation", "labels", "managedFields", "name", "namespace",
     "ownerReferences", "resourceVersion", "selfLink", "uid",
 }  # fmt: skip
-
-
-def _is_dns_subdomain(value: str) -> bool:
-    return len(value) <= 253 and bool(_DNS_SUBDOMAIN.fullmatch(value))
 
 
 def _is_path_segment(value: str) -> bool:
@@ -35,9 +27,9 @@ def _is_path_segment(value: str) -> bool:
 def _is_qualified_key(key: str) -> bool:
     """Label/annotation key: optional DNS-subdomain prefix + '/' + name of at most 63 chars."""
     prefix, _, name = key.rpartition("/")
-    if prefix and not _is_dns_subdomain(prefix):
+    if prefix and not k8s_types.is_dns_subdomain(prefix):
         return False
-    return len(name) <= 63 and bool(_QUALIFIED_NAME.fullmatch(name))
+    return k8s_types.is_qualified_name(name)
 
 
 def _metadata_violations(doc: dict, require_name: bool, schema_checked: bool = True) -> list[Violation]:
@@ -61,7 +53,7 @@ def _metadata_violations(doc: dict, require_name: bool, schema_checked: bool = T
     if doc.get("kind") in RBAC_KINDS:
         name_ok, rule = _is_path_segment, "a path segment (no '/', '%', '.' or '..')"
     else:
-        name_ok, rule = _is_dns_subdomain, "a DNS-1123 subdomain (<=253, lowercase alnum, '-', '.')"
+        name_ok, rule = k8s_types.is_dns_subdomain, "a DNS-1123 subdomain (<=253, lowercase alnum, '-', '.')"
     if name is None and (require_name or generate_name is None):
         bad(("name",), "required field is missing" if require_name else "name or generateName is required")
     if name is not None and not (isinstance(name, str) and name_ok(name)):
@@ -77,7 +69,7 @@ def _metadata_violations(doc: dict, require_name: bool, schema_checked: bool = T
             bad(("generateName",), f"{generate_name!r} is not a valid prefix of {rule}")
     namespace = meta.get("namespace")
     if namespace is not None and not (
-        isinstance(namespace, str) and len(namespace) <= 63 and _DNS_LABEL.fullmatch(namespace)
+        k8s_types.is_dns_label(namespace)
     ):
         bad(("namespace",), f"{namespace!r} is not a DNS-1123 label")
     for field in ("labels", "annotations"):
@@ -99,7 +91,7 @@ def _metadata_violations(doc: dict, require_name: bool, schema_checked: bool = T
                 if not schema_checked:
                     bad((field, key), f"expected string, got {_describe_type(value)}")
             elif field == "labels" and not (
-                len(value) <= 63 and (value == "" or _QUALIFIED_NAME.fullmatch(value))
+                k8s_types.is_label_value(value)
             ):
                 bad((field, key), f"{value!r} is not a valid label value (<=63 alnum, '-', '_', '.')")
     return out
