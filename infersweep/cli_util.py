@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
 from infersweep.recipe import RecipeError
@@ -68,32 +67,13 @@ def _json(key: str, value: str, kind: type):
     return data
 
 
-def _int(x) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
-
-
 def _check_points(value: str) -> str:
-    points = _json("points", value, list)
-    fix = 'write it as [{"concurrency":1,"requests":8,"warmup":0}, ...]'
-    if not 1 <= len(points) <= 64:
-        raise RecipeError(f"--set points=...: needs 1 to 64 points; {fix}")
-    seen = set()
-    for i, p in enumerate(points):
-        if not isinstance(p, dict) or not {"concurrency", "requests", "warmup"} <= set(p) <= {"concurrency", "requests", "warmup", "request_rate"}:
-            raise RecipeError(f"--set points=...: point {i} must have exactly concurrency, requests, warmup "
-                              f"(and request_rate, requests/s, for an open-loop point); {fix}")
-        rate = p.setdefault("request_rate", 0)
-        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate < float("inf"):
-            raise RecipeError(f"--set points=...: point {i}: request_rate must be requests/s >= 0 (0 = closed loop)")
-        if not (_int(p["concurrency"]) and _int(p["requests"]) and _int(p["warmup"])
-                and p["concurrency"] >= 1 and p["requests"] >= 1 and p["warmup"] >= 0):
-            raise RecipeError(f"--set points=...: point {i}: concurrency and requests must be integers >= 1, "
-                              f"warmup an integer >= 0; {fix}")
-        if (p["concurrency"], rate) in seen:
-            raise RecipeError(f"--set points=...: concurrency {p['concurrency']} at request_rate {rate} repeats; "
-                              "list each level once")
-        seen.add((p["concurrency"], rate))
-    return json.dumps(points, separators=(",", ":"))
+    from infersweep.aiperf.point import PointError, parse_points, points_text
+
+    try:
+        return points_text(parse_points(value))  # the one parser of a point (infersweep/aiperf/point.py)
+    except PointError as e:
+        raise RecipeError(f"--set points=...: {e}") from None
 
 
 def _check_workload(value: str) -> None:

@@ -141,7 +141,7 @@ def _top_modules(nodes) -> set[str]:
     return out
 
 
-@pytest.mark.parametrize("name", ["__init__.py", "flags.py", "artifacts.py"])
+@pytest.mark.parametrize("name", ["__init__.py", "flags.py", "artifacts.py", "point.py"])
 def test_the_contract_imports_only_the_standard_library(name):
     """Its import statements, read from the source. orjson is tried and optional (AIPerf brings it)."""
     tree = ast.parse((REPO / "infersweep" / "aiperf" / name).read_text())

@@ -202,8 +202,8 @@ def test_unknown_recipe_name_says_how_to_list_them():
 
 def test_sweep_points_carry_requests_and_warmup():
     points = parse_recipe(data()).recipe.workload.points()
-    assert [p["concurrency"] for p in points] == data()["workload"]["concurrency"]
-    assert all(p["requests"] >= 10 * p["concurrency"] for p in points)
+    assert [p.concurrency for p in points] == data()["workload"]["concurrency"]
+    assert all(p.requests >= 10 * p.concurrency for p in points)
 
 
 def test_the_prefix_demos_carry_the_shared_prefix_they_are_named_for():

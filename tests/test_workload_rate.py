@@ -28,14 +28,14 @@ def _argv(*extra: str) -> list[str]:
 def test_rate_sweep_points_carry_the_rate_under_one_concurrency_cap():
     w = Workload(**BASE, concurrency=[16], request_rate=[0.5, 2, 8], requests_per_concurrency=10, min_requests=8)
     assert w.load == "request_rate"
-    assert [(p["concurrency"], p["request_rate"], p["requests"]) for p in w.points()] == [(16, 0.5, 8), (16, 2, 20), (16, 8, 80)]
+    assert [(p.concurrency, p.request_rate, p.requests) for p in w.points()] == [(16, 0.5, 8), (16, 2, 20), (16, 8, 80)]
     assert w.aiperf_workload()["arrival"] == "poisson"
 
 
 def test_concurrency_sweep_points_are_closed_loop():
     w = Workload(**BASE, concurrency=[1, 4])
     assert w.load == "concurrency"
-    assert [p["request_rate"] for p in w.points()] == [0, 0]
+    assert [p.request_rate for p in w.points()] == [0, 0]
     assert "arrival" not in w.aiperf_workload()
 
 

@@ -137,7 +137,7 @@ def test_local_mode_replays_a_shipped_trace_and_falls_back_for_a_download():
     prof = local_profile()
     workload, points = local_workload(load_recipe("demo-agentic-kv"), prof, 100, 10)
     assert Path(workload["trace"]).is_file() and workload["fixed_schedule"] is True
-    assert points == [{"concurrency": 8, "request_rate": 0, "requests": 32, "warmup": 0}]
+    assert [p.as_dict() for p in points] == [{"concurrency": 8, "request_rate": 0, "requests": 32, "warmup": 0}]
     workload, _ = local_workload(load_recipe("qwen3-32b-fp8-vllm-agg"), prof, 100, 10)
     assert "trace" not in workload and workload["isl"] == 100
 

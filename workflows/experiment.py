@@ -29,6 +29,7 @@ import yaml
 from hera.workflows import DAG, Container, Parameter, Task, Workflow
 from hera.workflows import models as m
 
+from infersweep.aiperf.point import parse_points, points_text
 from infersweep.cluster_settings import ClusterSettings, Images
 from infersweep.experiment.kv_reset import mark_reset
 from infersweep.experiment.plan import Plan
@@ -165,7 +166,7 @@ def experiment_workflow(plan: Plan, settings: ClusterSettings, *, namespace: str
                 r: ResolvedRecipe = s.treatment.recipe
                 t = f"t{i}"
                 w = r.recipe.workload
-                args = {"points": _compact(w.points()), "workload": _compact(w.aiperf_workload()),
+                args = {"points": points_text(w.points()), "workload": _compact(w.aiperf_workload()),
                         "gpu-count": str(r.gpu_count)} | (treatment_args(r) if treatment_args else {})
                 cache = caches[(r.model.id, r.model.revision, r.draft_model or "")]
                 start_after = [cache] + ([_any(previous_end)] if previous_end else [])
@@ -185,7 +186,7 @@ def experiment_workflow(plan: Plan, settings: ClusterSettings, *, namespace: str
                                      "api-version": dgd_api})
                 Task(name=f"{t}-record-ready", template="record-ready", depends=f"{t}-wait-ready")
                 Task(name=f"{t}-sweep", template="sweep", depends=f"{t}-wait-ready",
-                     arguments={"points": points_json(json.loads(args["points"]), settings),
+                     arguments={"points": points_json(parse_points(args["points"]), settings),
                                 "ready-timeout-s": str(ready_timeout_s),
                                 "url": f"{{{{tasks.{t}-deploy.outputs.parameters.frontend-url}}}}",
                                 "tokenizer": f"{{{{tasks.{cache}.outputs.parameters.model-dir}}}}",

@@ -20,6 +20,7 @@ import yaml
 from hera.workflows import DAG, Parameter, Task, Workflow, WorkflowTemplate
 from hera.workflows import models as m
 
+from infersweep.aiperf.point import Point, PointError, parse_points
 from infersweep.cluster_settings import ClusterSettings
 from infersweep.names import label_value
 from infersweep.recipe import RecipeError, ResolvedRecipe
@@ -191,7 +192,7 @@ def spare_gpus(r: ResolvedRecipe, settings: ClusterSettings, held_for: ResolvedR
 
 
 def recipe_arguments(r: ResolvedRecipe, settings: ClusterSettings, *, dgd_api: str = "v1beta1",
-                     points: list[dict[str, int]] | None = None, overrides: dict[str, str] | None = None) -> dict[str, str]:
+                     points: list[Point] | None = None, overrides: dict[str, str] | None = None) -> dict[str, str]:
     """A recipe as the arguments of its pipeline template (all strings, as Argo parameters are)."""
     w = r.recipe.workload
     slo = {k: v for k, v in r.recipe.slo.model_dump().items() if v is not None}
@@ -231,18 +232,18 @@ def recipe_arguments(r: ResolvedRecipe, settings: ClusterSettings, *, dgd_api: s
         args["dgd"] = yaml.safe_dump(doc, sort_keys=False)
     if "points" in (overrides or {}):
         try:
-            args["points"] = points_json(json.loads(args["points"]), settings)
-        except (ValueError, TypeError, KeyError) as e:
-            raise RecipeError(f"--set points: not a JSON list of {{concurrency, requests, warmup}} objects ({e})") from e
+            args["points"] = points_json(parse_points(args["points"]), settings)
+        except PointError as e:
+            raise RecipeError(f"--set points: {e}") from None
     return args
 
 
-def points_json(points: list[dict[str, Any]], settings: ClusterSettings | None = None) -> str:
+def points_json(points: list[Point], settings: ClusterSettings | None = None) -> str:
     """The sweep's points as the `points` parameter, each with the AIPerf client's resources for its
-    concurrency (steps_library.aiperf_resources) so the point pod asks for what it needs. A point without
-    `request_rate` is closed loop (0): the point task reads {{item.request_rate}}, and Argo errors a node whose
+    concurrency (steps_library.aiperf_resources) so the point pod asks for what it needs. Every item carries
+    `request_rate` (0: closed loop): the point task reads {{item.request_rate}}, and Argo errors a node whose
     item lacks a key it names."""
-    return json.dumps([{**p, "request_rate": p.get("request_rate", 0), **aiperf_resources(int(p["concurrency"]), settings.steps if settings else None)}
+    return json.dumps([{**p.as_dict(), **aiperf_resources(p.concurrency, settings.steps if settings else None)}
                        for p in points],
                       separators=(",", ":"))
 

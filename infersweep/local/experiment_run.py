@@ -31,6 +31,7 @@ from infersweep.local import procs
 from infersweep.local.adapter import step_env
 from infersweep.local.argo import LocalArgo, Node
 from infersweep.local.executor import ARTIFACT_BUCKET, execute
+from infersweep.aiperf.point import points_text
 from infersweep.local.run import (local_profile, scaled_points, scaled_workload,
                                   simulated_gpus)
 from infersweep.local.standins.s3server import LocalS3
@@ -93,7 +94,7 @@ def _replan(plan: Plan, keep: set[str]) -> Plan:
 
 def _scaled(prof: dict[str, Any]) -> Callable[[ResolvedRecipe], dict[str, str]]:
     def args(r: ResolvedRecipe) -> dict[str, str]:
-        return {"points": json.dumps(scaled_points(r, prof), separators=(",", ":")),
+        return {"points": points_text(scaled_points(r, prof)),
                 "workload": json.dumps(scaled_workload(r, prof), separators=(",", ":")),
                 "gpu-count": str(simulated_gpus(r, prof))}
     return args

@@ -9,7 +9,6 @@ starts is stopped when it ends: on success, on a failed step, on Ctrl-C and on S
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import time
@@ -30,6 +29,7 @@ from infersweep.local.standins.prometheus import BINARY as PROMETHEUS_BINARY
 from infersweep.local.standins.prometheus import LocalPrometheus, free_port
 from infersweep.local.standins.s3server import LocalS3
 from infersweep.local.toy_model import build_toy_model
+from infersweep.aiperf.point import Point, points_text, sweep
 from infersweep.params_files import read_yaml_mapping
 from infersweep.paths import params_dir, venv_python
 from infersweep.names import dns_label
@@ -53,22 +53,21 @@ def local_profile() -> dict[str, Any]:
     return read_yaml_mapping(params_dir() / "local.yaml")
 
 
-def scaled_points(r: ResolvedRecipe, prof: dict[str, Any]) -> list[dict[str, Any]]:
+def scaled_points(r: ResolvedRecipe, prof: dict[str, Any]) -> list[Point]:
     """The recipe's sweep, cut to this machine: its lowest levels up to max_concurrency, at most max_points.
-    A rate sweep keeps its rates (the lowest max_points) under a cap of at most max_concurrency."""
+    A rate sweep keeps its rates (the lowest max_points) under a cap of at most max_concurrency. The same
+    formula as the recipe's (aiperf/point.py sweep) with params/local.yaml's numbers."""
     w = r.recipe.workload
     if w.request_rate:
-        cap = min(w.concurrency[0], prof["max_concurrency"])
-        return [{"concurrency": cap, "request_rate": rate,
-                 "requests": max(prof["min_requests"], math.ceil(rate * prof["requests_per_concurrency"])),
-                 "warmup": min(prof["max_warmup"], cap)} for rate in sorted(w.request_rate)[: prof["max_points"]]]
-    levels = [c for c in r.recipe.workload.concurrency if c <= prof["max_concurrency"]] or [min(r.recipe.workload.concurrency)]
-    levels = levels[: prof["max_points"]]
-    return [{"concurrency": c, "requests": max(prof["min_requests"], c * prof["requests_per_concurrency"]),
-             "warmup": min(prof["max_warmup"], c), "request_rate": 0} for c in levels]
+        levels, rates = [min(w.concurrency[0], prof["max_concurrency"])], sorted(w.request_rate)[: prof["max_points"]]
+    else:
+        levels = [c for c in w.concurrency if c <= prof["max_concurrency"]] or [min(w.concurrency)]
+        levels, rates = levels[: prof["max_points"]], []
+    return sweep(levels, rates, requests_per_concurrency=prof["requests_per_concurrency"],
+                 min_requests=prof["min_requests"], warmup=lambda c: min(prof["max_warmup"], c))
 
 
-def local_workload(r: ResolvedRecipe, prof: dict[str, Any], isl: int, osl: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def local_workload(r: ResolvedRecipe, prof: dict[str, Any], isl: int, osl: int) -> tuple[dict[str, Any], list[Point]]:
     """(workload, points) local mode runs. A trace on this machine whose prompts fit max_isl replays for real
     (steps.aiperf_point hands AIPerf the local tokenizer so its hash_ids replay works offline); with
     fixed_schedule it is one point at the trace's own timestamps, every line of it. Any other trace (a
@@ -82,7 +81,7 @@ def local_workload(r: ResolvedRecipe, prof: dict[str, Any], isl: int, osl: int) 
             workload = w.aiperf_workload() | {"trace": str(f.resolve())}
             if t.fixed_schedule:
                 cap = min(w.concurrency[0], prof["max_concurrency"])
-                return workload, [{"concurrency": cap, "request_rate": 0, "requests": len(rows), "warmup": 0}]
+                return workload, [Point(concurrency=cap, requests=len(rows), warmup=0)]
             return workload, scaled_points(r, prof)
     return scaled_workload(r, prof, (isl, osl)), scaled_points(r, prof)
 
@@ -217,7 +216,7 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
 
     workload, points = local_workload(r, prof, isl, osl)
     local_overrides = {"model-source": f"file://{model_dir}", "workload": json.dumps(workload, separators=(",", ":")),
-                       "points": json.dumps(points, separators=(",", ":")), "ready-timeout-s": "120",
+                       "points": points_text(points), "ready-timeout-s": "120",
                        "point-timeout-s": "600",
                        "gpu-count": str(simulated_gpus(r, prof))}
     if gpu is not None:

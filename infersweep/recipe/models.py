@@ -6,13 +6,13 @@ infersweep.recipe.resolve. Unknown fields are errors everywhere (a typo would ot
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from infersweep.aiperf.point import Point, sweep
 from infersweep.k8s_types import DNS_LABEL
 from infersweep.params_files import Strict as _Strict
 from infersweep.paths import params_dir
@@ -286,17 +286,11 @@ class Workload(_Strict):
     def load(self) -> Literal["concurrency", "request_rate"]:
         return "request_rate" if self.request_rate else "concurrency"
 
-    def points(self) -> list[dict[str, Any]]:
-        """The sweep as data: one item per concurrency level (closed loop, request_rate 0) or per rate
-        (open loop at the one concurrency cap), in the recipe's order. A rate point sends
-        rate x requests_per_concurrency requests (that many seconds of arrivals), at least min_requests."""
-        if self.request_rate:
-            cap = self.concurrency[0]
-            return [{"concurrency": cap, "request_rate": r,
-                     "requests": max(self.min_requests, math.ceil(r * self.requests_per_concurrency)),
-                     "warmup": min(self.warmup_requests, cap * 4)} for r in self.request_rate]
-        return [{"concurrency": c, "request_rate": 0, "requests": max(self.min_requests, c * self.requests_per_concurrency),
-                 "warmup": min(self.warmup_requests, max(c, 1) * 4)} for c in self.concurrency]
+    def points(self) -> list[Point]:
+        """The sweep: one point per concurrency level (closed loop, request_rate 0) or per rate (open loop at
+        the one concurrency cap), in the recipe's order (infersweep/aiperf/point.py sweep)."""
+        return sweep(self.concurrency, self.request_rate or [], requests_per_concurrency=self.requests_per_concurrency,
+                     min_requests=self.min_requests, warmup=lambda c: min(self.warmup_requests, max(c, 1) * 4))
 
 
 def seq_dist_pairs(text: str) -> list[tuple[int, int, float]]:

@@ -1,0 +1,96 @@
+"""A benchmark point: one AIPerf run at one load. One type and one parser for every place that builds or
+reads a point: the recipe's sweep (recipe/models.py Workload.points), local mode's scaled sweep
+(local/run.py scaled_points), `--set points=...` (cli_util.py) and the pipeline's `points` parameter
+(workflows/pipeline.py points_json), so a point the CLI accepts is one the pipeline renders.
+
+A point is closed loop (`request_rate` 0: `concurrency` requests in flight) or open loop (`request_rate`
+requests/s, `concurrency` the in-flight cap AIPerf keeps); `requests` are measured after `warmup`.
+Standard library only (the AIPerf image copies this package).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+MAX_POINTS = 64  # a sweep holds its GPUs for every point; more is a search, not a sweep
+FIELDS = ("concurrency", "requests", "warmup", "request_rate")
+FIX = 'write it as [{"concurrency":1,"requests":8,"warmup":0}, ...]'
+
+
+class PointError(ValueError):
+    """A point (or list of points) that cannot run; the message names the point and the fix."""
+
+
+def _int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+@dataclass(frozen=True)
+class Point:
+    concurrency: int
+    requests: int
+    warmup: int
+    request_rate: float = 0  # requests/s; 0 = closed loop. Kept as given (0 stays 0 in the rendered JSON)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The point as the pipeline's `points` items carry it (this key order is the rendered one)."""
+        return {"concurrency": self.concurrency, "request_rate": self.request_rate, "requests": self.requests,
+                "warmup": self.warmup}
+
+    @classmethod
+    def parse(cls, item: Any, i: int = 0) -> Point:
+        if not isinstance(item, dict) or not {"concurrency", "requests", "warmup"} <= set(item) <= set(FIELDS):
+            raise PointError(f"point {i} must have exactly concurrency, requests, warmup (and request_rate, "
+                             f"requests/s, for an open-loop point); {FIX}")
+        rate = item.get("request_rate", 0)
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate < math.inf:
+            raise PointError(f"point {i}: request_rate must be requests/s >= 0 (0 = closed loop)")
+        c, n, w = item["concurrency"], item["requests"], item["warmup"]
+        if not (_int(c) and _int(n) and _int(w) and c >= 1 and n >= 1 and w >= 0):
+            raise PointError(f"point {i}: concurrency and requests must be integers >= 1, warmup an integer >= 0; "
+                             f"{FIX}")
+        return cls(concurrency=c, requests=n, warmup=w, request_rate=rate)
+
+
+def parse_points(value: str | list[Any]) -> list[Point]:
+    """A JSON list (text or parsed) of points: 1 to MAX_POINTS, each load (concurrency, request_rate) once."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as e:
+            raise PointError(f"not JSON ({e}); give a JSON list") from None
+    if not isinstance(value, list):
+        raise PointError(f"must be a JSON list; {FIX}")
+    if not 1 <= len(value) <= MAX_POINTS:
+        raise PointError(f"needs 1 to {MAX_POINTS} points; {FIX}")
+    points, seen = [], set()
+    for i, item in enumerate(value):
+        p = Point.parse(item, i)
+        if (p.concurrency, p.request_rate) in seen:
+            raise PointError(f"concurrency {p.concurrency} at request_rate {p.request_rate} repeats; "
+                             "list each level once")
+        seen.add((p.concurrency, p.request_rate))
+        points.append(p)
+    return points
+
+
+def sweep(concurrency: Iterable[int], request_rate: Iterable[float], *, requests_per_concurrency: int,
+          min_requests: int, warmup: Callable[[int], int]) -> list[Point]:
+    """The points of a sweep: one per concurrency level (closed loop), or, with rates, one per rate at the
+    first concurrency as the cap; a level sends `requests_per_concurrency` x its concurrency (a rate point:
+    x its rate, i.e. that many seconds of arrivals) requests, at least `min_requests`. `warmup(c)`: the
+    warm-up requests of a level with concurrency (or cap) c. The recipe and local mode differ only in these
+    numbers (params/local.yaml scales them to this machine)."""
+    concurrency, rates = list(concurrency), list(request_rate)
+    if rates:
+        cap = concurrency[0]
+        return [Point(cap, max(min_requests, math.ceil(r * requests_per_concurrency)), warmup(cap), r) for r in rates]
+    return [Point(c, max(min_requests, c * requests_per_concurrency), warmup(c), 0) for c in concurrency]
+
+
+def points_text(points: Iterable[Point]) -> str:
+    """Points as the compact JSON list the `points` parameter carries."""
+    return json.dumps([p.as_dict() for p in points], separators=(",", ":"))
