@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from infersweep.local import argo_expr, argo_text, argo_when
+from infersweep.local import argo_expr, argo_pvc, argo_text, argo_when
 from infersweep.local.argo_sync import LocalLocks, SyncError
 
 VAR_RE = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")
@@ -286,6 +286,7 @@ class LocalArgo:
         self._requeue_at: float | None = None
         self._sync_held: dict[str, dict[str, Any]] = {}
         self.locks = LocalLocks(cluster.state_dir or Path.home() / ".cache" / "infersweep" / "argo-local", cluster.configmaps)
+        self._retrying = bool(status)  # argo retry: the same workflow again (its PVCs: argo_pvc.py)
         if status:
             self.nodes = {nid: Node.from_status(d) for nid, d in (status.get("nodes") or {}).items()}
             self.started_at = _parse_iso(status.get("startedAt")) or 0.0
@@ -429,6 +430,9 @@ class LocalArgo:
                 self._wake.wait(timeout=max(wait, 0.01))
         finally:
             self._kill_all("workflow ended")
+            if self.phase in ("Succeeded", "Failed", "Error"):  # operator.go deletePVCs (argo_pvc.py)
+                argo_pvc.collect(self.spec, self.phase, [self.cluster.run_dir / "volumes" / c["metadata"]["name"]
+                                                         for c in self.spec.get("volumeClaimTemplates", []) or []])
             self.locks.release(self._holder(), self.spec.get("synchronization"), self.namespace)
             for holder, sync in list(self._sync_held.items()):
                 self.locks.release(holder, sync, self.namespace)
@@ -973,7 +977,10 @@ class LocalArgo:
                 raise WorkflowError(f"volume {v['name']!r}: {kind} volumes are not supported locally "
                                     "(persistentVolumeClaim and emptyDir are)")
         for c in self.spec.get("volumeClaimTemplates", []) or []:
-            self._vols[c["metadata"]["name"]] = self.cluster.run_dir / "volumes" / c["metadata"]["name"]
+            # operator.go createPVCs: on a retry, a claim the completion deleted (volumeClaimGC) comes back empty
+            # (a local --resume is a new workflow that reuses the folder on purpose: not a retry)
+            d = self.cluster.run_dir / "volumes" / c["metadata"]["name"]
+            self._vols[c["metadata"]["name"]] = argo_pvc.claim_dir(d) if self._retrying else d
 
     def _pod_command(self, n: Node, tmpl: dict[str, Any]) -> tuple[list[str], dict[str, str], dict[str, Path], Path]:
         c = tmpl.get("container") or tmpl.get("script")

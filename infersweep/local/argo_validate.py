@@ -17,7 +17,7 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from infersweep.local import argo_expr
+from infersweep.local import argo_expr, argo_pvc
 from infersweep.local.argo_errors import WorkflowError
 
 if TYPE_CHECKING:
@@ -41,6 +41,7 @@ def validate_workflow(argo: "LocalArgo") -> None:
         if spec.get(feature):
             raise _err(f"spec.{feature}: {why} not supported by the local executor")
     _check_sync(spec.get("synchronization"), "spec")
+    argo_pvc.check(spec)
     text = json.dumps({k: v for k, v in spec.items() if k != "_scope"})
     if "{{=" in text:
         # util/template/template.go replace: kindExpression tags are expr-lang programs over the whole scope
