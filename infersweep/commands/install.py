@@ -28,8 +28,9 @@ def engines() -> list[str]:
     return sorted(p.stem for p in (params_dir() / "engines").glob("*.yaml"))
 
 
-def install_set(settings: ClusterSettings) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(Argo objects for the Argo Server, manifests for kubectl), each validated."""
+def install_set(settings: ClusterSettings, dgd_api: str = "v1beta1") -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(Argo objects for the Argo Server, manifests for kubectl), each validated; `dgd_api`: the DGD apiVersion
+    the cluster's operator serves, which the nightly runs deploy and the reaper lists."""
     from infersweep.recipe import all_recipe_paths, load_recipe
     from workflows.cluster import kubectl_manifests
     from workflows.cron import nightly_crons, reaper_cron, reaper_template
@@ -39,8 +40,8 @@ def install_set(settings: ClusterSettings) -> tuple[list[dict[str, Any]], list[d
     images = Images(steps=settings.images.steps, aiperf=settings.images.aiperf)
     argo = [wt.to_dict() for wt in step_workflow_templates(images, settings=settings)]
     argo += [pipeline_template(e, t, settings).to_dict() for e in engines() for t in TOPOLOGIES]
-    argo += nightly_crons(settings, load_recipe)
-    argo += [reaper_template(settings), reaper_cron(settings)]
+    argo += nightly_crons(settings, load_recipe, dgd_api)
+    argo += [reaper_template(settings, dgd_api), reaper_cron(settings)]
     catalog = [load_recipe(p) for p in all_recipe_paths()]
     kube = kubectl_manifests(settings, catalog)
     for doc in argo + kube:
@@ -55,7 +56,7 @@ def _stream(docs: list[dict[str, Any]]) -> str:
 def run(a: argparse.Namespace) -> int:
     from infersweep.cluster_settings import load_cluster_settings
 
-    argo, kube = install_set(load_cluster_settings())
+    argo, kube = install_set(load_cluster_settings(), a.dgd_api)
     if a.dry_run:
         docs = {"argo": argo, "kubectl": kube, "all": argo + kube}[a.only]
         sys.stdout.write(_stream(docs))
@@ -76,5 +77,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("install", help="create or update every WorkflowTemplate and CronWorkflow (Argo Server)")
     p.add_argument("--dry-run", action="store_true", help="print the YAML set (validated) and touch nothing")
     p.add_argument("--only", choices=["all", "argo", "kubectl"], default="all", help="with --dry-run: which documents")
+    p.add_argument("--dgd-api", choices=["v1beta1", "v1alpha1"], default="v1beta1",
+                   help="DGD apiVersion the cluster's Dynamo operator serves (v1alpha1 before Dynamo 1.6): the nightly "
+                        "runs deploy it and the reaper lists it")
     add_server_flags(p)
     p.set_defaults(fn=run)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from infersweep.local.argo import expr as argo_expr
+from infersweep.local.argo import pvc as argo_pvc
 from infersweep.local.argo import validate as argo_validate
 from infersweep.local.argo.dag import DagExecution
 from infersweep.local.argo.errors import ParallelismReached, WorkflowError
@@ -93,6 +94,7 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
         self._requeue_at: float | None = None
         self._sync_held: dict[str, dict[str, Any]] = {}
         self.locks = LocalLocks(cluster.state_dir or Path.home() / ".cache" / "infersweep" / "argo-local", cluster.configmaps)
+        self._retrying = bool(status)  # argo retry: the same workflow again (its PVCs: pvc.py)
         if status:
             self.nodes = {nid: Node.from_status(d) for nid, d in (status.get("nodes") or {}).items()}
             self.started_at = _parse_iso(status.get("startedAt")) or 0.0
@@ -113,6 +115,9 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
                 self._wake.wait(timeout=max(wait, 0.01))
         finally:
             self._kill_all("workflow ended")
+            if self.phase in ("Succeeded", "Failed", "Error"):  # operator.go deletePVCs (pvc.py)
+                argo_pvc.collect(self.spec, self.phase, [self.cluster.run_dir / "volumes" / c["metadata"]["name"]
+                                                         for c in self.spec.get("volumeClaimTemplates", []) or []])
             self.locks.release(self._holder(), self.spec.get("synchronization"), self.namespace)
             for holder, sync in list(self._sync_held.items()):
                 self.locks.release(holder, sync, self.namespace)

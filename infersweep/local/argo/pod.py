@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from infersweep.local.argo import pvc as argo_pvc
 from infersweep.local.argo.errors import WorkflowError
 from infersweep.local.argo.nodes import Node
 from infersweep.local.argo.templates import _CHECKED_PREFIXES, VAR_RE, _str, _substitute, parse_duration
@@ -187,7 +188,10 @@ class PodExecution:
                 raise WorkflowError(f"volume {v['name']!r}: {kind} volumes are not supported locally "
                                     "(persistentVolumeClaim and emptyDir are)")
         for c in self.spec.get("volumeClaimTemplates", []) or []:
-            self._vols[c["metadata"]["name"]] = self.cluster.run_dir / "volumes" / c["metadata"]["name"]
+            # operator.go createPVCs: on a retry, a claim the completion deleted (volumeClaimGC) comes back empty
+            # (a local --resume is a new workflow that reuses the folder on purpose: not a retry)
+            d = self.cluster.run_dir / "volumes" / c["metadata"]["name"]
+            self._vols[c["metadata"]["name"]] = argo_pvc.claim_dir(d) if self._retrying else d
 
     def _pod_command(self, n: Node, tmpl: dict[str, Any]) -> tuple[list[str], dict[str, str], dict[str, Path], Path]:
         c = tmpl.get("container") or tmpl.get("script")

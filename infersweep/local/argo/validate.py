@@ -18,6 +18,7 @@ import re
 from typing import Any, Protocol
 
 from infersweep.local.argo import expr as argo_expr
+from infersweep.local.argo import pvc as argo_pvc
 from infersweep.local.argo.errors import WorkflowError
 
 
@@ -48,6 +49,7 @@ def validate_workflow(argo: "LocalArgo") -> None:
         if spec.get(feature):
             raise _err(f"spec.{feature}: {why} not supported by the local executor")
     _check_sync(spec.get("synchronization"), "spec")
+    argo_pvc.check(spec)
     text = json.dumps({k: v for k, v in spec.items() if k != "_scope"})
     if "{{=" in text:
         # util/template/template.go replace: kindExpression tags are expr-lang programs over the whole scope
