@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 import time
 
-from infersweep.argo_server import add_server_flags, server_from_args
+from infersweep.argo_client import server_from_args
+from infersweep.argo_server import add_server_flags
 from infersweep.cli_util import SET_HELP, parse_sets
+from infersweep.recipe import RecipeError
 
 DONE = ("Succeeded", "Failed", "Error")
 
@@ -26,6 +28,16 @@ def watch(server, name: str, poll_s: float = 5.0, out=print) -> str:
         time.sleep(poll_s)
 
 
+def check_installed(server, expected: list[dict]) -> None:
+    """Refuse (one line) when the cluster's WorkflowTemplates are not the ones this checkout renders: a run on
+    templates from another version would be labelled with this checkout's recipe but run other steps."""
+    from infersweep.install_version import MANAGED_SELECTOR, version_line
+
+    line = version_line(expected, server.list_templates(MANAGED_SELECTOR), server.cfg.namespace)
+    if line:
+        raise RecipeError(line)
+
+
 def run(a: argparse.Namespace) -> int:
     from infersweep.cluster_settings import load_cluster_settings
     from infersweep.recipe import load_recipe
@@ -40,6 +52,7 @@ def run(a: argparse.Namespace) -> int:
     check_fits_pool(r, settings)
     bundle = render_recipe(r, settings, dgd_api=a.dgd_api, namespace=server.cfg.namespace, overrides=sets.params,
                            cache=not a.no_cache)
+    check_installed(server, bundle.templates)
     # A distinct priority per run: the GPU guard's queues then order runs one way on every lock (no deadlock
     # between runs created in the same second: workflows/gpu_guard.py, "the queue order").
     doc = {**bundle.workflow, "spec": {**bundle.workflow["spec"], "priority": submit_priority()}}
