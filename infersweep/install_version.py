@@ -102,3 +102,14 @@ def version_line(expected: Iterable[dict[str, Any]], installed: Iterable[dict[st
         parts.append(f"installed at another version than this checkout renders ({stale[0][2]}): "
                      + ", ".join(f"{n} ({got})" for n, got, _ in stale))
     return f"WorkflowTemplates {'; '.join(parts)}; {FIX}" if parts else None
+
+
+def check_installed(server, expected: list[dict[str, Any]]) -> None:
+    """Refuse (one line) when the cluster's WorkflowTemplates are not the ones this checkout renders: a run on
+    templates of another version would carry this checkout's recipe but run other steps. `server`: an
+    ArgoServer or KubeArgo (list_templates, cfg.namespace)."""
+    from infersweep.params_files import RecipeError
+
+    line = version_line(expected, server.list_templates(MANAGED_SELECTOR), server.cfg.namespace)
+    if line:
+        raise RecipeError(line)

@@ -90,7 +90,7 @@ def _submit(a: argparse.Namespace) -> int:
     doc = experiment_workflow(plan, settings, namespace=server.cfg.namespace, dgd_api=a.dgd_api).to_dict()
     validate_document(doc)
     doc["spec"]["priority"] = submit_priority()  # the GPU guard's total queue order (workflows/gpu_guard.py)
-    from infersweep.commands.submit import check_installed
+    from infersweep.install_version import check_installed
     from workflows.install_set import step_templates
 
     check_installed(server, step_templates(settings, []))

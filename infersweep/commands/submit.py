@@ -9,7 +9,7 @@ import time
 from infersweep.argo_client import server_from_args
 from infersweep.argo_server import add_server_flags
 from infersweep.cli_util import SET_HELP, parse_sets
-from infersweep.recipe import RecipeError
+from infersweep.install_version import check_installed
 
 DONE = ("Succeeded", "Failed", "Error")
 
@@ -26,16 +26,6 @@ def watch(server, name: str, poll_s: float = 5.0, out=print) -> str:
         if now[0] in DONE:
             return now[0]
         time.sleep(poll_s)
-
-
-def check_installed(server, expected: list[dict]) -> None:
-    """Refuse (one line) when the cluster's WorkflowTemplates are not the ones this checkout renders: a run on
-    templates from another version would be labelled with this checkout's recipe but run other steps."""
-    from infersweep.install_version import MANAGED_SELECTOR, version_line
-
-    line = version_line(expected, server.list_templates(MANAGED_SELECTOR), server.cfg.namespace)
-    if line:
-        raise RecipeError(line)
 
 
 def run(a: argparse.Namespace) -> int:
