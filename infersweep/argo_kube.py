@@ -87,13 +87,14 @@ class KubeArgo:
                                   f"(kubeconfig {self.kubeconfig}): {e}") from None
         return json.loads(data.data or b"{}")
 
-    def _path(self, kind: str, name: str | None = None) -> str:
+    def _path(self, kind: str, name: str | None = None, namespace: str | None = None) -> str:
         prefix, plural = _PATHS[kind]
-        return f"{prefix}/namespaces/{self.namespace}/{plural}" + (f"/{name}" if name else "")
+        return f"{prefix}/namespaces/{namespace or self.namespace}/{plural}" + (f"/{name}" if name else "")
 
-    def get(self, kind: str, name: str) -> dict[str, Any] | None:
+    def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        """The object, None when the API says 404 (any other refusal is an ArgoServerError)."""
         try:
-            return self._call(f"get {kind}/{name}", "GET", self._path(kind, name))
+            return self._call(f"get {kind}/{name}", "GET", self._path(kind, name, namespace))
         except ArgoServerError as e:
             if getattr(e, "status", None) == 404:
                 return None
