@@ -243,6 +243,8 @@ def test_submit_status_list_round_trip(argo, capsys):
 
 
 def test_experiment_submit_creates_one_validated_workflow_with_every_treatment(argo, capsys):
+    assert main(["install"]) == 0  # the experiment's steps are templateRefs to the step templates
+    capsys.readouterr()
     assert main(["experiment", "submit", "nemotron-rr-vs-kv"]) == 0
     out = capsys.readouterr().out
     (wf,) = argo.objects("workflows")

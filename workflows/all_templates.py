@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from hera.workflows import Workflow, WorkflowTemplate
 
+from infersweep.install_version import stamp
 from infersweep.paths import params_dir
 from infersweep.cluster_settings import ClusterSettings, load_cluster_settings
 from infersweep.recipe import all_recipe_paths, load_recipe
@@ -40,6 +41,9 @@ def catalog_objects(settings: ClusterSettings) -> dict[str, WorkflowTemplate | W
     templates.append(reaper_workflow_template(settings))  # what the reaper CronWorkflow runs
     out: dict[str, WorkflowTemplate | Workflow] = {}
     for wt in templates:
+        # the version labels `infersweep install` puts on them (infersweep/install_version.py), so a template
+        # applied from this YAML passes submit's and preflight's version check like an installed one
+        wt.labels = stamp(wt.to_dict())["metadata"]["labels"]
         out["template_" + wt.name.replace("-", "_")] = wt
     for r in sorted((load_recipe(p) for p in all_recipe_paths()), key=lambda r: r.name):
         args = recipe_arguments(r, settings)
