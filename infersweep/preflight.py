@@ -33,11 +33,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
 
 from infersweep.argo_server import ArgoServerError
 from infersweep.cluster_settings import ClusterSettings
 from infersweep.install_version import MANAGED_SELECTOR, version_problems
+from infersweep.params_files import read_yaml_mapping
 from infersweep.paths import params_dir
 
 HF_KEYS = ("HF_TOKEN",)
@@ -161,7 +161,7 @@ def required_queries(settings: ClusterSettings) -> dict[str, str]:
     scope them for a run of this namespace (the DGD name is a placeholder: the query must parse and run)."""
     from infersweep.results.server_metrics import scoped_queries
 
-    spec = yaml.safe_load((params_dir() / "metrics.yaml").read_text())
+    spec = read_yaml_mapping(params_dir() / "metrics.yaml")
     queries, _ = scoped_queries(spec, namespace=settings.namespace, dgd="preflight")
     return {q: queries[q] for q in (spec.get("required") or {}).get("cluster", []) if q in queries}
 

@@ -1,8 +1,8 @@
 """`infersweep preflight` (issue 23 item 2): the cluster checked before any GPU is held, one line per problem.
 
 Against the Kubernetes API stand-in (tests/k8s_standin.py, through the real `kubernetes` client), the real
-local S3 server (moto_server, infersweep/local/s3server.py) and the real Prometheus local mode runs
-(infersweep/local/prometheus.py), whose scrape jobs are named as the Prometheus Operator names a
+local S3 server (moto_server, infersweep/local/standins/s3server.py) and the real Prometheus local mode runs
+(infersweep/local/standins/prometheus.py), whose scrape jobs are named as the Prometheus Operator names a
 PodMonitor's (podMonitor/<namespace>/<name>/<endpoint index>).
 """
 
@@ -20,8 +20,8 @@ from infersweep.argo_kube import KubeArgo
 from infersweep.cli import main
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.install_version import HASH_LABEL
-from infersweep.local.prometheus import BINARY, LocalPrometheus
-from infersweep.local.s3server import ACCESS_KEY, SECRET_KEY, LocalS3
+from infersweep.local.standins.prometheus import BINARY, LocalPrometheus
+from infersweep.local.standins.s3server import ACCESS_KEY, SECRET_KEY, LocalS3
 from infersweep.preflight import Reach, preflight
 from k8s_standin import K8sStandin
 
