@@ -31,6 +31,8 @@ def engines() -> list[str]:
 def install_set(settings: ClusterSettings) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(Argo objects for the Argo Server, manifests for kubectl), each validated."""
     from infersweep.recipe import all_recipe_paths, load_recipe
+    from infersweep.experiment.spec import all_experiment_paths
+    from workflows.launcher import launcher_rbac, launcher_templates  # the UI launchers (docs/ui.md)
     from workflows.cluster import kubectl_manifests
     from workflows.cron import nightly_crons, reaper_cron, reaper_template
     from workflows.pipeline import pipeline_template
@@ -42,7 +44,8 @@ def install_set(settings: ClusterSettings) -> tuple[list[dict[str, Any]], list[d
     argo += nightly_crons(settings, load_recipe)
     argo += [reaper_template(settings), reaper_cron(settings)]
     catalog = [load_recipe(p) for p in all_recipe_paths()]
-    kube = kubectl_manifests(settings, catalog)
+    argo += [wt.to_dict() for wt in launcher_templates(settings, catalog, [p.stem for p in all_experiment_paths()])]
+    kube = kubectl_manifests(settings, catalog) + launcher_rbac(settings)
     for doc in argo + kube:
         validate_document(doc)
     return argo, kube
