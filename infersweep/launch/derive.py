@@ -10,6 +10,8 @@ An experiment launch goes the way of `infersweep experiment submit`.
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -76,6 +78,41 @@ def _stamp(doc: dict[str, Any], launcher: str, src: GitSource | None) -> dict[st
     return doc
 
 
+# The create-run pod's spec is substituted once more with the *launcher's* globals, its inputs and pod.name,
+# manifest included: workflow/controller/workflowpod.go createWorkflowPod puts the template into the
+# ARGO_TEMPLATE env var, then substitutePodParams runs template.Replace over the whole pod (unresolved tags
+# kept). A {{workflow.name}} in the run's document would come out as the launcher's name (an experiment's S3
+# prefix, say). So such a run is named here and its own name and namespace written in; any other tag the
+# launcher would fill in is refused.
+_LAUNCHER_TAG = re.compile(r"\{\{\s*(workflow\.[^{}]*?|pod\.name|inputs\.parameters\.[^{}]*?)\s*\}\}")
+_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery pkg/util/rand, as generateName uses
+
+
+def resolve_launcher_tags(doc: dict[str, Any], namespace: str) -> dict[str, Any]:
+    import random
+
+    text = json.dumps(doc)
+    tags = {m.group(1) for m in _LAUNCHER_TAG.finditer(text)}
+    # {{inputs.parameters.X}} of the run's own templates stay unresolved: the launcher's only input is
+    # `manifest`, so only that one would be replaced.
+    tags = {t for t in tags if not t.startswith("inputs.") or t == "inputs.parameters.manifest"}
+    if not tags:
+        return doc
+    left = sorted(tags - {"workflow.name", "workflow.namespace"})
+    if left:
+        raise RecipeError(f"the run's Workflow uses {{{{{left[0]}}}}}, which the launcher's create-run step would "
+                          "fill in with its own value (workflowpod.go substitutePodParams); remove it from the "
+                          "recipe or set value")
+    meta = doc["metadata"]
+    name = meta.get("name") or meta.pop("generateName") + "".join(random.choice(_NAME_CHARS) for _ in range(5))
+    meta.pop("generateName", None)
+    meta["name"] = name
+    text = json.dumps(doc)
+    text = re.sub(r"\{\{\s*workflow\.name\s*\}\}", name, text)
+    text = re.sub(r"\{\{\s*workflow\.namespace\s*\}\}", namespace, text)
+    return json.loads(text)
+
+
 def recipe_run(choice: str, *, git: dict[str, str], set_text: str, settings: ClusterSettings, namespace: str,
                launcher: str, scratch: Path, run_params: dict[str, str] | None = None) -> Launch:
     from infersweep.recipe import load_recipe
@@ -88,7 +125,7 @@ def recipe_run(choice: str, *, git: dict[str, str], set_text: str, settings: Clu
     r = load_recipe(ref, pdir, overrides=sets.recipe)
     check_fits_pool(r, settings)
     bundle = render_recipe(r, settings, namespace=namespace, overrides=sets.params)
-    doc = _stamp(bundle.workflow, launcher, src)
+    doc = resolve_launcher_tags(_stamp(bundle.workflow, launcher, src), namespace)
     bad = violations(doc)
     if bad:  # the run would be errored by a Strict controller: never create it
         raise RecipeError(f"recipe {r.name}: the run Workflow sets {bad}, refused under templateReferencing: Strict")
@@ -124,6 +161,6 @@ def experiment_run(choice: str, *, git: dict[str, str], settings: ClusterSetting
         check_fits_pool(step.treatment.recipe, settings)
     doc = experiment_workflow(plan, settings, namespace=namespace).to_dict()
     validate_document(doc)
-    doc = _stamp(doc, launcher, src)
+    doc = resolve_launcher_tags(_stamp(doc, launcher, src), namespace)
     return Launch(doc, [f"experiment  {plan.experiment.name}" + (f" (from {src.describe()})" if src else ""),
                         *plan.text().splitlines(), f"priority    {doc['spec']['priority']}"])

@@ -732,7 +732,8 @@ class LocalArgo:
             elif "steps" in ptmpl:
                 node = self._execute_steps(node, node_name, ptmpl, new_scope, boundary, on_exit, flags)
             elif "resource" in ptmpl:  # operator.go executeResource (action create: argo_resource.py)
-                node = argo_resource.execute_resource(self, node, node_name, ptmpl, new_scope, boundary, on_exit, flags)
+                node = argo_resource.execute_resource(self, node, node_name, ptmpl, new_scope, boundary, on_exit, flags,
+                                                      substitute=_substitute)
             else:
                 kind = next((k for k in ("resource", "suspend", "data", "http", "plugin", "containerSet") if k in ptmpl), None)
                 raise WorkflowError(f"Template '{ptmpl['name']}' " + (f"is a {kind} template: not supported locally"

@@ -22,7 +22,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import yaml
 
@@ -88,7 +88,9 @@ def _json_path(obj: Any, path: str) -> str:
 
 
 def execute_resource(argo: "LocalArgo", node: "Node | None", name: str, tmpl: dict[str, Any], scope: str,
-                     boundary: str, on_exit: bool, flags: dict[str, bool] | None) -> "Node":
+                     boundary: str, on_exit: bool, flags: dict[str, bool] | None,
+                     substitute: Callable[..., Any]) -> "Node":
+    """`substitute`: the executor's tag substitution (argo.py _substitute; passed in, argo.py imports this)."""
     if node is not None and node.phase != "Pending":
         return node
     n = node or argo._init_node(name, "Pod", tmpl["name"], scope, boundary, "Pending", flags=flags)
@@ -97,8 +99,13 @@ def execute_resource(argo: "LocalArgo", node: "Node | None", name: str, tmpl: di
     store = argo.cluster.objects
     if store is None:
         return argo._mark(n, "Error", "resource templates need the local object store (LocalCluster.objects)")
+    # workflowpod.go substitutePodParams: the pod spec (the template, manifest included, is its ARGO_TEMPLATE
+    # env var) is substituted once more with the workflow's globals, the template's inputs and pod.name,
+    # unresolved tags kept.
+    pod_params = argo.globals() | {f"inputs.parameters.{k}": v for k, v in (tmpl.get("_inputs") or {}).items()}
+    manifest = substitute(tmpl["resource"].get("manifest") or "", pod_params | {"pod.name": n.id}, strict=False)
     try:
-        doc = yaml.safe_load(tmpl["resource"].get("manifest") or "")
+        doc = yaml.safe_load(manifest)
         if not isinstance(doc, dict):
             raise WorkflowError("Must provide at least one of flags or manifest.")  # resource.go getKubectlArguments
         created = store.create(doc, argo.namespace)
