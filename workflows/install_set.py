@@ -55,6 +55,20 @@ def reaper(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: st
     return [reaper_template(settings, dgd_api), reaper_cron(settings)]
 
 
+def launchers(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1") -> list[dict[str, Any]]:
+    """The UI launchers (docs/ui.md): a recipe or experiment chosen from a drop-down, everything else derived."""
+    from infersweep.experiment.spec import all_experiment_paths
+    from workflows.launcher import launcher_templates
+
+    return [wt.to_dict() for wt in launcher_templates(settings, catalog, [p.stem for p in all_experiment_paths()])]
+
+
+def launcher_access(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1") -> list[dict[str, Any]]:
+    from workflows.launcher import launcher_rbac
+
+    return launcher_rbac(settings)
+
+
 def kubectl_objects(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1") -> list[dict[str, Any]]:
     from workflows.cluster import kubectl_manifests
 
@@ -62,8 +76,8 @@ def kubectl_objects(settings: ClusterSettings, catalog: list[ResolvedRecipe], dg
 
 
 # The hook: the install set is exactly what these build, in this order.
-ARGO_BUILDERS: list[Builder] = [step_templates, pipeline_templates, nightly, reaper]
-KUBE_BUILDERS: list[Builder] = [kubectl_objects]
+ARGO_BUILDERS: list[Builder] = [step_templates, pipeline_templates, nightly, reaper, launchers]
+KUBE_BUILDERS: list[Builder] = [kubectl_objects, launcher_access]
 
 
 def install_set(settings: ClusterSettings, catalog: list[ResolvedRecipe] | None = None, dgd_api: str = "v1beta1"

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from infersweep.local import argo_expr, argo_pvc, argo_text, argo_when
+from infersweep.local import argo_expr, argo_pvc, argo_resource, argo_text, argo_when
 from infersweep.local.argo_sync import LocalLocks, SyncError
 
 VAR_RE = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")
@@ -157,6 +157,7 @@ class LocalCluster:
     unmapped_on_host: bool = False  # an image with no mapping runs its command as-is on this host
     configmaps: dict[str, dict[str, str]] = field(default_factory=dict)  # "namespace/name" -> data
     state_dir: Path | None = None  # shared by concurrent local runs (semaphores); default ~/.cache/infersweep
+    objects: argo_resource.LocalObjects | None = None  # the local Kubernetes API of resource templates
 
 
 def _fnv32a(s: str) -> int:
@@ -734,6 +735,9 @@ class LocalArgo:
                 node = self._execute_dag(node, node_name, ptmpl, new_scope, boundary, on_exit, flags)
             elif "steps" in ptmpl:
                 node = self._execute_steps(node, node_name, ptmpl, new_scope, boundary, on_exit, flags)
+            elif "resource" in ptmpl:  # operator.go executeResource (action create: argo_resource.py)
+                node = argo_resource.execute_resource(self, node, node_name, ptmpl, new_scope, boundary, on_exit, flags,
+                                                      substitute=_substitute)
             else:
                 kind = next((k for k in ("resource", "suspend", "data", "http", "plugin", "containerSet") if k in ptmpl), None)
                 raise WorkflowError(f"Template '{ptmpl['name']}' " + (f"is a {kind} template: not supported locally"
