@@ -67,9 +67,9 @@ def identity(run: RunLike) -> dict[str, tuple[Any, str] | None]:
     out: dict[str, tuple[Any, str] | None] = {}
     workload = ctx.get("workload")
     loads = _loads(table)
-    if workload or loads:
+    if workload or loads:  # (the shape, None when not recorded; the loads swept)
         w = dict(workload or {})
-        out["workload"] = ((json.dumps(w, sort_keys=True, default=str), loads),
+        out["workload"] = ((json.dumps(w, sort_keys=True, default=str) if w else None, loads),
                            "; ".join(x for x in (_workload_text(w) if w else "", _loads_text(loads) if loads else "") if x))
     else:
         out["workload"] = None
@@ -87,14 +87,18 @@ def identity(run: RunLike) -> dict[str, tuple[Any, str] | None]:
 
 def _differs(dim: str, values: dict[str, tuple[Any, str]], *, lost_points_ok: bool) -> bool:
     keys = {label: v[0] for label, v in values.items()}
-    if dim == "workload" and lost_points_ok and len(keys) == 2:
+    if dim != "workload":
+        return len(set(map(json.dumps, keys.values()))) > 1
+    shapes = {shape for shape, _ in keys.values() if shape is not None}  # a run without one is not checked
+    if len(shapes) > 1:
+        return True
+    loads = [l for _, l in keys.values() if l]
+    if lost_points_ok and len(loads) == 2:
         # regress: a point the current run lost (no result at all) is a regression judged there, not
         # another workload: the current run's loads may be a subset of the baseline's.
-        (cur_w, cur_l), (base_w, base_l) = keys.values()
-        if cur_w != base_w:
-            return True
-        return not (set(cur_l[0]) <= set(base_l[0]) and set(cur_l[1]) <= set(base_l[1]))
-    return len(set(map(json.dumps, keys.values()))) > 1
+        (cur_c, cur_r), (base_c, base_r) = loads
+        return not (set(cur_c) <= set(base_c) and set(cur_r) <= set(base_r))
+    return len({json.dumps(l) for l in loads}) > 1
 
 
 def check_comparable(runs: Mapping[str, RunLike], allow: Iterable[str] = (), *, lost_points_ok: bool = False,
@@ -111,9 +115,11 @@ def check_comparable(runs: Mapping[str, RunLike], allow: Iterable[str] = (), *, 
     refused, notes = [], []
     for dim in DIMENSIONS:
         values = {label: i[dim] for label, i in ids.items() if i[dim] is not None}
-        missing = [label for label, i in ids.items() if i[dim] is None]
+        missing = [label for label, i in ids.items() if i[dim] is None
+                   or (dim == "workload" and i[dim][0][0] is None)]
         if missing:
-            notes.append(f"not checked: {', '.join(missing)} record{'s' if len(missing) == 1 else ''} no {dim}")
+            what = "workload shape (ISL/OSL, prefix, dataset)" if dim == "workload" else dim
+            notes.append(f"not checked: {', '.join(missing)} record{'s' if len(missing) == 1 else ''} no {what}")
         if len(values) < 2 or not _differs(dim, values, lost_points_ok=lost_points_ok):
             continue
         sides = "; ".join(f"{label}: {text}" for label, (_, text) in values.items())
