@@ -166,7 +166,7 @@ def pipeline_template(engine: str, mode: str, settings: ClusterSettings, *, poin
                               arguments={"url": "{{tasks.deploy.outputs.parameters.frontend-url}}", "model": _wf("model"),
                                          "tokenizer": "{{inputs.parameters.tokenizer}}",
                                          "concurrency": "{{item.concurrency}}", "request-rate": "{{item.request_rate}}",
-                                         "requests": "{{item.requests}}",
+                                         "repetition": "{{item.repetition}}", "requests": "{{item.requests}}",
                                          "warmup": "{{item.warmup}}", "workload": _wf("workload"),
                                          "max-error-rate": _wf("max-error-rate"), "timeout-s": _wf("point-timeout-s"),
                                          "ready-timeout-s": _wf("ready-timeout-s"),
@@ -282,9 +282,10 @@ def recipe_arguments(r: ResolvedRecipe, settings: ClusterSettings, *, dgd_api: s
 def points_json(points: list[dict[str, Any]], settings: ClusterSettings | None = None) -> str:
     """The sweep's points as the `points` parameter, each with the AIPerf client's resources for its
     concurrency (steps_library.aiperf_resources) so the point pod asks for what it needs. A point without
-    `request_rate` is closed loop (0): the point task reads {{item.request_rate}}, and Argo errors a node whose
-    item lacks a key it names."""
-    return json.dumps([{**p, "request_rate": p.get("request_rate", 0), **aiperf_resources(int(p["concurrency"]), settings.steps if settings else None)}
+    `request_rate` is closed loop (0), one without `repetition` the first (0): the point task reads
+    {{item.request_rate}} and {{item.repetition}}, and Argo errors a node whose item lacks a key it names."""
+    return json.dumps([{**p, "request_rate": p.get("request_rate", 0), "repetition": p.get("repetition", 0),
+                        **aiperf_resources(int(p["concurrency"]), settings.steps if settings else None)}
                        for p in points],
                       separators=(",", ":"))
 
