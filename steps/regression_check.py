@@ -10,13 +10,18 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from infersweep.results.baseline import check_against_baseline
+from infersweep.results.baseline import INCOMPARABLE, check_against_baseline
 from workflows.step_declarations import REGRESSION_CHECK
 
 
 def main(argv: list[str] | None = None) -> int:
     a = REGRESSION_CHECK.parser().parse_args(argv)
-    if check_against_baseline(Path(a.run_dir), a.bucket, a.baseline_prefix, a.tolerances, Path(a.report)) == "regressed":
+    result = check_against_baseline(Path(a.run_dir), a.bucket, a.baseline_prefix, a.tolerances, Path(a.report))
+    if result == INCOMPARABLE:
+        print(f"regression-check: baseline s3://{a.bucket}/{a.baseline_prefix}/ is not comparable with this run "
+              "(report: artifact regression-report)", file=sys.stderr)
+        return 1
+    if result == "regressed":
         # The last stderr line becomes the step's message in the Argo UI.
         print(f"regression-check: REGRESSED against s3://{a.bucket}/{a.baseline_prefix}/ (report: artifact "
               "regression-report)", file=sys.stderr)

@@ -19,21 +19,21 @@ def test_a_minio_endpoint_reaches_the_s3_steps_only():
     minio = s.changed(s3={**s.s3.model_dump(), "endpoint": "minio.minio.svc.cluster.local:9000",
                           "insecure": True, "region": "eu-west-1"})
     assert minio.s3.endpoint_url == "http://minio.minio.svc.cluster.local:9000"
-    wts = step_templates(minio, [])
+    wts = step_templates(minio, [], "v1beta1")
     for step in ("publish", "regression-check"):
         env = {e["name"]: e["value"] for e in _container(wts, step)["env"]}
         assert env["AWS_ENDPOINT_URL"] == "http://minio.minio.svc.cluster.local:9000"
         assert env["AWS_DEFAULT_REGION"] == "eu-west-1"
     assert "AWS_ENDPOINT_URL" not in {e["name"] for e in _container(wts, "deploy")["env"]}
     # AWS (the default): nothing added, the rendered templates are as before
-    assert "AWS_ENDPOINT_URL" not in {e["name"] for e in _container(step_templates(s, []), "publish")["env"]}
+    assert "AWS_ENDPOINT_URL" not in {e["name"] for e in _container(step_templates(s, [], "v1beta1"), "publish")["env"]}
 
 
 def test_the_secret_names_of_the_settings_reach_the_step_templates():
     """Before: the step templates named hf-token-secret / infersweep-s3 whatever params/cluster.yaml said."""
     s = load_cluster_settings()
     other = s.changed(hf_token_secret="team-hf", s3={**s.s3.model_dump(), "credentials_secret": "team-s3"})
-    wts = step_templates(other, [])
+    wts = step_templates(other, [], "v1beta1")
     assert _container(wts, "model-cache")["envFrom"] == [{"secretRef": {"name": "team-hf", "optional": True}}]
     assert _container(wts, "publish")["envFrom"] == [{"secretRef": {"name": "team-s3", "optional": True}}]
 

@@ -3,6 +3,8 @@ direction, and a failed treatment reported without stopping the comparison."""
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 
@@ -40,7 +42,8 @@ def test_claim_supported_beyond_noise(nemotron):
     assert dict((x.metric, v) for x, v in r.seed)["itl_ms_avg"] == "tie"
     text = r.text()
     assert "supported: kv beats rr on ttft_ms_avg at c128 by at least 20 %" in text
-    assert "-40.0%*" in text  # the per-concurrency delta, kv better
+    assert re.search(r"-40\.0% ±\d\.\d\*", text)  # the per-concurrency delta with its 95 % interval, kv better
+    assert "(1 se, n=3/3)" in text
     assert "direction agrees" in text
 
 
@@ -54,7 +57,7 @@ def test_claim_refuted_and_inconclusive(nemotron):
 
 def test_one_repetition_says_noise_unknown(nemotron):
     r = experiment_report(nemotron, {"rr": table({c: [1000] for c in CS}), "kv": table({c: [700] for c in CS})})
-    assert r.claim.verdict == "supported" and "noise unknown" in r.claim.line()
+    assert r.claim.verdict == "supported" and "noise unknown (n=1/1: one repetition per point" in r.claim.line()
 
 
 def test_seed_direction_disagrees_when_kv_is_worse(nemotron):

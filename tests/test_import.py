@@ -47,8 +47,13 @@ def test_import_then_compare_with_another_run(tmp_path, capsys, aiperf_ref):
     copy_tree(aiperf_ref / "dynamo-mocker-c4", other / "c4")
     assert cli_main(["import", str(other), "--recipe", RECIPE, "--run-id", "new-013", "--store", str(store)]) == 0
     capsys.readouterr()
-    assert cli_main(["compare", "team-010", "new-013", "--store", str(store), "--include-invalid"]) == 0
+    # the imported sweep has c2 and c4, the new run c4 only: another workload, compared only when asked
+    assert cli_main(["compare", "team-010", "new-013", "--store", str(store), "--include-invalid"]) == 2
+    assert "different workload" in capsys.readouterr().err
+    assert cli_main(["compare", "team-010", "new-013", "--store", str(store), "--include-invalid",
+                     "--allow-different", "workload"]) == 0
     text = capsys.readouterr().out
+    assert "note: different workload, allowed by --allow-different workload" in text
     assert "vs" in text and "% change per concurrency" in text
     assert "4 " in text.split("% change per concurrency")[1]  # c4 measured in both, compared
     assert "has no valid measured point at concurrency [2]" in text

@@ -50,7 +50,8 @@ def test_one_valid_object_per_file_without_namespace_or_run_workflows(out):
         kinds[doc["kind"]] = kinds.get(doc["kind"], 0) + 1
         for s in doc.get("subjects") or []:
             assert "namespace" not in s
-    assert kinds == {"WorkflowTemplate": 18, "CronWorkflow": 2, "ServiceAccount": 2, "Role": 2, "RoleBinding": 2,
+    # the step, pipeline and reaper templates plus the two UI launchers (docs/ui.md), and the launcher's account
+    assert kinds == {"WorkflowTemplate": 20, "CronWorkflow": 2, "ServiceAccount": 3, "Role": 3, "RoleBinding": 3,
                      "ConfigMap": 2}
     ns = load_cluster_settings().namespace
     for f, (doc,) in files.items():
@@ -75,7 +76,7 @@ def test_kubectl_kustomize_assembles_it_and_an_overlay_sets_the_namespace(out, t
     base = subprocess.run([KUBECTL, "kustomize", str(out)], capture_output=True, text=True, timeout=120)
     assert base.returncode == 0, base.stderr
     docs = [d for d in yaml.safe_load_all(base.stdout) if d]
-    assert len(docs) == 28 and all("namespace" not in d["metadata"] for d in docs)
+    assert len(docs) == 33 and all("namespace" not in d["metadata"] for d in docs)
     overlay = tmp_path / "overlay"
     overlay.mkdir()
     (overlay / "kustomization.yaml").write_text(f"namespace: team-a\nresources: [../{out.name}]\n")

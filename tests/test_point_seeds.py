@@ -57,7 +57,9 @@ def test_result_json_records_the_seed_aiperf_got_and_the_cache_state(tmp_path, a
             "--requests", "40", "--isl", "64", "--osl", "8", "--out", str(out), "--aiperf", str(fake),
             "--repetition", "2"]
     assert aiperf_point.main(args) == 0
-    result = json.loads((out / "result.json").read_text())
+    # a repetition after the first has a folder of its own (c<N>-r<K>), so it never keeps the first's result
+    assert not (out / "result.json").exists()
+    result = json.loads((tmp_path / "c4-r2" / "result.json").read_text())
     called = json.loads((tmp_path / "called.json").read_text())["argv"]
     assert int(called[called.index("--random-seed") + 1]) == result["seed"]
     assert (result["seed_policy"], result["cache_state"], result["repetition"]) == ("per-point", "fresh-prompts", 2)

@@ -117,6 +117,7 @@ def experiment_workflow(plan: Plan, settings: ClusterSettings, *, namespace: str
             step_task("aiperf-point", name="point", with_param="{{inputs.parameters.points}}",
                       arguments={"url": "{{inputs.parameters.url}}", "model": "{{inputs.parameters.model}}",
                                  "tokenizer": "{{inputs.parameters.tokenizer}}", "concurrency": "{{item.concurrency}}", "request-rate": "{{item.request_rate}}",
+                                 "repetition": "{{item.repetition}}",
                                  "requests": "{{item.requests}}", "warmup": "{{item.warmup}}",
                                  "workload": "{{inputs.parameters.workload}}",
                                  "max-error-rate": "{{inputs.parameters.max-error-rate}}",

@@ -30,40 +30,54 @@ def engines() -> list[str]:
     return sorted(p.stem for p in (params_dir() / "engines").glob("*.yaml"))
 
 
-def step_templates(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str) -> list[dict[str, Any]]:
+def step_templates(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1") -> list[dict[str, Any]]:
     from workflows.steps_library import Images, step_workflow_templates
 
     images = Images(steps=settings.images.steps, aiperf=settings.images.aiperf)
     return [wt.to_dict() for wt in step_workflow_templates(images, settings=settings)]
 
 
-def pipeline_templates(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str) -> list[dict[str, Any]]:
+def pipeline_templates(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1") -> list[dict[str, Any]]:
     from workflows.pipeline import pipeline_template
 
     return [pipeline_template(e, t, settings).to_dict() for e in engines() for t in TOPOLOGIES]
 
 
-def nightly(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str) -> list[dict[str, Any]]:
+def nightly(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1") -> list[dict[str, Any]]:
     from workflows.cron import nightly_crons
 
     return nightly_crons(settings, load_recipe, dgd_api)
 
 
-def reaper(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str) -> list[dict[str, Any]]:
+def reaper(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1") -> list[dict[str, Any]]:
     from workflows.cron import reaper_cron, reaper_template
 
     return [reaper_template(settings, dgd_api), reaper_cron(settings)]
 
 
-def kubectl_objects(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str) -> list[dict[str, Any]]:
+def launchers(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1") -> list[dict[str, Any]]:
+    """The UI launchers (docs/ui.md): a recipe or experiment chosen from a drop-down, everything else derived."""
+    from infersweep.experiment.spec import all_experiment_paths
+    from workflows.launcher import launcher_templates
+
+    return [wt.to_dict() for wt in launcher_templates(settings, catalog, [p.stem for p in all_experiment_paths()])]
+
+
+def launcher_access(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1") -> list[dict[str, Any]]:
+    from workflows.launcher import launcher_rbac
+
+    return launcher_rbac(settings)
+
+
+def kubectl_objects(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1") -> list[dict[str, Any]]:
     from workflows.cluster import kubectl_manifests
 
     return kubectl_manifests(settings, catalog)
 
 
 # The hook: the install set is exactly what these build, in this order.
-ARGO_BUILDERS: list[Builder] = [step_templates, pipeline_templates, nightly, reaper]
-KUBE_BUILDERS: list[Builder] = [kubectl_objects]
+ARGO_BUILDERS: list[Builder] = [step_templates, pipeline_templates, nightly, reaper, launchers]
+KUBE_BUILDERS: list[Builder] = [kubectl_objects, launcher_access]
 
 
 def install_set(settings: ClusterSettings, catalog: list[ResolvedRecipe] | None = None, dgd_api: str = "v1beta1"

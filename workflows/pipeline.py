@@ -167,7 +167,7 @@ def pipeline_template(engine: str, mode: str, settings: ClusterSettings, *, poin
                               arguments={"url": "{{tasks.deploy.outputs.parameters.frontend-url}}", "model": _wf("model"),
                                          "tokenizer": "{{inputs.parameters.tokenizer}}",
                                          "concurrency": "{{item.concurrency}}", "request-rate": "{{item.request_rate}}",
-                                         "requests": "{{item.requests}}",
+                                         "repetition": "{{item.repetition}}", "requests": "{{item.requests}}",
                                          "warmup": "{{item.warmup}}", "workload": _wf("workload"),
                                          "max-error-rate": _wf("max-error-rate"), "timeout-s": _wf("point-timeout-s"),
                                          "ready-timeout-s": _wf("ready-timeout-s"),
@@ -283,9 +283,10 @@ def recipe_arguments(r: ResolvedRecipe, settings: ClusterSettings, *, dgd_api: s
 def points_json(points: list[Point], settings: ClusterSettings | None = None) -> str:
     """The sweep's points as the `points` parameter, each with the AIPerf client's resources for its
     concurrency (steps_library.aiperf_resources) so the point pod asks for what it needs. Every item carries
-    `request_rate` (0: closed loop): the point task reads {{item.request_rate}}, and Argo errors a node whose
-    item lacks a key it names."""
-    return json.dumps([{**p.as_dict(), **aiperf_resources(p.concurrency, settings.steps if settings else None)}
+    `request_rate` (0: closed loop) and `repetition` (0: the first): the point task reads {{item.request_rate}}
+    and {{item.repetition}}, and Argo errors a node whose item lacks a key it names."""
+    return json.dumps([{**p.as_dict(), "repetition": p.repetition,
+                        **aiperf_resources(p.concurrency, settings.steps if settings else None)}
                        for p in points],
                       separators=(",", ":"))
 

@@ -118,7 +118,8 @@ AIPERF_POINT = Step(
      Option("--aiperf", "AIPerf executable", default="aiperf"),
      Option("--seed", "AIPerf --random-seed for this point; default: one of its own per concurrency and repetition "
             "(the same for every point when the workload reuses prompts)", type=int),
-     Option("--repetition", "repetition number of this point (its seed depends on it)", type=int, default=0),
+     Option("--repetition", "repetition number of this point (its seed depends on it; folder c<N>-r<K> from 1)",
+            type=int, default=0, input=True),
      Option("--request-timeout-s", "AIPerf --request-timeout-seconds", type=float),
      Option("--failed-request-threshold", "AIPerf --failed-request-threshold (0..1)", type=float),
      Option("--extra-inputs", "sent in every request body", nargs="*", default=[], metavar="KEY:VALUE"),

@@ -143,11 +143,13 @@ def build_argv(args: argparse.Namespace) -> list[str]:
     return argv
 
 
-def point_folder(out: str, request_rate: float) -> Path:
+def point_folder(out: str, request_rate: float, repetition: int = 0) -> Path:
     """Where this point's files go. Every point of a rate sweep has the same concurrency (the in-flight
     cap), so an open-loop point gets a folder of its own rate: a later rate never finds an earlier one's
-    good result.json and keeps it as its own."""
-    return Path(out) if not request_rate else Path(f"{out}-rate{request_rate:g}")
+    good result.json and keeps it as its own. A repetition after the first gets `-r<K>` for the same
+    reason (infersweep.results.table.point_identity reads `c<N>-r<K>` back)."""
+    path = out if not request_rate else f"{out}-rate{request_rate:g}"
+    return Path(path if not repetition else f"{path}-r{int(repetition)}")
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 MAX_POINTS = 64  # a sweep holds its GPUs for every point; more is a search, not a sweep
-FIELDS = ("concurrency", "requests", "warmup", "request_rate")
+MAX_REPETITIONS = 20  # recipe/tolerances.py Regression.repetitions le=20
+FIELDS = ("concurrency", "requests", "warmup", "request_rate", "repetition")
 FIX = 'write it as [{"concurrency":1,"requests":8,"warmup":0}, ...]'
 
 
@@ -34,11 +35,14 @@ class Point:
     requests: int
     warmup: int
     request_rate: float = 0  # requests/s; 0 = closed loop. Kept as given (0 stays 0 in the rendered JSON)
+    repetition: int = 0  # which run of the same load (the nightly's repetitions: workflows/cron.py); 0 = the first
 
     def as_dict(self) -> dict[str, Any]:
-        """The point as the pipeline's `points` items carry it (this key order is the rendered one)."""
-        return {"concurrency": self.concurrency, "request_rate": self.request_rate, "requests": self.requests,
-                "warmup": self.warmup}
+        """The point as the `points` items carry it (this key order is the rendered one); `repetition` only
+        when it is not the first (the pipeline's points_json always adds it)."""
+        d = {"concurrency": self.concurrency, "request_rate": self.request_rate, "requests": self.requests,
+             "warmup": self.warmup}
+        return d | {"repetition": self.repetition} if self.repetition else d
 
     @classmethod
     def parse(cls, item: Any, i: int = 0) -> Point:
@@ -52,11 +56,15 @@ class Point:
         if not (_int(c) and _int(n) and _int(w) and c >= 1 and n >= 1 and w >= 0):
             raise PointError(f"point {i}: concurrency and requests must be integers >= 1, warmup an integer >= 0; "
                              f"{FIX}")
-        return cls(concurrency=c, requests=n, warmup=w, request_rate=rate)
+        rep = item.get("repetition", 0)
+        if not (_int(rep) and rep >= 0):
+            raise PointError(f"point {i}: repetition must be an integer >= 0 (0 = the first run of its load)")
+        return cls(concurrency=c, requests=n, warmup=w, request_rate=rate, repetition=rep)
 
 
 def parse_points(value: str | list[Any]) -> list[Point]:
-    """A JSON list (text or parsed) of points: 1 to MAX_POINTS, each load (concurrency, request_rate) once."""
+    """A JSON list (text or parsed) of points: 1 to MAX_POINTS x 20 repetitions, each load (concurrency,
+    request_rate) once per repetition."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
@@ -64,16 +72,18 @@ def parse_points(value: str | list[Any]) -> list[Point]:
             raise PointError(f"not JSON ({e}); give a JSON list") from None
     if not isinstance(value, list):
         raise PointError(f"must be a JSON list; {FIX}")
-    if not 1 <= len(value) <= MAX_POINTS:
+    if not 1 <= len(value) <= MAX_POINTS * MAX_REPETITIONS:
         raise PointError(f"needs 1 to {MAX_POINTS} points; {FIX}")
     points, seen = [], set()
     for i, item in enumerate(value):
         p = Point.parse(item, i)
-        if (p.concurrency, p.request_rate) in seen:
+        if (p.concurrency, p.request_rate, p.repetition) in seen:
             raise PointError(f"concurrency {p.concurrency} at request_rate {p.request_rate} repeats; "
-                             "list each level once")
-        seen.add((p.concurrency, p.request_rate))
+                             "list each level once" + (f" per repetition ({p.repetition})" if p.repetition else ""))
+        seen.add((p.concurrency, p.request_rate, p.repetition))
         points.append(p)
+    if len({(p.concurrency, p.request_rate) for p in points}) > MAX_POINTS:
+        raise PointError(f"needs 1 to {MAX_POINTS} points (levels); {FIX}")
     return points
 
 

@@ -94,7 +94,7 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> arg
 # -- one point ------------------------------------------------------------------------------------------------
 def run_point(args: argparse.Namespace) -> int:
     """Run the point `args` (checked by check_args) describes; return the step's exit code."""
-    out = point_folder(args.out, args.request_rate)
+    out = point_folder(args.out, args.request_rate, args.repetition)
     args.out = str(out)
     out.mkdir(parents=True, exist_ok=True)
     result_path = out / RESULT_FILE

@@ -1,4 +1,5 @@
-"""`infersweep compare RUN_A RUN_B [...] [--csv F] [--plot F]`: RUN_B.. against RUN_A, per concurrency."""
+"""`infersweep compare RUN_A RUN_B [...] [--csv F] [--plot F] [--html F]`: RUN_B.. against RUN_A, per
+concurrency; runs of another workload, model, SLOs or source only with `--allow-different DIM`."""
 
 from __future__ import annotations
 
@@ -10,12 +11,20 @@ def run(a: argparse.Namespace) -> int:
     from infersweep.results.cli_common import label_runs, load_run
     from infersweep.results.compare import compare_runs, comparison_plot
 
+    from infersweep.results.comparable import allowed, check_comparable
+
     runs = label_runs([load_run(ref, a.store) for ref in a.runs])
-    from infersweep.predict.source import check_same_source  # measured vs simulated: only when asked
-    check_same_source({label: r.context for label, r in runs.items()}, allow_mix=a.mix_sources)
+    # Same workload, model, SLOs and source, or a flag that says otherwise (infersweep.results.comparable).
+    notes = check_comparable(runs, allowed(a))
     tables = {label: r.table for label, r in runs.items()}
     cmp = compare_runs(tables, include_invalid=a.include_invalid)
+    for note in notes:
+        print(f"note: {note}")
     print(cmp.text())
+    if a.html:
+        from infersweep.results.comparison_report import write_comparison_report
+
+        print(f"html: {write_comparison_report(runs, Path(a.html), notes=notes)}")
     if a.csv:
         Path(a.csv).parent.mkdir(parents=True, exist_ok=True)
         cmp.changes.to_csv(a.csv, index=False)
@@ -34,7 +43,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--include-invalid", action="store_true",
                    help="also compare points whose validity verdict is invalid (left out by default, and listed)")
     p.add_argument("--plot", help="write a PNG of the metrics vs concurrency here")
-    p.add_argument("--mix-sources", action="store_true", help="compare measured and simulated runs together")
+    p.add_argument("--html", help="write a self-contained HTML comparison report here (Pareto, $/Mtok, energy, "
+                                  "the winner at the SLOs, each run's validity)")
+    p.add_argument("--mix-sources", action="store_true", help="= --allow-different source")
+    from infersweep.results.comparable import add_allow_arg
+
+    add_allow_arg(p)
     add_store_arg(p)
     from infersweep.results.cli_common import clean_errors
 

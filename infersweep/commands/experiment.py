@@ -8,6 +8,7 @@ needs a run of its own recipe hash; a run that measured nothing is reported and 
 from __future__ import annotations
 
 import argparse
+import json
 
 from infersweep.cli_util import table
 
@@ -32,7 +33,7 @@ def _report(a: argparse.Namespace) -> int:
     if missing:
         raise RecipeError(f"experiment report {e.name}: no run given for treatment(s) {', '.join(missing)}: "
                           f"give {' '.join(f'{n}=RUN' for n in missing)} (a report without them is no answer)")
-    tables = {}
+    tables, runs = {}, {}
     for name, ref in refs.items():
         run = load_run(ref, a.store)
         # A run of another recipe is not evidence for this treatment (infersweep.results.evidence).
@@ -41,10 +42,34 @@ def _report(a: argparse.Namespace) -> int:
                               recipe_hash(e.treatment(name).recipe))
         except ValueError as err:
             raise RecipeError(f"experiment report {e.name}: {err}") from None
-        tables[name] = run.table
+        tables[name], runs[name] = run.table, run
+    notes = _comparable(e, runs, a)
     report = experiment_report(e, tables)
+    for note in notes:
+        print(f"note: {note}")
     print(report.text(), end="")
     return 1 if report.missing else 0  # a treatment whose run measured nothing: no answer either
+
+
+def _comparable(e, runs: dict, a: argparse.Namespace) -> list[str]:
+    """The treatments' runs must measure the same thing except where the experiment varies it on purpose
+    (its treatments' recipes differ in that dimension: a factor of ISL, of model, of SLOs); anything else
+    needs --allow-different (infersweep.results.comparable). Local runs of one experiment share its scaled
+    workload, so a treatment run on a cluster beside one run locally is refused (source, workload)."""
+    from infersweep.recipe import RecipeError
+    from infersweep.results.comparable import NotComparable, allowed, check_comparable
+
+    def varied(key) -> bool:
+        return len({json.dumps(key(t.recipe), sort_keys=True, default=str) for t in e.treatments}) > 1
+
+    by_design = {dim: "the experiment varies it" for dim, key in (
+        ("workload", lambda r: [r.recipe.workload.aiperf_workload(), [p.as_dict() for p in r.recipe.workload.points()]]),
+        ("model", lambda r: r.model.id),
+        ("slo", lambda r: r.recipe.slo.model_dump())) if varied(key)}
+    try:
+        return check_comparable(runs, allowed(a) | set(by_design), why_allowed=by_design)
+    except NotComparable as err:
+        raise RecipeError(f"experiment report {e.name}: {err}") from None
 
 
 def _render(a: argparse.Namespace) -> int:
@@ -178,6 +203,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dgd-api", default="v1beta1", choices=["v1beta1", "v1alpha1"], help="render: DGD apiVersion")
     p.add_argument("--watch", action="store_true", help="submit: follow the run until it ends")
     add_store_arg(p)
+    from infersweep.results.comparable import add_allow_arg
+
+    add_allow_arg(p, "report: compare treatment")
     from infersweep.argo_server import add_server_flags
 
     add_server_flags(p)

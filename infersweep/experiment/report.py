@@ -41,6 +41,7 @@ class ClaimCheck:
     value: float
     at: int | None = None  # the concurrency it was judged at, when not the claim's (see check)
     why: str = ""  # why it could not be judged: the points that do not count (infersweep.results.evidence)
+    n: tuple[int, int] = (0, 0)  # repetitions of the judged point: (baseline, treatment)
 
     def line(self) -> str:
         if self.why:
@@ -49,7 +50,9 @@ class ClaimCheck:
             return f"{self.verdict}: {self.claim.text()}: not measured in both treatments"
         at = (f" [judged at c{self.at}, the highest concurrency both measured: this sweep stops below "
               f"c{self.claim.concurrency}]" if self.at is not None else "")
-        noise = f"±{100 * self.noise:.2g} % (1 se)" if math.isfinite(self.noise) else "noise unknown (one repetition)"
+        n = f"n={self.n[0]}/{self.n[1]}"
+        noise = (f"±{100 * self.noise:.2g} % (1 se, {n})" if math.isfinite(self.noise) else
+                 f"noise unknown ({n}: one repetition per point, so the spread of a repetition cannot be measured)")
         word = "better" if self.improvement >= 0 else "worse"
         return (f"{self.verdict}: {self.claim.text()}: {self.claim.baseline} {self.baseline_value:.4g} -> "
                 f"{self.claim.treatment} {self.value:.4g}, {100 * abs(self.improvement):.1f} % {word}; {noise}{at}")
@@ -97,7 +100,7 @@ def check(claim: Claim, tables: dict[str, pd.DataFrame], z: float = DEFAULT_Z) -
         verdict = "refuted"
     else:
         verdict = "inconclusive"
-    return ClaimCheck(claim, verdict, improvement, noise, bv, tv, at)
+    return ClaimCheck(claim, verdict, improvement, noise, bv, tv, at, n=(len(b), len(t)))
 
 
 def agrees(expect: Claim, tables: dict[str, pd.DataFrame]) -> str:

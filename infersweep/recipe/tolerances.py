@@ -22,7 +22,11 @@ class Regression(_Strict):
 
     tolerances: dict[str, dict[Literal["rel", "abs"], float] | None] = {}
     z: float = Field(default=3.0, gt=0, le=10)
-    repetitions: int = Field(default=1, ge=1, le=20, description="runs per point, reduced to the median")
+    # 3 by default: with one run per point the noise of a repetition cannot be measured, every verdict is
+    # "noise unknown" and rests on the tolerance alone, so a nightly check flaps on run-to-run noise
+    # (infersweep.results.regression: the noise is pooled over the repetitions of every point).
+    repetitions: int = Field(default=3, ge=1, le=20, description="nightly runs of each point, reduced to the median "
+                             "(its spread is the noise a verdict is judged against; 1 = noise unknown)")
 
     @field_validator("tolerances")
     @classmethod

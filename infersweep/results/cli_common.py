@@ -66,6 +66,9 @@ def label_runs(runs: list[Run]) -> dict[str, Run]:
     recipes = [r.label for r in runs]
     for r in runs:
         label = r.label if recipes.count(r.label) == 1 else f"{r.label}@{r.run_id}"
+        base, k = label, 2
+        while label in labels:  # the same recipe and run id twice (an experiment's balanced second pass)
+            label, k = f"{base}#{k}", k + 1
         labels[label] = r
     return labels
 

@@ -17,6 +17,7 @@ import pandas as pd
 from infersweep.metrics import direction
 from infersweep.results.plots import COLORS, _plt, _save, per_point
 from infersweep.results.evidence import best_point, counted
+from infersweep.results.regression import MEDIAN_SE, _levels, _pooled_sigma  # the regression judge's noise model
 
 METRICS = [
     ("ttft_ms_avg", "TTFT mean"), ("ttft_ms_p50", "TTFT p50"), ("ttft_ms_p99", "TTFT p99"),
@@ -26,12 +27,14 @@ METRICS = [
     ("goodput_req_s", "goodput req/s"),
 ]
 TIE = 0.005  # relative differences below 0.5% are ties: they neither win nor make a crossover
+Z95 = 1.96  # the confidence interval shown beside a change: 95 %, normal
+NOISE = "within noise"  # a change inside its confidence interval: no winner, no crossover
 
 
 @dataclass
 class Comparison:
     baseline: str
-    changes: pd.DataFrame  # run, concurrency, metric, baseline_value, value, pct_change, better
+    changes: pd.DataFrame  # run, concurrency, metric, baseline_value, value, pct_change, ci95_pct, n_baseline, n, better
     crossovers: pd.DataFrame  # run, metric, concurrency, winner_before, winner_from
     winners: pd.DataFrame  # run, metric, summary ("A better at c1-c4, B better from c8")
     best: pd.DataFrame  # the best point meeting the SLOs, per run (first row: overall best)
@@ -75,6 +78,8 @@ def compare_runs(runs: dict[str, pd.DataFrame], metrics: list[tuple[str, str]] |
     labels = list(runs)
     base_label = labels[0]
     points = {label: per_point(df).set_index("concurrency") for label, df in runs.items()}
+    names = [m for m, _ in metrics]
+    reps = {label: _levels(df, [m for m in names if m in df.columns] ) for label, df in runs.items()}
     base = points[base_label]
     changes, crossovers, winners, missing = [], [], [], []
     for label in labels[1:]:
@@ -87,17 +92,27 @@ def compare_runs(runs: dict[str, pd.DataFrame], metrics: list[tuple[str, str]] |
             if metric not in base.columns or metric not in other.columns:
                 continue
             seq = []
+            cur_reps, base_reps = reps[label].get(metric, {}), reps[base_label].get(metric, {})
+            # The noise of one repetition, pooled over every point of the metric in both runs (as regress
+            # judges it, infersweep.results.regression); unknown (nan) with one repetition per point.
+            sigma = _pooled_sigma(list(cur_reps.values()) + list(base_reps.values()), relative=True)
             for c in common:
                 a, b = float(base.at[c, metric]), float(other.at[c, metric])
+                na, nb = len(base_reps.get(int(c), ())), len(cur_reps.get(int(c), ()))
+                ci = (100 * Z95 * MEDIAN_SE * sigma * math.sqrt(1 / na + 1 / nb)
+                      if na and nb and math.isfinite(sigma) else math.nan)
                 w = _winner(metric, a, b, base_label, label)
+                if w is not None and math.isfinite(ci) and abs(_pct(a, b)) <= ci:
+                    w = NOISE  # beyond a tie, inside the confidence interval: not a winner
                 changes.append({"run": label, "baseline": base_label, "concurrency": int(c), "metric": metric,
-                                "baseline_value": a, "value": b, "pct_change": _pct(a, b),
-                                "better": None if w is None else w == label,
+                                "baseline_value": a, "value": b, "pct_change": _pct(a, b), "ci95_pct": ci,
+                                "n_baseline": na, "n": nb,
+                                "better": None if w in (None, NOISE) else w == label,
                                 "valid": not ({base_label, label} & set(invalid_at.get(int(c), [])))})
                 seq.append((int(c), w))
             last = None
             for c, w in seq:
-                if w is None:
+                if w is None or w == NOISE:
                     continue
                 if last is not None and w != last:
                     crossovers.append({"run": label, "baseline": base_label, "metric": metric, "concurrency": c,
@@ -118,7 +133,7 @@ def _runs_text(seq: list[tuple[int, str | None]]) -> str:
             parts[-1][2] = c
         else:
             parts.append([who, c, c])
-    return ", ".join(f"{w} {'better' if w != 'tie' else ''} at c{a}{'' if a == b else f'-c{b}'}".replace("  ", " ")
+    return ", ".join(f"{w} {'better' if w not in ('tie', NOISE) else ''} at c{a}{'' if a == b else f'-c{b}'}".replace("  ", " ")
                      for w, a, b in parts) or "no common points"
 
 
@@ -146,14 +161,20 @@ def format_comparison(cmp: Comparison) -> str:
     for label in cmp.changes["run"].unique() if not cmp.changes.empty else []:
         sub = cmp.changes[cmp.changes["run"] == label]
         metrics = list(dict.fromkeys(sub["metric"]))
-        head = ["concurrency", "valid"] + [names.get(m, m) for m in metrics]
+        head = ["concurrency", "valid", "n"] + [names.get(m, m) for m in metrics]
         rows = []
         for c, g in sub.groupby("concurrency"):
             by = g.set_index("metric")
             valid = "yes" if "valid" not in g or bool(g["valid"].all()) else "NO (see below)"
-            rows.append((str(c), valid, *(_pct_text(by.at[m, "pct_change"], by.at[m, "better"]) for m in metrics)))
-        out.append(f"{label} vs {cmp.baseline}: % change per concurrency (+ = higher; * = {label} better)")
+            rows.append((str(c), valid, _n_text(g),
+                         *(_pct_text(by.at[m, "pct_change"], by.at[m, "better"], by.at[m, "ci95_pct"]) for m in metrics)))
+        out.append(f"{label} vs {cmp.baseline}: % change per concurrency (+ = higher; ± = 95 % confidence interval; "
+                   f"* = {label} better beyond it; n = repetitions {cmp.baseline}/{label})")
         out.append(table(head, rows))
+        if not sub["ci95_pct"].map(math.isfinite).any():
+            out.append(f"noise unknown: {_n_text(sub)} repetition(s) per point, so no change here is told from "
+                       "run-to-run noise (no confidence interval); 'better' only means beyond a 0.5 % tie. Run "
+                       "each point more than once (a recipe's regression.repetitions) for intervals")
         out.append("")
         out.append("who is better, by metric:")
         for _, w in cmp.winners[cmp.winners["run"] == label].iterrows():
@@ -185,10 +206,23 @@ def format_comparison(cmp: Comparison) -> str:
     return "\n".join(out)
 
 
-def _pct_text(pct: float, better) -> str:
+def _n_text(g: pd.DataFrame) -> str:
+    """'3/3' (repetitions baseline/run) of a row of changes, or '1-3/3' when the metrics' counts differ
+    (a metric a point did not measure, NA, is not counted)."""
+    measured = g[(g["n"] > 0) & (g["n_baseline"] > 0)]
+    g = measured if not measured.empty else g
+
+    def span(col: str) -> str:
+        lo, hi = int(g[col].min()), int(g[col].max())
+        return str(lo) if lo == hi else f"{lo}-{hi}"
+    return f"{span('n_baseline')}/{span('n')}"
+
+
+def _pct_text(pct: float, better, ci: float = math.nan) -> str:
     if not math.isfinite(pct):
         return "NA"
-    return f"{pct:+.1f}%" + ("*" if better is not None and not pd.isna(better) and bool(better) else "")
+    return (f"{pct:+.1f}%" + (f" ±{ci:.1f}" if math.isfinite(ci) else "")
+            + ("*" if better is not None and not pd.isna(better) and bool(better) else ""))
 
 
 def comparison_plot(runs: dict[str, pd.DataFrame], cmp: Comparison, path: Path) -> Path:

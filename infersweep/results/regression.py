@@ -59,7 +59,9 @@ class Finding:
         scale = 100 if self.kind == "rel" else 1
         worse = "worse" if self.change > 0 else "better" if self.change < 0 else "no change"
         noise = (f"noise ±{scale * self.noise:.2g}{unit} (1 se, n={self.n_current}/{self.n_baseline})"
-                 if math.isfinite(self.noise) else f"noise unknown (n={self.n_current}/{self.n_baseline})")
+                 if math.isfinite(self.noise) else
+                 f"noise unknown: one repetition per point (n={self.n_current}/{self.n_baseline}), so the tolerance "
+                 "alone decides and run-to-run noise can flip it")
         size = f"{scale * abs(self.change):.2f}{unit} " if self.change else ""
         return (f"{self.verdict:>12}  {self.metric} @c{self.concurrency}: {self.baseline:.4g} -> {self.current:.4g} "
                 f"({size}{worse}; tolerance {scale * self.tolerance:.3g}{unit}; {noise})")
@@ -184,6 +186,11 @@ def judge_run(current_table: pd.DataFrame, baseline_table: pd.DataFrame,
     counts = ", ".join(f"{sum(f.verdict == k for f in findings)} {k}" for k in VERDICTS if any(f.verdict == k for f in findings))
     head = (f"{verdict}: {len(findings)} checks over {len({f.concurrency for f in findings})} concurrency points "
             f"({counts}); a change counts when beyond its tolerance and {z:g} standard errors of noise")
+    unknown = sum(not math.isfinite(f.noise) for f in findings)
+    if unknown:  # why: the spread of one repetition cannot be measured from one value per point
+        head += (f"; noise unknown for {unknown} of {len(findings)} checks: their points ran once (n=1), so a run "
+                 "cannot tell a change from noise; set the recipe's regression.repetitions to 2 or more (the nightly "
+                 "default is 3)")
     order = {"regressed": 0, "inconclusive": 1, "improved": 2, "pass": 3}
     lines = [head] + notes + [f.line() for f in sorted(findings, key=lambda f: (order[f.verdict], f.metric, f.concurrency))]
     return Verdict(verdict, "\n".join(lines), findings)

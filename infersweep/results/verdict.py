@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from infersweep.aiperf import point_folder
 from infersweep.results.table import OK_STATUSES, read_result
 
 
@@ -17,7 +18,8 @@ def verdict(run_dir: Path, points: list[dict]) -> tuple[bool, str]:
     failed, measured = [], 0
     for p in points:
         c = p["concurrency"]
-        d = run_dir / "points" / f"c{c}"
+        # where aiperf-point put it: c<N>, c<N>-rate<R>, c<N>[...]-r<K> (infersweep.aiperf.point_folder)
+        d = point_folder(str(run_dir / "points" / f"c{c}"), float(p.get("request_rate") or 0), int(p.get("repetition") or 0))
         if not (d / "result.json").exists():
             failed.append(f"c{c}: not run")
             continue

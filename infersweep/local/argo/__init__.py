@@ -14,6 +14,7 @@ One file per concern of Argo's own tree (workflow/controller/, workflow/validate
 - when.py      `when` (govaluate).
 - sync.py      semaphores and mutexes across local runs (workflow/sync).
 - pvc.py       volumeClaimGC: what a completion does to the run's PVCs, and so what a retry finds.
+- resource.py  resource templates (action create) against a local object store (operator.go executeResource).
 - retry.py     `argo retry` / `argo resubmit` of a finished workflow (workflow/util/util.go).
 - text.py      text Argo puts in variables byte for byte (Go's json/strconv, `{{workflow.failures}}`).
 - errors.py    the exceptions every file above may raise.

@@ -27,6 +27,7 @@ from typing import Any, Callable
 
 from infersweep.local.argo import expr as argo_expr
 from infersweep.local.argo import pvc as argo_pvc
+from infersweep.local.argo import resource as argo_resource
 from infersweep.local.argo import validate as argo_validate
 from infersweep.local.argo.dag import DagExecution
 from infersweep.local.argo.errors import ParallelismReached, WorkflowError
@@ -51,6 +52,7 @@ class LocalCluster:
     unmapped_on_host: bool = False  # an image with no mapping runs its command as-is on this host
     configmaps: dict[str, dict[str, str]] = field(default_factory=dict)  # "namespace/name" -> data
     state_dir: Path | None = None  # shared by concurrent local runs (semaphores); default ~/.cache/infersweep
+    objects: argo_resource.LocalObjects | None = None  # the local Kubernetes API of resource templates
 
 
 def _humanize(seconds: float) -> str:
@@ -314,6 +316,9 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
                 node = self._execute_dag(node, node_name, ptmpl, new_scope, boundary, on_exit, flags)
             elif "steps" in ptmpl:
                 node = self._execute_steps(node, node_name, ptmpl, new_scope, boundary, on_exit, flags)
+            elif "resource" in ptmpl:  # operator.go executeResource (action create: resource.py)
+                node = argo_resource.execute_resource(self, node, node_name, ptmpl, new_scope, boundary, on_exit, flags,
+                                                      substitute=_substitute)
             else:
                 kind = next((k for k in ("resource", "suspend", "data", "http", "plugin", "containerSet") if k in ptmpl), None)
                 raise WorkflowError(f"Template '{ptmpl['name']}' " + (f"is a {kind} template: not supported locally"

@@ -32,7 +32,7 @@ class LocalArgo(Protocol):
     def resolve(self, holder: dict[str, Any], scope: str) -> tuple[dict[str, Any], str]: ...
 
 _TAG = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")
-UNSUPPORTED_TEMPLATE_KINDS = ("resource", "suspend", "data", "http", "plugin", "containerSet")
+UNSUPPORTED_TEMPLATE_KINDS = ("suspend", "data", "http", "plugin", "containerSet")
 
 
 def _err(msg: str) -> Exception:
@@ -107,7 +107,7 @@ def _check_template(argo: "LocalArgo", tmpl: dict[str, Any], scope: str) -> list
     for kind in UNSUPPORTED_TEMPLATE_KINDS:
         if kind in tmpl:
             raise _err(f"templates.{name}: {kind} templates are not supported by the local executor "
-                       "(supported: dag, steps, container, script)")
+                       "(supported: dag, steps, container, script, resource create)")
     for feature in ("memoize", "daemon", "sidecars", "hooks"):
         if tmpl.get(feature):
             raise _err(f"templates.{name}.{feature} is not supported by the local executor")
@@ -126,6 +126,11 @@ def _check_template(argo: "LocalArgo", tmpl: dict[str, Any], scope: str) -> list
                     raise _err(f"templates.{name}.steps[{i}].{st['name']} {e}") from None
                 holders.append({k: v for k, v in st.items() if k in ("template", "templateRef")})
         return holders
+    if "resource" in tmpl:
+        from infersweep.local.argo.resource import check_template
+
+        check_template(tmpl)
+        return []
     if "dag" not in tmpl:
         if "container" not in tmpl and "script" not in tmpl:
             raise _err(f"templates.{name} template type unspecified. choose one of: container, dag, steps, script")

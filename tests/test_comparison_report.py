@@ -1,0 +1,113 @@
+"""The comparison report across runs (issue 21 item 5): `infersweep compare A B C --html F` writes one
+self-contained page with the Pareto of tok/s/GPU against tok/s/user (valid points filled, invalid hollow),
+$/Mtok and energy per token where known, the winner at the SLOs from valid points only, and each
+candidate's validity. On main there was no such page (`compare` had no --html)."""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from infersweep.cli import main as cli_main
+from infersweep.results.comparison_report import usd_per_mtok
+from infersweep.results.table import finish_table
+
+SLO = {"ttft_p50_ms": 2000, "tok_s_user_min": 20}
+CTX = {"model": "Qwen/Qwen3-0.6B", "workload": {"isl": 128, "osl": 64}, "slo": SLO, "source": "measured",
+       "gpu_type": "H100", "gpu_count": 2}
+INVALID = "client-bound: AIPerf sent requests 912 ms (p99) after issuing them"
+
+
+def table(recipe: str, points: dict[int, dict]) -> pd.DataFrame:
+    rows = []
+    for c, p in points.items():
+        rows.append({"run_id": f"wf-{recipe}", "recipe": recipe, "concurrency": c, "repetition": 0, "status": "ok",
+                     "reason": "", "error_rate": 0.0, "ttft_ms_p50": 100.0, "ttft_ms_avg": 100.0, "itl_ms_p50": 5.0,
+                     "itl_ms_avg": 5.0, "request_latency_ms_avg": 900.0, "request_latency_ms_p50": 900.0,
+                     "output_tok_s": 2 * p["gpu"], "request_per_s": 1.0, "tok_s_per_gpu": p["gpu"],
+                     "tok_s_per_user": p["user"], "tok_s_per_user_p50": p["user"], "goodput_req_s": 1.0,
+                     "slo_pass": p.get("slo", True), "slo_detail": "meets", "valid": p["valid"],
+                     "validity_reasons": "" if p["valid"] else INVALID,
+                     **({"energy_j_per_output_token": p["j"]} if "j" in p else {})})
+    return finish_table(pd.DataFrame(rows), {"recipe": recipe, "slo": SLO})
+
+
+def folder(root: Path, name: str, df: pd.DataFrame, **context) -> str:
+    f = root / name
+    (f / "summary").mkdir(parents=True)
+    df.to_parquet(f / "summary" / "results.parquet")
+    (f / "summary" / "run.json").write_text(json.dumps({"context": {"run_id": f"wf-{name}", "recipe": name,
+                                                                     **CTX, **context}}))
+    return str(f)
+
+
+# kv's c8 has the most tok/s/GPU of all and "meets" the SLOs in its numbers, but is invalid: never the winner.
+RR = table("rr", {1: {"gpu": 100.0, "user": 90.0, "valid": True, "j": 2.0},
+                  8: {"gpu": 500.0, "user": 60.0, "valid": True, "j": 0.5}})
+KV = table("kv", {1: {"gpu": 110.0, "user": 95.0, "valid": True, "j": 1.9},
+                  8: {"gpu": 900.0, "user": 70.0, "valid": False, "j": 0.3}})
+FP8 = table("fp8", {1: {"gpu": 120.0, "user": 99.0, "valid": True},
+                    8: {"gpu": 450.0, "user": 65.0, "valid": True}})
+
+
+@pytest.fixture()
+def page(tmp_path, capsys) -> str:
+    refs = [folder(tmp_path, "rr", RR), folder(tmp_path, "kv", KV), folder(tmp_path, "fp8", FP8, gpu_type="nothing")]
+    out = tmp_path / "report" / "cmp.html"
+    assert cli_main(["compare", *refs, "--html", str(out)]) == 0
+    assert f"html: {out}" in capsys.readouterr().out
+    return out.read_text()
+
+
+def test_the_page_is_self_contained(page):
+    assert not re.search(r"<(img|script|link|iframe)\b", page)
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", page)
+    svg = page[page.index("<svg"):page.index("</svg>") + 6]
+    ET.fromstring(svg)  # well-formed inline SVG
+
+
+def test_valid_points_are_filled_and_invalid_ones_hollow(page):
+    svg = page[page.index("<svg"):page.index("</svg>") + 6]
+    points = re.findall(r'<circle [^>]*fill="([^"]+)"[^>]*><title>([^<]+)</title>', svg)
+    by = {t.split(":")[0]: fill for fill, t in points}
+    assert by["kv c8"] == "white" and "INVALID: client-bound" in dict((t.split(":")[0], t) for _, t in points)["kv c8"]
+    assert by["rr c8"] != "white" and by["kv c1"] != "white" and by["fp8 c8"] != "white"
+    assert len([p for p in points if p[0] != "none"]) == 6  # every measured point of every candidate is drawn
+    assert ("none", "winner at the SLOs") in points  # and the winner ringed
+
+
+def test_the_winner_at_the_slos_is_a_valid_point(page):
+    winner = page.split("<h2>Winner at the SLOs</h2>", 1)[1].split("</p>", 1)[0]
+    assert "<b>rr</b> at concurrency 8" in winner and "500.0 tok/s/GPU" in winner  # not kv's invalid c8 (900)
+    assert "n=1 repetition(s)" in winner and "tok_s_user_min=20, ttft_p50_ms=2000" in winner
+
+
+def test_cost_and_energy_per_token_where_known_na_where_not(page):
+    # H100 at $7/GPU-hour (params/gpus.yaml): 7 / 3600 / 500 tok/s/GPU * 1e6 = $3.89/Mtok
+    assert usd_per_mtok(500.0, 7.0) == pytest.approx(3.888, abs=1e-3)
+    winner = page.split("<h2>Winner at the SLOs</h2>", 1)[1].split("</p>", 1)[0]
+    assert "$3.89/Mtok" in winner and "0.5 J/token" in winner
+    fp8 = page.split("<h3>fp8</h3>", 1)[1].split("</table>", 1)[0]
+    assert fp8.count("<td>NA</td>") >= 4  # no price for its GPU type, no energy measured
+
+
+def test_each_candidates_validity_is_shown(page):
+    cands = page.split("<h2>Candidates</h2>", 1)[1].split("</table>", 1)[0]
+    rows = {re.search(r'<td class="l">([^<]+)</td>', r).group(1): r for r in cands.split("<tr")[2:]}
+    assert 'class="win"' in rows["rr"] and "2 of 2" in rows["rr"] and "c8" in rows["rr"]
+    assert "1 of 2" in rows["kv"] and "(1 invalid)" in rows["kv"] and 'class="win"' not in rows["kv"]
+    kv_points = page.split("<h3>kv</h3>", 1)[1].split("</table>", 1)[0]
+    assert "NO: client-bound" in kv_points and "NA (invalid)" in kv_points
+
+
+def test_no_winner_when_no_valid_point_meets_the_slos(tmp_path, capsys):
+    bad = table("bad", {4: {"gpu": 900.0, "user": 70.0, "valid": False}})
+    refs = [folder(tmp_path, "a", bad), folder(tmp_path, "b", table("b", {4: {"gpu": 800.0, "user": 5.0, "valid": True, "slo": False}}))]
+    out = tmp_path / "c.html"
+    assert cli_main(["compare", *refs, "--html", str(out)]) == 0
+    assert "<b>none</b>: no candidate has a valid point meeting the SLOs" in out.read_text()
