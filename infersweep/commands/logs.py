@@ -21,9 +21,12 @@ ARCHIVED_LOG = "main-logs"
 
 
 def _matches(node: dict, step: str) -> bool:
+    """`point` is every item of the point loop, `point(1)` its second (the UI's `point(1:{...})`)."""
     names = (node.get("displayName") or "", node.get("templateName") or "",
              ((node.get("templateRef") or {}).get("template") or ""))
-    return any(n == step or n.startswith(step + "(") for n in names)
+    item = re.fullmatch(r"(.+)\((\d+)\)", step)
+    return any(n == step or n.startswith(step + "(") or (item and n.startswith(f"{item[1]}({item[2]}:"))
+               for n in names)
 
 
 def _pods(status: dict) -> list[dict]:

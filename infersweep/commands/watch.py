@@ -38,8 +38,8 @@ def _seconds_since(stamp: str | None, now: float) -> float:
 
 
 def _step(node: dict) -> str:
-    name = node.get("displayName") or node.get("name", "")
-    return name if len(name) <= 48 else name[:45] + "..."
+    """A step as the UI names it, a loop item by its index: `point(0:{json})` -> `point(0)`."""
+    return re.sub(r"\((\d+):[^()]*\)", r"(\1)", node.get("displayName") or node.get("name", ""))
 
 
 def _is_point(node: dict) -> bool:

@@ -8,6 +8,7 @@ every running pod and prints each change once, in the event printer's style.
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 import time
@@ -15,6 +16,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 PREFIX = "progress: "
+
+
+def short_step(name: str) -> str:
+    """`gpu-span.point(0:concurrency:1,cpu:3,...)` -> `gpu-span.point(0)`: a loop item by its index."""
+    return re.sub(r"\((\d+):[^()]*\)", r"(\1)", name)
 
 
 def last_progress_line(log: Path, window: int = 8192) -> str:
@@ -76,7 +82,7 @@ class ProgressWatcher:
             text = node_progress(node)
             if text and self._seen.get(node.id) != text:
                 self._seen[node.id] = text
-                short = node.name.split(".", 1)[1] if "." in node.name else node.name
+                short = short_step(node.name.split(".", 1)[1] if "." in node.name else node.name)
                 self.out(f"[{time.monotonic() - self.t0:6.1f}s]  progress {short}: {text}")
 
     def _loop(self) -> None:
