@@ -32,8 +32,11 @@ def promote_cmd(a: argparse.Namespace) -> int:
     record = promote(source, a.run, dest)
     was = f" (was {before['run_id']})" if before else " (it had none)"
     print(f"baseline of {record['recipe']} is now {record['run_id']}{was}: {record['location']}")
-    print(f"the regression check compares with it when run with --set baseline-prefix="
-          f"{dest.base + '/' if dest.base else ''}{record['recipe']} (the nightly CronWorkflows do)")
+    if record["location"].startswith("s3://"):
+        print(f"the regression check compares with it when run with --set baseline-prefix="
+              f"{dest.base + '/' if dest.base else ''}{record['recipe']} (the nightly CronWorkflows do)")
+    else:  # the regression-check step reads S3; a folder baseline is for `infersweep regress`
+        print(f"compare a run with it: infersweep regress RUN --baseline {record['location']}")
     return 0
 
 
