@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from infersweep.local import argo_expr, argo_pvc, argo_resource, argo_text, argo_when
+from infersweep.local import argo_expr, argo_pvc, argo_resource, argo_text, argo_when, procs
 from infersweep.local.argo_sync import LocalLocks, SyncError
 
 VAR_RE = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")
@@ -241,6 +241,9 @@ def parse_duration(v: Any) -> float:
     if pos != len(s) or not s:
         raise WorkflowError(f"invalid duration {s!r}")
     return total
+
+
+TERMINATION_GRACE_S = 30  # Kubernetes' default terminationGracePeriodSeconds
 
 
 @dataclass
@@ -637,7 +640,10 @@ class LocalArgo:
 
             def hard_kill(proc=p):
                 try:
-                    proc.wait(timeout=10)
+                    # The kubelet's SIGKILL comes terminationGracePeriodSeconds after the SIGTERM (default 30 s,
+                    # k8s.io/api core/v1 DefaultTerminationGracePeriodSeconds); the AIPerf point's own grace
+                    # (aiperf_point_run.DEFAULT_GRACE_S, 20 s) fits inside it, so its partial summary is kept.
+                    proc.wait(timeout=TERMINATION_GRACE_S)
                 except subprocess.TimeoutExpired:
                     try:
                         os.killpg(proc.pid, signal.SIGKILL)
@@ -1069,6 +1075,12 @@ class LocalArgo:
                  mounts: dict[str, Path], root: Path, inits: list | None = None) -> None:
         log_path = root / "main.log"
         n.log = log_path
+        # Every process of this pod carries the marker, so none outlives it (procs.stop_pod_processes). The
+        # progress file is where Argo's executor reads a step's self-reported "N/M" (workflowpod.go sets
+        # ARGO_PROGRESS_FILE; executor.go monitorProgress reads its last line); here it is the node's folder.
+        marker = f"{self.uid}/{n.id}"
+        env = {**env, procs.POD_MARKER: marker, "ARGO_PROGRESS_FILE": str(root / "progress")}
+        inits = [(ic_name, ic_argv, {**ic_env, procs.POD_MARKER: marker}) for ic_name, ic_argv, ic_env in inits or []]
         try:
             try:
                 log = open(log_path, "ab", buffering=0)
@@ -1091,6 +1103,7 @@ class LocalArgo:
                     if pod.killed:
                         self._kill(pod)
                     ic_rc = pod.proc.wait()
+                    procs.stop_pod_processes(marker)
                     if ic_rc != 0 or pod.killed:
                         # operator.go inferFailedReason: a failed init container names itself in the message;
                         # the main container never starts, so no outputs are saved.
@@ -1107,6 +1120,7 @@ class LocalArgo:
                 if pod.killed:
                     self._kill(pod)
                 rc = pod.proc.wait()
+                procs.stop_pod_processes(marker)  # the container's end: nothing it started is left
             pod.result = self._pod_result(n, tmpl, rc, mounts, root)
         except Exception as e:  # never leave the controller waiting on a dead thread
             pod.result = ("Error", f"local executor: {e}", {}, None)
