@@ -322,4 +322,6 @@ def test_watch_follows_the_run_until_it_ends(argo, capsys):
     server = ArgoServer(load_config(default_namespace=NS))
     lines = []
     assert watch(server, wf["metadata"]["name"], poll_s=0.01, out=lambda s: (lines.append(s), controller(s))) == "Succeeded"
-    assert [ln.split(": ")[1].split()[0] for ln in lines] == ["Pending", "Running", "Succeeded"]
+    name = wf["metadata"]["name"]
+    assert [ln.split(": ")[1].split()[0] for ln in lines if ln.startswith(name)] == ["Pending", "Running", "Succeeded"]
+    assert lines[-1] == f"logs:    infersweep logs {name} [STEP]"  # then where the results are (tests/test_watch.py)

@@ -3,6 +3,8 @@ frontend + mocker workers, real AIPerf at each concurrency, and a real S3-compat
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import socket
 
@@ -25,8 +27,11 @@ def local_run(tmp_path_factory):
     bucket = load_cluster_settings().s3.bucket
     with LocalS3(buckets=[bucket, ARTIFACT_BUCKET]) as s3:
         events = []
-        res = run_local(NEMOTRON, out_root=root / "runs", cache_root=root / "cache", s3=s3,
-                        on_event=lambda kind, node: events.append((kind, node.name, node.phase)))
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            res = run_local(NEMOTRON, out_root=root / "runs", cache_root=root / "cache", s3=s3,
+                            on_event=lambda kind, node: events.append((kind, node.name, node.phase)))
+        res.printed = printed.getvalue()
         report = verify_run(bucket, f"{load_cluster_settings().s3.prefix}/{NEMOTRON}/{res.run_id}", s3=s3.client())
         artifacts = [o["Key"] for o in s3.client().list_objects_v2(Bucket=ARTIFACT_BUCKET).get("Contents", [])]
         yield res, report, artifacts, events
@@ -87,3 +92,25 @@ def test_no_process_or_port_is_left(local_run):
         port = int(dep["frontend_url"].rsplit(":", 1)[1])
         with socket.socket() as s:
             assert s.connect_ex(("127.0.0.1", port)) != 0, f"frontend port {port} still open"
+
+
+def test_it_says_what_it_scaled_before_running(local_run):
+    res, *_ = local_run
+    note = res.printed.splitlines()
+    assert note[0].startswith(f"local mode runs a scaled-down copy of {NEMOTRON}")
+    assert "  concurrency  [1, 4, 16, 32, 64, 128]" in note[1] and note[1].endswith("-> [1, 4]")
+    assert note[3].split() == ["isl", "/", "osl", "1024", "/", "256", "->", "256", "/", "64"]
+    assert "8 x 1 GPU" in note[4] and note[4].endswith("-> 2 mocker workers")
+
+
+def test_the_results_store_is_on_disk_and_readable_after_the_run(local_run, capsys):
+    from infersweep.cli import main
+    from infersweep.results.store import RunStore
+
+    res, *_ = local_run
+    assert res.store == res.run_dir.parent / "store" and res.store.is_dir()
+    run = RunStore(res.store).load(res.run_id)  # files only: no S3 server involved
+    assert list(run.table["concurrency"]) == [1, 4] and run.source == str(res.store / NEMOTRON / res.run_id)
+    assert main(["runs", "--store", str(res.store)]) == 0
+    out = capsys.readouterr().out
+    assert res.run_id in out and "complete" in out and "2/2" in out

@@ -138,7 +138,8 @@ class CliRun:
 
     @property
     def run_dir(self) -> Path | None:
-        dirs = [d for d in self.out.glob("*") if d.is_dir()] if self.out.exists() else []
+        # runs/store is the results store local mode keeps beside the run folders (infersweep/local/disk_store.py)
+        dirs = [d for d in self.out.glob("*") if d.is_dir() and d.name != "store"] if self.out.exists() else []
         return dirs[0] if dirs else None
 
     def observe(self) -> None:

@@ -85,6 +85,49 @@ def iter_profiling_records(jsonl_path: str | Path) -> Iterator[dict]:
                 yield record
 
 
+class RecordCounter:
+    """Counts the profiling records of a profile_export.jsonl that AIPerf is still writing: each call reads
+    only what was appended since the last one, and a last line without its newline waits for the next.
+
+    AIPerf 0.13 appends records while it runs: post_processors/record_export_jsonl_writer.py writes through
+    common/mixins/buffered_jsonl_writer_mixin.py, which flushes every EXPORT_BATCH_SIZE (100) records and at
+    least every METRICS EXPORT_FLUSH_INTERVAL (1 s, common/environment.py). So the count is at most about a
+    second behind the requests AIPerf has finished; warmup records do not count, as in iter_profiling_records."""
+
+    def __init__(self, jsonl_path: str | Path) -> None:
+        self.path = Path(jsonl_path)
+        self.offset = 0
+        self.done = 0
+        self.first_start_ns: int | None = None  # the earliest profiling request's start (time.time_ns clock)
+        self._partial = b""
+
+    def count(self) -> int:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                chunk = f.read()
+        except OSError:
+            return self.done  # not written yet
+        self.offset += len(chunk)
+        *lines, self._partial = (self._partial + chunk).split(b"\n")
+        for line in lines:
+            meta = None
+            if line.startswith(_META_PREFIX):
+                meta, _ = _leading_metadata(line + b"\n")
+            if not isinstance(meta, dict):
+                try:
+                    record = _loads(line)
+                except ValueError:
+                    continue
+                meta = record.get("metadata") if isinstance(record, dict) else None
+            if isinstance(meta, dict) and meta.get("benchmark_phase", meta.get("phase_kind")) == "profiling":
+                self.done += 1
+                start = meta.get("request_start_ns")
+                if isinstance(start, int) and (self.first_start_ns is None or start < self.first_start_ns):
+                    self.first_start_ns = start
+        return self.done
+
+
 def _loads(raw: bytes) -> Any:
     try:
         return _fast_loads(raw)

@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from infersweep.aiperf.artifacts import read_point
+from infersweep.aiperf.artifacts import RECORDS_FILE, RecordCounter, read_point
 from infersweep.aiperf.flags import (ARTIFACT_SUBDIR, CONSOLE_LOG_FILE, RESULT_FILE, TRACE_KEYS, build_argv, child_env,
                                      choose_seed, point_folder, tokenizer_as_cached_hub_id, workload_argv)
 
@@ -40,6 +40,10 @@ from infersweep.aiperf.flags import (ARTIFACT_SUBDIR, CONSOLE_LOG_FILE, RESULT_F
 DEFAULT_GRACE_S = 20.0
 EXIT_OK = 0
 EXIT_BAD_POINT = 2
+# How often the step says how far the point is (a log line and ARGO_PROGRESS_FILE). Argo's executor reads the
+# file every 3 s and patches the pod with it at most every minute by default (controller.go
+# progressFileTickDuration / progressPatchTickDuration); the log line is there at once.
+PROGRESS_EVERY_S = 5.0
 
 
 # -- the point's own argument checks (the step's parser comes from its declaration) ---------------------------
@@ -91,6 +95,63 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> arg
     return args
 
 
+# -- progress while AIPerf runs ------------------------------------------------------------------------------
+def _duration(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+def progress_text(done: int, total: int, elapsed_s: float, measuring_s: float | None = None) -> str:
+    """`37/120 requests (31%), 14s elapsed, ETA 31s`: the ETA at the rate measured so far (measuring_s: how
+    long the profiling phase has run; the whole elapsed time when not known)."""
+    pct = f" ({100 * done // total}%)" if total > 0 else ""
+    text = f"{done}/{total} requests{pct}, {_duration(elapsed_s)} elapsed"
+    # the profiling phase cannot have run longer than the point (records of another clock: use the elapsed time)
+    rate_s = measuring_s if measuring_s and 0 < measuring_s <= elapsed_s else elapsed_s
+    if 0 < done < total and rate_s > 0:
+        text += f", ETA {_duration((total - done) * rate_s / done)}"
+    return text
+
+
+class PointProgress:
+    """Counts the finished requests of the running point (AIPerf's records, artifacts.RecordCounter) and
+    reports them: a `progress:` line in the step's log and `N/M` in $ARGO_PROGRESS_FILE, the file Argo's
+    executor reads into the node's `progress` (workflow/executor/executor.go monitorProgress: the last line,
+    parsed by pkg/apis/workflow/v1alpha1/progress.go ParseProgress as N/M)."""
+
+    def __init__(self, artifact_dir: Path, total: int, *, progress_file: str | None = None,
+                 every_s: float = PROGRESS_EVERY_S, out=print) -> None:
+        self.counter = RecordCounter(Path(artifact_dir) / RECORDS_FILE)
+        self.total, self.every_s, self.out = total, every_s, out
+        self.file = Path(progress_file) if progress_file else None
+        self.started = time.monotonic()
+        self._last_tick = self.started
+        self._reported: int | None = None
+        self.tick(force=True)  # 0/N at once: the step says what it is about to do
+
+    def _write(self, done: int) -> None:
+        if self.file is None:
+            return
+        try:
+            self.file.parent.mkdir(parents=True, exist_ok=True)
+            self.file.write_text(f"{min(done, self.total)}/{self.total}\n")
+        except OSError:
+            pass  # progress is a courtesy: it never fails a point
+
+    def tick(self, *, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last_tick < self.every_s:
+            return
+        self._last_tick = now
+        done = self.counter.count()
+        if done == self._reported:
+            return
+        self._reported = done
+        measuring = (time.time_ns() - self.counter.first_start_ns) / 1e9 if self.counter.first_start_ns else None
+        self.out(f"progress: {progress_text(done, self.total, now - self.started, measuring)}", flush=True)
+        self._write(done)
+
+
 # -- one point ------------------------------------------------------------------------------------------------
 def run_point(args: argparse.Namespace) -> int:
     """Run the point `args` (checked by check_args) describes; return the step's exit code."""
@@ -135,8 +196,10 @@ def run_point(args: argparse.Namespace) -> int:
 
     started = time.monotonic()
     try:
+        progress = PointProgress(out / ARTIFACT_SUBDIR, args.requests, progress_file=os.environ.get("ARGO_PROGRESS_FILE"))
         exit_code, stopped_by = run_aiperf(command, log_path, timeout_s=args.timeout_s, grace_s=args.grace_s,
-                                           env=extra_env)
+                                           env=extra_env, on_tick=progress.tick)
+        progress.tick(force=True)
     finally:
         if hub_cache is not None:
             shutil.rmtree(hub_cache, ignore_errors=True)
@@ -165,8 +228,8 @@ def run_point(args: argparse.Namespace) -> int:
     return EXIT_BAD_POINT
 # -- AIPerf as a child, and the point folder --------------------------------------------------------------
 def run_aiperf(argv: list[str], log_path: Path, *, timeout_s: float | None, grace_s: float,
-               env: dict[str, str] | None = None) -> tuple[int, str | None]:
-    """Run AIPerf to the end; return (exit code, what stopped it early or None).
+               env: dict[str, str] | None = None, on_tick=None) -> tuple[int, str | None]:
+    """Run AIPerf to the end; return (exit code, what stopped it early or None). `on_tick()` runs every 0.2 s.
 
     SIGTERM/SIGINT to us, or the timeout, become one SIGINT to AIPerf (partial summary), then a
     SIGKILL to its whole process group if it is still there after grace_s.
@@ -183,7 +246,7 @@ def run_aiperf(argv: list[str], log_path: Path, *, timeout_s: float | None, grac
                 # Own session: a terminal Ctrl-C or a group kill aimed at us does not hit AIPerf
                 # directly; it gets exactly one SIGINT from us. It also lets us SIGKILL its workers.
                 proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        env=child_env(env), start_new_session=True)
+                                        env=child_env(env), start_new_session=True, preexec_fn=_die_with_parent)
             except OSError as exc:
                 log.write(f"could not start AIPerf: {exc}\n".encode())
                 return 127, None
@@ -195,6 +258,8 @@ def run_aiperf(argv: list[str], log_path: Path, *, timeout_s: float | None, grac
                 break
             except subprocess.TimeoutExpired:
                 pass
+            if on_tick is not None:
+                on_tick()
             now = time.monotonic()
             if stop["cause"] is None and deadline is not None and now >= deadline:
                 stop["cause"] = "timeout"
@@ -211,6 +276,21 @@ def run_aiperf(argv: list[str], log_path: Path, *, timeout_s: float | None, grac
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _die_with_parent() -> None:
+    """In AIPerf's child, before exec: SIGKILL it when this step's process dies (Linux PR_SET_PDEATHSIG).
+
+    AIPerf runs in its own session (above), so a SIGKILL to this step's process group does not reach it; if
+    this process is killed before it could stop AIPerf, AIPerf's main process (`aiperf system_controller`)
+    would run on with nobody to stop it. AIPerf arms the same guard in its own service processes against
+    their controller (aiperf/common/bootstrap.py, PR_SET_PDEATHSIG)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: the group kill below is all there is
 
 
 def _signal(pid: int, sig: signal.Signals, *, group: bool) -> None:

@@ -46,6 +46,10 @@ def run(a: argparse.Namespace) -> int:
     if res.s3_keys:
         prefix = res.s3_keys[0].split(res.run_id, 1)[0] + res.run_id
         print(f"published {len(res.s3_keys)} objects to the local S3 server under {prefix}/")
+    if res.store is not None:
+        store = shlex.quote(str(res.store))
+        print(f"store:    {res.store} (kept on disk; the local S3 server is gone)")
+        print(f"report:   infersweep report {res.run_id} --store {store}   (all runs: infersweep runs --store {store})")
     if res.phase != "Succeeded" or not any(k.endswith("/manifest.json") for k in res.s3_keys):
         # Nothing measured is lost: every point's files stay in the run folder, and a resumed run keeps
         # the good points (it does not measure them again) and publishes under its own prefix.

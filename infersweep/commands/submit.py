@@ -4,28 +4,12 @@ template (so the UI can resubmit and retry it), created through the Argo Server;
 from __future__ import annotations
 
 import argparse
-import time
 
 from infersweep.argo_client import server_from_args
 from infersweep.argo_server import add_server_flags
 from infersweep.cli_util import SET_HELP, parse_sets
 from infersweep.install_version import check_installed
-
-DONE = ("Succeeded", "Failed", "Error")
-
-
-def watch(server, name: str, poll_s: float = 5.0, out=print) -> str:
-    """Print each phase/progress change until the workflow ends; return its final phase."""
-    seen = None
-    while True:
-        st = server.get_workflow(name).get("status") or {}
-        now = (st.get("phase") or "Pending", st.get("progress"), st.get("message"))
-        if now != seen:
-            out(f"{name}: {now[0]}" + (f" {now[1]}" if now[1] else "") + (f" ({now[2]})" if now[2] else ""))
-            seen = now
-        if now[0] in DONE:
-            return now[0]
-        time.sleep(poll_s)
+from infersweep.commands.watch import watch  # noqa: F401 (re-exported: `submit --watch` prints through it)
 
 
 def run(a: argparse.Namespace) -> int:

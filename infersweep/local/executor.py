@@ -8,6 +8,7 @@ LocalArgo.stop), and the run's `argo get` status written whatever happens (`--re
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from infersweep.local.argo import LocalArgo, LocalCluster, Node
+from infersweep.local.progress_watch import ProgressWatcher
 from infersweep.paths import REPO_ROOT
 
 ARTIFACT_BUCKET = "infersweep-artifacts"
@@ -91,8 +93,12 @@ def execute(workflow: dict[str, Any], templates: list[dict[str, Any]], *, run_id
             prev[sig] = signal.signal(sig, handle)
         if on_started is not None:
             on_started(argo)
+        # The steps' own progress (a point's requests done, ETA) between the event lines, when the events are
+        # printed here; a caller with its own on_event has its own display.
+        watcher = ProgressWatcher(argo) if on_event is None else contextlib.nullcontext()
         try:
-            root = argo.run()
+            with watcher:
+                root = argo.run()
         finally:
             write_status(status_file, argo.status())
     finally:

@@ -25,6 +25,10 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 STATE_FILE = "processes.json"
 LOCK_FILE = ".processes.lock"
+# Set in the environment of every process a local "pod" starts (infersweep/local/argo/pod.py _run_pod). A child
+# that leaves the pod's process group (AIPerf starts itself in its own session, steps/aiperf_point.py) still
+# inherits it, so the pod's processes can be found and stopped together, as a container's are.
+POD_MARKER = "INFERSWEEP_LOCAL_POD"
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -168,6 +172,9 @@ class ProcessGroup:
         """Start `argv` in a new session, stdout+stderr appended to `log_path`, and record it."""
         log_path = Path(log_path)
         log_path.parent.mkdir(parents=True, exist_ok=True)
+        # What this starts is the deployment's (Dynamo frontend, workers), not the pod's that asked for it:
+        # it outlives the deploy step, as a DGD's pods do, and stop_all ends it, not the pod's end.
+        env = {k: v for k, v in env.items() if k != POD_MARKER}
         with open(log_path, "ab") as log:
             popen = subprocess.Popen(
                 list(argv),
@@ -242,6 +249,49 @@ def stop_all(state_dir: Path, grace_s: float = 5) -> list[dict]:
 def strip_ansi(text: str) -> str:
     """`text` without ANSI colour codes (engine logs colour their levels)."""
     return _ANSI.sub("", text)
+
+
+def pod_processes(marker: str) -> list[int]:
+    """Live pids whose environment holds POD_MARKER=marker (whatever session or group they moved to)."""
+    needle = f"{POD_MARKER}={marker}".encode()
+    pids = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = Path(f"/proc/{entry.name}/environ").read_bytes()
+        except OSError:  # gone, or not ours to read (then it is not ours to stop either)
+            continue
+        if needle in environ.split(b"\0"):
+            stat = _proc_stat(int(entry.name))
+            if stat and stat[0] != "Z":
+                pids.append(int(entry.name))
+    return pids
+
+
+def stop_pod_processes(marker: str, timeout_s: float = 5) -> list[int]:
+    """SIGKILL every process left of a local pod once its main process has ended; return their pids.
+
+    Kubernetes runs each container in its own PID namespace: when the container's main process ends, the
+    kernel SIGKILLs everything else in that namespace (pid_namespaces(7): "If the init process of a PID
+    namespace terminates, the kernel terminates all of the processes in the namespace via a SIGKILL
+    signal"). Local pods have no namespace; the inherited POD_MARKER finds the same set of processes,
+    including a child that started its own session (AIPerf's `aiperf system_controller` did, and outlived
+    a stopped local run)."""
+    if not Path("/proc/self/environ").exists():
+        return []
+    pids = pod_processes(marker)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + timeout_s
+    while pids and time.monotonic() < deadline:
+        for pid in pids:
+            _reap(pid)
+        if not pod_processes(marker):
+            break
+        time.sleep(0.05)
+    return pids
 
 
 def tail(path: Path | str, lines: int = 30) -> str:

@@ -47,6 +47,7 @@ class LocalRun:
     root: Node
     seconds: float
     message: str = ""
+    store: Path | None = None  # the on-disk results store the run was kept in (infersweep/local/disk_store.py)
 
 
 def local_profile() -> dict[str, Any]:
@@ -277,6 +278,10 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
         bundle.write(run_dir / rendered)
         workflow, templates, retry_status = bundle.workflow, bundle.templates, None
     if gpu is None:
+        if prev_docs is None:  # retry/resubmit rerun an earlier run's documents: it said so then
+            from infersweep.local.scale_note import scale_note
+
+            print("\n".join(scale_note(r, prof, workload, points, prof["max_workers_per_component"])), flush=True)
         build_toy_model(model_dir)
 
     pythons = {settings.images.steps: sys.executable, settings.images.aiperf: venv_python("aiperf")}
@@ -312,6 +317,10 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
             keys = [o["Key"] for o in s3c.list_objects_v2(Bucket=settings.s3.bucket, Prefix=prefix).get("Contents", [])]
         except Exception:  # S3 went away during the run: the results are on disk, the CLI says how to publish
             keys = []
+        # The S3 server is about to go: what the run published stays readable as a store folder on disk.
+        from infersweep.local.disk_store import STORE_DIR, keep_run
+        store = keep_run(s3c, settings.s3.bucket, settings.s3.prefix, r.name, run_id, run_dir.parent / STORE_DIR) \
+            if keys else None
     finally:
         if gpu is not None and sampler is not None:
             sampler.stop()
@@ -333,4 +342,4 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
     # The workflow's verdict (operator.go operate: the entry node's phase, made Failed by a failed exit handler)
     # A stopped run says what stopped it (Ctrl-C, SIGTERM, the deadline), then the workflow's own message.
     message = "; ".join(m for m in (argo.stop_reason, argo.message) if m)
-    return LocalRun(run_id, run_dir, argo.phase, link, keys, root, time.monotonic() - t_start, message)
+    return LocalRun(run_id, run_dir, argo.phase, link, keys, root, time.monotonic() - t_start, message, store)

@@ -15,10 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from infersweep.local import procs
 from infersweep.local.argo import pvc as argo_pvc
 from infersweep.local.argo.errors import WorkflowError
 from infersweep.local.argo.nodes import Node
 from infersweep.local.argo.templates import _CHECKED_PREFIXES, VAR_RE, _str, _substitute, parse_duration
+
+
+TERMINATION_GRACE_S = 30  # Kubernetes' default terminationGracePeriodSeconds
 
 
 @dataclass
@@ -125,7 +129,10 @@ class PodExecution:
 
             def hard_kill(proc=p):
                 try:
-                    proc.wait(timeout=10)
+                    # The kubelet's SIGKILL comes terminationGracePeriodSeconds after the SIGTERM (default 30 s,
+                    # k8s.io/api core/v1 DefaultTerminationGracePeriodSeconds); the AIPerf point's own grace
+                    # (aiperf/point_run.py DEFAULT_GRACE_S, 20 s) fits inside it, so its partial summary is kept.
+                    proc.wait(timeout=TERMINATION_GRACE_S)
                 except subprocess.TimeoutExpired:
                     try:
                         os.killpg(proc.pid, signal.SIGKILL)
@@ -276,6 +283,12 @@ class PodExecution:
                  mounts: dict[str, Path], root: Path, inits: list | None = None) -> None:
         log_path = root / "main.log"
         n.log = log_path
+        # Every process of this pod carries the marker, so none outlives it (procs.stop_pod_processes). The
+        # progress file is where Argo's executor reads a step's self-reported "N/M" (workflowpod.go sets
+        # ARGO_PROGRESS_FILE; executor.go monitorProgress reads its last line); here it is the node's folder.
+        marker = f"{self.uid}/{n.id}"
+        env = {**env, procs.POD_MARKER: marker, "ARGO_PROGRESS_FILE": str(root / "progress")}
+        inits = [(ic_name, ic_argv, {**ic_env, procs.POD_MARKER: marker}) for ic_name, ic_argv, ic_env in inits or []]
         try:
             try:
                 log = open(log_path, "ab", buffering=0)
@@ -298,6 +311,7 @@ class PodExecution:
                     if pod.killed:
                         self._kill(pod)
                     ic_rc = pod.proc.wait()
+                    procs.stop_pod_processes(marker)
                     if ic_rc != 0 or pod.killed:
                         # operator.go inferFailedReason: a failed init container names itself in the message;
                         # the main container never starts, so no outputs are saved.
@@ -314,6 +328,7 @@ class PodExecution:
                 if pod.killed:
                     self._kill(pod)
                 rc = pod.proc.wait()
+                procs.stop_pod_processes(marker)  # the container's end: nothing it started is left
             pod.result = self._pod_result(n, tmpl, rc, mounts, root)
         except Exception as e:  # never leave the controller waiting on a dead thread
             pod.result = ("Error", f"local executor: {e}", {}, None)

@@ -1,0 +1,54 @@
+"""The local results store on disk: what a local run published into its (in-memory, throw-away) S3 server,
+kept as files in a RunStore folder after the server is gone.
+
+    runs/store/<recipe>/<run-id>/...            the run, as under s3://<bucket>/<prefix>/ (results.publish)
+    runs/store/_index/<recipe>/<run-id>.json    its index entry (results.index)
+
+The folder has the layout RunStore reads (infersweep/results/store.py _DirBackend: keys relative to the
+folder), so `infersweep runs --store runs/store`, `report RUN --store runs/store`, `compare`, `regress` and
+`baseline promote` work on it after the run. Files go in the order publish writes them: every object, then
+manifest.json, then the index entry, so a copy cut short is never listed as complete.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from infersweep.results import index as ix
+from infersweep.results.manifest import MANIFEST_NAME
+from infersweep.results.store import RunStore
+
+STORE_DIR = "store"
+
+
+def _order(key: str) -> int:
+    if f"/{ix.INDEX_DIR}/" in f"/{key}":
+        return 2
+    return 1 if key.endswith("/" + MANIFEST_NAME) else 0
+
+
+def keep_on_disk(s3: Any, bucket: str, prefix: str, recipe: str, run_id: str, store_dir: Path) -> int:
+    """Copy the run's objects and its index entry from s3://bucket/prefix/ into store_dir; return how many."""
+    base = prefix.strip("/")
+    wanted = [ix.run_prefix(base, recipe, run_id) + "/", ix.entry_key(base, recipe, run_id)]
+    keys: list[str] = []
+    for want in wanted:
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=want):
+            keys.extend(o["Key"] for o in page.get("Contents", []))
+    store = RunStore(store_dir)
+    for key in sorted(keys, key=_order):
+        rel = key[len(base) + 1:] if base else key
+        store.backend.put(rel, s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+    return len(keys)
+
+
+def keep_run(s3: Any, bucket: str, prefix: str, recipe: str, run_id: str, store_dir: Path) -> Path | None:
+    """keep_on_disk, never failing the run: a full disk is said on stderr (the run folder has the results)."""
+    try:
+        return store_dir if keep_on_disk(s3, bucket, prefix, recipe, run_id, store_dir) else None
+    except Exception as e:  # noqa: BLE001 (S3 gone, disk full: the run's verdict stands, its folder is there)
+        print(f"infersweep: the results store {store_dir} was not updated ({type(e).__name__}: {e}); "
+              f"the run's results are in its folder", file=sys.stderr)
+        return None

@@ -1,0 +1,39 @@
+"""What local mode changed in the recipe, said before the run: a laptop run is a scaled-down copy of the
+cluster recipe (params/local.yaml), and its numbers mean that copy, not the recipe as written."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infersweep.recipe import ResolvedRecipe
+
+
+def _levels(values: list[Any]) -> str:
+    return "[" + ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in values) + "]"
+
+
+def scale_note(r: ResolvedRecipe, prof: dict[str, Any], workload: dict[str, Any], points: list[dict[str, Any]],
+               max_workers: int) -> list[str]:
+    """Lines that compare the recipe's sweep, lengths and workers with what this run measures."""
+    w = r.recipe.workload
+    lines = [f"local mode runs a scaled-down copy of {r.name} (params/local.yaml); on a cluster it runs as written:"]
+
+    def row(what: str, cluster: str, here: str) -> None:
+        lines.append(f"  {what:<12} {cluster:<32} -> {here}" + ("" if cluster != here else "  (unchanged)"))
+
+    if w.request_rate:
+        row("request rate", _levels(sorted(w.request_rate)), _levels([p["request_rate"] for p in points]))
+        row("cap", str(w.concurrency[0]), str(points[0]["concurrency"]) if points else "-")
+    else:
+        row("concurrency", _levels(w.concurrency), _levels([p["concurrency"] for p in points]))
+    row("requests", _levels([p["requests"] for p in w.points()]), _levels([p["requests"] for p in points]))
+    if workload.get("trace"):
+        row("workload", "trace", f"trace {workload['trace']} (replayed as is)")
+    elif w.isl and w.osl:
+        row("isl / osl", f"{w.isl} / {w.osl}", f"{workload.get('isl', '?')} / {workload.get('osl', '?')}")
+    for role, spec in r.recipe.topology.roles().items():
+        here = min(spec.replicas * spec.nodes, max_workers)
+        row(f"{role}", f"{spec.replicas} x {spec.gpus_per_replica} GPU", f"{here} mocker worker{'s' * (here != 1)}")
+    if "turn_delay_ms" in workload:
+        lines.append(f"  think time between turns capped at {prof.get('max_turn_delay_ms')} ms")
+    return lines
