@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from hera.workflows import Container, Steps, Workflow
 
-from infersweep.local import argo as local_argo
+from infersweep.local.argo import pod as local_argo_pod
 from infersweep.local.executor import execute
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "aiperf" / "0.13.0" / "dynamo-mocker-c4"
@@ -79,7 +79,7 @@ def test_ctrl_c_stops_aiperf_and_its_children_and_the_point_reports_progress(tmp
     fake.chmod(0o755)
     # The kubelet's grace (30 s) shortened so the test does not wait for it; the point's own (--grace-s 60)
     # is then longer than it, as when AIPerf is slow to stop: the step is SIGKILLed with AIPerf still there.
-    monkeypatch.setattr(local_argo, "TERMINATION_GRACE_S", 1)
+    monkeypatch.setattr(local_argo_pod, "TERMINATION_GRACE_S", 1)
     lines: list[str] = []
 
     def ctrl_c_when_measuring():

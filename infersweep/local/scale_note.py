@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from infersweep.aiperf.point import Point
 from infersweep.recipe import ResolvedRecipe
 
 
@@ -12,7 +13,7 @@ def _levels(values: list[Any]) -> str:
     return "[" + ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in values) + "]"
 
 
-def scale_note(r: ResolvedRecipe, prof: dict[str, Any], workload: dict[str, Any], points: list[dict[str, Any]],
+def scale_note(r: ResolvedRecipe, prof: dict[str, Any], workload: dict[str, Any], points: list[Point],
                max_workers: int) -> list[str]:
     """Lines that compare the recipe's sweep, lengths and workers with what this run measures."""
     w = r.recipe.workload
@@ -22,11 +23,11 @@ def scale_note(r: ResolvedRecipe, prof: dict[str, Any], workload: dict[str, Any]
         lines.append(f"  {what:<12} {cluster:<32} -> {here}" + ("" if cluster != here else "  (unchanged)"))
 
     if w.request_rate:
-        row("request rate", _levels(sorted(w.request_rate)), _levels([p["request_rate"] for p in points]))
-        row("cap", str(w.concurrency[0]), str(points[0]["concurrency"]) if points else "-")
+        row("request rate", _levels(sorted(w.request_rate)), _levels([p.request_rate for p in points]))
+        row("cap", str(w.concurrency[0]), str(points[0].concurrency) if points else "-")
     else:
-        row("concurrency", _levels(w.concurrency), _levels([p["concurrency"] for p in points]))
-    row("requests", _levels([p["requests"] for p in w.points()]), _levels([p["requests"] for p in points]))
+        row("concurrency", _levels(w.concurrency), _levels([p.concurrency for p in points]))
+    row("requests", _levels([p.requests for p in w.points()]), _levels([p.requests for p in points]))
     if workload.get("trace"):
         row("workload", "trace", f"trace {workload['trace']} (replayed as is)")
     elif w.isl and w.osl:
