@@ -1,7 +1,7 @@
 """Run one AIPerf benchmark point and leave an honest OUT/result.json behind.
 
 The work (AIPerf as a child, SIGTERM -> SIGINT -> SIGKILL, earlier attempts set aside, result.json) is
-infersweep.aiperf_point_run.run_point; the options are workflows/step_declarations.py AIPERF_POINT. Runs
+infersweep.aiperf_point_run.run_point; the options are infersweep/step_declarations.py AIPERF_POINT. Runs
 inside the AIPerf image: standard library only (images/aiperf.Dockerfile copies what it imports).
 
     python -m steps.aiperf_point --url URL --model NAME --tokenizer DIR --concurrency N \
@@ -17,7 +17,7 @@ import argparse
 import sys
 
 from infersweep.aiperf_point_run import ARG_TYPES, check_args, run_point
-from workflows.step_declarations import AIPERF_POINT
+from infersweep.step_declarations import AIPERF_POINT
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -11,7 +11,7 @@ import json
 import sys
 
 from infersweep.aiperf_contract import read_point
-from workflows.step_declarations import AIPERF_RESULTS
+from infersweep.step_declarations import AIPERF_RESULTS
 
 
 def main(argv: list[str] | None = None) -> int:

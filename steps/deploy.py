@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from infersweep.platform.operations import deploy
 from infersweep.platform.protocol import NotServing
-from workflows.step_declarations import DEPLOY
+from infersweep.step_declarations import DEPLOY
 from steps import transient
 
 

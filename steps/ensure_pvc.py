@@ -7,7 +7,7 @@ from __future__ import annotations
 
 
 from infersweep.platform.operations import ensure_pvc
-from workflows.step_declarations import ENSURE_PVC
+from infersweep.step_declarations import ENSURE_PVC
 from steps import transient
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from infersweep.model_cache import ModelNotCached, cache_models
 from steps import transient
-from workflows.step_declarations import MODEL_CACHE_STEP
+from infersweep.step_declarations import MODEL_CACHE_STEP
 
 
 def main(argv: list[str] | None = None) -> int:

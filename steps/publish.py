@@ -12,7 +12,7 @@ import sys
 
 from infersweep.results.publish import publish_run
 from steps import transient
-from workflows.step_declarations import PUBLISH
+from infersweep.step_declarations import PUBLISH
 
 
 def _transient_exit(exc: BaseException) -> int | None:

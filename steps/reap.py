@@ -8,7 +8,7 @@ from __future__ import annotations
 
 
 from infersweep.platform.reaper import reap_namespace
-from workflows.step_declarations import REAP
+from infersweep.step_declarations import REAP
 from steps import transient
 
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from infersweep.results.baseline import check_against_baseline
-from workflows.step_declarations import REGRESSION_CHECK
+from infersweep.step_declarations import REGRESSION_CHECK
 
 
 def main(argv: list[str] | None = None) -> int:

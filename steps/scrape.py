@@ -16,7 +16,7 @@ from pathlib import Path
 
 from infersweep.paths import params_dir
 from infersweep.results.server_metrics import MissingSeries, ScopeError, scrape_run_metrics
-from workflows.step_declarations import SCRAPE
+from infersweep.step_declarations import SCRAPE
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,7 @@ from typing import Any
 
 from infersweep.results.context import parse_context_arg
 from infersweep.results.summarize import markdown_table, summarize
-from workflows.step_declarations import SUMMARIZE
+from infersweep.step_declarations import SUMMARIZE
 
 
 # An experiment treatment's recipe, for the prediction beside each row. Here, not in results/: experiment/

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 from infersweep.platform.operations import teardown
-from workflows.step_declarations import TEARDOWN
+from infersweep.step_declarations import TEARDOWN
 from steps import transient
 
 

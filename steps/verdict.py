@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from infersweep.results.verdict import verdict
-from workflows.step_declarations import VERDICT
+from infersweep.step_declarations import VERDICT
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 
 from infersweep.platform.operations import wait_ready
-from workflows.step_declarations import WAIT_READY
+from infersweep.step_declarations import WAIT_READY
 from steps import transient
 
 

@@ -10,7 +10,7 @@ from infersweep.experiment.order import order_findings
 from infersweep.experiment.plan import make_plan
 from infersweep.experiment.restart import RestartClass, dgd_class
 from infersweep.experiment.spec import load_experiment
-from workflows.dgd import render_dgd
+from infersweep.dgd.render import render_dgd
 
 
 def test_a_balanced_order_runs_abba_with_resets_where_workers_are_kept():

@@ -150,7 +150,7 @@ def test_every_treatment_is_summarized_with_the_commit_its_model_cache_resolved(
     # (workflow/common/util.go ProcessArgs). Argo resolves {{tasks.X.outputs...}} only for X an ancestor
     # of the task (workflow/validate/validate.go validateDAG: the scope holds the task's ancestry).
     from infersweep.results.context import parse_context_arg
-    from workflows.step_declarations import MODEL_CACHE_STEP
+    from infersweep.step_declarations import MODEL_CACHE_STEP
 
     assert "commit" in {o.output for o in MODEL_CACHE_STEP.options}
     ts = tasks(render(path.stem))
@@ -172,7 +172,7 @@ def test_every_treatment_is_summarized_with_the_commit_its_model_cache_resolved(
 def test_every_treatment_of_a_study_renders_the_same_rollout_choice(path):
     """The rollout annotations (workflows/dgd.rollout_annotations) sit in the pod template the operator's worker
     hash covers: if two treatments differed in them, a scale-in-place between them would roll every worker."""
-    from workflows.dgd import ROLLING_MAX_SURGE, ROLLING_MAX_UNAVAILABLE
+    from infersweep.dgd.render import ROLLING_MAX_SURGE, ROLLING_MAX_UNAVAILABLE
 
     keys = (ROLLING_MAX_SURGE, ROLLING_MAX_UNAVAILABLE)
     seen = set()

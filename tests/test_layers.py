@@ -52,11 +52,11 @@ def copy_code(dst: Path) -> Path:
 
 def test_an_upward_import_breaks_a_contract(tmp_path):
     root = copy_code(tmp_path)
-    workflow_dgd = root / "workflows" / "dgd.py"
+    workflow_dgd = root / "workflows" / "pipeline.py"
     workflow_dgd.write_text(workflow_dgd.read_text() + "\n\ndef _late():\n    import steps.publish  # noqa\n")
     res = lint(root)
     assert res.returncode == 1
-    assert "steps/ is the end of the line" in res.stdout and "workflows.dgd -> steps.publish" in res.stdout
+    assert "steps/ is the end of the line" in res.stdout and "workflows.pipeline -> steps.publish" in res.stdout
 
 
 def test_the_dgd_adapters_importing_local_mode_breaks_a_contract(tmp_path):

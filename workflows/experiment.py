@@ -35,9 +35,9 @@ from infersweep.experiment.plan import Plan
 from infersweep.experiment.restart import RestartClass
 from infersweep.recipe import RecipeError, ResolvedRecipe
 from infersweep.recipe_context import recipe_context
+from infersweep.dgd import deployable_dgd, pool_is_exact
 from workflows.gpu_guard import recipes_synchronization
-from workflows.pipeline import points_json, spare_gpus
-from workflows.dgd import default_surge_gpus, render_dgd
+from workflows.pipeline import points_json
 from workflows.steps_library import RUN_DIR, WORKDIR, step_task
 
 TREATMENTS_DIR = f"{WORKDIR}/treatments"
@@ -160,7 +160,7 @@ def experiment_workflow(plan: Plan, settings: ClusterSettings, *, namespace: str
             # between two treatments would itself roll the workers (infersweep.experiment.restart).
             treatments = [s.treatment.recipe for s in plan.steps]
             largest = max(treatments, key=lambda t: t.gpu_capacity)
-            exact = any(default_surge_gpus(t) > spare_gpus(t, settings, largest) for t in treatments)
+            exact = pool_is_exact(treatments, settings)
             for i, (s, dgd_name) in enumerate(zip(plan.steps, names)):
                 r: ResolvedRecipe = s.treatment.recipe
                 t = f"t{i}"
@@ -174,8 +174,11 @@ def experiment_workflow(plan: Plan, settings: ClusterSettings, *, namespace: str
                               arguments={"dgd-name": names[i - 1], "api-version": dgd_api})
                     start_after = [f"{t}-teardown"]
                 Task(name=f"{t}-mark-start", template="mark-start", depends=" && ".join(start_after))
-                dgd = render_dgd(r, api_version=dgd_api, name=dgd_name, pvc=settings.model_cache.pvc,
-                                 hf_secret=settings.hf_token_secret, spare_gpus=0 if exact else None)
+                # The same DGD a recipe run applies (infersweep.dgd.deployable_dgd), scheduling step included:
+                # under Kueue/KAI/Volcano its pods carry the queue's labels, under the Argo guard the DGD the
+                # lane labels of the admission the experiment holds (its largest treatment's).
+                dgd = deployable_dgd(r, settings, api_version=dgd_api, name=dgd_name, held_for=largest,
+                                     exact_pool=exact)
                 if s.reset:  # empty the kept workers' KV caches first (infersweep.experiment.kv_reset)
                     dgd = mark_reset(dgd, str(i))
                 step_task("deploy", name=f"{t}-deploy", depends=_any(f"{t}-mark-start"),

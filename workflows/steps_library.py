@@ -1,7 +1,7 @@
 """One reusable WorkflowTemplate per pipeline step, built with Hera from the step's declaration.
 
 Each step is a container running `python -m steps.<module>` from the step image (or the AIPerf image for
-benchmark points), declared once in workflows/step_declarations.py: its inputs, container args and outputs
+benchmark points), declared once in infersweep/step_declarations.py: its inputs, container args and outputs
 follow from that declaration, as does the step's own argparse parser. A pipeline composes the templates
 through `step_task` (a `templateRef` whose arguments are checked against the step's inputs), so an
 operator installs them once and every recipe reuses them.
@@ -29,7 +29,7 @@ from hera.workflows import models as m
 if TYPE_CHECKING:  # annotations only: the settings are loaded where needed
     from infersweep.cluster_settings import ClusterSettings, StepSettings
 
-from workflows.step_declarations import (DECLARED, DEPLOY, DEPLOYED_DGD, IMAGES_RAN, MODEL_CACHE, MODEL_COMMIT,  # noqa: F401
+from infersweep.step_declarations import (DECLARED, DEPLOY, DEPLOYED_DGD, IMAGES_RAN, MODEL_CACHE, MODEL_COMMIT,  # noqa: F401
                                          NOT_SERVING, READY_FILE, RUN_DIR, WORKDIR)
 from infersweep.step_interface import OUT, WORKFLOW_NAMESPACE, Step, input_ref  # noqa: F401
 
@@ -46,7 +46,7 @@ class Images:
     aiperf: str
 
 
-# The steps with a WorkflowTemplate of their own, in install order (declared in workflows/step_declarations.py).
+# The steps with a WorkflowTemplate of their own, in install order (declared in infersweep/step_declarations.py).
 STEPS: list[Step] = [s for s in DECLARED if s.template]
 STEP_BY_NAME = {s.name: s for s in STEPS}
 SECRETS = {"hf-token": "hf-token-secret", "s3": "infersweep-s3"}
@@ -63,7 +63,7 @@ def _mounts(step: Step) -> list[m.VolumeMount]:
 
 def step_settings(settings: ClusterSettings | None = None) -> StepSettings:
     """params/cluster.yaml `steps`: security identity, resources, deadlines and retries of step pods (a step
-    without a deadline there gets its declaration's, workflows/step_declarations.py)."""
+    without a deadline there gets its declaration's, infersweep/step_declarations.py)."""
     if settings is None:
         from infersweep.cluster_settings import load_cluster_settings
 

@@ -148,7 +148,7 @@ def run_experiment_local(ref: str | Path | None, *, out_root: Path = Path("runs"
     treatment_args, ready_timeout_s, gpu = _scaled(prof), 120, None
     if workers == "gpu":
         from infersweep.local.gpu_run import check_fits, gpu_workers, model_folder
-        from workflows.dgd import render_dgd
+        from infersweep.dgd import deployable_dgd
 
         models = {s.treatment.recipe.model.id for s in plan.steps}
         if len(models) > 1:
@@ -156,7 +156,7 @@ def run_experiment_local(ref: str | Path | None, *, out_root: Path = Path("runs"
                               "a local GPU experiment serves one model folder: give every treatment the same model")
         gpu = gpu_workers(gpu_python, weights, engine_cache, cache_root)
         model_dir = model_folder(models.pop(), weights, cache_root)
-        used = {s.treatment.name: check_fits(render_dgd(s.treatment.recipe, name="fit"), list(gpu.gpus), python=gpu.python,
+        used = {s.treatment.name: check_fits(deployable_dgd(s.treatment.recipe, settings, name="fit"), list(gpu.gpus), python=gpu.python,
                                              model_dir=model_dir, weights=weights) for s in plan.steps}
 
         def treatment_args(r: ResolvedRecipe) -> dict[str, str]:
