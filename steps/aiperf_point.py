@@ -14,10 +14,10 @@ Exit 0 for ok/partial, 2 for cancelled/failed (the reason goes to stderr).
 from __future__ import annotations
 
 import argparse
-import sys
 
 from infersweep.aiperf_point_run import ARG_TYPES, check_args, run_point
 from infersweep.step_declarations import AIPERF_POINT
+from steps.runner import main_of
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -30,4 +30,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main_of(main, AIPERF_POINT)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from infersweep.results.baseline import check_against_baseline
 from infersweep.step_declarations import REGRESSION_CHECK
+from steps.runner import main_of
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,4 +26,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main_of(main, REGRESSION_CHECK)

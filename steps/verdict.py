@@ -18,6 +18,7 @@ from pathlib import Path
 
 from infersweep.results.verdict import verdict
 from infersweep.step_declarations import VERDICT
+from steps.runner import main_of
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,4 +35,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main_of(main, VERDICT)

@@ -47,10 +47,10 @@ def test_the_experiment_workflow_marks_reset_treatments_and_states_their_cache()
     import yaml
 
     from infersweep.cluster_settings import load_cluster_settings
-    from workflows.experiment import experiment_workflow
+    from workflows.experiment import experiment_template
 
     plan = make_plan(load_experiment("gpu-kv-vs-rr"))
-    wf = experiment_workflow(plan, load_cluster_settings(), namespace="ns").to_dict()
+    wf = experiment_template(plan, load_cluster_settings()).to_dict()
     tasks = {t["name"]: t for tpl in wf["spec"]["templates"] if tpl.get("dag") for t in tpl["dag"]["tasks"]}
 
     def arg(task, name):

@@ -28,6 +28,16 @@ def engines() -> list[str]:
     return sorted(p.stem for p in (params_dir() / "engines").glob("*.yaml"))
 
 
+def experiment_templates(settings: ClusterSettings) -> list[dict[str, Any]]:
+    """The WorkflowTemplate of every experiment in params/experiments/: under templateReferencing Strict an
+    experiment's Workflow only references its template (workflows/experiment.py), so the operator installs it."""
+    from infersweep.experiment.plan import make_plan
+    from infersweep.experiment.spec import all_experiment_paths, load_experiment
+    from workflows.experiment import experiment_template
+
+    return [experiment_template(make_plan(load_experiment(p)), settings).to_dict() for p in all_experiment_paths()]
+
+
 def install_set(settings: ClusterSettings) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(Argo objects for the Argo Server, manifests for kubectl), each validated."""
     from infersweep.recipe import all_recipe_paths, load_recipe
@@ -41,6 +51,7 @@ def install_set(settings: ClusterSettings) -> tuple[list[dict[str, Any]], list[d
     argo += [pipeline_template(e, t, settings).to_dict() for e in engines() for t in TOPOLOGIES]
     argo += nightly_crons(settings, load_recipe)
     argo += [reaper_template(settings), reaper_cron(settings)]
+    argo += experiment_templates(settings)
     catalog = [load_recipe(p) for p in all_recipe_paths()]
     kube = kubectl_manifests(settings, catalog)
     for doc in argo + kube:

@@ -166,17 +166,20 @@ def run_experiment_local(ref: str | Path | None, *, out_root: Path = Path("runs"
                     "gpu-count": str(max(used.values()))}
         ready_timeout_s = 1800
 
-    from workflows.experiment import experiment_workflow
+    from workflows.experiment import experiment_template, experiment_workflow
 
-    workflow = experiment_workflow(plan, settings, namespace="local", dgd_api=dgd_api,
-                                   model_source=f"file://{model_dir}", ready_timeout_s=ready_timeout_s,
-                                   treatment_args=treatment_args).to_dict()
+    # The experiment's template, scaled down here, and the Workflow that only references it: the two documents
+    # a cluster gets (workflows/experiment.py), each strict.
+    template = experiment_template(plan, settings, dgd_api=dgd_api, model_source=f"file://{model_dir}",
+                                   ready_timeout_s=ready_timeout_s, treatment_args=treatment_args).to_dict()
+    workflow = experiment_workflow(plan, settings, namespace="local").to_dict()
     workflow["metadata"].pop("generateName", None)
     workflow["metadata"]["name"] = run_id
-    validate_document(workflow)  # the document a cluster would get, strict
+    validate_document(template)
+    validate_document(workflow)
     # Every step template is engine-independent; the pipeline template that comes with them is unused here.
     first = plan.steps[0].treatment.recipe
-    templates = library_templates(settings, first.recipe.engine, first.recipe.topology.mode)
+    templates = library_templates(settings, first.recipe.engine, first.recipe.topology.mode) + [template]
     (run_dir / rendered / "templates").mkdir(parents=True, exist_ok=True)
     (run_dir / rendered / "workflow.yaml").write_text(yaml.safe_dump(workflow, sort_keys=False, width=120))
     for t in templates:
