@@ -51,13 +51,10 @@ def run(main: Callable[[], int], step: Any, labels: Mapping[type, str] | None = 
         label = next((n for kind, n in (labels or {}).items() if isinstance(e, kind)), name)
         # The project's own errors say what happened and how to fix it: their message alone. Anything else
         # (a library's error, a bug) also names its type.
+        # The kind goes first: a message's last line may be a command to copy (publish's resume command).
         own = type(e).__module__.split(".")[0] == "infersweep"
-        text = f"{e}" if own else f"{type(e).__name__}: {e}"
-        if code == TRANSIENT_EXIT:
-            text += " [transient: Argo retries it]"
-        elif not own:
-            text += " [not transient]"
-        print(f"{label}: {text}", file=sys.stderr)
+        kind = " (transient: Argo retries it)" if code == TRANSIENT_EXIT else "" if own else " (not transient)"
+        print(f"{label}{kind}: {e if own else f'{type(e).__name__}: {e}'}", file=sys.stderr)
         return code
 
 

@@ -121,6 +121,6 @@ def test_a_failed_download_exits_75_only_when_a_rerun_can_fix_it(tmp_path, monke
     assert capsys.readouterr().err == f"model-cache: org/m@r1: model source {missing} is not a folder\n"
     assert not out.exists()
     assert step(args + ["--draft-model", "org/draft"]) == TRANSIENT_EXIT
-    assert capsys.readouterr().err == "model-cache: org/m@r1: connection reset by peer [transient: Argo retries it]\n"
+    assert capsys.readouterr().err == "model-cache (transient: Argo retries it): org/m@r1: connection reset by peer\n"
     assert not out.exists()
     assert step(args) == 0 and (out / "commit").read_text() == "c0ffee"
