@@ -51,3 +51,24 @@ def test_under_the_argo_guard_every_experiment_dgd_names_the_lanes_the_experimen
     lanes = [{k: v for k, v in d["metadata"]["labels"].items() if k.startswith(LANE_LABEL_PREFIX)}
              for d in deployed("qwen3-32b-tp1-vs-tp2", settings)]
     assert lanes and lanes[0] and all(x == lanes[0] for x in lanes)
+
+
+def test_under_kueue_a_change_of_pod_count_restarts_the_workers(tmp_path):
+    """The restart class is judged on the DGD as applied (infersweep.dgd.deployable_dgd). Under Kueue every pod
+    template carries the pod group's total count (kueue.x-k8s.io/pod-group-total-count); the operator's worker
+    hash covers the pod template (ai-dynamo/dynamo deploy/operator ComputeDGDWorkersSpecHash excludes only
+    replicas, scalingAdapter, modelRef, eppConfig, topologyConstraint), so dropping two prefill workers, a scale in
+    place under the Argo guard, rolls every worker under Kueue. (6P2D -> 4P4D keeps 9 pods: a scale either way.)"""
+    from infersweep.experiment.restart import RestartClass, classify
+
+    spec = tmp_path / "more-decode.yaml"
+    spec.write_text("name: more-decode\ndescription: 4P4D vs 2P4D\nbase: qwen3-32b-fp8-vllm-disagg-4p4d\n"
+                    "factors:\n  decode:\n    d4: {}\n    p2: {topology: {prefill: {replicas: 2}, decode: {replicas: 4}}, gpu: {count: 12}}\n"
+                    "question: {metrics: [ttft_ms_avg], concurrency: [8]}\nbaseline: d4\n")
+    e = load_experiment(spec)
+    r = {t.name: t.recipe for t in e.treatments}
+    argo, kueue = load_cluster_settings(), load_cluster_settings().changed(gpu_guard={"scheduler": "kueue"})
+    assert classify(r["d4"], r["p2"], argo).cls is RestartClass.SCALE
+    assert classify(r["d4"], r["p2"], kueue).cls is RestartClass.WORKER
+    mooncake = {t.name: t.recipe for t in load_experiment("qwen3-32b-mooncake").treatments}
+    assert classify(mooncake["6p2d"], mooncake["4p4d"], kueue).cls is RestartClass.SCALE
