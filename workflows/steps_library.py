@@ -1,4 +1,5 @@
-"""One reusable WorkflowTemplate per pipeline step, built with Hera from the step's declaration.
+"""One reusable WorkflowTemplate per step (the pipeline's and the experiment's), built with Hera from the step's
+declaration.
 
 Each step is a container running `python -m steps.<module>` from the step image (or the AIPerf image for
 benchmark points), declared once in infersweep/step_declarations.py: its inputs, container args and outputs
@@ -14,7 +15,8 @@ Every step template carries what a cluster enforces (values in params/cluster.ya
   * resources (requests = limits for memory; AIPerf sized from the point's concurrency, see
     `aiperf_resources`), and activeDeadlineSeconds per step, so a hung step ends on its own.
   * retries by exit code on transient steps only: `retryPolicy: Always` with `expression` on exit code 75
-    or an Error (steps/transient.py explains the Argo rule; OnError never retries a non-zero exit).
+    or an Error (steps/transient.py explains the Argo rule; OnError never retries a non-zero exit); every
+    step exits through the one runner, steps/runner.py, which alone maps its errors to exit codes.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ if TYPE_CHECKING:  # annotations only: the settings are loaded where needed
     from infersweep.cluster_settings import ClusterSettings, StepSettings
 
 from infersweep.step_declarations import (DECLARED, DEPLOY, DEPLOYED_DGD, IMAGES_RAN, MODEL_CACHE, MODEL_COMMIT,  # noqa: F401
-                                         NOT_SERVING, READY_FILE, RUN_DIR, WORKDIR)
+                                          NOT_SERVING, READY_FILE, RUN_DIR, WORKDIR)
 from infersweep.step_interface import OUT, WORKFLOW_NAMESPACE, Step, input_ref  # noqa: F401
 
 STEP_PREFIX = "infersweep-"
