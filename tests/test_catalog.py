@@ -12,7 +12,7 @@ import pytest
 from infersweep.recipe import all_recipe_paths, find_recipe, load_recipe
 from infersweep.schemas import validate_dgd
 from tests.conftest import has_shared, needs_shared, shared_dir
-from workflows.dgd import render_dgd
+from infersweep.dgd.render import render_dgd
 
 # Cluster report row (name | engine) -> our recipe. Two rows share a name, so the engine is part of the key.
 CLUSTER_ROWS = {

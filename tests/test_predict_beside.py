@@ -93,7 +93,7 @@ def test_measured_rows_carry_the_cached_prediction_and_the_report_sets_them_side
 def test_an_experiment_treatments_run_is_summarized_with_its_treatments_recipe(tmp_path, aiperf_ref, monkeypatch):
     """The context the experiment workflow hands its summarize task (workflows/experiment.py) is accepted, and
     the treatment's recipe (not in the catalog: an experiment builds it) is found for the physics check."""
-    from workflows.experiment import experiment_workflow
+    from workflows.experiment import experiment_template
 
     from infersweep.experiment.plan import make_plan
     from infersweep.experiment.spec import load_experiment
@@ -102,7 +102,7 @@ def test_an_experiment_treatments_run_is_summarized_with_its_treatments_recipe(t
     from infersweep.predict.source import SIMULATED_DEPLOYMENTS_ENV
 
     monkeypatch.delenv(SIMULATED_DEPLOYMENTS_ENV, raising=False)  # a cluster run: measured
-    doc = experiment_workflow(make_plan(load_experiment("qwen3-32b-tp1-vs-tp2")), load_cluster_settings()).to_dict()
+    doc = experiment_template(make_plan(load_experiment("qwen3-32b-tp1-vs-tp2")), load_cluster_settings()).to_dict()
     contexts = [p["value"] for tpl in doc["spec"]["templates"] for t in (tpl.get("dag") or {}).get("tasks", [])
                 if t["name"].endswith("-summarize") for p in t["arguments"]["parameters"] if p["name"] == "context"]
     context = next(c for c in contexts if json.loads(c)["treatment"] == "tp1")

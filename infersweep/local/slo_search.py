@@ -33,7 +33,7 @@ from infersweep.results.table import point_row
 from infersweep.results.validity import load_thresholds
 from infersweep.slo_search import Search, bisect
 from workflows.pipeline import recipe_arguments
-from workflows.step_declarations import AIPERF_POINT
+from infersweep.step_declarations import AIPERF_POINT
 
 
 def slo_search_local(recipe_ref: str, *, out: Path, lo: float, hi: float, axis: str = "concurrency",

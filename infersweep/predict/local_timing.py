@@ -20,7 +20,7 @@ import yaml
 from infersweep.paths import params_dir
 
 TIMING_FILE = "timing.json"
-RECIPE_LABEL = "infersweep.io/recipe"  # workflows/dgd.py labels()
+RECIPE_LABEL = "infersweep.io/recipe"  # infersweep/dgd/render.py labels()
 
 
 def local_grid(role_replicas: int):
