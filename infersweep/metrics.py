@@ -41,6 +41,11 @@ UNITS = {
     "tok_s_per_gpu": "tokens per second per GPU of the deployment",
     "req_s": "requests per second",
     "ratio": "a fraction between 0 and 1",
+    # suffixes of the non-metric columns (GPU telemetry, cache reads): infersweep.results.columns
+    "pct": "percent (0-100)",
+    "w": "watts",
+    "j": "joules",
+    "mib": "mebibytes",
 }
 
 

@@ -80,7 +80,7 @@ VALIDITY_MEASURES = [
     Column("steady_ttft_change", "float64", "ratio", "validity", "TTFT p50 change, 2nd vs 1st half"),
     Column("send_delay_p99_ms", "float64", "ms", "validity", "AIPerf's delay from issuing to sending a request, p99"),
     Column("aiperf_high_cpu_warnings", "Int64", "", "validity", "AIPerf's high-CPU warnings in its log"),
-    Column("prompt_cache_read_pct", "float64", "", "validity",
+    Column("prompt_cache_read_pct", "float64", "pct", "validity",
            "prompt tokens served from the engine's prefix cache, percent (AIPerf overall_usage_prompt_cache_read_pct)"),
     Column("seed", "Int64", "", "validity", "AIPerf --random-seed of the point"),
     Column("seed_policy", "string", "", "validity", "how the seed was chosen"),
@@ -119,13 +119,13 @@ CONTEXT = [
     Column("time_to_ready_s", "float64", "s", "context", "DGD creation to serving (wait-ready)"),
 ]
 TELEMETRY = [
-    Column("gpu_power_w", "float64", "", "telemetry", "mean power per GPU over the point, watts"),
-    Column("gpu_power_total_w", "float64", "", "telemetry", "summed power of the deployment's GPUs, watts"),
-    Column("gpu_utilization_pct", "float64", "", "telemetry", "SM utilization, percent"),
-    Column("gpu_memory_util_pct", "float64", "", "telemetry", "memory bandwidth utilization, percent"),
-    Column("gpu_memory_used_mib", "float64", "", "telemetry", "GPU memory used, MiB, max"),
-    Column("gpu_energy_j", "float64", "", "telemetry", "energy drawn over the point, joules"),
-    Column("energy_j_per_output_token", "float64", "", "telemetry", "joules per output token"),
+    Column("gpu_power_w", "float64", "w", "telemetry", "mean power per GPU over the point, watts"),
+    Column("gpu_power_total_w", "float64", "w", "telemetry", "summed power of the deployment's GPUs, watts"),
+    Column("gpu_utilization_pct", "float64", "pct", "telemetry", "SM utilization, percent"),
+    Column("gpu_memory_util_pct", "float64", "pct", "telemetry", "memory bandwidth utilization, percent"),
+    Column("gpu_memory_used_mib", "float64", "mib", "telemetry", "GPU memory used, MiB, max"),
+    Column("gpu_energy_j", "float64", "j", "telemetry", "energy drawn over the point, joules"),
+    Column("energy_j_per_output_token", "float64", "J per output token", "telemetry", "joules per output token"),
     Column("telemetry_samples", "float64", "", "telemetry", "NVML samples inside the point's window"),
 ]
 PREDICTION = [
@@ -192,13 +192,13 @@ A run's `summary/` holds two tables, readable with plain pandas (`pd.read_parque
 
 Metric names follow `<metric>_<stat>_<unit>` (a distribution's statistic: `ttft_p50_ms`) or `<metric>_<unit>`
 (one number per point: `output_throughput_tok_s`). The unit is always the last part. Timestamps are UTC
-(`timestamp[ns, tz=UTC]` in parquet). Missing values are NA (null in parquet), shown as `NA` in printed tables.
+(`timestamp[us, tz=UTC]` in parquet). Missing values are NA (null in parquet), shown as `NA` in printed tables.
 
 Recipes use the same names: `slo:` keys ({", ".join(f"`{k}`" for k in SLO_KEYS)};
 a bound is a maximum for a lower-is-better metric and a minimum otherwise) and `regression.tolerances` keys.
 An old spelling (below) is still accepted there with a deprecation warning naming the new one; an unknown
 name is refused with the nearest names. Tables written before `{SCHEMA_VERSION}` read through
-`infersweep.results.legacy.read_table`, which renames their columns to these.
+`infersweep.results.legacy.upgrade_table` (every reader uses it: `load_run_folder`, the run store), which renames their columns to these.
 
 ## Unit suffixes
 
