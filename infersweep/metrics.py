@@ -143,7 +143,7 @@ def label(name: str) -> str:
     return m.label if m and m.label else name
 
 
-def canonical(name: str, where: str = "metric", *, warn: bool = False) -> str:
+def canonical(name: str, where: str = "", *, warn: bool = False) -> str:
     """The canonical name of `name` (itself, or the new name of an old spelling). `warn`: say that an old
     spelling is deprecated (a recipe's keys); ValueError naming the nearest names for an unknown one."""
     if name in METRICS:
@@ -151,7 +151,7 @@ def canonical(name: str, where: str = "metric", *, warn: bool = False) -> str:
     if name in ALIASES:
         new = ALIASES[name]
         if warn:
-            warnings.warn(f"{where}: {name!r} is the old spelling of {new!r}; write {new!r} (the old one will be "
+            warnings.warn(f"{where or 'metric'}: {name!r} is the old spelling of {new!r}; write {new!r} (the old one will be "
                           "refused in a later version; docs/columns.md lists the names)", FutureWarning, stacklevel=3)
         return new
     near = difflib.get_close_matches(name, list(METRICS) + list(ALIASES), n=3, cutoff=0.6)
@@ -159,7 +159,8 @@ def canonical(name: str, where: str = "metric", *, warn: bool = False) -> str:
     hint = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
     extra = " (that statistic is in the raw table results_raw.parquet, not the results table)" \
         if name in _EVERY_STAT else ""
-    raise ValueError(f"{where}: unknown metric {name!r}{extra}{hint} Metrics: docs/columns.md")
+    head = f"{where}: unknown metric {name!r}" if where else f"{name}: unknown metric"
+    raise ValueError(f"{head}{extra}{hint} Metrics: docs/columns.md")
 
 
 def direction(metric: str) -> str:

@@ -1,5 +1,5 @@
 """compare_runs and `infersweep compare`: percentage changes per concurrency, the crossover where one
-configuration overtakes another, and the best configuration meeting the SLOs. Tables are v1 results
+configuration overtakes another, and the best configuration meeting the SLOs. Tables are v3 results
 tables built by finish_table from rows shaped like the TP=1 vs TP=2 finding in the seeds."""
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ def run_table(recipe: str, points: dict[int, dict[str, float]], slo=SLO) -> pd.D
     for c, m in points.items():
         row = {"run_id": f"wf-{recipe}", "recipe": recipe, "concurrency": c, "repetition": 0, "status": "ok",
                "reason": "", "error_ratio": 0.0}
-        row.update({f"{p}_{s}": m[p] for p in ("ttft_ms", "itl_ms", "request_latency_ms") for s in ("avg", "p50", "p99")})
-        row.update(output_tok_s=m["tok"], request_per_s=m["tok"] / 100, tok_s_per_user_p50=m["user"],
-                   tok_s_per_user=m["user"], tok_s_per_gpu=m["tok"] / 8, goodput_req_s=m["tok"] / 100)
+        row.update({f"{p}_{s}_ms": m[f"{p}_ms"] for p in ("ttft", "itl", "request_latency") for s in ("avg", "p50", "p99")})
+        row.update(output_throughput_tok_s=m["tok"], request_throughput_req_s=m["tok"] / 100,
+                   output_throughput_p50_tok_s_per_user=m["user"], output_throughput_tok_s_per_gpu=m["tok"] / 8,
+                   goodput_req_s=m["tok"] / 100)
         row["slo_pass"] = m["ttft_ms"] <= slo["ttft_p50_ms"] and m["user"] >= slo["output_throughput_p50_tok_s_per_user"]
         rows.append(row)
     return finish_table(pd.DataFrame(rows), {"recipe": recipe, "slo": slo})

@@ -81,7 +81,7 @@ def test_measured_rows_carry_the_cached_prediction_and_the_report_sets_them_side
     for _, row in df.iterrows():
         p = predicted[int(row["concurrency"])]
         assert (row["predicted_ttft_avg_ms"], row["predicted_itl_avg_ms"], row["predicted_output_throughput_tok_s"]) == \
-            (p["ttft_ms"], p["itl_ms"], p["output_throughput_tok_s"])
+            (p["ttft_ms"], p["itl_ms"], p["output_tok_s"])
     assert _context(run)["prediction"] == "AIConfigurator 0.12.0 h100_sxm vllm 0.24.0, cached estimates"
     html = (run / "summary" / "report.html").read_text()
     section = html[html.index("<h2>Measured vs predicted"):html.index("<h2>Pareto")]

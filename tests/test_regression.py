@@ -79,7 +79,7 @@ def test_the_report_carries_the_evidence():
     v = judge_run(table(rng, 0.01, 5, {"ttft_p50_ms": 0.2}), table(rng, 0.01, 5), TOLERANCES)
     assert v.verdict == "regressed"
     first = v.report.splitlines()[1]
-    assert "regressed" in first and "ttft_ms_p50 @c" in first and "tolerance 5%" in first and "noise ±" in first
+    assert "regressed" in first and "ttft_p50_ms @c" in first and "tolerance 5%" in first and "noise ±" in first
     assert "n=5/5" in first
 
 
@@ -105,7 +105,9 @@ def test_defaults_apply_and_bad_tolerances_are_one_clear_error():
     rng = np.random.default_rng(10)
     assert judge_run(table(rng, 0.01, 3), table(rng, 0.01, 3), None).verdict == "pass"
     assert set(DEFAULT_TOLERANCES) >= {"ttft_p50_ms", "itl_p50_ms", "output_throughput_tok_s"}
-    with pytest.raises(ValueError, match="no known better direction"):
+    with pytest.raises(ValueError, match="unknown metric 'colour'"):
         judge_run(table(rng, 0.01, 1), table(rng, 0.01, 1), {"colour": 0.1})
+    with pytest.raises(ValueError, match="no known better direction"):
+        judge_run(table(rng, 0.01, 1), table(rng, 0.01, 1), {"isl_avg_tok": 0.1})
     with pytest.raises(ValueError, match="positive number"):
         judge_run(table(rng, 0.01, 1), table(rng, 0.01, 1), {"ttft_p50_ms": -1})

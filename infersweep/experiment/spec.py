@@ -52,7 +52,7 @@ class Comparison(_Strict):
     @classmethod
     def _has_direction(cls, v: str) -> str:
         try:
-            v = canonical(v, "claim metric", warn=True)  # an old spelling: mapped, with a deprecation warning
+            v = canonical(v, warn=True)  # an old spelling: mapped, with a deprecation warning
             direction(v)  # the metric vocabulary knows which way is better; a claim needs that
         except ValueError as e:
             raise ValueError(str(e)) from None
@@ -74,7 +74,7 @@ class Question(_Strict):
         out = []
         for m in v:
             try:
-                out.append(canonical(m, "question.metrics", warn=True))
+                out.append(canonical(m, warn=True))
                 direction(out[-1])
             except ValueError as e:
                 raise ValueError(str(e)) from None
