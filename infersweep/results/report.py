@@ -25,7 +25,8 @@ TABLE_COLUMNS = [
     ("ttft_p50_ms", "TTFT p50 ms"), ("ttft_p99_ms", "TTFT p99 ms"), ("ttft_avg_ms", "TTFT mean ms"),
     ("itl_p50_ms", "ITL p50 ms"), ("itl_p99_ms", "ITL p99 ms"),
     ("request_latency_p50_ms", "latency p50 ms"), ("request_latency_p99_ms", "latency p99 ms"),
-    ("output_throughput_tok_s", "output tok/s"), ("output_throughput_tok_s_per_gpu", "tok/s/GPU"), ("output_throughput_p50_tok_s_per_user", "tok/s/user p50"),
+    ("output_throughput_tok_s", "output tok/s"), ("output_throughput_tok_s_per_gpu", "tok/s/GPU"),
+    ("output_throughput_p50_tok_s_per_user", "tok/s/user p50"),
     ("request_throughput_req_s", "req/s"), ("goodput_req_s", "goodput req/s"), ("goodput_ratio", "good %"),
     ("error_ratio", "errors %"), ("slo_pass", "SLO"), ("valid", "valid"), ("validity_reasons", "why not valid"),
 ]
@@ -44,7 +45,7 @@ img{max-width:100%;border:1px solid #eee;margin:6px 0} code{background:#f4f4f4;p
 
 
 def _fmt(value, col: str) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA or value is pd.NaT:
         return "NA"
     if col == "valid":
         return '<span class="pass">valid</span>' if bool(value) else '<span class="fail">invalid</span>'
