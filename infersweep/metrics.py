@@ -127,6 +127,7 @@ def _old_spellings() -> dict[str, str]:
         "tok_s_per_user": "output_throughput_p50_tok_s_per_user",
         "goodput_fraction": "goodput_ratio", "error_rate": "error_ratio",
         "tok_s_user_min": "output_throughput_p50_tok_s_per_user",  # the SLO key until schema v3
+        "output_tok_s_per_gpu": "output_throughput_tok_s_per_gpu",  # a recipe baseline's key until schema v3
     })
     for p in ("p50", "p90", "p99"):  # v0 aliases of the first results table
         out[f"latency_{p}_ms"] = f"request_latency_{p}_ms"

@@ -335,13 +335,25 @@ class Slo(_Strict):
 
 
 class Baseline(_Strict):
-    """Performance the seed publishes for this deployment, kept to compare our runs with."""
+    """Performance the seed publishes for this deployment, kept to compare our runs with; its numbers under
+    the results table's metric names (infersweep.metrics). Old spellings (output_tok_s_per_gpu,
+    tok_s_per_user) are mapped with a deprecation warning."""
 
     concurrency: PositiveInt
     ttft_p50_ms: float | None = Field(default=None, gt=0)
-    output_tok_s_per_gpu: float | None = Field(default=None, gt=0)
-    tok_s_per_user: float | None = Field(default=None, gt=0)
+    output_throughput_tok_s_per_gpu: float | None = Field(default=None, gt=0)
+    output_throughput_p50_tok_s_per_user: float | None = Field(default=None, gt=0)
     source: str = Field(min_length=1, description="where the numbers come from")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _canonical_keys(cls, data: Any) -> Any:
+        from infersweep.metrics import canonical
+
+        if not isinstance(data, dict):
+            return data
+        return {k if k in ("concurrency", "source") or k in cls.model_fields else
+                canonical(str(k), f"baseline.{k}", warn=True): v for k, v in data.items()}
 
 
 class KvOffload(_Strict):

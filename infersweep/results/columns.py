@@ -200,6 +200,23 @@ An old spelling (below) is still accepted there with a deprecation warning namin
 name is refused with the nearest names. Tables written before `{SCHEMA_VERSION}` read through
 `infersweep.results.legacy.upgrade_table` (every reader uses it: `load_run_folder`, the run store), which renames their columns to these.
 
+Reading them:
+
+```python
+import pandas as pd
+summary = pd.read_parquet("summary/results.parquet")
+raw = pd.read_parquet("summary/results_raw.parquet")
+# every AIPerf statistic of a point beside its summary row
+wide = raw.pivot_table(index=[{", ".join(repr(k) for k in RAW_KEY)}], columns=["metric", "stat"], values="value")
+# a run folder of any schema version, under these names (the raw table from a v1/v2 table's columns too)
+from infersweep.results.run import load_run_folder
+run = load_run_folder("runs/<run-id>")  # run.table, run.raw
+```
+
+Changing a column (name, type, added, removed) changes the schema fingerprint: tests/test_results_columns.py
+then fails until `SCHEMA_VERSION` is bumped, the new fingerprint pinned, and infersweep.results.legacy taught
+to read the version before.
+
 ## Unit suffixes
 
 {chr(10).join(units)}
