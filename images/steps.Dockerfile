@@ -1,6 +1,8 @@
 # The step image: every workflow step except benchmark points runs `python -m steps.<module>` from here.
 FROM python:3.11-slim
 WORKDIR /opt/infersweep
+# git: the UI launcher's render step fetches a recipe from Git at a pinned commit (infersweep/launch/git_source.py)
+RUN apt-get update && apt-get install -y --no-install-recommends git && rm -rf /var/lib/apt/lists/*
 COPY pyproject.toml README.md ./
 COPY infersweep ./infersweep
 COPY workflows ./workflows

@@ -213,13 +213,19 @@ class ArgoServer:
         out = self._call("list Workflows", self.svc.list_workflows, label_selector=selector or None)
         return [to_dict(w) for w in out.items or []]
 
+    def list_templates(self, selector: str | None = None) -> list[dict[str, Any]]:
+        out = self._call("list WorkflowTemplates", self.svc.list_workflow_templates, label_selector=selector or None)
+        return [to_dict(w) for w in out.items or []]
+
     def ui_link(self, name: str) -> str:
         return self.cfg.ui_link(name)
 
 
 def add_server_flags(p) -> None:
     """The flags every command that talks to the Argo Server takes."""
-    p.add_argument("--argo-server", metavar="HOST:PORT", help="Argo Server (default: $ARGO_SERVER or the config file)")
+    p.add_argument("--argo-server", metavar="HOST:PORT",
+                   help="Argo Server (default: $ARGO_SERVER or the config file; without one: the Kubernetes API "
+                        "through $KUBECONFIG or ~/.kube/config, as `argo` does)")
     p.add_argument("--token", help="bearer token (default: $ARGO_TOKEN or the config file)")
     p.add_argument("-n", "--namespace", help="namespace (default: $ARGO_NAMESPACE, the config file, params/cluster.yaml)")
     p.add_argument("-k", "--insecure-skip-verify", action="store_true", default=None,
@@ -227,6 +233,7 @@ def add_server_flags(p) -> None:
 
 
 def server_from_args(a) -> ArgoServer:
+    """The Argo Server only; the commands use infersweep.argo_client.server_from_args (kubeconfig too)."""
     from infersweep.cluster_settings import load_cluster_settings
 
     cfg = load_config(host=a.argo_server, token=a.token, namespace=a.namespace,

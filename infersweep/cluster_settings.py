@@ -184,10 +184,33 @@ class ModelCache(_Strict):
     storage_class: StorageClass = Field(default="", description="its StorageClass; \"\" = the cluster's default")
 
 
+_BOOL = _checked(lambda v: isinstance(v, bool), "must be true or false")
+
+
 class S3(_Strict):
     bucket: S3Bucket = Field(description="the results bucket")
     prefix: S3Prefix = Field(description="runs go to s3://<bucket>/<prefix>/<recipe>/<run-id>/")
     credentials_secret: DnsSubdomain = Field(description="Secret with AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY")
+    # MinIO, Ceph RGW, any S3-compatible store: its host[:port] as the step pods reach it ("" = AWS S3). The
+    # S3 steps get it as AWS_ENDPOINT_URL (botocore reads it: configprovider.py, 'endpoint_url'), and
+    # infersweep.results.s3 then uses path-style addressing.
+    endpoint: Annotated[str, _checked(lambda v: v == "" or _str_re(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]{1,5})?")(v),
+                                      "give the S3 endpoint as host[:port] without a scheme, like "
+                                      "minio.minio.svc.cluster.local:9000, or \"\" for AWS S3")] = ""
+    region: Region = ""
+    insecure: Annotated[bool, _BOOL] = False  # true: plain http to `endpoint` (an in-cluster MinIO without TLS)
+
+    @property
+    def endpoint_url(self) -> str:
+        return f"{'http' if self.insecure else 'https'}://{self.endpoint}" if self.endpoint else ""
+
+
+class PodMonitors(_Strict):
+    """Where Dynamo's platform chart put its PodMonitors (deploy/helm/charts/platform/components/operator/
+    templates/prometheus.yaml: dynamo-frontend and dynamo-worker, in the platform's release namespace).
+    `infersweep preflight` checks they exist and that the Prometheus scrapes them."""
+    namespace: DnsLabel = Field(default="dynamo-system", description="the Dynamo platform's namespace")
+    names: list[DnsLabel] = Field(default_factory=lambda: ["dynamo-frontend", "dynamo-worker"], min_length=1)
 
 
 class Autoscaling(_Strict):
@@ -361,6 +384,7 @@ class ClusterSettings(_Strict):
     service_account: DnsSubdomain
     # The Prometheus the scrape step queries unless a submit sets prometheus-url; "" = no server metrics.
     prometheus_url: OptionalUrl = ""
+    pod_monitors: PodMonitors = PodMonitors()
     autoscaling: Autoscaling = Autoscaling()
     artifact_repository: ArtifactRepository
     gpu_guard: GpuGuardSettings = GpuGuardSettings()

@@ -12,7 +12,10 @@ case "${1:-}" in
   stash)
     mkdir -p "$PARTS"; cp "$2"/* "$PARTS"/; ls -la "$PARTS" | tail -n +2 | awk '{print $5, $9}'; df -h /tmp | tail -1 ;;
   assemble)
-    t0=$(date +%s); python3 "$PARTS/assemble.py" --parts "$PARTS" --into "$SITES" --venv --check
+    # The checkout's assembler when there is one: a bundle's copy is as old as the bundle (an older copy
+    # once left the tool's venv without the host's packages), and assembling needs nothing but the stdlib.
+    A="$PWD/infersweep/gpu_bundle/assemble.py"; [ -f "$A" ] || A="$PARTS/assemble.py"
+    t0=$(date +%s); python3 "$A" --parts "$PARTS" --into "$SITES" --venv --check
     echo "assemble: $(( $(date +%s) - t0 )) s" ;;
   run)
     shift

@@ -7,7 +7,10 @@ publish) run whatever happened and succeed, so without this leaf a sweep where e
 Succeeded. It runs after publish, so the measured points are summarised and published before the run
 turns red; its message (last stderr line) says which points failed and why.
 
-    python -m steps.verdict --run-dir DIR --points JSON
+It also fails when an earlier step of the exit handler did not succeed (--exit-steps, Argo's phases of
+scrape and regression-check): those are not leaves, so their failure alone would not fail the run.
+
+    python -m steps.verdict --run-dir DIR --points JSON [--exit-steps JSON]
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import json
 import sys
 from pathlib import Path
 
-from infersweep.results.verdict import verdict
+from infersweep.results.verdict import exit_step_failures, verdict
 from workflows.step_declarations import VERDICT
 
 
@@ -29,6 +32,9 @@ def main(argv: list[str] | None = None) -> int:
         print("verdict: --points is not a JSON list of {concurrency, ...} objects", file=sys.stderr)
         return 2
     ok, message = verdict(Path(a.run_dir), points)
+    earlier = exit_step_failures({str(k): str(v) for k, v in a.exit_steps.items()})
+    if earlier:  # the run fails for these too; the points' message stays beside them
+        ok, message = False, f"{'; '.join(earlier)} (see those steps' logs); {message}"
     print(f"verdict: {message}", file=None if ok else sys.stderr)
     return 0 if ok else 1
 

@@ -3,7 +3,8 @@
 Steps talk to it through the real `kubernetes` client (a kubeconfig pointing at it), so what is tested is
 the exact request the client sends: path, verb and body. It implements what the steps use: create / get /
 patch / delete of namespaced custom objects and PersistentVolumeClaims (404 for a missing object, 409 for
-a duplicate create, a uid on create), and list of any collection (pods, events, workflows: what was put in
+a duplicate create, a uid and resourceVersion on create, generateName), replace (PUT, 409 on a stale
+resourceVersion), and list of any collection (pods, events, workflows: what was put in
 `objects`; equality and existence label selectors). A created PVC is Bound at once (`pvc_phase_on_create`). Not a
 real API server: no validation, no watch, no field selectors.
 
@@ -121,13 +122,19 @@ class K8sStandin:
                     items = [o for o in items if (labels_of(o).get(k) == v if eq else k in labels_of(o))]
             return 200, {"kind": "List", "apiVersion": "v1", "metadata": {}, "items": items}
         if method == "POST" and name is None:
-            name = (body or {}).get("metadata", {}).get("name", "")
+            meta = (body or {}).setdefault("metadata", {})
+            if not meta.get("name") and meta.get("generateName"):
+                # the API server names it: generateName + 5 random characters (apiserver
+                # pkg/storage/names/generate.go SimpleNameGenerator, randomLength = 5)
+                meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
+            name = meta.get("name", "")
             key = (group, version, ns, plural, name)
             if key in self.objects:
                 return 409, self._status(409, "AlreadyExists", f"{plural} {name!r} already exists")
             obj = dict(body or {})
             obj.setdefault("metadata", {})["namespace"] = ns
             obj["metadata"].setdefault("uid", f"uid-{len(self.requests)}-{name}")
+            obj["metadata"]["resourceVersion"] = str(len(self.requests))
             if plural == "persistentvolumeclaims":
                 obj["status"] = {"phase": self.pvc_phase_on_create or "Pending"}
             self.objects[key] = obj
@@ -141,6 +148,16 @@ class K8sStandin:
             obj = self.objects[key]
             for k, v in (body or {}).items():  # merge patch, one level deep is all the steps send
                 obj[k] = {**obj.get(k, {}), **v} if isinstance(v, dict) else v
+            return 200, obj
+        if method == "PUT":  # replace: optimistic concurrency on metadata.resourceVersion, as the API server
+            cur = self.objects[key]
+            rv = (body or {}).get("metadata", {}).get("resourceVersion")
+            if rv != cur["metadata"].get("resourceVersion"):
+                return 409, self._status(409, "Conflict", f"{plural} {name!r}: the object has been modified")
+            obj = dict(body or {})
+            obj["metadata"] = {**obj["metadata"], "uid": cur["metadata"].get("uid"),
+                               "resourceVersion": str(len(self.requests))}
+            self.objects[key] = obj
             return 200, obj
         if method == "DELETE":
             self.objects.pop(key)

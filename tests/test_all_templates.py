@@ -13,6 +13,7 @@ import yaml
 
 from infersweep.cli import main
 from infersweep.commands.install import install_set
+from infersweep.install_version import stamp
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import all_recipe_paths
 
@@ -40,7 +41,8 @@ def test_hera_generate_yaml_writes_what_infersweep_renders(tmp_path):
     rendered_workflows = []
     for folder in recipes:
         for f in (folder / "templates").glob("*.yaml"):
-            assert yaml.safe_load(f.read_text()) == templates[f.stem], f"{folder.name}: {f.name} differs"
+            # a render's copy carries no version labels (install stamps them: infersweep/install_version.py)
+            assert stamp(yaml.safe_load(f.read_text())) == templates[f.stem], f"{folder.name}: {f.name} differs"
         rendered_workflows.append(yaml.safe_load((folder / "workflow.yaml").read_text()))
     key = lambda wf: wf["metadata"]["labels"]["infersweep.io/recipe"]  # noqa: E731
     assert sorted(workflows, key=key) == sorted(rendered_workflows, key=key)

@@ -190,20 +190,20 @@ def test_install_twice_updates_in_place_without_duplicates(argo, capsys):
     assert main(["install"]) == 0
     first = capsys.readouterr().out
     templates, crons = argo.objects("workflow-templates"), argo.objects("cron-workflows")
-    assert len(templates) == 11 + 3 * 2 + 1, "11 step templates + 3 engines x 2 topologies + the reaper's"
+    assert len(templates) == 11 + 3 * 2 + 1 + 2, "11 step templates + 3 engines x 2 topologies + the reaper's + 2 launchers"
     assert {t["metadata"]["name"] for t in templates} >= {"infersweep-vllm-agg", "infersweep-sglang-disagg",
                                                           "infersweep-wait-ready", "infersweep-regression-check"}
     nightly = [c for c in crons if c["metadata"]["name"] != "infersweep-reaper"]
     assert len(nightly) == 1 and nightly[0]["spec"]["concurrencyPolicy"] == "Forbid"
     assert {c["metadata"]["name"] for c in crons} - {n["metadata"]["name"] for n in nightly} == {"infersweep-reaper"}
-    assert first.count("created ") == 20 and "kubectl apply" in first and "ConfigMap/infersweep-gpu-pools" in first
+    assert first.count("created ") == 22 and "kubectl apply" in first and "ConfigMap/infersweep-gpu-pools" in first
     rv_before = {t["metadata"]["name"]: int(t["metadata"]["resourceVersion"]) for t in templates}
 
     assert main(["install"]) == 0
     second = capsys.readouterr().out
-    assert second.count("updated ") == 20 and "created " not in second
+    assert second.count("updated ") == 22 and "created " not in second
     templates = argo.objects("workflow-templates")
-    assert len(templates) == 18 and len(argo.objects("cron-workflows")) == 2
+    assert len(templates) == 20 and len(argo.objects("cron-workflows")) == 2
     for t in templates:
         assert int(t["metadata"]["resourceVersion"]) > rv_before[t["metadata"]["name"]]
     assert ("PUT", f"/api/v1/workflow-templates/{NS}/infersweep-vllm-agg") in argo.requests
@@ -243,6 +243,8 @@ def test_submit_status_list_round_trip(argo, capsys):
 
 
 def test_experiment_submit_creates_one_validated_workflow_with_every_treatment(argo, capsys):
+    assert main(["install"]) == 0  # the experiment's steps are templateRefs to the step templates
+    capsys.readouterr()
     assert main(["experiment", "submit", "nemotron-rr-vs-kv"]) == 0
     out = capsys.readouterr().out
     (wf,) = argo.objects("workflows")

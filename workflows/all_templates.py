@@ -17,11 +17,14 @@ from __future__ import annotations
 
 from hera.workflows import Workflow, WorkflowTemplate
 
+from infersweep.install_version import stamp
 from infersweep.paths import params_dir
 from infersweep.cluster_settings import ClusterSettings, load_cluster_settings
 from infersweep.recipe import all_recipe_paths, load_recipe
 from infersweep.schemas import validate_document
+from infersweep.experiment.spec import all_experiment_paths
 from workflows.cron import reaper_workflow_template
+from workflows.launcher import launcher_templates
 from workflows.pipeline import pipeline_template, recipe_arguments, recipe_workflow
 from workflows.steps_library import Images, step_workflow_templates
 
@@ -38,10 +41,15 @@ def catalog_objects(settings: ClusterSettings) -> dict[str, WorkflowTemplate | W
     templates = step_workflow_templates(images, settings=settings)
     templates += [pipeline_template(e, t, settings) for e in engines() for t in TOPOLOGIES]
     templates.append(reaper_workflow_template(settings))  # what the reaper CronWorkflow runs
+    catalog = sorted((load_recipe(p) for p in all_recipe_paths()), key=lambda r: r.name)
+    templates += launcher_templates(settings, catalog, [p.stem for p in all_experiment_paths()])  # docs/ui.md
     out: dict[str, WorkflowTemplate | Workflow] = {}
     for wt in templates:
+        # the version labels `infersweep install` puts on them (infersweep/install_version.py), so a template
+        # applied from this YAML passes submit's and preflight's version check like an installed one
+        wt.labels = stamp(wt.to_dict())["metadata"]["labels"]
         out["template_" + wt.name.replace("-", "_")] = wt
-    for r in sorted((load_recipe(p) for p in all_recipe_paths()), key=lambda r: r.name):
+    for r in catalog:
         args = recipe_arguments(r, settings)
         out["workflow_" + r.name.replace("-", "_").replace(".", "_")] = recipe_workflow(r, args, settings.namespace, settings)
     for obj in out.values():

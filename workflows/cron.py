@@ -44,9 +44,10 @@ def cron_name(recipe: str) -> str:
     return name
 
 
-def nightly_cron(r: ResolvedRecipe, settings: ClusterSettings) -> dict[str, Any]:
+def nightly_cron(r: ResolvedRecipe, settings: ClusterSettings, dgd_api: str = "v1beta1") -> dict[str, Any]:
     nightly = settings.nightly
-    args = recipe_arguments(r, settings, overrides={"baseline-prefix": f"{nightly.baselines_prefix}/{r.name}"})
+    args = recipe_arguments(r, settings, dgd_api=dgd_api,
+                            overrides={"baseline-prefix": f"{nightly.baselines_prefix}/{r.name}"})
     labels = {**workflow_labels(r), "infersweep.io/suite": "nightly"}
     cron = CronWorkflow(
         name=cron_name(r.name),
@@ -69,22 +70,27 @@ def nightly_cron(r: ResolvedRecipe, settings: ClusterSettings) -> dict[str, Any]
     return cron.to_dict()
 
 
-def nightly_crons(settings: ClusterSettings, load) -> list[dict[str, Any]]:
-    """The suite's CronWorkflows; `load` resolves a recipe name (infersweep.recipe.load_recipe)."""
-    return [nightly_cron(load(name), settings) for name in settings.nightly.suite]
+def nightly_crons(settings: ClusterSettings, load, dgd_api: str = "v1beta1") -> list[dict[str, Any]]:
+    """The suite's CronWorkflows; `load` resolves a recipe name (infersweep.recipe.load_recipe); `dgd_api` the
+    DGD apiVersion the cluster's operator serves (`infersweep install --dgd-api`)."""
+    return [nightly_cron(load(name), settings, dgd_api) for name in settings.nightly.suite]
 
 
 REAPER_NAME = "infersweep-reaper"
 
 
-def reaper_template(settings: ClusterSettings) -> dict[str, Any]:
-    return reaper_workflow_template(settings).to_dict()
+def reaper_template(settings: ClusterSettings, dgd_api: str = "v1beta1") -> dict[str, Any]:
+    return reaper_workflow_template(settings, dgd_api).to_dict()
 
 
-def reaper_workflow_template(settings: ClusterSettings):
+def reaper_workflow_template(settings: ClusterSettings, dgd_api: str = "v1beta1"):
     """The GPU reaper's WorkflowTemplate (what runs: its ServiceAccount, securityContext, the reap step);
     `reaper_cron` runs it. A CronWorkflow with inline templates is refused under `templateReferencing:
-    Strict` (argo-workflows v4.1.2 workflow/controller/operator.go setExecWorkflow; workflows/strict.py)."""
+    Strict` (argo-workflows v4.1.2 workflow/controller/operator.go setExecWorkflow; workflows/strict.py).
+    It lists the DGDs at `dgd_api`, the apiVersion `infersweep install --dgd-api` says the operator serves:
+    an operator before Dynamo 1.6 serves only v1alpha1 (a v1beta1 list is a 404 there, and nothing would be
+    reaped); Dynamo 1.6.1's CRD serves both, converting, so either lists every DGD
+    (infersweep/reference/dynamo CRD nvidia.com_dynamographdeployments: versions v1alpha1 and v1beta1 served)."""
     from hera.workflows import Container, WorkflowTemplate
 
     steps = step_settings(settings)
@@ -98,7 +104,7 @@ def reaper_workflow_template(settings: ClusterSettings):
         archive_logs=True,
     ) as wt:
         Container(name=REAP.name, image=images.steps, command=["python", "-m", f"steps.{REAP.module}"],
-                  args=REAP.template_args(),
+                  args=REAP.template_args() + ["--api-version", dgd_api],
                   env=[m.EnvVar(name="PYTHONUNBUFFERED", value="1")],
                   security_context=container_security_context(True),
                   resources=m.ResourceRequirements(requests={"cpu": m.Quantity("100m"), "memory": m.Quantity("256Mi")},

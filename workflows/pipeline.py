@@ -67,6 +67,12 @@ def _wf(name: str) -> str:
     return "{{workflow.parameters.%s}}" % name
 
 
+def _completed(task: str) -> str:
+    """`depends` on a task having run to an end, whatever it was (not Omitted, not Skipped): its dependent runs
+    after a failure too (dag.go: Succeeded, Failed and Errored are the task results of a completed pod)."""
+    return f"{task}.Succeeded || {task}.Failed || {task}.Errored"
+
+
 def pipeline_defaults(settings: ClusterSettings) -> dict[str, str]:
     """Values a submit may leave out: cluster settings from params/cluster.yaml and safe bounds."""
     return {
@@ -88,8 +94,24 @@ def _param(name: str, description: str, enum: list[str] | None, defaults: dict[s
     return Parameter(**kw)
 
 
+# The workflow deadline (activeDeadlineSeconds) counts from the Workflow's start (operator.go
+# getWorkflowDeadline: status.startedAt + activeDeadlineSeconds), and a run waiting for its GPU lane is a
+# running Workflow whose gpu-span node is Pending "Waiting for lock" (the lock is the span template's, not the
+# Workflow's, so the Workflow starts at once). So the deadline is the longest a run may take to download and
+# wait for its lane, plus the span's budget: a run that queued for up to QUEUE_BUDGET_S still has at least
+# SPAN_BUDGET_S from the lock. Argo gives a DAG node no deadline of its own (validate.go validateNonLeaf refuses
+# activeDeadlineSeconds on DAG/steps templates, and `timeout` is for leaves only), so inside the span the bound
+# besides the workflow's is its pods' own deadlines, each counted from the pod's start, after the lock:
+# deploy, wait-ready, each point (workflowpod.go createWorkflowPod: a pod gets min(its template's
+# activeDeadlineSeconds, the time left to the workflow deadline)). The exit handler's pods are not cut by the
+# workflow deadline (the same function skips it for onExit pods), so teardown and publish still run after it.
+QUEUE_BUDGET_S = 18 * 3600   # download + waiting for the lane (the catalog all at once queues H100 runs ~16 h)
+SPAN_BUDGET_S = 6 * 3600     # from the lock: deploy, ready, the points
+
+
 def pipeline_template(engine: str, mode: str, settings: ClusterSettings, *, point_parallelism: int = 1,
-                      workdir_size: str = "20Gi", active_deadline_s: int = 6 * 3600) -> WorkflowTemplate:
+                      workdir_size: str = "20Gi", queue_budget_s: int = QUEUE_BUDGET_S,
+                      span_budget_s: int = SPAN_BUDGET_S) -> WorkflowTemplate:
     defaults = pipeline_defaults(settings)
     with WorkflowTemplate(
         name=pipeline_name(engine, mode),
@@ -104,7 +126,16 @@ def pipeline_template(engine: str, mode: str, settings: ClusterSettings, *, poin
                                              resources=m.VolumeResourceRequirements(requests={"storage": m.Quantity(workdir_size)})))],
         volumes=[m.Volume(name="model-cache",
                           persistent_volume_claim=m.PersistentVolumeClaimVolumeSource(claim_name=_wf("model-cache-pvc")))],
-        active_deadline_seconds=active_deadline_s,
+        active_deadline_seconds=queue_budget_s + span_budget_s,
+        # The workdir PVC is kept unless the run Succeeded: a failed, stopped or terminated run (all end Failed)
+        # keeps its points' files and the DGD deploy saved, so the UI's Retry finds them. argo-workflows v4.1.2
+        # workflow/controller/operator.go deletePVCs: OnWorkflowSuccess returns early when the phase is not
+        # Succeeded ("Skip deleting PVCs to reuse them for retried failed/error workflows"); OnWorkflowCompletion
+        # deletes them on every completion, and a Retry (workflow/util/util.go FormulateRetryWorkflow) would then
+        # get a new empty one from createPVCs. OnWorkflowSuccess is also Argo's default (workflow_types.go
+        # GetVolumeClaimGC): set here so a changed default cannot silently break Retry. The PVC is owned by the
+        # Workflow (createPVCs sets the ownerReference), so it goes with it at the TTL below.
+        volume_claim_gc=m.VolumeClaimGC(strategy="OnWorkflowSuccess"),
         pod_gc=m.PodGC(strategy="OnPodSuccess"),
         ttl_strategy=m.TTLStrategy(seconds_after_completion=7 * 24 * 3600),
         service_account_name=settings.service_account,
@@ -148,6 +179,14 @@ def pipeline_template(engine: str, mode: str, settings: ClusterSettings, *, poin
         # Teardown releases the GPUs at once; beside it the measured points are scraped, summarised and
         # published; the verdict (last) fails the run when any point failed or nothing was measured (an
         # exit handler that fails makes a Succeeded workflow Failed: operator.go operate()).
+        # One at a time on the workdir: the workdir is a ReadWriteOnce PVC, and two pods on different nodes
+        # cannot mount it at once (the second waits in ContainerCreating on Multi-Attach while its
+        # activeDeadlineSeconds, counted from the pod's start, runs). So every task that mounts it follows the
+        # previous one (scrape -> summarize -> publish -> regression-check -> verdict); only teardown, which
+        # mounts nothing, runs beside them (tests/test_pipeline_lifecycle.py checks every template).
+        # The exit handler is judged by its leaves (dag.go assessDAGPhase), and a failure a later task's
+        # `depends` accepts is not a leaf's: the verdict is told the phases of scrape and regression-check
+        # and fails the run for them too (steps/verdict.py --exit-steps).
         with DAG(name="exit-handler"):
             step_task("teardown", name="teardown",
                       arguments={"dgd-name": _wf("dgd-name"), "api-version": _wf("dgd-api-version")})
@@ -156,7 +195,7 @@ def pipeline_template(engine: str, mode: str, settings: ClusterSettings, *, poin
                                  "context": _wf("context")})
             # A scrape that fails (a query the run needs returned no series: steps/scrape.py exits 1) fails
             # the run loudly, but the measured points are still summarised and published.
-            summarize = step_task("summarize", name="summarize", depends="scrape.Succeeded || scrape.Failed",
+            summarize = step_task("summarize", name="summarize", depends=_completed("scrape"),
                                   arguments={"gpu-count": _wf("gpu-count"), "slo": _wf("slo"), "title": _wf("recipe"),
                                              "context": _wf("context")})
             publish = step_task("publish", name="publish",
@@ -165,8 +204,11 @@ def pipeline_template(engine: str, mode: str, settings: ClusterSettings, *, poin
             check = step_task("regression-check", name="regression-check",
                               arguments={"bucket": _wf("s3-bucket"), "baseline-prefix": _wf("baseline-prefix"),
                                          "tolerances": _wf("regression")})
-            verdict = step_task("verdict", name="verdict", arguments={"points": _wf("points")})
-            summarize >> publish >> [check, verdict]
+            step_task("verdict", name="verdict", depends=_completed("regression-check"),
+                      arguments={"points": _wf("points"),
+                                 "exit-steps": json.dumps({t: "{{tasks.%s.status}}" % t for t in ("scrape", "regression-check")},
+                                                          separators=(",", ":"))})
+            summarize >> publish >> check
 
         with DAG(name="pipeline"):
             pvc = step_task("ensure-pvc", name="ensure-pvc",

@@ -187,7 +187,11 @@ REGRESSION_CHECK = Step(
 VERDICT = Step(
     "verdict", "verdict", "Fail the run when a point failed or nothing was measured.",
     (Option("--run-dir", "the run's result tree", required=True, value=RUN_DIR),
-     Option("--points", "the sweep's points as JSON", required=True, input=True)),
+     Option("--points", "the sweep's points as JSON", required=True, input=True),
+     Option("--exit-steps", "the phases of the exit handler's earlier steps as JSON {task: phase} (Argo's "
+            "tasks.X.status); any not Succeeded fails the run: the exit handler is judged by its leaf, this "
+            "step, so a failure a later task's `depends` accepted would not fail it otherwise",
+            type=json_object, default={}, input=True)),
     read_only_root=True, deadline_s=300)
 
 TEARDOWN = Step(

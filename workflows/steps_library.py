@@ -130,8 +130,10 @@ def ensure_deployed_container(images: Images, read_only_root: bool = True) -> m.
 
 
 def step_container(step: Step, images: Images, secrets: dict[str, str] | None = None,
-                   settings: StepSettings | None = None) -> Container:
+                   settings: StepSettings | None = None, s3_env: dict[str, str] | None = None) -> Container:
     secrets = secrets or SECRETS
+    # An S3-compatible endpoint (MinIO: params/cluster.yaml s3.endpoint) reaches the S3 steps as env.
+    s3_env = (s3_env or {}) if step.env_from_secret == "s3" else {}
     settings = settings or step_settings()
     env_from = None
     if step.env_from_secret:
@@ -154,7 +156,8 @@ def step_container(step: Step, images: Images, secrets: dict[str, str] | None = 
            for n, p in step.template_optional_artifacts()],
         volume_mounts=_mounts(step) or None,
         env_from=env_from,
-        env=[m.EnvVar(name="PYTHONUNBUFFERED", value="1")] + [m.EnvVar(name=k, value=v) for k, v in step.env.items()],
+        env=[m.EnvVar(name="PYTHONUNBUFFERED", value="1")] + [m.EnvVar(name=k, value=v) for k, v in step.env.items()]
+        + [m.EnvVar(name=k, value=v) for k, v in s3_env.items()],
         retry_strategy=_retry(settings) if step.retry else None,
         init_containers=[ensure_deployed_container(images)] if step.name == "aiperf-point" else None,
         security_context=container_security_context(step.read_only_root),
@@ -185,6 +188,10 @@ def step_workflow_templates(images: Images, labels: dict[str, str] | None = None
 
         settings = load_cluster_settings()
     steps = step_settings(settings)
+    # The Secret names of params/cluster.yaml (they were the defaults' names whatever the file said).
+    secrets = {"hf-token": settings.hf_token_secret, "s3": settings.s3.credentials_secret}
+    s3_env = {k: v for k, v in (("AWS_ENDPOINT_URL", settings.s3.endpoint_url),
+                                ("AWS_DEFAULT_REGION", settings.s3.region)) if v}
     wts = []
     for step in STEPS:
         # The spec-level ServiceAccount and securityContext apply when someone submits a step template on
@@ -194,6 +201,6 @@ def step_workflow_templates(images: Images, labels: dict[str, str] | None = None
                                       **(labels or {})},
                               service_account_name=settings.service_account,
                               security_context=pod_security_context(steps)) as wt:
-            step_container(step, images, settings=steps)
+            step_container(step, images, secrets=secrets, settings=steps, s3_env=s3_env)
         wts.append(wt)
     return wts

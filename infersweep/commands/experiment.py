@@ -73,7 +73,7 @@ def _submit(a: argparse.Namespace) -> int:
     """The experiment's Workflow (the one `render` writes) created through the Argo Server, as `submit` does a
     recipe's: everything that can be refused (the file, every treatment, the strict Argo schemas, the GPU
     pool) is refused before the first request."""
-    from infersweep.argo_server import server_from_args
+    from infersweep.argo_client import server_from_args
     from infersweep.commands.submit import watch
     from infersweep.experiment.plan import make_plan
     from infersweep.experiment.spec import load_experiment
@@ -90,6 +90,10 @@ def _submit(a: argparse.Namespace) -> int:
     doc = experiment_workflow(plan, settings, namespace=server.cfg.namespace, dgd_api=a.dgd_api).to_dict()
     validate_document(doc)
     doc["spec"]["priority"] = submit_priority()  # the GPU guard's total queue order (workflows/gpu_guard.py)
+    from infersweep.install_version import check_installed
+    from workflows.install_set import step_templates
+
+    check_installed(server, step_templates(settings, []))
     wf = server.create_workflow(doc)
     name = wf["metadata"]["name"]
     print(plan.text())

@@ -1,61 +1,100 @@
-"""`infersweep install [--dry-run]`: every WorkflowTemplate and CronWorkflow, created or updated through
-the Argo Server; the ConfigMaps and RBAC they need are printed for kubectl (the Argo Server creates Argo
-objects only).
+"""`infersweep install [--dry-run | --out DIR]`: the install set (workflows/install_set.py) onto the cluster.
+
+- With an Argo Server (ARGO_SERVER / --argo-server): every WorkflowTemplate and CronWorkflow is created or
+  updated through it; the ConfigMaps and RBAC, which the Argo Server does not create, are printed for kubectl.
+- With only a kubeconfig (as `argo` without ARGO_SERVER): every object, RBAC and ConfigMaps included, is
+  created or replaced through the Kubernetes API (infersweep/argo_kube.py).
+- `--out DIR` (GitOps): one object per file and a kustomization.yaml, no namespace and no run Workflows;
+  commit DIR and let Argo CD / Flux sync it, or `kubectl apply -n NS -k DIR`.
+- `--dry-run`: the whole set as one validated YAML stream; touches nothing.
 
 Idempotent: a second install updates each object in place (with the server's resourceVersion), never
-duplicates it. `--dry-run` prints the whole set as one validated YAML stream and touches nothing.
+duplicates it. Every Argo object carries infersweep.io/version and infersweep.io/template-hash
+(infersweep/install_version.py), which `submit` and `preflight` check against this checkout.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from infersweep.cluster_settings import ClusterSettings
+from pathlib import Path
+from typing import Any
 
 import yaml
 
-from infersweep.argo_server import add_server_flags, server_from_args
-from infersweep.paths import params_dir
-from infersweep.schemas import validate_document
+from infersweep.argo_client import server_from_args
+from infersweep.argo_server import add_server_flags
+from infersweep.recipe import RecipeError
 
-TOPOLOGIES = ("agg", "disagg")
-
-
-def engines() -> list[str]:
-    return sorted(p.stem for p in (params_dir() / "engines").glob("*.yaml"))
+KUSTOMIZATION = "kustomization.yaml"
 
 
-def install_set(settings: ClusterSettings) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(Argo objects for the Argo Server, manifests for kubectl), each validated."""
-    from infersweep.recipe import all_recipe_paths, load_recipe
-    from workflows.cluster import kubectl_manifests
-    from workflows.cron import nightly_crons, reaper_cron, reaper_template
-    from workflows.pipeline import pipeline_template
-    from workflows.steps_library import Images, step_workflow_templates
+def install_set(settings, dgd_api: str = "v1beta1") -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(Argo objects, manifests for kubectl), each validated; see workflows/install_set.py. `dgd_api`: the DGD
+    apiVersion the cluster's operator serves, which the nightly runs deploy and the reaper lists."""
+    from workflows.install_set import install_set as build
 
-    images = Images(steps=settings.images.steps, aiperf=settings.images.aiperf)
-    argo = [wt.to_dict() for wt in step_workflow_templates(images, settings=settings)]
-    argo += [pipeline_template(e, t, settings).to_dict() for e in engines() for t in TOPOLOGIES]
-    argo += nightly_crons(settings, load_recipe)
-    argo += [reaper_template(settings), reaper_cron(settings)]
-    catalog = [load_recipe(p) for p in all_recipe_paths()]
-    kube = kubectl_manifests(settings, catalog)
-    for doc in argo + kube:
-        validate_document(doc)
-    return argo, kube
+    return build(settings, dgd_api=dgd_api)
 
 
 def _stream(docs: list[dict[str, Any]]) -> str:
     return yaml.safe_dump_all(docs, sort_keys=False, width=120)
 
 
+def file_name(doc: dict[str, Any]) -> str:
+    return f"{doc['kind'].lower()}-{doc['metadata']['name']}.yaml"
+
+
+def write_gitops(out: Path, argo: list[dict[str, Any]], kube: list[dict[str, Any]], namespace: str) -> list[Path]:
+    """One file per object and a kustomization.yaml listing them (kubectl kustomize / Argo CD / Flux read it).
+    Files of objects no longer in the set are removed, so a commit of DIR is the whole change."""
+    from workflows.install_set import without_namespace
+
+    out.mkdir(parents=True, exist_ok=True)
+    docs = [without_namespace(d, namespace) for d in kube + argo]  # RBAC and ConfigMaps first, for readers
+    names = [file_name(d) for d in docs]
+    for old in out.glob("*.yaml"):
+        if old.name not in names and old.name != KUSTOMIZATION and _is_ours(old):
+            old.unlink()
+    files = []
+    for name, doc in zip(names, docs):
+        f = out / name
+        f.write_text(yaml.safe_dump(doc, sort_keys=False, width=120))
+        files.append(f)
+    kust = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+            "resources": names}
+    (out / KUSTOMIZATION).write_text(
+        "# Written by `infersweep install --out`; regenerate, do not edit. No namespace on purpose: set it in an\n"
+        "# overlay (`namespace: <ns>` in a kustomization that lists this folder), in the Argo CD Application's\n"
+        "# destination, or with `kubectl apply -n <ns> -k .`. It must be params/cluster.yaml's `namespace`\n"
+        f"# ({namespace}) unless you install per team with another settings file.\n"
+        + yaml.safe_dump(kust, sort_keys=False, width=120))
+    return [*files, out / KUSTOMIZATION]
+
+
+def _is_ours(path: Path) -> bool:
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError:
+        return False
+    return isinstance(doc, dict) and ((doc.get("metadata") or {}).get("labels") or {}).get(
+        "app.kubernetes.io/managed-by") == "infersweep"
+
+
 def run(a: argparse.Namespace) -> int:
+    from infersweep.argo_kube import KubeArgo
     from infersweep.cluster_settings import load_cluster_settings
 
-    argo, kube = install_set(load_cluster_settings())
+    settings = load_cluster_settings()
+    if a.out and a.dry_run:
+        raise RecipeError("install: give --out DIR or --dry-run, not both")
+    argo, kube = install_set(settings, a.dgd_api)
+    if a.out:
+        files = write_gitops(Path(a.out), argo, kube, settings.namespace)
+        print(f"wrote {len(files) - 1} objects and {KUSTOMIZATION} to {a.out} ({len(argo)} Argo, {len(kube)} "
+              f"RBAC/ConfigMaps; no namespace, no run Workflows)\n"
+              f"  apply: kubectl apply -n {settings.namespace} -k {a.out}   (or commit it for Argo CD / Flux)")
+        return 0
     if a.dry_run:
         docs = {"argo": argo, "kubectl": kube, "all": argo + kube}[a.only]
         sys.stdout.write(_stream(docs))
@@ -63,18 +102,26 @@ def run(a: argparse.Namespace) -> int:
         return 0
     server = server_from_args(a)  # bad settings fail here, before any request
     ns = server.cfg.namespace
-    for doc in argo:
+    through_kube = isinstance(server, KubeArgo)
+    for doc in (kube if through_kube else []) + argo:
         verb, rv = server.apply(doc)
         print(f"{verb:8} {doc['kind']}/{doc['metadata']['name']} (resourceVersion {rv})")
-    kinds = ", ".join(f"{d['kind']}/{d['metadata']['name']}" for d in kube)
-    print(f"\nThe Argo Server does not create these; apply them once with kubectl (namespace {ns}):\n  {kinds}\n"
-          f"  infersweep install --dry-run --only kubectl | kubectl apply -n {ns} -f -")
+    if not through_kube:
+        kinds = ", ".join(f"{d['kind']}/{d['metadata']['name']}" for d in kube)
+        print(f"\nThe Argo Server does not create these; apply them once with kubectl (namespace {ns}):\n  {kinds}\n"
+              f"  infersweep install --dry-run --only kubectl | kubectl apply -n {ns} -f -")
     return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("install", help="create or update every WorkflowTemplate and CronWorkflow (Argo Server)")
+    p = sub.add_parser("install", help="create or update every WorkflowTemplate, CronWorkflow, RBAC and ConfigMap "
+                                       "(Argo Server or kubeconfig), or write them for GitOps (--out)")
     p.add_argument("--dry-run", action="store_true", help="print the YAML set (validated) and touch nothing")
     p.add_argument("--only", choices=["all", "argo", "kubectl"], default="all", help="with --dry-run: which documents")
+    p.add_argument("--dgd-api", choices=["v1beta1", "v1alpha1"], default="v1beta1",
+                   help="DGD apiVersion the cluster's Dynamo operator serves (v1alpha1 before Dynamo 1.6): the nightly "
+                        "runs deploy it and the reaper lists it")
+    p.add_argument("--out", metavar="DIR", help="write one file per object and a kustomization.yaml (GitOps); "
+                                                "touch no cluster")
     add_server_flags(p)
     p.set_defaults(fn=run)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from infersweep.argo_server import add_server_flags, server_from_args
+from infersweep.argo_client import server_from_args
+from infersweep.argo_server import add_server_flags
 from infersweep.cli_util import table
 
 

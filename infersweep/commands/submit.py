@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 import time
 
-from infersweep.argo_server import add_server_flags, server_from_args
+from infersweep.argo_client import server_from_args
+from infersweep.argo_server import add_server_flags
 from infersweep.cli_util import SET_HELP, parse_sets
+from infersweep.install_version import check_installed
 
 DONE = ("Succeeded", "Failed", "Error")
 
@@ -40,6 +42,7 @@ def run(a: argparse.Namespace) -> int:
     check_fits_pool(r, settings)
     bundle = render_recipe(r, settings, dgd_api=a.dgd_api, namespace=server.cfg.namespace, overrides=sets.params,
                            cache=not a.no_cache)
+    check_installed(server, bundle.templates)
     # A distinct priority per run: the GPU guard's queues then order runs one way on every lock (no deadlock
     # between runs created in the same second: workflows/gpu_guard.py, "the queue order").
     doc = {**bundle.workflow, "spec": {**bundle.workflow["spec"], "priority": submit_priority()}}

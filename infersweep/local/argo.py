@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from infersweep.local import argo_expr, argo_text, argo_when
+from infersweep.local import argo_expr, argo_pvc, argo_resource, argo_text, argo_when
 from infersweep.local.argo_sync import LocalLocks, SyncError
 
 VAR_RE = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")
@@ -157,6 +157,7 @@ class LocalCluster:
     unmapped_on_host: bool = False  # an image with no mapping runs its command as-is on this host
     configmaps: dict[str, dict[str, str]] = field(default_factory=dict)  # "namespace/name" -> data
     state_dir: Path | None = None  # shared by concurrent local runs (semaphores); default ~/.cache/infersweep
+    objects: argo_resource.LocalObjects | None = None  # the local Kubernetes API of resource templates
 
 
 def _fnv32a(s: str) -> int:
@@ -286,6 +287,7 @@ class LocalArgo:
         self._requeue_at: float | None = None
         self._sync_held: dict[str, dict[str, Any]] = {}
         self.locks = LocalLocks(cluster.state_dir or Path.home() / ".cache" / "infersweep" / "argo-local", cluster.configmaps)
+        self._retrying = bool(status)  # argo retry: the same workflow again (its PVCs: argo_pvc.py)
         if status:
             self.nodes = {nid: Node.from_status(d) for nid, d in (status.get("nodes") or {}).items()}
             self.started_at = _parse_iso(status.get("startedAt")) or 0.0
@@ -429,6 +431,9 @@ class LocalArgo:
                 self._wake.wait(timeout=max(wait, 0.01))
         finally:
             self._kill_all("workflow ended")
+            if self.phase in ("Succeeded", "Failed", "Error"):  # operator.go deletePVCs (argo_pvc.py)
+                argo_pvc.collect(self.spec, self.phase, [self.cluster.run_dir / "volumes" / c["metadata"]["name"]
+                                                         for c in self.spec.get("volumeClaimTemplates", []) or []])
             self.locks.release(self._holder(), self.spec.get("synchronization"), self.namespace)
             for holder, sync in list(self._sync_held.items()):
                 self.locks.release(holder, sync, self.namespace)
@@ -730,6 +735,9 @@ class LocalArgo:
                 node = self._execute_dag(node, node_name, ptmpl, new_scope, boundary, on_exit, flags)
             elif "steps" in ptmpl:
                 node = self._execute_steps(node, node_name, ptmpl, new_scope, boundary, on_exit, flags)
+            elif "resource" in ptmpl:  # operator.go executeResource (action create: argo_resource.py)
+                node = argo_resource.execute_resource(self, node, node_name, ptmpl, new_scope, boundary, on_exit, flags,
+                                                      substitute=_substitute)
             else:
                 kind = next((k for k in ("resource", "suspend", "data", "http", "plugin", "containerSet") if k in ptmpl), None)
                 raise WorkflowError(f"Template '{ptmpl['name']}' " + (f"is a {kind} template: not supported locally"
@@ -973,7 +981,10 @@ class LocalArgo:
                 raise WorkflowError(f"volume {v['name']!r}: {kind} volumes are not supported locally "
                                     "(persistentVolumeClaim and emptyDir are)")
         for c in self.spec.get("volumeClaimTemplates", []) or []:
-            self._vols[c["metadata"]["name"]] = self.cluster.run_dir / "volumes" / c["metadata"]["name"]
+            # operator.go createPVCs: on a retry, a claim the completion deleted (volumeClaimGC) comes back empty
+            # (a local --resume is a new workflow that reuses the folder on purpose: not a retry)
+            d = self.cluster.run_dir / "volumes" / c["metadata"]["name"]
+            self._vols[c["metadata"]["name"]] = argo_pvc.claim_dir(d) if self._retrying else d
 
     def _pod_command(self, n: Node, tmpl: dict[str, Any]) -> tuple[list[str], dict[str, str], dict[str, Path], Path]:
         c = tmpl.get("container") or tmpl.get("script")

@@ -17,14 +17,14 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from infersweep.local import argo_expr
+from infersweep.local import argo_expr, argo_pvc
 from infersweep.local.argo_errors import WorkflowError
 
 if TYPE_CHECKING:
     from infersweep.local.argo import LocalArgo
 
 _TAG = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")
-UNSUPPORTED_TEMPLATE_KINDS = ("resource", "suspend", "data", "http", "plugin", "containerSet")
+UNSUPPORTED_TEMPLATE_KINDS = ("suspend", "data", "http", "plugin", "containerSet")
 
 
 def _err(msg: str) -> Exception:
@@ -41,6 +41,7 @@ def validate_workflow(argo: "LocalArgo") -> None:
         if spec.get(feature):
             raise _err(f"spec.{feature}: {why} not supported by the local executor")
     _check_sync(spec.get("synchronization"), "spec")
+    argo_pvc.check(spec)
     text = json.dumps({k: v for k, v in spec.items() if k != "_scope"})
     if "{{=" in text:
         # util/template/template.go replace: kindExpression tags are expr-lang programs over the whole scope
@@ -98,7 +99,7 @@ def _check_template(argo: "LocalArgo", tmpl: dict[str, Any], scope: str) -> list
     for kind in UNSUPPORTED_TEMPLATE_KINDS:
         if kind in tmpl:
             raise _err(f"templates.{name}: {kind} templates are not supported by the local executor "
-                       "(supported: dag, steps, container, script)")
+                       "(supported: dag, steps, container, script, resource create)")
     for feature in ("memoize", "daemon", "sidecars", "hooks"):
         if tmpl.get(feature):
             raise _err(f"templates.{name}.{feature} is not supported by the local executor")
@@ -117,6 +118,11 @@ def _check_template(argo: "LocalArgo", tmpl: dict[str, Any], scope: str) -> list
                     raise _err(f"templates.{name}.steps[{i}].{st['name']} {e}") from None
                 holders.append({k: v for k, v in st.items() if k in ("template", "templateRef")})
         return holders
+    if "resource" in tmpl:
+        from infersweep.local.argo_resource import check_template
+
+        check_template(tmpl)
+        return []
     if "dag" not in tmpl:
         if "container" not in tmpl and "script" not in tmpl:
             raise _err(f"templates.{name} template type unspecified. choose one of: container, dag, steps, script")

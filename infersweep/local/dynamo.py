@@ -534,6 +534,26 @@ def registered_workers(state_dir: Path) -> int | None:
     return sum(1 for p in cards.rglob("*") if p.is_file())
 
 
+LOST_REGISTRATION_GRACE_S = 30.0  # three times Dynamo's file discovery TTL (10 s)
+
+
+def lost_registration_message(deployment: LocalDeployment) -> str:
+    """Why a deployment that served stopped serving with every process alive, with the evidence."""
+    expired = []
+    for r in deployment.processes:
+        try:
+            with open(r["log_path"], "rb") as f:  # the whole log: the line is early, polls follow it
+                expired += [procs.strip_ansi(line.decode("utf-8", "replace")).strip()[:300] for line in f if b"Expired" in line]
+        except OSError:
+            continue
+    pids = ", ".join(f"{r['name']}={r['pid']}" for r in deployment.processes)
+    return (f"{deployment.name} served {deployment.model_name} before, every process is still running ({pids}), "
+            f"but the frontend no longer serves it after {LOST_REGISTRATION_GRACE_S:.0f}s: the workers' discovery "
+            "entries expired (Dynamo's file discovery store drops an entry not touched for 10 s). Tear the "
+            "deployment down and run again (--resume keeps the points measured so far)."
+            + ("\nfrom the logs: " + "\n  ".join(expired[-3:]) if expired else ""))
+
+
 def wait_ready_local(state_dir: Path, timeout_s: float = 60) -> float:
     """Wait until every worker has registered, the frontend lists the model and answers one
     chat completion. Returns the seconds it took.
@@ -558,8 +578,19 @@ def wait_ready_local(state_dir: Path, timeout_s: float = 60) -> float:
                                f"after {timeout_s:.0f}s\n" + procs.format_tails(logs))
         time.sleep(0.1)
 
+    # Serving before, every process alive and none restarted since, yet the model is gone: the workers'
+    # discovery entries expired. Dynamo's file discovery store deletes an entry its owner has not touched
+    # for 10 s, from any process (lib/runtime/src/storage/kv/file.rs: DEFAULT_TTL, Directory.keep_alive,
+    # delete_expired_files); measured on the H200 with ai-dynamo 1.3.1 (benchmarks/measured/h200-2026-12-01/
+    # qwen3-32b-bf16-lost-registration): the frontend logged "Expired" 10.5 s after the worker registered,
+    # answered 503 to every request, and the next point waited for its 1800 s ready timeout. Nothing comes
+    # back by itself, so say so after three TTLs instead of waiting.
+    lost = bool(deployment.ready_at) and all(r.get("started_at", 0) < deployment.ready_at for r in deployment.processes)
+
     def check() -> None:
         _fail_if_any_exited(deployment)
+        if lost and time.monotonic() - start > LOST_REGISTRATION_GRACE_S:
+            raise LocalDeploymentError(lost_registration_message(deployment))
 
     procs.wait_http(
         f"{deployment.frontend_url}/v1/models", remaining(),

@@ -61,13 +61,15 @@ def execute(workflow: dict[str, Any], templates: list[dict[str, Any]], *, run_id
             status_file: Path, cache_root: Path, pythons: dict[str, str], env: dict[str, str], s3_client: Any,
             configmaps: dict[str, dict[str, str]], on_event: Callable[[str, Node], None] | None = None,
             on_started: Callable[[LocalArgo], None] | None = None,
-            status: dict[str, Any] | None = None, code_root: Path = REPO_ROOT) -> tuple[LocalArgo, Node]:
+            status: dict[str, Any] | None = None, code_root: Path = REPO_ROOT,
+            objects: Any = None) -> tuple[LocalArgo, Node]:
     """Run the workflow to its end; return the executor (phase, message, stop reason) and the root node.
 
     `status` is an earlier run's status to retry from. The PVCs and the Argo state (semaphores, mutexes)
     live under cache_root, shared by every local run of that cache, so a lock holds across runs. Steps run
     `python -m` from code_root (this checkout: steps/). The signal handlers are this function's own: the
-    caller's are back when it returns or raises."""
+    caller's are back when it returns or raises. `objects`: the local Kubernetes API that resource templates
+    create into (infersweep/local/argo_resource.py LocalObjects)."""
 
     def upload_artifact(key: str, f: Path) -> str:
         s3_client.upload_file(str(f), ARTIFACT_BUCKET, key)
@@ -76,7 +78,7 @@ def execute(workflow: dict[str, Any], templates: list[dict[str, Any]], *, run_id
     cluster = LocalCluster(
         pythons=pythons, pvc_dirs=lambda claim: cache_root / "pvc" / claim, run_dir=run_dir, cwd=code_root,
         env=env, upload_artifact=upload_artifact, on_event=on_event or event_printer(), configmaps=configmaps,
-        state_dir=cache_root / "argo-state")
+        state_dir=cache_root / "argo-state", objects=objects)
     argo = LocalArgo(workflow, templates, cluster, status=status)
     argo.name = run_id
 

@@ -239,6 +239,11 @@ def stop_all(state_dir: Path, grace_s: float = 5) -> list[dict]:
     return records
 
 
+def strip_ansi(text: str) -> str:
+    """`text` without ANSI colour codes (engine logs colour their levels)."""
+    return _ANSI.sub("", text)
+
+
 def tail(path: Path | str, lines: int = 30) -> str:
     """Last `lines` lines of a log file, without ANSI colour codes ('' if missing)."""
     try:

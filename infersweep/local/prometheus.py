@@ -41,12 +41,15 @@ def write_targets(path: Path, targets: list[str], labels: dict[str, str] | None 
 
 class LocalPrometheus:
     def __init__(self, targets_file: Path, scrape_interval_s: float = 1.0, binary: str = BINARY,
-                 port: int | None = None) -> None:
+                 port: int | None = None, jobs: tuple[str, ...] = (JOB,)) -> None:
         # `port` may be chosen before start: a run renders the Prometheus URL into its parameters first.
         self.targets_file = Path(targets_file)
         self.interval = f"{int(scrape_interval_s * 1000)}ms"
         self.binary = binary
         self.port: int | None = port
+        # Scrape job names (each over the targets file); a test of `preflight` names them as the Prometheus
+        # Operator names a PodMonitor's jobs, podMonitor/<namespace>/<name>/<endpoint index>.
+        self.jobs = tuple(jobs)
         self.proc: subprocess.Popen | None = None
         self.dir: Path | None = None
 
@@ -66,8 +69,8 @@ class LocalPrometheus:
                              "evaluation_interval": self.interval},
                   # honor_labels as Dynamo's PodMonitor dynamo-frontend sets it (platform chart,
                   # templates/prometheus.yaml): the frontend's own labels win over the target's.
-                  "scrape_configs": [{"job_name": JOB, "honor_labels": True, "file_sd_configs": [
-                      {"files": [str(self.targets_file)], "refresh_interval": "1s"}]}]}
+                  "scrape_configs": [{"job_name": job, "honor_labels": True, "file_sd_configs": [
+                      {"files": [str(self.targets_file)], "refresh_interval": "1s"}]} for job in self.jobs]}
         (self.dir / "prometheus.yml").write_text(yaml.safe_dump(config))
         self.port = self.port or free_port()
         self.log = open(self.dir / "prometheus.log", "wb")

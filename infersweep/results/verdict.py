@@ -34,3 +34,12 @@ def verdict(run_dir: Path, points: list[dict]) -> tuple[bool, str]:
     if failed:
         return False, f"{len(failed)} of {len(points)} points failed ({'; '.join(failed)}); {measured} measured and published"
     return True, f"all {measured} points measured"
+
+
+def exit_step_failures(phases: dict[str, str]) -> list[str]:
+    """`task: phase` for each earlier exit-handler step that did not succeed (steps/verdict.py --exit-steps).
+
+    Why: Argo judges the exit handler's DAG by its leaves (dag.go assessDAGPhase: a failed task whose
+    dependent ran, through `depends: "X.Succeeded || X.Failed"`, hands its branch the dependent's phase), so
+    a failed scrape or regression-check before this step would otherwise leave the run Succeeded."""
+    return [f"{task}: {phase}" for task, phase in sorted(phases.items()) if phase != "Succeeded"]

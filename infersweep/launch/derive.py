@@ -1,0 +1,166 @@
+"""What a launch derives from the few things a UI user chose: the run's whole Workflow.
+
+A recipe launch goes exactly the way of `infersweep submit` (infersweep/commands/submit.py): load the recipe
+with the `set` recipe changes, check that its GPU pool can hold it, render and validate the bundle (the DGD,
+the points, the GPU-lock keys, the context: workflows/pipeline.py recipe_arguments), and stamp a queue
+priority (workflows/gpu_guard.py submit_priority). So every derived parameter follows from the recipe and
+none can be given: `set` goes through the same rule as `--set` (infersweep/recipe/overrides.py classify).
+An experiment launch goes the way of `infersweep experiment submit`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from infersweep.launch.git_source import GitSource, check_git_source, checkout
+from infersweep.names import label_value
+from infersweep.params_files import RecipeError
+
+if TYPE_CHECKING:
+    from infersweep.cluster_settings import ClusterSettings
+    from infersweep.recipe.overrides import Sets
+
+SOURCE_ANNOTATION = "infersweep.io/source"
+
+
+@dataclass
+class Launch:
+    workflow: dict[str, Any]
+    summary: list[str] = field(default_factory=list)
+
+
+def parse_set_text(text: str, run_params: dict[str, str] | None = None) -> Sets:
+    """The `set` parameter (the UI's text box: one KEY=VALUE a line; blank lines and `#` comments skipped)
+    after the install's run parameters, each checked as a `--set` is (infersweep.cli_util.parse_sets)."""
+    from infersweep.cli_util import parse_sets
+
+    lines = [f"{k}={v}" for k, v in (run_params or {}).items()]
+    lines += [s for s in (ln.strip() for ln in text.splitlines()) if s and not s.startswith("#")]
+    try:
+        return parse_sets(lines)
+    except RecipeError as e:
+        raise RecipeError(f"set: {str(e).removeprefix('--set ')}") from None
+
+
+def source(choice: str, what: str, git: dict[str, str], scratch: Path) -> tuple[Path | str, Path | None, GitSource | None]:
+    """(file or catalog name, params folder to resolve it in or None for the image's, Git source or None)."""
+    from workflows.launcher import FROM_GIT
+
+    given = {k: v for k, v in git.items() if v.strip()}
+    if choice != FROM_GIT:
+        if given:
+            raise RecipeError(f"{', '.join(sorted(given))}: set, but {what} is {choice!r}; choose {what}={FROM_GIT} "
+                              "to take the file from Git, or clear the git-* parameters")
+        return choice, None, None
+    src = check_git_source(git.get("git-repo", ""), git.get("git-commit", ""), git.get("git-path", ""))
+    clone = scratch / "git"
+    f = checkout(src, clone)
+    # A checkout of this project (or a fork) brings its own params/: the file's models, workloads and engine
+    # facts are resolved there. A repository of recipes only is resolved against the image's catalog.
+    pdir = clone / "params" if (clone / "params").is_dir() else None
+    return f, pdir, src
+
+
+def _stamp(doc: dict[str, Any], launcher: str, src: GitSource | None) -> dict[str, Any]:
+    from workflows.gpu_guard import submit_priority
+    from workflows.launcher import LAUNCHED_BY
+
+    meta = doc["metadata"]
+    meta["labels"] = {**(meta.get("labels") or {}), LAUNCHED_BY: label_value(launcher)}
+    if src is not None:
+        meta["annotations"] = {**(meta.get("annotations") or {}), SOURCE_ANNOTATION: src.describe()}
+    # A distinct priority per run: the GPU guard's queues order runs one way on every lock (gpu_guard.py).
+    doc["spec"] = {**doc["spec"], "priority": submit_priority()}
+    return doc
+
+
+# The create-run pod's spec is substituted once more with the *launcher's* globals, its inputs and pod.name,
+# manifest included: workflow/controller/workflowpod.go createWorkflowPod puts the template into the
+# ARGO_TEMPLATE env var, then substitutePodParams runs template.Replace over the whole pod (unresolved tags
+# kept). A {{workflow.name}} in the run's document would come out as the launcher's name (an experiment's S3
+# prefix, say). So such a run is named here and its own name and namespace written in; any other tag the
+# launcher would fill in is refused.
+_LAUNCHER_TAG = re.compile(r"\{\{\s*(workflow\.[^{}]*?|pod\.name|inputs\.parameters\.[^{}]*?)\s*\}\}")
+_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery pkg/util/rand, as generateName uses
+
+
+def resolve_launcher_tags(doc: dict[str, Any], namespace: str) -> dict[str, Any]:
+    import random
+
+    text = json.dumps(doc)
+    tags = {m.group(1) for m in _LAUNCHER_TAG.finditer(text)}
+    # {{inputs.parameters.X}} of the run's own templates stay unresolved: the launcher's only input is
+    # `manifest`, so only that one would be replaced.
+    tags = {t for t in tags if not t.startswith("inputs.") or t == "inputs.parameters.manifest"}
+    if not tags:
+        return doc
+    left = sorted(tags - {"workflow.name", "workflow.namespace"})
+    if left:
+        raise RecipeError(f"the run's Workflow uses {{{{{left[0]}}}}}, which the launcher's create-run step would "
+                          "fill in with its own value (workflowpod.go substitutePodParams); remove it from the "
+                          "recipe or set value")
+    meta = doc["metadata"]
+    name = meta.get("name") or meta.pop("generateName") + "".join(random.choice(_NAME_CHARS) for _ in range(5))
+    meta.pop("generateName", None)
+    meta["name"] = name
+    text = json.dumps(doc)
+    text = re.sub(r"\{\{\s*workflow\.name\s*\}\}", name, text)
+    text = re.sub(r"\{\{\s*workflow\.namespace\s*\}\}", namespace, text)
+    return json.loads(text)
+
+
+def recipe_run(choice: str, *, git: dict[str, str], set_text: str, settings: ClusterSettings, namespace: str,
+               launcher: str, scratch: Path, run_params: dict[str, str] | None = None) -> Launch:
+    from infersweep.recipe import load_recipe
+    from infersweep.render import render_recipe
+    from workflows.gpu_guard import recipe_admission, check_fits_pool
+    from workflows.strict import violations
+
+    sets = parse_set_text(set_text, run_params)
+    ref, pdir, src = source(choice, "recipe", git, scratch)
+    r = load_recipe(ref, pdir, overrides=sets.recipe)
+    check_fits_pool(r, settings)
+    bundle = render_recipe(r, settings, namespace=namespace, overrides=sets.params)
+    doc = resolve_launcher_tags(_stamp(bundle.workflow, launcher, src), namespace)
+    bad = violations(doc)
+    if bad:  # the run would be errored by a Strict controller: never create it
+        raise RecipeError(f"recipe {r.name}: the run Workflow sets {bad}, refused under templateReferencing: Strict")
+    params = {p["name"]: p["value"] for p in doc["spec"]["arguments"]["parameters"]}
+    locks = [v for k, v in params.items() if k.startswith("gpu-lock-") and v]
+    summary = [f"recipe      {r.name}" + (f" (from {src.describe()})" if src else " (catalog of the step image)"),
+               f"pipeline    {doc['spec']['workflowTemplateRef']['name']}",
+               f"gpus        {params['gpu-count']} x {r.recipe.gpu.type}",
+               f"points      {params['points']}",
+               f"dgd         {params['dgd-name']}-<run hash>",
+               f"priority    {doc['spec']['priority']}"]
+    if settings.guard.scheduler == "argo":
+        summary.append(f"gpu guard   lane(s) {list(recipe_admission(r, settings).lane_keys)}; keys {locks}")
+    if sets:
+        from infersweep.recipe.overrides import describe
+
+        summary.append(f"set         {describe(sets.recipe)}{'; ' if sets.recipe and sets.params else ''}"
+                       f"{', '.join(f'{k}={v}' for k, v in sets.params.items())}")
+    return Launch(doc, summary)
+
+
+def experiment_run(choice: str, *, git: dict[str, str], settings: ClusterSettings, namespace: str, launcher: str,
+                   scratch: Path) -> Launch:
+    from infersweep.experiment.plan import make_plan
+    from infersweep.experiment.spec import load_experiment
+    from infersweep.schemas import validate_document
+    from workflows.experiment import experiment_workflow
+    from workflows.gpu_guard import check_fits_pool
+
+    ref, pdir, src = source(choice, "experiment", git, scratch)
+    plan = make_plan(load_experiment(ref, pdir))
+    for step in plan.steps:
+        check_fits_pool(step.treatment.recipe, settings)
+    doc = experiment_workflow(plan, settings, namespace=namespace).to_dict()
+    validate_document(doc)
+    doc = resolve_launcher_tags(_stamp(doc, launcher, src), namespace)
+    return Launch(doc, [f"experiment  {plan.experiment.name}" + (f" (from {src.describe()})" if src else ""),
+                        *plan.text().splitlines(), f"priority    {doc['spec']['priority']}"])

@@ -1,0 +1,111 @@
+"""The install set: every object a cluster needs before the first submit, built by a list of builders.
+
+`infersweep install` (through the Argo Server), `infersweep install --out DIR` (GitOps: one file per object
+and a kustomization.yaml), `submit` and `preflight` (which compare the cluster with it) all take the set from
+here, so they cannot disagree. Argo objects (WorkflowTemplates, CronWorkflows) are stamped with the version
+labels of infersweep/install_version.py; the rest (RBAC, ConfigMaps) is what `kubectl apply` creates, since the
+Argo Server creates Argo objects only.
+
+Adding a template to the install (e.g. a UI launcher): append a builder to ARGO_BUILDERS (or KUBE_BUILDERS);
+a builder takes (settings, catalog, dgd_api) and returns plain documents (`dgd_api`: the DGD apiVersion
+the cluster's operator serves, which the nightly runs deploy and the reaper lists). Nothing else needs to change: install, the
+GitOps files, preflight's "templates installed" check and submit's version check all follow the list.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from infersweep.cluster_settings import ClusterSettings
+from infersweep.install_version import stamp
+from infersweep.paths import params_dir
+from infersweep.recipe import ResolvedRecipe, all_recipe_paths, load_recipe
+from infersweep.schemas import validate_document
+
+TOPOLOGIES = ("agg", "disagg")
+Builder = Callable[[ClusterSettings, list[ResolvedRecipe], str], list[dict[str, Any]]]
+
+
+def engines() -> list[str]:
+    return sorted(p.stem for p in (params_dir() / "engines").glob("*.yaml"))
+
+
+def step_templates(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1") -> list[dict[str, Any]]:
+    from workflows.steps_library import Images, step_workflow_templates
+
+    images = Images(steps=settings.images.steps, aiperf=settings.images.aiperf)
+    return [wt.to_dict() for wt in step_workflow_templates(images, settings=settings)]
+
+
+def pipeline_templates(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1") -> list[dict[str, Any]]:
+    from workflows.pipeline import pipeline_template
+
+    return [pipeline_template(e, t, settings).to_dict() for e in engines() for t in TOPOLOGIES]
+
+
+def nightly(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1") -> list[dict[str, Any]]:
+    from workflows.cron import nightly_crons
+
+    return nightly_crons(settings, load_recipe, dgd_api)
+
+
+def reaper(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1") -> list[dict[str, Any]]:
+    from workflows.cron import reaper_cron, reaper_template
+
+    return [reaper_template(settings, dgd_api), reaper_cron(settings)]
+
+
+def launchers(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1") -> list[dict[str, Any]]:
+    """The UI launchers (docs/ui.md): a recipe or experiment chosen from a drop-down, everything else derived."""
+    from infersweep.experiment.spec import all_experiment_paths
+    from workflows.launcher import launcher_templates
+
+    return [wt.to_dict() for wt in launcher_templates(settings, catalog, [p.stem for p in all_experiment_paths()])]
+
+
+def launcher_access(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1") -> list[dict[str, Any]]:
+    from workflows.launcher import launcher_rbac
+
+    return launcher_rbac(settings)
+
+
+def kubectl_objects(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1") -> list[dict[str, Any]]:
+    from workflows.cluster import kubectl_manifests
+
+    return kubectl_manifests(settings, catalog)
+
+
+# The hook: the install set is exactly what these build, in this order.
+ARGO_BUILDERS: list[Builder] = [step_templates, pipeline_templates, nightly, reaper, launchers]
+KUBE_BUILDERS: list[Builder] = [kubectl_objects, launcher_access]
+
+
+def install_set(settings: ClusterSettings, catalog: list[ResolvedRecipe] | None = None, dgd_api: str = "v1beta1"
+                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(Argo objects, stamped with their version labels; manifests for kubectl), each validated."""
+    if catalog is None:
+        catalog = [load_recipe(p) for p in all_recipe_paths()]
+    argo = [stamp(doc) for build in ARGO_BUILDERS for doc in build(settings, catalog, dgd_api)]
+    kube = [doc for build in KUBE_BUILDERS for doc in build(settings, catalog, dgd_api)]
+    seen: set[tuple[str, str]] = set()
+    for doc in argo + kube:
+        validate_document(doc)
+        key = (doc["kind"], doc["metadata"]["name"])
+        if key in seen:  # two builders making one object: the second would silently replace the first
+            raise ValueError(f"install set: {key[0]}/{key[1]} is built twice; rename one")
+        seen.add(key)
+    return argo, kube
+
+
+def without_namespace(doc: dict[str, Any], namespace: str) -> dict[str, Any]:
+    """The object for a GitOps repository: no metadata.namespace (the kustomization's `namespace:`, `kubectl
+    apply -n` or the Argo CD Application's destination sets it), and no namespace on a RoleBinding's subjects
+    that named it. An empty subject namespace in a RoleBinding means the binding's own (kubernetes
+    pkg/registry/rbac/validation/rule.go appliesToUser: saNamespace defaults to the binding's namespace), and
+    kustomize's namespace transformer fills it in when an overlay sets one (tests/test_install_gitops.py runs
+    `kubectl kustomize` on it)."""
+    out = {**doc, "metadata": {k: v for k, v in doc["metadata"].items() if k != "namespace"}}
+    if doc.get("kind") == "RoleBinding":
+        out["subjects"] = [{k: v for k, v in s.items() if not (k == "namespace" and v == namespace)}
+                           for s in doc.get("subjects") or []]
+    return out
