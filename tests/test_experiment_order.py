@@ -62,7 +62,7 @@ def test_the_experiment_workflow_marks_reset_treatments_and_states_their_cache()
 
 
 def _table(ttft: float) -> pd.DataFrame:
-    return pd.DataFrame([{"concurrency": 16, "repetition": 0, "status": "ok", "valid": True, "ttft_ms_avg": ttft,
+    return pd.DataFrame([{"concurrency": 16, "repetition": 0, "status": "ok", "valid": True, "ttft_avg_ms": ttft,
                           "validity_reasons": ""}])
 
 

@@ -132,7 +132,7 @@ def test_compare_step_writes_the_report_from_treatment_folders(tmp_path):
     spec = load_experiment("nemotron-rr-vs-kv").path.read_text()
     assert main(["--experiment", spec, "--treatments-dir", str(tmp_path / "treatments"), "--out", str(tmp_path / "out")]) == 0
     text = (tmp_path / "out" / "experiment-report.md").read_text()
-    assert "supported: kv beats rr on ttft_ms_avg at c128" in text
+    assert "supported: kv beats rr on ttft_avg_ms at c128" in text
     assert "- kv: 21 s" in text
     data = json.loads((tmp_path / "out" / "experiment-report.json").read_text())
     assert data["claim"]["verdict"] == "supported" and data["missing"] == []

@@ -85,7 +85,7 @@ def test_mocker_runs_on_the_calibrated_table(aic_cache, tmp_path):
         worker_argv = next(p["argv"] for p in dep.processes if "dynamo.mocker" in p["argv"])
     finally:
         teardown_local(state)
-    itl = result["metrics"]["itl_ms_avg"]
+    itl = result["metrics"]["itl_avg_ms"]
     # One request at a time: every decode step is batch 1 at a context of 128..176 tokens, which the
     # table clamps to its smallest context: the design's batch-1 answer.
     expected = timing["itl_ms_batch1"]

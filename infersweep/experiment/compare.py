@@ -15,12 +15,14 @@ from pathlib import Path
 def read_tables(treatments_dir: Path, names: list[str]):
     import pandas as pd
 
+    from infersweep.results.legacy import upgrade_table  # a table of any readable version, under v3 names
+
     tables, ready = {}, {}
     for name in names:
         folder = treatments_dir / name
         table = folder / "summary" / "results.parquet"
         if table.is_file():
-            tables[name] = pd.read_parquet(table)
+            tables[name] = upgrade_table(pd.read_parquet(table), str(table))
         marker = folder / "time-to-ready.json"
         if marker.is_file():
             ready[name] = json.loads(marker.read_text())
