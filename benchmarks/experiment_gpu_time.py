@@ -78,10 +78,12 @@ def measure_local(repeats: int) -> list[Figure]:
     from infersweep.local.dynamo import teardown_local, wait_ready_local
     from infersweep.local.reconfigure import apply_local
     from infersweep.local.toy_model import build_toy_model
-    from workflows.dgd import render_dgd
+    from infersweep.cluster_settings import load_cluster_settings
+    from infersweep.dgd import deployable_dgd
 
     rr, kv = (s.treatment.recipe for s in make_plan(load_experiment("nemotron-rr-vs-kv")).steps)
-    d_rr, d_kv = render_dgd(rr, name="exp-0"), render_dgd(kv, name="exp-0")
+    settings = load_cluster_settings()
+    d_rr, d_kv = (deployable_dgd(t, settings, name="exp-0") for t in (rr, kv))
     full, swap = [], []
     with tempfile.TemporaryDirectory() as tmp:
         model = Path(tmp) / "model"

@@ -96,7 +96,8 @@ def run_demo(out: Path, *, points: list[dict] | None = None, log=print) -> DemoR
     cmp = compare_runs(tables, include_invalid=True)
     cmp.changes.to_csv(out / "compare.csv", index=False)
     comparison_plot(tables, cmp, out / "compare.png")
-    hits = {name: float(r.table["overall_usage_prompt_cache_read_pct__avg"].median()) for name, r in runs.items()}
+    # prompt_cache_read_pct: AIPerf overall_usage_prompt_cache_read_pct avg (infersweep.results.columns)
+    hits = {name: float(r.table["prompt_cache_read_pct"].median()) for name, r in runs.items()}
     return DemoResult(cmp, run_ids, out / "store", hits, time.monotonic() - started)
 
 

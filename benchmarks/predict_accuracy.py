@@ -57,8 +57,8 @@ def lightning_rows() -> list[tuple]:
             continue
         note = "; ".join(pred.target.notes)
         for metric, measured, predicted in (("TTFT p50 ms", b.ttft_p50_ms, pt.ttft_ms),
-                                            ("output tok/s/GPU", b.output_tok_s_per_gpu, pt.tok_s_per_gpu),
-                                            ("tok/s/user", b.tok_s_per_user, pt.tok_s_per_user)):
+                                            ("output tok/s/GPU", b.output_throughput_tok_s_per_gpu, pt.tok_s_per_gpu),
+                                            ("tok/s/user", b.output_throughput_p50_tok_s_per_user, pt.tok_s_per_user)):
             rows.append((case, metric, _fmt(measured), _fmt(predicted), _ratio(measured, predicted), note))
             note = ""
     return rows

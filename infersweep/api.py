@@ -108,7 +108,7 @@ def experiment_workflow(experiment: str, *, namespace: str | None = None, dgd_ap
     from infersweep.experiment.plan import make_plan
     from infersweep.experiment.spec import load_experiment
     from infersweep.schemas import validate_document
-    from workflows.experiment import experiment_workflow as build
+    from workflows.experiment import experiment_template, experiment_workflow as build
     from workflows.gpu_guard import check_fits_pool, submit_priority
     from workflows.install_set import step_templates
 
@@ -117,9 +117,11 @@ def experiment_workflow(experiment: str, *, namespace: str | None = None, dgd_ap
     for step in plan.steps:
         check_fits_pool(step.treatment.recipe, settings)
     ns = _namespace(namespace, settings)
-    doc = build(plan, settings, namespace=ns, dgd_api=dgd_api).to_dict()
+    # The Workflow only references the experiment's installed WorkflowTemplate (templateReferencing Strict:
+    # workflows/experiment.py); `dgd_api` is the one that template was rendered with, so the check compares it.
+    doc = build(plan, settings, namespace=ns).to_dict()
     doc["spec"]["priority"] = submit_priority()
     validate_document(doc)
     if check_installed:
-        _check_installed(step_templates(settings, []), ns)
+        _check_installed(step_templates(settings, []) + [experiment_template(plan, settings, dgd_api=dgd_api).to_dict()], ns)
     return _to_hera(doc)

@@ -11,7 +11,7 @@ parser (`Step.parser()`, which steps/<module>.py calls in its `main()`); tests/t
 parses every rendered container's args with its step's own parser, so the two cannot drift.
 
 Standard library only and no Hera: every step imports this (the AIPerf image copies it, see
-images/aiperf.Dockerfile), and the declarations themselves live in workflows/step_declarations.py.
+images/aiperf.Dockerfile), and the declarations themselves live beside it in infersweep/step_declarations.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Run one AIPerf benchmark point and leave an honest OUT/result.json behind.
 
 The work (AIPerf as a child, SIGTERM -> SIGINT -> SIGKILL, earlier attempts set aside, result.json) is
-infersweep.aiperf.point_run.run_point; the options are workflows/step_declarations.py AIPERF_POINT. Runs
+infersweep.aiperf.point_run.run_point; the options are infersweep/step_declarations.py AIPERF_POINT. Runs
 inside the AIPerf image: standard library only (images/aiperf.Dockerfile copies what it imports).
 
     python -m steps.aiperf_point --url URL --model NAME --tokenizer DIR --concurrency N \
@@ -14,10 +14,10 @@ Exit 0 for ok/partial, 2 for cancelled/failed (the reason goes to stderr).
 from __future__ import annotations
 
 import argparse
-import sys
 
 from infersweep.aiperf.point_run import ARG_TYPES, check_args, run_point
-from workflows.step_declarations import AIPERF_POINT
+from infersweep.step_declarations import AIPERF_POINT
+from steps.runner import main_of
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -30,4 +30,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main_of(main, AIPERF_POINT)

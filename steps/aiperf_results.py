@@ -11,7 +11,8 @@ import json
 import sys
 
 from infersweep.aiperf import read_point
-from workflows.step_declarations import AIPERF_RESULTS
+from infersweep.step_declarations import AIPERF_RESULTS
+from steps.runner import main_of
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,4 +24,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main_of(main, AIPERF_RESULTS)

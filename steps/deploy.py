@@ -16,18 +16,17 @@ from __future__ import annotations
 
 from infersweep.platform.operations import deploy
 from infersweep.platform.protocol import NotServing
-from workflows.step_declarations import DEPLOY
-from steps import transient
+from infersweep.step_declarations import DEPLOY
+from steps.runner import main_of
 
 
 def main(argv: list[str] | None = None) -> int:
     a = DEPLOY.parser().parse_args(argv)
-    return transient.refusal_exit(
-        "deploy", lambda: deploy(dgd_text=a.dgd, dgd_file=a.dgd_file, namespace=a.namespace, run_id=a.run_id,
-                                 owner_name=a.owner_name, owner_uid=a.owner_uid, url_param=a.url_param, save=a.save,
-                                 ensure=a.ensure, model=a.model, timeout_s=a.timeout_s),
-        labels={NotServing: "deploy --ensure"})  # DGDOwnedElsewhere: never adopted
+    deploy(dgd_text=a.dgd, dgd_file=a.dgd_file, namespace=a.namespace, run_id=a.run_id, owner_name=a.owner_name,
+           owner_uid=a.owner_uid, url_param=a.url_param, save=a.save, ensure=a.ensure, model=a.model,
+           timeout_s=a.timeout_s)  # DGDOwnedElsewhere (exit 1): never adopted
+    return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(transient.run(main, "deploy"))
+    main_of(main, DEPLOY, labels={NotServing: "deploy --ensure"})

@@ -7,16 +7,17 @@ from __future__ import annotations
 
 
 from infersweep.platform.operations import ensure_pvc
-from workflows.step_declarations import ENSURE_PVC
-from steps import transient
+from infersweep.step_declarations import ENSURE_PVC
+from steps.runner import main_of
 
 
 def main(argv: list[str] | None = None) -> int:
     a = ENSURE_PVC.parser().parse_args(argv)
-    return transient.refusal_exit(  # PVCNotBound: the PVC, its phase and the cause
-        "ensure-pvc", lambda: ensure_pvc(name=a.name, namespace=a.namespace, size=a.size,
-                                         storage_class=a.storage_class, bound_timeout_s=a.bound_timeout_s))
+    # PVCNotBound (exit 1): the PVC, its phase and the cause
+    ensure_pvc(name=a.name, namespace=a.namespace, size=a.size, storage_class=a.storage_class,
+               bound_timeout_s=a.bound_timeout_s)
+    return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(transient.run(main, "ensure-pvc"))
+    main_of(main, ENSURE_PVC)

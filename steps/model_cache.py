@@ -9,27 +9,23 @@ it, steps/transient.py), 1 for any other failure.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
-from infersweep.model_cache import ModelNotCached, cache_models
-from steps import transient
-from workflows.step_declarations import MODEL_CACHE_STEP
+from infersweep.model_cache import cache_models
+from steps.runner import main_of
+from infersweep.step_declarations import MODEL_CACHE_STEP
 
 
 def main(argv: list[str] | None = None) -> int:
     a = MODEL_CACHE_STEP.parser().parse_args(argv)
-    try:
-        cache_models(a.model_id, a.revision, Path(a.cache_dir), a.source, draft_model=a.draft_model,
-                     draft_revision=a.draft_revision, model_dir_param=a.model_dir_param, commit_param=a.commit_param,
-                     commit_file=a.commit_file)
-    except ModelNotCached as e:
-        print(f"model-cache: {e}", file=sys.stderr)
-        # a dropped connection or a 5xx from the hub (the cause): exit 75 so Argo retries
-        return transient.TRANSIENT_EXIT if transient.is_transient(e) else 1
+    # ModelNotCached: exit 75 when its cause is a dropped connection or a 5xx from the hub (Argo retries it),
+    # else 1 (steps/runner.py)
+    cache_models(a.model_id, a.revision, Path(a.cache_dir), a.source, draft_model=a.draft_model,
+                 draft_revision=a.draft_revision, model_dir_param=a.model_dir_param, commit_param=a.commit_param,
+                 commit_file=a.commit_file)
     return 0
 
 
 if __name__ == "__main__":
     os.umask(0o002)  # other runs' pods (other UIDs in the same group) must be able to read the cache
-    raise SystemExit(transient.run(main, "model-cache"))
+    main_of(main, MODEL_CACHE_STEP)

@@ -8,24 +8,19 @@ CLI:  python -m steps.publish LOCAL_DIR --bucket B --prefix P [--retry-prefix]
 
 from __future__ import annotations
 
-import sys
 
 from infersweep.results.publish import publish_run
-from steps import transient
-from workflows.step_declarations import PUBLISH
-
-
-def _transient_exit(exc: BaseException) -> int | None:
-    # S3 unreachable, throttled or failing server-side: exit 75, which the step template retries
-    # (steps/transient.py); a missing bucket or denied access stays 1.
-    return transient.TRANSIENT_EXIT if transient.is_transient(exc) else None
+from steps.runner import main_of
+from infersweep.step_declarations import PUBLISH
 
 
 def main(argv: list[str] | None = None) -> int:
+    # S3 unreachable, throttled or failing server-side for every key: exit 75, which the step template
+    # retries; a missing bucket or denied access 1, a key holding other bytes 2 (steps/runner.py).
     args = PUBLISH.parser().parse_args(argv)
-    return publish_run(args.local_dir, args.bucket, args.prefix, retry_prefix=args.retry_prefix,
-                       transient_exit=_transient_exit)
+    publish_run(args.local_dir, args.bucket, args.prefix, retry_prefix=args.retry_prefix)
+    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(transient.run(main, "publish"))
+    main_of(main, PUBLISH)

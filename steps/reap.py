@@ -8,8 +8,8 @@ from __future__ import annotations
 
 
 from infersweep.platform.reaper import reap_namespace
-from workflows.step_declarations import REAP
-from steps import transient
+from infersweep.step_declarations import REAP
+from steps.runner import main_of
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,4 +19,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(transient.run(main, "reaper"))
+    main_of(main, REAP)

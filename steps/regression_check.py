@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 from infersweep.results.baseline import INCOMPARABLE, check_against_baseline
-from workflows.step_declarations import REGRESSION_CHECK
+from infersweep.step_declarations import REGRESSION_CHECK
+from steps.runner import main_of
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,4 +31,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main_of(main, REGRESSION_CHECK)

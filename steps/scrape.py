@@ -16,7 +16,8 @@ from pathlib import Path
 
 from infersweep.paths import params_dir
 from infersweep.results.server_metrics import MissingSeries, ScopeError, scrape_run_metrics
-from workflows.step_declarations import SCRAPE
+from infersweep.step_declarations import SCRAPE
+from steps.runner import main_of
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,4 +37,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main_of(main, SCRAPE)

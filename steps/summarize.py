@@ -14,7 +14,8 @@ from typing import Any
 
 from infersweep.results.context import parse_context_arg
 from infersweep.results.summarize import markdown_table, summarize
-from workflows.step_declarations import SUMMARIZE
+from infersweep.step_declarations import SUMMARIZE
+from steps.runner import main_of
 
 
 # An experiment treatment's recipe, for the prediction beside each row. Here, not in results/: experiment/
@@ -56,4 +57,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main_of(main, SUMMARIZE)

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 
 from infersweep.platform.operations import teardown
-from workflows.step_declarations import TEARDOWN
-from steps import transient
+from infersweep.step_declarations import TEARDOWN
+from steps.runner import main_of
 
 
 def main(argv: list[str] | None = None) -> int:
     a = TEARDOWN.parser().parse_args(argv)
-    return transient.refusal_exit(  # DGDOwnedElsewhere: left alone
-        "teardown", lambda: teardown(name=a.name, run_id=a.run_id, namespace=a.namespace, api_version=a.api_version,
-                                     owner_uid=a.owner_uid))
+    # DGDOwnedElsewhere: left alone
+    teardown(name=a.name, run_id=a.run_id, namespace=a.namespace, api_version=a.api_version, owner_uid=a.owner_uid)
+    return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(transient.run(main, "teardown"))
+    main_of(main, TEARDOWN)

@@ -1,4 +1,5 @@
-"""Exit code 75 (EX_TEMPFAIL) for failures that a rerun can fix, so Argo retries exactly those.
+"""Exit code 75 (EX_TEMPFAIL) for failures that a rerun can fix, so Argo retries exactly those (the runner,
+steps/runner.py, maps every step's errors to exit codes with this classification).
 
 The step templates retry with `retryPolicy: Always` and `expression: lastRetry.status == "Error" ||
 asInt(lastRetry.exitCode) == 75` (workflows/steps_library.py). Argo v4.1.2 workflow/controller/operator.go
@@ -9,9 +10,6 @@ hiccup, a throttled S3 or a dropped connection (exit 75) is retried with backoff
 """
 
 from __future__ import annotations
-
-import sys
-from typing import Callable
 
 TRANSIENT_EXIT = 75
 # HTTP statuses a rerun can outlive: throttling, server errors, gateway errors; 0 = no response at all.
@@ -39,32 +37,3 @@ def is_transient(exc: BaseException) -> bool:
         return True
     cause = exc.__cause__ or exc.__context__
     return cause is not None and cause is not exc and is_transient(cause)
-
-
-def refusal_exit(step: str, call: Callable[[], object], labels: dict[type, str] | None = None) -> int:
-    """Run a DGD step's operation: 0 when it is done, 2 when its input is unusable (BadInput), 1 when the
-    platform refuses or the deployment does not serve (PlatformError), each printed after the step's name
-    (or the label of the error's kind). Anything else propagates to `run`, which tells transient from not."""
-    from infersweep.platform.protocol import BadInput, PlatformError
-
-    try:
-        call()
-    except BadInput as e:
-        print(f"{step}: {e}", file=sys.stderr)
-        return 2
-    except PlatformError as e:
-        label = next((name for kind, name in (labels or {}).items() if isinstance(e, kind)), step)
-        print(f"{label}: {e}", file=sys.stderr)
-        return 1
-    return 0
-
-
-def run(main: Callable[[], int], step: str) -> int:
-    """Run a step's main; an uncaught transient error exits 75 (retried), any other exception 1."""
-    try:
-        return main()
-    except Exception as e:  # the step's own clear errors return 1/2 before this
-        transient = is_transient(e)
-        kind = "transient (Argo retries it)" if transient else "not transient"
-        print(f"{step}: {type(e).__name__}: {e} [{kind}]", file=sys.stderr)
-        return TRANSIENT_EXIT if transient else 1

@@ -20,7 +20,8 @@ import sys
 from pathlib import Path
 
 from infersweep.results.verdict import exit_step_failures, verdict
-from workflows.step_declarations import VERDICT
+from infersweep.step_declarations import VERDICT
+from steps.runner import main_of
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,4 +41,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main_of(main, VERDICT)

@@ -34,16 +34,16 @@ def test_good_run_is_ok_with_its_numbers(aiperf_ref):
     assert (r["requests_ok"], r["requests_failed"], r["error_rate"]) == (40, 0, 0.0)
     assert r["is_complete"] is True and r["was_cancelled"] is False
     m = r["metrics"]
-    assert m["ttft_ms_p50"] == pytest.approx(37.2, abs=0.01)
-    assert m["ttft_ms_p99"] == pytest.approx(64.05, abs=0.01)
-    assert m["itl_ms_p50"] == pytest.approx(1.3455, abs=1e-3)
-    assert m["request_latency_ms_avg"] == pytest.approx(61.46, abs=0.01)
-    assert m["ttst_ms_max"] == pytest.approx(45.53, abs=0.01)
-    assert (m["isl_avg"], m["osl_p50"]) == (128.0, 32.0)
-    assert m["output_tok_s"] == pytest.approx(1837.31, abs=0.01)
-    assert m["request_per_s"] == pytest.approx(57.42, abs=0.01)
-    assert m["tok_s_per_user_p50"] == pytest.approx(708.95, abs=0.01)
-    for key in ("tok_s_per_user_avg", "input_tok_s", "total_tok_s", "ttft_ms_std", "itl_ms_p90"):
+    assert m["ttft_p50_ms"] == pytest.approx(37.2, abs=0.01)
+    assert m["ttft_p99_ms"] == pytest.approx(64.05, abs=0.01)
+    assert m["itl_p50_ms"] == pytest.approx(1.3455, abs=1e-3)
+    assert m["request_latency_avg_ms"] == pytest.approx(61.46, abs=0.01)
+    assert m["ttst_max_ms"] == pytest.approx(45.53, abs=0.01)
+    assert (m["isl_avg_tok"], m["osl_p50_tok"]) == (128.0, 32.0)
+    assert m["output_throughput_tok_s"] == pytest.approx(1837.31, abs=0.01)
+    assert m["request_throughput_req_s"] == pytest.approx(57.42, abs=0.01)
+    assert m["output_throughput_p50_tok_s_per_user"] == pytest.approx(708.95, abs=0.01)
+    for key in ("output_throughput_avg_tok_s_per_user", "input_throughput_tok_s", "total_throughput_tok_s", "ttft_std_ms", "itl_p90_ms"):
         assert key in m
     # Profiling window comes from phase_manifest.json, not the warmup requests.
     assert r["profiling_start_ns"] == 1795971233607409927
@@ -75,7 +75,7 @@ def test_http_500s_make_a_partial_point(aiperf_ref):
     assert r["error_rate"] == pytest.approx(16 / 30)
     assert "16 of 30 requests failed" in r["reason"] and "HTTP 500" in r["reason"]
     assert r["errors"][0]["code"] == 500 and r["errors"][0]["count"] == 16
-    assert r["metrics"]["ttft_ms_p50"] == pytest.approx(31.76, abs=0.01)  # successful requests still count
+    assert r["metrics"]["ttft_p50_ms"] == pytest.approx(31.76, abs=0.01)  # successful requests still count
 
 
 def test_error_rate_within_tolerance_is_ok(aiperf_ref):
@@ -95,7 +95,7 @@ def test_failed_request_threshold_is_cancelled(aiperf_ref):
     assert r["was_cancelled"] is True and r["is_complete"] is False
     assert "10 of 60 requests" in r["reason"]
     assert "--failed-request-threshold exceeded" in r["reason"]
-    assert r["requests_ok"] == 6 and "ttft_ms_p50" in r["metrics"]
+    assert r["requests_ok"] == 6 and "ttft_p50_ms" in r["metrics"]
 
 
 def test_sigint_is_cancelled_and_keeps_its_104_requests(aiperf_ref):
@@ -103,8 +103,8 @@ def test_sigint_is_cancelled_and_keeps_its_104_requests(aiperf_ref):
     assert r["status"] == "cancelled"
     assert r["requests_ok"] == 104 and r["requests_failed"] == 0
     assert "SIGINT" in r["reason"]
-    assert r["metrics"]["ttft_ms_p50"] == pytest.approx(32.19, abs=0.01)
-    assert r["metrics"]["output_tok_s"] == pytest.approx(274.72, abs=0.01)
+    assert r["metrics"]["ttft_p50_ms"] == pytest.approx(32.19, abs=0.01)
+    assert r["metrics"]["output_throughput_tok_s"] == pytest.approx(274.72, abs=0.01)
     # No phase_manifest.json here: the window comes from the profiling records.
     starts = [rec["metadata"]["request_start_ns"] for rec in
               iter_profiling_records(aiperf_ref / "sigint_cancelled_rc0" / "profile_export.jsonl")]
@@ -294,7 +294,7 @@ def test_sigterm_reaches_aiperf_as_sigint_and_keeps_partial_results(aiperf_ref, 
     assert result["status"] == "cancelled"
     assert result["stopped_by"] == "SIGTERM" and "SIGTERM" in result["reason"]
     assert result["requests_ok"] == 104
-    assert result["metrics"]["ttft_ms_p50"] == pytest.approx(32.19, abs=0.01)
+    assert result["metrics"]["ttft_p50_ms"] == pytest.approx(32.19, abs=0.01)
     assert "cancelled" in stderr
     assert json.loads((tmp_path / "called.json").read_text())["HF_HUB_OFFLINE"] is None
 
@@ -374,5 +374,5 @@ def test_real_aiperf_accepts_our_argv_and_measures(tmp_path):
     result = json.loads((out / "result.json").read_text())
     assert code == 0, result["reason"]
     assert result["status"] == "ok" and result["requests_ok"] == 10
-    assert result["metrics"]["osl_avg"] == 4.0 and result["metrics"]["ttft_ms_p50"] > 0
+    assert result["metrics"]["osl_avg_tok"] == 4.0 and result["metrics"]["ttft_p50_ms"] > 0
     assert result["profiling_start_ns"] < result["profiling_end_ns"]

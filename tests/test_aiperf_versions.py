@@ -34,7 +34,7 @@ def test_a_complete_error_free_run_reads_as_ok_and_complete(version, case):
     assert r["status"] == "ok", r["reason"]
     assert r["is_complete"] is True
     assert r["requests_ok"] == 10 * conc and r["requests_failed"] == 0 and r["error_rate"] == 0.0
-    assert r["metrics"]["ttft_ms_p50"] > 0 and r["metrics"]["output_tok_s"] > 0
+    assert r["metrics"]["ttft_p50_ms"] > 0 and r["metrics"]["output_throughput_tok_s"] > 0
     if version < "0.13":  # these versions write no is_complete: the reader says how it decided
         assert r["is_complete_source"].startswith(f"inferred (AIPerf {version} writes no is_complete): {10 * conc} of")
 

@@ -190,20 +190,21 @@ def test_install_twice_updates_in_place_without_duplicates(argo, capsys):
     assert main(["install"]) == 0
     first = capsys.readouterr().out
     templates, crons = argo.objects("workflow-templates"), argo.objects("cron-workflows")
-    assert len(templates) == 11 + 3 * 2 + 1 + 2, "11 step templates + 3 engines x 2 topologies + the reaper's + 2 launchers"
+    assert len(templates) == 16 + 3 * 2 + 1 + 2 + 6, \
+        "16 step templates + 3 engines x 2 topologies + the reaper's + 2 launchers + the 6 experiments'"
     assert {t["metadata"]["name"] for t in templates} >= {"infersweep-vllm-agg", "infersweep-sglang-disagg",
                                                           "infersweep-wait-ready", "infersweep-regression-check"}
     nightly = [c for c in crons if c["metadata"]["name"] != "infersweep-reaper"]
     assert len(nightly) == 1 and nightly[0]["spec"]["concurrencyPolicy"] == "Forbid"
     assert {c["metadata"]["name"] for c in crons} - {n["metadata"]["name"] for n in nightly} == {"infersweep-reaper"}
-    assert first.count("created ") == 22 and "kubectl apply" in first and "ConfigMap/infersweep-gpu-pools" in first
+    assert first.count("created ") == 33 and "kubectl apply" in first and "ConfigMap/infersweep-gpu-pools" in first
     rv_before = {t["metadata"]["name"]: int(t["metadata"]["resourceVersion"]) for t in templates}
 
     assert main(["install"]) == 0
     second = capsys.readouterr().out
-    assert second.count("updated ") == 22 and "created " not in second
+    assert second.count("updated ") == 33 and "created " not in second
     templates = argo.objects("workflow-templates")
-    assert len(templates) == 20 and len(argo.objects("cron-workflows")) == 2
+    assert len(templates) == 31 and len(argo.objects("cron-workflows")) == 2
     for t in templates:
         assert int(t["metadata"]["resourceVersion"]) > rv_before[t["metadata"]["name"]]
     assert ("PUT", f"/api/v1/workflow-templates/{NS}/infersweep-vllm-agg") in argo.requests
@@ -251,7 +252,13 @@ def test_experiment_submit_creates_one_validated_workflow_with_every_treatment(a
     name = wf["metadata"]["name"]
     assert f"{argo.url}/workflows/{NS}/{name}" in out and "frontend only" in out
     assert wf["metadata"]["labels"]["infersweep.io/experiment"] == "nemotron-rr-vs-kv"
-    tasks = {t["name"] for t in next(t for t in wf["spec"]["templates"] if t["name"] == "experiment")["dag"]["tasks"]}
+    # The Workflow only references the experiment's template, which the submit applied first (Strict mode)
+    from workflows import strict
+
+    assert strict.violations(wf) == [] and set(wf["spec"]) == {"workflowTemplateRef", "priority"}
+    (wt,) = [t for t in argo.objects("workflow-templates")
+             if t["metadata"]["name"] == wf["spec"]["workflowTemplateRef"]["name"]]
+    tasks = {t["name"] for tpl in wt["spec"]["templates"] if tpl.get("dag") for t in tpl["dag"]["tasks"]}
     assert {"t0-deploy", "t1-deploy", "compare", "verdict"} <= tasks
     # a bad experiment is refused before any request
     before = len(argo.requests)

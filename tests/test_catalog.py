@@ -12,7 +12,7 @@ import pytest
 from infersweep.recipe import all_recipe_paths, find_recipe, load_recipe
 from infersweep.schemas import validate_dgd
 from tests.conftest import has_shared, needs_shared, shared_dir
-from workflows.dgd import render_dgd
+from infersweep.dgd.render import render_dgd
 
 # Cluster report row (name | engine) -> our recipe. Two rows share a name, so the engine is part of the key.
 CLUSTER_ROWS = {
@@ -83,9 +83,9 @@ def test_every_lightning_target_is_a_recipe_with_its_published_baseline(row):
     assert (r.recipe.router == "kv") == (routing == "KV router")
     assert r.recipe.topology.mode == ("disagg" if routing == "1P1D" else "agg")
     b = r.recipe.baseline
-    assert (b.concurrency, b.ttft_p50_ms, b.output_tok_s_per_gpu, b.tok_s_per_user) == \
+    assert (b.concurrency, b.ttft_p50_ms, b.output_throughput_tok_s_per_gpu, b.output_throughput_p50_tok_s_per_user) == \
         (int(conc), float(ttft), float(per_gpu), float(per_user))
-    assert r.recipe.slo.tok_s_user_min == 50 and r.recipe.slo.ttft_p50_ms == 5000  # the page's pass criteria
+    assert r.recipe.slo.output_throughput_p50_tok_s_per_user == 50 and r.recipe.slo.ttft_p50_ms == 5000  # the page's pass criteria
 
 
 @pytest.mark.parametrize("path", all_recipe_paths(), ids=lambda p: p.stem)

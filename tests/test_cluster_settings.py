@@ -140,9 +140,9 @@ def test_a_quoted_number_is_not_a_number_and_an_int_cpu_is_a_quantity():
 
 
 def test_a_step_without_a_deadline_here_gets_its_declared_deadline():
-    """A new step needs no cluster.yaml entry (a step is declared once, workflows/step_declarations.py);
+    """A new step needs no cluster.yaml entry (a step is declared once, infersweep/step_declarations.py);
     an entry here overrides the declaration's deadline."""
-    from workflows.step_declarations import DECLARED
+    from infersweep.step_declarations import DECLARED
     from workflows.steps_library import Images, step_container
 
     scrape = next(s for s in DECLARED if s.name == "scrape")

@@ -1,5 +1,5 @@
 """compare_runs and `infersweep compare`: percentage changes per concurrency, the crossover where one
-configuration overtakes another, and the best configuration meeting the SLOs. Tables are v1 results
+configuration overtakes another, and the best configuration meeting the SLOs. Tables are v3 results
 tables built by finish_table from rows shaped like the TP=1 vs TP=2 finding in the seeds."""
 
 from __future__ import annotations
@@ -13,18 +13,19 @@ from infersweep.cli import main as cli_main
 from infersweep.results.compare import compare_runs
 from infersweep.results.table import finish_table
 
-SLO = {"ttft_p50_ms": 1000, "tok_s_user_min": 30}
+SLO = {"ttft_p50_ms": 1000, "output_throughput_p50_tok_s_per_user": 30}
 
 
 def run_table(recipe: str, points: dict[int, dict[str, float]], slo=SLO) -> pd.DataFrame:
     rows = []
     for c, m in points.items():
         row = {"run_id": f"wf-{recipe}", "recipe": recipe, "concurrency": c, "repetition": 0, "status": "ok",
-               "reason": "", "error_rate": 0.0}
-        row.update({f"{p}_{s}": m[p] for p in ("ttft_ms", "itl_ms", "request_latency_ms") for s in ("avg", "p50", "p99")})
-        row.update(output_tok_s=m["tok"], request_per_s=m["tok"] / 100, tok_s_per_user_p50=m["user"],
-                   tok_s_per_user=m["user"], tok_s_per_gpu=m["tok"] / 8, goodput_req_s=m["tok"] / 100)
-        row["slo_pass"] = m["ttft_ms"] <= slo["ttft_p50_ms"] and m["user"] >= slo["tok_s_user_min"]
+               "reason": "", "error_ratio": 0.0}
+        row.update({f"{p}_{s}_ms": m[f"{p}_ms"] for p in ("ttft", "itl", "request_latency") for s in ("avg", "p50", "p99")})
+        row.update(output_throughput_tok_s=m["tok"], request_throughput_req_s=m["tok"] / 100,
+                   output_throughput_p50_tok_s_per_user=m["user"], output_throughput_tok_s_per_gpu=m["tok"] / 8,
+                   goodput_req_s=m["tok"] / 100)
+        row["slo_pass"] = m["ttft_ms"] <= slo["ttft_p50_ms"] and m["user"] >= slo["output_throughput_p50_tok_s_per_user"]
         rows.append(row)
     return finish_table(pd.DataFrame(rows), {"recipe": recipe, "slo": slo})
 
@@ -41,19 +42,19 @@ TP1 = run_table("tp1", {1: dict(ttft_ms=90, itl_ms=4.11, request_latency_ms=1100
 def test_percent_changes_per_concurrency():
     cmp = compare_runs({"tp2": TP2, "tp1": TP1})
     ch = cmp.changes.set_index(["concurrency", "metric"])
-    assert ch.at[(16, "ttft_ms_p50"), "pct_change"] == pytest.approx((228.7 - 317.1) / 317.1 * 100)
-    assert ch.at[(128, "ttft_ms_p50"), "pct_change"] == pytest.approx(-80.0, abs=0.1)  # "5x faster TTFT"
-    assert ch.at[(128, "output_tok_s"), "pct_change"] == pytest.approx(31.0, abs=0.1)  # "31% higher throughput"
-    assert bool(ch.at[(128, "output_tok_s"), "better"]) is True
-    assert bool(ch.at[(1, "itl_ms_p50"), "better"]) is False
+    assert ch.at[(16, "ttft_p50_ms"), "pct_change"] == pytest.approx((228.7 - 317.1) / 317.1 * 100)
+    assert ch.at[(128, "ttft_p50_ms"), "pct_change"] == pytest.approx(-80.0, abs=0.1)  # "5x faster TTFT"
+    assert ch.at[(128, "output_throughput_tok_s"), "pct_change"] == pytest.approx(31.0, abs=0.1)  # "31% higher throughput"
+    assert bool(ch.at[(128, "output_throughput_tok_s"), "better"]) is True
+    assert bool(ch.at[(1, "itl_p50_ms"), "better"]) is False
 
 
 def test_crossover_is_the_concurrency_where_the_other_configuration_overtakes():
     cmp = compare_runs({"tp2": TP2, "tp1": TP1})
     x = cmp.crossovers.set_index("metric")
-    assert x.at["itl_ms_p50", "concurrency"] == 128 and x.at["itl_ms_p50", "winner_from"] == "tp1"
-    assert x.at["output_tok_s", "concurrency"] == 128
-    assert "ttft_ms_p50" not in x.index  # tp1 wins TTFT at every level: no crossover
+    assert x.at["itl_p50_ms", "concurrency"] == 128 and x.at["itl_p50_ms", "winner_from"] == "tp1"
+    assert x.at["output_throughput_tok_s", "concurrency"] == 128
+    assert "ttft_p50_ms" not in x.index  # tp1 wins TTFT at every level: no crossover
     assert "tp2 better at c1-c16, tp1 better at c128" in cmp.text()
 
 

@@ -19,7 +19,7 @@ import yaml
 from infersweep.names import DGD_NAME_MAX, dgd_run_name, is_dns_label
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import all_recipe_paths, load_recipe
-from workflows.dgd import render_dgd
+from infersweep.dgd.render import render_dgd
 from workflows.pipeline import recipe_arguments
 
 REPO = Path(__file__).resolve().parents[1]

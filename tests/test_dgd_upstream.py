@@ -19,7 +19,7 @@ import yaml
 from infersweep.local.dynamo import _flag, read_components, router_mode_of
 from infersweep.recipe import parse_recipe
 from infersweep.schemas import validate_dgd
-from workflows.dgd import render_dgd
+from infersweep.dgd.render import render_dgd
 
 TP_FLAGS = ("--tensor-parallel-size", "--tp", "--tp-size")
 DISAGG_FLAGS = ("--disaggregation-mode", "--disaggregation-transfer-backend", "--disaggregation-bootstrap-port")

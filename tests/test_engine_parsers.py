@@ -1,6 +1,6 @@
 """Engine-parser tier: every rendered worker and frontend command line through the real parsers.
 
-Renders every catalog recipe's DGD (workflows/dgd.py) and sends each component's `python -m dynamo.X ARGS`
+Renders every catalog recipe's DGD (infersweep/dgd/render.py) and sends each component's `python -m dynamo.X ARGS`
 through ai-dynamo 1.6.1's own argument parsing plus the engines' own post-parse checks, in one subprocess
 inside `.venv-engines` (tests/engine_parsers/parse_workers.py says which functions run). Then it asserts
 what each recipe claims, on the *parsed* configuration:
@@ -33,7 +33,7 @@ import pytest
 
 from infersweep.local.dynamo import read_components
 from infersweep.recipe import ResolvedRecipe, all_recipe_paths, load_recipe
-from workflows.dgd import render_dgd
+from infersweep.dgd.render import render_dgd
 
 # The first test runs the whole batch (~100 s here under load): above the suite's 300 s default on a slower machine.
 pytestmark = [pytest.mark.engine_parsers, pytest.mark.timeout(1800)]

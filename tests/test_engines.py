@@ -24,7 +24,7 @@ from infersweep.params_files import RecipeError
 from infersweep.paths import params_dir
 from infersweep.recipe import load_recipe
 from infersweep.schemas import validate_dgd
-from workflows.dgd import render_dgd
+from infersweep.dgd.render import render_dgd
 
 STUB_DATA = {
     "image": "ghcr.io/example/stub-runtime:0.1",

@@ -26,7 +26,7 @@ from infersweep.slo_search import bisect
 from infersweep.aiperf import read_point
 
 FIXTURES = Path(__file__).parent / "fixtures" / "validity"
-SLO = {"ttft_p50_ms": 2000, "tok_s_user_min": 20}
+SLO = {"ttft_p50_ms": 2000, "output_throughput_p50_tok_s_per_user": 20}
 INVALID = "client-bound: AIPerf sent requests 912 ms (p99) after issuing them (> max_send_delay_ms_p99 250)"
 
 
@@ -36,12 +36,12 @@ def table(recipe: str, points: dict[int, dict], slo=SLO, context: dict | None = 
     rows = []
     for c, p in points.items():
         rows.append({"run_id": f"wf-{recipe}", "recipe": recipe, "concurrency": c, "repetition": 0, "status": "ok",
-                     "reason": "", "error_rate": 0.0, "ttft_ms_p50": p.get("ttft", 100.0),
-                     "ttft_ms_avg": p.get("ttft", 100.0), "itl_ms_p50": 5.0, "itl_ms_avg": 5.0,
-                     "request_latency_ms_avg": 900.0, "request_latency_ms_p50": 900.0,
-                     "output_tok_s": p["tok"], "request_per_s": p["tok"] / 100, "tok_s_per_gpu": p["tok"] / 2,
-                     "tok_s_per_user": 50.0, "tok_s_per_user_p50": 50.0, "goodput_req_s": p["tok"] / 100,
-                     "slo_pass": p.get("slo", True), "slo_detail": "meets ttft_p50_ms, tok_s_user_min",
+                     "reason": "", "error_ratio": 0.0, "ttft_p50_ms": p.get("ttft", 100.0),
+                     "ttft_avg_ms": p.get("ttft", 100.0), "itl_p50_ms": 5.0, "itl_avg_ms": 5.0,
+                     "request_latency_avg_ms": 900.0, "request_latency_p50_ms": 900.0,
+                     "output_throughput_tok_s": p["tok"], "request_throughput_req_s": p["tok"] / 100, "output_throughput_tok_s_per_gpu": p["tok"] / 2,
+                     "output_throughput_p50_tok_s_per_user": 50.0, "goodput_req_s": p["tok"] / 100,
+                     "slo_pass": p.get("slo", True), "slo_detail": "meets ttft_p50_ms, output_throughput_p50_tok_s_per_user",
                      "valid": p["valid"], "validity_reasons": "" if p["valid"] else INVALID})
     return finish_table(pd.DataFrame(rows), {"recipe": recipe, "slo": slo, **(context or {})})
 
@@ -122,7 +122,7 @@ def test_a_claim_judged_on_invalid_points_is_inconclusive_not_refuted(nemotron):
     assert c.verdict == "inconclusive"
     assert "kv c8 is not a valid measurement (client-bound" in c.line() and "only valid points count" in c.line()
     r = experiment_report(nemotron, _treatments(kv_c8_valid=False))
-    assert dict((x.metric, v) for x, v in r.seed)["ttft_ms_avg"].startswith("inconclusive")
+    assert dict((x.metric, v) for x, v in r.seed)["ttft_avg_ms"].startswith("inconclusive")
     assert "refuted" not in r.text()
 
 
@@ -158,7 +158,7 @@ def test_experiment_report_of_matching_runs_exits_0(nemotron, tmp_path, capsys):
     refs = [f"{n}=" + _run_folder(tmp_path, n, t[n], {"recipe_hash": recipe_hash(nemotron.treatment(n).recipe)})
             for n in ("rr", "kv")]
     assert cli_main(["experiment", "report", "nemotron-rr-vs-kv", *refs]) == 0
-    assert "refuted: kv beats rr on ttft_ms_avg" in capsys.readouterr().out
+    assert "refuted: kv beats rr on ttft_avg_ms" in capsys.readouterr().out
 
 
 # ---------------------------------------------------------------- regress and slo-search

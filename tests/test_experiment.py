@@ -26,7 +26,7 @@ def write(tmp_path: Path, spec: dict, name: str = "exp.yaml") -> Path:
 
 def spec(**over) -> dict:
     base = {"name": "t", "base": BASE, "factors": {"router": {"rr": {"router": "round-robin"}, "kv": {"router": "kv"}}},
-            "question": {"metrics": ["ttft_ms_avg"], "concurrency": [1, 8]}}
+            "question": {"metrics": ["ttft_avg_ms"], "concurrency": [1, 8]}}
     return {**base, **over}
 
 
@@ -61,7 +61,7 @@ def test_fractional_design_lists_only_its_rows(tmp_path):
 
 
 def test_explicit_treatments_and_null_deletes(tmp_path):
-    s = {"name": "t", "question": {"metrics": ["ttft_ms_avg"]},
+    s = {"name": "t", "question": {"metrics": ["ttft_avg_ms"]},
          "treatments": [{"name": "off", "recipe": "qwen3-32b-fp8-vllm-disagg-4p4d-kv-offload", "set": {"kv_offload": None}},
                         {"name": "on", "recipe": "qwen3-32b-fp8-vllm-disagg-4p4d-kv-offload"}]}
     e = load_experiment(write(tmp_path, s))
@@ -149,9 +149,9 @@ def test_order_continues_from_the_running_frontend_and_scales_down_first(tmp_pat
     ({"factors": {"r": {"a": {"router": "kv"}, "b": {"router": "fastest"}}}}, "(treatment r=b): router: must be one of"),
     ({"design": [{"router": "kv"}, {"router": "best"}]}, "design.1.router: unknown level 'best'"),
     ({"design": [{"router": "kv"}, {"routr": "rr"}]}, "design.1: unknown factor 'routr'"),
-    ({"claim": {"metric": "ttft_ms_avg", "concurrency": 8, "treatment": "kv", "baseline": "r-r"}},
+    ({"claim": {"metric": "ttft_avg_ms", "concurrency": 8, "treatment": "kv", "baseline": "r-r"}},
      "claim.baseline: no treatment 'r-r'"),
-    ({"claim": {"metric": "ttft_ms_avg", "concurrency": 64, "treatment": "kv", "baseline": "rr"}},
+    ({"claim": {"metric": "ttft_avg_ms", "concurrency": 64, "treatment": "kv", "baseline": "rr"}},
      "claim.concurrency: treatment 'kv' does not measure c64"),
     ({"claim": {"metric": "ttft_fast", "concurrency": 8, "treatment": "kv", "baseline": "rr"}}, "claim.metric: ttft_fast"),
     ({"treatments": [{"name": "a", "recipe": BASE}]}, "give either `base` + `factors` or a `treatments` list"),

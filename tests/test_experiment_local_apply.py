@@ -16,7 +16,7 @@ from infersweep.local.dynamo import default_dynamo_python, teardown_local, wait_
 from infersweep.local.reconfigure import apply_local
 from infersweep.local.toy_model import build_toy_model
 from infersweep.recipe import parse_recipe
-from workflows.dgd import render_dgd
+from infersweep.dgd.render import render_dgd
 
 pytestmark = pytest.mark.e2e
 

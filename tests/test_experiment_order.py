@@ -10,7 +10,7 @@ from infersweep.experiment.order import order_findings
 from infersweep.experiment.plan import make_plan
 from infersweep.experiment.restart import RestartClass, dgd_class
 from infersweep.experiment.spec import load_experiment
-from workflows.dgd import render_dgd
+from infersweep.dgd.render import render_dgd
 
 
 def test_a_balanced_order_runs_abba_with_resets_where_workers_are_kept():
@@ -47,10 +47,10 @@ def test_the_experiment_workflow_marks_reset_treatments_and_states_their_cache()
     import yaml
 
     from infersweep.cluster_settings import load_cluster_settings
-    from workflows.experiment import experiment_workflow
+    from workflows.experiment import experiment_template
 
     plan = make_plan(load_experiment("gpu-kv-vs-rr"))
-    wf = experiment_workflow(plan, load_cluster_settings(), namespace="ns").to_dict()
+    wf = experiment_template(plan, load_cluster_settings()).to_dict()
     tasks = {t["name"]: t for tpl in wf["spec"]["templates"] if tpl.get("dag") for t in tpl["dag"]["tasks"]}
 
     def arg(task, name):
@@ -62,7 +62,7 @@ def test_the_experiment_workflow_marks_reset_treatments_and_states_their_cache()
 
 
 def _table(ttft: float) -> pd.DataFrame:
-    return pd.DataFrame([{"concurrency": 16, "repetition": 0, "status": "ok", "valid": True, "ttft_ms_avg": ttft,
+    return pd.DataFrame([{"concurrency": 16, "repetition": 0, "status": "ok", "valid": True, "ttft_avg_ms": ttft,
                           "validity_reasons": ""}])
 
 

@@ -17,9 +17,9 @@ def table(ttft: dict[int, list[float]], rps: float = 10.0) -> pd.DataFrame:
     rows = []
     for c, values in ttft.items():
         for i, v in enumerate(values):
-            rows.append({"concurrency": c, "repetition": i, "status": "ok", "ttft_ms_avg": v, "itl_ms_avg": 10.0,
-                         "request_latency_ms_avg": v + 1000, "request_per_s": rps, "tok_s_per_gpu": 100.0,
-                         "tok_s_per_user": 50.0, "goodput_req_s": rps, "slo_pass": True})
+            rows.append({"concurrency": c, "repetition": i, "status": "ok", "ttft_avg_ms": v, "itl_avg_ms": 10.0,
+                         "request_latency_avg_ms": v + 1000, "request_throughput_req_s": rps, "output_throughput_tok_s_per_gpu": 100.0,
+                         "output_throughput_p50_tok_s_per_user": 50.0, "goodput_req_s": rps, "slo_pass": True})
     return pd.DataFrame(rows)
 
 
@@ -38,10 +38,10 @@ def test_claim_supported_beyond_noise(nemotron):
     assert r.claim.verdict == "supported"
     assert r.claim.improvement == pytest.approx(0.4)
     assert 0 < r.claim.noise < 0.02
-    assert dict((x.metric, v) for x, v in r.seed)["ttft_ms_avg"] == "agrees"
-    assert dict((x.metric, v) for x, v in r.seed)["itl_ms_avg"] == "tie"
+    assert dict((x.metric, v) for x, v in r.seed)["ttft_avg_ms"] == "agrees"
+    assert dict((x.metric, v) for x, v in r.seed)["itl_avg_ms"] == "tie"
     text = r.text()
-    assert "supported: kv beats rr on ttft_ms_avg at c128 by at least 20 %" in text
+    assert "supported: kv beats rr on ttft_avg_ms at c128 by at least 20 %" in text
     assert re.search(r"-40\.0% ±\d\.\d\*", text)  # the per-concurrency delta with its 95 % interval, kv better
     assert "(1 se, n=3/3)" in text
     assert "direction agrees" in text
@@ -62,7 +62,7 @@ def test_one_repetition_says_noise_unknown(nemotron):
 
 def test_seed_direction_disagrees_when_kv_is_worse(nemotron):
     r = experiment_report(nemotron, {"rr": table({c: [700] for c in CS}), "kv": table({c: [1000] for c in CS})})
-    assert dict((x.metric, v) for x, v in r.seed)["ttft_ms_avg"] == "disagrees"
+    assert dict((x.metric, v) for x, v in r.seed)["ttft_avg_ms"] == "disagrees"
     assert r.claim.verdict == "refuted"
 
 
@@ -78,10 +78,10 @@ def test_failed_treatment_is_reported_not_fatal():
 
 
 def test_a_metric_the_tables_lack_is_not_measured():
-    e = load_experiment("qwen3-32b-mooncake")  # the seed checks ttft_ms_p99, absent from these tables
+    e = load_experiment("qwen3-32b-mooncake")  # the seed checks ttft_p99_ms, absent from these tables
     tables = {t.name: table({c: [1000] for c in [8, 16, 32, 64, 128]}) for t in e.treatments}
     r = experiment_report(e, tables)
-    assert dict((x.metric, v) for x, v in r.seed)["ttft_ms_p99"] == "not measured"
+    assert dict((x.metric, v) for x, v in r.seed)["ttft_p99_ms"] == "not measured"
 
 
 def test_cli_report_refuses_an_unknown_treatment(capsys):
@@ -96,7 +96,7 @@ def test_a_scaled_down_sweep_judges_the_claim_at_its_top_level_and_says_so(nemot
     r = experiment_report(nemotron, {"rr": table({1: [1000], 4: [1000]}), "kv": table({1: [900], 4: [700]})})
     assert r.claim.at == 4 and r.claim.verdict == "supported"
     assert "judged at c4" in r.claim.line()
-    assert dict((x.metric, v) for x, v in r.seed)["ttft_ms_avg"].startswith("agrees (judged at c4")
+    assert dict((x.metric, v) for x, v in r.seed)["ttft_avg_ms"].startswith("agrees (judged at c4")
 
 
 def test_a_failed_top_point_is_not_replaced_by_a_lower_one(nemotron):

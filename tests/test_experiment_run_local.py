@@ -122,10 +122,10 @@ factors:
     rr: {router: round-robin}
     kv: {router: kv}
 question:
-  metrics: [ttft_ms_avg, request_per_s]
+  metrics: [ttft_avg_ms, request_throughput_req_s]
   concurrency: [1]
 baseline: rr
-claim: {metric: ttft_ms_avg, concurrency: 1, treatment: kv, baseline: rr}
+claim: {metric: ttft_avg_ms, concurrency: 1, treatment: kv, baseline: rr}
 """
 
 

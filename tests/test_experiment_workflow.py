@@ -1,6 +1,7 @@
-"""The experiment's one Argo Workflow: strict-valid against the Argo schemas, step templates by reference,
-one deploy per treatment with teardowns only at full redeploys, a failed treatment not stopping the next;
-and its workdir steps (time-to-ready, archive) and comparison step on real results tables."""
+"""The experiment's WorkflowTemplate: strict-valid against the Argo schemas, every container a step template by
+reference, the GPU guard on the treatments only, one deploy per treatment with teardowns only at full
+redeploys, a failed treatment not stopping the next; and its workdir steps (time-to-ready, archive) and
+comparison step on real results tables."""
 
 from __future__ import annotations
 
@@ -18,12 +19,12 @@ from infersweep.schemas import validate_document
 
 
 def render(name: str) -> dict:
-    from workflows.experiment import experiment_workflow
+    from workflows.experiment import experiment_template
 
-    return experiment_workflow(make_plan(load_experiment(name)), load_cluster_settings()).to_dict()
+    return experiment_template(make_plan(load_experiment(name)), load_cluster_settings()).to_dict()
 
 
-def tasks(doc: dict, template: str = "experiment") -> dict[str, dict]:
+def tasks(doc: dict, template: str = "treatments") -> dict[str, dict]:
     t = next(t for t in doc["spec"]["templates"] if t["name"] == template)
     return {x["name"]: x for x in t["dag"]["tasks"]}
 
@@ -37,12 +38,19 @@ def test_every_study_renders_strict_valid_with_step_templates_by_reference(path)
     installed = {step_template_name(s) for s in STEP_BY_NAME.values()}
     own = {t["name"] for t in doc["spec"]["templates"]}
     for tmpl in doc["spec"]["templates"]:
+        assert "container" not in tmpl and "script" not in tmpl, tmpl["name"]  # every container is a declared step
         for task in tmpl.get("dag", {}).get("tasks", []):
             if "templateRef" in task:
                 assert task["templateRef"]["name"] in installed, task["name"]
             else:
                 assert task["template"] in own, task["name"]
-    assert doc["spec"]["synchronization"]["semaphores"]  # the GPU guard for the whole experiment
+    # The GPU guard is held by the treatments only: not through the model downloads, not through the report.
+    assert "synchronization" not in doc["spec"]
+    held = {t["name"] for t in doc["spec"]["templates"] if t.get("synchronization")}
+    assert held == {"treatments"}
+    assert not any(n.startswith("model-cache") or n in ("compare", "publish-report") for n in tasks(doc))
+    outer = tasks(doc, "experiment")
+    assert {n for n in outer if n.startswith("model-cache")} <= set(outer["treatments"]["depends"].split(" && "))
 
 
 def test_nemotron_deploys_workers_once_and_swaps_the_frontend():
@@ -71,7 +79,8 @@ def test_mooncake_tears_down_once_and_a_failed_treatment_does_not_stop_the_next(
     assert "t0-archive.Failed" in ts["t1-teardown"]["depends"] and "t0-archive.Omitted" in ts["t1-teardown"]["depends"]
     assert "t1-archive.Omitted" in ts["t2-mark-start"]["depends"] and "t2-mark-start" in ts["t2-deploy"]["depends"]
     assert "t0-publish.Omitted" in ts["t0-archive"]["depends"]
-    assert "t4-archive.Failed" in ts["compare"]["depends"]
+    assert "treatments.Failed" in tasks(doc, "experiment")["compare"]["depends"]
+    assert ts["t0-mark-start"].get("depends") is None and "t4-archive" in ts
     sweep = next(t for t in doc["spec"]["templates"] if t["name"] == "sweep")
     assert sweep["dag"]["failFast"] is False and sweep["parallelism"] == 1
     exit_tasks = tasks(doc, "exit-handler")
@@ -80,9 +89,17 @@ def test_mooncake_tears_down_once_and_a_failed_treatment_does_not_stop_the_next(
 
 
 def test_workdir_steps_record_ready_and_keep_earlier_attempts(tmp_path):
-    from infersweep.experiment.workdir_step import main
+    from infersweep.experiment.workdir import MARK, record_ready
+    from steps import archive, mark_start
+    from steps import record_ready as record_ready_step
 
-    from infersweep.experiment.workdir_step import MARK, record_ready
+    def main(argv):
+        action, rest = argv[0], argv[1:]
+        if action == "archive":  # --to DIR/NAME is the step's --treatments-dir DIR --treatment NAME
+            to = rest.pop(rest.index("--to") + 1)
+            rest.remove("--to")
+            rest += ["--treatments-dir", to.rsplit("/", 1)[0], "--treatment", to.rsplit("/", 1)[1]]
+        return {"mark-start": mark_start, "record-ready": record_ready_step, "archive": archive}[action].main(rest)
 
     run = tmp_path / "run"
     assert main(["mark-start", "--out", str(run)]) == 0
@@ -102,7 +119,7 @@ def test_workdir_steps_record_ready_and_keep_earlier_attempts(tmp_path):
 
 
 def test_compare_step_writes_the_report_from_treatment_folders(tmp_path):
-    from infersweep.experiment.compare_step import main
+    from steps.compare import main
 
     from tests.test_experiment_report import table
 
@@ -115,7 +132,7 @@ def test_compare_step_writes_the_report_from_treatment_folders(tmp_path):
     spec = load_experiment("nemotron-rr-vs-kv").path.read_text()
     assert main(["--experiment", spec, "--treatments-dir", str(tmp_path / "treatments"), "--out", str(tmp_path / "out")]) == 0
     text = (tmp_path / "out" / "experiment-report.md").read_text()
-    assert "supported: kv beats rr on ttft_ms_avg at c128" in text
+    assert "supported: kv beats rr on ttft_avg_ms at c128" in text
     assert "- kv: 21 s" in text
     data = json.loads((tmp_path / "out" / "experiment-report.json").read_text())
     assert data["claim"]["verdict"] == "supported" and data["missing"] == []
@@ -126,7 +143,10 @@ def test_cli_render_writes_a_valid_workflow(tmp_path, capsys):
 
     assert main(["experiment", "render", "qwen36-hicache-policy", "--out", str(tmp_path)]) == 0
     doc = yaml.safe_load((tmp_path / "experiment-qwen36-hicache-policy.yaml").read_text())
+    template = yaml.safe_load((tmp_path / "experiment-qwen36-hicache-policy.template.yaml").read_text())
     validate_document(doc)
+    validate_document(template)
+    assert doc["spec"] == {"workflowTemplateRef": {"name": template["metadata"]["name"]}}
     assert "worker restart" in capsys.readouterr().out
 
 
@@ -150,29 +170,30 @@ def test_every_treatment_is_summarized_with_the_commit_its_model_cache_resolved(
     # (workflow/common/util.go ProcessArgs). Argo resolves {{tasks.X.outputs...}} only for X an ancestor
     # of the task (workflow/validate/validate.go validateDAG: the scope holds the task's ancestry).
     from infersweep.results.context import parse_context_arg
-    from workflows.step_declarations import MODEL_CACHE_STEP
+    from infersweep.step_declarations import MODEL_CACHE_STEP
 
     assert "commit" in {o.output for o in MODEL_CACHE_STEP.options}
-    ts = tasks(render(path.stem))
-
-    def ancestors(name: str) -> set[str]:
-        deps = set(re.findall(r"[A-Za-z0-9-]+(?=\.|\b)", ts[name].get("depends", ""))) & set(ts)
-        return deps.union(*(ancestors(d) for d in deps)) if deps else set()
+    doc = render(path.stem)
+    ts, outer = tasks(doc), tasks(doc, "experiment")
 
     for name in [n for n in ts if n.endswith("-summarize")]:
         ctx = parse_context_arg(next(p["value"] for p in ts[name]["arguments"]["parameters"] if p["name"] == "context"))
-        cache = re.fullmatch(r"\{\{tasks\.(model-cache-\d+)\.outputs\.parameters\.commit\}\}", ctx["model_commit"])
-        assert cache, (name, ctx["model_commit"])
-        cache_args = {p["name"]: p["value"] for p in ts[cache.group(1)]["arguments"]["parameters"]}
+        # the treatments template takes each cache's commit as an input, from the cache task before it
+        given = re.fullmatch(r"\{\{inputs\.parameters\.(commit-\d+)\}\}", ctx["model_commit"])
+        assert given, (name, ctx["model_commit"])
+        passed = {p["name"]: p["value"] for p in outer["treatments"]["arguments"]["parameters"]}[given.group(1)]
+        cache = re.fullmatch(r"\{\{tasks\.(model-cache-\d+)\.outputs\.parameters\.commit\}\}", passed)
+        assert cache, passed
+        cache_args = {p["name"]: p["value"] for p in outer[cache.group(1)]["arguments"]["parameters"]}
         assert (cache_args["model"], cache_args["revision"]) == (ctx["model"], ctx["model_revision"])
-        assert cache.group(1) in ancestors(name)
+        assert cache.group(1) in outer["treatments"]["depends"].split(" && ")
 
 
 @pytest.mark.parametrize("path", all_experiment_paths(), ids=lambda p: p.stem)
 def test_every_treatment_of_a_study_renders_the_same_rollout_choice(path):
     """The rollout annotations (workflows/dgd.rollout_annotations) sit in the pod template the operator's worker
     hash covers: if two treatments differed in them, a scale-in-place between them would roll every worker."""
-    from workflows.dgd import ROLLING_MAX_SURGE, ROLLING_MAX_UNAVAILABLE
+    from infersweep.dgd.render import ROLLING_MAX_SURGE, ROLLING_MAX_UNAVAILABLE
 
     keys = (ROLLING_MAX_SURGE, ROLLING_MAX_UNAVAILABLE)
     seen = set()

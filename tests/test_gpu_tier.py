@@ -30,5 +30,5 @@ def test_a_real_engine_point_measures_the_requested_tokens_on_the_server(tmp_pat
     df = pd.read_parquet(res.results_dir / "summary" / "results.parquet")
     row = df.iloc[0]
     assert row["status"] == "ok" and str(row["source"]).startswith("measured (local GPU:")
-    assert 250 <= row["osl_delivered"] <= 256 and 5 < row["itl_ms_avg"] < 100
+    assert 250 <= row["osl_delivered"] <= 256 and 5 < row["itl_avg_ms"] < 100
     assert row["gpu_power_total_w"] > 50 and row["energy_j_per_output_token"] > 0

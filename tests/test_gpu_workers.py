@@ -12,7 +12,7 @@ from infersweep.local.dynamo import read_components, served_model_name
 from infersweep.local.gpu_workers import (Gpu, GpuShortfall, parse_nvidia_smi, plan_workers)
 from infersweep.platform.protocol import BadInput
 from infersweep.recipe import load_recipe
-from workflows.dgd import render_dgd
+from infersweep.dgd.render import render_dgd
 
 H200 = Gpu(0, "NVIDIA H200", 143771)
 

@@ -15,6 +15,8 @@ import subprocess
 import pytest
 import yaml
 
+from workflows.install_set import install_set
+
 from infersweep.cli import main
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.install_version import HASH_LABEL, VERSION_LABEL, package_version, template_hash
@@ -50,9 +52,12 @@ def test_one_valid_object_per_file_without_namespace_or_run_workflows(out):
         kinds[doc["kind"]] = kinds.get(doc["kind"], 0) + 1
         for s in doc.get("subjects") or []:
             assert "namespace" not in s
-    # the step, pipeline and reaper templates plus the two UI launchers (docs/ui.md), and the launcher's account
-    assert kinds == {"WorkflowTemplate": 20, "CronWorkflow": 2, "ServiceAccount": 3, "Role": 3, "RoleBinding": 3,
-                     "ConfigMap": 2}
+    argo, manifests = install_set(load_cluster_settings())
+    expected: dict[str, int] = {}
+    for d in argo + manifests:
+        expected[d["kind"]] = expected.get(d["kind"], 0) + 1
+    assert kinds == expected  # every object of the install set, one file each
+    assert {"WorkflowTemplate", "CronWorkflow", "ServiceAccount", "Role", "RoleBinding", "ConfigMap"} == set(kinds)
     ns = load_cluster_settings().namespace
     for f, (doc,) in files.items():
         assert f"namespaces/{ns}/" not in json.dumps(doc) and f"{ns}.svc" not in json.dumps(doc), f
@@ -76,7 +81,7 @@ def test_kubectl_kustomize_assembles_it_and_an_overlay_sets_the_namespace(out, t
     base = subprocess.run([KUBECTL, "kustomize", str(out)], capture_output=True, text=True, timeout=120)
     assert base.returncode == 0, base.stderr
     docs = [d for d in yaml.safe_load_all(base.stdout) if d]
-    assert len(docs) == 33 and all("namespace" not in d["metadata"] for d in docs)
+    assert len(docs) == sum(len(x) for x in install_set(load_cluster_settings())) and all("namespace" not in d["metadata"] for d in docs)
     overlay = tmp_path / "overlay"
     overlay.mkdir()
     (overlay / "kustomization.yaml").write_text(f"namespace: team-a\nresources: [../{out.name}]\n")

@@ -1,4 +1,4 @@
-"""KEDA for the autoscaled Qwen3.6 recipe (annotation: workflows/keda.py; ScaledObjects: infersweep/platform/keda.py):
+"""KEDA for the autoscaled Qwen3.6 recipe (annotation: infersweep/dgd/keda.py; ScaledObjects: infersweep/platform/keda.py):
 rendered, valid against KEDA's CRD, scoped to its own deployment (checked by Prometheus's own PromQL engine),
 applied and deleted with the DGD.
 
@@ -23,7 +23,7 @@ from infersweep.recipe import RecipeError, load_recipe, parse_recipe, recipe_dat
 from infersweep.render import render_recipe
 from infersweep.schemas import SchemaError, validate_document
 from tests.conftest import shared_dir
-from workflows.dgd import render_dgd
+from infersweep.dgd.render import render_dgd
 from infersweep.platform.keda import ANNOTATION, frontend_query, scaled_objects
 
 REPO = Path(__file__).resolve().parents[1]

@@ -25,7 +25,7 @@ def test_kv_routing_lowers_ttft_against_round_robin(demo):
     ch = demo.comparison.changes.set_index(["concurrency", "metric"])
     assert demo.comparison.baseline == "demo-prefix-rr"
     # Median TTFT with a margin; the mean only in direction (a few slow requests move it, see the report).
-    p50, mean = ch.at[(8, "ttft_ms_p50"), "pct_change"], ch.at[(8, "ttft_ms_avg"), "pct_change"]
+    p50, mean = ch.at[(8, "ttft_p50_ms"), "pct_change"], ch.at[(8, "ttft_avg_ms"), "pct_change"]
     assert p50 < -8.0, f"TTFT p50: KV routing changed it by {p50:+.1f}% (expected at least 8% lower)"
     assert mean < 0, f"TTFT mean: KV routing changed it by {mean:+.1f}% (expected lower)"
 

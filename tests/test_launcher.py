@@ -245,15 +245,15 @@ def test_resubmitting_the_launcher_renders_again_under_strict():
     assert again["spec"] == first["spec"] and violations(again) == []
 
 
-def test_an_experiment_keeps_its_own_name_in_its_tags(settings, tmp_path):
-    """The create-run pod is substituted with the launcher's globals (workflowpod.go substitutePodParams):
-    an experiment's {{workflow.name}} (its S3 prefix) is written in as the run's own name beforehand."""
+def test_an_experiment_run_is_a_reference_to_its_installed_template(settings, tmp_path):
+    """The create-run pod is substituted with the launcher's globals (workflowpod.go substitutePodParams), so
+    nothing of the launcher's may leak into the run: the experiment's Workflow only references its installed
+    WorkflowTemplate (workflows/experiment.py), whose {{workflow.name}} (its S3 prefix) the controller resolves
+    under the run's own name."""
     doc = experiment_run("gpu-kv-vs-rr", git={}, settings=settings, namespace="bench", launcher="l2",
                          scratch=tmp_path).workflow
-    text = json.dumps(doc)
-    name = doc["metadata"]["name"]
-    assert "generateName" not in doc["metadata"] and name.startswith("gpu-kv-vs-rr-")
-    assert "{{workflow." not in text and f"/experiments/gpu-kv-vs-rr/{name}/" in text
+    assert doc["spec"]["workflowTemplateRef"] == {"name": "infersweep-experiment-gpu-kv-vs-rr"}
+    assert "{{workflow." not in json.dumps(doc) and violations(doc) == []
 
 
 def test_a_launcher_tag_the_run_cannot_keep_is_refused():

@@ -52,11 +52,11 @@ def copy_code(dst: Path) -> Path:
 
 def test_an_upward_import_breaks_a_contract(tmp_path):
     root = copy_code(tmp_path)
-    workflow_dgd = root / "workflows" / "dgd.py"
+    workflow_dgd = root / "workflows" / "pipeline.py"
     workflow_dgd.write_text(workflow_dgd.read_text() + "\n\ndef _late():\n    import steps.publish  # noqa\n")
     res = lint(root)
     assert res.returncode == 1
-    assert "steps/ is the end of the line" in res.stdout and "workflows.dgd -> steps.publish" in res.stdout
+    assert "steps/ is the end of the line" in res.stdout and "workflows.pipeline -> steps.publish" in res.stdout
 
 
 def test_the_dgd_adapters_importing_local_mode_breaks_a_contract(tmp_path):
@@ -183,3 +183,24 @@ def test_the_dgd_adapters_import_nothing_from_rendering():
                and c["source_modules"] == ["infersweep.platform"] and c["forbidden_modules"] == ["workflows"]]
     res = lint(REPO)
     assert f"{name} KEPT" in " ".join(res.stdout.split()), res.stdout  # lint-imports wraps long names
+
+
+def test_the_dgd_package_importing_hera_breaks_a_contract(tmp_path):
+    """infersweep/dgd is how a recipe becomes a DGD, with no Argo in it: the pipeline, the experiment, restart
+    classes and the benchmarks all call it; an import of Hera (even inside a function) is caught."""
+    root = copy_code(tmp_path)
+    render = root / "infersweep" / "dgd" / "render.py"
+    render.write_text(render.read_text() + "\n\ndef _late():\n    from hera.workflows import models  # noqa\n")
+    res = lint(root)
+    assert res.returncode == 1
+    assert "infersweep/dgd (how a recipe becomes a DGD) imports no Hera" in " ".join(res.stdout.split()), res.stdout
+    assert "infersweep.dgd.render -> hera" in res.stdout, res.stdout
+
+
+def test_the_experiment_model_importing_workflows_breaks_a_contract(tmp_path):
+    root = copy_code(tmp_path)
+    restart = root / "infersweep" / "experiment" / "restart.py"
+    restart.write_text(restart.read_text() + "\n\ndef _late():\n    from workflows.pipeline import points_json  # noqa\n")
+    res = lint(root)
+    assert res.returncode == 1
+    assert "infersweep/experiment imports no workflows/" in " ".join(res.stdout.split()), res.stdout

@@ -17,7 +17,7 @@ import pytest
 from infersweep.local.dynamo import (Component, deploy_local, default_dynamo_python, mocker_argv,
                                      publishes_kv_events, read_components, teardown_local, wait_ready_local)
 from infersweep.recipe import load_recipe
-from workflows.dgd import render_dgd
+from infersweep.dgd.render import render_dgd
 
 VLLM_EVENTS = '{"publisher":"zmq","topic":"kv-events","endpoint":"tcp://*:20080","enable_kv_cache_events":true}'
 

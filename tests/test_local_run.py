@@ -43,12 +43,12 @@ def test_run_succeeds_and_table_has_one_measured_row_per_concurrency(local_run):
     df = pd.read_parquet(res.results_dir / "summary" / "results.parquet")
     assert list(df["concurrency"]) == [1, 4]
     assert (df["status"] == "ok").all()
-    for col in ("ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "itl_p50_ms", "latency_p99_ms", "output_tok_s",
-                "tok_s_per_gpu", "tok_s_per_user", "request_per_s"):
+    for col in ("ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "itl_p50_ms", "request_latency_p99_ms", "output_throughput_tok_s",
+                "output_throughput_tok_s_per_gpu", "output_throughput_p50_tok_s_per_user", "request_throughput_req_s"):
         assert (df[col] > 0).all(), col
-    assert (df["error_rate"] == 0).all()
+    assert (df["error_ratio"] == 0).all()
     # More concurrency, more throughput: the mocker workers really served the load.
-    assert df["output_tok_s"].iloc[1] > 1.5 * df["output_tok_s"].iloc[0]
+    assert df["output_throughput_tok_s"].iloc[1] > 1.5 * df["output_throughput_tok_s"].iloc[0]
     csv = pd.read_csv(res.results_dir / "summary" / "results.csv")
     assert len(csv) == 2
     png = (res.results_dir / "summary" / "pareto.png").read_bytes()

@@ -96,6 +96,8 @@ def test_a_failed_download_exits_75_only_when_a_rerun_can_fix_it(tmp_path, monke
     it is the draft that failed, and no output parameter is written."""
     from infersweep import model_cache as cache_lib
     from steps import model_cache
+    from infersweep.step_declarations import MODEL_CACHE_STEP
+    from steps.runner import run
     from steps.transient import TRANSIENT_EXIT
 
     fetched = tmp_path / "snapshot"
@@ -111,10 +113,14 @@ def test_a_failed_download_exits_75_only_when_a_rerun_can_fix_it(tmp_path, monke
     args = ["--model-id", "org/m", "--revision", "r1", "--cache-dir", str(tmp_path / "cache"),
             "--model-dir-param", str(out / "model-dir"), "--commit-param", str(out / "commit")]
     missing = tmp_path / "no-such-folder"
-    assert model_cache.main(args + ["--source", f"file://{missing}"]) == 1
+
+    def step(argv):  # what the container runs: main through the one step runner (steps/runner.py)
+        return run(lambda: model_cache.main(argv), MODEL_CACHE_STEP)
+
+    assert step(args + ["--source", f"file://{missing}"]) == 1
     assert capsys.readouterr().err == f"model-cache: org/m@r1: model source {missing} is not a folder\n"
     assert not out.exists()
-    assert model_cache.main(args + ["--draft-model", "org/draft"]) == TRANSIENT_EXIT
-    assert capsys.readouterr().err == "model-cache: org/m@r1: connection reset by peer\n"
+    assert step(args + ["--draft-model", "org/draft"]) == TRANSIENT_EXIT
+    assert capsys.readouterr().err == "model-cache (transient: Argo retries it): org/m@r1: connection reset by peer\n"
     assert not out.exists()
-    assert model_cache.main(args) == 0 and (out / "commit").read_text() == "c0ffee"
+    assert step(args) == 0 and (out / "commit").read_text() == "c0ffee"

@@ -1,4 +1,4 @@
-"""Fabric, placement and host resources of the rendered worker pods (workflows/pod_extras.py).
+"""Fabric, placement and host resources of the rendered worker pods (infersweep/dgd/pod_extras.py).
 
 Every DGD here is validated against the DGD CRD (unknown fields forbidden, infersweep.schemas), in both
 apiVersions. Scheduling is judged by evaluating the rendered node affinity the way the kube-scheduler does
@@ -18,8 +18,8 @@ import yaml
 from infersweep.recipe import RecipeError, all_recipe_paths, load_recipe, parse_recipe, recipe_data
 from infersweep.schemas import validate_dgd
 from tests.conftest import shared_dir
-from workflows.dgd import render_dgd
-from workflows.pod_extras import MULTUS_NETWORKS
+from infersweep.dgd.render import render_dgd
+from infersweep.dgd.pod_extras import MULTUS_NETWORKS
 
 # Node labels as GPU Feature Discovery sets them (nvidia.com/gpu.product) on an H100 SXM and a B200 node.
 H100_NODE = {"kubernetes.io/hostname": "gpu05", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.count": "8"}

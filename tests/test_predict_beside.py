@@ -44,7 +44,7 @@ def test_an_itl_below_the_hardware_floor_is_flagged_and_a_missing_prediction_say
     assert c8["implausible"] == False and c8["implausible_reason"] == ""  # noqa: E712
     assert pd.isna(c16["implausible"]) and "no measured ITL" in c16["implausible_reason"]  # a failed point
     # No cached estimate and no environment: the columns stay empty, the run context says why and how.
-    assert df["predicted_itl_ms"].isna().all()
+    assert df["predicted_itl_avg_ms"].isna().all()
     note = _context(run)["prediction"]
     assert "no cached prediction" in note and "no AIConfigurator environment" in note and f"predict {RECIPE}" in note
     assert (df["prediction"] == note).all()
@@ -59,7 +59,7 @@ def test_simulated_runs_and_unknown_recipes_are_not_judged(tmp_path, aiperf_ref)
     run = make_run_folder(tmp_path, aiperf_ref, failed=False)
     df = summarize(run, extra=["--context", json.dumps({"recipe": RECIPE, "source": "simulated (built-in timing)"})])
     assert df["implausible"].isna().all() and "simulated run" in df.iloc[0]["implausible_reason"]
-    assert "simulated run" in _context(run)["prediction"] and df["predicted_ttft_ms"].isna().all()
+    assert "simulated run" in _context(run)["prediction"] and df["predicted_ttft_avg_ms"].isna().all()
 
     run = make_run_folder(tmp_path / "b", aiperf_ref, failed=False)
     summarize(run, extra=["--context", json.dumps({"recipe": "demo-prefix-kv-gone", "source": "measured"})])
@@ -80,20 +80,20 @@ def test_measured_rows_carry_the_cached_prediction_and_the_report_sets_them_side
     df = summarize(run, extra=["--context", json.dumps({"recipe": RECIPE, "source": "measured"})])
     for _, row in df.iterrows():
         p = predicted[int(row["concurrency"])]
-        assert (row["predicted_ttft_ms"], row["predicted_itl_ms"], row["predicted_output_tok_s"]) == \
+        assert (row["predicted_ttft_avg_ms"], row["predicted_itl_avg_ms"], row["predicted_output_throughput_tok_s"]) == \
             (p["ttft_ms"], p["itl_ms"], p["output_tok_s"])
     assert _context(run)["prediction"] == "AIConfigurator 0.12.0 h100_sxm vllm 0.24.0, cached estimates"
     html = (run / "summary" / "report.html").read_text()
     section = html[html.index("<h2>Measured vs predicted"):html.index("<h2>Pareto")]
     c8 = df[df["concurrency"] == 8].iloc[0]
-    assert f"{c8['itl_ms_avg'] / c8['predicted_itl_ms']:.2f}" in section  # the ratio measured / predicted
+    assert f"{c8['itl_avg_ms'] / c8['predicted_itl_avg_ms']:.2f}" in section  # the ratio measured / predicted
     assert "IMPLAUSIBLE" in section and "plausible" in section
 
 
 def test_an_experiment_treatments_run_is_summarized_with_its_treatments_recipe(tmp_path, aiperf_ref, monkeypatch):
     """The context the experiment workflow hands its summarize task (workflows/experiment.py) is accepted, and
     the treatment's recipe (not in the catalog: an experiment builds it) is found for the physics check."""
-    from workflows.experiment import experiment_workflow
+    from workflows.experiment import experiment_template
 
     from infersweep.experiment.plan import make_plan
     from infersweep.experiment.spec import load_experiment
@@ -102,7 +102,7 @@ def test_an_experiment_treatments_run_is_summarized_with_its_treatments_recipe(t
     from infersweep.predict.source import SIMULATED_DEPLOYMENTS_ENV
 
     monkeypatch.delenv(SIMULATED_DEPLOYMENTS_ENV, raising=False)  # a cluster run: measured
-    doc = experiment_workflow(make_plan(load_experiment("qwen3-32b-tp1-vs-tp2")), load_cluster_settings()).to_dict()
+    doc = experiment_template(make_plan(load_experiment("qwen3-32b-tp1-vs-tp2")), load_cluster_settings()).to_dict()
     contexts = [p["value"] for tpl in doc["spec"]["templates"] for t in (tpl.get("dag") or {}).get("tasks", [])
                 if t["name"].endswith("-summarize") for p in t["arguments"]["parameters"] if p["name"] == "context"]
     context = next(c for c in contexts if json.loads(c)["treatment"] == "tp1")
@@ -122,7 +122,7 @@ def test_an_implausible_row_is_invalid_where_the_table_has_the_validity_verdict(
 
     monkeypatch.setenv("INFERSWEEP_AIC_PYTHON", "/nonexistent/python")
     df = pd.DataFrame({"concurrency": [4, 8], "repetition": [0, 0], "status": ["ok", "ok"],
-                       "itl_ms_avg": [0.86, 5.8], "valid": pd.array([True, True], dtype="boolean"),
+                       "itl_avg_ms": [0.86, 5.8], "valid": pd.array([True, True], dtype="boolean"),
                        "validity_reasons": ["", ""]})
     out, _ = annotate(df, {"recipe": RECIPE, "source": "measured"})
     assert list(out["valid"]) == [False, True]

@@ -54,44 +54,44 @@ def test_the_predicted_metrics_better_directions_are_the_results_schemas():
 
 
 def test_metrics_without_an_estimate_say_why():
-    assert "no distribution" in not_predicted_reason("ttft_ms_p99")
-    assert "not modelled" in not_predicted_reason("error_rate")
-    assert not_predicted_reason("itl_ms_avg") is None
+    assert "no distribution" in not_predicted_reason("ttft_p99_ms")
+    assert "not modelled" in not_predicted_reason("error_ratio")
+    assert not_predicted_reason("itl_avg_ms") is None
 
 
 def test_ranking_follows_each_metrics_direction_and_ties_within_one_percent():
-    r = _rank("itl_ms_avg", 8, {"a": 20.0, "b": 10.0, "c": 10.05})
+    r = _rank("itl_avg_ms", 8, {"a": 20.0, "b": 10.0, "c": 10.05})
     assert r.groups == [["b", "c"], ["a"]] and r.text() == "b = c > a"  # lower ITL is better; 0.5 % is a tie
-    r = _rank("output_tok_s", 8, {"a": 200.0, "b": 100.0})
+    r = _rank("output_throughput_tok_s", 8, {"a": 200.0, "b": 100.0})
     assert r.groups == [["a"], ["b"]]  # higher throughput is better
 
 
 def test_goodput_is_the_request_rate_only_where_the_point_meets_the_slos():
     p = PredictedPoint(8, 500.0, 20.0, 400.0, 50.0, 200.0)
     t = _target(osl=100)
-    assert metric_value("request_per_s", p, t, {}) == pytest.approx(4.0)
+    assert metric_value("request_throughput_req_s", p, t, {}) == pytest.approx(4.0)
     assert metric_value("goodput_req_s", p, t, {"ttft_p50_ms": 1000}) == pytest.approx(4.0)
     assert metric_value("goodput_req_s", p, t, {"itl_p50_ms": 10}) == 0.0
-    assert metric_value("request_latency_ms_avg", p, t, {}) == pytest.approx(500 + 20 * 99)
+    assert metric_value("request_latency_avg_ms", p, t, {}) == pytest.approx(500 + 20 * 99)
 
 
 def test_claims_are_judged_on_the_predictions_with_ties_and_unmodelled_treatments_named():
     preds = {"fast": _pred("fast", 100.0, 10.0, 800.0), "slow": _pred("slow", 100.0, 20.0, 400.0),
              "twin": _pred("twin", 100.0, 20.0, 400.0), "gone": Prediction("gone", None, "NVFP4 on H100: ...", [], {})}
-    ep = ExperimentPrediction("x", preds, ["itl_ms_avg"], [8], {})
-    holds = _check_claim(ep, "claim", Comparison(metric="itl_ms_avg", concurrency=8, treatment="fast", baseline="slow",
+    ep = ExperimentPrediction("x", preds, ["itl_avg_ms"], [8], {})
+    holds = _check_claim(ep, "claim", Comparison(metric="itl_avg_ms", concurrency=8, treatment="fast", baseline="slow",
                                                  better_by_pct=40))
     assert holds.verdict == "holds" and "50.0 % better" in holds.detail
-    short = _check_claim(ep, "seed", Comparison(metric="itl_ms_avg", concurrency=8, treatment="fast", baseline="slow",
+    short = _check_claim(ep, "seed", Comparison(metric="itl_avg_ms", concurrency=8, treatment="fast", baseline="slow",
                                                 better_by_pct=60))
     assert short.verdict == "does not hold" and "needs 60 %" in short.detail and short.text.startswith("seed:")
-    worse = _check_claim(ep, "claim", Comparison(metric="output_tok_s", concurrency=8, treatment="slow", baseline="fast"))
+    worse = _check_claim(ep, "claim", Comparison(metric="output_throughput_tok_s", concurrency=8, treatment="slow", baseline="fast"))
     assert worse.verdict == "does not hold" and "50.0 % worse" in worse.detail
-    tie = _check_claim(ep, "claim", Comparison(metric="itl_ms_avg", concurrency=8, treatment="twin", baseline="slow"))
+    tie = _check_claim(ep, "claim", Comparison(metric="itl_avg_ms", concurrency=8, treatment="twin", baseline="slow"))
     assert tie.verdict == "tie"
-    gone = _check_claim(ep, "claim", Comparison(metric="itl_ms_avg", concurrency=8, treatment="gone", baseline="slow"))
+    gone = _check_claim(ep, "claim", Comparison(metric="itl_avg_ms", concurrency=8, treatment="gone", baseline="slow"))
     assert gone.verdict == "not predicted" and "NVFP4" in gone.detail
-    tail = _check_claim(ep, "claim", Comparison(metric="ttft_ms_p99", concurrency=8, treatment="fast", baseline="slow"))
+    tail = _check_claim(ep, "claim", Comparison(metric="ttft_p99_ms", concurrency=8, treatment="fast", baseline="slow"))
     assert tail.verdict == "not predicted" and "no distribution" in tail.detail
 
 
@@ -105,9 +105,9 @@ def test_predict_experiment_ranks_tp1_against_tp2(capsys):
     tp2 = {p["concurrency"]: p for p in data["treatments"]["tp2"]["points"]}
     # TP=2 decodes each token across two GPUs' bandwidth: a faster ITL at c1 (the seed's direction too)
     assert tp2[1]["itl_ms"] < tp1[1]["itl_ms"]
-    itl_c1 = next(r for r in data["rankings"] if r["metric"] == "itl_ms_avg" and r["concurrency"] == 1)
+    itl_c1 = next(r for r in data["rankings"] if r["metric"] == "itl_avg_ms" and r["concurrency"] == 1)
     assert itl_c1["order"] == [["tp2"], ["tp1"]]
-    assert "output_tok_s" in {r["metric"] for r in data["rankings"]}
+    assert "output_throughput_tok_s" in {r["metric"] for r in data["rankings"]}
     # The claim is at c128, not asked for here: said, not guessed
     claim = next(c for c in data["claims"] if c["claim"].startswith("claim:"))
     assert claim["verdict"] == "not predicted" and "c128" in claim["detail"]

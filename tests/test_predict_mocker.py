@@ -59,7 +59,7 @@ def test_table_builder_small_case(aic_cache):
 def test_mocker_runs_on_the_calibrated_table(aic_cache, tmp_path):
     """The real mocker loads the table local mode builds for the recipe, and AIPerf measures the table's ITL."""
     from infersweep.local.dynamo import default_dynamo_python, deploy_local, teardown_local, wait_ready_local
-    from workflows.dgd import render_dgd
+    from infersweep.dgd.render import render_dgd
 
     if not Path(default_dynamo_python()).exists() or not Path(venv_python("aiperf")).exists():
         pytest.skip("needs .venv-dynamo and .venv-aiperf (scripts/setup.sh)")
@@ -85,7 +85,7 @@ def test_mocker_runs_on_the_calibrated_table(aic_cache, tmp_path):
         worker_argv = next(p["argv"] for p in dep.processes if "dynamo.mocker" in p["argv"])
     finally:
         teardown_local(state)
-    itl = result["metrics"]["itl_ms_avg"]
+    itl = result["metrics"]["itl_avg_ms"]
     # One request at a time: every decode step is batch 1 at a context of 128..176 tokens, which the
     # table clamps to its smallest context: the design's batch-1 answer.
     expected = timing["itl_ms_batch1"]

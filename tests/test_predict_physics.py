@@ -61,9 +61,9 @@ def test_missing_facts_are_named_not_guessed():
 
 def test_results_rows_are_judged_and_speculative_recipes_are_not():
     r = load_recipe("qwen3-32b-fp8-vllm-agg")  # 8 x TP=2: floor 4.9 ms
-    df = pd.DataFrame([{"concurrency": 1, "status": "ok", "itl_ms_avg": 3.52},
-                       {"concurrency": 8, "status": "ok", "itl_ms_avg": 20.1},
-                       {"concurrency": 16, "status": "failed", "itl_ms_avg": 1.0}])
+    df = pd.DataFrame([{"concurrency": 1, "status": "ok", "itl_avg_ms": 3.52},
+                       {"concurrency": 8, "status": "ok", "itl_avg_ms": 20.1},
+                       {"concurrency": 16, "status": "failed", "itl_avg_ms": 1.0}])
     verdicts = dict(check_results(df, r))
     assert verdicts[1].plausible is False and verdicts[8].plausible is True and 16 not in verdicts
     spec = load_recipe("lightning-vllm-agg-b200-mtp-bf16")

@@ -15,7 +15,7 @@ from infersweep.predict import aic
 from infersweep.predict.local_timing import timing_table_args
 from infersweep.local.adapter import deployments_dir, step_env
 from infersweep.predict.source import SIMULATED_DEPLOYMENTS_ENV, BUILTIN, MEASURED, banner, calibrated, result_source
-from workflows.dgd import render_dgd
+from infersweep.dgd.render import render_dgd
 from infersweep.recipe import load_recipe
 
 from test_results_schema import make_run_folder, summarize

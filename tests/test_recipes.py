@@ -29,7 +29,7 @@ def test_walking_skeleton_recipe_matches_the_cluster_report():
     assert r.recipe.topology.mode == "agg"
     assert (r.recipe.topology.workers.replicas, r.recipe.topology.workers.tp) == (8, 1)
     assert r.gpu_count == 8 and r.recipe.gpu.type == "H100"
-    assert r.recipe.slo.tok_s_user_min == 50
+    assert r.recipe.slo.output_throughput_p50_tok_s_per_user == 50
 
 
 def test_folder_defaults_and_workload_preset_fill_what_a_recipe_leaves_out():

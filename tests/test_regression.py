@@ -11,10 +11,10 @@ from infersweep.metrics import DEFAULT_TOLERANCES
 from infersweep.results.regression import judge_run
 
 LEVELS = (1, 4, 16, 64)
-BASE = {"ttft_ms_p50": 200.0, "ttft_ms_p99": 400.0, "itl_ms_p50": 10.0, "request_latency_ms_p50": 3000.0,
-        "output_tok_s": 1000.0}
+BASE = {"ttft_p50_ms": 200.0, "ttft_p99_ms": 400.0, "itl_p50_ms": 10.0, "request_latency_p50_ms": 3000.0,
+        "output_throughput_tok_s": 1000.0}
 TOL = 0.05  # relative, every metric
-TOLERANCES = {m: TOL for m in BASE} | {"error_rate": {"abs": 0.01}}
+TOLERANCES = {m: TOL for m in BASE} | {"error_ratio": {"abs": 0.01}}
 
 
 def table(rng: np.random.Generator, noise: float, reps: int, shift: dict[str, float] | None = None) -> pd.DataFrame:
@@ -22,7 +22,7 @@ def table(rng: np.random.Generator, noise: float, reps: int, shift: dict[str, fl
     rows = []
     for c in LEVELS:
         for r in range(reps):
-            row = {"concurrency": c, "repetition": r, "status": "ok", "reason": "", "error_rate": 0.0}
+            row = {"concurrency": c, "repetition": r, "status": "ok", "reason": "", "error_ratio": 0.0}
             for m, v in BASE.items():
                 row[m] = v * c ** 0.3 * (1 + (shift or {}).get(m, 0.0)) * (1 + rng.normal(0, noise))
             rows.append(row)
@@ -50,9 +50,9 @@ def test_no_false_alarm_on_single_runs_when_noise_is_below_tolerance():
     assert r["regressed"] < 0.05, r
 
 
-@pytest.mark.parametrize("metric", ["ttft_ms_p50", "itl_ms_p50", "output_tok_s"])
+@pytest.mark.parametrize("metric", ["ttft_p50_ms", "itl_p50_ms", "output_throughput_tok_s"])
 def test_a_shift_of_twice_the_tolerance_is_detected(metric):
-    worse = -2 * TOL if metric == "output_tok_s" else 2 * TOL  # throughput regresses downwards
+    worse = -2 * TOL if metric == "output_throughput_tok_s" else 2 * TOL  # throughput regresses downwards
     r = rates(200, noise=0.02, reps=5, shift={metric: worse}, seed=3)
     assert r["regressed"] > 0.95, r
     better = rates(50, noise=0.02, reps=5, shift={metric: -worse}, seed=4)
@@ -61,7 +61,7 @@ def test_a_shift_of_twice_the_tolerance_is_detected(metric):
 
 def test_noise_above_the_tolerance_is_inconclusive_not_a_verdict():
     # 15% noise per repetition, 3 repetitions: a 10% shift cannot be told from noise.
-    r = rates(100, noise=0.15, reps=3, shift={"ttft_ms_p50": 2 * TOL}, seed=5)
+    r = rates(100, noise=0.15, reps=3, shift={"ttft_p50_ms": 2 * TOL}, seed=5)
     assert r["inconclusive"] > 0.5, r
     assert r["pass"] < 0.2, r
 
@@ -69,17 +69,17 @@ def test_noise_above_the_tolerance_is_inconclusive_not_a_verdict():
 def test_repetitions_are_reduced_to_the_median_so_one_outlier_does_not_regress():
     rng = np.random.default_rng(6)
     base, cur = table(rng, 0.01, 5), table(rng, 0.01, 5)
-    cur.loc[(cur["concurrency"] == 16) & (cur["repetition"] == 2), "ttft_ms_p50"] *= 3  # one bad repetition
+    cur.loc[(cur["concurrency"] == 16) & (cur["repetition"] == 2), "ttft_p50_ms"] *= 3  # one bad repetition
     v = judge_run(cur, base, TOLERANCES)
     assert v.verdict == "pass", v.report
 
 
 def test_the_report_carries_the_evidence():
     rng = np.random.default_rng(7)
-    v = judge_run(table(rng, 0.01, 5, {"ttft_ms_p50": 0.2}), table(rng, 0.01, 5), TOLERANCES)
+    v = judge_run(table(rng, 0.01, 5, {"ttft_p50_ms": 0.2}), table(rng, 0.01, 5), TOLERANCES)
     assert v.verdict == "regressed"
     first = v.report.splitlines()[1]
-    assert "regressed" in first and "ttft_ms_p50 @c" in first and "tolerance 5%" in first and "noise ±" in first
+    assert "regressed" in first and "ttft_p50_ms @c" in first and "tolerance 5%" in first and "noise ±" in first
     assert "n=5/5" in first
 
 
@@ -96,16 +96,18 @@ def test_a_point_that_failed_now_is_a_regression():
 def test_error_rate_uses_an_absolute_tolerance():
     rng = np.random.default_rng(9)
     base, cur = table(rng, 0.01, 3), table(rng, 0.01, 3)
-    cur["error_rate"] = 0.05
+    cur["error_ratio"] = 0.05
     v = judge_run(cur, base, TOLERANCES)
-    assert v.verdict == "regressed" and "error_rate" in v.report
+    assert v.verdict == "regressed" and "error_ratio" in v.report
 
 
 def test_defaults_apply_and_bad_tolerances_are_one_clear_error():
     rng = np.random.default_rng(10)
     assert judge_run(table(rng, 0.01, 3), table(rng, 0.01, 3), None).verdict == "pass"
-    assert set(DEFAULT_TOLERANCES) >= {"ttft_ms_p50", "itl_ms_p50", "output_tok_s"}
-    with pytest.raises(ValueError, match="no known better direction"):
+    assert set(DEFAULT_TOLERANCES) >= {"ttft_p50_ms", "itl_p50_ms", "output_throughput_tok_s"}
+    with pytest.raises(ValueError, match="unknown metric 'colour'"):
         judge_run(table(rng, 0.01, 1), table(rng, 0.01, 1), {"colour": 0.1})
+    with pytest.raises(ValueError, match="no known better direction"):
+        judge_run(table(rng, 0.01, 1), table(rng, 0.01, 1), {"isl_avg_tok": 0.1})
     with pytest.raises(ValueError, match="positive number"):
-        judge_run(table(rng, 0.01, 1), table(rng, 0.01, 1), {"ttft_ms_p50": -1})
+        judge_run(table(rng, 0.01, 1), table(rng, 0.01, 1), {"ttft_p50_ms": -1})

@@ -52,12 +52,12 @@ def test_same_results_pass_and_doubled_ttft_fails_the_step(tmp_path, aiperf_ref,
     assert "regressed" not in report.read_text().splitlines()[0].lower()
 
     table = pd.read_parquet(cur / "summary" / "results.parquet")
-    for col in [c for c in table.columns if c.startswith("ttft_ms_p50") or c == "ttft_p50_ms"]:
+    for col in [c for c in table.columns if c.startswith("ttft_p50_ms") or c == "ttft_p50_ms"]:
         table[col] = table[col] * 2
     table.to_parquet(cur / "summary" / "results.parquet", index=False)
-    assert regression_check.main(args + ["--tolerances", '{"ttft_ms_p50": {"rel": 0.1}}']) == 1
+    assert regression_check.main(args + ["--tolerances", '{"ttft_p50_ms": {"rel": 0.1}}']) == 1
     text = report.read_text()
-    assert "regressed" in text.lower() and "ttft_ms_p50" in text
+    assert "regressed" in text.lower() and "ttft_p50_ms" in text
 
 
 def test_no_baseline_prefix_skips_and_missing_baseline_passes_with_a_note(tmp_path, aiperf_ref, s3_env):

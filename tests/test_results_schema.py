@@ -12,14 +12,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from infersweep.results.table import SCHEMA_VERSION
+from infersweep.results.columns import SCHEMA_VERSION
 from infersweep.aiperf import read_point
 from steps.summarize import main as summarize_main
 
 from conftest import copy_tree
 
 REPO = Path(__file__).resolve().parents[1]
-SLO = {"ttft_p50_ms": 1000, "tok_s_user_min": 1}
+SLO = {"ttft_p50_ms": 1000, "output_throughput_p50_tok_s_per_user": 1}
 
 
 def add_point(run_dir: Path, name: str, artifacts: Path | None, concurrency: int, **extra) -> Path:
@@ -48,27 +48,57 @@ def summarize(run: Path, slo=SLO, gpu_count=2, extra=()) -> pd.DataFrame:
     return pd.read_parquet(run / "summary" / "results.parquet")
 
 
-def test_one_row_per_point_with_status_and_every_aiperf_statistic(tmp_path, aiperf_ref):
+def test_one_row_per_point_with_status_and_every_aiperf_statistic_in_the_raw_table(tmp_path, aiperf_ref):
     run = make_run_folder(tmp_path, aiperf_ref)
     df = summarize(run)
     assert list(df["concurrency"]) == [4, 8, 16]
     assert list(df["status"]) == ["ok", "partial", "failed"]
     assert (df["schema_version"] == SCHEMA_VERSION).all()
+    # tens of columns, not ~800: one column per metric, the AIPerf statistics in their own table
+    assert 60 <= len(df.columns) <= 110 and not [c for c in df.columns if "__" in c]
     summary = json.loads((aiperf_ref / "dynamo-mocker-c4" / "profile_export_aiperf.json").read_text())
-    good = df.iloc[0]
-    # Every statistic AIPerf reported is a column, with AIPerf's value.
+    raw = pd.read_parquet(run / "summary" / "results_raw.parquet")
+    c4 = raw[raw["concurrency"] == 4].set_index(["metric", "stat"])
+    # Every statistic AIPerf reported is a row of the raw table, with AIPerf's value and unit.
+    n = 0
     for metric, block in summary.items():
         if isinstance(block, dict) and "unit" in block:
             for stat, value in block.items():
                 if stat != "unit":
-                    assert good[f"{metric}__{stat}"] == pytest.approx(value), (metric, stat)
-    assert good["ttft_ms_p50"] == pytest.approx(37.199, abs=1e-3)
-    assert good["tok_s_per_gpu"] == pytest.approx(good["output_tok_s"] / 2)
-    assert good["tok_s_per_user"] == pytest.approx(good["tok_s_per_user_p50"])
-    # v0 names still read the same numbers.
-    assert good["ttft_p50_ms"] == good["ttft_ms_p50"] and good["latency_p99_ms"] == good["request_latency_ms_p99"]
+                    assert c4.at[(metric, stat), "value"] == pytest.approx(value), (metric, stat)
+                    assert c4.at[(metric, stat), "unit"] == block["unit"]
+                    n += 1
+    assert len(c4) == n
+    good = df.iloc[0]
+    # the raw rows name the summary column holding the same number
+    assert c4.at[("time_to_first_token", "p50"), "column"] == "ttft_p50_ms"
+    assert good["ttft_p50_ms"] == pytest.approx(summary["time_to_first_token"]["p50"])
+    assert good["ttft_p50_ms"] == pytest.approx(37.199, abs=1e-3)
+    assert good["output_throughput_tok_s_per_gpu"] == pytest.approx(good["output_throughput_tok_s"] / 2)
+    assert good["output_throughput_p50_tok_s_per_user"] == pytest.approx(
+        summary["output_token_throughput_per_user"]["p50"])
+    # one name per metric: none of the old spellings is a column
+    assert not {"ttft_ms_p50", "time_to_first_token__p50", "tok_s_per_user", "latency_p50_ms"} & set(df.columns)
     failed = df.iloc[2]
-    assert math.isnan(failed["ttft_ms_p50"]) and pd.isna(failed["slo_pass"]) and failed["reason"]
+    assert math.isnan(failed["ttft_p50_ms"]) and pd.isna(failed["slo_pass"]) and failed["reason"]
+    assert set(raw["concurrency"]) == {4, 8}  # the failed point left no AIPerf summary
+
+
+def test_timestamps_are_utc_timestamp_types_and_the_version_is_in_the_file(tmp_path, aiperf_ref):
+    import pyarrow.parquet as pq
+
+    run = make_run_folder(tmp_path, aiperf_ref)
+    df = summarize(run)
+    schema = pq.read_schema(run / "summary" / "results.parquet")
+    for col in ("point_start", "point_end", "run_start", "run_end"):
+        assert str(schema.field(col).type) == "timestamp[us, tz=UTC]", col
+        assert str(df[col].dt.tz) == "UTC"
+    start = json.loads((run / "points" / "c4" / "result.json").read_text())["start_time"]
+    assert df.iloc[0]["point_start"] == pd.Timestamp(start, tz="UTC")  # AIPerf's naive local time, read as UTC
+    assert schema.metadata[b"infersweep.schema_version"] == SCHEMA_VERSION.encode()
+    # typed columns, also when every value is NA (a closed-loop run's arrival)
+    assert str(schema.field("arrival").type) == "string" and str(schema.field("valid").type) == "bool"
+    assert str(schema.field("concurrency").type) == "int64"
 
 
 def test_goodput_counts_the_requests_that_meet_the_slo(tmp_path, aiperf_ref):
@@ -76,23 +106,23 @@ def test_goodput_counts_the_requests_that_meet_the_slo(tmp_path, aiperf_ref):
     loose = summarize(run).set_index("concurrency")
     # Every successful request meets a loose SLO: goodput is the request rate, minus the failed requests.
     assert loose.at[4, "goodput_source"] == "records"
-    assert loose.at[4, "goodput_req_s"] == pytest.approx(loose.at[4, "request_per_s"])
-    assert loose.at[4, "goodput_fraction"] == 1.0
-    assert loose.at[8, "goodput_fraction"] == pytest.approx(14 / 30)  # 16 of 30 requests got HTTP 500
+    assert loose.at[4, "goodput_req_s"] == pytest.approx(loose.at[4, "request_throughput_req_s"])
+    assert loose.at[4, "goodput_ratio"] == 1.0
+    assert loose.at[8, "goodput_ratio"] == pytest.approx(14 / 30)  # 16 of 30 requests got HTTP 500
     # A TTFT bound at the good point's median: about half its requests meet it, so half the goodput,
     # while the point-level check (p50 <= bound) still passes. The point is invalid by the default thresholds
     # (too short), so the table's slo_pass is NA (not judged, infersweep.results.evidence) and the detail
     # says what its numbers did.
-    p50 = loose.at[4, "ttft_ms_p50"]
+    p50 = loose.at[4, "ttft_p50_ms"]
     tight = summarize(run, slo={"ttft_p50_ms": p50}).set_index("concurrency")
-    frac = tight.at[4, "goodput_fraction"]
+    frac = tight.at[4, "goodput_ratio"]
     assert 0.4 <= frac <= 0.6
-    assert tight.at[4, "goodput_req_s"] == pytest.approx(frac * tight.at[4, "request_per_s"])
+    assert tight.at[4, "goodput_req_s"] == pytest.approx(frac * tight.at[4, "request_throughput_req_s"])
     assert not tight.at[4, "valid"] and pd.isna(tight.at[4, "slo_pass"])
     assert tight.at[4, "slo_detail"].startswith("not judged: invalid point (too short")
     assert tight.at[4, "slo_detail"].endswith("its numbers: meets ttft_p50_ms")
     strict = summarize(run, slo={"ttft_p50_ms": p50 / 10}).set_index("concurrency")
-    assert pd.isna(strict.at[4, "slo_pass"]) and "its numbers: ttft_ms_p50=" in strict.at[4, "slo_detail"]
+    assert pd.isna(strict.at[4, "slo_pass"]) and "its numbers: ttft_p50_ms=" in strict.at[4, "slo_detail"]
 
 
 def test_repetitions_are_rows_of_their_own(tmp_path, aiperf_ref):

@@ -76,6 +76,9 @@ def test_a_published_run_is_listed_and_loads_with_its_context(s3, base, run_fold
     assert (run.table["run_id"] == "wf-aaa").all()  # filled from the store key
     assert run.context["recipe"] == RECIPE
     assert store.table(["wf-aaa", f"{RECIPE}/wf-aaa"]).shape[0] == 6
+    # the raw AIPerf statistics travel with the run, checked against the manifest like the table
+    assert run.raw is not None and set(run.raw["concurrency"]) == {4, 8}
+    assert "summary/results_raw.parquet" in {o["key"].split("/wf-aaa/", 1)[-1] for o in run.manifest["objects"]}
 
 
 def test_an_interrupted_run_is_never_listed_nor_loaded(s3, base, run_folder, monkeypatch):

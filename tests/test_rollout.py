@@ -14,8 +14,9 @@ import pytest
 
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import all_recipe_paths, load_recipe
-from workflows.dgd import ROLLING_MAX_SURGE, ROLLING_MAX_UNAVAILABLE, default_surge_gpus, render_dgd
-from workflows.pipeline import recipe_arguments, spare_gpus
+from infersweep.dgd.render import ROLLING_MAX_SURGE, ROLLING_MAX_UNAVAILABLE, default_surge_gpus, render_dgd
+from infersweep.dgd.lanes import spare_gpus
+from workflows.pipeline import recipe_arguments
 
 import yaml
 

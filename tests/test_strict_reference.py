@@ -48,3 +48,25 @@ def test_every_installed_cron_workflow_is_accepted(settings):
     refs = {c["spec"]["workflowSpec"]["workflowTemplateRef"]["name"] for c in crons}
     templates = {d["metadata"]["name"] for d in argo if d["kind"] == "WorkflowTemplate"}
     assert refs <= templates  # each one references a template the install creates
+
+
+def test_every_experiment_workflow_is_accepted_and_its_template_is_installed(settings):
+    """An experiment used to be one Workflow with inline templates and a Workflow-level synchronization: errored
+    by a controller in Strict/Secure ("workflows must use workflowTemplateRef", operator.go setExecWorkflow).
+    Now its Workflow only references the experiment's WorkflowTemplate, which the install set carries."""
+    from infersweep.experiment.plan import make_plan
+    from infersweep.experiment.spec import all_experiment_paths, load_experiment
+    from workflows.experiment import experiment_workflow
+
+    argo, _ = install_set(settings)
+    templates = {d["metadata"]["name"]: d for d in argo if d["kind"] == "WorkflowTemplate"}
+    paths = all_experiment_paths()
+    assert paths
+    for p in paths:
+        wf = experiment_workflow(make_plan(load_experiment(p)), settings).to_dict()
+        wf["spec"]["priority"] = -5  # what `experiment submit` stamps (the GPU guard's queue order)
+        assert strict.violations(wf) == [], (p.stem, strict.violations(wf))
+        ref = wf["spec"]["workflowTemplateRef"]["name"]
+        assert ref in templates, (p.stem, ref)
+        # the lock is the template's, on the treatments only (a Workflow-level one is refused beside a ref)
+        assert "synchronization" not in templates[ref]["spec"]

@@ -14,6 +14,8 @@ from __future__ import annotations
 import pytest
 
 from infersweep.cli import main
+from infersweep.cluster_settings import load_cluster_settings
+from workflows.install_set import install_set
 from infersweep.install_version import HASH_LABEL, VERSION_LABEL
 from k8s_standin import K8sStandin
 from test_argo_server import NS, RECIPE, TOKEN, argo  # noqa: F401 - the Argo Server stand-in fixture
@@ -38,16 +40,20 @@ def _objects(api, plural, ns="infersweep"):
 def test_without_an_argo_server_everything_goes_through_the_kubeconfig(kube, capsys):
     assert main(["install"]) == 0
     out = capsys.readouterr().out
+    argo, manifests = install_set(load_cluster_settings())
     templates = _objects(kube, "workflowtemplates")
-    assert len(templates) == 18 and "infersweep-vllm-agg" in templates
+    assert set(templates) == {d["metadata"]["name"] for d in argo if d["kind"] == "WorkflowTemplate"}
+    assert "infersweep-vllm-agg" in templates
     # the kubectl half of the install is done too: the Argo Server could not create these
     assert {"infersweep-gpu-pools", "artifact-repositories"} <= set(_objects(kube, "configmaps"))
-    assert set(_objects(kube, "rolebindings")) == {"infersweep-steps", "infersweep-reaper"}
-    assert "kubectl apply" not in out and out.count("created ") == 28
+    assert set(_objects(kube, "rolebindings")) == {d["metadata"]["name"] for d in manifests if d["kind"] == "RoleBinding"}
+    assert {"infersweep-steps", "infersweep-reaper"} <= set(_objects(kube, "rolebindings"))
+    total = len(argo) + len(manifests)
+    assert "kubectl apply" not in out and out.count("created ") == total
     assert all(t["metadata"]["labels"][HASH_LABEL] for t in templates.values())
 
     assert main(["install"]) == 0  # idempotent: a replace with the current resourceVersion
-    assert capsys.readouterr().out.count("updated ") == 28
+    assert capsys.readouterr().out.count("updated ") == total
     assert ("PUT", "/apis/argoproj.io/v1alpha1/namespaces/infersweep/workflowtemplates/infersweep-vllm-agg") in \
         [r[:2] for r in kube.requests]
 

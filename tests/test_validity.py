@@ -58,7 +58,7 @@ def test_a_client_starved_point_is_invalid_because_of_the_client(tmp_path):
     row = _row(tmp_path, "client-starved-c8", 8)
     assert not row["valid"]
     assert "client-bound: AIPerf sent requests" in row["validity_reasons"]
-    assert row["send_delay_ms_p99"] > 50
+    assert row["send_delay_p99_ms"] > 50
 
 
 def test_a_saturated_point_is_marked_invalid_and_kept(tmp_path):
@@ -119,8 +119,8 @@ def test_aiperf_high_cpu_warning_makes_the_client_the_bottleneck(aiperf_ref, tmp
 def _table(recipe: str, valid: dict[int, bool], tok: dict[int, float]) -> pd.DataFrame:
     rows = [{"run_id": f"wf-{recipe}", "recipe": recipe, "concurrency": c, "repetition": 0, "status": "ok",
              "reason": "", "valid": v, "validity_reasons": "" if v else "unsteady: output tok/s changed -40%",
-             "error_rate": 0.0, "output_tok_s": tok[c], "ttft_ms_p50": 100.0, "itl_ms_p50": 5.0,
-             "request_latency_ms_p50": 900.0} for c, v in valid.items()]
+             "error_ratio": 0.0, "output_throughput_tok_s": tok[c], "ttft_p50_ms": 100.0, "itl_p50_ms": 5.0,
+             "request_latency_p50_ms": 900.0} for c, v in valid.items()]
     return finish_table(pd.DataFrame(rows), {"recipe": recipe})
 
 

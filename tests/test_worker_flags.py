@@ -1,8 +1,8 @@
 """Worker flags that decide whether a deployment does what its recipe says (issue 11's findings).
 
-Each test reads the rendered DGD (workflows/dgd.py) of a catalog recipe and fails on the rendering before
+Each test reads the rendered DGD (infersweep/dgd/render.py) of a catalog recipe and fails on the rendering before
 the fix. The engine facts behind them are cited where they are encoded (params/engines/*.yaml,
-workflows/dgd.py); tests/test_engine_parsers.py runs the same arguments through the real parsers.
+infersweep/dgd/render.py); tests/test_engine_parsers.py runs the same arguments through the real parsers.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from infersweep.local.dynamo import _flag, read_components
 from infersweep.paths import params_dir
 from infersweep.recipe import all_recipe_paths, load_recipe
 from tests.conftest import shared_dir
-from workflows.dgd import render_dgd
+from infersweep.dgd.render import render_dgd
 
 
 def workers(name: str) -> dict[str, list[str]]:

@@ -127,8 +127,8 @@ def test_plots_keep_one_point_per_rate_of_a_rate_sweep():
 
     df = pd.DataFrame({"concurrency": [8, 8, 8], "request_rate": [2.0, 8.0, 8.0], "repetition": [0, 0, 1],
                        "status": ["ok"] * 3, "valid": [True] * 3, "slo_pass": [True, False, False],
-                       "tok_s_per_user": [170.0, 160.0, 150.0], "tok_s_per_gpu": [15.0, 40.0, 44.0]})
+                       "output_throughput_p50_tok_s_per_user": [170.0, 160.0, 150.0], "output_throughput_tok_s_per_gpu": [15.0, 40.0, 44.0]})
     pts = per_point(df)
-    assert list(pts["request_rate"]) == [2.0, 8.0] and list(pts["tok_s_per_gpu"]) == [15.0, 42.0]
+    assert list(pts["request_rate"]) == [2.0, 8.0] and list(pts["output_throughput_tok_s_per_gpu"]) == [15.0, 42.0]
     closed = per_point(df.assign(request_rate=0.0, concurrency=[1, 2, 2]))
     assert list(closed["concurrency"]) == [1, 2] and "request_rate" not in closed

@@ -156,6 +156,6 @@ def test_agentic_sessions_replay_locally_end_to_end(tmp_path):
     result = json.loads((Path(res.results_dir) / "points" / "c8" / "result.json").read_text())
     assert result["status"] == "ok" and result["requests_ok"] == 32
     assert "--fixed-schedule" in result["argv"] and aiperf_contract.LOCAL_TOKENIZER_REPO in result["argv"]
-    assert result["metrics"]["osl_avg"] == pytest.approx(14.34375)  # the trace's output lengths, exactly
+    assert result["metrics"]["osl_avg_tok"] == pytest.approx(14.34375)  # the trace's output lengths, exactly
     log = (Path(res.results_dir) / "points" / "c8" / "aiperf.log").read_text()
     assert "sessions: completed=8" in log

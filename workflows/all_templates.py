@@ -2,8 +2,8 @@
 
     hera generate yaml workflows/all_templates.py --to DIR
 
-writes DIR/all_templates.yaml: every WorkflowTemplate (the step library and the engine x topology pipelines,
-the set `infersweep install` creates) followed by the Workflow of each catalog recipe, the same documents
+writes DIR/all_templates.yaml: every WorkflowTemplate (the step library, the engine x topology pipelines and
+the experiments', the set `infersweep install` creates) followed by the Workflow of each catalog recipe, the same documents
 `infersweep render --all` writes (tests/test_all_templates.py compares them). For teams that keep rendered
 YAML in Git and sync the WorkflowTemplates with Argo CD; the Workflows use generateName, so they are
 created (`argo submit` / `kubectl create`), not synced.
@@ -22,8 +22,10 @@ from infersweep.paths import params_dir
 from infersweep.cluster_settings import ClusterSettings, load_cluster_settings
 from infersweep.recipe import all_recipe_paths, load_recipe
 from infersweep.schemas import validate_document
-from infersweep.experiment.spec import all_experiment_paths
+from infersweep.experiment.plan import make_plan
+from infersweep.experiment.spec import all_experiment_paths, load_experiment
 from workflows.cron import reaper_workflow_template
+from workflows.experiment import experiment_template
 from workflows.launcher import launcher_templates
 from workflows.pipeline import pipeline_template, recipe_arguments, recipe_workflow
 from workflows.steps_library import Images, step_workflow_templates
@@ -43,6 +45,8 @@ def catalog_objects(settings: ClusterSettings) -> dict[str, WorkflowTemplate | W
     templates.append(reaper_workflow_template(settings))  # what the reaper CronWorkflow runs
     catalog = sorted((load_recipe(p) for p in all_recipe_paths()), key=lambda r: r.name)
     templates += launcher_templates(settings, catalog, [p.stem for p in all_experiment_paths()])  # docs/ui.md
+    # each experiment's template (its Workflow only references it: templateReferencing Strict)
+    templates += [experiment_template(make_plan(load_experiment(p)), settings) for p in all_experiment_paths()]
     out: dict[str, WorkflowTemplate | Workflow] = {}
     for wt in templates:
         # the version labels `infersweep install` puts on them (infersweep/install_version.py), so a template

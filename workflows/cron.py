@@ -28,7 +28,7 @@ from hera.workflows import models as m
 from infersweep.cluster_settings import ClusterSettings
 from infersweep.recipe import ResolvedRecipe
 from workflows.gpu_guard import nightly_priority
-from workflows.step_declarations import REAP
+from infersweep.step_declarations import REAP
 from workflows.pipeline import pipeline_name, recipe_arguments, workflow_labels
 from workflows.steps_library import (Images, container_security_context, pod_security_context, step_settings)
 

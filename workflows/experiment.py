@@ -1,23 +1,38 @@
-"""One Argo Workflow per experiment, built with Hera from the installed step WorkflowTemplates (templateRef
-by name, never copies) plus three small workdir steps of its own.
+"""One Argo WorkflowTemplate per experiment, built with Hera from the installed step WorkflowTemplates
+(templateRef by name, never copies), and the Workflow that runs it: a `workflowTemplateRef` and nothing a
+controller in `templateReferencing: Strict`/`Secure` refuses (workflows/strict.py; argo-workflows v4.1.2
+workflow/util/merge.go ValidateUserOverrides). Every container is a declared step
+(infersweep/step_declarations.py), the experiment's own included (mark-start, record-ready, archive, compare,
+experiment-verdict), so each gets the steps' securityContext, resources, deadline and log archive.
 
-DAG, per treatment in plan order (infersweep.experiment.plan):
+`infersweep install` installs the template of every experiment in params/experiments/;
+`infersweep experiment submit` applies the template (unchanged when the install put it there) and creates
+the Workflow.
+
+DAG: ensure-pvc -> the model caches -> treatments -> compare -> publish-report -> experiment-verdict.
+`treatments`, per treatment in plan order (infersweep.experiment.plan):
   [teardown of the previous deployment, on a full redeploy] -> deploy (apply the treatment's DGD: a new one
   on a full redeploy, else the same DGD patched, which the operator turns into a frontend swap, a scale or a
-  worker restart, see infersweep.experiment.restart) -> wait-ready, with mark-start before the deploy and record-ready after (time-to-ready) ->
-  sweep (the AIPerf points, one at a time, failFast off) -> summarize -> publish (to
-  <prefix>/experiments/<experiment>/<workflow>/<treatment>) -> archive (the run folder moves to
-  /work/treatments/<treatment>, since the step templates write one run to /work/run).
+  worker restart, see infersweep.experiment.restart) -> wait-ready, with mark-start before the deploy and
+  record-ready after (time-to-ready) -> sweep (the AIPerf points, one at a time, failFast off) -> summarize
+  -> publish (to <prefix>/experiments/<experiment>/<workflow>/<treatment>) -> archive (the run folder moves
+  to /work/treatments/<treatment>, since the step templates write one run to /work/run).
 The next treatment starts when the previous one's archive has run, whatever happened before it (every
 outcome, Omitted included: Argo's depends grammar, common.TaskResult in argo-workflows), so a failed
-treatment does not stop the others. Then compare (infersweep.experiment.compare_step) writes the
-experiment report and publish-report publishes it. The exit handler deletes every DGD the experiment
-may have created (teardown is idempotent), and the Workflow holds the GPU guard's admission of its largest treatment (workflows/gpu_guard.py) for
-its whole run, so no other workflow takes the GPUs between treatments.
+treatment does not stop the others. Then compare writes the experiment report and publish-report publishes
+it; experiment-verdict (the leaf) fails the Workflow when a treatment failed. The exit handler deletes every
+DGD the experiment may have created (teardown is idempotent).
 
-Local mode runs this same document (infersweep/local/experiment_run.py). A patched DGD's readiness: the
-wait-ready step ignores a status whose observedGeneration is below the DGD's generation
-(infersweep/platform/readiness.py dgd_ready); the rolling update's own phase (status.rollingUpdate) is not read yet.
+The GPU guard (workflows/gpu_guard.py) is held by the `treatments` template only, the admission of the
+largest treatment: GPUs are reserved from the first deploy to the last archive, never through the model
+downloads or the report. Argo frees a template's lock when its node is fulfilled (operator.go
+executeTemplate), before the exit handler's teardown: every DGD carries the lane labels on which the next
+run's deploy waits (infersweep.dgd.deployable_dgd), as a recipe run's does.
+
+Local mode runs this same template and Workflow (infersweep/local/experiment_run.py). A patched DGD's
+readiness: the wait-ready step ignores a status whose observedGeneration is below the DGD's generation
+(infersweep/platform/readiness.py dgd_ready); the rolling update's own phase (status.rollingUpdate) is not
+read yet.
 """
 
 from __future__ import annotations
@@ -26,22 +41,23 @@ import json
 from typing import Any, Callable
 
 import yaml
-from hera.workflows import DAG, Container, Parameter, Task, Workflow
+from hera.workflows import DAG, Parameter, Task, Workflow, WorkflowTemplate
 from hera.workflows import models as m
 
 from infersweep.aiperf.point import parse_points, points_text
-from infersweep.cluster_settings import ClusterSettings, Images
+from infersweep.cluster_settings import ClusterSettings
+from infersweep.dgd import deployable_dgd, pool_is_exact
 from infersweep.experiment.kv_reset import mark_reset
 from infersweep.experiment.plan import Plan
 from infersweep.experiment.restart import RestartClass
+from infersweep.names import dns_label
 from infersweep.recipe import RecipeError, ResolvedRecipe
 from infersweep.recipe_context import recipe_context
 from workflows.gpu_guard import recipes_synchronization
-from workflows.pipeline import points_json, spare_gpus
-from workflows.dgd import default_surge_gpus, render_dgd
-from workflows.steps_library import RUN_DIR, WORKDIR, step_task
+from workflows.pipeline import points_json
+from workflows.steps_library import pod_security_context, step_task
 
-TREATMENTS_DIR = f"{WORKDIR}/treatments"
+TEMPLATE_PREFIX = "infersweep-experiment-"
 ANY_OUTCOME = "(%s.Succeeded || %s.Failed || %s.Errored || %s.Skipped || %s.Omitted)"
 
 
@@ -63,35 +79,44 @@ def dgd_names(plan: Plan) -> list[str]:
     return names
 
 
-def _workdir_container(name: str, images: Images, inputs: list[str], args: list[str]) -> Container:
-    return Container(name=name, image=images.steps, command=["python", "-m", "infersweep.experiment.workdir_step"],
-                     args=args, inputs=[Parameter(name=n) for n in inputs],
-                     volume_mounts=[m.VolumeMount(name="workdir", mount_path=WORKDIR)])
+def template_name(experiment: str) -> str:
+    """The experiment's WorkflowTemplate: `infersweep-experiment-<name>` (a DNS label, cut + hash when long)."""
+    return dns_label(TEMPLATE_PREFIX + experiment)
 
 
-def experiment_workflow(plan: Plan, settings: ClusterSettings, *, namespace: str | None = None,
-                        dgd_api: str = "v1beta1", workdir_size: str = "50Gi", model_source: str = "hf",
-                        ready_timeout_s: int = 1800,
-                        treatment_args: Callable[[ResolvedRecipe], dict[str, str]] | None = None) -> Workflow:
-    """`model_source`, `ready_timeout_s` and `treatment_args` (per treatment: "points", "workload",
-    "gpu-count" replacing the recipe's) are how local mode scales the same workflow down
-    (infersweep.local.experiment_run), as `run --local` overrides a recipe workflow's parameters."""
+def _labels(plan: Plan) -> dict[str, str]:
+    return {"app.kubernetes.io/managed-by": "infersweep", "infersweep.io/kind": "experiment",
+            "infersweep.io/experiment": plan.experiment.name}
+
+
+def experiment_workflow(plan: Plan, settings: ClusterSettings, *, namespace: str | None = None) -> Workflow:
+    """The Workflow a submit creates: the experiment's template by reference, and nothing else a controller in
+    Strict/Secure reference mode refuses (its `spec.priority`, the GPU guard's queue order, is stamped by the
+    submit: workflows/gpu_guard.py submit_priority)."""
+    return Workflow(generate_name=f"{plan.experiment.name}-", namespace=namespace or settings.namespace,
+                    labels=_labels(plan),
+                    workflow_template_ref=m.WorkflowTemplateRef(name=template_name(plan.experiment.name)))
+
+
+def experiment_template(plan: Plan, settings: ClusterSettings, *, dgd_api: str = "v1beta1",
+                        workdir_size: str = "50Gi", model_source: str = "hf", ready_timeout_s: int = 1800,
+                        treatment_args: Callable[[ResolvedRecipe], dict[str, str]] | None = None) -> WorkflowTemplate:
+    """Everything the experiment runs. `model_source`, `ready_timeout_s` and `treatment_args` (per treatment:
+    "points", "workload", "gpu-count" replacing the recipe's) are how local mode scales the same template
+    down (infersweep.local.experiment_run), as `run --local` overrides a recipe workflow's parameters."""
     e = plan.experiment
     gpu_types = {s.treatment.recipe.recipe.gpu.type for s in plan.steps}
     if len(gpu_types) > 1:
         raise RecipeError(f"{e.path}: treatments: they use GPU types {sorted(gpu_types)}; an experiment holds one "
                           "GPU pool, so give every treatment the same gpu.type")
-    images = settings.images
     names = dgd_names(plan)
     s3 = settings.s3
     prefix = f"{s3.prefix}/experiments/{e.name}/{{{{workflow.name}}}}"
     points_s = sum(len(s.treatment.recipe.recipe.workload.concurrency) * s.treatment.recipe.recipe.workload.point_timeout_s
                    for s in plan.steps)
-    with Workflow(
-        generate_name=f"{e.name}-",
-        namespace=namespace or settings.namespace,
-        labels={"app.kubernetes.io/managed-by": "infersweep", "infersweep.io/kind": "experiment",
-                "infersweep.io/experiment": e.name},
+    with WorkflowTemplate(
+        name=template_name(e.name),
+        labels=_labels(plan),
         entrypoint="experiment",
         on_exit="exit-handler",
         volume_claim_templates=[m.PersistentVolumeClaim(
@@ -105,12 +130,13 @@ def experiment_workflow(plan: Plan, settings: ClusterSettings, *, namespace: str
         pod_gc=m.PodGC(strategy="OnPodSuccess"),
         ttl_strategy=m.TTLStrategy(seconds_after_completion=7 * 24 * 3600),
         service_account_name=settings.service_account,
+        # Every pod runs as the images' non-root USER (Pod Security "restricted"; steps_library.py), as the
+        # pipeline template's do.
+        security_context=pod_security_context(settings.steps),
         artifact_repository_ref=m.ArtifactRepositoryRef(config_map=settings.artifact_repository.configmap,
                                                         key=settings.artifact_repository.key),
-        # The experiment holds its GPUs from the first deploy to the last teardown: the guard's admission of
-        # its largest treatment, for the whole Workflow.
-        synchronization=recipes_synchronization([s.treatment.recipe for s in plan.steps], settings),
-    ) as wf:
+        archive_logs=True,
+    ) as wt:
         with DAG(name="sweep", parallelism=1, fail_fast=False,
                  inputs=[Parameter(name=n) for n in ("points", "url", "tokenizer", "model", "workload",
                                                      "max-error-rate", "timeout-s", "ready-timeout-s")]):
@@ -125,59 +151,49 @@ def experiment_workflow(plan: Plan, settings: ClusterSettings, *, namespace: str
                                  # the point's ensure-deployed init container brings a deleted DGD back (UI Retry)
                                  "ready-timeout-s": "{{inputs.parameters.ready-timeout-s}}",
                                  "cpu": "{{item.cpu}}", "memory": "{{item.memory}}"})
-        _workdir_container("mark-start", images, [], ["mark-start", "--out", RUN_DIR])
-        _workdir_container("record-ready", images, [], ["record-ready", "--out", RUN_DIR])
-        _workdir_container("verdict", images, ["points"],
-                           ["verdict", "--treatments-dir", TREATMENTS_DIR, "--points", "{{inputs.parameters.points}}"])
-        _workdir_container("archive", images, ["treatment"],
-                           ["archive", "--run-dir", RUN_DIR, "--to", f"{TREATMENTS_DIR}/{{{{inputs.parameters.treatment}}}}"])
-        Container(name="compare", image=images.steps, command=["python", "-m", "infersweep.experiment.compare_step"],
-                  args=["--experiment", "{{inputs.parameters.experiment}}", "--treatments-dir", TREATMENTS_DIR,
-                        "--out", RUN_DIR],
-                  inputs=[Parameter(name="experiment")],
-                  volume_mounts=[m.VolumeMount(name="workdir", mount_path=WORKDIR)])
-
         with DAG(name="exit-handler"):
             for name in dict.fromkeys(names):
                 step_task("teardown", name=f"teardown-{name}",
                           arguments={"dgd-name": name, "api-version": dgd_api})
 
-        with DAG(name="experiment"):
-            pvc = step_task("ensure-pvc", name="ensure-pvc",
-                            arguments={"pvc": settings.model_cache.pvc, "size": settings.model_cache.size,
-                                       "storage-class": settings.model_cache.storage_class})
-            caches: dict[tuple[str, str, str], str] = {}
-            for s in plan.steps:
-                r = s.treatment.recipe
-                key = (r.model.id, r.model.revision, r.draft_model or "")
-                if key not in caches:
-                    caches[key] = f"model-cache-{len(caches)}"
-                    step_task("model-cache", name=caches[key], depends="ensure-pvc",
-                              arguments={"model": key[0], "revision": key[1], "source": model_source, "draft-model": key[2]})
+        caches: dict[tuple[str, str, str], str] = {}
+        for s in plan.steps:
+            r = s.treatment.recipe
+            caches.setdefault((r.model.id, r.model.revision, r.draft_model or ""), f"model-cache-{len(caches)}")
+        cache_inputs = [f"{kind}-{n}" for n in range(len(caches)) for kind in ("model-dir", "commit")]
+
+        # The GPU-holding span: from the first deploy to the last archive, with the GPU guard's admission of the
+        # largest treatment (a template lock, held only while this node runs: Argo v4.1.2 operator.go
+        # executeTemplate acquires before the node starts and releases when it is fulfilled). The model
+        # caches it reads come in as inputs: a nested template sees only its own inputs, not the outer tasks.
+        with DAG(name="treatments", inputs=[Parameter(name=n) for n in cache_inputs],
+                 synchronization=recipes_synchronization([s.treatment.recipe for s in plan.steps], settings)):
             previous_end: str | None = None
             treatment_points: dict[str, str] = {}
-            # The Workflow holds the admission of its largest treatment (recipes_synchronization); a treatment
-            # patched in place rolls its workers within what is left of it. One choice for every treatment:
-            # the rollout annotations are part of the pod template the worker hash covers, so a difference
-            # between two treatments would itself roll the workers (infersweep.experiment.restart).
+            # A treatment patched in place rolls its workers within what is left of the admission. One choice
+            # for every treatment: the rollout annotations are part of the pod template the worker hash covers,
+            # so a difference between two treatments would itself roll the workers (infersweep.experiment.restart).
             treatments = [s.treatment.recipe for s in plan.steps]
             largest = max(treatments, key=lambda t: t.gpu_capacity)
-            exact = any(default_surge_gpus(t) > spare_gpus(t, settings, largest) for t in treatments)
+            exact = pool_is_exact(treatments, settings)
             for i, (s, dgd_name) in enumerate(zip(plan.steps, names)):
                 r: ResolvedRecipe = s.treatment.recipe
                 t = f"t{i}"
                 w = r.recipe.workload
                 args = {"points": points_text(w.points()), "workload": _compact(w.aiperf_workload()),
                         "gpu-count": str(r.gpu_count)} | (treatment_args(r) if treatment_args else {})
-                cache = caches[(r.model.id, r.model.revision, r.draft_model or "")]
-                start_after = [cache] + ([_any(previous_end)] if previous_end else [])
+                cache = caches[(r.model.id, r.model.revision, r.draft_model or "")].removeprefix("model-cache-")
+                start_after = [_any(previous_end)] if previous_end else []
                 if s.transition.cls is RestartClass.FULL and i > 0:
                     step_task("teardown", name=f"{t}-teardown", depends=" && ".join(start_after),
                               arguments={"dgd-name": names[i - 1], "api-version": dgd_api})
                     start_after = [f"{t}-teardown"]
-                Task(name=f"{t}-mark-start", template="mark-start", depends=" && ".join(start_after))
-                dgd = render_dgd(r, api_version=dgd_api, name=dgd_name, pvc=settings.model_cache.pvc,
-                                 hf_secret=settings.hf_token_secret, spare_gpus=0 if exact else None)
+                step_task("mark-start", name=f"{t}-mark-start", depends=" && ".join(start_after) or None)
+                # The same DGD a recipe run applies (infersweep.dgd.deployable_dgd), scheduling step included:
+                # under Kueue/KAI/Volcano its pods carry the queue's labels, under the Argo guard the DGD the
+                # lane labels of the admission the experiment holds (its largest treatment's).
+                dgd = deployable_dgd(r, settings, api_version=dgd_api, name=dgd_name, held_for=largest,
+                                     exact_pool=exact)
                 if s.reset:  # empty the kept workers' KV caches first (infersweep.experiment.kv_reset)
                     dgd = mark_reset(dgd, str(i))
                 step_task("deploy", name=f"{t}-deploy", depends=_any(f"{t}-mark-start"),
@@ -185,24 +201,25 @@ def experiment_workflow(plan: Plan, settings: ClusterSettings, *, namespace: str
                 step_task("wait-ready", name=f"{t}-wait-ready", depends=f"{t}-deploy",
                           arguments={"dgd-name": dgd_name, "model": r.model.id, "timeout-s": str(ready_timeout_s),
                                      "api-version": dgd_api})
-                Task(name=f"{t}-record-ready", template="record-ready", depends=f"{t}-wait-ready")
+                step_task("record-ready", name=f"{t}-record-ready", depends=f"{t}-wait-ready")
                 Task(name=f"{t}-sweep", template="sweep", depends=f"{t}-wait-ready",
                      arguments={"points": points_json(parse_points(args["points"]), settings),
                                 "ready-timeout-s": str(ready_timeout_s),
                                 "url": f"{{{{tasks.{t}-deploy.outputs.parameters.frontend-url}}}}",
-                                "tokenizer": f"{{{{tasks.{cache}.outputs.parameters.model-dir}}}}",
+                                "tokenizer": "{{inputs.parameters.model-dir-%s}}" % cache,
                                 "model": r.model.id, "workload": args["workload"],
                                 "max-error-rate": str(w.max_error_rate), "timeout-s": str(w.point_timeout_s)})
                 slo = {k: v for k, v in r.recipe.slo.model_dump().items() if v is not None}
                 # The summarize step accepts only the run-context keys it knows (steps/summarize.py
                 # --context, infersweep.results.context): the treatment's recipe context, as a recipe run
                 # has, plus the experiment, treatment, restart class and factor levels (also in the title and prefix),
-                # and the commit its model cache resolved. That commit comes from the cache task's output, not
-                # from the file model-cache writes into /work/run (MODEL_COMMIT, the pipeline's way): the file
-                # leaves with the first treatment's archive, and with two models another cache may overwrite it.
+                # and the commit its model cache resolved. That commit comes from the cache task's output (an
+                # input of this template), not from the file model-cache writes into /work/run (MODEL_COMMIT, the
+                # pipeline's way): the file leaves with the first treatment's archive, and with two models
+                # another cache may overwrite it.
                 context = recipe_context(r, settings) | {
                     "experiment": e.name, "treatment": s.treatment.name, "restart_class": s.transition.cls.label,
-                    "levels": s.treatment.levels, "model_commit": f"{{{{tasks.{cache}.outputs.parameters.commit}}}}",
+                    "levels": s.treatment.levels, "model_commit": "{{inputs.parameters.commit-%s}}" % cache,
                     "kv_cache_state": s.cache, "order_pass": s.order_pass, "base_treatment": s.base or s.treatment.name}
                 step_task("summarize", name=f"{t}-summarize",
                           depends=f"{_any(f'{t}-sweep')} && {_any(f'{t}-record-ready')}",
@@ -210,20 +227,30 @@ def experiment_workflow(plan: Plan, settings: ClusterSettings, *, namespace: str
                                      "context": json.dumps(context, separators=(",", ":"), sort_keys=True)})
                 step_task("publish", name=f"{t}-publish", depends=f"{t}-summarize",
                           arguments={"bucket": s3.bucket, "prefix": f"{prefix}/{s.treatment.name}"})
-                Task(name=f"{t}-archive", template="archive", depends=_any(f"{t}-publish"),
-                     arguments={"treatment": s.treatment.name})
+                step_task("archive", name=f"{t}-archive", depends=_any(f"{t}-publish"),
+                          arguments={"treatment": s.treatment.name})
                 treatment_points[s.treatment.name] = args["points"]
                 previous_end = f"{t}-archive"
-            spec_text = e.path.read_text()
-            compare = Task(name="compare", template="compare", depends=_any(previous_end),
-                           arguments={"experiment": spec_text})
+
+        with DAG(name="experiment"):
+            step_task("ensure-pvc", name="ensure-pvc",
+                      arguments={"pvc": settings.model_cache.pvc, "size": settings.model_cache.size,
+                                 "storage-class": settings.model_cache.storage_class})
+            for (model, revision, draft), cache in caches.items():
+                step_task("model-cache", name=cache, depends="ensure-pvc",
+                          arguments={"model": model, "revision": revision, "source": model_source, "draft-model": draft})
+            Task(name="treatments", template="treatments", depends=" && ".join(caches.values()),
+                 arguments={f"{kind}-{cache.removeprefix('model-cache-')}":
+                            "{{tasks.%s.outputs.parameters.%s}}" % (cache, kind)
+                            for cache in caches.values() for kind in ("model-dir", "commit")})
+            step_task("compare", name="compare", depends=_any("treatments"),
+                      arguments={"experiment": e.path.read_text()})
             step_task("publish", name="publish-report", depends="compare",
                       arguments={"bucket": s3.bucket, "prefix": f"{prefix}/report"})
             # The leaf that makes a failed treatment fail the Workflow (dag.go assessDAGPhase judges a DAG by
             # its leaves, and compare/publish-report succeed whatever the treatments did), after the report
             # is published.
-            Task(name="verdict", template="verdict", depends=_any("publish-report"),
-                 arguments={"points": _compact({s.treatment.name: json.loads(treatment_points[s.treatment.name])
-                                                for s in plan.steps})})
-            del pvc, compare
-    return wf
+            step_task("experiment-verdict", name="verdict", depends=_any("publish-report"),
+                      arguments={"points": _compact({s.treatment.name: json.loads(treatment_points[s.treatment.name])
+                                                     for s in plan.steps})})
+    return wt

@@ -5,7 +5,7 @@ skip it (a Workflow-level `synchronization` is also what `templateReferencing: S
 `params/cluster.yaml` `gpu_guard.scheduler` picks the machinery (typed in infersweep/cluster_settings.py):
 
 * `kueue`, `kai`, `volcano`: the cluster's own GPU-quota queue admits the DGD's pods, exactly by
-  `nvidia.com/gpu`; the span template then holds no Argo lock and `dgd_scheduling()` gives the labels,
+  `nvidia.com/gpu`; the span template then holds no Argo lock and `dgd_scheduling()` (infersweep/dgd/scheduling.py) gives the labels,
   annotations and schedulerName the DGD's pods need (each cited where it is set below). The operator creates
   the queue objects (Kueue LocalQueue -> ClusterQueue with an `nvidia.com/gpu` nominalQuota per GPU type;
   KAI `scheduling.run.ai/v2` Queue; Volcano `scheduling.volcano.sh/v1beta1` Queue) named `gpu_pools.<T>.queue`.
@@ -40,84 +40,20 @@ in front of another lane's runs). Their keys reach the template as the `gpu-lock
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 from hera.workflows import models as m
 
-from infersweep.cluster_settings import MAX_LANES, ClusterSettings, ClusterSettingsError, GpuGuardConfig, GpuPool
-from infersweep.recipe import RecipeError, ResolvedRecipe
+from infersweep.cluster_settings import MAX_LANES, ClusterSettings
+# The admission itself (which lanes a run holds) is Hera-free, beside the DGD's scheduling step that needs it
+# too (infersweep/dgd/lanes.py); the names stay reachable here, the guard's own vocabulary.
+from infersweep.dgd.lanes import (Admission, _pad_key, admission, check_fits_pool, lane_key,  # noqa: F401
+                                  pool_of, recipe_admission)
+from infersweep.recipe import ResolvedRecipe
 
 CONFIGMAP = "infersweep-gpu-pools"
 LOCK_PARAMS = [f"gpu-lock-{i}" for i in range(1, MAX_LANES + 1)]
 GUARD_PARAMS: list[tuple[str, str, list[str] | None]] = [
     (p, f"GPU guard: semaphore key {i} of {MAX_LANES} in ConfigMap {CONFIGMAP} (set by infersweep from the recipe's "
         "GPU count; see workflows/gpu_guard.py)", None) for i, p in enumerate(LOCK_PARAMS, 1)]
-
-
-def lane_key(gpu_type: str, size: int) -> str:
-    return f"{gpu_type.lower()}-{size}gpu"  # ConfigMap data keys: [-._a-zA-Z0-9]
-
-
-def _pad_key(gpu_type: str, owner: str, i: int) -> str:
-    return f"{gpu_type.lower()}-{owner}-pad{i}"
-
-
-@dataclass(frozen=True)
-class Admission:
-    """What one run of `gpus` GPUs holds in its pool."""
-    gpu_type: str
-    gpus: int
-    lanes: tuple[int, ...]      # lane sizes held (all of them for a whole-pool run)
-    reserved: int               # GPUs no other run may use meanwhile
-    keys: tuple[str, ...]       # the span's semaphore keys, MAX_LANES of them
-
-    @property
-    def lane_keys(self) -> tuple[str, ...]:
-        return tuple(lane_key(self.gpu_type, s) for s in self.lanes)
-
-
-def admission(pool: GpuPool, gpus: int, recipe: str = "run") -> Admission:
-    """The smallest lane that holds the run, else the whole pool (every lane); RecipeError if neither."""
-    fits = [s for s in pool.lanes if s >= gpus]
-    if fits:
-        lanes, reserved, owner = (min(fits),), min(fits), f"{min(fits)}gpu"
-    elif gpus <= pool.gpus and pool.whole_pool_runs:
-        lanes, reserved, owner = tuple(pool.lanes), pool.gpus, "all"
-    elif gpus <= pool.gpus:
-        raise RecipeError(f"recipe {recipe}: needs {gpus} {pool.gpu_type} GPUs; no lane of gpu_pools.{pool.gpu_type}.lanes "
-                          f"{pool.lanes} holds that many, and a run can take the whole pool only when every lane "
-                          f"holds one run; add a lane of {gpus} GPUs in params/cluster.yaml")
-    else:
-        raise RecipeError(f"recipe {recipe}: needs {gpus} {pool.gpu_type} GPUs, the pool has {pool.gpus}; "
-                          f"raise gpu_pools.{pool.gpu_type}.gpus in params/cluster.yaml")
-    keys = [lane_key(pool.gpu_type, s) for s in lanes]
-    keys += [_pad_key(pool.gpu_type, owner, i) for i in range(len(keys) + 1, MAX_LANES + 1)]
-    return Admission(pool.gpu_type, gpus, lanes, reserved, tuple(keys))
-
-
-def pool_of(r: ResolvedRecipe, cfg: GpuGuardConfig) -> GpuPool:
-    pool = cfg.pools.get(r.recipe.gpu.type)
-    if pool is None:
-        raise RecipeError(f"recipe {r.name}: no GPU pool for {r.recipe.gpu.type} in params/cluster.yaml gpu_pools; "
-                          f"add `{r.recipe.gpu.type}: {{gpus: N}}` (N = GPUs of that type the benchmarks may use)")
-    return pool
-
-
-def recipe_admission(r: ResolvedRecipe, settings: ClusterSettings) -> Admission:
-    # gpu_capacity: an autoscaled role may grow to max_replicas while the span holds the pool.
-    return admission(pool_of(r, settings.guard), r.gpu_capacity, r.name)
-
-
-def check_fits_pool(r: ResolvedRecipe, settings: ClusterSettings) -> None:
-    """Refuse (before any cluster call) a recipe its pool can never hold."""
-    cfg = settings.guard
-    pool = pool_of(r, cfg)
-    if cfg.scheduler == "argo":
-        admission(pool, r.gpu_capacity, r.name)
-    elif r.gpu_capacity > pool.gpus:
-        raise RecipeError(f"recipe {r.name}: needs {r.gpu_capacity} {pool.gpu_type} GPUs, the pool has {pool.gpus}; "
-                          f"raise gpu_pools.{pool.gpu_type}.gpus in params/cluster.yaml")
 
 
 # ---------------------------------------------------------------------------------------------- rendering
@@ -207,81 +143,6 @@ def configmap_data(settings: ClusterSettings) -> dict[str, str]:
             for i in range(held + 1, MAX_LANES + 1):
                 data[_pad_key(gpu, owner, i)] = str(n)
     return data
-
-
-def dgd_pod_count(dgd: dict[str, Any]) -> int:
-    comps = dgd["spec"].get("components") or list((dgd["spec"].get("services") or {}).values())
-    return sum(int(c.get("replicas", 1)) * int((c.get("multinode") or {}).get("nodeCount", 1)) for c in comps)
-
-
-def dgd_scheduling(r: ResolvedRecipe, settings: ClusterSettings, dgd_name: str, pods: int) -> dict[str, Any]:
-    """What the DGD (`metadata`) and each of its pods (`pod_labels`, `pod_annotations`, `scheduler_name`)
-    carry so that the configured scheduler admits the whole deployment against its pool's GPU quota."""
-    cfg = settings.guard
-    q = pool_of(r, cfg).queue
-    out: dict[str, Any] = {"metadata_annotations": {}, "pod_labels": {}, "pod_annotations": {}, "scheduler_name": None}
-    if cfg.scheduler == "kueue":
-        # Kueue plain-pod integration (kubernetes-sigs/kueue site/content/en/docs/tasks/run/plain_pods.md,
-        # "Running a group of Pods to be admitted together"; the `pod` integration must be enabled for the
-        # namespace): the LocalQueue label, and a pod group (name label + total-count annotation on every
-        # member) so the DGD's pods are admitted all at once or not at all; `pod-group-serving: "true"`
-        # because a serving pod never "succeeds" (Kueue's pod constants: GroupNameLabel,
-        # GroupTotalCountAnnotation, GroupServingAnnotationKey). The quota: the LocalQueue's ClusterQueue
-        # has an `nvidia.com/gpu` nominalQuota of the pool's GPUs (docs/tasks/manage/administer_cluster_quotas).
-        out["pod_labels"] = {"kueue.x-k8s.io/queue-name": q, "kueue.x-k8s.io/pod-group-name": dgd_name}
-        out["pod_annotations"] = {"kueue.x-k8s.io/pod-group-total-count": str(pods),
-                                  "kueue.x-k8s.io/pod-group-serving": "true"}
-    elif cfg.scheduler == "kai":
-        # Dynamo's operator reads the DGD annotation and injects the queue label and schedulerName into the
-        # pods it creates (ai-dynamo/dynamo deploy/cloud/operator/internal/consts/consts.go:
-        # KubeAnnotationKaiSchedulerQueue "nvidia.com/kai-scheduler-queue", KubeLabelKaiSchedulerQueue
-        # "kai.scheduler/queue", KaiSchedulerName "kai-scheduler"); KAI's docs ask for the same two fields on
-        # the workload (NVIDIA/KAI-Scheduler docs: `kai.scheduler/queue` label, `schedulerName: kai-scheduler`),
-        # so they are also set on every pod template; KAI's pod-grouper gangs a DGD's pods by their top owner.
-        out["metadata_annotations"] = {"nvidia.com/kai-scheduler-queue": q}
-        out["pod_labels"] = {"kai.scheduler/queue": q}
-        out["scheduler_name"] = "kai-scheduler"
-    elif cfg.scheduler == "volcano":
-        # Volcano (volcano.sh docs, "Queue"; pod annotation `scheduling.volcano.sh/queue-name` as read by
-        # Volcano's controllers for pods of non-vcjob workloads) with schedulerName `volcano`.
-        out["pod_annotations"] = {"scheduling.volcano.sh/queue-name": q}
-        out["scheduler_name"] = "volcano"
-    return out
-
-
-def lane_labels(r: ResolvedRecipe, settings: ClusterSettings) -> dict[str, str]:
-    """The DGD's labels naming the lanes its run holds (infersweep/platform/dgd.py LANE_LABEL_PREFIX), each
-    with the lane's runs at once; deploy waits until fewer other DGDs carry them
-    (infersweep/platform/operations.py wait_for_lane), since Argo frees the lock before teardown."""
-    from infersweep.platform.dgd import LANE_LABEL_PREFIX
-
-    adm = recipe_admission(r, settings)
-    pool = pool_of(r, settings.guard)
-    return {LANE_LABEL_PREFIX + lane_key(adm.gpu_type, s): str(pool.lanes[s]) for s in adm.lanes}
-
-
-def apply_to_dgd(dgd: dict[str, Any], r: ResolvedRecipe, settings: ClusterSettings) -> dict[str, Any]:
-    """The DGD with the configured scheduler's labels/annotations/schedulerName on every pod (v1beta1
-    `components[].podTemplate`); under the Argo-only guard, the lane labels on the DGD instead."""
-    if settings.guard.scheduler == "argo":
-        dgd["metadata"].setdefault("labels", {}).update(lane_labels(r, settings))
-        return dgd
-    if "components" not in dgd["spec"]:
-        raise ClusterSettingsError(f"gpu_guard.scheduler {settings.guard.scheduler}: the pods' queue labels are "
-                            "rendered for DGD v1beta1 only (podTemplate); submit with --dgd-api v1beta1")
-    s = dgd_scheduling(r, settings, dgd["metadata"]["name"], dgd_pod_count(dgd))
-    if s["metadata_annotations"]:
-        dgd["metadata"].setdefault("annotations", {}).update(s["metadata_annotations"])
-    for comp in dgd["spec"]["components"]:
-        tmpl = comp.setdefault("podTemplate", {})
-        meta = tmpl.setdefault("metadata", {})
-        if s["pod_labels"]:
-            meta.setdefault("labels", {}).update(s["pod_labels"])
-        if s["pod_annotations"]:
-            meta.setdefault("annotations", {}).update(s["pod_annotations"])
-        if s["scheduler_name"]:
-            tmpl.setdefault("spec", {})["schedulerName"] = s["scheduler_name"]
-    return dgd
 
 
 # ------------------------------------------------------------------------------- Argo's semantics, modelled

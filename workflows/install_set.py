@@ -55,6 +55,16 @@ def reaper(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: st
     return [reaper_template(settings, dgd_api), reaper_cron(settings)]
 
 
+def experiment_templates(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1") -> list[dict[str, Any]]:
+    """The WorkflowTemplate of every experiment in params/experiments/: under templateReferencing Strict an
+    experiment's Workflow only references its template (workflows/experiment.py), so the operator installs it."""
+    from infersweep.experiment.plan import make_plan
+    from infersweep.experiment.spec import all_experiment_paths, load_experiment
+    from workflows.experiment import experiment_template
+
+    return [experiment_template(make_plan(load_experiment(p)), settings).to_dict() for p in all_experiment_paths()]
+
+
 def launchers(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1") -> list[dict[str, Any]]:
     """The UI launchers (docs/ui.md): a recipe or experiment chosen from a drop-down, everything else derived."""
     from infersweep.experiment.spec import all_experiment_paths
@@ -76,7 +86,7 @@ def kubectl_objects(settings: ClusterSettings, catalog: list[ResolvedRecipe], dg
 
 
 # The hook: the install set is exactly what these build, in this order.
-ARGO_BUILDERS: list[Builder] = [step_templates, pipeline_templates, nightly, reaper, launchers]
+ARGO_BUILDERS: list[Builder] = [step_templates, pipeline_templates, nightly, reaper, experiment_templates, launchers]
 KUBE_BUILDERS: list[Builder] = [kubectl_objects, launcher_access]
 
 

@@ -25,10 +25,10 @@ from infersweep.cluster_settings import ClusterSettings
 from infersweep.names import label_value
 from infersweep.recipe import RecipeError, ResolvedRecipe
 from infersweep.recipe_context import recipe_context
-from workflows.dgd import labels as recipe_labels
-from workflows.dgd import dgd_base_name, render_dgd
-from workflows.gpu_guard import (GUARD_PARAMS, LOCK_PARAMS, apply_to_dgd, guard_arguments, recipe_admission,
-                                 span_synchronization)
+from infersweep.dgd import deployable_dgd
+from infersweep.dgd.render import dgd_base_name
+from infersweep.dgd.render import labels as recipe_labels
+from workflows.gpu_guard import GUARD_PARAMS, LOCK_PARAMS, guard_arguments, span_synchronization
 from workflows.steps_library import aiperf_resources, pod_security_context, step_task
 
 # (name, description for the Argo UI form, enum or None)
@@ -224,15 +224,6 @@ def pipeline_template(engine: str, mode: str, settings: ClusterSettings, *, poin
     return wt
 
 
-def spare_gpus(r: ResolvedRecipe, settings: ClusterSettings, held_for: ResolvedRecipe | None = None) -> int:
-    """GPUs the run may use beyond its own while its workers roll: under the Argo guard, what its admission
-    reserves (the lane or pool of `held_for`, default `r`: workflows/gpu_guard.recipe_admission) minus
-    what it uses; a cluster scheduler (Kueue, KAI, Volcano) admits the DGD's pods, no spare (0)."""
-    if settings.guard.scheduler != "argo":
-        return 0
-    return max(0, recipe_admission(held_for or r, settings).reserved - r.gpu_capacity)
-
-
 def recipe_arguments(r: ResolvedRecipe, settings: ClusterSettings, *, dgd_api: str = "v1beta1",
                      points: list[Point] | None = None, overrides: dict[str, str] | None = None) -> dict[str, str]:
     """A recipe as the arguments of its pipeline template (all strings, as Argo parameters are)."""
@@ -242,10 +233,7 @@ def recipe_arguments(r: ResolvedRecipe, settings: ClusterSettings, *, dgd_api: s
     args.update({
         "recipe": r.name,
         "dgd-name": dgd_base_name(r.name),
-        "dgd": yaml.safe_dump(apply_to_dgd(render_dgd(r, api_version=dgd_api, pvc=settings.model_cache.pvc,
-                                                      hf_secret=settings.hf_token_secret,
-                                                      spare_gpus=spare_gpus(r, settings)), r, settings),
-                              sort_keys=False),
+        "dgd": yaml.safe_dump(deployable_dgd(r, settings, api_version=dgd_api), sort_keys=False),
         "dgd-api-version": dgd_api,
         "model": r.model.id,
         "model-revision": r.model.revision,

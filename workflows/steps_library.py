@@ -1,7 +1,8 @@
-"""One reusable WorkflowTemplate per pipeline step, built with Hera from the step's declaration.
+"""One reusable WorkflowTemplate per step (the pipeline's and the experiment's), built with Hera from the step's
+declaration.
 
 Each step is a container running `python -m steps.<module>` from the step image (or the AIPerf image for
-benchmark points), declared once in workflows/step_declarations.py: its inputs, container args and outputs
+benchmark points), declared once in infersweep/step_declarations.py: its inputs, container args and outputs
 follow from that declaration, as does the step's own argparse parser. A pipeline composes the templates
 through `step_task` (a `templateRef` whose arguments are checked against the step's inputs), so an
 operator installs them once and every recipe reuses them.
@@ -14,7 +15,8 @@ Every step template carries what a cluster enforces (values in params/cluster.ya
   * resources (requests = limits for memory; AIPerf sized from the point's concurrency, see
     `aiperf_resources`), and activeDeadlineSeconds per step, so a hung step ends on its own.
   * retries by exit code on transient steps only: `retryPolicy: Always` with `expression` on exit code 75
-    or an Error (steps/transient.py explains the Argo rule; OnError never retries a non-zero exit).
+    or an Error (steps/transient.py explains the Argo rule; OnError never retries a non-zero exit); every
+    step exits through the one runner, steps/runner.py, which alone maps its errors to exit codes.
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ from hera.workflows import models as m
 if TYPE_CHECKING:  # annotations only: the settings are loaded where needed
     from infersweep.cluster_settings import ClusterSettings, StepSettings
 
-from workflows.step_declarations import (DECLARED, DEPLOY, DEPLOYED_DGD, IMAGES_RAN, MODEL_CACHE, MODEL_COMMIT,  # noqa: F401
-                                         NOT_SERVING, READY_FILE, RUN_DIR, WORKDIR)
+from infersweep.step_declarations import (DECLARED, DEPLOY, DEPLOYED_DGD, IMAGES_RAN, MODEL_CACHE, MODEL_COMMIT,  # noqa: F401
+                                          NOT_SERVING, READY_FILE, RUN_DIR, WORKDIR)
 from infersweep.step_interface import OUT, WORKFLOW_NAMESPACE, Step, input_ref  # noqa: F401
 
 STEP_PREFIX = "infersweep-"
@@ -46,7 +48,7 @@ class Images:
     aiperf: str
 
 
-# The steps with a WorkflowTemplate of their own, in install order (declared in workflows/step_declarations.py).
+# The steps with a WorkflowTemplate of their own, in install order (declared in infersweep/step_declarations.py).
 STEPS: list[Step] = [s for s in DECLARED if s.template]
 STEP_BY_NAME = {s.name: s for s in STEPS}
 SECRETS = {"hf-token": "hf-token-secret", "s3": "infersweep-s3"}
@@ -63,7 +65,7 @@ def _mounts(step: Step) -> list[m.VolumeMount]:
 
 def step_settings(settings: ClusterSettings | None = None) -> StepSettings:
     """params/cluster.yaml `steps`: security identity, resources, deadlines and retries of step pods (a step
-    without a deadline there gets its declaration's, workflows/step_declarations.py)."""
+    without a deadline there gets its declaration's, infersweep/step_declarations.py)."""
     if settings is None:
         from infersweep.cluster_settings import load_cluster_settings
 

@@ -10,14 +10,14 @@ only: the AIPerf image (images/aiperf.Dockerfile) copies this package, without a
 """
 
 from infersweep.aiperf.artifacts import (DISTRIBUTIONS, LOG_FILE, MANIFEST_FILE, RECORDS_FILE, SCALARS, STATS, STATUSES,
-                                         SUMMARY_FILE, iter_profiling_records, read_point)
+                                         SUMMARY_FILE, RecordCounter, iter_profiling_records, metric_name, read_point)
 from infersweep.aiperf.flags import (ARTIFACT_SUBDIR, CONSOLE_LOG_FILE, DEFAULT_BASE_SEED, LOCAL_TOKENIZER_REPO,
                                      RESULT_FILE, REUSE_KEYS, TRACE_KEYS, WORKLOAD_FLAGS, WORKLOAD_SWITCHES,
                                      build_argv, child_env, choose_seed, point_folder, point_seed,
                                      tokenizer_as_cached_hub_id, workload_argv)
 
 __all__ = ["ARTIFACT_SUBDIR", "CONSOLE_LOG_FILE", "DEFAULT_BASE_SEED", "DISTRIBUTIONS", "LOCAL_TOKENIZER_REPO",
-           "LOG_FILE", "MANIFEST_FILE", "RECORDS_FILE", "RESULT_FILE", "REUSE_KEYS", "SCALARS", "STATS", "STATUSES",
+           "LOG_FILE", "MANIFEST_FILE", "RECORDS_FILE", "RecordCounter", "RESULT_FILE", "REUSE_KEYS", "SCALARS", "STATS", "STATUSES",
            "SUMMARY_FILE", "TRACE_KEYS", "WORKLOAD_FLAGS", "WORKLOAD_SWITCHES", "build_argv", "child_env",
-           "choose_seed", "iter_profiling_records", "point_folder", "point_seed", "read_point",
+           "choose_seed", "iter_profiling_records", "metric_name", "point_folder", "point_seed", "read_point",
            "tokenizer_as_cached_hub_id", "workload_argv"]

@@ -31,26 +31,34 @@ RECORDS_FILE = "profile_export.jsonl"
 MANIFEST_FILE = "phase_manifest.json"
 LOG_FILE = "logs/aiperf.log"
 
-# AIPerf summary metric -> our flat prefix. Only these distributions are copied.
+# AIPerf summary metric -> (our short name, unit suffix): read_point's `metrics` are named
+# `<name>_<stat>_<unit>` (ttft_p50_ms, osl_avg_tok, output_throughput_p50_tok_s_per_user), the canonical names
+# of infersweep/metrics.py, which adds what each one means. Only these distributions are copied; every other
+# statistic AIPerf wrote goes to the raw table (infersweep.results.table.raw_table).
 DISTRIBUTIONS = {
-    "time_to_first_token": "ttft_ms",
-    "time_to_second_token": "ttst_ms",
-    "inter_token_latency": "itl_ms",
-    "request_latency": "request_latency_ms",
-    "output_sequence_length": "osl",
-    "input_sequence_length": "isl",
+    "time_to_first_token": ("ttft", "ms"),
+    "time_to_second_token": ("ttst", "ms"),
+    "inter_token_latency": ("itl", "ms"),
+    "request_latency": ("request_latency", "ms"),
+    "output_sequence_length": ("osl", "tok"),
+    "input_sequence_length": ("isl", "tok"),
+    "output_token_throughput_per_user": ("output_throughput", "tok_s_per_user"),
 }
 STATS = ("avg", "p50", "p90", "p95", "p99", "min", "max", "std")
 
-# Single numbers: our name -> (AIPerf metric, stat).
+# Single numbers (one value per point, AIPerf's `avg`): our name -> (AIPerf metric, stat).
 SCALARS = {
-    "output_tok_s": ("output_token_throughput", "avg"),
-    "request_per_s": ("request_throughput", "avg"),
-    "tok_s_per_user_avg": ("output_token_throughput_per_user", "avg"),
-    "tok_s_per_user_p50": ("output_token_throughput_per_user", "p50"),
-    "input_tok_s": ("input_token_throughput", "avg"),
-    "total_tok_s": ("total_token_throughput", "avg"),
+    "output_throughput_tok_s": ("output_token_throughput", "avg"),
+    "request_throughput_req_s": ("request_throughput", "avg"),
+    "input_throughput_tok_s": ("input_token_throughput", "avg"),
+    "total_throughput_tok_s": ("total_token_throughput", "avg"),
 }
+
+
+def metric_name(name: str, stat: str, unit: str) -> str:
+    """The canonical name of one statistic of a distribution: `<name>_<stat>_<unit>`."""
+    return f"{name}_{stat}_{unit}"
+
 
 STATUSES = ("ok", "partial", "cancelled", "failed")  # every value `status` can take, best first
 
@@ -364,13 +372,13 @@ def _fill_without_summary(result: dict, artifact_dir: Path, exit_code: int | Non
 
 def _metrics(summary: dict) -> dict:
     out: dict[str, float] = {}
-    for name, prefix in DISTRIBUTIONS.items():
+    for name, (short, unit) in DISTRIBUTIONS.items():
         block = summary.get(name)
         if isinstance(block, dict):
             for stat in STATS:
                 value = _num(block.get(stat))
                 if value is not None:
-                    out[f"{prefix}_{stat}"] = value
+                    out[metric_name(short, stat, unit)] = value
     for ours, (name, stat) in SCALARS.items():
         value = _num(_stat(summary, name, stat))
         if value is not None:

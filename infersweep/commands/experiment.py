@@ -1,6 +1,7 @@
 """`infersweep experiment plan FILE|NAME`: an experiment's treatments in run order, the restart class of each
 step, and the counts against one workflow per recipe; `experiment list`: the experiment files;
-`experiment render FILE [--out DIR]`: the experiment's one Argo Workflow (workflows/experiment.py), validated;
+`experiment render FILE [--out DIR]`: the experiment's WorkflowTemplate and the Workflow that references it
+(workflows/experiment.py), validated;
 `experiment run --local FILE [--resume RUN_DIR]`: that Workflow run here (infersweep.local.experiment_run);
 `experiment report FILE TREATMENT=RUN ...`: the experiment report from the treatments' runs (every treatment
 needs a run of its own recipe hash; a run that measured nothing is reported and the exit status is 1)."""
@@ -81,16 +82,23 @@ def _render(a: argparse.Namespace) -> int:
     from infersweep.experiment.spec import load_experiment
     from infersweep.cluster_settings import load_cluster_settings
     from infersweep.schemas import validate_document
-    from workflows.experiment import experiment_workflow
+    from workflows.experiment import experiment_template, experiment_workflow
 
     plan = make_plan(load_experiment(a.file))
-    doc = experiment_workflow(plan, load_cluster_settings(), dgd_api=a.dgd_api).to_dict()
-    validate_document(doc)  # Hera drops unknown fields silently: the strict Argo schemas catch what it would hide
+    settings = load_cluster_settings()
+    template = experiment_template(plan, settings, dgd_api=a.dgd_api).to_dict()
+    doc = experiment_workflow(plan, settings).to_dict()
+    for d in (template, doc):
+        validate_document(d)  # Hera drops unknown fields silently: the strict Argo schemas catch what it would hide
     out = Path(a.out or ".") / f"experiment-{plan.experiment.name}.yaml"
     out.parent.mkdir(parents=True, exist_ok=True)
+    tout = out.with_name(f"experiment-{plan.experiment.name}.template.yaml")
+    tout.write_text(yaml.safe_dump(template, sort_keys=False, width=120))
     out.write_text(yaml.safe_dump(doc, sort_keys=False, width=120))
     print(plan.text())
-    print(f"\nworkflow: {out}")
+    # The Workflow only references the template, so a controller in templateReferencing Strict/Secure runs it.
+    print(f"\ntemplate: {tout}  (argo template create {tout.name}; `infersweep install` installs it too)")
+    print(f"workflow: {out}  (argo submit {out.name})")
     return 0
 
 
@@ -104,7 +112,7 @@ def _submit(a: argparse.Namespace) -> int:
     from infersweep.experiment.spec import load_experiment
     from infersweep.cluster_settings import load_cluster_settings
     from infersweep.schemas import validate_document
-    from workflows.experiment import experiment_workflow
+    from workflows.experiment import experiment_template, experiment_workflow
     from workflows.gpu_guard import check_fits_pool, submit_priority
 
     settings = load_cluster_settings()
@@ -112,13 +120,20 @@ def _submit(a: argparse.Namespace) -> int:
     for step in plan.steps:
         check_fits_pool(step.treatment.recipe, settings)
     server = server_from_args(a)
-    doc = experiment_workflow(plan, settings, namespace=server.cfg.namespace, dgd_api=a.dgd_api).to_dict()
-    validate_document(doc)
+    template = experiment_template(plan, settings, dgd_api=a.dgd_api).to_dict()
+    doc = experiment_workflow(plan, settings, namespace=server.cfg.namespace).to_dict()
+    for d in (template, doc):
+        validate_document(d)
     doc["spec"]["priority"] = submit_priority()  # the GPU guard's total queue order (workflows/gpu_guard.py)
     from infersweep.install_version import check_installed
     from workflows.install_set import step_templates
 
     check_installed(server, step_templates(settings, []))
+
+    # The template first (updated in place when `infersweep install` put it there), then a Workflow that only
+    # references it: what a controller in templateReferencing Strict/Secure runs (workflows/strict.py).
+    verb, _ = server.apply(template)
+    print(f"{verb} WorkflowTemplate/{template['metadata']['name']}")
     wf = server.create_workflow(doc)
     name = wf["metadata"]["name"]
     print(plan.text())

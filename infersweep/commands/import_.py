@@ -17,11 +17,15 @@ def run(a: argparse.Namespace) -> int:
         out = import_run(Path(a.dir), a.recipe, a.store or default_store(), a.run_id)
     except ImportError_ as e:
         raise RecipeError(str(e)) from None
+    import pandas as pd
+
     df = out["table"]
     print(f"imported {out['points']} point(s) of {out['recipe']} as run {out['run_id']} "
           f"(AIPerf {', '.join(out['aiperf_versions'])}; {out['valid_points']} valid) into {out['where']}")
     for _, r in df.iterrows():
-        verdict = "valid" if r["valid"] is True or r["valid"] == True else f"invalid: {r['validity_reasons']}"  # noqa: E712
+        valid = r["valid"]
+        verdict = ("valid: NA (not judged)" if valid is None or valid is pd.NA else
+                   "valid" if bool(valid) else f"invalid: {r['validity_reasons']}")
         print(f"  c{r['concurrency']} r{r['repetition']}: {r['status']}; {verdict}")
     print(f"compare it: infersweep compare {out['run_id']} <other run> --store {a.store or default_store()}")
     return 0

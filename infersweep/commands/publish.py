@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 
 def run(a: argparse.Namespace) -> int:
-    from infersweep.results.publish import publish_run  # boto3 only when publishing
+    from infersweep.results.manifest import RunIntegrityError
+    from infersweep.results.publish import PublishConflict, PublishError, publish_run  # boto3 only when publishing
 
-    return publish_run(Path(a.dir), a.bucket, a.prefix)
+    try:
+        publish_run(Path(a.dir), a.bucket, a.prefix)
+    except (PublishError, PublishConflict, RunIntegrityError, ValueError) as e:
+        print(f"publish failed: {e}", file=sys.stderr)
+        return getattr(e, "exit_code", 1)  # 2: a key holds other bytes; 1: anything else
+    return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -18,9 +18,17 @@ def _tolerances(items: list[str]) -> dict:
             if not sep:
                 raise ValueError
             kind, _, number = value.rpartition(":")
-            out[metric] = {kind or "rel": float(number)} if metric != "z" else float(number)
+            spec = {kind or "rel": float(number)} if metric != "z" else float(number)
         except ValueError:
             raise RecipeError(f"--tolerance {item!r}: write METRIC=REL (0.05 = 5%), METRIC=abs:A or z=N") from None
+        if metric != "z":
+            from infersweep.metrics import canonical
+
+            try:  # the results table's metric names; an old spelling is mapped with a warning
+                metric = canonical(metric, f"--tolerance {item}", warn=True)
+            except ValueError as e:
+                raise RecipeError(str(e)) from None
+        out[metric] = spec
     return out
 
 
@@ -50,7 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("run", help="the run to judge (folder, or id in --store)")
     p.add_argument("--baseline", required=True, help="the baseline run (folder, or id in --store)")
     p.add_argument("--tolerance", action="append", default=[], metavar="METRIC=REL",
-                   help="override a tolerance, e.g. ttft_ms_p50=0.15 or error_rate=abs:0.02, or z=3")
+                   help="override a tolerance, e.g. ttft_p50_ms=0.15 or error_ratio=abs:0.02, or z=3")
     p.add_argument("--mix-sources", action="store_true", help="= --allow-different source")
     from infersweep.results.comparable import add_allow_arg
 

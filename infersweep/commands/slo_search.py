@@ -6,9 +6,8 @@ import argparse
 import time
 from pathlib import Path
 
+from infersweep.metrics import SLO_KEYS, canonical  # the results table's metric names (docs/columns.md)
 from infersweep.recipe import RecipeError
-
-SLO_KEYS = ("ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "tok_s_user_min")
 
 
 def _slo(items: list[str]) -> dict[str, float] | None:
@@ -17,8 +16,12 @@ def _slo(items: list[str]) -> dict[str, float] | None:
     out = {}
     for item in items:
         key, _, value = item.partition("=")
+        try:
+            key = canonical(key, f"--slo {item}", warn=True)  # an old spelling: mapped, with a warning
+        except ValueError:
+            key = None
         if key not in SLO_KEYS:
-            raise RecipeError(f"--slo {item}: unknown bound {key!r}; use one of {list(SLO_KEYS)}")
+            raise RecipeError(f"--slo {item}: unknown bound {item.partition('=')[0]!r}; use one of {list(SLO_KEYS)}")
         try:
             out[key] = float(value)
         except ValueError:

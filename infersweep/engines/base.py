@@ -126,7 +126,7 @@ class Engine(Strict, ABC):
     def transport_problem(self, t: Transport) -> Problem | None:
         """What is wrong with a recipe's transport for this engine's KV transfer."""
 
-    # ------------------------------------------------------------ flags (workflows/dgd.py worker_args)
+    # ------------------------------------------------------------ flags (infersweep/dgd/render.py worker_args)
 
     @abstractmethod
     def parallelism_args(self, w: Workers) -> list[str]:
@@ -148,7 +148,7 @@ class Engine(Strict, ABC):
 
     @abstractmethod
     def offload_host_gib(self, r: ResolvedRecipe, w: Workers, args: list[str]) -> float:
-        """Host memory (GiB) the CPU KV tier of one worker pod takes (workflows/pod_extras.py memory request)."""
+        """Host memory (GiB) the CPU KV tier of one worker pod takes (infersweep/dgd/pod_extras.py memory request)."""
 
     @abstractmethod
     def publishes_kv_events(self, args: list[str], env: dict[str, str]) -> bool:

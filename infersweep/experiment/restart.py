@@ -6,7 +6,7 @@ ai-dynamo/dynamo, docs/pages/kubernetes/rolling-update.md and the worker hash
 
 - LOAD: the rendered DGDs are identical; only the AIPerf side changes (workload, concurrencies, SLOs).
 - FRONTEND: only the frontend component differs (the router mode is a frontend argument,
-  workflows/dgd.py frontend_args). The worker hash covers worker components only ("Only worker components
+  infersweep/dgd/render.py frontend_args). The worker hash covers worker components only ("Only worker components
   (prefill, decode, worker) are included in the hash"); "Non-worker components like frontend are updated
   in-place": the frontend pod is replaced, the GPU workers keep running.
 - SCALE: only worker `replicas` differ. The hash strips "Replicas: scaling, not pod template" (and the
@@ -24,8 +24,10 @@ ai-dynamo/dynamo, docs/pages/kubernetes/rolling-update.md and the worker hash
   old and new generations would both hold them), and a different model or engine shares nothing with the
   running workers, so the experiment deletes the DGD and applies the new one.
 
-The class is judged on the rendered v1beta1 DGDs (workflows/dgd.render_dgd, same name for both), so
-whatever the renderer puts into a worker's args decides, not a list of recipe fields kept beside it.
+The class is judged on the v1beta1 DGDs as they are applied (infersweep.dgd.deployable_dgd, same name for
+both), so whatever the renderer and the scheduling step put into a worker's pod template decides, not a list
+of recipe fields kept beside it: under Kueue, for one, a replica change also changes the pod group's
+total-count annotation on every pod template, which the worker hash covers, so it is a worker restart.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
+from infersweep.cluster_settings import ClusterSettings
 from infersweep.recipe import ResolvedRecipe
 
 
@@ -58,10 +61,21 @@ class Transition:
 _DGD_NAME = "experiment"  # both sides are rendered under one name: the experiment keeps one DGD
 
 
-def _components(r: ResolvedRecipe) -> tuple[str, dict[str, dict[str, Any]], Any]:
-    from workflows.dgd import render_dgd
+def _applied(r: ResolvedRecipe, settings: ClusterSettings | None) -> dict[str, Any]:
+    """The DGD the experiment applies for `r`. The rollout annotations are left at the operator's default
+    here: the experiment makes one choice for every treatment (infersweep.dgd.pool_is_exact), so they never
+    tell two treatments apart."""
+    from infersweep.dgd import deployable_dgd
 
-    spec = render_dgd(r, name=_DGD_NAME)["spec"]
+    if settings is None:
+        from infersweep.cluster_settings import load_cluster_settings
+
+        settings = load_cluster_settings()
+    return deployable_dgd(r, settings, name=_DGD_NAME, exact_pool=False)
+
+
+def _components(r: ResolvedRecipe, settings: ClusterSettings | None) -> tuple[str, dict[str, dict[str, Any]], Any]:
+    spec = _applied(r, settings)["spec"]
     return spec["backendFramework"], {c["name"]: c for c in spec["components"]}, spec.get("env")
 
 
@@ -131,18 +145,17 @@ def dgd_class(a: dict[str, Any], b: dict[str, Any]) -> RestartClass:
     return RestartClass.LOAD
 
 
-def classify(a: ResolvedRecipe, b: ResolvedRecipe) -> Transition:
-    """What going from deployment `a` to deployment `b` forces (see the module docstring)."""
-    from workflows.dgd import render_dgd
-
+def classify(a: ResolvedRecipe, b: ResolvedRecipe, settings: ClusterSettings | None = None) -> Transition:
+    """What going from deployment `a` to deployment `b` forces (see the module docstring); `settings`: the
+    cluster's (default params/cluster.yaml), whose GPU guard decides the pods' queue labels."""
     reasons = tuple(_field_changes(a, b))
     ra, rb = a.recipe, b.recipe
     if (ra.model, ra.engine, a.image, ra.gpu.type) != (rb.model, rb.engine, b.image, rb.gpu.type):
         return Transition(RestartClass.FULL, reasons)  # a new model cache / MDC: nothing carries over
-    return Transition(dgd_class(render_dgd(a, name=_DGD_NAME), render_dgd(b, name=_DGD_NAME)), reasons)
+    return Transition(dgd_class(_applied(a, settings), _applied(b, settings)), reasons)
 
 
-def deployment_keys(r: ResolvedRecipe) -> tuple[str, str, str, str]:
+def deployment_keys(r: ResolvedRecipe, settings: ClusterSettings | None = None) -> tuple[str, str, str, str]:
     """Keys whose equality means "no change of that class or above": (full, worker, scale, frontend).
 
     Two recipes with the same full key differ by at most a worker restart; with the same full and worker
@@ -150,7 +163,7 @@ def deployment_keys(r: ResolvedRecipe) -> tuple[str, str, str, str]:
     """
     import json
 
-    framework, comps, env = _components(r)
+    framework, comps, env = _components(r, settings)
     workers = {n: c for n, c in comps.items() if c["type"] != "frontend"}
     full = json.dumps([r.recipe.model, r.recipe.engine, r.image, r.recipe.gpu.type, framework,
                        {n: [c["type"], _gpus_per_pod(c), c.get("multinode")] for n, c in comps.items()}], sort_keys=True)

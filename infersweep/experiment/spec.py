@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator
 
 from infersweep.paths import params_dir
-from infersweep.metrics import direction
+from infersweep.metrics import canonical, direction, normalize_slo
 from infersweep.params_files import Strict as _Strict  # the one strict base of data-file models
 from infersweep.params_files import format_pydantic as _format_pydantic
 from infersweep.params_files import read_yaml_mapping as _read_yaml_mapping
@@ -49,6 +49,7 @@ class Comparison(_Strict):
     @classmethod
     def _has_direction(cls, v: str) -> str:
         try:
+            v = canonical(v, warn=True)  # an old spelling: mapped, with a deprecation warning
             direction(v)  # the metric vocabulary knows which way is better; a claim needs that
         except ValueError as e:
             raise ValueError(str(e)) from None
@@ -67,12 +68,22 @@ class Question(_Strict):
     @field_validator("metrics")
     @classmethod
     def _known(cls, v: list[str]) -> list[str]:
+        out = []
         for m in v:
             try:
-                direction(m)
+                out.append(canonical(m, warn=True))
+                direction(out[-1])
             except ValueError as e:
                 raise ValueError(str(e)) from None
-        return v
+        return out
+
+    @field_validator("slo")
+    @classmethod
+    def _slo_keys(cls, v: dict[str, float] | None) -> dict[str, float] | None:
+        try:
+            return None if v is None else normalize_slo(v, "question.slo", warn=True)
+        except ValueError as e:
+            raise ValueError(str(e)) from None
 
 
 class Seed(_Strict):

@@ -149,7 +149,7 @@ def run_experiment_local(ref: str | Path | None, *, out_root: Path = Path("runs"
     treatment_args, ready_timeout_s, gpu = _scaled(prof), 120, None
     if workers == "gpu":
         from infersweep.local.gpu_run import check_fits, gpu_workers, model_folder
-        from workflows.dgd import render_dgd
+        from infersweep.dgd import deployable_dgd
 
         models = {s.treatment.recipe.model.id for s in plan.steps}
         if len(models) > 1:
@@ -157,7 +157,7 @@ def run_experiment_local(ref: str | Path | None, *, out_root: Path = Path("runs"
                               "a local GPU experiment serves one model folder: give every treatment the same model")
         gpu = gpu_workers(gpu_python, weights, engine_cache, cache_root)
         model_dir = model_folder(models.pop(), weights, cache_root)
-        used = {s.treatment.name: check_fits(render_dgd(s.treatment.recipe, name="fit"), list(gpu.gpus), python=gpu.python,
+        used = {s.treatment.name: check_fits(deployable_dgd(s.treatment.recipe, settings, name="fit"), list(gpu.gpus), python=gpu.python,
                                              model_dir=model_dir, weights=weights) for s in plan.steps}
 
         def treatment_args(r: ResolvedRecipe) -> dict[str, str]:
@@ -167,17 +167,20 @@ def run_experiment_local(ref: str | Path | None, *, out_root: Path = Path("runs"
                     "gpu-count": str(max(used.values()))}
         ready_timeout_s = 1800
 
-    from workflows.experiment import experiment_workflow
+    from workflows.experiment import experiment_template, experiment_workflow
 
-    workflow = experiment_workflow(plan, settings, namespace="local", dgd_api=dgd_api,
-                                   model_source=f"file://{model_dir}", ready_timeout_s=ready_timeout_s,
-                                   treatment_args=treatment_args).to_dict()
+    # The experiment's template, scaled down here, and the Workflow that only references it: the two documents
+    # a cluster gets (workflows/experiment.py), each strict.
+    template = experiment_template(plan, settings, dgd_api=dgd_api, model_source=f"file://{model_dir}",
+                                   ready_timeout_s=ready_timeout_s, treatment_args=treatment_args).to_dict()
+    workflow = experiment_workflow(plan, settings, namespace="local").to_dict()
     workflow["metadata"].pop("generateName", None)
     workflow["metadata"]["name"] = run_id
-    validate_document(workflow)  # the document a cluster would get, strict
+    validate_document(template)
+    validate_document(workflow)
     # Every step template is engine-independent; the pipeline template that comes with them is unused here.
     first = plan.steps[0].treatment.recipe
-    templates = library_templates(settings, first.recipe.engine, first.recipe.topology.mode)
+    templates = library_templates(settings, first.recipe.engine, first.recipe.topology.mode) + [template]
     (run_dir / rendered / "templates").mkdir(parents=True, exist_ok=True)
     (run_dir / rendered / "workflow.yaml").write_text(yaml.safe_dump(workflow, sort_keys=False, width=120))
     for t in templates:

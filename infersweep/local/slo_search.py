@@ -33,7 +33,7 @@ from infersweep.results.table import point_row
 from infersweep.results.validity import load_thresholds
 from infersweep.slo_search import Search, bisect
 from workflows.pipeline import recipe_arguments
-from workflows.step_declarations import AIPERF_POINT
+from infersweep.step_declarations import AIPERF_POINT
 
 
 def slo_search_local(recipe_ref: str, *, out: Path, lo: float, hi: float, axis: str = "concurrency",
@@ -82,8 +82,8 @@ def slo_search_local(recipe_ref: str, *, out: Path, lo: float, hi: float, axis: 
             # has no SLO verdict (infersweep.results.evidence), and the search counts it as a miss.
             row = point_row(folder, gpus, slo, {"run_id": out.name, "recipe": r.name}, thresholds)
             rows.append(row)
-            log(f"  {axis} {load:g}: {row['slo_detail']} (ttft p50 {row.get('ttft_ms_p50', float('nan')):.1f} ms, "
-                f"{row.get('tok_s_per_user', float('nan')):.1f} tok/s/user, {time.monotonic() - t0:.1f} s)")
+            log(f"  {axis} {load:g}: {row['slo_detail']} (ttft p50 {row.get('ttft_p50_ms', float('nan')):.1f} ms, "
+                f"{row.get('output_throughput_p50_tok_s_per_user', float('nan')):.1f} tok/s/user, {time.monotonic() - t0:.1f} s)")
             return row["slo_pass"], row["slo_detail"]
 
         search = bisect(measure, lo, hi, axis=axis, rel_tol=rel_tol)

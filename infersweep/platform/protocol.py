@@ -11,7 +11,10 @@ from typing import Any, Protocol
 
 
 class PlatformError(RuntimeError):
-    """A DGD operation that will not succeed as asked; the message says why (shown as the step's message)."""
+    """A DGD operation that will not succeed as asked; the message says why (shown as the step's message).
+    Exit 1 (steps/runner.py)."""
+
+    exit_code = 1
 
 
 class PVCNotBound(PlatformError):
@@ -32,6 +35,8 @@ class NotServing(PlatformError):
 
 class BadInput(ValueError):
     """A step's input is unusable (exit 2); the message names the flag and the fix."""
+
+    exit_code = 2
 
 
 class Platform(Protocol):

@@ -2,7 +2,7 @@
 
 Columns added to the results table:
 
-- `predicted_ttft_ms`, `predicted_itl_ms`, `predicted_output_tok_s`: AIConfigurator's estimate for the
+- `predicted_ttft_avg_ms`, `predicted_itl_avg_ms`, `predicted_output_throughput_tok_s`: AIConfigurator's estimate for the
   row's recipe at the row's concurrency (infersweep.predict.curve), read from the estimate cache only
   (`infersweep predict RECIPE` fills it). Summarizing never starts AIConfigurator: it may be absent (a
   step image has no .venv-aic) and an estimate takes seconds. Empty when there is no cached estimate, the
@@ -26,11 +26,13 @@ import pandas as pd
 
 from infersweep.predict.source import is_simulated
 
-PREDICTED_COLUMNS = {"predicted_ttft_ms": "ttft_ms", "predicted_itl_ms": "itl_ms",
-                     "predicted_output_tok_s": "output_tok_s"}
+# predicted column (infersweep.results.columns) -> the prediction's field (infersweep.predict.curve.Point)
+PREDICTED_COLUMNS = {"predicted_ttft_avg_ms": "ttft_ms", "predicted_itl_avg_ms": "itl_ms",
+                     "predicted_output_throughput_tok_s": "output_tok_s"}
 # measured column -> predicted column, as the report sets them side by side (ratio = measured / predicted)
-SIDE_BY_SIDE = [("ttft_ms_avg", "predicted_ttft_ms", "TTFT mean ms"), ("itl_ms_avg", "predicted_itl_ms", "ITL mean ms"),
-                ("output_tok_s", "predicted_output_tok_s", "output tok/s")]
+SIDE_BY_SIDE = [("ttft_avg_ms", "predicted_ttft_avg_ms", "TTFT mean ms"),
+                ("itl_avg_ms", "predicted_itl_avg_ms", "ITL mean ms"),
+                ("output_throughput_tok_s", "predicted_output_throughput_tok_s", "output tok/s")]
 MEASURED_STATUSES = ("ok", "partial")  # = results.table.OK_STATUSES (predict/ does not import results/)
 
 
@@ -131,7 +133,7 @@ def _judge(df: pd.DataFrame, r) -> None:
     from infersweep.predict.physics import check_recipe_itl
 
     for i, row in df.iterrows():
-        itl = row.get("itl_ms_avg")
+        itl = row.get("itl_avg_ms")
         if row.get("status") not in MEASURED_STATUSES or itl is None or not math.isfinite(float(itl)):
             df.at[i, "implausible_reason"] = "not judged: no measured ITL"
             continue
@@ -160,7 +162,7 @@ def side_by_side(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
         head += [f"{label} measured", "predicted", "ratio"]
     head.append("physics")
     rows = []
-    if "predicted_itl_ms" not in df.columns:
+    if "predicted_itl_avg_ms" not in df.columns:
         return head, rows
     for _, r in df.iterrows():
         if r.get("status") not in MEASURED_STATUSES or all(pd.isna(r.get(p)) for _, p, _ in SIDE_BY_SIDE):

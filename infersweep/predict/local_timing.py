@@ -19,7 +19,7 @@ from infersweep.params_files import read_yaml_mapping
 from infersweep.paths import params_dir
 
 TIMING_FILE = "timing.json"
-RECIPE_LABEL = "infersweep.io/recipe"  # workflows/dgd.py labels()
+RECIPE_LABEL = "infersweep.io/recipe"  # infersweep/dgd/render.py labels()
 
 
 def local_grid(role_replicas: int):

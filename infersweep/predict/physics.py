@@ -74,7 +74,7 @@ def check_results(df, r: ResolvedRecipe) -> list[tuple[int, Verdict]]:
     """(concurrency, verdict) for every measured row of a results table with an ITL."""
     out = []
     for _, row in df.iterrows():
-        itl = row.get("itl_ms_avg")
+        itl = row.get("itl_avg_ms")
         if itl is None or itl != itl or row.get("status") not in ("ok", "partial"):
             continue
         out.append((int(row["concurrency"]), check_recipe_itl(r, float(itl))))

@@ -33,10 +33,11 @@ TIE_PCT = 1.0  # predictions closer than this (% of the better one) are a tie: t
 LOWER = "lower"
 HIGHER = "higher"
 PREDICTED_METRICS = {
-    "ttft_ms_avg": LOWER, "ttft_ms_p50": LOWER, "itl_ms_avg": LOWER, "itl_ms_p50": LOWER,
-    "request_latency_ms_avg": LOWER, "request_latency_ms_p50": LOWER,
-    "output_tok_s": HIGHER, "tok_s_per_gpu": HIGHER, "tok_s_per_user": HIGHER, "tok_s_per_user_avg": HIGHER,
-    "tok_s_per_user_p50": HIGHER, "request_per_s": HIGHER, "input_tok_s": HIGHER, "total_tok_s": HIGHER,
+    "ttft_avg_ms": LOWER, "ttft_p50_ms": LOWER, "itl_avg_ms": LOWER, "itl_p50_ms": LOWER,
+    "request_latency_avg_ms": LOWER, "request_latency_p50_ms": LOWER,
+    "output_throughput_tok_s": HIGHER, "output_throughput_tok_s_per_gpu": HIGHER,
+    "output_throughput_avg_tok_s_per_user": HIGHER, "output_throughput_p50_tok_s_per_user": HIGHER,
+    "request_throughput_req_s": HIGHER, "input_throughput_tok_s": HIGHER, "total_throughput_tok_s": HIGHER,
     "goodput_req_s": HIGHER,
 }
 
@@ -45,9 +46,9 @@ def not_predicted_reason(metric: str) -> str | None:
     """Why the prediction has no value for a results column (None: it has one)."""
     if metric in PREDICTED_METRICS:
         return None
-    if any(metric.endswith(s) for s in ("_p90", "_p95", "_p99", "_min", "_max", "_std")):
+    if any(f"_{s}_" in metric for s in ("p90", "p95", "p99", "min", "max", "std")):
         return "AIConfigurator estimates one static latency per point: no distribution, so no tails or spread"
-    if metric in ("error_rate", "goodput_fraction"):
+    if metric in ("error_ratio", "goodput_ratio"):
         return "request failures and per-request SLO shares are not modelled"
     return "no AIConfigurator estimate maps onto this column"
 
@@ -59,7 +60,7 @@ def slo_verdict(p: PredictedPoint, slo: dict[str, float]) -> tuple[bool | None, 
         return None, "no prediction"
     failed, judged = [], []
     checks = [("ttft_p50_ms", p.ttft_ms, "<="), ("itl_p50_ms", p.itl_ms, "<="),
-              ("tok_s_user_min", p.tok_s_per_user, ">=")]
+              ("output_throughput_p50_tok_s_per_user", p.tok_s_per_user, ">=")]
     for key, value, op in checks:
         bound = slo.get(key)
         if not bound or value is None:
@@ -82,23 +83,23 @@ def metric_value(metric: str, p: PredictedPoint, t: Target, slo: dict[str, float
         return None
     latency = p.ttft_ms + p.itl_ms * max(0, t.osl - 1)
     req_s = p.output_tok_s / t.osl if p.output_tok_s and t.osl else None
-    if metric.startswith("ttft_ms"):
+    if metric.startswith("ttft_") and metric.endswith("_ms"):
         return p.ttft_ms
-    if metric.startswith("itl_ms"):
+    if metric.startswith("itl_") and metric.endswith("_ms"):
         return p.itl_ms
-    if metric.startswith("request_latency_ms"):
+    if metric.startswith("request_latency_") and metric.endswith("_ms"):
         return latency
-    if metric.startswith("tok_s_per_user"):
+    if metric.endswith("_tok_s_per_user"):
         return p.tok_s_per_user
-    if metric == "output_tok_s":
+    if metric == "output_throughput_tok_s":
         return p.output_tok_s
-    if metric == "tok_s_per_gpu":
+    if metric == "output_throughput_tok_s_per_gpu":
         return p.tok_s_per_gpu
-    if metric == "request_per_s":
+    if metric == "request_throughput_req_s":
         return req_s
-    if metric == "input_tok_s":
+    if metric == "input_throughput_tok_s":
         return req_s and req_s * t.isl
-    if metric == "total_tok_s":
+    if metric == "total_throughput_tok_s":
         return req_s and req_s * (t.isl + t.osl)
     if metric == "goodput_req_s":  # schema.goodput's point-level rule: all requests if the point meets the SLOs
         passed, _ = slo_verdict(p, slo)

@@ -303,20 +303,52 @@ def seq_dist_pairs(text: str) -> list[tuple[int, int, float]]:
 
 
 class Slo(_Strict):
+    """SLO bounds under the results table's metric names (infersweep.metrics.SLO_KEYS): a maximum for a
+    lower-is-better metric, a minimum for the per-user throughput. An old spelling (tok_s_user_min) is mapped
+    with a deprecation warning; an unknown key is refused with the nearest names."""
+
     ttft_p50_ms: float | None = Field(default=None, gt=0, description="TTFT p50 must stay below this")
     ttft_p99_ms: float | None = Field(default=None, gt=0)
     itl_p50_ms: float | None = Field(default=None, gt=0)
-    tok_s_user_min: float | None = Field(default=None, gt=0, description="output tok/s per user must reach this")
+    output_throughput_p50_tok_s_per_user: float | None = Field(
+        default=None, gt=0, description="output tok/s per user (p50) must reach this")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _canonical_keys(cls, data: Any) -> Any:
+        from infersweep.metrics import SLO_KEYS, canonical
+
+        if not isinstance(data, dict):
+            return data
+        out = {}
+        for key, value in data.items():
+            name = canonical(str(key), f"slo.{key}", warn=True)  # ValueError: unknown, with did-you-mean
+            if name not in SLO_KEYS:
+                raise ValueError(f"slo.{key}: not an SLO metric; SLO keys: {list(SLO_KEYS)}")
+            out[name] = value
+        return out
 
 
 class Baseline(_Strict):
-    """Performance the seed publishes for this deployment, kept to compare our runs with."""
+    """Performance the seed publishes for this deployment, kept to compare our runs with; its numbers under
+    the results table's metric names (infersweep.metrics). Old spellings (output_tok_s_per_gpu,
+    tok_s_per_user) are mapped with a deprecation warning."""
 
     concurrency: PositiveInt
     ttft_p50_ms: float | None = Field(default=None, gt=0)
-    output_tok_s_per_gpu: float | None = Field(default=None, gt=0)
-    tok_s_per_user: float | None = Field(default=None, gt=0)
+    output_throughput_tok_s_per_gpu: float | None = Field(default=None, gt=0)
+    output_throughput_p50_tok_s_per_user: float | None = Field(default=None, gt=0)
     source: str = Field(min_length=1, description="where the numbers come from")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _canonical_keys(cls, data: Any) -> Any:
+        from infersweep.metrics import canonical
+
+        if not isinstance(data, dict):
+            return data
+        return {k if k in ("concurrency", "source") or k in cls.model_fields else
+                canonical(str(k), f"baseline.{k}", warn=True): v for k, v in data.items()}
 
 
 class KvOffload(_Strict):

@@ -16,7 +16,8 @@ from infersweep.params_files import Strict as _Strict
 class Regression(_Strict):
     """How a nightly run is judged against its baseline (infersweep.results.regression.judge_run).
 
-    `tolerances` maps a results metric (e.g. ttft_ms_p50, output_tok_s) to `{rel: 0.1}` (10 %),
+    `tolerances` maps a results metric (its canonical name, e.g. ttft_p50_ms, output_throughput_tok_s; an old
+    spelling is mapped with a deprecation warning) to `{rel: 0.1}` (10 %),
     `{abs: 0.01}`, or null to leave it unchecked; unnamed metrics keep the defaults. A change counts only
     when it is beyond its tolerance AND more than `z` standard errors of the run-to-run noise."""
 
@@ -33,11 +34,14 @@ class Regression(_Strict):
     def _known_metrics(cls, v: dict) -> dict:
         from infersweep.metrics import normalize_tolerances
 
+        from infersweep.metrics import canonical
+
         try:
-            normalize_tolerances(v)
+            normalize_tolerances(v)  # one clear error for a bad entry
+            return {k if k == "z" else canonical(k, f"regression.tolerances.{k}", warn=True): spec
+                    for k, spec in v.items()}
         except ValueError as e:
             raise ValueError(str(e)) from None
-        return v
 
     def for_judge(self) -> dict[str, Any]:
         return {**self.tolerances, "z": self.z}

@@ -1,8 +1,11 @@
 """Results that answer questions: the versioned results table, the run store, reports, comparisons and
 noise-aware regression verdicts.
 
-table.py       one tidy row per (run, recipe, concurrency, repetition): every AIPerf statistic, derived
-               throughput, goodput, SLO pass/fail and the run's context (metric names: infersweep/metrics.py)
+table.py       one tidy row per (run, recipe, concurrency, repetition): the headline AIPerf statistics, derived
+               throughput, goodput, SLO pass/fail and the run's context (metric names: infersweep/metrics.py);
+               the raw table (every AIPerf statistic, long format)
+columns.py     the column dictionary of both tables and the schema version (docs/columns.md is generated from it)
+legacy.py      reading a table of an earlier schema version (v1/v2) under the current names
 summarize.py   a run folder's points -> summary/ (the table, run.json, the report): the summarize step's work
 server_metrics.py  Prometheus queries scoped to the run's DGD, over each point's window -> metrics/ (the scrape step)
 context.py     the run context (recipe hash, images, model revision, topology, GPUs, AIPerf version, times)

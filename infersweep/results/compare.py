@@ -20,10 +20,10 @@ from infersweep.results.evidence import best_point, counted
 from infersweep.results.regression import MEDIAN_SE, _levels, _pooled_sigma  # the regression judge's noise model
 
 METRICS = [
-    ("ttft_ms_avg", "TTFT mean"), ("ttft_ms_p50", "TTFT p50"), ("ttft_ms_p99", "TTFT p99"),
-    ("itl_ms_avg", "ITL mean"), ("itl_ms_p50", "ITL p50"),
-    ("request_latency_ms_avg", "latency mean"), ("request_latency_ms_p50", "latency p50"),
-    ("output_tok_s", "output tok/s"), ("request_per_s", "req/s"), ("tok_s_per_user", "tok/s/user"),
+    ("ttft_avg_ms", "TTFT mean"), ("ttft_p50_ms", "TTFT p50"), ("ttft_p99_ms", "TTFT p99"),
+    ("itl_avg_ms", "ITL mean"), ("itl_p50_ms", "ITL p50"),
+    ("request_latency_avg_ms", "latency mean"), ("request_latency_p50_ms", "latency p50"),
+    ("output_throughput_tok_s", "output tok/s"), ("request_throughput_req_s", "req/s"), ("output_throughput_p50_tok_s_per_user", "tok/s/user"),
     ("goodput_req_s", "goodput req/s"),
 ]
 TIE = 0.005  # relative differences below 0.5% are ties: they neither win nor make a crossover
@@ -144,13 +144,13 @@ def best_meeting_slo(runs: dict[str, pd.DataFrame]) -> pd.DataFrame:
     for label, df in runs.items():
         top = best_point(df)  # valid points only (infersweep.results.evidence)
         if top is None:
-            rows.append({"run": label, "concurrency": None, "tok_s_per_gpu": math.nan, "tok_s_per_user": math.nan,
+            rows.append({"run": label, "concurrency": None, "output_throughput_tok_s_per_gpu": math.nan, "output_throughput_p50_tok_s_per_user": math.nan,
                          "goodput_req_s": math.nan, "meets_slo": False})
             continue
-        rows.append({"run": label, "concurrency": int(top["concurrency"]), "tok_s_per_gpu": top["tok_s_per_gpu"],
-                     "tok_s_per_user": top["tok_s_per_user"], "goodput_req_s": top["goodput_req_s"], "meets_slo": True})
+        rows.append({"run": label, "concurrency": int(top["concurrency"]), "output_throughput_tok_s_per_gpu": top["output_throughput_tok_s_per_gpu"],
+                     "output_throughput_p50_tok_s_per_user": top["output_throughput_p50_tok_s_per_user"], "goodput_req_s": top["goodput_req_s"], "meets_slo": True})
     df = pd.DataFrame(rows)
-    return df.sort_values(["meets_slo", "tok_s_per_gpu"], ascending=False).reset_index(drop=True)
+    return df.sort_values(["meets_slo", "output_throughput_tok_s_per_gpu"], ascending=False).reset_index(drop=True)
 
 
 def format_comparison(cmp: Comparison) -> str:
@@ -198,10 +198,10 @@ def format_comparison(cmp: Comparison) -> str:
     else:
         b = best.iloc[0]
         out.append(f"best configuration meeting the SLOs: {b['run']} at concurrency {int(b['concurrency'])} "
-                   f"({b['tok_s_per_gpu']:.1f} tok/s/GPU, {b['tok_s_per_user']:.1f} tok/s/user, "
+                   f"({b['output_throughput_tok_s_per_gpu']:.1f} tok/s/GPU, {b['output_throughput_p50_tok_s_per_user']:.1f} tok/s/user, "
                    f"goodput {b['goodput_req_s']:.2f} req/s)")
         for _, r in best.iloc[1:].iterrows():
-            out.append(f"  {r['run']}: " + (f"c{int(r['concurrency'])}, {r['tok_s_per_gpu']:.1f} tok/s/GPU"
+            out.append(f"  {r['run']}: " + (f"c{int(r['concurrency'])}, {r['output_throughput_tok_s_per_gpu']:.1f} tok/s/GPU"
                                             if r["meets_slo"] else "no valid point meets the SLOs"))
     return "\n".join(out)
 
@@ -228,9 +228,9 @@ def _pct_text(pct: float, better, ci: float = math.nan) -> str:
 def comparison_plot(runs: dict[str, pd.DataFrame], cmp: Comparison, path: Path) -> Path:
     """Absolute values vs concurrency for the main metrics, one line per run, crossovers marked."""
     plt = _plt()
-    shown = [("ttft_ms_avg", "TTFT mean (ms)"), ("itl_ms_avg", "ITL mean (ms)"),
-             ("request_latency_ms_avg", "latency mean (ms)"), ("output_tok_s", "output tok/s"),
-             ("tok_s_per_user", "tok/s/user (p50)"), ("goodput_req_s", "goodput (req/s)")]
+    shown = [("ttft_avg_ms", "TTFT mean (ms)"), ("itl_avg_ms", "ITL mean (ms)"),
+             ("request_latency_avg_ms", "latency mean (ms)"), ("output_throughput_tok_s", "output tok/s"),
+             ("output_throughput_p50_tok_s_per_user", "tok/s/user (p50)"), ("goodput_req_s", "goodput (req/s)")]
     fig, axes = plt.subplots(2, 3, figsize=(14, 7.5), dpi=100)
     for ax, (metric, name) in zip(axes.flat, shown):
         for i, (label, df) in enumerate(runs.items()):

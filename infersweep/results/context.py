@@ -98,7 +98,9 @@ def build_context(run_dir: Path, *, given: dict[str, Any], title: str, gpu_count
     ctx.setdefault("context_source", "none")
     # What the run itself measured or was told at summarize time wins over render-time guesses.
     ctx["gpu_count"] = gpu_count
-    ctx["slo"] = slo
+    from infersweep.metrics import normalize_slo
+
+    ctx["slo"] = normalize_slo(slo)  # under the results table's metric names (an old --slo key mapped)
     versions = sorted({p["aiperf_version"] for p in points if p.get("aiperf_version")})
     ctx["aiperf_version"] = ", ".join(versions) or None
     ctx["workload"] = ctx.get("workload") or workload_from_argv(points)

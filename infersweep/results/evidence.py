@@ -81,7 +81,7 @@ def best_point(df: pd.DataFrame) -> pd.Series | None:
     ok = pts[pts["slo_pass"].astype("boolean").fillna(False).astype(bool)]
     if ok.empty:
         return None
-    cols = [c for c in ("tok_s_per_gpu", "goodput_req_s") if c in ok.columns]
+    cols = [c for c in ("output_throughput_tok_s_per_gpu", "goodput_req_s") if c in ok.columns]
     return ok.sort_values(cols, ascending=False).iloc[0] if cols else ok.iloc[0]
 
 

@@ -76,7 +76,7 @@ def window_columns(samples: list[dict[str, Any]], start_ns: int | None, end_ns: 
 
 def add_columns(df, points_dir: Path, samples_file: Path):
     """df with the GPU columns filled per point (matched on concurrency, repetition and request rate)."""
-    from infersweep.results.table import point_dirs, point_identity, read_result
+    from infersweep.results.table import point_dirs, point_identity, read_result, result_metrics
 
     samples = read_samples(samples_file) if Path(samples_file).is_file() else []
     by_key = {}
@@ -84,7 +84,7 @@ def add_columns(df, points_dir: Path, samples_file: Path):
         result = read_result(d)
         conc, rep = point_identity(d, result)
         start, end = result.get("profiling_start_ns"), result.get("profiling_end_ns")
-        tok_s = (result.get("metrics") or {}).get("output_tok_s")
+        tok_s = result_metrics(result).get("output_throughput_tok_s")
         tokens = tok_s * (end - start) / 1e9 if tok_s and start and end else None
         by_key[(conc, rep, float(result.get("request_rate") or 0.0))] = window_columns(samples, start, end, tokens)
     for col in COLUMNS:

@@ -24,7 +24,7 @@ def _plt():
     return plt
 
 
-def pareto_frontier(points: pd.DataFrame, x: str = "tok_s_per_user", y: str = "tok_s_per_gpu") -> pd.DataFrame:
+def pareto_frontier(points: pd.DataFrame, x: str = "output_throughput_p50_tok_s_per_user", y: str = "output_throughput_tok_s_per_gpu") -> pd.DataFrame:
     """The points no other point beats on both x and y (higher is better on both), sorted by x."""
     pts = points.dropna(subset=[x, y]).sort_values([x, y], ascending=[False, False])
     keep, best_y = [], -math.inf
@@ -57,21 +57,21 @@ def pareto_plot(runs: dict[str, pd.DataFrame], path: Path, title: str) -> Path:
         if pts.empty:
             continue
         color = COLORS[i % len(COLORS)]
-        ax.plot(pts["tok_s_per_user"], pts["tok_s_per_gpu"], "-", color=color, alpha=0.35)
+        ax.plot(pts["output_throughput_p50_tok_s_per_user"], pts["output_throughput_tok_s_per_gpu"], "-", color=color, alpha=0.35)
         front = pareto_frontier(pts)
-        ax.plot(front["tok_s_per_user"], front["tok_s_per_gpu"], "-", color=color, lw=2.2, label=f"{label} (frontier)")
+        ax.plot(front["output_throughput_p50_tok_s_per_user"], front["output_throughput_tok_s_per_gpu"], "-", color=color, lw=2.2, label=f"{label} (frontier)")
         for _, r in pts.iterrows():
             passed = r["slo_pass"] is True
-            ax.plot(r["tok_s_per_user"], r["tok_s_per_gpu"], "o", color=color,
+            ax.plot(r["output_throughput_p50_tok_s_per_user"], r["output_throughput_tok_s_per_gpu"], "o", color=color,
                     markerfacecolor=color if passed else "white", markersize=7)
-            ax.annotate(f"c={int(r['concurrency'])}", (r["tok_s_per_user"], r["tok_s_per_gpu"]),
+            ax.annotate(f"c={int(r['concurrency'])}", (r["output_throughput_p50_tok_s_per_user"], r["output_throughput_tok_s_per_gpu"]),
                         textcoords="offset points", xytext=(5, 5), fontsize=8)
-    if slo.get("tok_s_user_min"):
-        lo = slo["tok_s_user_min"]
+    if slo.get("output_throughput_p50_tok_s_per_user"):
+        lo = slo["output_throughput_p50_tok_s_per_user"]
         ax.axvspan(lo, max(ax.get_xlim()[1], lo * 1.1), color="tab:green", alpha=0.08,
                    label=f"SLO region: tok/s/user >= {lo:g}")
         ax.axvline(lo, color="tab:green", linestyle="--", lw=1)
-    bounds = ", ".join(f"{k}={v:g}" for k, v in slo.items() if k != "tok_s_user_min")
+    bounds = ", ".join(f"{k}={v:g}" for k, v in slo.items() if k != "output_throughput_p50_tok_s_per_user")
     ax.set_xlabel("output tok/s per user (p50)")
     ax.set_ylabel("output tok/s per GPU")
     ax.set_title(title + (f"\nfilled: meets all SLOs ({bounds})" if bounds else "\nfilled: meets all SLOs"), fontsize=10)
@@ -84,15 +84,15 @@ def latency_plot(runs: dict[str, pd.DataFrame], path: Path, title: str) -> Path:
     """TTFT, ITL and request latency against concurrency: p50 solid, p99 dashed, mean dotted."""
     plt = _plt()
     fig, axes = plt.subplots(1, 3, figsize=(13, 4.2), dpi=110)
-    for ax, (prefix, name) in zip(axes, [("ttft_ms", "TTFT"), ("itl_ms", "ITL"), ("request_latency_ms", "request latency")]):
+    for ax, (prefix, name) in zip(axes, [("ttft", "TTFT"), ("itl", "ITL"), ("request_latency", "request latency")]):
         for i, (label, df) in enumerate(runs.items()):
             pts = per_point(df)
             if pts.empty:
                 continue
             color = COLORS[i % len(COLORS)]
-            ax.plot(pts["concurrency"], pts[f"{prefix}_p50"], "o-", color=color, label=f"{label} p50")
-            ax.plot(pts["concurrency"], pts[f"{prefix}_p99"], "s--", color=color, alpha=0.7, label=f"{label} p99")
-            ax.plot(pts["concurrency"], pts[f"{prefix}_avg"], ":", color=color, alpha=0.7, label=f"{label} mean")
+            ax.plot(pts["concurrency"], pts[f"{prefix}_p50_ms"], "o-", color=color, label=f"{label} p50")
+            ax.plot(pts["concurrency"], pts[f"{prefix}_p99_ms"], "s--", color=color, alpha=0.7, label=f"{label} p99")
+            ax.plot(pts["concurrency"], pts[f"{prefix}_avg_ms"], ":", color=color, alpha=0.7, label=f"{label} mean")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("concurrency")
         ax.set_ylabel(f"{name} (ms)")
@@ -113,7 +113,7 @@ def error_plot(runs: dict[str, pd.DataFrame], path: Path, title: str) -> Path:
     for i, (label, df) in enumerate(runs.items()):
         rows = df.dropna(subset=["concurrency"]).groupby(df["concurrency"].dropna().astype("int64"))
         for c, g in rows:
-            rate = g["error_rate"].astype("float64").median()
+            rate = g["error_ratio"].astype("float64").median()
             x = pos[int(c)] + (i - (len(runs) - 1) / 2) * width
             ax.bar(x, 100 * (0 if math.isnan(rate) else rate), width, color=COLORS[i % len(COLORS)],
                    label=label if c == levels[0] else None)

@@ -37,11 +37,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from botocore.exceptions import ClientError
 
-from infersweep.results.manifest import (MANIFEST_NAME, MANIFEST_SCHEMA, SHA_META, ChecksumError, RunIntegrityError,
+from infersweep.results.manifest import (MANIFEST_NAME, MANIFEST_SCHEMA, SHA_META, ChecksumError,
                                          check_object, check_sha256_metadata, listed_objects, missing_object,
                                          parse_manifest)
 from infersweep.results.s3 import MAX_WORKERS, TRANSFER_CONFIG, s3_client
@@ -62,7 +61,10 @@ EXTRA_CONTENT_TYPES = {
 
 
 class PublishError(RuntimeError):
-    """S3 unreachable or an upload failed; the local copy is intact."""
+    """S3 unreachable or an upload failed; the local copy is intact. Exit 1, or 75 (retried) when every one of
+    its `causes` is transient (steps/runner.py)."""
+
+    exit_code = 1
 
     def __init__(self, message: str, *, uploaded=(), not_uploaded=(), command: str = "", causes=()):
         super().__init__(message)
@@ -73,7 +75,9 @@ class PublishError(RuntimeError):
 
 
 class PublishConflict(RuntimeError):
-    """A key already holds different bytes; it was left untouched."""
+    """A key already holds different bytes; it was left untouched (exit 2: a rerun cannot fix it)."""
+
+    exit_code = 2
 
     def __init__(self, message: str, keys=()):
         super().__init__(message)
@@ -473,34 +477,26 @@ def free_retry_prefix(bucket: str, prefix: str, s3=None) -> str:
     raise PublishError(f"{prefix}: 999 retries already published")
 
 
-def publish_run(local_dir: Path, bucket: str, prefix: str, *, retry_prefix: bool = False,
-                transient_exit: Callable[[BaseException], int | None] | None = None) -> int:
-    """Publish a run folder and index it, saying what happened; the exit code of `python -m steps.publish`.
+def publish_run(local_dir: Path, bucket: str, prefix: str, *, retry_prefix: bool = False) -> dict:
+    """Publish a run folder and index it, saying what happened; the work of `python -m steps.publish`.
 
-    0: published (an index entry that could not be written is reported, not fatal: `RunStore.reindex()`
-    lists the run later); 2: a key holds other bytes (PublishConflict); 1: any other failure, unless
-    `transient_exit` (the step's transient policy, steps/transient.py) gives every S3 error of a
-    PublishError an exit code (75: S3 unreachable or throttled, Argo retries it). With
-    `retry_prefix`, a PREFIX that already holds an earlier attempt of the run (an Argo UI Retry of the same
-    workflow re-publishes) makes this attempt go to PREFIX-rN instead, never over it.
+    Returns publish_tree's summary (an index entry that could not be written is reported, not fatal:
+    `RunStore.reindex()` lists the run later). Raises what publish_tree raises: PublishConflict when a key
+    holds other bytes (exit 2), PublishError when S3 or a local read failed, with the S3 client's errors in
+    `causes` (the step runner, steps/runner.py, exits 75 when every one of them is transient, so Argo retries
+    it, else 1), ValueError for a folder that cannot be published. With `retry_prefix`, a PREFIX that
+    already holds an earlier attempt of the run (an Argo UI Retry of the same workflow re-publishes) makes
+    this attempt go to PREFIX-rN instead, never over it.
     """
     try:
-        try:
-            summary = publish_tree(local_dir, bucket=bucket, prefix=prefix)
-        except PublishConflict:
-            if not retry_prefix:
-                raise
-            prefix = free_retry_prefix(bucket, prefix)
-            print(f"publish: {prefix.rsplit('-r', 1)[0]} already holds an earlier attempt of this run; "
-                  f"publishing this attempt under {prefix}", file=sys.stderr)
-            summary = publish_tree(local_dir, bucket=bucket, prefix=prefix)
-    except (PublishError, PublishConflict, RunIntegrityError, ValueError) as exc:
-        print(f"publish failed: {exc}", file=sys.stderr)
-        if isinstance(exc, PublishError) and exc.causes and transient_exit:
-            codes = {transient_exit(c) for c in exc.causes}
-            if len(codes) == 1 and None not in codes:  # every failure a rerun can outlive
-                return codes.pop()
-        return 2 if isinstance(exc, PublishConflict) else 1
+        summary = publish_tree(local_dir, bucket=bucket, prefix=prefix)
+    except PublishConflict:
+        if not retry_prefix:
+            raise
+        prefix = free_retry_prefix(bucket, prefix)
+        print(f"publish: {prefix.rsplit('-r', 1)[0]} already holds an earlier attempt of this run; "
+              f"publishing this attempt under {prefix}", file=sys.stderr)
+        summary = publish_tree(local_dir, bucket=bucket, prefix=prefix)
     print(
         f"published s3://{summary['bucket']}/{summary['prefix']}: {summary['objects']} objects, "
         f"{summary['bytes']} bytes, {summary['uploaded'] + summary['replaced']} uploaded, "
@@ -512,4 +508,4 @@ def publish_run(local_dir: Path, bucket: str, prefix: str, *, retry_prefix: bool
         print(f"indexed as s3://{bucket}/{publish_index_entry(bucket, prefix)}")
     except Exception as exc:  # the run itself is published and complete; `RunStore.reindex()` can list it later
         print(f"publish: run published, but its index entry was not written: {exc}", file=sys.stderr)
-    return 0
+    return summary

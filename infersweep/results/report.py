@@ -22,12 +22,13 @@ from infersweep.results.run import Run
 
 TABLE_COLUMNS = [
     ("concurrency", "conc."), ("repetition", "rep"), ("status", "status"),
-    ("ttft_ms_p50", "TTFT p50 ms"), ("ttft_ms_p99", "TTFT p99 ms"), ("ttft_ms_avg", "TTFT mean ms"),
-    ("itl_ms_p50", "ITL p50 ms"), ("itl_ms_p99", "ITL p99 ms"),
-    ("request_latency_ms_p50", "latency p50 ms"), ("request_latency_ms_p99", "latency p99 ms"),
-    ("output_tok_s", "output tok/s"), ("tok_s_per_gpu", "tok/s/GPU"), ("tok_s_per_user", "tok/s/user p50"),
-    ("request_per_s", "req/s"), ("goodput_req_s", "goodput req/s"), ("goodput_fraction", "good %"),
-    ("error_rate", "errors %"), ("slo_pass", "SLO"), ("valid", "valid"), ("validity_reasons", "why not valid"),
+    ("ttft_p50_ms", "TTFT p50 ms"), ("ttft_p99_ms", "TTFT p99 ms"), ("ttft_avg_ms", "TTFT mean ms"),
+    ("itl_p50_ms", "ITL p50 ms"), ("itl_p99_ms", "ITL p99 ms"),
+    ("request_latency_p50_ms", "latency p50 ms"), ("request_latency_p99_ms", "latency p99 ms"),
+    ("output_throughput_tok_s", "output tok/s"), ("output_throughput_tok_s_per_gpu", "tok/s/GPU"),
+    ("output_throughput_p50_tok_s_per_user", "tok/s/user p50"),
+    ("request_throughput_req_s", "req/s"), ("goodput_req_s", "goodput req/s"), ("goodput_ratio", "good %"),
+    ("error_ratio", "errors %"), ("slo_pass", "SLO"), ("valid", "valid"), ("validity_reasons", "why not valid"),
 ]
 CONTEXT_ROWS = ["run_id", "recipe", "recipe_hash", "engine", "engine_image", "model", "model_revision",
                 "model_commit", "topology", "router", "gpu_type", "gpu_count", "workload", "aiperf_version",
@@ -44,13 +45,13 @@ img{max-width:100%;border:1px solid #eee;margin:6px 0} code{background:#f4f4f4;p
 
 
 def _fmt(value, col: str) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA or value is pd.NaT:
         return "NA"
     if col == "valid":
         return '<span class="pass">valid</span>' if bool(value) else '<span class="fail">invalid</span>'
     if col == "slo_pass":
         return '<span class="pass">pass</span>' if bool(value) else '<span class="fail">fail</span>'
-    if col in ("error_rate", "goodput_fraction"):
+    if col in ("error_ratio", "goodput_ratio"):
         return f"{100 * float(value):.1f}"
     if isinstance(value, float):
         return f"{value:,.1f}" if abs(value) >= 100 else f"{value:.3g}"
@@ -91,7 +92,7 @@ def _slo_html(run: Run) -> str:
         best = '<span class="fail">no valid measured point meets them</span>'
     else:
         best = (f'<span class="pass">best valid point meeting them: concurrency {int(top["concurrency"])}</span>, '
-                f'{top["tok_s_per_gpu"]:.1f} tok/s/GPU at {top["tok_s_per_user"]:.1f} tok/s/user')
+                f'{top["output_throughput_tok_s_per_gpu"]:.1f} tok/s/GPU at {top["output_throughput_p50_tok_s_per_user"]:.1f} tok/s/user')
     return f"<p>SLOs: {items}. {best}. Goodput counts the requests that met them (per request).</p>"
 
 

@@ -15,9 +15,10 @@ from typing import Any
 import pandas as pd
 
 from infersweep.results.context import RUN_FILE
-from infersweep.results.table import check_table
+from infersweep.results.legacy import upgrade_table
 
 RESULTS_FILE = "summary/results.parquet"
+RAW_FILE = "summary/results_raw.parquet"  # every AIPerf statistic, long format (infersweep.results.columns.RAW)
 SERVER_METRICS_FILE = "metrics/server_metrics.parquet"
 METRICS_SKIPPED_FILE = "metrics/SKIPPED"
 
@@ -31,12 +32,21 @@ class Run:
     server_metrics: pd.DataFrame | None = None
     metrics_note: str = ""  # why there are no server metrics, when there are none
     manifest: dict[str, Any] = field(default_factory=dict)
+    raw: pd.DataFrame | None = None  # every AIPerf statistic, long format (None: the run has none)
 
     def __post_init__(self) -> None:
         # Tables written before the evidence rule may say slo_pass True on invalid rows: never read so.
         from infersweep.results.evidence import enforce
 
         self.table = enforce(self.table)
+        # a run summarized before schema v3 states its SLO under the old keys (tok_s_user_min)
+        if isinstance(self.context.get("slo"), dict):
+            from infersweep.metrics import normalize_slo
+
+            try:
+                self.context["slo"] = normalize_slo(self.context["slo"])
+            except ValueError:
+                pass  # a key this code does not know: kept as written, the report shows it
 
     @property
     def recipe(self) -> str:
@@ -63,8 +73,9 @@ def load_run_folder(path: Path) -> Run:
     if not table_path.exists():
         raise FileNotFoundError(f"{folder}: no {RESULTS_FILE}: the run was never summarized (interrupted before "
                                 f"its summarize step?); `python -m steps.summarize --run-dir {folder} ...` builds it")
-    table = pd.read_parquet(table_path)
-    check_table(table, str(table_path))
+    wide = pd.read_parquet(table_path)
+    table = upgrade_table(wide, str(table_path))  # a v1/v2 table reads under v3 names
+    raw = read_raw(folder / RAW_FILE if (folder / RAW_FILE).exists() else None, wide)
     context = {}
     if (folder / "summary" / RUN_FILE).exists():
         context = json.loads((folder / "summary" / RUN_FILE).read_text()).get("context", {})
@@ -76,4 +87,18 @@ def load_run_folder(path: Path) -> Run:
     run_id = context.get("run_id") or (table["run_id"].iloc[0] if len(table) and table["run_id"].iloc[0] else "")
     run_id = run_id or (folder.parent.name if folder.name == "results" else folder.name)
     return Run(run_id=run_id, table=table, context=context, source=f"local folder {folder} (not published)",
-               server_metrics=metrics, metrics_note=note)
+               server_metrics=metrics, metrics_note=note, raw=raw)
+
+
+def read_raw(source, wide: pd.DataFrame) -> pd.DataFrame | None:
+    """The run's raw table: results_raw.parquet (a path or bytes), else the `<metric>__<stat>` columns of a
+    v1/v2 table; None when there is neither."""
+    import io
+
+    from infersweep.results.legacy import raw_from_wide
+
+    if source is not None:
+        return pd.read_parquet(io.BytesIO(source) if isinstance(source, bytes) else source)
+    if any("__" in c for c in wide.columns):
+        return raw_from_wide(wide)
+    return None

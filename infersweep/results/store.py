@@ -26,8 +26,8 @@ from infersweep.results import index as ix
 from infersweep.results.manifest import (MANIFEST_NAME, MANIFEST_SCHEMA, SHA_META, IncompleteRunError,
                                          RunIntegrityError, check_object, check_sha256_metadata, missing_object,
                                          parse_manifest)
-from infersweep.results.run import METRICS_SKIPPED_FILE, RESULTS_FILE, SERVER_METRICS_FILE, Run
-from infersweep.results.table import check_table
+from infersweep.results.run import METRICS_SKIPPED_FILE, RAW_FILE, RESULTS_FILE, SERVER_METRICS_FILE, Run, read_raw
+from infersweep.results.legacy import upgrade_table
 
 
 class RunNotFound(LookupError):
@@ -197,8 +197,8 @@ class RunStore:
         if body is None:
             raise IncompleteRunError(f"run {recipe}/{run_id}: its manifest lists no {RESULTS_FILE} "
                                      "(the summarize step did not run or failed)")
-        table = pd.read_parquet(io.BytesIO(body))
-        check_table(table, f"{recipe}/{run_id}/{RESULTS_FILE}")
+        wide = pd.read_parquet(io.BytesIO(body))
+        table = upgrade_table(wide, f"{recipe}/{run_id}/{RESULTS_FILE}")  # v1/v2 read under v3 names
         # The store's key is the run's identity: fill it where the summarize step did not know it.
         table["run_id"] = table["run_id"].replace("", None).fillna(run_id) if len(table) else table["run_id"]
         record = self.read(recipe, run_id, ix.RUN_RECORD, manifest)
@@ -206,7 +206,8 @@ class RunStore:
         context["run_id"] = context.get("run_id") or run_id
         metrics_body = self.read(recipe, run_id, SERVER_METRICS_FILE, manifest)
         skipped = self.read(recipe, run_id, METRICS_SKIPPED_FILE, manifest)
-        return Run(run_id=run_id, table=table, context=context, manifest=manifest,
+        raw = read_raw(self.read(recipe, run_id, RAW_FILE, manifest), wide)
+        return Run(run_id=run_id, table=table, context=context, manifest=manifest, raw=raw,
                    source=self.backend.url(ix.run_prefix(self.base, recipe, run_id)),
                    server_metrics=pd.read_parquet(io.BytesIO(metrics_body)) if metrics_body else None,
                    metrics_note=skipped.decode(errors="replace").strip() if skipped else "")

@@ -1,8 +1,10 @@
 """Turn a sweep's points into the versioned results table, its run record and the run's report.
 
 Writes into <run-dir>/summary/:
-  results.parquet   the results table (infersweep.results.table, one row per point and repetition)
-  results.csv/.md   the same table for eyes and spreadsheets
+  results.parquet   the results table (infersweep.results.table, one row per point and repetition; its
+                    columns: docs/columns.md)
+  results_raw.parquet  every statistic AIPerf reported, long format, keyed to the table's rows
+  results.csv/.md   the same table for eyes and spreadsheets (results.md: the headline columns, valid and why)
   run.json          the run context, SLOs and schema version: what the run index is built from
   report.html       the self-contained report, with pareto.png, latency.png, errors.png[, server_metrics.png]
 
@@ -29,17 +31,21 @@ from infersweep.results.gpu_telemetry import GPU_TELEMETRY_ENV
 from infersweep.results.gpu_telemetry import add_columns as add_gpu_columns
 from infersweep.results.report import write_report
 from infersweep.results.run import load_run_folder
-from infersweep.results.table import SCHEMA_VERSION, build_table, point_dirs, read_result
+from infersweep.results.columns import RAW_SCHEMA_VERSION, SCHEMA_VERSION
+from infersweep.results.table import (apply_types, build_table, order_columns, point_dirs, raw_table, read_result,
+                                      write_parquet)
 
 MD_COLUMNS = ["concurrency", "request_rate", "repetition", "status", "valid", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms",
-              "latency_p50_ms", "output_tok_s", "tok_s_per_gpu", "tok_s_per_user", "request_per_s", "goodput_req_s",
-              "error_rate", "slo_pass", "predicted_itl_ms", "implausible", "gpu_power_total_w",
-              "energy_j_per_output_token", "validity_reasons"]
+              "request_latency_p50_ms", "output_throughput_tok_s", "output_throughput_tok_s_per_gpu",
+              "output_throughput_p50_tok_s_per_user", "request_throughput_req_s", "goodput_req_s", "error_ratio",
+              "slo_pass", "predicted_itl_avg_ms", "implausible", "gpu_power_total_w", "energy_j_per_output_token",
+              "validity_reasons"]
+ALWAYS = ("valid", "validity_reasons")  # every printed table says whether a point counts and why not
 
 
 def _cell(v) -> str:
     """A table cell: NA (None, NaN, pd.NA) as NA, floats to 2 decimals, text with its pipes escaped."""
-    if v is None or v is pd.NA or (isinstance(v, float) and v != v):
+    if v is None or v is pd.NA or v is pd.NaT or (isinstance(v, float) and v != v):
         return "NA"
     if isinstance(v, float):
         return f"{v:.2f}"
@@ -50,11 +56,11 @@ def markdown_table(df: pd.DataFrame) -> str:
     """The results table as Markdown: every row with its validity verdict (`valid`) and, last, why a point is
     not valid (`validity_reasons`); an invalid point's slo_pass is NA (infersweep.results.evidence)."""
     df = enforce(df)
-    cols = [c for c in MD_COLUMNS if c in df.columns]
+    cols = [c for c in MD_COLUMNS if c in df.columns or c in ALWAYS]
     head = "| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n"
     body = ""
     for _, r in df.iterrows():
-        body += "| " + " | ".join(_cell(r[c]) for c in cols) + " |\n"
+        body += "| " + " | ".join(_cell(r.get(c)) for c in cols) + " |\n"
     return head + body
 
 
@@ -79,9 +85,12 @@ def summarize(run_dir: Path, gpu_count: int, slo: dict[str, float], title: str,
     # The prediction beside each row and the physics check (infersweep.predict.beside); never fails the step.
     df, ctx["prediction"] = annotate(df, ctx, lookup=recipe_lookup)
     df["prediction"] = ctx["prediction"]
+    df = apply_types(order_columns(df).copy())
+    raw = raw_table(run_dir / "points", ctx)
     out = run_dir / "summary"
     out.mkdir(parents=True, exist_ok=True)
-    _write_atomic(out / "results.parquet", lambda p: df.to_parquet(p, index=False))
+    _write_atomic(out / "results.parquet", lambda p: write_parquet(df, p))
+    _write_atomic(out / "results_raw.parquet", lambda p: write_parquet(raw, p, RAW_SCHEMA_VERSION))
     _write_atomic(out / "results.csv", lambda p: df.to_csv(p, index=False))
     note = banner(ctx.get("source"))  # simulated runs say so above their numbers (infersweep.predict.source)
     _write_atomic(out / "results.md", lambda p: p.write_text(f"# {title}\n\n" + (f"> {note}\n\n" if note else "")

@@ -1,22 +1,19 @@
-"""The results table, version 1: one tidy row per (run, recipe, concurrency point, repetition).
+"""The results table, version 3: one tidy row per (run, recipe, concurrency point, request rate, repetition).
 
-Readable with plain pandas (`pd.read_parquet`). Column groups:
+Readable with plain pandas (`pd.read_parquet`). Every column, its type and unit: infersweep/results/columns.py
+(docs/columns.md is generated from it); metric names: the registry infersweep/metrics.py (`ttft_p50_ms`,
+`output_throughput_tok_s`, `output_throughput_p50_tok_s_per_user`, ...). Column groups:
 
-- key: run_id, recipe, concurrency, repetition (+ request_rate, arrival: a rate sweep's points share the
+- key: run_id, recipe, concurrency, repetition, request_rate, arrival (a rate sweep's points share the
   concurrency, their in-flight cap, and differ in request_rate; a closed-loop point has request_rate 0)
-- point: status, reason, valid, validity_reasons (infersweep.results.validity), requests_ok, requests_failed, error_rate, duration_s, point_start, point_end
-- headline metrics under short names (the names read_point uses: ttft_ms_p50, itl_ms_avg,
-  request_latency_ms_p99, output_tok_s, request_per_s, tok_s_per_user_p50, ...)
-- derived: tok_s_per_gpu, total_tok_s_per_gpu, tok_s_per_user (= tok_s_per_user_p50), goodput_req_s,
-  goodput_fraction, goodput_source, slo_pass, slo_detail
-- every statistic AIPerf reported, as `<aiperf metric>__<stat>` (e.g. time_to_first_token__p75,
-  overall_usage_prompt_cache_read_pct__avg): nothing AIPerf measured is dropped
-- context: schema_version and the run context of context.py (recipe_hash, engine, images, model revision,
-  topology, gpu_type, gpu_count, aiperf_version, run_start, run_end, slo, workload)
-- v0 aliases (ttft_p50_ms, itl_p50_ms, latency_p99_ms, ...): the column names of the first results table,
-  kept so that readers written against it keep working.
+- point: status, reason, valid, validity_reasons (infersweep.results.validity), counts, duration, UTC start/end
+- metrics: the headline statistics read_point gives (infersweep.aiperf) and the derived ones
+  (per-GPU throughput, goodput, error_ratio); slo_pass and slo_detail
+- context: the run context of context.py (recipe_hash, engine, images, model revision, topology, gpu_type, ...)
 
-A column added later gets a new SCHEMA_VERSION; a reader checks `schema_version` before trusting names.
+Every statistic AIPerf reported is in the raw table (`raw_table`, summary/results_raw.parquet), long format,
+keyed to these rows: nothing AIPerf measured is dropped, and the summary stays a few tens of columns.
+Tables of schema v1/v2 are read through infersweep.results.legacy, which maps them to these names.
 """
 
 from __future__ import annotations
@@ -29,27 +26,16 @@ from typing import Any
 
 import pandas as pd
 
-# Headline metrics (the flat names of read_point) and their v0 aliases: the metric vocabulary below both the
-# recipe and results/.
-from infersweep.metrics import HEADLINE, V0_ALIASES
+from infersweep.aiperf import RECORDS_FILE, SUMMARY_FILE, iter_profiling_records
+from infersweep.metrics import ALIASES, HEADLINE, METRICS, normalize_slo, slo_bound_op
+from infersweep.results.columns import (BY_NAME, OPTIONAL, RAW, RAW_COLUMNS, RAW_SCHEMA_VERSION, SCHEMA_VERSION,
+                                        SUMMARY, SUMMARY_COLUMNS)
 from infersweep.results.evidence import MEASURED_STATUSES, enforce, judge_slo
 from infersweep.results.validity import MEASURE_COLUMNS, judge_point, load_thresholds, mark_saturation, point_measures
-from infersweep.aiperf import RECORDS_FILE, SUMMARY_FILE, iter_profiling_records
 
-SCHEMA_VERSION = "infersweep.results/v2"
-# v2 added the validity verdict (valid, validity_reasons and what the checks measured). A v1 table reads
-# as before; its rows have no verdict (unknown validity, which compare and regress keep).
-READABLE_VERSIONS = ("infersweep.results/v1", SCHEMA_VERSION)
 KEY = ["run_id", "recipe", "concurrency", "repetition"]
 OK_STATUSES = MEASURED_STATUSES  # points whose numbers are measurements (see infersweep.aiperf)
-
-# What load a point ran at besides its concurrency: the rate of an open-loop point (0 = closed loop) and its
-# arrival pattern (None for closed loop).
-LOAD_COLUMNS = ["request_rate", "arrival"]
-POINT_COLUMNS = ["status", "reason", "valid", "validity_reasons", "requests_ok", "requests_failed", "error_rate",
-                 "duration_s", "point_start", "point_end", "aiperf_version"]
-DERIVED_COLUMNS = ["tok_s_per_gpu", "total_tok_s_per_gpu", "tok_s_per_user", "goodput_req_s", "goodput_fraction",
-                   "goodput_source", "slo_pass", "slo_detail"]
+TIMESTAMP_COLUMNS = [c.name for c in BY_NAME.values() if c.dtype.startswith("timestamp")]
 
 
 # ---------------------------------------------------------------- reading a run's points
@@ -80,16 +66,27 @@ def read_result(point_dir: Path) -> dict:
         return {"status": "failed", "reason": f"unreadable result.json: {e}", "metrics": {}}
 
 
-def aiperf_statistics(summary_path: Path) -> dict[str, float]:
-    """Every statistic of every metric block in AIPerf's summary, as `<metric>__<stat>` floats."""
+def result_metrics(result: dict) -> dict[str, float]:
+    """read_point's `metrics` under canonical names: a result.json written before schema v3 (ttft_ms_p50,
+    output_tok_s, ...) reads the same as a new one."""
+    return {ALIASES.get(k, k): v for k, v in (result.get("metrics") or {}).items()}
+
+
+def aiperf_blocks(summary_path: Path) -> dict[str, dict]:
+    """AIPerf's summary metric blocks ({metric: {unit, avg, p50, ...}}); {} when unreadable."""
     try:
         summary = json.loads(summary_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
+    # input_config, run_info, telemetry, error_summary...: not statistics (no unit)
+    return {k: v for k, v in summary.items() if isinstance(v, dict) and "unit" in v} if isinstance(summary, dict) else {}
+
+
+def aiperf_statistics(summary_path: Path) -> dict[str, float]:
+    """Every statistic of every metric block in AIPerf's summary, as `<metric>__<stat>` floats (what the
+    validity checks read; the raw table carries them as rows)."""
     out: dict[str, float] = {}
-    for name, block in summary.items() if isinstance(summary, dict) else []:
-        if not isinstance(block, dict) or "unit" not in block:
-            continue  # input_config, run_info, telemetry, error_summary...: not statistics
+    for name, block in aiperf_blocks(summary_path).items():
         for stat, value in block.items():
             if stat != "unit" and isinstance(value, (int, float)) and not isinstance(value, bool):
                 out[f"{name}__{stat}"] = float(value)
@@ -102,24 +99,23 @@ def _num(x: Any) -> float:
 
 # ---------------------------------------------------------------- SLOs and goodput
 
+PER_USER = "output_throughput_p50_tok_s_per_user"
+
 
 def slo_check(row: dict[str, Any], slo: dict[str, float]) -> tuple[bool | None, str]:
-    """Point-level SLO verdict and which bound decided it. None: nothing to judge (no SLO / no data)."""
+    """Point-level SLO verdict and which bound decided it. None: nothing to judge (no SLO / no data).
+    Each SLO key is a metric of the table; its bound is a maximum when lower is better, else a minimum."""
     if row.get("status") not in OK_STATUSES:
         return None, "no measurement"
-    bounds = [("ttft_p50_ms", "ttft_ms_p50", "<="), ("ttft_p99_ms", "ttft_ms_p99", "<="),
-              ("itl_p50_ms", "itl_ms_p50", "<="), ("tok_s_user_min", "tok_s_per_user", ">=")]
     failed, checked = [], []
-    for slo_key, col, op in bounds:
-        bound = slo.get(slo_key)
-        if not bound:
-            continue
+    for col, bound in normalize_slo(slo).items():
+        op = slo_bound_op(col)
         value = row.get(col, math.nan)
         if not math.isfinite(value):
             failed.append(f"{col} missing")
             continue
         ok = value <= bound if op == "<=" else value >= bound
-        checked.append(slo_key)
+        checked.append(col)
         if not ok:
             failed.append(f"{col}={value:.4g} (bound {op} {bound:g})")
     if not checked and not failed:
@@ -131,10 +127,11 @@ def request_meets_slo(record: dict, slo: dict[str, float]) -> bool:
     """One request against the SLO bounds that make sense per request.
 
     TTFT is judged against the p50 bound (the p99 bound where only that is given), ITL against the ITL
-    bound, the request's own output rate against tok_s_user_min. A failed request never meets the SLO.
+    bound, the request's own output rate against the per-user bound. A failed request never meets the SLO.
     """
     if record.get("error"):
         return False
+    slo = normalize_slo(slo)
     m = record.get("metrics") or {}
 
     def val(name: str) -> float:
@@ -146,13 +143,13 @@ def request_meets_slo(record: dict, slo: dict[str, float]) -> bool:
         return False
     if slo.get("itl_p50_ms") and not val("inter_token_latency") <= slo["itl_p50_ms"]:
         return False
-    if slo.get("tok_s_user_min"):
+    if slo.get(PER_USER):
         rate = val("output_token_throughput_per_user")
         if math.isnan(rate):
             # All tokens arrived in one chunk (no decode interval): AIPerf has no per-user decode rate, but the
             # user still got osl tokens within the request latency; that end-to-end rate is a lower bound.
             rate = val("e2e_output_token_throughput")
-        if not rate >= slo["tok_s_user_min"]:
+        if not rate >= slo[PER_USER]:
             return False
     return True
 
@@ -160,14 +157,15 @@ def request_meets_slo(record: dict, slo: dict[str, float]) -> bool:
 def goodput(point_dir: Path, result: dict, slo: dict[str, float], row: dict[str, Any]) -> tuple[float, float, str]:
     """(requests/s meeting the SLOs, fraction of requests meeting them, where that came from).
 
-    From the per-request records when AIPerf left them ("records"): request_per_s times the share of
-    successful requests that met every per-request bound. Without records, the point-level verdict ("point"): all of request_per_s when the point
-    meets its SLOs, else 0 (no fraction). Without SLOs, goodput is the successful-request rate ("no-slo").
+    From the per-request records when AIPerf left them ("records"): request throughput times the share of
+    successful requests that met every per-request bound. Without records, the point-level verdict ("point"):
+    all of the request throughput when the point meets its SLOs, else 0 (no fraction). Without SLOs, goodput is
+    the successful-request rate ("no-slo").
     """
     if row.get("status") not in OK_STATUSES:
         return math.nan, math.nan, "no measurement"
-    rps = row.get("request_per_s", math.nan)
-    if not any(slo.get(k) for k in ("ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "tok_s_user_min")):
+    rps = row.get("request_throughput_req_s", math.nan)
+    if not normalize_slo(slo):
         return rps, math.nan, "no-slo"
     records = point_dir / "aiperf" / RECORDS_FILE
     if records.exists():
@@ -178,7 +176,7 @@ def goodput(point_dir: Path, result: dict, slo: dict[str, float], row: dict[str,
             good += request_meets_slo(rec, slo)
         if succeeded and math.isfinite(rps):
             # AIPerf's own request rate scaled by the good share of the successful requests: the same
-            # time base as request_per_s, so goodput can never exceed it.
+            # time base as the request throughput, so goodput can never exceed it.
             return rps * good / succeeded, good / total, "records"
         if total:
             return 0.0, good / total, "records"
@@ -193,7 +191,7 @@ def point_row(point_dir: Path, gpu_count: int, slo: dict[str, float], context: d
               thresholds: dict[str, Any] | None = None) -> dict[str, Any]:
     result = read_result(point_dir)
     conc, rep = point_identity(point_dir, result)
-    m = result.get("metrics") or {}
+    m = result_metrics(result)
     row: dict[str, Any] = {
         "run_id": context.get("run_id") or "", "recipe": context.get("recipe") or "",
         "concurrency": conc, "repetition": rep,
@@ -201,21 +199,17 @@ def point_row(point_dir: Path, gpu_count: int, slo: dict[str, float], context: d
         "request_rate": _num(result.get("request_rate") or 0.0), "arrival": result.get("arrival"),
         "status": result.get("status", "failed"), "reason": result.get("reason", ""),
         "requests_ok": int(result.get("requests_ok") or 0), "requests_failed": int(result.get("requests_failed") or 0),
-        "error_rate": _num(result.get("error_rate")), "duration_s": _num(result.get("duration_s")),
+        "error_ratio": _num(result.get("error_rate")), "duration_s": _num(result.get("duration_s")),
         "point_start": result.get("start_time"), "point_end": result.get("end_time"),
         "aiperf_version": result.get("aiperf_version"),
     }
     for col in HEADLINE:
         row[col] = _num(m.get(col))
-    row["tok_s_per_gpu"] = row["output_tok_s"] / gpu_count if gpu_count else math.nan
-    row["total_tok_s_per_gpu"] = row["total_tok_s"] / gpu_count if gpu_count else math.nan
-    # Per-user speed is the median over requests of AIPerf's per-request output rate: the mean is
-    # dominated by requests whose few tokens arrived in one chunk.
-    row["tok_s_per_user"] = row["tok_s_per_user_p50"]
-    row["goodput_req_s"], row["goodput_fraction"], row["goodput_source"] = goodput(point_dir, result, slo, row)
+    row["output_throughput_tok_s_per_gpu"] = row["output_throughput_tok_s"] / gpu_count if gpu_count else math.nan
+    row["total_throughput_tok_s_per_gpu"] = row["total_throughput_tok_s"] / gpu_count if gpu_count else math.nan
+    row["goodput_req_s"], row["goodput_ratio"], row["goodput_source"] = goodput(point_dir, result, slo, row)
     row["slo_pass"], row["slo_detail"] = slo_check(row, slo)
     stats = aiperf_statistics(point_dir / "aiperf" / SUMMARY_FILE)
-    row.update(stats)
     # The validity verdict (infersweep.results.validity; thresholds in params/validity.yaml).
     t = thresholds or load_thresholds()
     measures = point_measures(point_dir, {**result, "concurrency": conc}, stats)
@@ -238,53 +232,118 @@ def build_table(points_dir: Path, gpu_count: int, slo: dict[str, float], context
     return enforce(mark_saturation(df, t))  # a point marked saturated is invalid: no SLO verdict either
 
 
+def utc_timestamps(values: pd.Series) -> pd.Series:
+    """ISO times as timezone-aware UTC timestamps. AIPerf writes its start_time/end_time without an offset:
+    `datetime.fromtimestamp(start_ns / 1e9)`, the local time of the AIPerf process
+    (aiperf/exporters/metrics_json_exporter.py, MetricsJsonExporter, AIPerf 0.13), and its image and the local
+    runner run in UTC (no TZ set), so a naive time is read as UTC; an offset, when present, is honoured."""
+    if isinstance(values.dtype, pd.DatetimeTZDtype):
+        return values.dt.tz_convert("UTC")
+    return pd.to_datetime(values.astype("object").where(values.notna(), None), utc=True, errors="coerce",
+                          format="ISO8601")
+
+
+def apply_types(df: pd.DataFrame) -> pd.DataFrame:
+    """Each column as the dictionary types it (infersweep.results.columns): Int64/boolean with NA, UTC
+    timestamps, floats; text stays text."""
+    for name in df.columns:
+        col = BY_NAME.get(name)
+        if col is None:
+            continue
+        if col.dtype.startswith("timestamp"):
+            df[name] = utc_timestamps(df[name])
+        elif col.dtype in ("Int64", "boolean"):
+            df[name] = pd.array(df[name].astype("object").where(df[name].notna(), None), dtype=col.dtype)
+        elif col.dtype == "float64":
+            df[name] = pd.to_numeric(df[name], errors="coerce").astype("float64")
+    return df
+
+
 def finish_table(df: pd.DataFrame, context: dict[str, Any]) -> pd.DataFrame:
-    """Column order, context columns, v0 aliases and dtypes (also for an empty sweep)."""
-    base = KEY + LOAD_COLUMNS + POINT_COLUMNS + HEADLINE + DERIVED_COLUMNS
+    """Exactly the dictionary's columns, in its order and types, with the run context (also for an empty
+    sweep). Optional columns (telemetry, predictions) are added by their own steps."""
     if "request_rate" not in df.columns:  # a table of closed-loop points only (or read by an older writer)
         df["request_rate"] = 0.0
-    for col in base:
-        if col not in df.columns:
-            df[col] = pd.Series(dtype="float64" if col in HEADLINE else "object")
-    for alias, name in V0_ALIASES.items():
-        df[alias] = df[name]
     ctx = context_columns(context)
     for col, value in ctx.items():
-        if col not in ("run_id", "recipe", "aiperf_version"):
+        if col in BY_NAME and col not in ("run_id", "recipe", "aiperf_version") and col not in OPTIONAL:
             df[col] = value
     df["schema_version"] = SCHEMA_VERSION
-    stats = sorted(c for c in df.columns if "__" in c)
-    rest = [c for c in df.columns if c not in base and c not in stats]
-    df = df[base + rest + stats]
-    df["slo_pass"] = df["slo_pass"].astype("boolean")
-    df["valid"] = df["valid"].astype("boolean")
-    df["concurrency"] = df["concurrency"].astype("Int64")
-    df["repetition"] = df["repetition"].astype("Int64")
+    for col in SUMMARY_COLUMNS:
+        if col not in df.columns and col not in OPTIONAL:
+            df[col] = pd.Series([None] * len(df), index=df.index, dtype="object")
+    df = apply_types(df[[c for c in SUMMARY_COLUMNS if c in df.columns]].copy())
     return df.sort_values(["concurrency", "request_rate", "repetition"], kind="stable").reset_index(drop=True)
 
 
+def order_columns(df: pd.DataFrame) -> pd.DataFrame:
+    """The dictionary's column order, after optional columns were added (telemetry, predictions)."""
+    return df[[c for c in SUMMARY_COLUMNS if c in df.columns]]
+
+
 def context_columns(context: dict[str, Any]) -> dict[str, Any]:
-    """Run context as flat columns: scalars as they are, mappings/lists as JSON text (parquet-safe)."""
+    """Run context as flat columns: scalars as they are, mappings/lists as JSON text (parquet-safe); the SLO
+    under canonical metric names."""
     out = {}
     for key, value in context.items():
+        if key == "slo" and isinstance(value, dict):
+            value = normalize_slo(value)
         out[key] = json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else value
     return out
 
 
-def check_table(df: pd.DataFrame, where: str = "results table") -> None:
-    """Refuse a table this code cannot read correctly: one clear error naming what is wrong."""
-    if "schema_version" not in df.columns:
-        raise ValueError(f"{where}: no schema_version column; written before {SCHEMA_VERSION} "
-                         "(re-run `python -m steps.summarize` on the run folder to rebuild it)")
-    versions = set(df["schema_version"].dropna().unique())
-    if versions and not versions <= set(READABLE_VERSIONS):
-        raise ValueError(f"{where}: schema_version {sorted(versions)}, this reader knows {list(READABLE_VERSIONS)}")
-    missing = [c for c in KEY + ["status"] if c not in df.columns]
-    if missing:
-        raise ValueError(f"{where}: missing key columns {missing}")
+# ---------------------------------------------------------------- the raw table
+
+
+def raw_table(points_dir: Path, context: dict[str, Any]) -> pd.DataFrame:
+    """Every statistic AIPerf reported, one row per (point, metric, stat), keyed to the summary's rows by
+    run_id, concurrency, repetition, request_rate; `column` names the summary column with the same number."""
+    summary_of = {m.aiperf: name for name, m in METRICS.items() if m.aiperf}
+    rows = []
+    for d in point_dirs(points_dir):
+        result = read_result(d)
+        conc, rep = point_identity(d, result)
+        key = {"run_id": context.get("run_id") or "", "concurrency": conc, "repetition": rep,
+               "request_rate": _num(result.get("request_rate") or 0.0)}
+        for metric, block in aiperf_blocks(d / "aiperf" / SUMMARY_FILE).items():
+            for stat, value in block.items():
+                if stat != "unit" and isinstance(value, (int, float)) and not isinstance(value, bool):
+                    rows.append({**key, "metric": metric, "stat": stat, "value": float(value),
+                                 "unit": str(block.get("unit") or ""), "column": summary_of.get((metric, stat))})
+    return finish_raw(pd.DataFrame(rows, columns=RAW_COLUMNS[:-1]))
+
+
+def finish_raw(df: pd.DataFrame) -> pd.DataFrame:
+    df = df.copy()
+    df["schema_version"] = RAW_SCHEMA_VERSION
+    df["concurrency"] = df["concurrency"].astype("Int64")
+    df["repetition"] = df["repetition"].astype("Int64")
+    df["request_rate"] = df["request_rate"].astype("float64")
+    df["value"] = df["value"].astype("float64")
+    for c in ("run_id", "metric", "stat", "unit", "column", "schema_version"):
+        df[c] = df[c].astype("object")
+    return df[RAW_COLUMNS].reset_index(drop=True)
+
+
+def write_parquet(df: pd.DataFrame, path: Path, schema_version: str = SCHEMA_VERSION) -> None:
+    """The table as parquet with its schema version in the file's key-value metadata too (a reader that
+    never loads the rows can still tell the version)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    cols = {c.name: c for c in (RAW if schema_version == RAW_SCHEMA_VERSION else SUMMARY)}
+    arrow = {"string": pa.string(), "Int64": pa.int64(), "float64": pa.float64(), "boolean": pa.bool_(),
+             "timestamp[UTC]": pa.timestamp("us", tz="UTC")}
+    # every column as the dictionary types it: an all-NA column is still a string (or int, ...) column, never
+    # parquet's null type; a column the dictionary does not know keeps what pyarrow infers
+    schema = pa.schema([pa.field(c, arrow[cols[c].dtype]) if c in cols else
+                        pa.Schema.from_pandas(df[[c]], preserve_index=False).field(c) for c in df.columns])
+    table = pa.Table.from_pandas(df, schema=schema, preserve_index=False)
+    meta = dict(table.schema.metadata or {})
+    meta[b"infersweep.schema_version"] = schema_version.encode()
+    pq.write_table(table.replace_schema_metadata(meta), path)
 
 
 def measured(df: pd.DataFrame) -> pd.DataFrame:
     """Rows whose numbers are measurements (ok or partial points)."""
     return df[df["status"].isin(OK_STATUSES)]
-

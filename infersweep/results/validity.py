@@ -37,7 +37,7 @@ HIGH_CPU_RE = re.compile(r"CPU usage for (\S+) is (\d+)%\. AIPerf results may be
 KNOWN_CACHE_STATES = ("reset", "fresh-prompts", "reused-prompts")
 
 MEASURE_COLUMNS = ["validity_profile", "delivered_concurrency", "steady_throughput_change", "steady_ttft_change",
-                   "send_delay_ms_p99", "aiperf_high_cpu_warnings", "prompt_cache_read_pct", "seed", "seed_policy",
+                   "send_delay_p99_ms", "aiperf_high_cpu_warnings", "prompt_cache_read_pct", "seed", "seed_policy",
                    "cache_state", "osl_requested", "osl_delivered"]
 
 
@@ -115,7 +115,7 @@ def window_measures(records_path: Path, concurrency: int | None) -> dict[str, An
     closed loop holds `concurrency` requests in flight; after the last start only the drain remains.
     """
     out = {"osl_delivered": math.nan, "delivered_concurrency": math.nan, "steady_throughput_change": math.nan, "steady_ttft_change": math.nan,
-           "send_delay_ms_p99": math.nan, "half_requests": (0, 0), "records": 0}
+           "send_delay_p99_ms": math.nan, "half_requests": (0, 0), "records": 0}
     if not Path(records_path).exists():
         return out
     reqs = []  # (start, end, ttft ms, output tokens, send delay ms)
@@ -143,7 +143,7 @@ def window_measures(records_path: Path, concurrency: int | None) -> dict[str, An
         out["delivered_concurrency"] = busy / (b - a)
     delays = sorted(d for *_, d in reqs if math.isfinite(d))
     if delays:
-        out["send_delay_ms_p99"] = delays[min(len(delays) - 1, math.ceil(0.99 * len(delays)) - 1)]
+        out["send_delay_p99_ms"] = delays[min(len(delays) - 1, math.ceil(0.99 * len(delays)) - 1)]
     if b <= a:
         return out
     mid = (a + b) / 2
@@ -226,7 +226,7 @@ def judge_point(m: dict[str, Any], t: dict[str, Any]) -> tuple[bool, list[str]]:
             reasons.append(f"delivered load {got:.2f} requests in flight < {frac:g} x configured concurrency {conc}")
 
     c = t["client"]
-    delay = m["send_delay_ms_p99"]
+    delay = m["send_delay_p99_ms"]
     if math.isfinite(delay) and delay > c["max_send_delay_ms_p99"]:
         reasons.append(f"client-bound: AIPerf sent requests {delay:.0f} ms (p99) after issuing them "
                        f"(> max_send_delay_ms_p99 {c['max_send_delay_ms_p99']:g})")
@@ -252,18 +252,19 @@ def judge_point(m: dict[str, Any], t: dict[str, Any]) -> tuple[bool, list[str]]:
 def mark_saturation(df: pd.DataFrame, t: dict[str, Any]) -> pd.DataFrame:
     """Mark points past the knee: vs the next lower measured concurrency (repetitions reduced to the median),
     throughput barely grows while TTFT p50 does. The rows stay, marked invalid with the reason."""
-    if df.empty or "output_tok_s" not in df or "ttft_ms_p50" not in df:
+    if df.empty or "output_throughput_tok_s" not in df or "ttft_p50_ms" not in df:
         return df
     s = t["saturation"]
     ok = df[df["status"].isin(("ok", "partial"))].dropna(subset=["concurrency"])
-    med = ok.groupby("concurrency")[["output_tok_s", "ttft_ms_p50"]].median().sort_index()
+    med = ok.groupby("concurrency")[["output_throughput_tok_s", "ttft_p50_ms"]].median().sort_index()
     prev = None
     for c, row in med.iterrows():
         if prev is not None:
             pc, pr = prev
             load_growth = c / pc - 1
-            gain = row["output_tok_s"] / pr["output_tok_s"] - 1 if pr["output_tok_s"] > 0 else math.nan
-            ttft_growth = row["ttft_ms_p50"] / pr["ttft_ms_p50"] if pr["ttft_ms_p50"] > 0 else math.nan
+            gain = (row["output_throughput_tok_s"] / pr["output_throughput_tok_s"] - 1
+                    if pr["output_throughput_tok_s"] > 0 else math.nan)
+            ttft_growth = row["ttft_p50_ms"] / pr["ttft_p50_ms"] if pr["ttft_p50_ms"] > 0 else math.nan
             if (math.isfinite(gain) and math.isfinite(ttft_growth) and gain < s["min_throughput_gain"] * load_growth
                     and ttft_growth > s["min_ttft_growth"]):
                 why = (f"saturated: from concurrency {int(pc)} to {int(c)} output tok/s changed {gain:+.0%} while "

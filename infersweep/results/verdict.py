@@ -1,5 +1,5 @@
 """A run's verdict from its points: failed when any point failed or nothing was measured (the last task of a
-recipe's pipeline, steps/verdict.py, and of an experiment, infersweep.experiment.workdir_step verdict).
+recipe's pipeline, steps/verdict.py, and of an experiment, steps/experiment_verdict.py).
 
 Why a step at all: Argo judges a DAG by its leaf tasks (argo-workflows v4.1.2 workflow/controller/dag.go
 assessDAGPhase), and the tasks after the points (summarize, publish, compare) run whatever happened and

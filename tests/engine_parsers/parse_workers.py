@@ -30,7 +30,7 @@ import sys
 import traceback
 
 logging.disable(logging.CRITICAL)
-# Workers run with HF_HUB_OFFLINE=1 and HF_HOME on the model-cache PVC (workflows/dgd.py _worker_env), where
+# Workers run with HF_HUB_OFFLINE=1 and HF_HOME on the model-cache PVC (infersweep/dgd/render.py _worker_env), where
 # the model-cache step has put the snapshot. vLLM then resolves --model to that snapshot folder in
 # EngineArgs.__post_init__ (vllm/transformers_utils/repo_utils.py get_model_path). The same layout is laid
 # out here for every model id the batch names, without the weights (parsing never reads them).

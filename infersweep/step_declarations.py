@@ -1,4 +1,6 @@
-"""Every pipeline step, declared once (infersweep/step_interface.py says how).
+"""Every step, declared once (infersweep/step_interface.py says how): the pipeline's, and the experiment's own
+(mark-start, record-ready, archive, compare, experiment-verdict), so every container a workflow runs gets the
+same securityContext, resources, deadline, log archive and exit through the one runner (steps/runner.py).
 
 Each step's options are spelled here and nowhere else: steps/<module>.py builds its parser with
 `<STEP>.parser()`, workflows/steps_library.py renders its WorkflowTemplate from the same declaration, and the
@@ -18,6 +20,7 @@ from infersweep.step_interface import (OUT, WORKFLOW_NAME, WORKFLOW_NAMESPACE, W
 
 WORKDIR = "/work"
 RUN_DIR = f"{WORKDIR}/run"
+TREATMENTS_DIR = f"{WORKDIR}/treatments"  # an experiment keeps each treatment's run folder here
 READY_FILE = "ready.json"  # wait-ready's time-to-ready record, read by infersweep.results.context
 MODEL_CACHE = "/model-cache"
 DEPLOYED_DGD = f"{RUN_DIR}/deploy/dgd.yaml"  # the DGD as deploy applied it (per-run name, owner)
@@ -205,6 +208,40 @@ TEARDOWN = Step(
      Option("--api-version", "DGD apiVersion (v1beta1 or v1alpha1)", default="v1beta1", input=True)),
     mounts=(), retry=True, read_only_root=True)
 
+# The experiment's own steps (workflows/experiment.py): the pipeline's steps write one run to /work/run, so an
+# experiment marks when each treatment's deploy starts and ends, moves the run aside per treatment, and at the
+# end compares the treatments and judges them (infersweep/experiment/workdir.py, compare.py).
+MARK_START = Step(
+    "mark-start", "mark_start", "Record when a treatment's deploy (or reconfigure) starts, for its time-to-ready.",
+    (Option("--out", "the run folder", required=True, value=RUN_DIR),),
+    read_only_root=True, deadline_s=300)
+
+RECORD_READY = Step(
+    "record-ready", "record_ready", "Record a treatment's time-to-ready (since mark-start) in its run folder.",
+    (Option("--out", "the run folder", required=True, value=RUN_DIR),),
+    read_only_root=True, deadline_s=300)
+
+ARCHIVE = Step(
+    "archive", "archive", "Move the run folder aside as the treatment's, keeping an earlier attempt's.",
+    (Option("--run-dir", "the run folder", required=True, value=RUN_DIR),
+     Option("--treatments-dir", "where each treatment's folder is kept", required=True, value=TREATMENTS_DIR),
+     Option("--treatment", "the treatment's name (its folder)", required=True, input=True)),
+    read_only_root=True, deadline_s=600)
+
+COMPARE = Step(
+    "compare", "compare", "Write the experiment report from every treatment's results table.",
+    (Option("--experiment", "the experiment spec as YAML text", required=True, input=True),
+     Option("--treatments-dir", "where each treatment's folder is kept", required=True, value=TREATMENTS_DIR),
+     Option("--out", "where the report is written (published next)", required=True, value=RUN_DIR)),
+    deadline_s=900)
+
+EXPERIMENT_VERDICT = Step(
+    "experiment-verdict", "experiment_verdict",
+    "Fail the experiment when a treatment had a failed point or measured nothing.",
+    (Option("--treatments-dir", "where each treatment's folder is kept", required=True, value=TREATMENTS_DIR),
+     Option("--points", "JSON: treatment name -> its points", type=json_object, required=True, input=True)),
+    read_only_root=True, deadline_s=300)
+
 # Not a WorkflowTemplate of their own: the reaper runs in its CronWorkflow (workflows/cron.py), aiperf-results
 # is a tool over an AIPerf artifact dir.
 REAP = Step(
@@ -222,4 +259,5 @@ AIPERF_RESULTS = Step(
     image="aiperf", template=False)
 
 DECLARED: tuple[Step, ...] = (ENSURE_PVC, MODEL_CACHE_STEP, DEPLOY, WAIT_READY, AIPERF_POINT, SCRAPE, SUMMARIZE,
-                              PUBLISH, REGRESSION_CHECK, VERDICT, TEARDOWN, REAP, AIPERF_RESULTS)
+                              PUBLISH, REGRESSION_CHECK, VERDICT, TEARDOWN, MARK_START, RECORD_READY, ARCHIVE,
+                              COMPARE, EXPERIMENT_VERDICT, REAP, AIPERF_RESULTS)

@@ -19,7 +19,7 @@ from typing import Any
 from infersweep.names import DGD_NAME_MAX, dns_label
 from infersweep.recipe.models import Workers
 from infersweep.recipe.resolved import ResolvedRecipe
-from workflows import keda, pod_extras
+from infersweep.dgd import keda, pod_extras
 
 MODEL_CACHE_MOUNT = "/model-cache"
 # --trust-remote-code makes transformers copy the model's code into HF_MODULES_CACHE, default
@@ -146,7 +146,8 @@ def dgd_base_name(recipe: str) -> str:
 def render_dgd(r: ResolvedRecipe, *, api_version: str = "v1beta1", name: str | None = None,
                pvc: str = "model-cache", hf_secret: str = "hf-token-secret",
                spare_gpus: int | None = None) -> dict[str, Any]:
-    """`spare_gpus`: GPUs the run holds beyond its own (workflows.pipeline.spare_gpus); where they cannot
+    """The bare render, before the scheduling step: call `infersweep.dgd.deployable_dgd` for what is applied.
+    `spare_gpus`: GPUs the run holds beyond its own (infersweep.dgd.lanes.spare_gpus); where they cannot
     hold the operator's default rollout surge the workers roll without one (rollout_annotations)."""
     rollout = rollout_annotations(r, spare_gpus)
     if api_version == "v1beta1":

@@ -1,6 +1,6 @@
 """The pod-level parts of a DGD's worker and frontend pods: fabric, placement and host resources.
 
-workflows/dgd.py builds each component (command, args, GPUs, model cache); this module adds what the pod
+infersweep/dgd/render.py builds each component (command, args, GPUs, model cache); this module adds what the pod
 needs from the cluster around it, in the place each DGD apiVersion has for it (read from the CRD in
 infersweep/reference/dynamo/crds, nvidia.com_dynamographdeployments.yaml):
 

@@ -1,10 +1,7 @@
-"""Small steps of the experiment workflow that only touch its workdir (the step templates in steps/ write
-one run to the fixed /work/run, so an experiment keeps each treatment's run by moving it aside).
-
-    python -m infersweep.experiment.workdir_step mark-start --out /work/run
-    python -m infersweep.experiment.workdir_step record-ready --out /work/run
-    python -m infersweep.experiment.workdir_step archive --run-dir /work/run --to /work/treatments/NAME
-    python -m infersweep.experiment.workdir_step verdict --treatments-dir /work/treatments --points '{"NAME": [...]}'
+"""What the experiment's small workdir steps do (the pipeline's steps write one run to the fixed /work/run,
+so an experiment keeps each treatment's run by moving it aside). The steps themselves are declared in
+infersweep/step_declarations.py and run as steps/mark_start.py, record_ready.py, archive.py and
+experiment_verdict.py.
 
 `mark-start` runs just before the deploy (or reconfigure) step and `record-ready` just after wait-ready:
 time-to-ready.json holds the seconds between them (each includes one pod start, a few seconds in a
@@ -15,10 +12,8 @@ workflow) under <name>.attempts/N, so nothing measured is overwritten.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
-import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -70,32 +65,3 @@ def experiment_verdict(treatments_dir: Path, points: dict[str, list[dict]]) -> t
         ok_all &= ok
         lines.append(f"{name}: {message}")
     return ok_all, lines
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser()
-    sub = ap.add_subparsers(dest="action", required=True)
-    sub.add_parser("mark-start").add_argument("--out", type=Path, required=True)
-    sub.add_parser("record-ready").add_argument("--out", type=Path, required=True)
-    m = sub.add_parser("archive")
-    m.add_argument("--run-dir", type=Path, required=True)
-    m.add_argument("--to", type=Path, required=True)
-    v = sub.add_parser("verdict")
-    v.add_argument("--treatments-dir", type=Path, required=True)
-    v.add_argument("--points", required=True, help="JSON: treatment name -> its points")
-    a = ap.parse_args(argv)
-    if a.action == "verdict":
-        ok, lines = experiment_verdict(a.treatments_dir, json.loads(a.points))
-        print("verdict: " + "; ".join(lines), file=None if ok else sys.stderr)
-        return 0 if ok else 1
-    if a.action == "mark-start":
-        mark_start(a.out)
-    elif a.action == "record-ready":
-        print(f"time to ready: {record_ready(a.out):.1f} s")
-    else:
-        print(f"run kept at {archive(a.run_dir, a.to)}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
