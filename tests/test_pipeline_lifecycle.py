@@ -195,7 +195,7 @@ def test_the_wait_for_a_lane_does_not_eat_the_span_deadline(installed):
         # the model download's own deadline fits in the queue budget, leaving time to queue
         cache = by_name["infersweep-model-cache"]["spec"]["templates"][0]
         assert int(cache["activeDeadlineSeconds"]) < QUEUE_BUDGET_S
-    # the catalog submitted at once queues its H100 runs up to 15.6 h (README's simulation table)
+    # the catalog submitted at once queues its H100 runs up to 15.6 h (the simulation table of docs/local-executor.md)
     assert QUEUE_BUDGET_S >= 15.6 * 3600 and SPAN_BUDGET_S == 6 * 3600
 
 

@@ -7,7 +7,7 @@ createWorkflowPod takes the pod securityContext from the template (`tmpl.Securit
 workflow spec (`wfSpec.SecurityContext`), the containers from the template's `container` and
 `initContainers`, and the volumes from the workflow's `volumes`, its `volumeClaimTemplates` (as PVC
 volumes) and the template's own. Argo's own executor containers (init/wait) take their securityContext
-from the controller's `executor.securityContext` setting; README "Run lifecycle on a cluster" gives the
+from the controller's `executor.securityContext` setting; docs/cluster.md "Pod Security \"restricted\"" gives the
 setting an operator applies once, it is not part of what we render.
 
 Every rendered document is covered: the whole `infersweep install --dry-run` set (step templates,

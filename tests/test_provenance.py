@@ -1,5 +1,5 @@
 """Every recipe says which seed row or upstream recipe it follows and how it deliberately differs; `recipes
-show` prints it; the README's catalog table is generated from it and is current."""
+show` prints it; docs/catalog.md is generated from it and is current."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from infersweep.catalog import BEGIN, END, markdown_table, readme_with_table
+from infersweep.catalog import catalog_markdown, differences, folders, row, shared_differences, table
 from infersweep.engines.registry import all_engines
 from infersweep.paths import params_dir
 from infersweep.recipe import RecipeError, all_recipe_paths, load_recipe, parse_recipe, recipe_data
@@ -69,25 +69,33 @@ def test_provenance_does_not_change_the_recipe_hash():
 
 
 def test_parser_column_follows_the_engine():
-    table = markdown_table()
+    text = catalog_markdown()
     for p in all_recipe_paths():
         r = load_recipe(p)
-        line = next(l for l in table.splitlines() if l.startswith(f"| `{r.name}` |"))
+        line = next(l for l in text.splitlines() if l.startswith(f"| `{r.name}` |"))
         assert line.split(" | ")[4] == r.engine.parser_tier
     # dynamo.trtllm's parser needs TensorRT-LLM, which does not install on a CPU machine (tests/engine_parsers)
     assert {n: e.parser_tier for n, e in all_engines(params_dir()).items()} == \
         {"vllm": "yes", "sglang": "yes", "trtllm": "pending"}
 
 
-def test_readme_catalog_table_is_current():
-    readme = (REPO / "README.md").read_text()
-    assert readme_with_table(readme, markdown_table()) == readme, \
-        "README.md's catalog table is stale: run `infersweep recipes --markdown --write-readme`"
-    section = readme.split(BEGIN, 1)[1].split(END, 1)[0]
-    assert "checked by engine parser" in section and "differs from upstream because ..." in section
-    assert section.count("\n| `") == len(all_recipe_paths())
+def test_the_catalog_doc_is_current():
+    doc = (REPO / "docs" / "catalog.md").read_text()
+    assert doc == catalog_markdown(), "docs/catalog.md is stale: run `infersweep recipes --markdown --write`"
+    assert "checked by engine parser" in doc and "differs from upstream because ..." in doc
+    assert doc.count("\n| `") == len(all_recipe_paths())  # every recipe has its row
 
 
-def test_readme_without_markers_is_one_clear_error():
-    with pytest.raises(ValueError, match="no catalog markers"):
-        readme_with_table("# README\n", "| a |\n")
+def test_a_folder_states_its_shared_differences_once():
+    """Issue 22: the catalog repeated the folder defaults' differences in every row (33 KB of the README)."""
+    by_folder = folders()
+    report = by_folder["cluster-report"]
+    shared = shared_differences(report)
+    assert "image" in shared and "benchmark" in shared  # from cluster-report/_defaults.yaml
+    text = table(report, shared)
+    assert shared["benchmark"][:40] not in text  # not repeated in the rows
+    assert catalog_markdown().count(shared["benchmark"][:40]) == 1
+    own = [r for r in report if set(differences(r)) - set(shared)]
+    assert own and all(row(r, shared)[5] != "-" for r in own)  # what is a row's own stays in its row
+
+

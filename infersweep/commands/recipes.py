@@ -43,14 +43,13 @@ def run(a: argparse.Namespace) -> int:
             print(r.recipe.model_dump_json(indent=2))
         return 0
     if a.markdown:
-        from infersweep.catalog import markdown_table, write_readme
-        from infersweep.paths import REPO_ROOT
+        from infersweep.catalog import catalog_markdown, catalog_path, write_catalog
 
-        if a.write_readme:
-            changed = write_readme(REPO_ROOT / "README.md")
-            print(f"README.md catalog table {'rewritten' if changed else 'already current'}")
+        if a.write:
+            changed = write_catalog()
+            print(f"{catalog_path()} {'rewritten' if changed else 'already current'}")
         else:
-            print(markdown_table(), end="")
+            print(catalog_markdown(), end="")
         return 0
     rows = []
     for p in all_recipe_paths():
@@ -65,6 +64,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("recipes", help="list recipes, or show one")
     p.add_argument("action", nargs="?", choices=["list", "show"], default="list")
     p.add_argument("name", nargs="?")
-    p.add_argument("--markdown", action="store_true", help="the catalog as the README's Markdown table (with provenance)")
-    p.add_argument("--write-readme", action="store_true", help="with --markdown: rewrite README.md's catalog table")
+    p.add_argument("--markdown", action="store_true", help="the catalog (docs/catalog.md) as Markdown, one table per folder")
+    p.add_argument("--write", action="store_true", help="with --markdown: rewrite docs/catalog.md")
     p.set_defaults(fn=run)
