@@ -2,7 +2,8 @@
 
 `python -m tests.golden` rewrites them; tests/test_golden.py fails when rendering drifts from them,
 so every change to what reaches a cluster shows up in review as a YAML diff. The writer is a tool over
-render and lives beside the tests; the files stay in workflows/golden/, beside the code that renders them.
+render and lives beside the tests, and so do the files (tests/golden/, marked generated in .gitattributes): they
+are test data, not part of the package setuptools ships.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import ResolvedRecipe, all_recipe_paths, load_recipe
 from infersweep.render import library_templates, render_recipe
 
-GOLDEN_DIR = Path(__file__).resolve().parents[1] / "workflows" / "golden"
+GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
 
 
 def _dump(doc: dict) -> str:

@@ -1,4 +1,4 @@
-"""Rendering matches the golden YAML committed in workflows/golden (regenerate: python -m tests.golden)."""
+"""Rendering matches the golden YAML committed in tests/golden (regenerate: python -m tests.golden)."""
 
 from __future__ import annotations
 

@@ -430,7 +430,7 @@ def test_wait_ready_records_the_runtime_namespaces_for_the_scrape(tmp_path):
 
 def test_a_failed_scrape_still_lets_the_run_be_summarised_and_published():
     """The exit handler: a scrape that fails loudly (exit 1) must not cost the run its results table."""
-    yml = yaml.safe_load((Path(__file__).parent.parent / "workflows/golden/templates/infersweep-vllm-agg.yaml").read_text())
+    yml = yaml.safe_load((Path(__file__).parent / "golden/templates/infersweep-vllm-agg.yaml").read_text())
     handler = next(t for t in yml["spec"]["templates"] if t["name"] == "exit-handler")
     tasks = {t["name"]: t for t in handler["dag"]["tasks"]}
     assert tasks["summarize"]["depends"] == "scrape.Succeeded || scrape.Failed || scrape.Errored"
