@@ -226,3 +226,22 @@ def test_a_reaper_for_an_unserved_dgd_version_names_the_fix():
 
     with pytest.raises(SystemExit, match="infersweep install --dgd-api"):
         reap(Custom(), "bench", "v1beta1")
+
+
+def test_an_experiment_keeps_its_workdir_for_retry_and_its_deadline_counts_the_lane_wait():
+    """The experiment's template follows the pipeline's lifecycle (issue 20 item 4, experiment side): the
+    workdir PVC survives a failed or terminated run (volumeClaimGC OnWorkflowSuccess), and the deadline holds the
+    queue budget on top of the treatments' own (the lock is taken inside the running Workflow)."""
+    from infersweep.experiment.plan import make_plan
+    from infersweep.experiment.spec import all_experiment_paths, load_experiment
+    from workflows.experiment import experiment_template
+    from workflows.pipeline import QUEUE_BUDGET_S
+
+    settings = load_cluster_settings()
+    for path in all_experiment_paths():
+        plan = make_plan(load_experiment(path))
+        spec = experiment_template(plan, settings).to_dict()["spec"]
+        assert spec["volumeClaimGC"] == {"strategy": "OnWorkflowSuccess"}, path.name
+        own = sum(len(s.treatment.recipe.recipe.workload.concurrency) * s.treatment.recipe.recipe.workload.point_timeout_s
+                  for s in plan.steps) + 3600 * len(plan.steps)
+        assert spec["activeDeadlineSeconds"] == QUEUE_BUDGET_S + own, path.name

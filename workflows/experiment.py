@@ -54,6 +54,7 @@ from infersweep.names import dns_label
 from infersweep.recipe import RecipeError, ResolvedRecipe
 from infersweep.recipe_context import recipe_context
 from workflows.gpu_guard import recipes_synchronization
+from workflows.pipeline import QUEUE_BUDGET_S
 from workflows.pipeline import points_json
 from workflows.steps_library import pod_security_context, step_task
 
@@ -125,8 +126,13 @@ def experiment_template(plan: Plan, settings: ClusterSettings, *, dgd_api: str =
                 requests={"storage": m.Quantity(workdir_size)})))],
         volumes=[m.Volume(name="model-cache", persistent_volume_claim=m.PersistentVolumeClaimVolumeSource(
             claim_name=settings.model_cache.pvc))],
-        # Every point may run to its timeout, plus an hour per treatment for deploys and bookkeeping.
-        active_deadline_seconds=points_s + 3600 * len(plan.steps),
+        # The wait for the GPU lane counts against a workflow's deadline (the lock is taken inside the running
+        # Workflow, on the treatments template), so the deadline is the pipeline's queue budget plus the span's
+        # own: every point may run to its timeout, plus an hour per treatment for deploys and bookkeeping.
+        active_deadline_seconds=QUEUE_BUDGET_S + points_s + 3600 * len(plan.steps),
+        # Keep the workdir unless the run Succeeded, so a UI Retry of a failed or terminated experiment finds its
+        # treatments' folders (argo-workflows v4.1.2 operator.go deletePVCs; as the pipeline: workflows/pipeline.py).
+        volume_claim_gc=m.VolumeClaimGC(strategy="OnWorkflowSuccess"),
         pod_gc=m.PodGC(strategy="OnPodSuccess"),
         ttl_strategy=m.TTLStrategy(seconds_after_completion=7 * 24 * 3600),
         service_account_name=settings.service_account,
