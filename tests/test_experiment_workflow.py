@@ -119,6 +119,7 @@ def test_workdir_steps_record_ready_and_keep_earlier_attempts(tmp_path):
 
 
 def test_compare_step_writes_the_report_from_treatment_folders(tmp_path):
+    from infersweep.results.columns import SCHEMA_VERSION
     from steps.compare import main
 
     from tests.test_experiment_report import table
@@ -127,7 +128,8 @@ def test_compare_step_writes_the_report_from_treatment_folders(tmp_path):
     for name, v in (("rr", 1000.0), ("kv", 550.0)):
         folder = tmp_path / "treatments" / name
         (folder / "summary").mkdir(parents=True)
-        table({c: [v] for c in cs}).to_parquet(folder / "summary" / "results.parquet")
+        # as the summarize step writes it: with the table's schema version (infersweep.results.legacy reads by it)
+        table({c: [v] for c in cs}).assign(schema_version=SCHEMA_VERSION, run_id=f"r-{name}", recipe=name).to_parquet(folder / "summary" / "results.parquet")
         (folder / "time-to-ready.json").write_text(json.dumps({"seconds": 240.0 if name == "rr" else 21.0}))
     spec = load_experiment("nemotron-rr-vs-kv").path.read_text()
     assert main(["--experiment", spec, "--treatments-dir", str(tmp_path / "treatments"), "--out", str(tmp_path / "out")]) == 0
