@@ -20,7 +20,7 @@ from infersweep.results.comparable import NotComparable, check_comparable
 from infersweep.results.run import Run
 from infersweep.results.table import finish_table
 
-SLO = {"ttft_p50_ms": 2000, "tok_s_user_min": 20}
+SLO = {"ttft_p50_ms": 2000, "output_throughput_p50_tok_s_per_user": 20}
 CTX = {"model": "Qwen/Qwen3-0.6B", "workload": {"isl": 128, "osl": 64}, "slo": SLO, "source": "measured"}
 
 
@@ -29,10 +29,11 @@ def table(recipe: str, tok: dict[int, float], reps: int = 1, slo=SLO) -> pd.Data
     for c, t in tok.items():
         for r in range(reps):
             rows.append({"run_id": f"wf-{recipe}", "recipe": recipe, "concurrency": c, "repetition": r, "status": "ok",
-                         "reason": "", "error_rate": 0.0, "ttft_ms_p50": 100.0, "ttft_ms_avg": 100.0,
-                         "itl_ms_p50": 5.0, "itl_ms_avg": 5.0, "request_latency_ms_avg": 900.0,
-                         "request_latency_ms_p50": 900.0, "output_tok_s": t, "request_per_s": t / 100,
-                         "tok_s_per_gpu": t / 2, "tok_s_per_user": 50.0, "tok_s_per_user_p50": 50.0,
+                         "reason": "", "error_ratio": 0.0, "ttft_p50_ms": 100.0, "ttft_avg_ms": 100.0,
+                         "itl_p50_ms": 5.0, "itl_avg_ms": 5.0, "request_latency_avg_ms": 900.0,
+                         "request_latency_p50_ms": 900.0, "output_throughput_tok_s": t, "request_throughput_req_s": t / 100,
+                         "output_throughput_tok_s_per_gpu": t / 2, "output_throughput_avg_tok_s_per_user": 50.0,
+                         "output_throughput_p50_tok_s_per_user": 50.0,
                          "goodput_req_s": t / 100, "slo_pass": True, "slo_detail": "meets", "valid": True,
                          "validity_reasons": ""})
     return finish_table(pd.DataFrame(rows), {"recipe": recipe, "slo": slo})
@@ -168,7 +169,7 @@ def test_repetitions_land_in_folders_of_their_own_and_the_verdict_finds_them(tmp
 def test_a_verdict_from_one_repetition_says_why_its_noise_is_unknown():
     from infersweep.results.regression import judge_run
 
-    v = judge_run(table("a", {1: 100.0, 4: 200.0}), A, {"output_tok_s": 0.05})
+    v = judge_run(table("a", {1: 100.0, 4: 200.0}), A, {"output_throughput_tok_s": 0.05})
     assert v.verdict == "regressed"
     assert "noise unknown for 10 of 10 checks: their points ran once (n=1)" in v.report
     assert "regression.repetitions to 2 or more" in v.report
@@ -182,8 +183,8 @@ def test_compare_shows_n_and_a_confidence_interval_and_calls_a_change_inside_it_
     other = table("b", {1: 101.5, 4: 390.0}, reps=3)
     # run-to-run spread: +-4 % around each median
     for t in (base, other):
-        t["output_tok_s"] = t["output_tok_s"] * t["repetition"].map({0: 0.96, 1: 1.0, 2: 1.04})
-    cmp = compare_runs({"a": base, "b": other}, [("output_tok_s", "output tok/s")])
+        t["output_throughput_tok_s"] = t["output_throughput_tok_s"] * t["repetition"].map({0: 0.96, 1: 1.0, 2: 1.04})
+    cmp = compare_runs({"a": base, "b": other}, [("output_throughput_tok_s", "output tok/s")])
     ch = cmp.changes.set_index("concurrency")
     assert (ch.at[1, "n_baseline"], ch.at[1, "n"]) == (3, 3) and ch.at[1, "ci95_pct"] > 1.5
     assert ch.at[1, "better"] is None  # +1.5 % inside its interval: not a win

@@ -384,6 +384,8 @@ def test_submit_stamps_a_distinct_priority_on_each_run(settings, monkeypatch):
             return name
 
     monkeypatch.setattr("infersweep.commands.submit.server_from_args", lambda a: Server())
+    # the templates-installed check is tests/test_submit_auth.py's; here the cluster has this checkout's
+    monkeypatch.setattr("infersweep.commands.submit.check_installed", lambda server, expected: None)
     a = argparse.Namespace(recipe=RECIPE, set=[], dgd_api="v1beta1", no_cache=True, watch=False, poll_s=1)
     assert submit.run(a) == 0 and submit.run(a) == 0
     p = [d["spec"]["priority"] for d in sent]
