@@ -34,6 +34,7 @@ from infersweep.experiment.kv_reset import mark_reset
 from infersweep.experiment.plan import Plan
 from infersweep.experiment.restart import RestartClass
 from infersweep.recipe import RecipeError, ResolvedRecipe
+from infersweep.recipe.release import for_dgd_api
 from infersweep.recipe_context import recipe_context
 from workflows.gpu_guard import recipes_synchronization
 from workflows.pipeline import points_json, spare_gpus
@@ -162,7 +163,7 @@ def experiment_workflow(plan: Plan, settings: ClusterSettings, *, namespace: str
             largest = max(treatments, key=lambda t: t.gpu_capacity)
             exact = any(default_surge_gpus(t) > spare_gpus(t, settings, largest) for t in treatments)
             for i, (s, dgd_name) in enumerate(zip(plan.steps, names)):
-                r: ResolvedRecipe = s.treatment.recipe
+                r: ResolvedRecipe = for_dgd_api(s.treatment.recipe, dgd_api)  # its release's images
                 t = f"t{i}"
                 w = r.recipe.workload
                 args = {"points": _compact(w.points()), "workload": _compact(w.aiperf_workload()),
