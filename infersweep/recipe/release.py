@@ -39,6 +39,10 @@ class ReleaseEngine(Strict):
 class Release(Strict):
     dynamo: str
     dgd_api: DgdApi
+    # The release params/engines/<engine>.yaml spell as they are: an engine it does not list renders with its
+    # data file unchanged (adding an engine stays one data file plus one module). Any other release must
+    # list every engine it renders (else one engine's newer images would reach an older operator).
+    base: bool = False
     engines: dict[str, ReleaseEngine]
 
 
@@ -140,8 +144,9 @@ def flag_problem(r: ResolvedRecipe, name: str, rel: Release, pdir: Path | None) 
     known = release_flags(name, pdir).get(module)
     if known is None:
         return None  # no flags list for this module (dynamo.trtllm: its parser needs tensorrt_llm)
-    engine_version = rel.engines[r.recipe.engine].version
-    what = f"a flag of {module} in Dynamo {rel.dynamo} ({r.engine.label} {engine_version}), the release --dgd-api {rel.dgd_api} renders"
+    spec = rel.engines.get(r.recipe.engine)
+    version = f" ({r.engine.label} {spec.version})" if spec else ""
+    what = f"a flag of {module} in Dynamo {rel.dynamo}{version}, the release --dgd-api {rel.dgd_api} renders"
     for token in r.recipe.engine_args:
         flag = flag_name(token, module)
         if flag and not accepted(flag, known):
@@ -163,7 +168,7 @@ def for_dgd_api(r: ResolvedRecipe, api: str, pdir: Path | None = None) -> Resolv
     if r.release == name:
         return r
     path = r.path or r.name
-    spec = rel.engines.get(r.recipe.engine)
+    spec = rel.engines.get(r.recipe.engine) or (ReleaseEngine(version="") if rel.base else None)
     if spec is None:
         raise RecipeError(f"{path}: engine: Dynamo {rel.dynamo} (the release --dgd-api {api} renders) has no "
                           f"{r.recipe.engine} here; add engines.{r.recipe.engine} to "
