@@ -240,8 +240,15 @@ def parse_frontend(args: list[str]) -> dict:
     return {"router_mode": str(getattr(config.router_mode, "value", config.router_mode))}
 
 
+def list_flags(args: list[str]) -> dict:
+    """Not a command line: the flags each worker module accepts (list_flags.py), in this batch's process."""
+    from list_flags import sglang_flags, vllm_flags  # beside this file, on sys.path as the script's folder
+
+    return {"dynamo.vllm": vllm_flags(), "dynamo.sglang": sglang_flags()}
+
+
 PARSERS = {"dynamo.vllm": parse_vllm, "dynamo.sglang": parse_sglang, "dynamo.trtllm": parse_trtllm,
-           "dynamo.frontend": parse_frontend}
+           "dynamo.frontend": parse_frontend, "flags": list_flags}
 
 
 def main() -> None:
