@@ -103,3 +103,21 @@ def test_every_planned_flag_is_one_dynamo_1_3_1s_parser_has(recipe):
         module = w.argv[2]
         names = [flag_name(t, module) for t in w.argv[3:]]
         assert [n for n in names if n and not accepted(n, flags[module])] == [], w.name
+
+
+def test_the_banner_names_the_stack_that_runs_the_workers(monkeypatch):
+    """An SGLang run names SGLang and its interpreter's ai-dynamo/torch, not the vLLM site's vLLM."""
+    import infersweep.local.gpu_run as gpu_run
+    from infersweep.local.dynamo import GpuWorkers
+
+    stacks = {"/gpu/vllm-python": {"vllm": "0.23.0", "ai-dynamo": "1.3.1", "torch": "2.11.0+cu130"},
+              SGLANG_PY: {"sglang": "0.5.14", "ai-dynamo": "1.3.1", "torch": "2.11.0+cu130"}}
+    monkeypatch.setattr(gpu_run, "stack_versions", lambda python: stacks[python])
+    monkeypatch.setenv("INFERSWEEP_GPU_PYTHON_SGLANG", SGLANG_PY)
+    gpu = GpuWorkers(python="/gpu/vllm-python")
+    dgd = render_dgd(load_recipe("qwen3-32b-fp8-sglang-agg"), name="t")
+    assert gpu_run.worker_modules(dgd) == {"dynamo.sglang"}
+    assert gpu_run.engine_stack(gpu, {"dynamo.sglang"}) == stacks[SGLANG_PY]
+    assert gpu_run.engine_stack(gpu, {"dynamo.vllm"}) == stacks["/gpu/vllm-python"]
+    words = gpu_run.measured_on(H200S[:1], 1, gpu_run.engine_stack(gpu, {"dynamo.sglang"}), "dummy", None)
+    assert "sglang 0.5.14" in words and "vllm" not in words
