@@ -133,7 +133,7 @@ def engine_spelled_flags(e: Engine) -> list[tuple[str, str]]:
 
 def _other_release_with(flag: str, module: str, current: str, pdir: Path | None) -> str | None:
     for name, rel in releases(pdir).items():
-        if name != current and flag in release_flags(name, pdir).get(module, frozenset()):
+        if name != current and accepted(flag, release_flags(name, pdir).get(module, frozenset())):
             return f"Dynamo {rel.dynamo}'s (--dgd-api {rel.dgd_api})"
     return None
 
@@ -182,6 +182,10 @@ def for_dgd_api(r: ResolvedRecipe, api: str, pdir: Path | None = None) -> Resolv
             raise RecipeError(format_pydantic(releases_dir(pdir or params_dir()) / f"{name}.yaml", e)) from None
     out = copy.copy(r)
     out.engine, out.release = engine, name
+    if spec.set:  # what only the engine's facts decide, again on this release's (speculative methods, ...)
+        from infersweep.recipe.resolve import _check_features
+
+        _check_features(out, path)
     problem = flag_problem(out, name, rel, pdir)
     if problem:
         raise RecipeError(f"{path}: {problem}")
