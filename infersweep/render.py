@@ -22,6 +22,7 @@ from infersweep import render_cache
 if TYPE_CHECKING:  # the settings are loaded by the caller; their pydantic model need not be built here
     from infersweep.cluster_settings import ClusterSettings
 from infersweep.recipe import ResolvedRecipe
+from infersweep.recipe.release import for_dgd_api
 from infersweep.schemas import reference_dir, validate_document
 
 # workflows.pipeline and workflows.steps_library import hera.workflows (~1.2 s, most of a
@@ -133,6 +134,7 @@ def render_recipe(r: ResolvedRecipe, settings: ClusterSettings, *, dgd_api: str 
     """The recipe's bundle, every document validated. cache=True (the CLI's default, --no-cache turns it off)
     takes a bundle rendered before from exactly the same inputs (render_cache.bundle_key) and keeps a new one;
     it is never used unless asked for, so tests and the golden files always render."""
+    r = for_dgd_api(r, dgd_api)  # the release of the DGD's operator, before the context hashes its engine
     if not (cache and render_cache.enabled()):
         return _render(r, settings, dgd_api=dgd_api, namespace=namespace, overrides=overrides, workflow_name=workflow_name)
     key = render_cache.bundle_key(r, settings, dgd_api=dgd_api, namespace=namespace, overrides=overrides,

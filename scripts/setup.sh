@@ -11,6 +11,8 @@
 #                 internet uses the offline bundle instead (python -m infersweep.gpu_bundle, docs/measured-h200.md)
 #   .venv-engines only with --engines (or INFERSWEEP_ENGINES=1): ai-dynamo 1.6.1 + vLLM 0.31 + SGLang 0.5.21
 #                 for the engine-parser tier (tests/test_engine_parsers.py); ~8 GB, see README "Environments"
+#   .venv-engines-1.3 with it: ai-dynamo 1.3.1 + vLLM 0.23.0 + SGLang 0.5.14 modules (--no-deps, ~1 GB) layered over
+#                 .venv-engines, for the Dynamo 1.3.1 release's parsers (docs/engine-releases.md)
 # A second run with nothing changed takes a second or two.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -103,5 +105,20 @@ if [ "$ENGINES" = 1 ] && venv .venv-engines images/dynamo-local.requirements.txt
   # torchaudio 2.11 / torchcodec (vLLM's pins) do not load with torch 2.13 and transformers imports them when present.
   $E uninstall -q -y torchaudio torchcodec || true
   done_venv .venv-engines
+fi
+# The Dynamo 1.3.1 release's parsers (images/engines-1.3.requirements.txt): not an environment but a folder of
+# modules installed --no-deps that the tier puts before .venv-engines on PYTHONPATH. Cached like the others.
+if [ "$ENGINES" = 1 ]; then
+  want=$(stamp images/engines-1.3.requirements.txt images/engines.requirements.txt images/engines-nodeps.requirements.txt)
+  target="$ENV_CACHE/engines-1.3-$want"
+  [ -L .venv-engines-1.3 ] || rm -rf .venv-engines-1.3
+  ln -sfn "$target" .venv-engines-1.3
+  if [ -f "$target/.infersweep-stamp" ]; then echo "setup: .venv-engines-1.3 from $target"; else
+    echo "setup: building .venv-engines-1.3 (ai-dynamo 1.3.1 + vLLM 0.23.0 + SGLang 0.5.14 parsers, --no-deps)"
+    rm -rf "$target" && mkdir -p "$target"
+    .venv-engines/bin/pip install -q --disable-pip-version-check --no-deps --target "$target" \
+      -r images/engines-1.3.requirements.txt
+    echo "$want" > "$target/.infersweep-stamp"
+  fi
 fi
 echo "setup: ready ($(.venv/bin/infersweep --help >/dev/null && echo infersweep ok))"

@@ -116,6 +116,14 @@ def test_a_stub_engine_is_one_data_file_and_one_module_and_renders_a_valid_dgd(w
     r = load_recipe(_add_stub(pdir, edir), pdir)
     assert isinstance(r.engine, Engine) and r.engine.name == "stub"
     assert r.gpu_count == 4  # the stub's own DP rule: DP inside TP, 2 replicas x TP=2
+    # v1alpha1 renders the Dynamo 1.3.1 release, which names the images of each engine it renders
+    # (params/engines/releases/, docs/engine-releases.md): a new engine is refused there until it is listed.
+    with pytest.raises(RecipeError, match="Dynamo 1.3.1 .* has no stub here; add engines.stub to"):
+        render_dgd(r, api_version="v1alpha1")
+    release = pdir / "engines" / "releases" / "dynamo-1.3.1.yaml"
+    data = yaml.safe_load(release.read_text())
+    data["engines"]["stub"] = {"version": "0.1"}
+    release.write_text(yaml.safe_dump(data))
     for api in ("v1beta1", "v1alpha1"):
         dgd = render_dgd(r, api_version=api)
         validate_dgd(dgd)  # the DGD CRD's schema, unknown fields forbidden

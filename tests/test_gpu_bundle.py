@@ -96,3 +96,16 @@ def test_parts_verify_join_and_unpack_and_a_corrupt_part_is_named(tmp_path):
     first.unlink()
     with pytest.raises(SystemExit, match=r"part00: missing"):
         assemble.assemble(mpath, tmp_path / "host3")
+
+
+def test_the_sglang_profile_is_its_own_site_and_keeps_the_hosts_torch():
+    """SGLang 0.5.14's pins (transformers 5.8.1, xgrammar 0.2.1) are not vLLM 0.23.0's: a site of its own. Its
+    torch==2.11.0 is the host's (not fetched); transformers 5.8.1 is fetched over the host's 5.17."""
+    p = load_profile("sglang-0.5.14-dynamo-1.3")
+    assert p.site == "site-sglang" != load_profile("vllm-0.23-dynamo-1.3").site
+    assert "sglang==0.5.14" in p.roots and "ai-dynamo==1.3.1" in p.roots and "dynamo.sglang" in p.smoke
+    w = walk(exclude=p.exclude, overrides=p.overrides)
+    assert w.add("torch==2.11.0") is None and w.skipped["torch"] == "host has 2.11.0"
+    assert w.add("transformers==5.8.1") == "transformers"
+    assert w.add("cuda-python>=13.0") is None  # the host's cuda-bindings/-core/-pathfinder serve it
+    assert w.add("quack-kernels>=0.4.1") == "quack-kernels" and str(w.specs["quack-kernels"]) == "==0.5.0"

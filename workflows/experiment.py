@@ -52,6 +52,7 @@ from infersweep.experiment.plan import Plan
 from infersweep.experiment.restart import RestartClass
 from infersweep.names import dns_label
 from infersweep.recipe import RecipeError, ResolvedRecipe
+from infersweep.recipe.release import for_dgd_api
 from infersweep.recipe_context import recipe_context
 from workflows.gpu_guard import recipes_synchronization
 from workflows.pipeline import QUEUE_BUDGET_S
@@ -183,7 +184,7 @@ def experiment_template(plan: Plan, settings: ClusterSettings, *, dgd_api: str =
             largest = max(treatments, key=lambda t: t.gpu_capacity)
             exact = pool_is_exact(treatments, settings)
             for i, (s, dgd_name) in enumerate(zip(plan.steps, names)):
-                r: ResolvedRecipe = s.treatment.recipe
+                r: ResolvedRecipe = for_dgd_api(s.treatment.recipe, dgd_api)  # its release's images
                 t = f"t{i}"
                 w = r.recipe.workload
                 args = {"points": points_text(w.points()), "workload": _compact(w.aiperf_workload()),

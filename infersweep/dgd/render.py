@@ -18,6 +18,7 @@ from typing import Any
 
 from infersweep.names import DGD_NAME_MAX, dns_label
 from infersweep.recipe.models import Workers
+from infersweep.recipe.release import for_dgd_api
 from infersweep.recipe.resolved import ResolvedRecipe
 from infersweep.dgd import keda, pod_extras
 
@@ -149,6 +150,10 @@ def render_dgd(r: ResolvedRecipe, *, api_version: str = "v1beta1", name: str | N
     """The bare render, before the scheduling step: call `infersweep.dgd.deployable_dgd` for what is applied.
     `spare_gpus`: GPUs the run holds beyond its own (infersweep.dgd.lanes.spare_gpus); where they cannot
     hold the operator's default rollout surge the workers roll without one (rollout_annotations)."""
+    if api_version not in ("v1beta1", "v1alpha1"):
+        raise ValueError(f"DGD apiVersion {api_version!r}: use v1beta1 (Dynamo >= 1.6) or v1alpha1 (older operators)")
+    # The release of this apiVersion's operator: its images and flags (infersweep/recipe/release.py).
+    r = for_dgd_api(r, api_version)
     rollout = rollout_annotations(r, spare_gpus)
     if api_version == "v1beta1":
         spec = _spec_v1beta1(r, pvc, hf_secret, rollout)

@@ -468,12 +468,13 @@ def deploy_local(
 def _deploy_gpu(deployment: LocalDeployment, group: "procs.ProcessGroup", frontend: Component | None,
                 workers: list[Component], env: dict[str, str], logs: Path, *, gpu: GpuWorkers, model_dir: Path,
                 http_port: int, state_dir: Path) -> LocalDeployment:
-    from infersweep.local.gpu_workers import detect_gpus, plan_workers
+    from infersweep.local.gpu_workers import detect_gpus, engine_pythons, plan_workers
 
     gpus = list(gpu.gpus) or detect_gpus()
     base_env = env | engine_cache_env(gpu.engine_cache) | {"HF_HOME": str(state_dir / "hf-home")}
     plan = plan_workers(workers, gpus, python=gpu.python, model_dir=str(model_dir), weights=gpu.weights,
-                        base_env=base_env, free_port=free_port, served_name_of=served_model_name)
+                        base_env=base_env, free_port=free_port, served_name_of=served_model_name,
+                        pythons=engine_pythons())
     try:
         for w in plan:
             group.spawn(w.name, w.argv, w.env, logs / f"{w.name}.log", cwd=state_dir)

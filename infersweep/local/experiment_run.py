@@ -205,7 +205,10 @@ def run_experiment_local(ref: str | Path | None, *, out_root: Path = Path("runs"
         if gpu is not None:
             from infersweep.local.gpu_run import start_gpu_side
 
-            sampler, gpu_env = start_gpu_side(run_dir, gpu, str(max(used.values())), state_dir)
+            from infersweep.local.gpu_run import worker_modules
+
+            modules = set().union(*(worker_modules(render_dgd(s.treatment.recipe, name="fit")) for s in plan.steps))
+            sampler, gpu_env = start_gpu_side(run_dir, gpu, str(max(used.values())), state_dir, modules=modules)
             env |= gpu_env
         # `argo stop` on Ctrl-C / SIGTERM: the exit handler still tears the deployment down
         argo, root = execute(workflow, templates, run_id=run_id, run_dir=run_dir,

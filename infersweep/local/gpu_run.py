@@ -3,7 +3,8 @@
 - `config_only_model`: the toy tokenizer (infersweep.local.toy_model) beside the model's real architecture
   config (params/model-configs/<org>--<name>.json), for `--weights dummy`: real kernels, memory and KV-cache
   size, random weights, no download. With `--weights cache` the folder must hold the weights already.
-- `stack_versions`: vLLM / ai-dynamo / torch as the GPU interpreter imports them, for every row's provenance.
+- `stack_versions` / `engine_stack`: vLLM or SGLang / ai-dynamo / torch as the workers' interpreters import
+  them, for every row's provenance.
 - `measured_on`: the words every table and report shows (infersweep.predict.source.MEASURED_ON_ENV).
 - `gpu_workers` / `model_folder`: what `run --local` and `experiment run --local` hand the adapter.
 - `start_gpu_side` / `write_gpu_record`: the NVML sampler and the words that say what ran; each worker's
@@ -21,7 +22,7 @@ import sys
 from pathlib import Path
 
 from infersweep.local.dynamo import GpuWorkers
-from infersweep.local.gpu_workers import Gpu, GpuShortfall, detect_gpus, plan_workers
+from infersweep.local.gpu_workers import Gpu, GpuShortfall, detect_gpus, engine_pythons, plan_workers
 from infersweep.local.toy_model import build_toy_model
 from infersweep.paths import params_dir, venv_python
 from infersweep.recipe import RecipeError
@@ -102,17 +103,45 @@ def check_fits(dgd: dict, gpus: list[Gpu], *, python: str, model_dir: Path, weig
     from infersweep.local.dynamo import read_components, served_model_name
 
     plan = plan_workers(read_components(dgd), gpus, python=python, model_dir=str(model_dir), weights=weights,
-                        base_env={}, free_port=lambda: 0, served_name_of=served_model_name)
+                        base_env={}, free_port=lambda: 0, served_name_of=served_model_name, pythons=engine_pythons())
     return len({g for w in plan for g in w.gpus})
 
 
-def start_gpu_side(run_dir: Path, gpu: GpuWorkers, gpu_count: str | None, state_dir: Path):
-    """The NVML sampler and the environment that tells the steps what ran (GPU, stack, weights)."""
+def worker_modules(dgd: dict) -> set[str]:
+    """The engine modules the DGD's workers run (dynamo.vllm, dynamo.sglang)."""
+    from infersweep.local.dynamo import read_components
+
+    return {c.module for c in read_components(dgd) if c.role != "frontend" and c.module}
+
+
+def workflow_worker_modules(workflow: dict) -> set[str]:
+    """The engine modules of the DGD a recipe's Workflow deploys (its `dgd` parameter)."""
+    import yaml
+
+    params = {p["name"]: p.get("value") for p in workflow.get("spec", {}).get("arguments", {}).get("parameters", [])}
+    return worker_modules(yaml.safe_load(params["dgd"])) if params.get("dgd") else set()
+
+
+def engine_stack(gpu: GpuWorkers, modules: set[str]) -> dict[str, str]:
+    """The versions of what runs: each engine's interpreter (infersweep.local.gpu_workers.engine_pythons), and
+    of the two engines only the ones the workers run (a vLLM site and an SGLang site each have ai-dynamo)."""
+    pythons = engine_pythons()
+    versions: dict[str, str] = {}
+    for python in sorted({pythons.get(m, gpu.python) for m in modules} or {gpu.python}):
+        versions |= stack_versions(python)
+    engines = {m.split(".", 1)[1] for m in modules}
+    return {k: v for k, v in versions.items() if k not in ("vllm", "sglang") or not engines or k in engines}
+
+
+def start_gpu_side(run_dir: Path, gpu: GpuWorkers, gpu_count: str | None, state_dir: Path,
+                   modules: set[str] | None = None):
+    """The NVML sampler and the environment that tells the steps what ran (GPU, stack, weights); `modules`:
+    the workers' engine modules (worker_modules), whose interpreters' versions are the stack."""
     from infersweep.local.gpu_telemetry import NvmlSampler
     from infersweep.predict.source import MEASURED_ON_ENV
     from infersweep.results.gpu_telemetry import GPU_TELEMETRY_ENV
 
-    versions = stack_versions(gpu.python)
+    versions = engine_stack(gpu, modules or set())
     words = measured_on(list(gpu.gpus), int(gpu_count or len(gpu.gpus)), versions, gpu.weights, driver_version())
     print(f"workers: real engines ({words})", flush=True)
     samples = run_dir / "telemetry" / "gpu-samples.jsonl"

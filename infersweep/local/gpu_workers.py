@@ -6,7 +6,13 @@ rule is a pure function of the DGD's components and the GPUs found, so the CPU-o
 
 - GPUs per replica: tensor x pipeline x data parallel size, from the engine's own flags (vLLM
   ``--tensor-parallel-size``/``-tp``, ``--pipeline-parallel-size``/``-pp``, ``--data-parallel-size``/``-dp``;
-  SGLang ``--tp-size``/``--tp``, ``--dp-size``/``--dp``). A multinode replica's ranks are all on this host.
+  SGLang ``--tp-size``/``--tp``, ``--pp-size``, ``--dp-size``/``--dp``). SGLang's DP attention
+  (``--enable-dp-attention``) runs its DP ranks inside the TP group: TP x PP GPUs (sglang 0.5.14
+  srt/managers/data_parallel_controller.py: launch_dp_schedulers gives each DP rank tp_size x pp_size GPUs,
+  launch_dp_attention_schedulers one TP group). A multinode replica's ranks are all on this host.
+- The interpreter: ``python -m dynamo.<engine>`` runs in the interpreter given for its engine (``pythons``:
+  e.g. the GPU bundle's venv-site-sglang for dynamo.sglang, $INFERSWEEP_GPU_PYTHON_SGLANG: SGLang and vLLM
+  pin different transformers/xgrammar, so each has its own site), else the default one.
 - Sharing: a worker that states its memory fraction (vLLM ``--gpu-memory-utilization``, SGLang
   ``--mem-fraction-static``) may share GPUs with others as long as the fractions on each GPU add up to at
   most 1; a worker without one owns its GPUs (vLLM's default fraction is 0.9: a second engine on that GPU
@@ -18,15 +24,19 @@ rule is a pure function of the DGD's components and the GPUs found, so the CPU-o
   (``--load-format dummy`` over a config-only folder) give real kernels without a weights download.
 - KV events: each worker publishes on a port of its own (several engines on one host would all bind the
   rendered ``tcp://*:20080``); the rest of the rendered ``--kv-events-config`` is kept.
+- SGLang PD: each prefill worker gets a bootstrap port of its own (the rendered ``12345`` is one port per
+  pod); its decode peers learn it from the prefill's own server args through Dynamo (ai-dynamo 1.3.1
+  dynamo/sglang/_disagg.py reads ``server_args.disaggregation_bootstrap_port``).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from infersweep.local.engine_flags import drop_flags, flag_value
 from infersweep.platform.protocol import BadInput
@@ -40,6 +50,10 @@ MODEL_FLAGS = ("--model", "--model-path")
 SERVED_NAME_FLAGS = ("--served-model-name",)
 LOAD_FORMAT_FLAGS = ("--load-format",)
 KV_EVENTS_FLAG = "--kv-events-config"
+DP_INSIDE_TP_SWITCH = "--enable-dp-attention"  # SGLang: DP attention ranks share the TP group's GPUs
+BOOTSTRAP_PORT_FLAG = "--disaggregation-bootstrap-port"  # SGLang PD: where a prefill worker's peers connect
+# The interpreter per engine module: $INFERSWEEP_GPU_PYTHON_<ENGINE> (e.g. ..._SGLANG for dynamo.sglang).
+ENGINE_PYTHON_ENV = "INFERSWEEP_GPU_PYTHON_"
 WEIGHTS = ("dummy", "cache")  # random weights of the real architecture | the weights in the model folder
 EPS = 1e-6
 
@@ -83,9 +97,17 @@ def _int_flag(args: Sequence[str], names: Sequence[str], what: str, component: s
 
 
 def gpus_per_replica(args: Sequence[str], component: str = "?") -> int:
-    return (_int_flag(args, TP_FLAGS, "tensor parallel size", component)
-            * _int_flag(args, PP_FLAGS, "pipeline parallel size", component)
-            * _int_flag(args, DP_FLAGS, "data parallel size", component))
+    tp_pp = (_int_flag(args, TP_FLAGS, "tensor parallel size", component)
+             * _int_flag(args, PP_FLAGS, "pipeline parallel size", component))
+    dp = _int_flag(args, DP_FLAGS, "data parallel size", component)
+    return tp_pp if DP_INSIDE_TP_SWITCH in args else tp_pp * dp
+
+
+def engine_pythons(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """dynamo.<engine> -> the interpreter its workers run in, from $INFERSWEEP_GPU_PYTHON_<ENGINE>."""
+    env = os.environ if environ is None else environ
+    return {f"dynamo.{k[len(ENGINE_PYTHON_ENV):].lower()}": v for k, v in env.items()
+            if k.startswith(ENGINE_PYTHON_ENV) and len(k) > len(ENGINE_PYTHON_ENV) and v}
 
 
 def memory_fraction(args: Sequence[str], component: str = "?") -> float | None:
@@ -146,19 +168,27 @@ def kv_events_config(raw: str, port: int) -> str:
 
 
 def worker_argv(module: str, args: Sequence[str], *, python: str, model_dir: str, served_name: str,
-                weights: str, kv_port: int | None) -> list[str]:
-    """The engine command line: the rendered args with the model, weights and KV-events port made local."""
+                weights: str, kv_port: int | None, bootstrap_port: int | None = None) -> list[str]:
+    """The engine command line: the rendered args with the model, weights, KV-events port and (SGLang
+    prefill) bootstrap port made local."""
     if weights not in WEIGHTS:
         raise BadInput(f"--weights {weights!r}: choose one of {', '.join(WEIGHTS)}")
     model_flag = next((f for f in MODEL_FLAGS if flag_value(args, f) is not None), MODEL_FLAGS[0])
     kv_raw = flag_value(args, KV_EVENTS_FLAG)
-    rest = drop_flags(args, (*MODEL_FLAGS, *SERVED_NAME_FLAGS, *LOAD_FORMAT_FLAGS, KV_EVENTS_FLAG))
+    local = (*MODEL_FLAGS, *SERVED_NAME_FLAGS, *LOAD_FORMAT_FLAGS, KV_EVENTS_FLAG)
+    rest = drop_flags(args, local + ((BOOTSTRAP_PORT_FLAG,) if bootstrap_port is not None else ()))
     argv = [python, "-m", module, model_flag, model_dir, "--served-model-name", served_name, *rest]
     if weights == "dummy":
-        argv += ["--load-format", "dummy"]
+        argv += ["--load-format", "dummy"]  # vLLM and SGLang both name random weights so (LoadFormat.DUMMY)
     if kv_raw is not None and kv_port is not None:
         argv += [KV_EVENTS_FLAG, kv_events_config(kv_raw, kv_port)]
+    if bootstrap_port is not None:
+        argv += [BOOTSTRAP_PORT_FLAG, str(bootstrap_port)]
     return argv
+
+
+def _sglang_prefill(module: str, args: Sequence[str]) -> bool:
+    return module == "dynamo.sglang" and flag_value(args, "--disaggregation-mode") == "prefill"
 
 
 def system_port(low: int = 20000, high: int = 32767) -> int:
@@ -178,10 +208,12 @@ def system_port(low: int = 20000, high: int = 32767) -> int:
 
 def plan_workers(components: Sequence, gpus: Sequence[Gpu], *, python: str, model_dir: str,
                  weights: str, base_env: dict[str, str], free_port: Callable[[], int],
-                 served_name_of: Callable[[object], str]) -> list[WorkerProcess]:
+                 served_name_of: Callable[[object], str],
+                 pythons: Mapping[str, str] | None = None) -> list[WorkerProcess]:
     """One WorkerProcess per replica of every non-frontend component, GPUs assigned first fit.
 
-    `components` are infersweep.local.dynamo.Component (name, role, replicas, node_count, module, args, env).
+    `components` are infersweep.local.dynamo.Component (name, role, replicas, node_count, module, args, env);
+    `pythons`: module -> the interpreter of that engine's workers (engine_pythons()), else `python`.
     """
     workers = [c for c in components if c.role != "frontend"]
     for c in workers:
@@ -201,8 +233,9 @@ def plan_workers(components: Sequence, gpus: Sequence[Gpu], *, python: str, mode
     plan = []
     for (c, r, frac), gpu_ids in zip(replicas, assigned):
         kv_port = free_port() if flag_value(c.args, KV_EVENTS_FLAG) is not None else None
-        argv = worker_argv(c.module, c.args, python=python, model_dir=model_dir, served_name=served_name_of(c),
-                           weights=weights, kv_port=kv_port)
+        bootstrap = free_port() if _sglang_prefill(c.module, c.args) else None
+        argv = worker_argv(c.module, c.args, python=(pythons or {}).get(c.module, python), model_dir=model_dir,
+                           served_name=served_name_of(c), weights=weights, kv_port=kv_port, bootstrap_port=bootstrap)
         env = dict(base_env)
         # The rendered container env (e.g. HF_HOME pointing at the PVC mount) does not exist here: the
         # local model folder and caches replace it, so only engine tuning variables are kept.

@@ -303,7 +303,10 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
         if gpu is not None:
             from infersweep.local.gpu_run import start_gpu_side
 
-            sampler, gpu_env = start_gpu_side(run_dir, gpu, local_overrides.get("gpu-count"), state_dir)
+            from infersweep.local.gpu_run import workflow_worker_modules
+
+            sampler, gpu_env = start_gpu_side(run_dir, gpu, local_overrides.get("gpu-count"), state_dir,
+                                              modules=workflow_worker_modules(workflow))
             env |= gpu_env
         s3c = s3.client()
         namespace = workflow.get("metadata", {}).get("namespace", "default")

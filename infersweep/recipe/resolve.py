@@ -116,6 +116,7 @@ def resolve(recipe: Recipe, path: Path | str = "<recipe>", pdir: Path | None = N
     gt = gpus[recipe.gpu.type]
     _check_parallelism(recipe, engine, gt, path)
     resolved = ResolvedRecipe(recipe, model, engine, gt, Path(path) if isinstance(path, (str, Path)) else None)
+    resolved.params_dir = pdir
     if resolved.gpu_capacity != recipe.gpu.count:
         parts = " + ".join(f"{w.max_replicas} {r} x {w.gpus_per_replica} GPU" for r, w in recipe.topology.roles().items())
         scaled = " at max replicas" if resolved.gpu_capacity != resolved.gpu_count else ""

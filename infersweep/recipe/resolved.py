@@ -18,6 +18,11 @@ class ResolvedRecipe:
         self.recipe, self.model, self.engine, self.gpu_type, self.path = recipe, model, engine, gpu_type, path
         # `--set` changes applied to the file's fields (dotted path -> value; infersweep.recipe.overrides)
         self.overrides: dict = {}
+        # The engine release `engine` is of: None = params/engines/<engine>.yaml as they are, until rendering
+        # picks the release of its DGD apiVersion (infersweep.recipe.release.for_dgd_api); the params folder
+        # it was resolved from, where that release is read.
+        self.release: str | None = None
+        self.params_dir: Path | None = None
 
     @property
     def name(self) -> str:

@@ -128,11 +128,54 @@ def parse_vllm(args: list[str]) -> dict:
     }
 
 
+def _sglang_eager_post_init() -> bool:
+    """SGLang 0.5.14 (ai-dynamo 1.3.1's pin) resolves everything in ServerArgs.__post_init__, eagerly, at
+    parse time: after its accelerator-free prefix it asks for the device (get_device raises without one) and
+    reads the model's HF config (absent here). Its own prefix is what a "dummy" model runs (server_args.py
+    ServerArgs.__post_init__: load-balance method, multimodal/SSL/ASR validation, handle_pd_disaggregation
+    -- a decode server's radix cache is forced off --, legacy CP aliases, prefill-only checks, then `if
+    self.model_path.lower() in ["none", "dummy"]: return`). So for 0.5.14 that prefix runs as SGLang wrote it
+    (the model path set to "dummy" for the call only), then the two later steps this tier checks that need
+    no accelerator: _handle_hicache and _handle_cache_compatibility (HiCache without a radix cache is
+    refused). dynamo/sglang/args.py parse_args (1.3.1) then asks get_model_config().is_multimodal, which
+    reads the HF config: not multimodal here. Returns False for SGLang >= 0.5.21 (lazy resolution hooks)."""
+    try:
+        import sglang.srt.arg_groups.resolution_hooks  # noqa: F401  (0.5.21: resolution is deferred)
+        return False
+    except ImportError:
+        pass
+    from types import SimpleNamespace
+
+    from sglang.srt.server_args import ServerArgs
+
+    if getattr(ServerArgs, "_infersweep_prefix_only", False):
+        return True
+    post_init = ServerArgs.__post_init__
+
+    def prefix_then_cache_checks(self) -> None:
+        path = self.model_path
+        self.model_path = "dummy"
+        try:
+            post_init(self)
+        finally:
+            self.model_path = path
+        self._handle_hicache()
+        self._handle_cache_compatibility()
+
+    ServerArgs.__post_init__ = prefix_then_cache_checks
+    ServerArgs.get_model_config = lambda self: SimpleNamespace(is_multimodal=False)
+    ServerArgs._infersweep_prefix_only = True
+    return True
+
+
 def parse_sglang(args: list[str]) -> dict:
+    eager = _sglang_eager_post_init()
     from dynamo.sglang.args import parse_args
 
     config = asyncio.run(parse_args(list(args)))
     sa, da = config.server_args, config.dynamo_args
+    if eager:
+        return _sglang_facts(sa, da)
     # The worker's sglang Engine resolves its arguments first when it starts (sglang/srt/entrypoints/engine.py
     # _launch_subprocesses: ServerArgs.resolve_once -> arg_groups/pipeline.py run_resolution_pipeline). The
     # whole pipeline needs an accelerator (serving_hook.handle_missing_default_values calls get_device()),
@@ -150,6 +193,10 @@ def parse_sglang(args: list[str]) -> dict:
             run_hook(hook, sa)
     finally:
         sa._input_frozen = False
+    return _sglang_facts(sa, da)
+
+
+def _sglang_facts(sa, da) -> dict:
     spec = None
     if sa.speculative_algorithm:
         spec = {"method": sa.speculative_algorithm, "model": sa.speculative_draft_model_path,
@@ -193,8 +240,15 @@ def parse_frontend(args: list[str]) -> dict:
     return {"router_mode": str(getattr(config.router_mode, "value", config.router_mode))}
 
 
+def list_flags(args: list[str]) -> dict:
+    """Not a command line: the flags each worker module accepts (list_flags.py), in this batch's process."""
+    from list_flags import sglang_flags, vllm_flags  # beside this file, on sys.path as the script's folder
+
+    return {"dynamo.vllm": vllm_flags(), "dynamo.sglang": sglang_flags()}
+
+
 PARSERS = {"dynamo.vllm": parse_vllm, "dynamo.sglang": parse_sglang, "dynamo.trtllm": parse_trtllm,
-           "dynamo.frontend": parse_frontend}
+           "dynamo.frontend": parse_frontend, "flags": list_flags}
 
 
 def main() -> None:
