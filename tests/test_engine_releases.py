@@ -12,7 +12,7 @@ from infersweep.cluster_settings import load_cluster_settings
 from infersweep.params_files import RecipeError
 from infersweep.recipe import load_recipe
 from infersweep.recipe.release import _releases, accepted, for_dgd_api, release_flags
-from workflows.dgd import render_dgd
+from infersweep.dgd.render import render_dgd
 
 RECIPES = {"vllm": "qwen3-32b-fp8-vllm-disagg-4p4d-kv", "sglang": "qwen3-32b-fp8-sglang-disagg-6p2d-kv",
            "trtllm": "lightning-trtllm-agg-h200-mtp"}

@@ -193,7 +193,7 @@ def test_every_treatment_is_summarized_with_the_commit_its_model_cache_resolved(
 
 @pytest.mark.parametrize("path", all_experiment_paths(), ids=lambda p: p.stem)
 def test_every_treatment_of_a_study_renders_the_same_rollout_choice(path):
-    """The rollout annotations (workflows/dgd.rollout_annotations) sit in the pod template the operator's worker
+    """The rollout annotations (infersweep/dgd/render.rollout_annotations) sit in the pod template the operator's worker
     hash covers: if two treatments differed in them, a scale-in-place between them would roll every worker."""
     from infersweep.dgd.render import ROLLING_MAX_SURGE, ROLLING_MAX_UNAVAILABLE
 

@@ -14,7 +14,7 @@ from infersweep.local.dynamo import read_components, served_model_name
 from infersweep.local.gpu_workers import Gpu, GpuShortfall, engine_pythons, plan_workers
 from infersweep.recipe import load_recipe
 from infersweep.recipe.release import accepted, flag_name, release_flags
-from workflows.dgd import render_dgd
+from infersweep.dgd.render import render_dgd
 
 H200S = [Gpu(i, "NVIDIA H200", 143771) for i in range(16)]
 SGLANG_PY = "/opt/infersweep/venv-site-sglang/bin/python"
