@@ -111,10 +111,11 @@ def test_two_releases_for_one_dgd_api_are_refused(tmp_path):
 def test_an_experiment_under_v1alpha1_deploys_the_1_3_images():
     from infersweep.experiment.plan import make_plan
     from infersweep.experiment.spec import load_experiment
-    from workflows.experiment import experiment_workflow
+    from workflows.experiment import experiment_template
 
     plan = make_plan(load_experiment("qwen3-32b-tp1-vs-tp2"))
-    doc = experiment_workflow(plan, load_cluster_settings(), dgd_api="v1alpha1").to_dict()
+    # the experiment's template holds what it deploys (its Workflow only references it: docs/experiment-templates.md)
+    doc = experiment_template(plan, load_cluster_settings(), dgd_api="v1alpha1").to_dict()
     deployed = [yaml.safe_load(p["value"]) for t in doc["spec"]["templates"] for task in t.get("dag", {}).get("tasks", [])
                 if task["name"].endswith("-deploy") for p in task["arguments"]["parameters"] if p["name"] == "dgd"]
     assert deployed and all(images(d) == {"nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.3.1"} for d in deployed)

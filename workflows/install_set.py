@@ -62,7 +62,7 @@ def experiment_templates(settings: ClusterSettings, catalog: list[ResolvedRecipe
     from infersweep.experiment.spec import all_experiment_paths, load_experiment
     from workflows.experiment import experiment_template
 
-    return [experiment_template(make_plan(load_experiment(p)), settings).to_dict() for p in all_experiment_paths()]
+    return [experiment_template(make_plan(load_experiment(p)), settings, dgd_api=dgd_api).to_dict() for p in all_experiment_paths()]
 
 
 def launchers(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1") -> list[dict[str, Any]]:
