@@ -38,8 +38,12 @@ class Figure:
             return ""
         op, _, limit = self.bound.partition(" ")
         limit_f = float(limit)
-        ok = {"<=": self.value <= limit_f, "<": self.value < limit_f,
-              ">=": self.value >= limit_f, ">": self.value > limit_f}[op]
+        ok = {
+            "<=": self.value <= limit_f,
+            "<": self.value < limit_f,
+            ">=": self.value >= limit_f,
+            ">": self.value > limit_f,
+        }[op]
         return "PASS" if ok else "FAIL"
 
 
@@ -58,8 +62,10 @@ def table(rows: list[list[str]], header: list[str]) -> str:
 
 
 def figures_table(figs: list[Figure]) -> str:
-    return table([[f.metric, fmt(f.value), f.unit, f.bound, f.verdict, f.note] for f in figs],
-                 ["metric", "value", "unit", "bound", "verdict", "note"])
+    return table(
+        [[f.metric, fmt(f.value), f.unit, f.bound, f.verdict, f.note] for f in figs],
+        ["metric", "value", "unit", "bound", "verdict", "note"],
+    )
 
 
 def load() -> str:
@@ -71,9 +77,18 @@ def load() -> str:
 def save(name: str, figs: list[Figure], extra: dict | None = None) -> Path:
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / f"{name}.json"
-    path.write_text(json.dumps({"benchmark": name, "at": time.strftime("%Y-%m-%d %H:%M:%S"), "load": load(),
-                                "figures": [asdict(f) | {"verdict": f.verdict} for f in figs],
-                                **(extra or {})}, indent=1))
+    path.write_text(
+        json.dumps(
+            {
+                "benchmark": name,
+                "at": time.strftime("%Y-%m-%d %H:%M:%S"),
+                "load": load(),
+                "figures": [asdict(f) | {"verdict": f.verdict} for f in figs],
+                **(extra or {}),
+            },
+            indent=1,
+        )
+    )
     return path
 
 

@@ -32,8 +32,8 @@ from pathlib import Path
 from _common import REPO, Figure, report, table
 
 from infersweep import aiperf as aiperf_contract
-from steps import aiperf_point
 from infersweep.aiperf import read_point
+from steps import aiperf_point
 
 RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"
 AIPERF = str(REPO / ".venv-aiperf/bin/aiperf")
@@ -49,9 +49,9 @@ VARIANTS = {
 @contextmanager
 def local_deployment():
     """The recipe's rendered DGD as a local Dynamo frontend + mockers, ready; stopped on exit."""
+    from infersweep.cluster_settings import load_cluster_settings
     from infersweep.local.dynamo import deploy_local, teardown_local, wait_ready_local
     from infersweep.local.toy_model import build_toy_model
-    from infersweep.cluster_settings import load_cluster_settings
     from infersweep.recipe import load_recipe
     from infersweep.render import render_recipe
 
@@ -69,9 +69,28 @@ def local_deployment():
 
 
 def run_point(dep, tokenizer: Path, out: Path, env_extra: dict, flags: list[str], concurrency: str = "1") -> dict:
-    args = aiperf_point.parse_args(["--url", dep.frontend_url, "--model", dep.model_name, "--tokenizer", str(tokenizer),
-                                    "--concurrency", "1", "--requests", "16", "--warmup", "1",
-                                    "--workload", '{"isl":256,"osl":64}', "--out", str(out), "--aiperf", AIPERF])
+    args = aiperf_point.parse_args(
+        [
+            "--url",
+            dep.frontend_url,
+            "--model",
+            dep.model_name,
+            "--tokenizer",
+            str(tokenizer),
+            "--concurrency",
+            "1",
+            "--requests",
+            "16",
+            "--warmup",
+            "1",
+            "--workload",
+            '{"isl":256,"osl":64}',
+            "--out",
+            str(out),
+            "--aiperf",
+            AIPERF,
+        ]
+    )
     argv = aiperf_contract.build_argv(args)
     if concurrency != "1":
         argv[argv.index("--concurrency") + 1] = concurrency
@@ -83,17 +102,27 @@ def run_point(dep, tokenizer: Path, out: Path, env_extra: dict, flags: list[str]
         rc = subprocess.run(argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL).returncode
     t1 = time.time()
     # A sweep writes one run dir per point (each with phases/<phase>/ copies of the summary: skipped).
-    dirs = [out / "aiperf"] if concurrency == "1" else sorted(
-        p.parent for p in (out / "aiperf").rglob("profile_export_aiperf.json") if "phases" not in p.parts)
+    dirs = (
+        [out / "aiperf"]
+        if concurrency == "1"
+        else sorted(p.parent for p in (out / "aiperf").rglob("profile_export_aiperf.json") if "phases" not in p.parts)
+    )
     points = [read_point(d) for d in dirs]
     measuring = sum((p["profiling_end_ns"] - p["profiling_start_ns"]) / 1e9 for p in points if p["profiling_end_ns"])
-    return {"rc": rc, "wall_s": t1 - t0, "measuring_s": measuring, "points": len(points),
-            "status": ",".join(p["status"] for p in points)}
+    return {
+        "rc": rc,
+        "wall_s": t1 - t0,
+        "measuring_s": measuring,
+        "points": len(points),
+        "status": ",".join(p["status"] for p in points),
+    }
 
 
 def main(argv: list[str] | None = None) -> list[Figure]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repeat", type=int, default=1, help="runs per variant (fixed costs are noisy on a shared machine)")
+    ap.add_argument(
+        "--repeat", type=int, default=1, help="runs per variant (fixed costs are noisy on a shared machine)"
+    )
     a = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="aiperf-startup-"))
     results: dict[str, list[dict]] = {}
@@ -102,27 +131,60 @@ def main(argv: list[str] | None = None) -> list[Figure]:
             run_point(dep, tokenizer, work / "prime", {}, [])  # first run pays cold page cache: not counted
             for i in range(a.repeat):
                 for name, (env_extra, flags) in VARIANTS.items():
-                    results.setdefault(name, []).append(run_point(dep, tokenizer, work / f"{name}-{i}".replace(" ", "_"), env_extra, flags))
+                    results.setdefault(name, []).append(
+                        run_point(dep, tokenizer, work / f"{name}-{i}".replace(" ", "_"), env_extra, flags)
+                    )
                 results.setdefault("sweep --concurrency 1,2", []).append(
-                    run_point(dep, tokenizer, work / f"sweep-{i}", {}, [], concurrency="1,2"))
+                    run_point(dep, tokenizer, work / f"sweep-{i}", {}, [], concurrency="1,2")
+                )
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    fixed = {name: sum(r["wall_s"] - r["measuring_s"] for r in rs) / len(rs) / max(1, rs[0]["points"])
-             for name, rs in results.items()}
-    print(table([[name, str(rs[0]["points"]), f"{sum(r['wall_s'] for r in rs) / len(rs):.1f}",
-                  f"{sum(r['measuring_s'] for r in rs) / len(rs):.1f}", f"{fixed[name]:.1f}", rs[-1]["status"]]
-                 for name, rs in results.items()], ["variant", "points", "wall s", "measuring s", "fixed s/point", "status"]))
+    fixed = {
+        name: sum(r["wall_s"] - r["measuring_s"] for r in rs) / len(rs) / max(1, rs[0]["points"])
+        for name, rs in results.items()
+    }
+    print(
+        table(
+            [
+                [
+                    name,
+                    str(rs[0]["points"]),
+                    f"{sum(r['wall_s'] for r in rs) / len(rs):.1f}",
+                    f"{sum(r['measuring_s'] for r in rs) / len(rs):.1f}",
+                    f"{fixed[name]:.1f}",
+                    rs[-1]["status"],
+                ]
+                for name, rs in results.items()
+            ],
+            ["variant", "points", "wall s", "measuring s", "fixed s/point", "status"],
+        )
+    )
     base = fixed["baseline"]
-    figs = [Figure("aiperf_startup", "AIPerf fixed cost per point (baseline)", base, "s",
-                   note="process start to exit minus profiling phase; c=1, 16 requests, 1 warmup")]
+    figs = [
+        Figure(
+            "aiperf_startup",
+            "AIPerf fixed cost per point (baseline)",
+            base,
+            "s",
+            note="process start to exit minus profiling phase; c=1, 16 requests, 1 warmup",
+        )
+    ]
     for name in list(VARIANTS)[1:] + ["sweep --concurrency 1,2"]:
         status = results[name][-1]["status"]
         if "failed" in status:
             figs.append(Figure("aiperf_startup", f"  {name}", "AIPerf fails", note=f"status {status}: not usable"))
             continue
-        figs.append(Figure("aiperf_startup", f"  {name}: fixed cost per point", fixed[name], "s",
-                           note=f"{base - fixed[name]:+.1f} s saved vs baseline" if name != "sweep --concurrency 1,2"
-                           else f"{base - fixed[name]:+.1f} s/point vs separate runs (each sweep point is a fresh subprocess)"))
+        figs.append(
+            Figure(
+                "aiperf_startup",
+                f"  {name}: fixed cost per point",
+                fixed[name],
+                "s",
+                note=f"{base - fixed[name]:+.1f} s saved vs baseline"
+                if name != "sweep --concurrency 1,2"
+                else f"{base - fixed[name]:+.1f} s/point vs separate runs (each sweep point is a fresh subprocess)",
+            )
+        )
     return report("aiperf_startup", figs, {"runs": results})
 
 

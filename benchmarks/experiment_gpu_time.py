@@ -44,21 +44,53 @@ def main(argv: list[str] | None = None) -> list[Figure]:
         plan = make_plan(load_experiment(path))
         c = plan.counts()
         ours, naive = plan_cost(plan, d), naive_cost(plan, d)
-        steps = "/".join(str(c.get(k, 0)) for k in (RestartClass.FULL, RestartClass.WORKER, RestartClass.SCALE,
-                                                  RestartClass.FRONTEND))
-        rows.append((plan.experiment.name, len(plan.steps), steps, f"{naive.gpu_hours:.2f}", f"{ours.gpu_hours:.2f}",
-                     f"{(1 - ours.gpu_hours / naive.gpu_hours) * 100:.1f} %",
-                     f"{naive.setup_gpu_hours:.2f} -> {ours.setup_gpu_hours:.2f}",
-                     f"{naive.wall_hours:.2f} -> {ours.wall_hours:.2f}"))
+        steps = "/".join(
+            str(c.get(k, 0))
+            for k in (RestartClass.FULL, RestartClass.WORKER, RestartClass.SCALE, RestartClass.FRONTEND)
+        )
+        rows.append(
+            (
+                plan.experiment.name,
+                len(plan.steps),
+                steps,
+                f"{naive.gpu_hours:.2f}",
+                f"{ours.gpu_hours:.2f}",
+                f"{(1 - ours.gpu_hours / naive.gpu_hours) * 100:.1f} %",
+                f"{naive.setup_gpu_hours:.2f} -> {ours.setup_gpu_hours:.2f}",
+                f"{naive.wall_hours:.2f} -> {ours.wall_hours:.2f}",
+            )
+        )
         name = plan.experiment.name
-        figures.append(Figure("experiment_gpu_time", f"{name}: GPU-h one experiment / one workflow per recipe",
-                              round(ours.gpu_hours / naive.gpu_hours, 3), "", "<= 1"))
-        figures.append(Figure("experiment_gpu_time", f"{name}: full redeploys - distinct full-redeploy classes",
-                              c.get(RestartClass.FULL, 0) - plan.distinct_full, "", "<= 0"))
+        figures.append(
+            Figure(
+                "experiment_gpu_time",
+                f"{name}: GPU-h one experiment / one workflow per recipe",
+                round(ours.gpu_hours / naive.gpu_hours, 3),
+                "",
+                "<= 1",
+            )
+        )
+        figures.append(
+            Figure(
+                "experiment_gpu_time",
+                f"{name}: full redeploys - distinct full-redeploy classes",
+                c.get(RestartClass.FULL, 0) - plan.distinct_full,
+                "",
+                "<= 0",
+            )
+        )
     if a.measure_local:
         figures += measure_local(a.repeats)
-    header = ["study", "treatments", "full/worker/scale/frontend", "GPU-h per recipe", "GPU-h experiment", "saved",
-              "setup GPU-h", "wall h"]
+    header = [
+        "study",
+        "treatments",
+        "full/worker/scale/frontend",
+        "GPU-h per recipe",
+        "GPU-h experiment",
+        "saved",
+        "setup GPU-h",
+        "wall h",
+    ]
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
     for row in [header, *rows]:
         print("  ".join(str(x).ljust(w) for x, w in zip(row, widths)))
@@ -73,13 +105,13 @@ def measure_local(repeats: int) -> list[Figure]:
     import time
     from pathlib import Path
 
+    from infersweep.cluster_settings import load_cluster_settings
+    from infersweep.dgd import deployable_dgd
     from infersweep.experiment.plan import make_plan
     from infersweep.experiment.spec import load_experiment
     from infersweep.local.dynamo import teardown_local, wait_ready_local
     from infersweep.local.reconfigure import apply_local
     from infersweep.local.toy_model import build_toy_model
-    from infersweep.cluster_settings import load_cluster_settings
-    from infersweep.dgd import deployable_dgd
 
     rr, kv = (s.treatment.recipe for s in make_plan(load_experiment("nemotron-rr-vs-kv")).steps)
     settings = load_cluster_settings()
@@ -105,10 +137,18 @@ def measure_local(repeats: int) -> list[Figure]:
             finally:
                 teardown_local(state)
     f, s = statistics.median(full), statistics.median(swap)
-    return [Figure("experiment_gpu_time", "local: RR -> KV by full redeploy, to ready (median)", round(f, 2), "s"),
-            Figure("experiment_gpu_time", "local: RR -> KV by frontend swap, to ready (median)", round(s, 2), "s"),
-            Figure("experiment_gpu_time", "local: full redeploy / frontend swap", round(f / s, 2), "", ">= 1",
-                   f"{repeats} repeats; mocker workers start in seconds, GPU engines in minutes")]
+    return [
+        Figure("experiment_gpu_time", "local: RR -> KV by full redeploy, to ready (median)", round(f, 2), "s"),
+        Figure("experiment_gpu_time", "local: RR -> KV by frontend swap, to ready (median)", round(s, 2), "s"),
+        Figure(
+            "experiment_gpu_time",
+            "local: full redeploy / frontend swap",
+            round(f / s, 2),
+            "",
+            ">= 1",
+            f"{repeats} repeats; mocker workers start in seconds, GPU engines in minutes",
+        ),
+    ]
 
 
 if __name__ == "__main__":

@@ -44,12 +44,13 @@ from workflows import gpu_guard
 @dataclass(frozen=True)
 class Phases:
     """Phase durations in minutes."""
+
     download: float = 20.0
-    deploy: float = 10.0       # apply DGD + pods scheduled + weights loaded + ready
-    warmup: float = 1.0        # per point
-    point: float = 5.0         # measuring, per point
+    deploy: float = 10.0  # apply DGD + pods scheduled + weights loaded + ready
+    warmup: float = 1.0  # per point
+    point: float = 5.0  # measuring, per point
     teardown: float = 1.0
-    bookkeeping: float = 5.0   # scrape + summarize + publish + regression check
+    bookkeeping: float = 5.0  # scrape + summarize + publish + regression check
 
 
 @dataclass(frozen=True)
@@ -63,11 +64,11 @@ class Run:
 @dataclass
 class Outcome:
     makespan: float = 0.0
-    held: float = 0.0          # GPU-minutes
+    held: float = 0.0  # GPU-minutes
     deployed: float = 0.0
     measuring: float = 0.0
     queued_free: float = 0.0
-    max_wait: float = 0.0      # longest time a run waited for the guard (minutes)
+    max_wait: float = 0.0  # longest time a run waited for the guard (minutes)
     spans: dict[str, tuple[float, float]] = field(default_factory=dict)  # run -> (span start, span end)
     stuck: list[str] = field(default_factory=list)  # runs still waiting when nothing is left to happen: deadlocked
 
@@ -82,6 +83,7 @@ class Outcome:
 
 class Before:
     """Today's workflow-level slot semaphore, modelled with Argo's semantics."""
+
     whole_run = True
 
     def __init__(self, pools: dict[str, int], runs: list[Run], slots: dict[str, int] | None = None):
@@ -122,10 +124,12 @@ class Lanes:
     second (all submitted at once), so Argo orders each lock's queue by priority alone: `priorities` None
     is every run at priority 0 (before the guard stamped them), with each lock's ties in its own order
     (`tie_break`, default scrambled_ties)."""
+
     whole_run = False
 
-    def __init__(self, settings: ClusterSettings, runs: list[Run], priorities: dict[str, int] | None = None,
-                 tie_break=None):
+    def __init__(
+        self, settings: ClusterSettings, runs: list[Run], priorities: dict[str, int] | None = None, tie_break=None
+    ):
         cfg = settings.guard
         self.adm = {r.name: gpu_guard.admission(cfg.pools[r.pool], r.gpus, r.name) for r in runs}
         self.sem = gpu_guard.ArgoSemaphores(gpu_guard.limits(settings), tie_break or scrambled_ties())
@@ -146,6 +150,7 @@ class Lanes:
 
 class Exact:
     """Kueue-style GPU quota per pool, BestEffortFIFO (the oldest queued run that fits is admitted)."""
+
     whole_run = False
 
     def __init__(self, pools: dict[str, int], runs: list[Run]):
@@ -221,7 +226,11 @@ def simulate(runs: list[Run], pools: dict[str, int], scheme, ph: Phases) -> Outc
             out.max_wait = max(out.max_wait, t - asked[admitted])
             start = t + (ph.download if scheme.whole_run else 0.0)  # whole-run: the lock is taken before the download
             out.spans[admitted] = (start, start + span[admitted])
-            held_for = (ph.download if scheme.whole_run else 0.0) + span[admitted] + (ph.bookkeeping if scheme.whole_run else 0.0)
+            held_for = (
+                (ph.download if scheme.whole_run else 0.0)
+                + span[admitted]
+                + (ph.bookkeeping if scheme.whole_run else 0.0)
+            )
             out.held += scheme.reserved(a) * held_for
             out.deployed += a.gpus * span[admitted]
             out.measuring += a.gpus * a.points * ph.point
@@ -249,10 +258,12 @@ def scenarios(settings: ClusterSettings) -> dict[str, list[Run]]:
 def compare(runs: list[Run], settings: ClusterSettings, ph: Phases) -> dict[str, Outcome]:
     pools = {p: v.gpus for p, v in settings.gpu_pools.items()}
     slots = {p: max([r.gpus for r in catalog_runs() if r.pool == p] or [g]) for p, g in pools.items()}
-    return {"before": simulate(runs, pools, Before(pools, runs, slots), ph),
-            "lanes": simulate(runs, pools, Lanes(settings, runs), ph),
-            "lanes, no priorities": simulate(runs, pools, Lanes(settings, runs, priorities={}), ph),
-            "exact": simulate(runs, pools, Exact(pools, runs), ph)}
+    return {
+        "before": simulate(runs, pools, Before(pools, runs, slots), ph),
+        "lanes": simulate(runs, pools, Lanes(settings, runs), ph),
+        "lanes, no priorities": simulate(runs, pools, Lanes(settings, runs, priorities={}), ph),
+        "exact": simulate(runs, pools, Exact(pools, runs), ph),
+    }
 
 
 def main(argv: list[str] | None = None) -> list[Figure]:
@@ -268,19 +279,63 @@ def main(argv: list[str] | None = None) -> list[Figure]:
     rows, figs = [], []
     for scen, runs in scenarios(settings).items():
         for scheme, o in compare(runs, settings, ph).items():
-            rows.append([scen, scheme, len(runs), f"{o.makespan / 60:.1f}", f"{o.held / 60:.0f}", f"{o.deployed / 60:.0f}",
-                         f"{o.measuring / 60:.0f}", f"{100 * o.idle_fraction:.1f} %", f"{o.queued_free / 60:.0f}",
-                         f"{o.max_wait / 60:.1f}", str(len(o.stuck))])
+            rows.append(
+                [
+                    scen,
+                    scheme,
+                    len(runs),
+                    f"{o.makespan / 60:.1f}",
+                    f"{o.held / 60:.0f}",
+                    f"{o.deployed / 60:.0f}",
+                    f"{o.measuring / 60:.0f}",
+                    f"{100 * o.idle_fraction:.1f} %",
+                    f"{o.queued_free / 60:.0f}",
+                    f"{o.max_wait / 60:.1f}",
+                    str(len(o.stuck)),
+                ]
+            )
             bound = "< 10" if scheme == "lanes" else ""
-            figs.append(Figure("gpu_guard_sim", f"{scen}/{scheme}: held-but-idle from locking", round(100 * o.idle_fraction, 1),
-                               "% of held", bound, f"makespan {o.makespan / 60:.1f} h, held {o.held / 60:.0f} GPU-h, "
-                               f"measuring {o.measuring / 60:.0f} GPU-h, queued-while-free {o.queued_free / 60:.0f} GPU-h"))
+            figs.append(
+                Figure(
+                    "gpu_guard_sim",
+                    f"{scen}/{scheme}: held-but-idle from locking",
+                    round(100 * o.idle_fraction, 1),
+                    "% of held",
+                    bound,
+                    f"makespan {o.makespan / 60:.1f} h, held {o.held / 60:.0f} GPU-h, "
+                    f"measuring {o.measuring / 60:.0f} GPU-h, queued-while-free {o.queued_free / 60:.0f} GPU-h",
+                )
+            )
             if scheme.startswith("lanes"):
-                figs.append(Figure("gpu_guard_sim", f"{scen}/{scheme}: runs deadlocked", len(o.stuck), "runs",
-                                   "<= 0" if scheme == "lanes" else "", ", ".join(o.stuck[:4])))
+                figs.append(
+                    Figure(
+                        "gpu_guard_sim",
+                        f"{scen}/{scheme}: runs deadlocked",
+                        len(o.stuck),
+                        "runs",
+                        "<= 0" if scheme == "lanes" else "",
+                        ", ".join(o.stuck[:4]),
+                    )
+                )
     print(f"phases (min): {ph}")
-    print(table(rows, ["scenario", "scheme", "runs", "makespan h", "held GPU-h", "deployed GPU-h", "measuring GPU-h",
-                       "held-but-idle (locking)", "queued-while-free GPU-h", "longest wait h", "deadlocked runs"]))
+    print(
+        table(
+            rows,
+            [
+                "scenario",
+                "scheme",
+                "runs",
+                "makespan h",
+                "held GPU-h",
+                "deployed GPU-h",
+                "measuring GPU-h",
+                "held-but-idle (locking)",
+                "queued-while-free GPU-h",
+                "longest wait h",
+                "deadlocked runs",
+            ],
+        )
+    )
     return report("gpu_guard_sim", figs)
 
 

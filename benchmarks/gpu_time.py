@@ -64,25 +64,58 @@ def bench_model_cache(mb: int) -> list[Figure]:
         warm_s = time.perf_counter() - t0  # ensure_model rounds its own figure to ms
         assert not cold["cached"] and warm["cached"], (cold, warm)
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "steps.model_cache", "--model-id", "bench/model", "--revision", "abc123",
-                        "--cache-dir", str(cache), "--source", f"file://{src}"], cwd=REPO, check=True, capture_output=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "steps.model_cache",
+                "--model-id",
+                "bench/model",
+                "--revision",
+                "abc123",
+                "--cache-dir",
+                str(cache),
+                "--source",
+                f"file://{src}",
+            ],
+            cwd=REPO,
+            check=True,
+            capture_output=True,
+        )
         warm_step = time.perf_counter() - t0
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     return [
-        Figure("gpu_time", f"model cache cold ({size / 2**20:.0f} MiB copied from file://)", cold["seconds"], "s",
-               note=f"{size / 2**20 / max(cold['seconds'], 1e-6):,.0f} MiB/s local copy; a hub download of a 30 GB model is minutes"),
-        Figure("gpu_time", "model cache warm (marker found, copy skipped)", warm_s * 1000, "ms", "< 1000",
-               f"cold / warm = {cold['seconds'] / max(warm_s, 1e-6):,.0f}x"),
-        Figure("gpu_time", "  warm, as the step runs (python -m steps.model_cache)", warm_step, "s", "< 3",
-               "interpreter start + imports included"),
+        Figure(
+            "gpu_time",
+            f"model cache cold ({size / 2**20:.0f} MiB copied from file://)",
+            cold["seconds"],
+            "s",
+            note=f"{size / 2**20 / max(cold['seconds'], 1e-6):,.0f} MiB/s local copy; a hub download of a 30 GB model is minutes",
+        ),
+        Figure(
+            "gpu_time",
+            "model cache warm (marker found, copy skipped)",
+            warm_s * 1000,
+            "ms",
+            "< 1000",
+            f"cold / warm = {cold['seconds'] / max(warm_s, 1e-6):,.0f}x",
+        ),
+        Figure(
+            "gpu_time",
+            "  warm, as the step runs (python -m steps.model_cache)",
+            warm_step,
+            "s",
+            "< 3",
+            "interpreter start + imports included",
+        ),
     ]
 
 
 def bench_readiness() -> list[Figure]:
+    from infersweep.cluster_settings import load_cluster_settings
     from infersweep.local.dynamo import deploy_local, teardown_local, wait_ready_local
     from infersweep.local.toy_model import build_toy_model
-    from infersweep.cluster_settings import load_cluster_settings
     from infersweep.recipe import load_recipe
     from infersweep.render import render_recipe
 
@@ -123,10 +156,21 @@ def bench_readiness() -> list[Figure]:
         shutil.rmtree(state, ignore_errors=True)
     lag = t_ready - first_listed[0]
     return [
-        Figure("gpu_time", "Dynamo start: deploy -> frontend lists the model", first_listed[0] - t_deploy, "s",
-               note=f"deploy_local itself {t_deployed - t_deploy:.1f} s (spawns, does not wait)"),
-        Figure("gpu_time", "readiness lag: model listed -> wait_ready returns", lag * 1000, "ms", "<= 3000",
-               "includes one real chat completion; cluster wait_dgd_ready polls every 2 s"),
+        Figure(
+            "gpu_time",
+            "Dynamo start: deploy -> frontend lists the model",
+            first_listed[0] - t_deploy,
+            "s",
+            note=f"deploy_local itself {t_deployed - t_deploy:.1f} s (spawns, does not wait)",
+        ),
+        Figure(
+            "gpu_time",
+            "readiness lag: model listed -> wait_ready returns",
+            lag * 1000,
+            "ms",
+            "<= 3000",
+            "includes one real chat completion; cluster wait_dgd_ready polls every 2 s",
+        ),
         Figure("gpu_time", "teardown of the local deployment (processes stopped)", t_down, "s"),
     ]
 
@@ -143,10 +187,23 @@ def _nodes_from_short_run() -> list[dict]:
 
     nodes: list[dict] = []
     points = [{"concurrency": 1, "requests": 8, "warmup": 1}, {"concurrency": 2, "requests": 8, "warmup": 1}]
-    run_local(RECIPE, out_root=OUT / "runs", overrides={"points": json.dumps(points)},
-              on_event=lambda kind, n: kind == "end" and nodes.append(
-                  {"name": n.name, "template": n.template, "started": n.started, "finished": n.finished,
-                   "leaf": not n.children}))
+    run_local(
+        RECIPE,
+        out_root=OUT / "runs",
+        overrides={"points": json.dumps(points)},
+        on_event=lambda kind, n: (
+            kind == "end"
+            and nodes.append(
+                {
+                    "name": n.name,
+                    "template": n.template,
+                    "started": n.started,
+                    "finished": n.finished,
+                    "leaf": not n.children,
+                }
+            )
+        ),
+    )
     return nodes
 
 
@@ -157,8 +214,16 @@ def bench_teardown_start() -> list[Figure]:
         nodes, source = _nodes_from_short_run(), "a short local run"
     last_point = max(n["finished"] for n in nodes if n["template"] == "aiperf-point")
     teardown = min(n["started"] for n in nodes if n["name"].endswith(".teardown") and ".onExit." not in n["name"])
-    return [Figure("gpu_time", "teardown start lag: last point ends -> teardown starts", (teardown - last_point) * 1000,
-                   "ms", "<= 3000", f"from {source}; in a cluster add the teardown pod's start (~1-3 s)")]
+    return [
+        Figure(
+            "gpu_time",
+            "teardown start lag: last point ends -> teardown starts",
+            (teardown - last_point) * 1000,
+            "ms",
+            "<= 3000",
+            f"from {source}; in a cluster add the teardown pod's start (~1-3 s)",
+        )
+    ]
 
 
 def main(argv: list[str] | None = None) -> list[Figure]:

@@ -25,13 +25,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from infersweep.cluster_settings import load_cluster_settings
 from infersweep.local.run import ARTIFACT_BUCKET, run_local
 from infersweep.local.standins.s3server import LocalS3
 from infersweep.paths import params_dir
-from infersweep.cluster_settings import load_cluster_settings
 from infersweep.results.compare import Comparison, compare_runs, comparison_plot
-from infersweep.results.store import publish_index_entry
-from infersweep.results.store import RunStore
+from infersweep.results.store import RunStore, publish_index_entry
 
 KV_CACHE_TOKENS_PER_WORKER = 16384 * 2  # mocker default blocks x the recipes' --block-size 2
 WORKERS = 2
@@ -61,8 +60,10 @@ class DemoResult:
 def working_set_fits() -> str:
     ws = PREFIX_TOKENS * NUM_PREFIXES
     if not KV_CACHE_TOKENS_PER_WORKER < ws < WORKERS * KV_CACHE_TOKENS_PER_WORKER:
-        raise ValueError(f"prefix working set {ws} tokens must exceed one worker's cache "
-                         f"({KV_CACHE_TOKENS_PER_WORKER}) and fit in {WORKERS} ({WORKERS * KV_CACHE_TOKENS_PER_WORKER})")
+        raise ValueError(
+            f"prefix working set {ws} tokens must exceed one worker's cache "
+            f"({KV_CACHE_TOKENS_PER_WORKER}) and fit in {WORKERS} ({WORKERS * KV_CACHE_TOKENS_PER_WORKER})"
+        )
     return f"prefix working set {ws} tokens; KV cache {KV_CACHE_TOKENS_PER_WORKER} tokens/worker x {WORKERS} workers"
 
 
@@ -79,9 +80,15 @@ def run_demo(out: Path, *, points: list[dict] | None = None, log=print) -> DemoR
         store = RunStore(f"s3://{bucket}/{base}", s3=s3.client())
         for name in RECIPES:
             t = time.monotonic()
-            res = run_local(params_dir() / "recipes" / "demo" / f"{name}.yaml", out_root=out / "runs",
-                            cache_root=out / "cache", overrides=overrides, s3=s3, on_event=lambda kind, node: None,
-                            recipe_overrides={"engine_args": ENGINE_ARGS})
+            res = run_local(
+                params_dir() / "recipes" / "demo" / f"{name}.yaml",
+                out_root=out / "runs",
+                cache_root=out / "cache",
+                overrides=overrides,
+                s3=s3,
+                on_event=lambda kind, node: None,
+                recipe_overrides={"engine_args": ENGINE_ARGS},
+            )
             if res.phase != "Succeeded":
                 raise RuntimeError(f"{name}: run {res.run_id} {res.phase}: {res.message} (logs in {res.run_dir}/nodes)")
             # The publish step wrote the manifest; the index entry comes after it (idempotent if already there).
@@ -111,8 +118,10 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for name, pct in res.cache_hit_pct.items():
         print(f"{name}: prompt tokens served from the KV cache: {pct:.1f}%")
-    print(f"store: {res.store}  (infersweep compare {' '.join(f'{n}/{res.run_ids[n]}' for n in RECIPES)} "
-          f"--store {res.store})")
+    print(
+        f"store: {res.store}  (infersweep compare {' '.join(f'{n}/{res.run_ids[n]}' for n in RECIPES)} "
+        f"--store {res.store})"
+    )
     print(f"comparison: {Path(a.out) / 'compare.csv'}, {Path(a.out) / 'compare.png'}; {res.seconds:.0f} s in all")
     return 0
 

@@ -36,7 +36,9 @@ RATE_PER_S = {1: 2.3, 2: 5.0, 4: 9.3, 8: 17.4}
 
 
 def points_for(levels: list[int], seconds: float) -> list[dict[str, int]]:
-    rate = lambda c: RATE_PER_S.get(c) or RATE_PER_S[max(k for k in RATE_PER_S if k <= c)] * c / max(k for k in RATE_PER_S if k <= c)
+    rate = lambda c: (
+        RATE_PER_S.get(c) or RATE_PER_S[max(k for k in RATE_PER_S if k <= c)] * c / max(k for k in RATE_PER_S if k <= c)
+    )
     return [{"concurrency": c, "requests": max(8, round(rate(c) * seconds)), "warmup": min(4, c)} for c in levels]
 
 
@@ -76,14 +78,24 @@ def measure(recipe: str, levels: list[int], seconds: float) -> dict:
     isl, osl = scaled_lengths(r, local_profile())
     workload = r.recipe.workload.aiperf_workload() | {"isl": isl, "osl": osl}
     points = points_for(levels, seconds)
-    overrides = {"points": json.dumps(points, separators=(",", ":")),
-                 "workload": json.dumps(workload, separators=(",", ":"))}
+    overrides = {
+        "points": json.dumps(points, separators=(",", ":")),
+        "workload": json.dumps(workload, separators=(",", ":")),
+    }
     nodes: list[dict] = []
 
     def on_event(kind, node):
         if kind == "end":
-            nodes.append({"name": node.name, "template": node.template, "phase": node.phase,
-                          "started": node.started, "finished": node.finished, "leaf": not node.children})
+            nodes.append(
+                {
+                    "name": node.name,
+                    "template": node.template,
+                    "phase": node.phase,
+                    "started": node.started,
+                    "finished": node.finished,
+                    "leaf": not node.children,
+                }
+            )
 
     t0 = time.time()
     res = run_local(recipe, out_root=OUT / "runs", overrides=overrides, on_event=on_event)
@@ -92,16 +104,34 @@ def measure(recipe: str, levels: list[int], seconds: float) -> dict:
     for p in points:
         d = res.results_dir / "points" / f"c{p['concurrency']}"
         result = json.loads((d / "result.json").read_text())
-        node = next(n for n in nodes if n["template"] == "aiperf-point" and f"concurrency={p['concurrency']}," in n["name"])
+        node = next(
+            n for n in nodes if n["template"] == "aiperf-point" and f"concurrency={p['concurrency']}," in n["name"]
+        )
         marks = _log_times(d / "aiperf.log", node["started"])
         start_s, end_s = result["profiling_start_ns"] / 1e9, result["profiling_end_ns"] / 1e9
-        pts.append({"concurrency": p["concurrency"], "requests": p["requests"], "status": result["status"],
-                    "wall_s": node["finished"] - node["started"], "measuring_s": end_s - start_s,
-                    "to_first_log_s": (marks["first_line"] or start_s) - node["started"],
-                    "tokenizer_s": marks["tokenizer_s"],
-                    "to_profiling_s": start_s - node["started"], "after_profiling_s": node["finished"] - end_s})
-    return {"phase": res.phase, "message": res.message, "run_dir": str(res.run_dir), "wall_s": t1 - t0,
-            "call_start": t0, "call_end": t1, "nodes": nodes, "points": pts}
+        pts.append(
+            {
+                "concurrency": p["concurrency"],
+                "requests": p["requests"],
+                "status": result["status"],
+                "wall_s": node["finished"] - node["started"],
+                "measuring_s": end_s - start_s,
+                "to_first_log_s": (marks["first_line"] or start_s) - node["started"],
+                "tokenizer_s": marks["tokenizer_s"],
+                "to_profiling_s": start_s - node["started"],
+                "after_profiling_s": node["finished"] - end_s,
+            }
+        )
+    return {
+        "phase": res.phase,
+        "message": res.message,
+        "run_dir": str(res.run_dir),
+        "wall_s": t1 - t0,
+        "call_start": t0,
+        "call_end": t1,
+        "nodes": nodes,
+        "points": pts,
+    }
 
 
 def breakdown(m: dict) -> list[tuple[str, float]]:
@@ -117,10 +147,16 @@ def breakdown(m: dict) -> list[tuple[str, float]]:
         if n["template"] == "aiperf-point":
             p = next(p for p in m["points"] if f"concurrency={p['concurrency']}," in n["name"])
             rows.append((f"point c={p['concurrency']}: measuring", p["measuring_s"]))
-            rows.append((f"point c={p['concurrency']}: AIPerf start-up (python import {p['to_first_log_s']:.1f} s, "
-                         f"tokenizer {p['tokenizer_s'] or 0:.1f} s, warmup)", p["to_profiling_s"]))
-            rows.append((f"point c={p['concurrency']}: AIPerf wind-down (server-metrics flush, export)",
-                         p["after_profiling_s"]))
+            rows.append(
+                (
+                    f"point c={p['concurrency']}: AIPerf start-up (python import {p['to_first_log_s']:.1f} s, "
+                    f"tokenizer {p['tokenizer_s'] or 0:.1f} s, warmup)",
+                    p["to_profiling_s"],
+                )
+            )
+            rows.append(
+                (f"point c={p['concurrency']}: AIPerf wind-down (server-metrics flush, export)", p["after_profiling_s"])
+            )
         else:
             rows.append((short, n["finished"] - n["started"]))
         prev_end = n["finished"]
@@ -142,25 +178,49 @@ def cluster_model(recipe: str, m: dict) -> tuple[list[Figure], list[list[str]]]:
     dags = {t["name"]: t for t in pipeline["spec"]["templates"]}
     steps_pods = [t["name"] for t in dags["pipeline"]["dag"]["tasks"] if "templateRef" in t]
     exit_pods = [t["name"] for t in dags["exit-handler"]["dag"]["tasks"]]
-    imports = {s: import_seconds(str(REPO / ".venv/bin/python"), f"steps.{STEP_BY_NAME[s].module}")
-               for s in sorted(set(steps_pods + exit_pods))}
+    imports = {
+        s: import_seconds(str(REPO / ".venv/bin/python"), f"steps.{STEP_BY_NAME[s].module}")
+        for s in sorted(set(steps_pods + exit_pods))
+    }
     aiperf_up = sum(p["to_profiling_s"] for p in m["points"]) / len(m["points"])
     aiperf_down = sum(p["after_profiling_s"] for p in m["points"]) / len(m["points"])
     tok = [p["tokenizer_s"] for p in m["points"] if p["tokenizer_s"]]
-    rows = [[s, "1", f"{imports[s]:.2f}"] for s in steps_pods] + [["exit-handler teardown", "1", f"{imports['teardown']:.2f}"]]
-    rows.append([f"aiperf-point (x{n_points}, one pod per point)", str(n_points),
-                 f"{aiperf_up:.1f} up + {aiperf_down:.1f} down"])
+    rows = [[s, "1", f"{imports[s]:.2f}"] for s in steps_pods] + [
+        ["exit-handler teardown", "1", f"{imports['teardown']:.2f}"]
+    ]
+    rows.append(
+        [
+            f"aiperf-point (x{n_points}, one pod per point)",
+            str(n_points),
+            f"{aiperf_up:.1f} up + {aiperf_down:.1f} down",
+        ]
+    )
     pods = len(steps_pods) + len(exit_pods) + n_points
     # GPUs are held from deploy to teardown: what a point adds beyond its measurement is its pod start
     # (not measurable here: image cached on the node, typically 1-3 s) + AIPerf start-up + wind-down.
     figs = [
-        Figure("overhead", "cluster: pods per recipe workflow", pods, "pods",
-               note=f"{len(steps_pods)} pipeline steps + {len(exit_pods)} exit teardown + {n_points} points"),
-        Figure("overhead", "cluster: fixed GPU-held cost per point (AIPerf start-up + wind-down)",
-               aiperf_up + aiperf_down, "s", note=f"+ pod start (image cached: ~1-3 s, not measured here); "
-               f"tokenizer load {sum(tok) / len(tok) if tok else 0:.1f} s of it"),
-        Figure("overhead", "cluster: GPU-held fixed cost of the recipe's sweep", n_points * (aiperf_up + aiperf_down), "s",
-               note=f"{n_points} points x per-point cost"),
+        Figure(
+            "overhead",
+            "cluster: pods per recipe workflow",
+            pods,
+            "pods",
+            note=f"{len(steps_pods)} pipeline steps + {len(exit_pods)} exit teardown + {n_points} points",
+        ),
+        Figure(
+            "overhead",
+            "cluster: fixed GPU-held cost per point (AIPerf start-up + wind-down)",
+            aiperf_up + aiperf_down,
+            "s",
+            note=f"+ pod start (image cached: ~1-3 s, not measured here); "
+            f"tokenizer load {sum(tok) / len(tok) if tok else 0:.1f} s of it",
+        ),
+        Figure(
+            "overhead",
+            "cluster: GPU-held fixed cost of the recipe's sweep",
+            n_points * (aiperf_up + aiperf_down),
+            "s",
+            note=f"{n_points} points x per-point cost",
+        ),
     ]
     return figs, rows
 
@@ -187,19 +247,45 @@ def main(argv: list[str] | None = None) -> list[Figure]:
     held_to = min(n["started"] for n in m["nodes"] if n["name"].endswith(".teardown"))
     figs = [
         Figure("overhead", "local: wall time", m["wall_s"], "s", note=f"{len(levels)} points, recipe {a.recipe}"),
-        Figure("overhead", "local: AIPerf measuring (profiling phases)", measuring, "s",
-               note=", ".join(f"c{p['concurrency']}={p['measuring_s']:.1f}s" for p in m["points"])),
-        Figure("overhead", "local: wall / measuring", m["wall_s"] / measuring, "x", "<= 1.25",
-               f"AIPerf's own fixed cost {aiperf_fixed:.0f} s ({aiperf_fixed / len(levels):.1f} s/point), the rest {ours:.0f} s"),
-        Figure("overhead", "local: (measuring + everything outside AIPerf) / measuring", (measuring + ours) / measuring, "x",
-               "<= 1.25", "the pipeline's own overhead: steps, interpreter, S3/Prometheus start, publish"),
-        Figure("overhead", "local: deployment-held / measuring", (held_to - held_from) / measuring, "x",
-               note="deploy start -> teardown start: what GPU time would be in a cluster"),
+        Figure(
+            "overhead",
+            "local: AIPerf measuring (profiling phases)",
+            measuring,
+            "s",
+            note=", ".join(f"c{p['concurrency']}={p['measuring_s']:.1f}s" for p in m["points"]),
+        ),
+        Figure(
+            "overhead",
+            "local: wall / measuring",
+            m["wall_s"] / measuring,
+            "x",
+            "<= 1.25",
+            f"AIPerf's own fixed cost {aiperf_fixed:.0f} s ({aiperf_fixed / len(levels):.1f} s/point), the rest {ours:.0f} s",
+        ),
+        Figure(
+            "overhead",
+            "local: (measuring + everything outside AIPerf) / measuring",
+            (measuring + ours) / measuring,
+            "x",
+            "<= 1.25",
+            "the pipeline's own overhead: steps, interpreter, S3/Prometheus start, publish",
+        ),
+        Figure(
+            "overhead",
+            "local: deployment-held / measuring",
+            (held_to - held_from) / measuring,
+            "x",
+            note="deploy start -> teardown start: what GPU time would be in a cluster",
+        ),
     ]
     cfigs, crows = cluster_model(a.recipe, m)
     print("\ncluster pods of the rendered workflow and their measured fixed costs (process import / AIPerf):")
     print(table(crows, ["pod", "count", "fixed cost s"]))
-    return report("overhead", figs + cfigs, {"breakdown": rows, "points": m["points"], "run_dir": m["run_dir"], "nodes": m["nodes"]})
+    return report(
+        "overhead",
+        figs + cfigs,
+        {"breakdown": rows, "points": m["points"], "run_dir": m["run_dir"], "nodes": m["nodes"]},
+    )
 
 
 if __name__ == "__main__":

@@ -56,9 +56,11 @@ def lightning_rows() -> list[tuple]:
             rows.append((case, "-", "-", "-", "-", f"estimate failed: {pt.error}"))
             continue
         note = "; ".join(pred.target.notes)
-        for metric, measured, predicted in (("TTFT p50 ms", b.ttft_p50_ms, pt.ttft_ms),
-                                            ("output tok/s/GPU", b.output_throughput_tok_s_per_gpu, pt.tok_s_per_gpu),
-                                            ("tok/s/user", b.output_throughput_p50_tok_s_per_user, pt.tok_s_per_user)):
+        for metric, measured, predicted in (
+            ("TTFT p50 ms", b.ttft_p50_ms, pt.ttft_ms),
+            ("output tok/s/GPU", b.output_throughput_tok_s_per_gpu, pt.tok_s_per_gpu),
+            ("tok/s/user", b.output_throughput_p50_tok_s_per_user, pt.tok_s_per_user),
+        ):
             rows.append((case, metric, _fmt(measured), _fmt(predicted), _ratio(measured, predicted), note))
             note = ""
     return rows
@@ -86,11 +88,22 @@ def tp_rows() -> list[tuple]:
         note = "; ".join(pred.target.notes) + "; zero-queue TTFT"
         for m in points:
             pt = by_c[m["concurrency"]]
-            for key, metric, predicted in (("itl_ms", "ITL ms", pt.itl_ms), ("ttft_ms", "TTFT ms", pt.ttft_ms),
-                                           ("output_tok_s", "output tok/s", pt.output_tok_s)):
+            for key, metric, predicted in (
+                ("itl_ms", "ITL ms", pt.itl_ms),
+                ("ttft_ms", "TTFT ms", pt.ttft_ms),
+                ("output_tok_s", "output tok/s", pt.output_tok_s),
+            ):
                 if key in m:
-                    rows.append((f"cluster report 4P+4D TP={tp} c{m['concurrency']}", metric, _fmt(m[key]),
-                                 _fmt(predicted), _ratio(m[key], predicted), note))
+                    rows.append(
+                        (
+                            f"cluster report 4P+4D TP={tp} c{m['concurrency']}",
+                            metric,
+                            _fmt(m[key]),
+                            _fmt(predicted),
+                            _ratio(m[key], predicted),
+                            note,
+                        )
+                    )
                     note = ""
     return rows
 
@@ -108,8 +121,14 @@ def physics_rows() -> list[tuple]:
         m = Model.model_validate(yaml.safe_load((params_dir() / "models" / f"{name}.yaml").read_text()))
         for p in (p for p in fig["points"] if "itl_ms" in p):
             v = check_itl(m, h100, p["tp"], p["itl_ms"], gpu_name="H100")
-            rows.append((f"TP={p['tp']} c{p['concurrency']} as {name}", p["itl_ms"], f"{v.floor_ms:.2f}",
-                         "plausible" if v.plausible else "IMPLAUSIBLE"))
+            rows.append(
+                (
+                    f"TP={p['tp']} c{p['concurrency']} as {name}",
+                    p["itl_ms"],
+                    f"{v.floor_ms:.2f}",
+                    "plausible" if v.plausible else "IMPLAUSIBLE",
+                )
+            )
     return rows
 
 

@@ -59,8 +59,10 @@ def main(argv: list[str] | None = None) -> int:
         data = json.loads(f.read_text())
         for fig in data["figures"]:
             metric = fig["metric"].strip()
-            lines.append(f"| {name} | {metric} | {fmt(fig['value'])} | {fig['unit']} | {fig['bound']} | "
-                         f"{fig['verdict']} | {fig['note'].replace('|', '/')} |")
+            lines.append(
+                f"| {name} | {metric} | {fmt(fig['value'])} | {fig['unit']} | {fig['bound']} | "
+                f"{fig['verdict']} | {fig['note'].replace('|', '/')} |"
+            )
         lines.append(f"| {name} | (benchmark wall time; {data['load']} at its end) | {fmt(seconds)} | s | | | |")
     RESULTS.write_text("\n".join(lines) + "\n")
     print(f"\nwrote {RESULTS}" + (f"; failed: {', '.join(failed)}" if failed else ""))

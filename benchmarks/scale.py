@@ -62,22 +62,44 @@ def _render_child(validate: bool, target: int | None) -> dict:
     finally:
         shutil.rmtree(out, ignore_errors=True)
     t1 = time.perf_counter()
-    return {"recipes": n, "catalog": len(paths), "documents": docs, "import_s": t_import - t0,
-            "render_s": t1 - t_import, "total_s": t1 - t0}
+    return {
+        "recipes": n,
+        "catalog": len(paths),
+        "documents": docs,
+        "import_s": t_import - t0,
+        "render_s": t1 - t_import,
+        "total_s": t1 - t0,
+    }
 
 
 def bench_render() -> list[Figure]:
     figs = []
-    for validate, target, label in ((True, None, "catalog"), (False, None, "catalog, no validation"),
-                                    (True, CATALOG_TARGET, f"{CATALOG_TARGET}-recipe catalog"),
-                                    (False, CATALOG_TARGET, f"{CATALOG_TARGET}-recipe catalog, no validation")):
+    for validate, target, label in (
+        (True, None, "catalog"),
+        (False, None, "catalog, no validation"),
+        (True, CATALOG_TARGET, f"{CATALOG_TARGET}-recipe catalog"),
+        (False, CATALOG_TARGET, f"{CATALOG_TARGET}-recipe catalog, no validation"),
+    ):
         code = f"import json, scale; print(json.dumps(scale._render_child({validate}, {target})))"
-        out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parent, check=True,
-                             capture_output=True, text=True, env=os.environ | {"PYTHONPATH": str(REPO)}).stdout
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=Path(__file__).parent,
+            check=True,
+            capture_output=True,
+            text=True,
+            env=os.environ | {"PYTHONPATH": str(REPO)},
+        ).stdout
         res = json.loads(out.strip().splitlines()[-1])
-        figs.append(Figure("scale", f"render {label} ({res['recipes']} recipes, {res['documents']} files)",
-                           res["total_s"], "s", "< 3" if validate else "",
-                           f"imports {res['import_s']:.2f} s + render/validate/write {res['render_s']:.2f} s"))
+        figs.append(
+            Figure(
+                "scale",
+                f"render {label} ({res['recipes']} recipes, {res['documents']} files)",
+                res["total_s"],
+                "s",
+                "< 3" if validate else "",
+                f"imports {res['import_s']:.2f} s + render/validate/write {res['render_s']:.2f} s",
+            )
+        )
     return figs
 
 
@@ -95,16 +117,27 @@ def generate_jsonl(path: Path, n: int, seed: int = 7) -> Path:
     lines = (FIXTURE / "profile_export.jsonl").read_text().splitlines()
     records = [json.loads(x) for x in lines]
     profiling = [r for r in records if r["metadata"]["benchmark_phase"] == "profiling"]
-    error_rec = next(json.loads(x) for x in (ERROR_FIXTURE / "profile_export.jsonl").read_text().splitlines()
-                     if '"error"' in x and '"profiling"' in x)
+    error_rec = next(
+        json.loads(x)
+        for x in (ERROR_FIXTURE / "profile_export.jsonl").read_text().splitlines()
+        if '"error"' in x and '"profiling"' in x
+    )
     # 400 distinct bodies (each template x 10 value scalings); per line only ids and times change.
     variants = []
     for rec in profiling:
         for _ in range(10):
             k = rng.uniform(0.5, 2.0)
-            metrics = {name: {**m, "value": ([v * rng.uniform(0.5, 1.5) for v in m["value"]] if isinstance(m["value"], list)
-                                             else (m["value"] * k if isinstance(m["value"], float) else m["value"]))}
-                       for name, m in rec["metrics"].items()}
+            metrics = {
+                name: {
+                    **m,
+                    "value": (
+                        [v * rng.uniform(0.5, 1.5) for v in m["value"]]
+                        if isinstance(m["value"], list)
+                        else (m["value"] * k if isinstance(m["value"], float) else m["value"])
+                    ),
+                }
+                for name, m in rec["metrics"].items()
+            }
             variants.append(metrics)
     meta = dict(profiling[0]["metadata"])
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -112,9 +145,15 @@ def generate_jsonl(path: Path, n: int, seed: int = 7) -> Path:
     with open(path, "w", buffering=1 << 22) as f:
         for i in range(n):
             start = t0 + i * 2_000_000
-            m = meta | {"x_request_id": f"{i:032x}", "session_num": i, "conversation_id": f"session_{i:07d}",
-                        "credit_issued_ns": start - 1000, "request_start_ns": start,
-                        "request_ack_ns": start + 10_000_000, "request_end_ns": start + 60_000_000}
+            m = meta | {
+                "x_request_id": f"{i:032x}",
+                "session_num": i,
+                "conversation_id": f"session_{i:07d}",
+                "credit_issued_ns": start - 1000,
+                "request_start_ns": start,
+                "request_ack_ns": start + 10_000_000,
+                "request_end_ns": start + 60_000_000,
+            }
             if i % 1000 == 999:
                 rec = {"metadata": m, "metrics": error_rec["metrics"], "error": error_rec["error"]}
             else:
@@ -131,8 +170,12 @@ def _parse_child(point_dir: str, what: str) -> dict:
 
     if what == "read_point":
         r = aiperf_contract.read_point(point_dir)
-        out = {"requests_ok": r["requests_ok"], "requests_failed": r["requests_failed"], "errors": len(r["errors"]),
-               "window_s": (r["profiling_end_ns"] - r["profiling_start_ns"]) / 1e9}
+        out = {
+            "requests_ok": r["requests_ok"],
+            "requests_failed": r["requests_failed"],
+            "errors": len(r["errors"]),
+            "window_s": (r["profiling_end_ns"] - r["profiling_start_ns"]) / 1e9,
+        }
     else:  # percentiles over every record, from the records alone
         from array import array
 
@@ -178,15 +221,32 @@ def bench_parse(n: int) -> list[Figure]:
     for env_name, python in PYTHONS.items():
         for what in ("read_point", "percentiles"):
             code = f"import json, scale; print(json.dumps(scale._parse_child({str(point)!r}, {what!r})))"
-            out, rss, cpu = run_child_rss([str(python), "-c", code], Path(__file__).parent,
-                                     os.environ | {"PYTHONPATH": f"{Path(__file__).parent}:{REPO}"})
+            out, rss, cpu = run_child_rss(
+                [str(python), "-c", code],
+                Path(__file__).parent,
+                os.environ | {"PYTHONPATH": f"{Path(__file__).parent}:{REPO}"},
+            )
             res = json.loads(out.strip().splitlines()[-1])
-            label = ("read_point (counts, errors, window)" if what == "read_point"
-                     else "TTFT/ITL/latency p50/p90/p99 over all records")
-            detail = (f"{res['requests_ok']:,} ok + {res['requests_failed']:,} failed" if what == "read_point"
-                      else f"{res['records']:,} records")
-            figs.append(Figure("scale", f"{n:,}-request jsonl ({size / 2**30:.2f} GiB), {env_name}: {label}",
-                               res["seconds"], "s", "< 10", f"{detail}; {res['fast_json']}; CPU {cpu:.1f} s (load-independent)"))
+            label = (
+                "read_point (counts, errors, window)"
+                if what == "read_point"
+                else "TTFT/ITL/latency p50/p90/p99 over all records"
+            )
+            detail = (
+                f"{res['requests_ok']:,} ok + {res['requests_failed']:,} failed"
+                if what == "read_point"
+                else f"{res['records']:,} records"
+            )
+            figs.append(
+                Figure(
+                    "scale",
+                    f"{n:,}-request jsonl ({size / 2**30:.2f} GiB), {env_name}: {label}",
+                    res["seconds"],
+                    "s",
+                    "< 10",
+                    f"{detail}; {res['fast_json']}; CPU {cpu:.1f} s (load-independent)",
+                )
+            )
             figs.append(Figure("scale", f"  peak RSS of that process", rss / 2**30, "GiB", "< 2"))
     figs.append(Figure("scale", "  (generating the jsonl, cached after the first run)", gen_s, "s"))
     return figs
@@ -202,7 +262,7 @@ def make_artifacts(root: Path) -> Path:
         return root
     shutil.rmtree(root, ignore_errors=True)
     for p in range(8):
-        d = root / "points" / f"c{2 ** p}" / "aiperf"
+        d = root / "points" / f"c{2**p}" / "aiperf"
         d.mkdir(parents=True)
         with open(d / "profile_export.jsonl", "wb") as f:
             for _ in range(96):
@@ -227,17 +287,33 @@ def bench_publish() -> list[Figure]:
         env = os.environ | s3.env()
         # AWS CLI first, then ours: the server holds the first copy in memory while the second is sent.
         t0 = time.perf_counter()
-        subprocess.run(["aws", "s3", "cp", "--recursive", "--only-show-errors", str(tree), "s3://bench/aws/"],
-                       env=env, check=True)
+        subprocess.run(
+            ["aws", "s3", "cp", "--recursive", "--only-show-errors", str(tree), "s3://bench/aws/"], env=env, check=True
+        )
         aws_s = time.perf_counter() - t0
         os.environ.update(s3.env())
         t0 = time.perf_counter()
         summary = publish_tree(tree, bucket="bench", prefix="ours", s3=s3_client())
         ours_s = time.perf_counter() - t0
     aws_version = subprocess.run(["aws", "--version"], capture_output=True, text=True).stdout.split()[0]
-    figs.append(Figure("scale", f"publish {size / 2**30:.2f} GiB ({summary['objects']} files): infersweep.results.publish", ours_s, "s",
-                       note=f"{size / 2**20 / ours_s:.0f} MiB/s incl. sha256 + HEAD + manifest"))
-    figs.append(Figure("scale", "  same tree: aws s3 cp --recursive", aws_s, "s", note=f"{aws_version}, {size / 2**20 / aws_s:.0f} MiB/s"))
+    figs.append(
+        Figure(
+            "scale",
+            f"publish {size / 2**30:.2f} GiB ({summary['objects']} files): infersweep.results.publish",
+            ours_s,
+            "s",
+            note=f"{size / 2**20 / ours_s:.0f} MiB/s incl. sha256 + HEAD + manifest",
+        )
+    )
+    figs.append(
+        Figure(
+            "scale",
+            "  same tree: aws s3 cp --recursive",
+            aws_s,
+            "s",
+            note=f"{aws_version}, {size / 2**20 / aws_s:.0f} MiB/s",
+        )
+    )
     figs.append(Figure("scale", "  aws time / ours (>= 1: ours at least as fast)", aws_s / ours_s, "x", ">= 1.0"))
     return figs
 

@@ -52,8 +52,16 @@ def timed(cmd: list[str], tree: Path, env: dict[str, str]) -> tuple[float, float
 
 
 class Case:
-    def __init__(self, name: str, args: list[str], *, cache: str = "warm", extra_env: dict[str, str] | None = None,
-                 bound: str = "", expect_fail: bool = False):
+    def __init__(
+        self,
+        name: str,
+        args: list[str],
+        *,
+        cache: str = "warm",
+        extra_env: dict[str, str] | None = None,
+        bound: str = "",
+        expect_fail: bool = False,
+    ):
         self.name, self.args, self.cache, self.extra_env = name, args, cache, extra_env or {}
         self.bound, self.expect_fail = bound, expect_fail
 
@@ -73,8 +81,13 @@ def main(argv: list[str] | None = None) -> list[Figure]:
     ap.add_argument("--tree", type=Path, default=REPO, help="checkout to measure (default: this one)")
     ap.add_argument("--before", type=Path, help="a checkout from before a change, measured alongside")
     ap.add_argument("--recipe", default=RECIPE)
-    ap.add_argument("--only", action="append", default=[], metavar="WORDS",
-                    help="measure only the cases whose name contains WORDS (repeatable)")
+    ap.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="WORDS",
+        help="measure only the cases whose name contains WORDS (repeatable)",
+    )
     a = ap.parse_args(argv)
     trees = {"after": a.tree.resolve()} | ({"before": a.before.resolve()} if a.before else {})
     cli = ["-m", "infersweep.cli"]
@@ -88,8 +101,11 @@ def main(argv: list[str] | None = None) -> list[Figure]:
         Case("render one, warm", render_one, bound=f"< {BOUND_RENDER_ONE_S}"),
         Case("render one --set s3-prefix=runs/x, warm", render_one + ["--set", "s3-prefix=runs/x"]),
         Case("validate one recipe file, warm", cli + ["validate", RECIPE_FILE]),
-        Case("submit one, warm (to a refused server: the work before the request)",
-             cli + ["submit", a.recipe, "--argo-server", REFUSED_SERVER], expect_fail=True),
+        Case(
+            "submit one, warm (to a refused server: the work before the request)",
+            cli + ["submit", a.recipe, "--argo-server", REFUSED_SERVER],
+            expect_fail=True,
+        ),
         Case("render --all (whole catalog), warm", cli + ["render", "--all", "--out", "{OUT}"]),
         Case("render --all, render cache off", cli + ["render", "--all", "--out", "{OUT}"], extra_env=off),
     ]
@@ -118,8 +134,10 @@ def main(argv: list[str] | None = None) -> list[Figure]:
             runs = samples[(case.name, label)]
             wall, cpu = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
             bad = [r[2] for r in runs if (r[2] != 0) != case.expect_fail]
-            print(f"  {label:6} {case.name}: wall {[round(r[0], 2) for r in runs]} cpu {[round(r[1], 2) for r in runs]}",
-                  file=sys.stderr)
+            print(
+                f"  {label:6} {case.name}: wall {[round(r[0], 2) for r in runs]} cpu {[round(r[1], 2) for r in runs]}",
+                file=sys.stderr,
+            )
             row += [f"{wall:.2f}", f"{cpu:.2f}" + (f" (exit {bad[0]}!)" if bad else "")]
             if label == "after":
                 note = f"CPU {cpu:.2f} s" + (f"; unexpected exit {bad[0]}" if bad else "")
@@ -128,8 +146,9 @@ def main(argv: list[str] | None = None) -> list[Figure]:
                     note += f"; before {before:.2f} s wall"
                 figs.append(Figure("startup", case.name + " (median wall)", round(wall, 3), "s", case.bound, note))
         rows.append(row)
-    header = ["command"] + [f"{label} {kind}" for label in ("before", "after") if label in trees
-                            for kind in ("wall s", "CPU s")]
+    header = ["command"] + [
+        f"{label} {kind}" for label in ("before", "after") if label in trees for kind in ("wall s", "CPU s")
+    ]
     print(f"\nmedian of {a.repeat} fresh processes each; " + ", ".join(f"{k}: {v}" for k, v in trees.items()))
     print(table(rows, header) + "\n")
     return report("startup", figs, {"trees": {k: str(v) for k, v in trees.items()}, "repeat": a.repeat})

@@ -33,12 +33,16 @@ def _size(doc) -> int:
 
 def node_plan(bundle) -> tuple[list[dict], int]:
     """The nodes a finished run of this Workflow has: (nodes with their parameter bytes, pods)."""
-    pipeline = next(t for t in bundle.templates if (t["metadata"].get("labels") or {}).get("infersweep.io/kind") == "pipeline")
+    pipeline = next(
+        t for t in bundle.templates if (t["metadata"].get("labels") or {}).get("infersweep.io/kind") == "pipeline"
+    )
     spec = pipeline["spec"]
     local = {t["name"]: t for t in spec["templates"]}
     refs = {t["metadata"]["name"]: t for t in bundle.templates}
     args = {p["name"]: str(p.get("value", "")) for p in spec.get("arguments", {}).get("parameters", [])}
-    args |= {p["name"]: str(p.get("value", "")) for p in bundle.workflow["spec"].get("arguments", {}).get("parameters", [])}
+    args |= {
+        p["name"]: str(p.get("value", "")) for p in bundle.workflow["spec"].get("arguments", {}).get("parameters", [])
+    }
 
     def param_bytes(task: dict, item: dict | None) -> int:
         total = 0
@@ -66,10 +70,14 @@ def node_plan(bundle) -> tuple[list[dict], int]:
                 kind = "dag"
             if "withParam" in task:
                 raw = task["withParam"]
-                items = json.loads(inputs.get(raw.strip("{} ").split(".")[-1], "[]")) if "inputs.parameters" in raw else []
+                items = (
+                    json.loads(inputs.get(raw.strip("{} ").split(".")[-1], "[]")) if "inputs.parameters" in raw else []
+                )
                 nodes.append({"name": f"{label}.{task['name']}", "kind": "group", "param_bytes": 0})
                 for i, item in enumerate(items):
-                    nodes.append({"name": f"{label}.{task['name']}({i})", "kind": kind, "param_bytes": param_bytes(task, item)})
+                    nodes.append(
+                        {"name": f"{label}.{task['name']}({i})", "kind": kind, "param_bytes": param_bytes(task, item)}
+                    )
             elif kind == "dag" and "template" in task:
                 sub_inputs = {}
                 for p in task.get("arguments", {}).get("parameters", []):
@@ -90,7 +98,9 @@ def node_plan(bundle) -> tuple[list[dict], int]:
 def measure_recipe(r, settings) -> dict:
     bundle = render_recipe(r, settings)
     wf = bundle.workflow
-    pipeline = next(t for t in bundle.templates if (t["metadata"].get("labels") or {}).get("infersweep.io/kind") == "pipeline")
+    pipeline = next(
+        t for t in bundle.templates if (t["metadata"].get("labels") or {}).get("infersweep.io/kind") == "pipeline"
+    )
     steps = [t for t in bundle.templates if t is not pipeline]
     nodes, pods = node_plan(bundle)
     status_nodes = sum(NODE_STATUS_BYTES + n["param_bytes"] for n in nodes)
@@ -105,31 +115,88 @@ def measure_recipe(r, settings) -> dict:
             cron = _size(nightly_cron(r, settings))
         except Exception as exc:  # the cron module is another engineer's work in progress
             cron = f"n/a ({type(exc).__name__})"
-    return {"recipe": r.name, "workflow": _size(wf), "cron": cron, "pipeline": _size(pipeline),
-            "finished": finished, "nodes": len(nodes), "pods": pods, "biggest_param": biggest}
+    return {
+        "recipe": r.name,
+        "workflow": _size(wf),
+        "cron": cron,
+        "pipeline": _size(pipeline),
+        "finished": finished,
+        "nodes": len(nodes),
+        "pods": pods,
+        "biggest_param": biggest,
+    }
 
 
 def main(argv: list[str] | None = None) -> list[Figure]:
     settings = load_cluster_settings()
     rows = [measure_recipe(load_recipe(p), settings) for p in all_recipe_paths()]
-    print(table([[x["recipe"], f"{x['workflow']:,}", str(x["cron"]), f"{x['pipeline']:,}", f"{x['finished']:,}",
-                  str(x["nodes"]), str(x["pods"]), f"{x['biggest_param'][0]} {x['biggest_param'][1]:,}"] for x in rows],
-                ["recipe", "workflow B", "cron B", "pipeline tmpl B", "finished wf B (est.)", "nodes", "pods",
-                 "largest parameter B"]))
+    print(
+        table(
+            [
+                [
+                    x["recipe"],
+                    f"{x['workflow']:,}",
+                    str(x["cron"]),
+                    f"{x['pipeline']:,}",
+                    f"{x['finished']:,}",
+                    str(x["nodes"]),
+                    str(x["pods"]),
+                    f"{x['biggest_param'][0]} {x['biggest_param'][1]:,}",
+                ]
+                for x in rows
+            ],
+            [
+                "recipe",
+                "workflow B",
+                "cron B",
+                "pipeline tmpl B",
+                "finished wf B (est.)",
+                "nodes",
+                "pods",
+                "largest parameter B",
+            ],
+        )
+    )
     big = max(rows, key=lambda x: x["finished"])
     figs = [
-        Figure("workflow_size", f"biggest submitted Workflow ({max(rows, key=lambda x: x['workflow'])['recipe']})",
-               max(x["workflow"] for x in rows) / 1024, "KiB", "< 1024", "JSON bytes; controller limit 1 MiB"),
-        Figure("workflow_size", f"biggest finished Workflow incl. stored templates + node status ({big['recipe']})",
-               big["finished"] / 1024, "KiB", "< 1024",
-               f"{big['nodes']} nodes, {big['pods']} pods; etcd limit 1.5 MiB, Argo compresses/offloads above 1 MiB"),
-        Figure("workflow_size", "most nodes of one Workflow", max(x["nodes"] for x in rows), "nodes",
-               note=f"most pods {max(x['pods'] for x in rows)}"),
-        Figure("workflow_size", "largest parameter value", max(x["biggest_param"][1] for x in rows) / 1024, "KiB", "< 64",
-               f"'{max(rows, key=lambda x: x['biggest_param'][1])['biggest_param'][0]}'; results travel as files/artifacts"),
-        Figure("workflow_size", f"sum over the catalog ({len(rows)} Workflows; one CronWorkflow each, not one object)",
-               sum(x["finished"] for x in rows) / 1024, "KiB",
-               note="what a single suite Workflow inlining every recipe would weigh"),
+        Figure(
+            "workflow_size",
+            f"biggest submitted Workflow ({max(rows, key=lambda x: x['workflow'])['recipe']})",
+            max(x["workflow"] for x in rows) / 1024,
+            "KiB",
+            "< 1024",
+            "JSON bytes; controller limit 1 MiB",
+        ),
+        Figure(
+            "workflow_size",
+            f"biggest finished Workflow incl. stored templates + node status ({big['recipe']})",
+            big["finished"] / 1024,
+            "KiB",
+            "< 1024",
+            f"{big['nodes']} nodes, {big['pods']} pods; etcd limit 1.5 MiB, Argo compresses/offloads above 1 MiB",
+        ),
+        Figure(
+            "workflow_size",
+            "most nodes of one Workflow",
+            max(x["nodes"] for x in rows),
+            "nodes",
+            note=f"most pods {max(x['pods'] for x in rows)}",
+        ),
+        Figure(
+            "workflow_size",
+            "largest parameter value",
+            max(x["biggest_param"][1] for x in rows) / 1024,
+            "KiB",
+            "< 64",
+            f"'{max(rows, key=lambda x: x['biggest_param'][1])['biggest_param'][0]}'; results travel as files/artifacts",
+        ),
+        Figure(
+            "workflow_size",
+            f"sum over the catalog ({len(rows)} Workflows; one CronWorkflow each, not one object)",
+            sum(x["finished"] for x in rows) / 1024,
+            "KiB",
+            note="what a single suite Workflow inlining every recipe would weigh",
+        ),
     ]
     return report("workflow_size", figs, {"recipes": rows})
 

@@ -53,8 +53,10 @@ def _to_hera(doc: dict[str, Any]):
         back = json.loads(json.dumps(wf.to_dict()))
     lost = _diff_paths(doc, back)
     if lost:
-        raise RecipeError(f"Workflow {doc['metadata'].get('generateName') or doc['metadata'].get('name')}: Hera's "
-                          f"Workflow would drop or change {lost[:5]}; refusing to build it")
+        raise RecipeError(
+            f"Workflow {doc['metadata'].get('generateName') or doc['metadata'].get('name')}: Hera's "
+            f"Workflow would drop or change {lost[:5]}; refusing to build it"
+        )
     return wf
 
 
@@ -70,8 +72,9 @@ def _check_installed(expected: list[dict[str, Any]], namespace: str) -> None:
     check_installed(server, expected)
 
 
-def workflow_document(recipe: str, *, set: dict[str, str] | None = None, namespace: str | None = None,
-                      dgd_api: str = "v1beta1") -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def workflow_document(
+    recipe: str, *, set: dict[str, str] | None = None, namespace: str | None = None, dgd_api: str = "v1beta1"
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(the Workflow `submit` would create, as a dict; the WorkflowTemplates it needs), validated."""
     from infersweep.cli_util import parse_sets
     from infersweep.cluster_settings import load_cluster_settings
@@ -83,14 +86,21 @@ def workflow_document(recipe: str, *, set: dict[str, str] | None = None, namespa
     settings = load_cluster_settings()
     r = load_recipe(recipe, overrides=sets.recipe)
     check_fits_pool(r, settings)
-    bundle = render_recipe(r, settings, dgd_api=dgd_api, namespace=_namespace(namespace, settings),
-                           overrides=sets.params)
+    bundle = render_recipe(
+        r, settings, dgd_api=dgd_api, namespace=_namespace(namespace, settings), overrides=sets.params
+    )
     doc = {**bundle.workflow, "spec": {**bundle.workflow["spec"], "priority": submit_priority()}}
     return doc, bundle.templates
 
 
-def recipe_workflow(recipe: str, *, set: dict[str, str] | None = None, namespace: str | None = None,
-                    dgd_api: str = "v1beta1", check_installed: bool = False):
+def recipe_workflow(
+    recipe: str,
+    *,
+    set: dict[str, str] | None = None,
+    namespace: str | None = None,
+    dgd_api: str = "v1beta1",
+    check_installed: bool = False,
+):
     """The recipe's Workflow as a Hera `Workflow` (references its pipeline template, as `infersweep submit`'s).
 
     `recipe`: a catalog name or a recipe file; `set`: what `--set KEY=VALUE` takes (recipe fields and run
@@ -101,14 +111,16 @@ def recipe_workflow(recipe: str, *, set: dict[str, str] | None = None, namespace
     return _to_hera(doc)
 
 
-def experiment_workflow(experiment: str, *, namespace: str | None = None, dgd_api: str = "v1beta1",
-                        check_installed: bool = False):
+def experiment_workflow(
+    experiment: str, *, namespace: str | None = None, dgd_api: str = "v1beta1", check_installed: bool = False
+):
     """The experiment's Workflow (every treatment, the comparison and the verdict) as a Hera `Workflow`."""
     from infersweep.cluster_settings import load_cluster_settings
     from infersweep.experiment.plan import make_plan
     from infersweep.experiment.spec import load_experiment
     from infersweep.schemas import validate_document
-    from workflows.experiment import experiment_template, experiment_workflow as build
+    from workflows.experiment import experiment_template
+    from workflows.experiment import experiment_workflow as build
     from workflows.gpu_guard import check_fits_pool, submit_priority
     from workflows.install_set import step_templates
 
@@ -123,5 +135,7 @@ def experiment_workflow(experiment: str, *, namespace: str | None = None, dgd_ap
     doc["spec"]["priority"] = submit_priority()
     validate_document(doc)
     if check_installed:
-        _check_installed(step_templates(settings, []) + [experiment_template(plan, settings, dgd_api=dgd_api).to_dict()], ns)
+        _check_installed(
+            step_templates(settings, []) + [experiment_template(plan, settings, dgd_api=dgd_api).to_dict()], ns
+        )
     return _to_hera(doc)

@@ -13,15 +13,29 @@ from infersweep.argo_kube import KubeArgo, kubeconfig_path
 from infersweep.argo_server import ArgoConfigError, ArgoServer, load_config
 
 
-def client_for(*, host: str | None, token: str | None, namespace: str | None, insecure_skip_verify: bool | None,
-               default_namespace: str, env: Mapping[str, str] | None = None):
+def client_for(
+    *,
+    host: str | None,
+    token: str | None,
+    namespace: str | None,
+    insecure_skip_verify: bool | None,
+    default_namespace: str,
+    env: Mapping[str, str] | None = None,
+):
     """The Argo Server when one is configured (flag, ARGO_SERVER, the config file), else the kubeconfig, as `argo`
     chooses; one line naming both ways when neither is there."""
     env = os.environ if env is None else env
     try:
-        return ArgoServer(load_config(host=host, token=token, namespace=namespace,
-                                      insecure_skip_verify=insecure_skip_verify, env=env,
-                                      default_namespace=default_namespace))
+        return ArgoServer(
+            load_config(
+                host=host,
+                token=token,
+                namespace=namespace,
+                insecure_skip_verify=insecure_skip_verify,
+                env=env,
+                default_namespace=default_namespace,
+            )
+        )
     except ArgoConfigError as e:
         if "no Argo Server" not in str(e):
             raise
@@ -30,7 +44,8 @@ def client_for(*, host: str | None, token: str | None, namespace: str | None, in
         raise ArgoConfigError(
             "no Argo Server and no kubeconfig: pass --argo-server HOST:PORT with --token (or set ARGO_SERVER and "
             "ARGO_TOKEN, as for `argo`), or point KUBECONFIG at a kubeconfig for the cluster (~/.kube/config is "
-            "used when it exists); see docs/cluster.md, step 6")
+            "used when it exists); see docs/cluster.md, step 6"
+        )
     # The namespace as in Argo Server mode (flag, ARGO_NAMESPACE, params/cluster.yaml), not the kubeconfig
     # context's: the templates are installed in the settings' namespace, whichever way they were created.
     ns = namespace or env.get("ARGO_NAMESPACE") or default_namespace
@@ -40,5 +55,10 @@ def client_for(*, host: str | None, token: str | None, namespace: str | None, in
 def server_from_args(a):
     from infersweep.cluster_settings import load_cluster_settings
 
-    return client_for(host=a.argo_server, token=a.token, namespace=a.namespace,
-                      insecure_skip_verify=a.insecure_skip_verify, default_namespace=load_cluster_settings().namespace)
+    return client_for(
+        host=a.argo_server,
+        token=a.token,
+        namespace=a.namespace,
+        insecure_skip_verify=a.insecure_skip_verify,
+        default_namespace=load_cluster_settings().namespace,
+    )

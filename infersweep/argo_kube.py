@@ -70,10 +70,18 @@ class KubeArgo:
         from urllib3.exceptions import HTTPError
 
         try:
-            data = self.api.call_api(path, method, query_params=query or [], body=body,
-                                     header_params={"Content-Type": "application/json", "Accept": "application/json"},
-                                     auth_settings=["BearerToken"], response_types_map={}, _return_http_data_only=True,
-                                     _preload_content=False, _request_timeout=30)
+            data = self.api.call_api(
+                path,
+                method,
+                query_params=query or [],
+                body=body,
+                header_params={"Content-Type": "application/json", "Accept": "application/json"},
+                auth_settings=["BearerToken"],
+                response_types_map={},
+                _return_http_data_only=True,
+                _preload_content=False,
+                _request_timeout=30,
+            )
         except ApiException as e:
             try:
                 msg = json.loads(e.body).get("message") or e.reason
@@ -83,8 +91,9 @@ class KubeArgo:
             err.status = e.status  # type: ignore[attr-defined]
             raise err from None
         except HTTPError as e:
-            raise ArgoServerError(f"{what}: cannot reach the Kubernetes API at {self.host} "
-                                  f"(kubeconfig {self.kubeconfig}): {e}") from None
+            raise ArgoServerError(
+                f"{what}: cannot reach the Kubernetes API at {self.host} (kubeconfig {self.kubeconfig}): {e}"
+            ) from None
         return json.loads(data.data or b"{}")
 
     def _path(self, kind: str, name: str | None = None, namespace: str | None = None) -> str:

@@ -75,15 +75,24 @@ def _read_config_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def load_config(*, host: str | None = None, token: str | None = None, namespace: str | None = None,
-                insecure_skip_verify: bool | None = None, env: Mapping[str, str] | None = None,
-                config_path: Path | None = None, default_namespace: str = "infersweep") -> ArgoConfig:
+def load_config(
+    *,
+    host: str | None = None,
+    token: str | None = None,
+    namespace: str | None = None,
+    insecure_skip_verify: bool | None = None,
+    env: Mapping[str, str] | None = None,
+    config_path: Path | None = None,
+    default_namespace: str = "infersweep",
+) -> ArgoConfig:
     env = os.environ if env is None else env
     file = _read_config_file(config_path or Path(env.get("INFERSWEEP_CONFIG", CONFIG_PATH)))
     raw_host = host or env.get("ARGO_SERVER") or file.get("host")
     if not raw_host:
-        raise ArgoConfigError("no Argo Server: pass --argo-server HOST:PORT, set ARGO_SERVER, or put `host:` in "
-                              f"{CONFIG_PATH} (e.g. kubectl -n argo port-forward svc/argo-server 2746 -> localhost:2746)")
+        raise ArgoConfigError(
+            "no Argo Server: pass --argo-server HOST:PORT, set ARGO_SERVER, or put `host:` in "
+            f"{CONFIG_PATH} (e.g. kubectl -n argo port-forward svc/argo-server 2746 -> localhost:2746)"
+        )
     if "://" not in raw_host:
         # Argo's CLI convention: ARGO_SERVER is host:port, https unless ARGO_SECURE=false.
         secure = _flag(env.get("ARGO_SECURE", "true"), "ARGO_SECURE")
@@ -121,7 +130,9 @@ def to_hera_model(doc: dict[str, Any]) -> Any:
     from hera.workflows import models as m
 
     validate_document(doc)
-    cls = {"Workflow": m.Workflow, "WorkflowTemplate": m.WorkflowTemplate, "CronWorkflow": m.CronWorkflow}.get(doc["kind"])
+    cls = {"Workflow": m.Workflow, "WorkflowTemplate": m.WorkflowTemplate, "CronWorkflow": m.CronWorkflow}.get(
+        doc["kind"]
+    )
     if cls is None:
         raise ArgoServerError(f"{doc['kind']} is not created through the Argo Server; apply it with kubectl")
     with warnings.catch_warnings():
@@ -130,8 +141,10 @@ def to_hera_model(doc: dict[str, Any]) -> Any:
         back = json.loads(model.json(by_alias=True, exclude_none=True))
     lost = _diff_paths(doc, back)
     if lost:
-        raise ArgoServerError(f"{doc['kind']}/{doc['metadata'].get('name')}: Hera's model would drop or change "
-                              f"{lost[:5]}; refusing to send it")
+        raise ArgoServerError(
+            f"{doc['kind']}/{doc['metadata'].get('name')}: Hera's model would drop or change "
+            f"{lost[:5]}; refusing to send it"
+        )
     return model
 
 
@@ -175,11 +188,22 @@ class ArgoServer:
         model = to_hera_model(doc)
         model.metadata.namespace = self.cfg.namespace
         get, create, update, key, creq, ureq = {
-            "WorkflowTemplate": (self.svc.get_workflow_template, self.svc.create_workflow_template,
-                                 self.svc.update_workflow_template, "template",
-                                 m.WorkflowTemplateCreateRequest, m.WorkflowTemplateUpdateRequest),
-            "CronWorkflow": (self.svc.get_cron_workflow, self.svc.create_cron_workflow, self.svc.update_cron_workflow,
-                             "cron_workflow", m.CreateCronWorkflowRequest, m.UpdateCronWorkflowRequest),
+            "WorkflowTemplate": (
+                self.svc.get_workflow_template,
+                self.svc.create_workflow_template,
+                self.svc.update_workflow_template,
+                "template",
+                m.WorkflowTemplateCreateRequest,
+                m.WorkflowTemplateUpdateRequest,
+            ),
+            "CronWorkflow": (
+                self.svc.get_cron_workflow,
+                self.svc.create_cron_workflow,
+                self.svc.update_cron_workflow,
+                "cron_workflow",
+                m.CreateCronWorkflowRequest,
+                m.UpdateCronWorkflowRequest,
+            ),
         }[kind]
         try:
             with warnings.catch_warnings():
@@ -193,8 +217,9 @@ class ArgoServer:
             out = self._call(f"create {kind}/{name}", create, creq(**{key: model, "namespace": self.cfg.namespace}))
             return "created", out.metadata.resource_version or ""
         model.metadata.resource_version = current.metadata.resource_version
-        out = self._call(f"update {kind}/{name}", update, name,
-                         ureq(**{key: model, "namespace": self.cfg.namespace, "name": name}))
+        out = self._call(
+            f"update {kind}/{name}", update, name, ureq(**{key: model, "namespace": self.cfg.namespace, "name": name})
+        )
         return "updated", out.metadata.resource_version or ""
 
     def create_workflow(self, doc: dict[str, Any]) -> dict[str, Any]:
@@ -202,8 +227,11 @@ class ArgoServer:
 
         model = to_hera_model(doc)
         model.metadata.namespace = self.cfg.namespace
-        out = self._call("create Workflow", self.svc.create_workflow,
-                         m.WorkflowCreateRequest(workflow=model, namespace=self.cfg.namespace))
+        out = self._call(
+            "create Workflow",
+            self.svc.create_workflow,
+            m.WorkflowCreateRequest(workflow=model, namespace=self.cfg.namespace),
+        )
         return to_dict(out)
 
     def get_workflow(self, name: str) -> dict[str, Any]:
@@ -223,19 +251,34 @@ class ArgoServer:
 
 def add_server_flags(p) -> None:
     """The flags every command that talks to the Argo Server takes."""
-    p.add_argument("--argo-server", metavar="HOST:PORT",
-                   help="Argo Server (default: $ARGO_SERVER or the config file; without one: the Kubernetes API "
-                        "through $KUBECONFIG or ~/.kube/config, as `argo` does)")
+    p.add_argument(
+        "--argo-server",
+        metavar="HOST:PORT",
+        help="Argo Server (default: $ARGO_SERVER or the config file; without one: the Kubernetes API "
+        "through $KUBECONFIG or ~/.kube/config, as `argo` does)",
+    )
     p.add_argument("--token", help="bearer token (default: $ARGO_TOKEN or the config file)")
-    p.add_argument("-n", "--namespace", help="namespace (default: $ARGO_NAMESPACE, the config file, params/cluster.yaml)")
-    p.add_argument("-k", "--insecure-skip-verify", action="store_true", default=None,
-                   help="do not verify the server's TLS certificate ($ARGO_INSECURE_SKIP_VERIFY)")
+    p.add_argument(
+        "-n", "--namespace", help="namespace (default: $ARGO_NAMESPACE, the config file, params/cluster.yaml)"
+    )
+    p.add_argument(
+        "-k",
+        "--insecure-skip-verify",
+        action="store_true",
+        default=None,
+        help="do not verify the server's TLS certificate ($ARGO_INSECURE_SKIP_VERIFY)",
+    )
 
 
 def server_from_args(a) -> ArgoServer:
     """The Argo Server only; the commands use infersweep.argo_client.server_from_args (kubeconfig too)."""
     from infersweep.cluster_settings import load_cluster_settings
 
-    cfg = load_config(host=a.argo_server, token=a.token, namespace=a.namespace,
-                      insecure_skip_verify=a.insecure_skip_verify, default_namespace=load_cluster_settings().namespace)
+    cfg = load_config(
+        host=a.argo_server,
+        token=a.token,
+        namespace=a.namespace,
+        insecure_skip_verify=a.insecure_skip_verify,
+        default_namespace=load_cluster_settings().namespace,
+    )
     return ArgoServer(cfg)

@@ -44,8 +44,14 @@ def row(r: ResolvedRecipe, shared: dict[str, str] | None = None) -> tuple[str, .
     follows = p.follows if p else "(no provenance)"
     own = {k: v for k, v in differences(r).items() if (shared or {}).get(k) != v}
     diffs = "; ".join(f"{k}: {v}" for k, v in own.items()) or "-"
-    return (f"`{r.name}`", r.recipe.engine, f"{gpus_text(r)} {r.recipe.gpu.type}", follows,
-            r.engine.parser_tier, diffs)  # whether the engine-parser tier checks it (infersweep/engines/<name>.py)
+    return (
+        f"`{r.name}`",
+        r.recipe.engine,
+        f"{gpus_text(r)} {r.recipe.gpu.type}",
+        follows,
+        r.engine.parser_tier,
+        diffs,
+    )  # whether the engine-parser tier checks it (infersweep/engines/<name>.py)
 
 
 def folders() -> dict[str, list[ResolvedRecipe]]:

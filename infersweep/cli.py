@@ -39,8 +39,9 @@ def _chosen(argv: list[str], names: list[str]) -> list[str]:
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="infersweep",
-                                 description="Deploy LLM serving graphs with Dynamo and benchmark them, as Argo workflows.")
+    ap = argparse.ArgumentParser(
+        prog="infersweep", description="Deploy LLM serving graphs with Dynamo and benchmark them, as Argo workflows."
+    )
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     modules = _command_modules()
     names = sorted(modules)
@@ -61,8 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception:
         # Anything else is a bug of infersweep (a KeyError included): shown as one, never as bad input.
         traceback.print_exc()
-        print("infersweep: internal error (a bug in infersweep, not in your input); the traceback is above",
-              file=sys.stderr)
+        print(
+            "infersweep: internal error (a bug in infersweep, not in your input); the traceback is above",
+            file=sys.stderr,
+        )
         return BUG_EXIT
 
 

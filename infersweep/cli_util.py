@@ -10,10 +10,11 @@ if TYPE_CHECKING:
     from infersweep.recipe.overrides import Sets
 from infersweep.text_table import table  # noqa: F401 (moved there so results/ can use it; re-exported)
 
-
-SET_HELP = ("change a recipe field (dotted path, YAML value: workload.concurrency=[1,8], router=kv, "
-            "topology.workers.tp=2; a mapping merges into the field) or a run parameter (prometheus-url, "
-            "s3-prefix, model-cache-pvc, ...); the recipe is validated and rendered again")
+SET_HELP = (
+    "change a recipe field (dotted path, YAML value: workload.concurrency=[1,8], router=kv, "
+    "topology.workers.tp=2; a mapping merges into the field) or a run parameter (prometheus-url, "
+    "s3-prefix, model-cache-pvc, ...); the recipe is validated and rendered again"
+)
 
 
 def parse_sets(values: list[str] | None) -> "Sets":
@@ -27,8 +28,10 @@ def parse_sets(values: list[str] | None) -> "Sets":
         key, sep, val = v.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise RecipeError(f"--set {v!r}: write it as key=value (a recipe field as a dotted path, e.g. "
-                              "--set workload.concurrency=[1,8], or a run parameter, e.g. --set prometheus-url=http://prom:9090)")
+            raise RecipeError(
+                f"--set {v!r}: write it as key=value (a recipe field as a dotted path, e.g. "
+                "--set workload.concurrency=[1,8], or a run parameter, e.g. --set prometheus-url=http://prom:9090)"
+            )
         if _bad_chars(val):
             raise RecipeError(f"--set {key}=...: a value may not contain a newline or NUL")
         kind, value = classify(key, val)
@@ -78,10 +81,13 @@ def _check_points(value: str) -> str:
 
 def _check_workload(value: str) -> None:
     from infersweep.aiperf import TRACE_KEYS, WORKLOAD_FLAGS
+
     w = _json("workload", value, dict)
     unknown = sorted(set(w) - set(WORKLOAD_FLAGS) - set(TRACE_KEYS))
     if unknown:
-        raise RecipeError(f"--set workload=...: unknown keys {unknown}; known: {sorted(WORKLOAD_FLAGS)} + trace, trace_type")
+        raise RecipeError(
+            f"--set workload=...: unknown keys {unknown}; known: {sorted(WORKLOAD_FLAGS)} + trace, trace_type"
+        )
     for k, v in w.items():
         if not isinstance(v, (str, int, float)) or isinstance(v, bool) or (isinstance(v, str) and _bad_chars(v)):
             raise RecipeError(f"--set workload=...: {k} must be a number or a one-line string")
@@ -135,8 +141,10 @@ def check_sets(sets: dict[str, str], known: list[str]) -> None:
         elif key == "gpu-count":
             _number(key, value, 1, integer=True)
         elif key in ("dgd-name", "recipe") and not is_dns_label(value):
-            raise RecipeError(f"--set {key}={value[:60]!r}: must be a Kubernetes name (lowercase letters, digits "
-                              "and '-', starting and ending with a letter or digit, at most 63)")
+            raise RecipeError(
+                f"--set {key}={value[:60]!r}: must be a Kubernetes name (lowercase letters, digits "
+                "and '-', starting and ending with a letter or digit, at most 63)"
+            )
         elif key == "dgd-api-version" and value not in ("v1beta1", "v1alpha1"):
             raise RecipeError(f"--set {key}={value[:60]!r}: must be v1beta1 or v1alpha1")
         elif key == "model-source" and not (value == "hf" or re.fullmatch(r"file:///\S+", value)):

@@ -20,10 +20,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from infersweep.k8s_types import is_dns_label, is_dns_subdomain, is_quantity
-from infersweep.paths import params_dir
 from infersweep.model_errors import Mistakes as _Mistakes
-from infersweep.model_errors import format_errors, messages, short as _short
-from infersweep.params_files import RecipeError, Strict, read_yaml_mapping as _read_yaml_mapping
+from infersweep.model_errors import format_errors, messages
+from infersweep.model_errors import short as _short
+from infersweep.params_files import RecipeError, Strict
+from infersweep.params_files import read_yaml_mapping as _read_yaml_mapping
+from infersweep.paths import params_dir
 
 SETTINGS_FILE = "cluster.yaml"
 OLD_SETTINGS_FILE = "platform.yaml"  # its name until the DGD adapters took the word "platform"
@@ -41,6 +43,7 @@ class ClusterSettingsError(RecipeError):
 # Each type checks its value itself (BeforeValidator) so the message says what the value is for and how to
 # write it; the model is strict, so nothing is converted behind the user's back (a quoted "16" is not 16).
 
+
 def _is_int(x: Any) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
@@ -50,6 +53,7 @@ def _checked(ok, fix: str):
         if not ok(value):
             raise ValueError(f"{fix} (got {_short(value)})")
         return value
+
     return BeforeValidator(check)
 
 
@@ -63,8 +67,10 @@ S3_BUCKET_RE = r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]"
 # A key prefix without a leading or trailing '/': the run's keys are <prefix>/<recipe>/<run-id>/...
 S3_PREFIX_RE = r"[A-Za-z0-9!_.*'()-]+(/[A-Za-z0-9!_.*'()-]+)*"
 # An image reference (distribution/reference grammar, simplified): [registry[:port]/]path[:tag][@digest].
-_IMAGE = (r"([a-zA-Z0-9]([-a-zA-Z0-9.]*[a-zA-Z0-9])?(:[0-9]+)?/)?[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*"
-          r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?")
+_IMAGE = (
+    r"([a-zA-Z0-9]([-a-zA-Z0-9.]*[a-zA-Z0-9])?(:[0-9]+)?/)?[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*"
+    r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?"
+)
 # Argo Backoff.duration / maxDuration: a Go duration ("10s", "1m30s") or a number of seconds ("10").
 _DURATION = r"[0-9]+|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+"
 _URL = r"https?://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~/-]*)?"
@@ -77,8 +83,9 @@ def _cron(v: Any) -> bool:
     if not isinstance(v, str):
         return False
     if v.startswith("@"):
-        return v in ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly") or \
-            bool(re.fullmatch(r"@every [0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h)([0-9]+(ns|us|ms|s|m|h))*", v))
+        return v in ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly") or bool(
+            re.fullmatch(r"@every [0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h)([0-9]+(ns|us|ms|s|m|h))*", v)
+        )
     fields = v.split()
     return len(fields) == 5 and all(re.fullmatch(_CRON_FIELD, f) for f in fields)
 
@@ -98,38 +105,81 @@ def _cpu(v: Any) -> Any:
     if _is_int(v) and v > 0:
         return str(v)
     if not is_quantity(v, positive=True):
-        raise ValueError(f"must be a CPU quantity like 250m, 1 or \"2\" (got {_short(v)})")
+        raise ValueError(f'must be a CPU quantity like 250m, 1 or "2" (got {_short(v)})')
     return v
 
 
-DnsLabel = Annotated[str, _checked(is_dns_label, "must be a Kubernetes name (lowercase letters, digits and '-', "
-                                              "starting and ending with a letter or digit, at most 63)")]
-DnsSubdomain = Annotated[str, _checked(is_dns_subdomain, "must be a Kubernetes object name (lowercase "
-                                                               "letters, digits, '-' and '.', at most 253)")]
-StorageClass = Annotated[str, _checked(lambda v: v == "" or is_dns_subdomain(v),
-                                       "must be a StorageClass name, or \"\" for the cluster's default class")]
-Quantity = Annotated[str, _checked(lambda v: is_quantity(v, positive=True),
-                                   "must be a Kubernetes quantity like 500Gi or 512Mi")]
+DnsLabel = Annotated[
+    str,
+    _checked(
+        is_dns_label,
+        "must be a Kubernetes name (lowercase letters, digits and '-', "
+        "starting and ending with a letter or digit, at most 63)",
+    ),
+]
+DnsSubdomain = Annotated[
+    str,
+    _checked(
+        is_dns_subdomain, "must be a Kubernetes object name (lowercase letters, digits, '-' and '.', at most 253)"
+    ),
+]
+StorageClass = Annotated[
+    str,
+    _checked(
+        lambda v: v == "" or is_dns_subdomain(v), 'must be a StorageClass name, or "" for the cluster\'s default class'
+    ),
+]
+Quantity = Annotated[
+    str, _checked(lambda v: is_quantity(v, positive=True), "must be a Kubernetes quantity like 500Gi or 512Mi")
+]
 CpuQuantity = Annotated[str, BeforeValidator(_cpu)]
-ImageRef = Annotated[str, _checked(_str_re(_IMAGE, 512), "must be an image reference like "
-                                                          "ghcr.io/infersweep/steps:0.1.0 (registry/path:tag)")]
-S3Bucket = Annotated[str, _checked(_str_re(S3_BUCKET_RE), "not an S3 bucket name (3-63 lowercase letters, "
-                                                          "digits, '.', '-')")]
-S3Prefix = Annotated[str, _checked(lambda v: _str_re(S3_PREFIX_RE, 512)(v) and ".." not in v.split("/"),
-                                   "use a key prefix like runs/team-a (letters, digits, '-', '_', '.', no '..' and "
-                                   "no leading or trailing '/')")]
-OptionalUrl = Annotated[str, _checked(lambda v: v == "" or _str_re(_URL, 2048)(v),
-                                      "give an http(s):// URL like http://prometheus.monitoring:9090, or \"\" for none")]
-S3Endpoint = Annotated[str, _checked(_str_re(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]{1,5})?"),
-                                     "give the S3 endpoint as host[:port] without a scheme, like s3.amazonaws.com "
-                                     "(Argo's s3.endpoint)")]
-Region = Annotated[str, _checked(lambda v: v == "" or _str_re(r"[a-z0-9][a-z0-9-]*[a-z0-9]", 64)(v),
-                                 "must be a region like us-east-1, or \"\" for the endpoint's default")]
-ConfigMapKey = Annotated[str, _checked(_str_re(r"[-._a-zA-Z0-9]+"), "must be a ConfigMap key (letters, digits, "
-                                                                    "'-', '_', '.')")]
+ImageRef = Annotated[
+    str,
+    _checked(
+        _str_re(_IMAGE, 512), "must be an image reference like ghcr.io/infersweep/steps:0.1.0 (registry/path:tag)"
+    ),
+]
+S3Bucket = Annotated[
+    str, _checked(_str_re(S3_BUCKET_RE), "not an S3 bucket name (3-63 lowercase letters, digits, '.', '-')")
+]
+S3Prefix = Annotated[
+    str,
+    _checked(
+        lambda v: _str_re(S3_PREFIX_RE, 512)(v) and ".." not in v.split("/"),
+        "use a key prefix like runs/team-a (letters, digits, '-', '_', '.', no '..' and no leading or trailing '/')",
+    ),
+]
+OptionalUrl = Annotated[
+    str,
+    _checked(
+        lambda v: v == "" or _str_re(_URL, 2048)(v),
+        'give an http(s):// URL like http://prometheus.monitoring:9090, or "" for none',
+    ),
+]
+S3Endpoint = Annotated[
+    str,
+    _checked(
+        _str_re(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]{1,5})?"),
+        "give the S3 endpoint as host[:port] without a scheme, like s3.amazonaws.com (Argo's s3.endpoint)",
+    ),
+]
+Region = Annotated[
+    str,
+    _checked(
+        lambda v: v == "" or _str_re(r"[a-z0-9][a-z0-9-]*[a-z0-9]", 64)(v),
+        'must be a region like us-east-1, or "" for the endpoint\'s default',
+    ),
+]
+ConfigMapKey = Annotated[
+    str, _checked(_str_re(r"[-._a-zA-Z0-9]+"), "must be a ConfigMap key (letters, digits, '-', '_', '.')")
+]
 Duration = Annotated[str, _checked(_str_re(_DURATION, 64), "must be a duration like 10s, 10m or 1h30m")]
-Cron = Annotated[str, _checked(_cron, "must be a cron schedule of five fields like \"0 1 * * *\" "
-                                      "(minute hour day-of-month month day-of-week)")]
+Cron = Annotated[
+    str,
+    _checked(
+        _cron, 'must be a cron schedule of five fields like "0 1 * * *" (minute hour day-of-month month day-of-week)'
+    ),
+]
 TimeZone = Annotated[str, _checked(_timezone, "must be an IANA time zone like Etc/UTC or Europe/Paris")]
 
 
@@ -139,8 +189,13 @@ def _pos_int(what: str):
 
 def _number(what: str, minimum: float = 0, strict_min: bool = True):
     def ok(v):
-        return (_is_int(v) or isinstance(v, float)) and v == v and v != float("inf") and \
-            (v > minimum if strict_min else v >= minimum)
+        return (
+            (_is_int(v) or isinstance(v, float))
+            and v == v
+            and v != float("inf")
+            and (v > minimum if strict_min else v >= minimum)
+        )
+
     bound = f"> {minimum:g}" if strict_min else f">= {minimum:g}"
     return Annotated[int | float, _checked(ok, f"must be a number {bound}, {what}")]  # 2 stays 2 (rendered "2")
 
@@ -152,6 +207,7 @@ class _Strict(Strict):
 
 # -------------------------------------------------------------------------------------------- sections
 
+
 class Images(_Strict):
     steps: ImageRef = Field(description="the step image (images/steps.Dockerfile)")
     aiperf: ImageRef = Field(description="the AIPerf image (images/aiperf.Dockerfile)")
@@ -160,7 +216,7 @@ class Images(_Strict):
 class ModelCache(_Strict):
     pvc: DnsLabel = Field(description="the PVC the model weights are cached on")
     size: Quantity = Field(description="its size when ensure-pvc creates it, e.g. 500Gi")
-    storage_class: StorageClass = Field(default="", description="its StorageClass; \"\" = the cluster's default")
+    storage_class: StorageClass = Field(default="", description='its StorageClass; "" = the cluster\'s default')
 
 
 _BOOL = _checked(lambda v: isinstance(v, bool), "must be true or false")
@@ -173,9 +229,14 @@ class S3(_Strict):
     # MinIO, Ceph RGW, any S3-compatible store: its host[:port] as the step pods reach it ("" = AWS S3). The
     # S3 steps get it as AWS_ENDPOINT_URL (botocore reads it: configprovider.py, 'endpoint_url'), and
     # infersweep.results.s3 then uses path-style addressing.
-    endpoint: Annotated[str, _checked(lambda v: v == "" or _str_re(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]{1,5})?")(v),
-                                      "give the S3 endpoint as host[:port] without a scheme, like "
-                                      "minio.minio.svc.cluster.local:9000, or \"\" for AWS S3")] = ""
+    endpoint: Annotated[
+        str,
+        _checked(
+            lambda v: v == "" or _str_re(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]{1,5})?")(v),
+            "give the S3 endpoint as host[:port] without a scheme, like "
+            'minio.minio.svc.cluster.local:9000, or "" for AWS S3',
+        ),
+    ] = ""
     region: Region = ""
     insecure: Annotated[bool, _BOOL] = False  # true: plain http to `endpoint` (an in-cluster MinIO without TLS)
 
@@ -188,6 +249,7 @@ class PodMonitors(_Strict):
     """Where Dynamo's platform chart put its PodMonitors (deploy/helm/charts/platform/components/operator/
     templates/prometheus.yaml: dynamo-frontend and dynamo-worker, in the platform's release namespace).
     `infersweep preflight` checks they exist and that the Prometheus scrapes them."""
+
     namespace: DnsLabel = Field(default="dynamo-system", description="the Dynamo platform's namespace")
     names: list[DnsLabel] = Field(default_factory=lambda: ["dynamo-frontend", "dynamo-worker"], min_length=1)
 
@@ -202,21 +264,29 @@ class ArtifactRepository(_Strict):
     bucket: S3Bucket
     endpoint: S3Endpoint
     region: Region = ""
-    insecure: Annotated[bool, _checked(lambda v: isinstance(v, bool), "must be true or false (true: plain http)")] = False
+    insecure: Annotated[bool, _checked(lambda v: isinstance(v, bool), "must be true or false (true: plain http)")] = (
+        False
+    )
 
 
 class GpuGuardSettings(_Strict):
-    scheduler: Annotated[Literal["argo", "kueue", "kai", "volcano"], _checked(
-        lambda v: v in SCHEDULERS, f"must be one of {', '.join(SCHEDULERS)}; argo = Argo semaphores only, the "
-                                   "others = that scheduler's queues")] = "argo"
+    scheduler: Annotated[
+        Literal["argo", "kueue", "kai", "volcano"],
+        _checked(
+            lambda v: v in SCHEDULERS,
+            f"must be one of {', '.join(SCHEDULERS)}; argo = Argo semaphores only, the "
+            "others = that scheduler's queues",
+        ),
+    ] = "argo"
 
 
 class GpuPoolSettings(_Strict):
     gpus: _pos_int("the GPUs of that type the benchmarks may use")  # type: ignore[valid-type]
     # lane size (GPUs per run) -> runs of that size at once; None = buddy_lanes(gpus). Checked below, with gpus.
     lanes: dict[int, int] | None = None
-    queue: DnsLabel | None = Field(default=None, description="Kueue LocalQueue / KAI / Volcano queue of the pool "
-                                                             "(default infersweep-<type>)")
+    queue: DnsLabel | None = Field(
+        default=None, description="Kueue LocalQueue / KAI / Volcano queue of the pool (default infersweep-<type>)"
+    )
 
     @model_validator(mode="wrap")
     @classmethod
@@ -252,16 +322,28 @@ def _lane_mistakes(data: dict) -> list[tuple[str, str]]:
         if bad_size:
             mistakes.append((f"lanes.{size}", f"a lane size must be an integer from 1 to the pool's {gpus} GPUs"))
         if bad_n:
-            mistakes.append((f"lanes.{size}", f"must be a positive integer, the runs of that size at once (got {_short(n)})"))
+            mistakes.append(
+                (f"lanes.{size}", f"must be a positive integer, the runs of that size at once (got {_short(n)})")
+            )
         if not bad_size and not bad_n:
             lanes[size] = n
     used = sum(s * n for s, n in lanes.items())
     if used > gpus:
-        mistakes.append(("lanes", f"lanes take {used} GPUs ({' + '.join(f'{n} x {s}' for s, n in sorted(lanes.items()))}) "
-                                  f"but the pool has {gpus}; lower them so that the sum of size x runs is at most {gpus}"))
+        mistakes.append(
+            (
+                "lanes",
+                f"lanes take {used} GPUs ({' + '.join(f'{n} x {s}' for s, n in sorted(lanes.items()))}) "
+                f"but the pool has {gpus}; lower them so that the sum of size x runs is at most {gpus}",
+            )
+        )
     if len(lanes) > MAX_LANES:
-        mistakes.append(("lanes", f"{len(lanes)} lane sizes but the span template holds at most {MAX_LANES} locks; "
-                                  "merge sizes (a run takes the smallest lane that holds it)"))
+        mistakes.append(
+            (
+                "lanes",
+                f"{len(lanes)} lane sizes but the span template holds at most {MAX_LANES} locks; "
+                "merge sizes (a run takes the smallest lane that holds it)",
+            )
+        )
     return mistakes
 
 
@@ -312,8 +394,14 @@ class StepSettings(_Strict):
     @model_validator(mode="after")
     def _has_default(self) -> StepSettings:
         if "default" not in self.resources:
-            raise _Mistakes([("resources.default", "required: the cpu and memory of every step not listed, "
-                                                   "e.g. {cpu: 250m, memory: 512Mi}")])
+            raise _Mistakes(
+                [
+                    (
+                        "resources.default",
+                        "required: the cpu and memory of every step not listed, e.g. {cpu: 250m, memory: 512Mi}",
+                    )
+                ]
+            )
         return self
 
     def resources_of(self, step: str) -> StepResources:
@@ -327,14 +415,16 @@ class Reaper(_Strict):
 
 # ------------------------------------------------------------------------------------- the whole file
 
+
 @dataclass(frozen=True)
 class GpuPool:
     """A pool as the GPU guard uses it: the settings with their defaults filled in."""
+
     gpu_type: str
     gpus: int
-    lanes: dict[int, int]          # lane size (GPUs per run) -> runs of that size at once
-    whole_pool_runs: bool          # a run may take every lane (only when each lane holds one run)
-    queue: str                     # Kueue LocalQueue / KAI queue / Volcano queue of this pool
+    lanes: dict[int, int]  # lane size (GPUs per run) -> runs of that size at once
+    whole_pool_runs: bool  # a run may take every lane (only when each lane holds one run)
+    queue: str  # Kueue LocalQueue / KAI queue / Volcano queue of this pool
 
 
 @dataclass(frozen=True)
@@ -355,6 +445,7 @@ def buddy_lanes(gpus: int) -> dict[int, int]:
 
 class ClusterSettings(_Strict):
     """params/cluster.yaml. Comments in the file say what each section is for."""
+
     images: Images
     namespace: DnsLabel
     model_cache: ModelCache
@@ -367,9 +458,13 @@ class ClusterSettings(_Strict):
     autoscaling: Autoscaling = Autoscaling()
     artifact_repository: ArtifactRepository
     gpu_guard: GpuGuardSettings = GpuGuardSettings()
-    gpu_pools: Annotated[dict[str, GpuPoolSettings], _checked(
-        lambda v: isinstance(v, dict) and bool(v),
-        "must map each GPU type to {gpus: N} (N = GPUs of that type the benchmarks may use)")]
+    gpu_pools: Annotated[
+        dict[str, GpuPoolSettings],
+        _checked(
+            lambda v: isinstance(v, dict) and bool(v),
+            "must map each GPU type to {gpus: N} (N = GPUs of that type the benchmarks may use)",
+        ),
+    ]
     nightly: Nightly
     steps: StepSettings
     reaper: Reaper
@@ -380,8 +475,13 @@ class ClusterSettings(_Strict):
         pools = {}
         for gpu, p in self.gpu_pools.items():
             lanes = dict(sorted((p.lanes if p.lanes is not None else buddy_lanes(p.gpus)).items()))
-            pools[gpu] = GpuPool(gpu, p.gpus, lanes, whole_pool_runs=all(n == 1 for n in lanes.values()),
-                                 queue=p.queue or f"infersweep-{gpu.lower()}")
+            pools[gpu] = GpuPool(
+                gpu,
+                p.gpus,
+                lanes,
+                whole_pool_runs=all(n == 1 for n in lanes.values()),
+                queue=p.queue or f"infersweep-{gpu.lower()}",
+            )
         return GpuGuardConfig(self.gpu_guard.scheduler, pools)
 
     def changed(self, **sections: Any) -> ClusterSettings:
@@ -397,16 +497,20 @@ def _format(where: str, err: ValidationError) -> list[str]:
     return format_errors(where, err, ClusterSettings)
 
 
-def parse_cluster_settings(data: Any, where: str = f"params/{SETTINGS_FILE}",
-                           gpu_types: set[str] | None = None) -> ClusterSettings:
+def parse_cluster_settings(
+    data: Any, where: str = f"params/{SETTINGS_FILE}", gpu_types: set[str] | None = None
+) -> ClusterSettings:
     """The typed settings; ClusterSettingsError with every mistake, one per line. `gpu_types` (params/gpus.yaml)
     lets the pools' names be checked too."""
     lines: list[str] = []
     if not isinstance(data, dict):
         raise ClusterSettingsError(f"{where}: the top level must be a mapping of sections (got {type(data).__name__})")
     if gpu_types is not None and isinstance(data.get("gpu_pools"), dict):
-        lines += [f"{where}: gpu_pools.{gpu}: unknown GPU type; use one of {sorted(gpu_types)} or add it to "
-                  "params/gpus.yaml" for gpu in data["gpu_pools"] if gpu not in gpu_types]
+        lines += [
+            f"{where}: gpu_pools.{gpu}: unknown GPU type; use one of {sorted(gpu_types)} or add it to params/gpus.yaml"
+            for gpu in data["gpu_pools"]
+            if gpu not in gpu_types
+        ]
     try:
         settings = ClusterSettings.model_validate(data)
     except ValidationError as e:
@@ -423,8 +527,12 @@ def settings_path(pdir: Path | None = None) -> Path:
     if old.exists():
         raise ClusterSettingsError(
             f"{old}: the cluster settings file is now {pdir / SETTINGS_FILE}; "
-            + (f"move your changes into it and delete {old}" if (pdir / SETTINGS_FILE).exists()
-               else f"rename it: git mv {old} {pdir / SETTINGS_FILE}"))
+            + (
+                f"move your changes into it and delete {old}"
+                if (pdir / SETTINGS_FILE).exists()
+                else f"rename it: git mv {old} {pdir / SETTINGS_FILE}"
+            )
+        )
     return pdir / SETTINGS_FILE
 
 
@@ -468,5 +576,6 @@ def check_set(key: str, value: str) -> None:
         _adapter(key).validate_python(value, strict=True)
     except ValidationError as e:
         msg = "; ".join(x["msg"].removeprefix("Value error, ") for x in e.errors())
-        raise ClusterSettingsError(f"--set {key}={value[:60]!r}: {msg} (as {SET_FIELDS[key][2]} in "
-                                   f"params/{SETTINGS_FILE})") from None
+        raise ClusterSettingsError(
+            f"--set {key}={value[:60]!r}: {msg} (as {SET_FIELDS[key][2]} in params/{SETTINGS_FILE})"
+        ) from None

@@ -34,8 +34,8 @@ def aiperf_version() -> str:
 
 @dataclass(frozen=True)
 class Image:
-    key: str          # the field under `images:` in params/cluster.yaml
-    dockerfile: str   # relative to the checkout
+    key: str  # the field under `images:` in params/cluster.yaml
+    dockerfile: str  # relative to the checkout
     tag: str
 
     def ref(self, registry: str) -> str:
@@ -43,14 +43,18 @@ class Image:
 
 
 def images(tag: str | None = None) -> list[Image]:
-    return [Image("steps", "images/steps.Dockerfile", tag or package_version()),
-            Image("aiperf", "images/aiperf.Dockerfile", tag or aiperf_version())]
+    return [
+        Image("steps", "images/steps.Dockerfile", tag or package_version()),
+        Image("aiperf", "images/aiperf.Dockerfile", tag or aiperf_version()),
+    ]
 
 
 def check_registry(registry: str) -> str:
     if not _REGISTRY.fullmatch(registry or ""):
-        raise ClusterSettingsError(f"--registry {registry!r}: give a registry and path like ghcr.io/my-org or "
-                                   "registry.example.com:5000/team (no scheme, no tag)")
+        raise ClusterSettingsError(
+            f"--registry {registry!r}: give a registry and path like ghcr.io/my-org or "
+            "registry.example.com:5000/team (no scheme, no tag)"
+        )
     return registry.rstrip("/")
 
 
@@ -81,13 +85,18 @@ def docker_problem() -> str | None:
 
 def pushed_digest(ref: str) -> str:
     """REF@sha256:... of the image just pushed (the tag kept for readers, the digest for the kubelet)."""
-    res = subprocess.run(["docker", "image", "inspect", "--format", "{{index .RepoDigests 0}}", ref],
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        ["docker", "image", "inspect", "--format", "{{index .RepoDigests 0}}", ref],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     digest = res.stdout.strip()
     m = re.search(r"@sha256:[0-9a-f]{64}$", digest)
     if res.returncode != 0 or not m:
-        raise ClusterSettingsError(f"{ref}: no pushed digest (`docker image inspect` said {res.stderr.strip() or digest!r}); "
-                                   "was it pushed?")
+        raise ClusterSettingsError(
+            f"{ref}: no pushed digest (`docker image inspect` said {res.stderr.strip() or digest!r}); was it pushed?"
+        )
     return f"{ref}{m.group(0)}"
 
 
@@ -99,8 +108,10 @@ def pin(refs: dict[str, str], path: Path | None = None) -> Path:
         if key not in ("steps", "aiperf"):
             raise ClusterSettingsError(f"images pin {key}=...: the images are `steps` and `aiperf`")
         if not _DIGEST.search(ref):
-            raise ClusterSettingsError(f"images pin {key}={ref}: give the pushed digest, REF@sha256:<64 hex> "
-                                       "(docker image inspect --format '{{index .RepoDigests 0}}' REF)")
+            raise ClusterSettingsError(
+                f"images pin {key}={ref}: give the pushed digest, REF@sha256:<64 hex> "
+                "(docker image inspect --format '{{index .RepoDigests 0}}' REF)"
+            )
     lines = path.read_text().splitlines(keepends=True)
     in_images, done = False, set()
     for i, line in enumerate(lines):

@@ -26,8 +26,7 @@ HASH_LABEL = "infersweep.io/template-hash"
 VERSION_LABEL = "infersweep.io/version"
 MANAGED = {"app.kubernetes.io/managed-by": "infersweep"}
 MANAGED_SELECTOR = "app.kubernetes.io/managed-by=infersweep"
-_SERVER_FIELDS = ("namespace", "resourceVersion", "uid", "generation", "creationTimestamp", "managedFields",
-                  "selfLink")
+_SERVER_FIELDS = ("namespace", "resourceVersion", "uid", "generation", "creationTimestamp", "managedFields", "selfLink")
 
 
 def package_version() -> str:
@@ -59,8 +58,9 @@ def stamp(doc: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def compare_installed(expected: Iterable[dict[str, Any]], installed: Iterable[dict[str, Any]],
-                      kind: str = "WorkflowTemplate") -> tuple[list[str], list[tuple[str, str, str]]]:
+def compare_installed(
+    expected: Iterable[dict[str, Any]], installed: Iterable[dict[str, Any]], kind: str = "WorkflowTemplate"
+) -> tuple[list[str], list[tuple[str, str, str]]]:
     """(names missing, [(name, installed version/hash, this checkout's version/hash)]) for the `kind` objects."""
     have = {o["metadata"]["name"]: o for o in installed}
     missing, stale = [], []
@@ -80,16 +80,22 @@ def compare_installed(expected: Iterable[dict[str, Any]], installed: Iterable[di
     return missing, stale
 
 
-FIX = "run `infersweep install` (or sync the `infersweep install --out DIR` files with kubectl apply -k / Argo CD / Flux)"
+FIX = (
+    "run `infersweep install` (or sync the `infersweep install --out DIR` files with kubectl apply -k / Argo CD / Flux)"
+)
 
 
-def version_problems(expected: Iterable[dict[str, Any]], installed: Iterable[dict[str, Any]], namespace: str,
-                     kind: str = "WorkflowTemplate") -> list[str]:
+def version_problems(
+    expected: Iterable[dict[str, Any]],
+    installed: Iterable[dict[str, Any]],
+    namespace: str,
+    kind: str = "WorkflowTemplate",
+) -> list[str]:
     """One line per `expected` object of `kind` that is missing from `installed` or installed at another hash."""
     missing, stale = compare_installed(expected, installed, kind)
-    return ([f"{kind} {namespace}/{n}: not installed; {FIX}" for n in missing]
-            + [f"{kind} {namespace}/{n}: installed at {got}, this checkout renders {want}; {FIX}"
-               for n, got, want in stale])
+    return [f"{kind} {namespace}/{n}: not installed; {FIX}" for n in missing] + [
+        f"{kind} {namespace}/{n}: installed at {got}, this checkout renders {want}; {FIX}" for n, got, want in stale
+    ]
 
 
 def version_line(expected: Iterable[dict[str, Any]], installed: Iterable[dict[str, Any]], namespace: str) -> str | None:
@@ -99,8 +105,10 @@ def version_line(expected: Iterable[dict[str, Any]], installed: Iterable[dict[st
     if missing:
         parts.append(f"not installed in namespace {namespace}: {', '.join(missing)}")
     if stale:
-        parts.append(f"installed at another version than this checkout renders ({stale[0][2]}): "
-                     + ", ".join(f"{n} ({got})" for n, got, _ in stale))
+        parts.append(
+            f"installed at another version than this checkout renders ({stale[0][2]}): "
+            + ", ".join(f"{n} ({got})" for n, got, _ in stale)
+        )
     return f"WorkflowTemplates {'; '.join(parts)}; {FIX}" if parts else None
 
 

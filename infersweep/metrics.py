@@ -27,9 +27,25 @@ from typing import Any
 from infersweep.aiperf import DISTRIBUTIONS, STATS, metric_name
 from infersweep.aiperf import SCALARS as AIPERF_SCALARS
 
-__all__ = ["Metric", "METRICS", "UNITS", "ALIASES", "HEADLINE", "LOWER_IS_BETTER", "HIGHER_IS_BETTER", "SLO_KEYS",
-           "DEFAULT_TOLERANCES", "DEFAULT_Z", "canonical", "direction", "normalize_tolerances", "normalize_slo",
-           "slo_bound_op", "STATS", "label"]
+__all__ = [
+    "Metric",
+    "METRICS",
+    "UNITS",
+    "ALIASES",
+    "HEADLINE",
+    "LOWER_IS_BETTER",
+    "HIGHER_IS_BETTER",
+    "SLO_KEYS",
+    "DEFAULT_TOLERANCES",
+    "DEFAULT_Z",
+    "canonical",
+    "direction",
+    "normalize_tolerances",
+    "normalize_slo",
+    "slo_bound_op",
+    "STATS",
+    "label",
+]
 
 # Unit suffix -> what it means (the last part of every metric name).
 UNITS = {
@@ -61,8 +77,17 @@ class Metric:
 
 def _dist(aiperf: str, stats: tuple[str, ...], better: str | None, what: str, label: str) -> list[Metric]:
     short, unit = DISTRIBUTIONS[aiperf]
-    return [Metric(metric_name(short, s, unit), unit, better, f"{what}, {s} over the point's requests",
-                   (aiperf, s), f"{label} {s}") for s in stats]
+    return [
+        Metric(
+            metric_name(short, s, unit),
+            unit,
+            better,
+            f"{what}, {s} over the point's requests",
+            (aiperf, s),
+            f"{label} {s}",
+        )
+        for s in stats
+    ]
 
 
 # The metrics of the results table, in column order. Every other statistic AIPerf reported is in the raw table
@@ -71,30 +96,78 @@ _METRICS: list[Metric] = [
     *_dist("time_to_first_token", ("avg", "p50", "p90", "p99"), "lower", "time to first token", "TTFT ms"),
     *_dist("time_to_second_token", ("avg", "p50"), "lower", "time from the first to the second token", "TTST ms"),
     *_dist("inter_token_latency", ("avg", "p50", "p90", "p99"), "lower", "inter-token latency", "ITL ms"),
-    *_dist("request_latency", ("avg", "p50", "p90", "p99"), "lower", "request latency (send to last token)",
-           "latency ms"),
+    *_dist(
+        "request_latency", ("avg", "p50", "p90", "p99"), "lower", "request latency (send to last token)", "latency ms"
+    ),
     *_dist("input_sequence_length", ("avg",), None, "input tokens per request", "ISL"),
     *_dist("output_sequence_length", ("avg",), None, "output tokens per request", "OSL"),
-    *_dist("output_token_throughput_per_user", ("avg", "p50"), "higher",
-           "output tokens/s of one request (AIPerf output_token_throughput_per_user; p50 is the per-user speed "
-           "SLOs and the Pareto use: the mean is dominated by requests whose few tokens arrived in one chunk)",
-           "tok/s/user"),
-    Metric("output_throughput_tok_s", "tok_s", "higher", "output tokens/s of the whole deployment",
-           AIPERF_SCALARS["output_throughput_tok_s"], "output tok/s"),
-    Metric("input_throughput_tok_s", "tok_s", "higher", "input tokens/s of the whole deployment",
-           AIPERF_SCALARS["input_throughput_tok_s"], "input tok/s"),
-    Metric("total_throughput_tok_s", "tok_s", "higher", "input + output tokens/s of the whole deployment",
-           AIPERF_SCALARS["total_throughput_tok_s"], "total tok/s"),
-    Metric("request_throughput_req_s", "req_s", "higher", "successful requests/s",
-           AIPERF_SCALARS["request_throughput_req_s"], "req/s"),
-    Metric("output_throughput_tok_s_per_gpu", "tok_s_per_gpu", "higher",
-           "output_throughput_tok_s / the deployment's GPU count", None, "tok/s/GPU"),
-    Metric("total_throughput_tok_s_per_gpu", "tok_s_per_gpu", "higher",
-           "total_throughput_tok_s / the deployment's GPU count", None, "total tok/s/GPU"),
-    Metric("goodput_req_s", "req_s", "higher", "requests/s that met every SLO bound (goodput_source says how)",
-           None, "goodput req/s"),
-    Metric("goodput_ratio", "ratio", "higher", "share of the point's requests that met every SLO bound", None,
-           "good share"),
+    *_dist(
+        "output_token_throughput_per_user",
+        ("avg", "p50"),
+        "higher",
+        "output tokens/s of one request (AIPerf output_token_throughput_per_user; p50 is the per-user speed "
+        "SLOs and the Pareto use: the mean is dominated by requests whose few tokens arrived in one chunk)",
+        "tok/s/user",
+    ),
+    Metric(
+        "output_throughput_tok_s",
+        "tok_s",
+        "higher",
+        "output tokens/s of the whole deployment",
+        AIPERF_SCALARS["output_throughput_tok_s"],
+        "output tok/s",
+    ),
+    Metric(
+        "input_throughput_tok_s",
+        "tok_s",
+        "higher",
+        "input tokens/s of the whole deployment",
+        AIPERF_SCALARS["input_throughput_tok_s"],
+        "input tok/s",
+    ),
+    Metric(
+        "total_throughput_tok_s",
+        "tok_s",
+        "higher",
+        "input + output tokens/s of the whole deployment",
+        AIPERF_SCALARS["total_throughput_tok_s"],
+        "total tok/s",
+    ),
+    Metric(
+        "request_throughput_req_s",
+        "req_s",
+        "higher",
+        "successful requests/s",
+        AIPERF_SCALARS["request_throughput_req_s"],
+        "req/s",
+    ),
+    Metric(
+        "output_throughput_tok_s_per_gpu",
+        "tok_s_per_gpu",
+        "higher",
+        "output_throughput_tok_s / the deployment's GPU count",
+        None,
+        "tok/s/GPU",
+    ),
+    Metric(
+        "total_throughput_tok_s_per_gpu",
+        "tok_s_per_gpu",
+        "higher",
+        "total_throughput_tok_s / the deployment's GPU count",
+        None,
+        "total tok/s/GPU",
+    ),
+    Metric(
+        "goodput_req_s",
+        "req_s",
+        "higher",
+        "requests/s that met every SLO bound (goodput_source says how)",
+        None,
+        "goodput req/s",
+    ),
+    Metric(
+        "goodput_ratio", "ratio", "higher", "share of the point's requests that met every SLO bound", None, "good share"
+    ),
     Metric("error_ratio", "ratio", "lower", "failed / (successful + failed) requests", None, "error share"),
 ]
 METRICS: dict[str, Metric] = {m.name: m for m in _METRICS}
@@ -109,9 +182,15 @@ SLO_KEYS = ("ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "output_throughput_p50_t
 def _old_spellings() -> dict[str, str]:
     out: dict[str, str] = {}
     # results table v1/v2 (read_point's names until schema v3): `<prefix>_<stat>` with the unit in the prefix
-    v1_prefix = {"time_to_first_token": "ttft_ms", "time_to_second_token": "ttst_ms", "inter_token_latency": "itl_ms",
-                 "request_latency": "request_latency_ms", "output_sequence_length": "osl",
-                 "input_sequence_length": "isl", "output_token_throughput_per_user": "tok_s_per_user"}
+    v1_prefix = {
+        "time_to_first_token": "ttft_ms",
+        "time_to_second_token": "ttst_ms",
+        "inter_token_latency": "itl_ms",
+        "request_latency": "request_latency_ms",
+        "output_sequence_length": "osl",
+        "input_sequence_length": "isl",
+        "output_token_throughput_per_user": "tok_s_per_user",
+    }
     for aiperf, (short, unit) in DISTRIBUTIONS.items():
         for s in STATS:
             new = metric_name(short, s, unit)
@@ -119,16 +198,22 @@ def _old_spellings() -> dict[str, str]:
             out[f"{aiperf}__{s}"] = new  # AIPerf's own statistic, as the v1/v2 table spelled it
     for new, (aiperf, s) in AIPERF_SCALARS.items():
         out[f"{aiperf}__{s}"] = new
-    out.update({
-        "output_tok_s": "output_throughput_tok_s", "request_per_s": "request_throughput_req_s",
-        "input_tok_s": "input_throughput_tok_s", "total_tok_s": "total_throughput_tok_s",
-        "tok_s_per_gpu": "output_throughput_tok_s_per_gpu", "total_tok_s_per_gpu": "total_throughput_tok_s_per_gpu",
-        # v1/v2 had both tok_s_per_user (= the p50) and tok_s_per_user_avg: two columns that disagreed
-        "tok_s_per_user": "output_throughput_p50_tok_s_per_user",
-        "goodput_fraction": "goodput_ratio", "error_rate": "error_ratio",
-        "tok_s_user_min": "output_throughput_p50_tok_s_per_user",  # the SLO key until schema v3
-        "output_tok_s_per_gpu": "output_throughput_tok_s_per_gpu",  # a recipe baseline's key until schema v3
-    })
+    out.update(
+        {
+            "output_tok_s": "output_throughput_tok_s",
+            "request_per_s": "request_throughput_req_s",
+            "input_tok_s": "input_throughput_tok_s",
+            "total_tok_s": "total_throughput_tok_s",
+            "tok_s_per_gpu": "output_throughput_tok_s_per_gpu",
+            "total_tok_s_per_gpu": "total_throughput_tok_s_per_gpu",
+            # v1/v2 had both tok_s_per_user (= the p50) and tok_s_per_user_avg: two columns that disagreed
+            "tok_s_per_user": "output_throughput_p50_tok_s_per_user",
+            "goodput_fraction": "goodput_ratio",
+            "error_rate": "error_ratio",
+            "tok_s_user_min": "output_throughput_p50_tok_s_per_user",  # the SLO key until schema v3
+            "output_tok_s_per_gpu": "output_throughput_tok_s_per_gpu",  # a recipe baseline's key until schema v3
+        }
+    )
     for p in ("p50", "p90", "p99"):  # v0 aliases of the first results table
         out[f"latency_{p}_ms"] = f"request_latency_{p}_ms"
     return {old: new for old, new in out.items() if old != new}
@@ -152,14 +237,21 @@ def canonical(name: str, where: str = "", *, warn: bool = False) -> str:
     if name in ALIASES:
         new = ALIASES[name]
         if warn:
-            warnings.warn(f"{where or 'metric'}: {name!r} is the old spelling of {new!r}; write {new!r} (the old one will be "
-                          "refused in a later version; docs/columns.md lists the names)", FutureWarning, stacklevel=3)
+            warnings.warn(
+                f"{where or 'metric'}: {name!r} is the old spelling of {new!r}; write {new!r} (the old one will be "
+                "refused in a later version; docs/columns.md lists the names)",
+                FutureWarning,
+                stacklevel=3,
+            )
         return new
     near = difflib.get_close_matches(name, list(METRICS) + list(ALIASES), n=3, cutoff=0.6)
     near = list(dict.fromkeys(ALIASES.get(n, n) for n in near))
     hint = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
-    extra = " (that statistic is in the raw table results_raw.parquet, not the results table)" \
-        if name in _EVERY_STAT else ""
+    extra = (
+        " (that statistic is in the raw table results_raw.parquet, not the results table)"
+        if name in _EVERY_STAT
+        else ""
+    )
     head = f"{where}: unknown metric {name!r}" if where else f"{name}: unknown metric"
     raise ValueError(f"{head}{extra}{hint} Metrics: docs/columns.md")
 
@@ -169,8 +261,9 @@ def direction(metric: str) -> str:
     name = canonical(metric)
     better = METRICS[name].better
     if better is None:
-        raise ValueError(f"{metric}: no known better direction; metrics with one: "
-                         f"{sorted(LOWER_IS_BETTER + HIGHER_IS_BETTER)}")
+        raise ValueError(
+            f"{metric}: no known better direction; metrics with one: {sorted(LOWER_IS_BETTER + HIGHER_IS_BETTER)}"
+        )
     return better
 
 
@@ -220,7 +313,7 @@ def normalize_tolerances(tolerances: dict[str, Any] | None, *, warn: bool = Fals
             spec = {"rel": float(spec)}
         if not isinstance(spec, dict) or not set(spec) <= {"rel", "abs"} or len(spec) != 1:
             raise ValueError(f"tolerance for {key}: give a number (relative, 0.05 = 5%) or {{rel: r}} or {{abs: a}}")
-        (kind, value), = spec.items()
+        ((kind, value),) = spec.items()
         if not isinstance(value, (int, float)) or value <= 0:
             raise ValueError(f"tolerance for {key}: {kind} must be a positive number, got {value!r}")
         out[metric] = {kind: float(value)}

@@ -65,21 +65,35 @@ def ensure_model(model_id: str, revision: str, cache: Path, source: str = "hf") 
             if Path(info["path"]).is_dir():
                 return {**info, "cached": True, "seconds": round(time.monotonic() - t0, 3)}
         if source.startswith("file://"):
-            path, commit = _copy_folder(Path(source[len("file://"):]), model_id, revision, cache)
+            path, commit = _copy_folder(Path(source[len("file://") :]), model_id, revision, cache)
         elif source == "hf":
             path, commit = _download_hub(model_id, revision, cache)
         else:
             raise ValueError(f"--source {source!r}: use 'hf' or file:///path")
-        info = {"model_id": model_id, "revision": revision, "commit": commit, "path": str(path),
-                "bytes": sum(f.stat().st_size for f in path.rglob("*") if f.is_file())}
+        info = {
+            "model_id": model_id,
+            "revision": revision,
+            "commit": commit,
+            "path": str(path),
+            "bytes": sum(f.stat().st_size for f in path.rglob("*") if f.is_file()),
+        }
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.write_text(json.dumps(info))  # written last: its presence means "complete"
     return {**info, "cached": False, "seconds": round(time.monotonic() - t0, 3)}
 
 
-def cache_models(model_id: str, revision: str, cache: Path, source: str = "hf", *, draft_model: str = "",
-                 draft_revision: str = "", model_dir_param: str | None = None, commit_param: str | None = None,
-                 commit_file: str | None = None) -> dict:
+def cache_models(
+    model_id: str,
+    revision: str,
+    cache: Path,
+    source: str = "hf",
+    *,
+    draft_model: str = "",
+    draft_revision: str = "",
+    model_dir_param: str | None = None,
+    commit_param: str | None = None,
+    commit_file: str | None = None,
+) -> dict:
     """The model-cache step's work: the model and its speculative-decoding draft (if any) into the cache,
     then the model's folder and resolved commit written as output parameters (and to `commit_file`, which
     the exit handler's summarize reads). Prints the step's progress lines; returns the model's info.
@@ -92,8 +106,10 @@ def cache_models(model_id: str, revision: str, cache: Path, source: str = "hf", 
             # Workers run with HF_HUB_OFFLINE=1: a draft the cache lacks would fail the deployment later,
             # with GPUs held. A file:// source stands for the whole model family (local mode).
             draft = ensure_model(draft_model, draft_revision, cache, source)
-            print(f"draft {draft_model}@{draft_revision}: {'already cached' if draft['cached'] else 'cached'} "
-                  f"-> {draft['path']}")
+            print(
+                f"draft {draft_model}@{draft_revision}: {'already cached' if draft['cached'] else 'cached'} "
+                f"-> {draft['path']}"
+            )
     except Exception as e:
         raise ModelNotCached(f"{model_id}@{revision}: {e}") from e
     write_output_param(model_dir_param, info["path"])

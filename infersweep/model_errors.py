@@ -82,8 +82,9 @@ def messages(e: dict, model: type[BaseModel] | None = None) -> list[tuple[str, s
         if not valid:
             return [(path, "unknown field; remove it or fix its spelling")]
         near = closest(str(loc[-1]), valid)
-        msg = (f"unknown field; did you mean `{near}`? " if near else "unknown field; ") + \
-            f"valid fields here: {', '.join(valid)}"
+        msg = (
+            f"unknown field; did you mean `{near}`? " if near else "unknown field; "
+        ) + f"valid fields here: {', '.join(valid)}"
     elif e["type"] == "missing":
         msg = "required field is missing; add it"
     elif e["type"] == "literal_error":

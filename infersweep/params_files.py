@@ -45,8 +45,10 @@ def _safe_load_no_aliases(text: str) -> Any:
     (no objects are built), so the check costs little next to the load itself."""
     for event in yaml.parse(text, Loader=_CLoader):
         if isinstance(event, yaml.AliasEvent):
-            raise yaml.YAMLError(f"aliases (*{event.anchor}) are not allowed in a recipe; write the value out "
-                                 f"(line {event.start_mark.line + 1})")
+            raise yaml.YAMLError(
+                f"aliases (*{event.anchor}) are not allowed in a recipe; write the value out "
+                f"(line {event.start_mark.line + 1})"
+            )
     return yaml.load(text, Loader=_CLoader)  # noqa: S506 (a safe loader)
 
 
@@ -74,8 +76,9 @@ def shared_fact_file(pdir: Path, kind: str, name: Any, recipe_path: Path | str, 
     f = pdir / f"{kind}s" / f"{name}.yaml"
     if not f.is_file():
         known = sorted(p.stem for p in (pdir / f"{kind}s").glob("*.yaml"))
-        raise RecipeError(f"{recipe_path}: {field}: unknown {kind} {name!r}; use one of {known} "
-                          f"or add params/{kind}s/{name}.yaml")
+        raise RecipeError(
+            f"{recipe_path}: {field}: unknown {kind} {name!r}; use one of {known} or add params/{kind}s/{name}.yaml"
+        )
     return f
 
 

@@ -33,7 +33,6 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-
 from infersweep.argo_server import ArgoServerError
 from infersweep.cluster_settings import ClusterSettings
 from infersweep.install_version import MANAGED_SELECTOR, version_problems
@@ -47,7 +46,8 @@ S3_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 @dataclass
 class Reach:
     """How the laptop reaches S3 and Prometheus (default: the settings' in-cluster addresses)."""
-    s3_endpoint_url: str | None = None      # http(s)://host:port; "" = AWS
+
+    s3_endpoint_url: str | None = None  # http(s)://host:port; "" = AWS
     prometheus_url: str | None = None
 
 
@@ -61,11 +61,20 @@ def check_secrets(kube, settings: ClusterSettings) -> tuple[list[str], dict[str,
     """(problems, the S3 Secret's data when it is usable)."""
     ns, lines, s3 = kube.namespace, [], None
     for name, keys, what, create in (
-            (settings.hf_token_secret, HF_KEYS, "the Hugging Face token",
-             f"kubectl -n {ns} create secret generic {settings.hf_token_secret} --from-literal=HF_TOKEN=hf_..."),
-            (settings.s3.credentials_secret, S3_KEYS, "the S3 credentials",
-             f"kubectl -n {ns} create secret generic {settings.s3.credentials_secret} "
-             "--from-literal=AWS_ACCESS_KEY_ID=... --from-literal=AWS_SECRET_ACCESS_KEY=...")):
+        (
+            settings.hf_token_secret,
+            HF_KEYS,
+            "the Hugging Face token",
+            f"kubectl -n {ns} create secret generic {settings.hf_token_secret} --from-literal=HF_TOKEN=hf_...",
+        ),
+        (
+            settings.s3.credentials_secret,
+            S3_KEYS,
+            "the S3 credentials",
+            f"kubectl -n {ns} create secret generic {settings.s3.credentials_secret} "
+            "--from-literal=AWS_ACCESS_KEY_ID=... --from-literal=AWS_SECRET_ACCESS_KEY=...",
+        ),
+    ):
         secret = kube.get("Secret", name)
         if secret is None:
             lines.append(f"Secret {ns}/{name} ({what}): missing; create it: {create}")
@@ -85,13 +94,20 @@ def check_install_set(kube, argo: list[dict[str, Any]], manifests: list[dict[str
         kind, name = doc["kind"], doc["metadata"]["name"]
         cur = kube.get(kind, name)
         if cur is None:
-            lines.append(f"{kind} {ns}/{name}: missing; apply the install set (`infersweep install`, or "
-                         f"`infersweep install --out DIR && kubectl apply -n {ns} -k DIR`)")
+            lines.append(
+                f"{kind} {ns}/{name}: missing; apply the install set (`infersweep install`, or "
+                f"`infersweep install --out DIR && kubectl apply -n {ns} -k DIR`)"
+            )
         elif kind == "ConfigMap" and (cur.get("data") or {}) != (doc.get("data") or {}):
-            keys = sorted(k for k in set(cur.get("data") or {}) | set(doc.get("data") or {})
-                          if (cur.get("data") or {}).get(k) != (doc.get("data") or {}).get(k))
-            lines.append(f"ConfigMap {ns}/{name}: keys {', '.join(keys)} differ from what this checkout renders "
-                         "from params/cluster.yaml; re-apply the install set")
+            keys = sorted(
+                k
+                for k in set(cur.get("data") or {}) | set(doc.get("data") or {})
+                if (cur.get("data") or {}).get(k) != (doc.get("data") or {}).get(k)
+            )
+            lines.append(
+                f"ConfigMap {ns}/{name}: keys {', '.join(keys)} differ from what this checkout renders "
+                "from params/cluster.yaml; re-apply the install set"
+            )
     for kind in ("WorkflowTemplate", "CronWorkflow"):
         installed = kube.list(kind, MANAGED_SELECTOR)
         lines += version_problems([d for d in argo if d["kind"] == kind], installed, ns, kind=kind)
@@ -105,13 +121,24 @@ def _s3_probe(endpoint_url: str, region: str, creds: dict[str, str], bucket: str
     from botocore.exceptions import BotoCoreError, ClientError
 
     client = boto3.client(
-        "s3", endpoint_url=endpoint_url or None, region_name=region or creds.get("AWS_DEFAULT_REGION") or "us-east-1",
-        aws_access_key_id=creds["AWS_ACCESS_KEY_ID"], aws_secret_access_key=creds["AWS_SECRET_ACCESS_KEY"],
+        "s3",
+        endpoint_url=endpoint_url or None,
+        region_name=region or creds.get("AWS_DEFAULT_REGION") or "us-east-1",
+        aws_access_key_id=creds["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=creds["AWS_SECRET_ACCESS_KEY"],
         aws_session_token=creds.get("AWS_SESSION_TOKEN") or None,
-        config=Config(connect_timeout=5, read_timeout=10, retries={"total_max_attempts": 2, "mode": "standard"},
-                      s3={"addressing_style": "path"} if endpoint_url else None))
-    key = f"{prefix.rstrip('/')}/.infersweep-preflight/{uuid.uuid4().hex}" if prefix else \
-        f".infersweep-preflight/{uuid.uuid4().hex}"
+        config=Config(
+            connect_timeout=5,
+            read_timeout=10,
+            retries={"total_max_attempts": 2, "mode": "standard"},
+            s3={"addressing_style": "path"} if endpoint_url else None,
+        ),
+    )
+    key = (
+        f"{prefix.rstrip('/')}/.infersweep-preflight/{uuid.uuid4().hex}"
+        if prefix
+        else f".infersweep-preflight/{uuid.uuid4().hex}"
+    )
     try:
         client.put_object(Bucket=bucket, Key=key, Body=b"infersweep preflight probe\n")
         client.delete_object(Bucket=bucket, Key=key)
@@ -134,14 +161,18 @@ def check_s3(settings: ClusterSettings, creds: dict[str, str] | None, reach: Rea
         art_url = ""  # AWS: boto3's own regional endpoint
     if reach.s3_endpoint_url is not None:
         art_url = reach.s3_endpoint_url  # the laptop's way to the same store (a port-forward)
-    for what, url, region, bucket, prefix in (("results", results_url, s3.region, s3.bucket, s3.prefix),
-                                              ("artifacts", art_url, art.region, art.bucket, "")):
+    for what, url, region, bucket, prefix in (
+        ("results", results_url, s3.region, s3.bucket, s3.prefix),
+        ("artifacts", art_url, art.region, art.bucket, ""),
+    ):
         why = _s3_probe(url, region, creds, bucket, prefix)
         if why:
             where = url or "AWS S3"
-            lines.append(f"S3 {what} bucket s3://{bucket}/{prefix} at {where}: not writable with the keys of Secret "
-                         f"{settings.s3.credentials_secret} ({why}); fix the bucket, the endpoint (s3.endpoint / "
-                         "artifact_repository.endpoint) or the keys")
+            lines.append(
+                f"S3 {what} bucket s3://{bucket}/{prefix} at {where}: not writable with the keys of Secret "
+                f"{settings.s3.credentials_secret} ({why}); fix the bucket, the endpoint (s3.endpoint / "
+                "artifact_repository.endpoint) or the keys"
+            )
     return lines
 
 
@@ -174,13 +205,17 @@ def check_prometheus(kube, settings: ClusterSettings, reach: Reach) -> list[str]
     try:
         code, body = _get_json(f"{url}/api/v1/status/buildinfo")
     except (urllib.error.URLError, OSError) as e:
-        return [f"Prometheus at {url}: not answering ({getattr(e, 'reason', e)}); check prometheus_url, or pass "
-                "--prometheus-url http://localhost:9090 after kubectl port-forward"]
+        return [
+            f"Prometheus at {url}: not answering ({getattr(e, 'reason', e)}); check prometheus_url, or pass "
+            "--prometheus-url http://localhost:9090 after kubectl port-forward"
+        ]
     for name, q in required_queries(settings).items():
         code, body = _get_json(f"{url}/api/v1/query?" + urllib.parse.urlencode({"query": q}))
         if code != 200 or body.get("status") != "success":
-            lines.append(f"Prometheus at {url}: query {name} (params/metrics.yaml) fails: "
-                         f"{body.get('errorType', code)}: {body.get('error', '')}".rstrip(": "))
+            lines.append(
+                f"Prometheus at {url}: query {name} (params/metrics.yaml) fails: "
+                f"{body.get('errorType', code)}: {body.get('error', '')}".rstrip(": ")
+            )
     code, body = _get_json(f"{url}/api/v1/scrape_pools")
     pools = set((body.get("data") or {}).get("scrapePools") or []) if code == 200 else None
     pm = settings.pod_monitors
@@ -191,22 +226,33 @@ def check_prometheus(kube, settings: ClusterSettings, reach: Reach) -> list[str]
             lines.append(f"PodMonitor {pm.namespace}/{name}: cannot be read ({e})")
             continue
         if not exists:
-            lines.append(f"PodMonitor {pm.namespace}/{name}: missing; install Dynamo's platform chart with "
-                         "dynamo.metrics.podMonitors.enabled=true (or set pod_monitors in params/cluster.yaml)")
+            lines.append(
+                f"PodMonitor {pm.namespace}/{name}: missing; install Dynamo's platform chart with "
+                "dynamo.metrics.podMonitors.enabled=true (or set pod_monitors in params/cluster.yaml)"
+            )
             continue
         if pools is None:
-            lines.append(f"Prometheus at {url}: /api/v1/scrape_pools unanswered (HTTP {code}, Prometheus < 2.42?); "
-                         f"cannot tell whether it scrapes PodMonitor {pm.namespace}/{name}")
+            lines.append(
+                f"Prometheus at {url}: /api/v1/scrape_pools unanswered (HTTP {code}, Prometheus < 2.42?); "
+                f"cannot tell whether it scrapes PodMonitor {pm.namespace}/{name}"
+            )
         elif not any(p.startswith(f"podMonitor/{pm.namespace}/{name}/") for p in pools):
-            lines.append(f"PodMonitor {pm.namespace}/{name}: not selected by the Prometheus at {url} (no scrape pool "
-                         f"podMonitor/{pm.namespace}/{name}/*); give it the labels of the Prometheus' "
-                         "podMonitorSelector (Dynamo chart: dynamo.metrics.podMonitors.labels) and allow its "
-                         "namespace in podMonitorNamespaceSelector")
+            lines.append(
+                f"PodMonitor {pm.namespace}/{name}: not selected by the Prometheus at {url} (no scrape pool "
+                f"podMonitor/{pm.namespace}/{name}/*); give it the labels of the Prometheus' "
+                "podMonitorSelector (Dynamo chart: dynamo.metrics.podMonitors.labels) and allow its "
+                "namespace in podMonitorNamespaceSelector"
+            )
     return lines
 
 
-def preflight(kube, settings: ClusterSettings, reach: Reach | None = None, *,
-              install: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None) -> list[str]:
+def preflight(
+    kube,
+    settings: ClusterSettings,
+    reach: Reach | None = None,
+    *,
+    install: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None,
+) -> list[str]:
     """Every problem, one line each; [] when a run can start."""
     from workflows.install_set import install_set
 

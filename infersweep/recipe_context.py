@@ -46,9 +46,13 @@ def _drop_later_defaults(recipe: dict) -> None:
 # SLO and baseline keys renamed to the results table's metric names (schema v3, infersweep.metrics): the hash keeps the
 # spelling it was first computed with, so the rename alone changes no recipe's hash and runs measured before
 # it (benchmarks/measured/) still carry their recipe's hash.
-HASH_SPELLINGS = {"slo": {"output_throughput_p50_tok_s_per_user": "tok_s_user_min"},
-                  "baseline": {"output_throughput_tok_s_per_gpu": "output_tok_s_per_gpu",
-                               "output_throughput_p50_tok_s_per_user": "tok_s_per_user"}}
+HASH_SPELLINGS = {
+    "slo": {"output_throughput_p50_tok_s_per_user": "tok_s_user_min"},
+    "baseline": {
+        "output_throughput_tok_s_per_gpu": "output_tok_s_per_gpu",
+        "output_throughput_p50_tok_s_per_user": "tok_s_per_user",
+    },
+}
 
 
 def recipe_hash(resolved) -> str:
@@ -62,8 +66,12 @@ def recipe_hash(resolved) -> str:
     for section, spellings in HASH_SPELLINGS.items():
         if isinstance(recipe.get(section), dict):
             recipe[section] = {spellings.get(k, k): v for k, v in recipe[section].items()}
-    doc = {"recipe": recipe, "model": resolved.model.model_dump(mode="json"),
-           "engine": resolved.engine.model_dump(mode="json"), "gpu_type": resolved.gpu_type.model_dump(mode="json")}
+    doc = {
+        "recipe": recipe,
+        "model": resolved.model.model_dump(mode="json"),
+        "engine": resolved.engine.model_dump(mode="json"),
+        "gpu_type": resolved.gpu_type.model_dump(mode="json"),
+    }
     return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
@@ -78,10 +86,17 @@ def recipe_context(resolved, settings: ClusterSettings | None = None) -> dict[st
     """The context of a run of this recipe, as known at render time (for the summarize step's --context)."""
     r = resolved.recipe
     ctx = {
-        "recipe": resolved.name, "recipe_hash": recipe_hash(resolved), "engine": r.engine,
-        "engine_image": resolved.image, "model": resolved.model.id, "model_revision": resolved.model.revision,
-        "topology": topology_text(resolved), "router": r.router, "gpu_type": r.gpu.type,
-        "gpu_count": resolved.gpu_count, "slo": {k: v for k, v in r.slo.model_dump().items() if v is not None},
+        "recipe": resolved.name,
+        "recipe_hash": recipe_hash(resolved),
+        "engine": r.engine,
+        "engine_image": resolved.image,
+        "model": resolved.model.id,
+        "model_revision": resolved.model.revision,
+        "topology": topology_text(resolved),
+        "router": r.router,
+        "gpu_type": r.gpu.type,
+        "gpu_count": resolved.gpu_count,
+        "slo": {k: v for k, v in r.slo.model_dump().items() if v is not None},
     }
     if settings is not None:
         ctx["aiperf_image"] = settings.images.aiperf

@@ -11,11 +11,9 @@ import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
-
-from typing import TYPE_CHECKING
 
 from infersweep import render_cache
 
@@ -128,29 +126,59 @@ class Bundle:
         return files
 
 
-def render_recipe(r: ResolvedRecipe, settings: ClusterSettings, *, dgd_api: str = "v1beta1", namespace: str | None = None,
-                  overrides: dict[str, str] | None = None, workflow_name: str | None = None,
-                  cache: bool = False) -> Bundle:
+def render_recipe(
+    r: ResolvedRecipe,
+    settings: ClusterSettings,
+    *,
+    dgd_api: str = "v1beta1",
+    namespace: str | None = None,
+    overrides: dict[str, str] | None = None,
+    workflow_name: str | None = None,
+    cache: bool = False,
+) -> Bundle:
     """The recipe's bundle, every document validated. cache=True (the CLI's default, --no-cache turns it off)
     takes a bundle rendered before from exactly the same inputs (render_cache.bundle_key) and keeps a new one;
     it is never used unless asked for, so tests and the golden files always render."""
     r = for_dgd_api(r, dgd_api)  # the release of the DGD's operator, before the context hashes its engine
     if not (cache and render_cache.enabled()):
-        return _render(r, settings, dgd_api=dgd_api, namespace=namespace, overrides=overrides, workflow_name=workflow_name)
-    key = render_cache.bundle_key(r, settings, dgd_api=dgd_api, namespace=namespace, overrides=overrides,
-                                  workflow_name=workflow_name)
+        return _render(
+            r, settings, dgd_api=dgd_api, namespace=namespace, overrides=overrides, workflow_name=workflow_name
+        )
+    key = render_cache.bundle_key(
+        r, settings, dgd_api=dgd_api, namespace=namespace, overrides=overrides, workflow_name=workflow_name
+    )
     docs = render_cache.load(key)
     if docs is not None:
-        return Bundle(dgd=docs["dgd"], workflow=docs["workflow"], templates=docs["templates"],
-                      scaled_objects=docs["scaled_objects"])
-    bundle = _render(r, settings, dgd_api=dgd_api, namespace=namespace, overrides=overrides, workflow_name=workflow_name)
-    render_cache.store(key, {"dgd": bundle.dgd, "workflow": bundle.workflow, "templates": bundle.templates,
-                             "scaled_objects": bundle.scaled_objects})  # only a bundle that passed validation
+        return Bundle(
+            dgd=docs["dgd"],
+            workflow=docs["workflow"],
+            templates=docs["templates"],
+            scaled_objects=docs["scaled_objects"],
+        )
+    bundle = _render(
+        r, settings, dgd_api=dgd_api, namespace=namespace, overrides=overrides, workflow_name=workflow_name
+    )
+    render_cache.store(
+        key,
+        {
+            "dgd": bundle.dgd,
+            "workflow": bundle.workflow,
+            "templates": bundle.templates,
+            "scaled_objects": bundle.scaled_objects,
+        },
+    )  # only a bundle that passed validation
     return bundle
 
 
-def _render(r: ResolvedRecipe, settings: ClusterSettings, *, dgd_api: str, namespace: str | None,
-            overrides: dict[str, str] | None, workflow_name: str | None) -> Bundle:
+def _render(
+    r: ResolvedRecipe,
+    settings: ClusterSettings,
+    *,
+    dgd_api: str,
+    namespace: str | None,
+    overrides: dict[str, str] | None,
+    workflow_name: str | None,
+) -> Bundle:
     from infersweep.platform.keda import scaled_objects  # the deploy step's own builder
     from workflows.pipeline import recipe_arguments, recipe_workflow
 
@@ -159,8 +187,11 @@ def _render(r: ResolvedRecipe, settings: ClusterSettings, *, dgd_api: str, names
     if workflow_name:
         wf["metadata"].pop("generateName", None)
         wf["metadata"]["name"] = workflow_name
-    bundle = Bundle(dgd=yaml.load(args["dgd"], Loader=_LOADER), workflow=wf,
-                    templates=library_templates(settings, r.recipe.engine, r.recipe.topology.mode))
+    bundle = Bundle(
+        dgd=yaml.load(args["dgd"], Loader=_LOADER),
+        workflow=wf,
+        templates=library_templates(settings, r.recipe.engine, r.recipe.topology.mode),
+    )
     bundle.scaled_objects = scaled_objects(bundle.dgd, namespace or settings.namespace)
     for doc in bundle.documents():
         # A document the cluster would refuse (or silently prune) never leaves here.

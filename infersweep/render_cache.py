@@ -46,7 +46,10 @@ DOCUMENT_KEYS = ("dgd", "workflow", "templates", "scaled_objects")
 
 
 def enabled() -> bool:
-    return os.environ.get("INFERSWEEP_RENDER_CACHE", "").lower() not in ("off", "0", "no", "false") and cache_root() is not None
+    return (
+        os.environ.get("INFERSWEEP_RENDER_CACHE", "").lower() not in ("off", "0", "no", "false")
+        and cache_root() is not None
+    )
 
 
 def cache_root() -> Path | None:
@@ -148,8 +151,15 @@ def _params_digest(pdir: Path) -> str:
     return h.hexdigest()
 
 
-def bundle_key(r: Any, settings: Any, *, dgd_api: str, namespace: str | None,
-               overrides: dict[str, str] | None, workflow_name: str | None) -> str:
+def bundle_key(
+    r: Any,
+    settings: Any,
+    *,
+    dgd_api: str,
+    namespace: str | None,
+    overrides: dict[str, str] | None,
+    workflow_name: str | None,
+) -> str:
     from infersweep.schemas import _schemas_digest, reference_dir
 
     path = getattr(r, "path", None)
@@ -158,12 +168,15 @@ def bundle_key(r: Any, settings: Any, *, dgd_api: str, namespace: str | None,
         "recipe": canonical([r.recipe, r.model, r.engine, r.gpu_type]),
         "recipe_path": str(recipe_file.resolve()) if recipe_file else None,
         "recipe_bytes": hashlib.sha256(recipe_file.read_bytes()).hexdigest()
-        if recipe_file and recipe_file.is_file() else None,
+        if recipe_file and recipe_file.is_file()
+        else None,
         # the recipe-field `--set`s (already in "recipe" through the fields they change; named here too)
         "recipe_overrides": canonical(getattr(r, "overrides", None) or {}),
         "params": _params_digest(params_dir()),
         "settings": canonical(settings),
-        "dgd_api": dgd_api, "namespace": namespace, "overrides": canonical(overrides),
+        "dgd_api": dgd_api,
+        "namespace": namespace,
+        "overrides": canonical(overrides),
         "workflow_name": workflow_name,
         "schemas": [str(reference_dir()), _schemas_digest(str(reference_dir()))],
     }
@@ -215,9 +228,14 @@ def load(key: str) -> dict[str, Any] | None:
     if not (isinstance(data, dict) and data.get("key") == key and isinstance(data.get("documents"), dict)):
         return None
     docs = data["documents"]
-    if not (isinstance(docs.get("dgd"), dict) and isinstance(docs.get("workflow"), dict)
-            and all(isinstance(docs.get(k), list) and all(isinstance(d, dict) for d in docs[k])
-                    for k in ("templates", "scaled_objects"))):
+    if not (
+        isinstance(docs.get("dgd"), dict)
+        and isinstance(docs.get("workflow"), dict)
+        and all(
+            isinstance(docs.get(k), list) and all(isinstance(d, dict) for d in docs[k])
+            for k in ("templates", "scaled_objects")
+        )
+    ):
         return None
     return docs
 
@@ -260,9 +278,12 @@ def _write_atomic(path: Path, text: str) -> bool:
 def _prune(current: Path) -> None:
     """Keep the KEEP_STATES most recently created code states: older code's entries are never read again."""
     try:
-        states = sorted((d for d in current.parent.iterdir() if d.is_dir() and d != current),
-                        key=lambda d: d.stat().st_mtime, reverse=True)
-        for old in states[KEEP_STATES - 1:]:
+        states = sorted(
+            (d for d in current.parent.iterdir() if d.is_dir() and d != current),
+            key=lambda d: d.stat().st_mtime,
+            reverse=True,
+        )
+        for old in states[KEEP_STATES - 1 :]:
             for f in old.iterdir():
                 f.unlink(missing_ok=True)
             old.rmdir()

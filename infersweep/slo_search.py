@@ -34,18 +34,27 @@ class Search:
         elif self.first_miss is None:
             text = f"max {self.axis} under SLO >= {self.best:g}{unit} (no miss up to the top of the range)"
         else:
-            text = f"max {self.axis} under SLO: {self.best:g}{unit} (bracket [{self.best:g}, {self.first_miss:g}){unit})"
+            text = (
+                f"max {self.axis} under SLO: {self.best:g}{unit} (bracket [{self.best:g}, {self.first_miss:g}){unit})"
+            )
         # A probe with no verdict (failed, or measured but invalid: infersweep.results.evidence) counts as a
         # miss so the search never reports a load nobody can vouch for; the summary says which ones those were.
         unjudged = [p for p in self.probes if p.passed is None]
         if unjudged:
-            text += ("; counted as misses, no valid verdict: "
-                     + "; ".join(f"{p.load:g}{unit}: {p.detail}" for p in unjudged))
+            text += "; counted as misses, no valid verdict: " + "; ".join(
+                f"{p.load:g}{unit}: {p.detail}" for p in unjudged
+            )
         return text
 
 
-def bisect(measure: Callable[[float], tuple[bool | None, str]], lo: float, hi: float, *, axis: str = "concurrency",
-           rel_tol: float = 0.1) -> Search:
+def bisect(
+    measure: Callable[[float], tuple[bool | None, str]],
+    lo: float,
+    hi: float,
+    *,
+    axis: str = "concurrency",
+    rel_tol: float = 0.1,
+) -> Search:
     """Search [lo, hi]. Concurrency moves in integers and stops when the bracket is one level wide; a rate
     stops when first_miss / best <= 1 + rel_tol. Midpoints are geometric: load ranges span decades."""
     if not 0 < lo <= hi:

@@ -230,9 +230,11 @@ class Step:
         unknown = sorted(set(arguments) - set(declared))
         missing = [n for n in declared if n not in arguments]
         if unknown or missing:
-            raise ValueError(f"step {self.name}: arguments {sorted(arguments)} do not match its inputs {declared}"
-                             + (f"; unknown: {unknown}" if unknown else "")
-                             + (f"; missing: {missing}" if missing else ""))
+            raise ValueError(
+                f"step {self.name}: arguments {sorted(arguments)} do not match its inputs {declared}"
+                + (f"; unknown: {unknown}" if unknown else "")
+                + (f"; missing: {missing}" if missing else "")
+            )
 
 
 def write_output_param(path: str | Path | None, value: Any) -> None:

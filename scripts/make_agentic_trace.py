@@ -40,8 +40,12 @@ def lines(seed: int = 11, sessions: int = 8, turns: int = 4, starts_per_s: float
             # at 15 tokens and later at 16).
             tail = next_block
             next_block += 1
-            row = {"session_id": f"agent-{s}", "input_length": len(blocks) * BLOCK + rng.randint(1, BLOCK),
-                   "output_length": rng.randint(8, 24), "hash_ids": blocks + [tail]}
+            row = {
+                "session_id": f"agent-{s}",
+                "input_length": len(blocks) * BLOCK + rng.randint(1, BLOCK),
+                "output_length": rng.randint(8, 24),
+                "hash_ids": blocks + [tail],
+            }
             row |= {"timestamp": int(t * 1000)} if k == 0 else {"delay": rng.randint(300, 1500)}
             out.append(row)
     return out

@@ -31,8 +31,14 @@ def lines(seed: int = 7, requests: int = 32, rate_per_s: float = 4.0) -> list[di
         own = list(range(next_id, next_id + rng.randint(1, 5)))
         next_id += len(own)
         last = rng.randint(1, BLOCK)  # the final block may be partial
-        out.append({"timestamp": int(t * 1000), "input_length": (len(shared) + len(own) - 1) * BLOCK + last,
-                    "output_length": rng.randint(8, 32), "hash_ids": shared + own})
+        out.append(
+            {
+                "timestamp": int(t * 1000),
+                "input_length": (len(shared) + len(own) - 1) * BLOCK + last,
+                "output_length": rng.randint(8, 32),
+                "hash_ids": shared + own,
+            }
+        )
     return out
 
 

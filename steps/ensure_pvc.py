@@ -5,7 +5,6 @@ Exit 1 with the PVC, its phase and the cause when it will not bind; exit 75 (ret
 
 from __future__ import annotations
 
-
 from infersweep.platform.operations import ensure_pvc
 from infersweep.step_declarations import ENSURE_PVC
 from steps.runner import main_of
@@ -14,8 +13,13 @@ from steps.runner import main_of
 def main(argv: list[str] | None = None) -> int:
     a = ENSURE_PVC.parser().parse_args(argv)
     # PVCNotBound (exit 1): the PVC, its phase and the cause
-    ensure_pvc(name=a.name, namespace=a.namespace, size=a.size, storage_class=a.storage_class,
-               bound_timeout_s=a.bound_timeout_s)
+    ensure_pvc(
+        name=a.name,
+        namespace=a.namespace,
+        size=a.size,
+        storage_class=a.storage_class,
+        bound_timeout_s=a.bound_timeout_s,
+    )
     return 0
 
 

@@ -12,17 +12,25 @@ import os
 from pathlib import Path
 
 from infersweep.model_cache import cache_models
-from steps.runner import main_of
 from infersweep.step_declarations import MODEL_CACHE_STEP
+from steps.runner import main_of
 
 
 def main(argv: list[str] | None = None) -> int:
     a = MODEL_CACHE_STEP.parser().parse_args(argv)
     # ModelNotCached: exit 75 when its cause is a dropped connection or a 5xx from the hub (Argo retries it),
     # else 1 (steps/runner.py)
-    cache_models(a.model_id, a.revision, Path(a.cache_dir), a.source, draft_model=a.draft_model,
-                 draft_revision=a.draft_revision, model_dir_param=a.model_dir_param, commit_param=a.commit_param,
-                 commit_file=a.commit_file)
+    cache_models(
+        a.model_id,
+        a.revision,
+        Path(a.cache_dir),
+        a.source,
+        draft_model=a.draft_model,
+        draft_revision=a.draft_revision,
+        model_dir_param=a.model_dir_param,
+        commit_param=a.commit_param,
+        commit_file=a.commit_file,
+    )
     return 0
 
 

@@ -8,10 +8,9 @@ CLI:  python -m steps.publish LOCAL_DIR --bucket B --prefix P [--retry-prefix]
 
 from __future__ import annotations
 
-
 from infersweep.results.publish import publish_run
-from steps.runner import main_of
 from infersweep.step_declarations import PUBLISH
+from steps.runner import main_of
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,7 +6,6 @@ Exit 75 (retried) on an API hiccup; the next schedule runs anyway.
 
 from __future__ import annotations
 
-
 from infersweep.platform.reaper import reap_namespace
 from infersweep.step_declarations import REAP
 from steps.runner import main_of

@@ -19,13 +19,19 @@ def main(argv: list[str] | None = None) -> int:
     a = REGRESSION_CHECK.parser().parse_args(argv)
     result = check_against_baseline(Path(a.run_dir), a.bucket, a.baseline_prefix, a.tolerances, Path(a.report))
     if result == INCOMPARABLE:
-        print(f"regression-check: baseline s3://{a.bucket}/{a.baseline_prefix}/ is not comparable with this run "
-              "(report: artifact regression-report)", file=sys.stderr)
+        print(
+            f"regression-check: baseline s3://{a.bucket}/{a.baseline_prefix}/ is not comparable with this run "
+            "(report: artifact regression-report)",
+            file=sys.stderr,
+        )
         return 1
     if result == "regressed":
         # The last stderr line becomes the step's message in the Argo UI.
-        print(f"regression-check: REGRESSED against s3://{a.bucket}/{a.baseline_prefix}/ (report: artifact "
-              "regression-report)", file=sys.stderr)
+        print(
+            f"regression-check: REGRESSED against s3://{a.bucket}/{a.baseline_prefix}/ (report: artifact "
+            "regression-report)",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

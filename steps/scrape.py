@@ -25,8 +25,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.set_defaults(queries=str(params_dir() / "metrics.yaml"))
     a = ap.parse_args(argv)
     try:
-        scrape_run_metrics(Path(a.run_dir), prometheus_url=a.prometheus_url, queries_file=Path(a.queries),
-                           namespace=a.namespace, dgd_base=a.dgd_name, run_id=a.run_id, context=a.context)
+        scrape_run_metrics(
+            Path(a.run_dir),
+            prometheus_url=a.prometheus_url,
+            queries_file=Path(a.queries),
+            namespace=a.namespace,
+            dgd_base=a.dgd_name,
+            run_id=a.run_id,
+            context=a.context,
+        )
     except ScopeError as e:  # bad input: one clear error, before anything is queried
         print(f"scrape: {e}", file=sys.stderr)
         return 2

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from infersweep.platform.operations import teardown
 from infersweep.step_declarations import TEARDOWN
 from steps.runner import main_of

@@ -14,11 +14,26 @@ from __future__ import annotations
 TRANSIENT_EXIT = 75
 # HTTP statuses a rerun can outlive: throttling, server errors, gateway errors; 0 = no response at all.
 TRANSIENT_STATUS = {0, 408, 429, 500, 502, 503, 504}
-_TRANSIENT_NAMES = {"MaxRetryError", "ProtocolError", "NewConnectionError", "ReadTimeoutError",
-                    "EndpointConnectionError", "ConnectTimeoutError", "ReadTimeout", "ConnectTimeout",
-                    "ConnectionClosedError", "ChunkedEncodingError"}
-_TRANSIENT_S3_CODES = {"SlowDown", "Throttling", "ThrottlingException", "RequestTimeout", "InternalError",
-                       "ServiceUnavailable"}
+_TRANSIENT_NAMES = {
+    "MaxRetryError",
+    "ProtocolError",
+    "NewConnectionError",
+    "ReadTimeoutError",
+    "EndpointConnectionError",
+    "ConnectTimeoutError",
+    "ReadTimeout",
+    "ConnectTimeout",
+    "ConnectionClosedError",
+    "ChunkedEncodingError",
+}
+_TRANSIENT_S3_CODES = {
+    "SlowDown",
+    "Throttling",
+    "ThrottlingException",
+    "RequestTimeout",
+    "InternalError",
+    "ServiceUnavailable",
+}
 
 
 def is_transient(exc: BaseException) -> bool:

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from hera.workflows import Workflow, WorkflowTemplate
 
-from infersweep.install_version import stamp
-from infersweep.paths import params_dir
 from infersweep.cluster_settings import ClusterSettings, load_cluster_settings
-from infersweep.recipe import all_recipe_paths, load_recipe
-from infersweep.schemas import validate_document
 from infersweep.experiment.plan import make_plan
 from infersweep.experiment.spec import all_experiment_paths, load_experiment
+from infersweep.install_version import stamp
+from infersweep.paths import params_dir
+from infersweep.recipe import all_recipe_paths, load_recipe
+from infersweep.schemas import validate_document
 from workflows.cron import reaper_workflow_template
 from workflows.experiment import experiment_template
 from workflows.launcher import launcher_templates
@@ -55,7 +55,9 @@ def catalog_objects(settings: ClusterSettings) -> dict[str, WorkflowTemplate | W
         out["template_" + wt.name.replace("-", "_")] = wt
     for r in catalog:
         args = recipe_arguments(r, settings)
-        out["workflow_" + r.name.replace("-", "_").replace(".", "_")] = recipe_workflow(r, args, settings.namespace, settings)
+        out["workflow_" + r.name.replace("-", "_").replace(".", "_")] = recipe_workflow(
+            r, args, settings.namespace, settings
+        )
     for obj in out.values():
         validate_document(obj.to_dict())  # a document the cluster would refuse is never generated
     return out

@@ -24,28 +24,48 @@ DGD_RESOURCE = "dynamographdeployments"
 
 def gpu_pools_configmap(settings: ClusterSettings) -> dict[str, Any]:
     """The semaphore limits of the GPU guard (workflows/gpu_guard.py configmap_data)."""
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": gpu_guard.CONFIGMAP, "namespace": settings.namespace, "labels": dict(MANAGED),
-                         "annotations": {"infersweep.io/unit": "runs per GPU-pool lane (see workflows/gpu_guard.py)"}},
-            "data": gpu_guard.configmap_data(settings)}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": gpu_guard.CONFIGMAP,
+            "namespace": settings.namespace,
+            "labels": dict(MANAGED),
+            "annotations": {"infersweep.io/unit": "runs per GPU-pool lane (see workflows/gpu_guard.py)"},
+        },
+        "data": gpu_guard.configmap_data(settings),
+    }
 
 
 def artifact_repositories_configmap(settings: ClusterSettings) -> dict[str, Any]:
     """The S3 artifact repository the pipeline names by `artifactRepositoryRef` (credentials: a Secret)."""
     a = settings.artifact_repository
     secret = settings.s3.credentials_secret
-    repo = {"s3": {"bucket": a.bucket, "endpoint": a.endpoint, "region": a.region, "insecure": a.insecure,
-                   "keyFormat": "{{workflow.namespace}}/{{workflow.name}}/{{pod.name}}",
-                   "accessKeySecret": {"name": secret, "key": "AWS_ACCESS_KEY_ID"},
-                   "secretKeySecret": {"name": secret, "key": "AWS_SECRET_ACCESS_KEY"}}}
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": a.configmap, "namespace": settings.namespace, "labels": dict(MANAGED)},
-            "data": {a.key: yaml.safe_dump(repo, sort_keys=False)}}
+    repo = {
+        "s3": {
+            "bucket": a.bucket,
+            "endpoint": a.endpoint,
+            "region": a.region,
+            "insecure": a.insecure,
+            "keyFormat": "{{workflow.namespace}}/{{workflow.name}}/{{pod.name}}",
+            "accessKeySecret": {"name": secret, "key": "AWS_ACCESS_KEY_ID"},
+            "secretKeySecret": {"name": secret, "key": "AWS_SECRET_ACCESS_KEY"},
+        }
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": a.configmap, "namespace": settings.namespace, "labels": dict(MANAGED)},
+        "data": {a.key: yaml.safe_dump(repo, sort_keys=False)},
+    }
 
 
 def service_account(settings: ClusterSettings) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ServiceAccount",
-            "metadata": {"name": settings.service_account, "namespace": settings.namespace, "labels": dict(MANAGED)}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": settings.service_account, "namespace": settings.namespace, "labels": dict(MANAGED)},
+    }
 
 
 def steps_role(namespace: str = "infersweep", name: str = "infersweep-steps") -> dict[str, Any]:
@@ -53,12 +73,17 @@ def steps_role(namespace: str = "infersweep", name: str = "infersweep-steps") ->
     plus what Argo's executor needs to report a step's outputs. Nothing cluster-wide, no Secrets (they
     reach the steps as env from the pod spec, which needs no RBAC)."""
     return {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
         "metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED)},
         "rules": [
             # deploy (create; patch when a retried step finds its own DGD; list the DGDs of its GPU lane),
             # wait-ready (get), teardown (delete)
-            {"apiGroups": ["nvidia.com"], "resources": [DGD_RESOURCE], "verbs": ["get", "list", "create", "patch", "delete"]},
+            {
+                "apiGroups": ["nvidia.com"],
+                "resources": [DGD_RESOURCE],
+                "verbs": ["get", "list", "create", "patch", "delete"],
+            },
             # deploy/teardown of an autoscaled recipe: its KEDA ScaledObjects (infersweep/platform/keda.py), applied
             # with the DGD (create; patch on a retried step) and deleted with it (listed by the DGD's label, then deleted)
             {"apiGroups": ["keda.sh"], "resources": ["scaledobjects"], "verbs": ["create", "patch", "list", "delete"]},
@@ -77,16 +102,20 @@ def steps_role(namespace: str = "infersweep", name: str = "infersweep-steps") ->
 
 
 def role_binding(settings: ClusterSettings, role: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": {"name": role["metadata"]["name"], "namespace": settings.namespace, "labels": dict(MANAGED)},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role["metadata"]["name"]},
-            "subjects": [{"kind": "ServiceAccount", "name": settings.service_account, "namespace": settings.namespace}]}
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": role["metadata"]["name"], "namespace": settings.namespace, "labels": dict(MANAGED)},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role["metadata"]["name"]},
+        "subjects": [{"kind": "ServiceAccount", "name": settings.service_account, "namespace": settings.namespace}],
+    }
 
 
 def reaper_role(namespace: str = "infersweep", name: str = "infersweep-reaper") -> dict[str, Any]:
     """Exactly the calls of steps/reap.py (tests/test_least_privilege.py derives them), plus the executor's."""
     return {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
         "metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED)},
         "rules": [
             {"apiGroups": ["nvidia.com"], "resources": [DGD_RESOURCE], "verbs": ["list", "delete"]},
@@ -97,9 +126,11 @@ def reaper_role(namespace: str = "infersweep", name: str = "infersweep-reaper") 
 
 
 def reaper_service_account(settings: ClusterSettings) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ServiceAccount",
-            "metadata": {"name": settings.reaper.service_account, "namespace": settings.namespace,
-                         "labels": dict(MANAGED)}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": settings.reaper.service_account, "namespace": settings.namespace, "labels": dict(MANAGED)},
+    }
 
 
 def kubectl_manifests(settings: ClusterSettings, catalog: list[ResolvedRecipe]) -> list[dict[str, Any]]:
@@ -111,6 +142,13 @@ def kubectl_manifests(settings: ClusterSettings, catalog: list[ResolvedRecipe]) 
     reaper = reaper_role(settings.namespace)
     reaper_binding = role_binding(settings, reaper)
     reaper_binding["subjects"][0]["name"] = settings.reaper.service_account
-    return [service_account(settings), role, role_binding(settings, role),
-            reaper_service_account(settings), reaper, reaper_binding,
-            *guard, artifact_repositories_configmap(settings)]
+    return [
+        service_account(settings),
+        role,
+        role_binding(settings, role),
+        reaper_service_account(settings),
+        reaper,
+        reaper_binding,
+        *guard,
+        artifact_repositories_configmap(settings),
+    ]

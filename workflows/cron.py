@@ -27,10 +27,10 @@ from hera.workflows import models as m
 
 from infersweep.cluster_settings import ClusterSettings
 from infersweep.recipe import ResolvedRecipe
-from workflows.gpu_guard import nightly_priority
 from infersweep.step_declarations import REAP
+from workflows.gpu_guard import nightly_priority
 from workflows.pipeline import pipeline_name, recipe_arguments, workflow_labels
-from workflows.steps_library import (Images, container_security_context, pod_security_context, step_settings)
+from workflows.steps_library import Images, container_security_context, pod_security_context, step_settings
 
 SUCCESSFUL_HISTORY = 7
 FAILED_HISTORY = 14  # failed nights are the ones someone investigates: keep two weeks of them
@@ -51,8 +51,13 @@ def nightly_cron(r: ResolvedRecipe, settings: ClusterSettings, dgd_api: str = "v
     # spread of the repetitions (infersweep.results.regression); one run per point leaves the noise unknown.
     reps = r.recipe.regression.repetitions
     points = [dataclasses.replace(p, repetition=k) for k in range(reps) for p in r.recipe.workload.points()]
-    args = recipe_arguments(r, settings, dgd_api=dgd_api, points=points,
-                            overrides={"baseline-prefix": f"{nightly.baselines_prefix}/{r.name}"})
+    args = recipe_arguments(
+        r,
+        settings,
+        dgd_api=dgd_api,
+        points=points,
+        overrides={"baseline-prefix": f"{nightly.baselines_prefix}/{r.name}"},
+    )
     labels = {**workflow_labels(r), "infersweep.io/suite": "nightly"}
     cron = CronWorkflow(
         name=cron_name(r.name),
@@ -101,23 +106,36 @@ def reaper_workflow_template(settings: ClusterSettings, dgd_api: str = "v1beta1"
     steps = step_settings(settings)
     images = Images(steps=settings.images.steps, aiperf=settings.images.aiperf)
     with WorkflowTemplate(
-        name=REAPER_NAME, namespace=settings.namespace,
+        name=REAPER_NAME,
+        namespace=settings.namespace,
         labels={"app.kubernetes.io/managed-by": "infersweep", "infersweep.io/kind": "reaper"},
-        entrypoint="reap", service_account_name=settings.reaper.service_account,
-        security_context=pod_security_context(steps), active_deadline_seconds=600,
-        pod_gc=m.PodGC(strategy="OnPodSuccess"), ttl_strategy=m.TTLStrategy(seconds_after_completion=3600),
+        entrypoint="reap",
+        service_account_name=settings.reaper.service_account,
+        security_context=pod_security_context(steps),
+        active_deadline_seconds=600,
+        pod_gc=m.PodGC(strategy="OnPodSuccess"),
+        ttl_strategy=m.TTLStrategy(seconds_after_completion=3600),
         archive_logs=True,
     ) as wt:
-        Container(name=REAP.name, image=images.steps, command=["python", "-m", f"steps.{REAP.module}"],
-                  args=REAP.template_args() + ["--api-version", dgd_api],
-                  env=[m.EnvVar(name="PYTHONUNBUFFERED", value="1")],
-                  security_context=container_security_context(True),
-                  resources=m.ResourceRequirements(requests={"cpu": m.Quantity("100m"), "memory": m.Quantity("256Mi")},
-                                                   limits={"memory": m.Quantity("256Mi")}),
-                  active_deadline_seconds=300,
-                  retry_strategy=m.RetryStrategy(limit="2", retry_policy="Always",
-                                                 expression='lastRetry.status == "Error" || asInt(lastRetry.exitCode) == 75',
-                                                 backoff=m.Backoff(duration="10s", factor="2")))
+        Container(
+            name=REAP.name,
+            image=images.steps,
+            command=["python", "-m", f"steps.{REAP.module}"],
+            args=REAP.template_args() + ["--api-version", dgd_api],
+            env=[m.EnvVar(name="PYTHONUNBUFFERED", value="1")],
+            security_context=container_security_context(True),
+            resources=m.ResourceRequirements(
+                requests={"cpu": m.Quantity("100m"), "memory": m.Quantity("256Mi")},
+                limits={"memory": m.Quantity("256Mi")},
+            ),
+            active_deadline_seconds=300,
+            retry_strategy=m.RetryStrategy(
+                limit="2",
+                retry_policy="Always",
+                expression='lastRetry.status == "Error" || asInt(lastRetry.exitCode) == 75',
+                backoff=m.Backoff(duration="10s", factor="2"),
+            ),
+        )
     return wt
 
 
@@ -131,10 +149,15 @@ def reaper_cron(settings: ClusterSettings) -> dict[str, Any]:
     hour (ttl) and its pods deleted on success (the template's settings, reaper_template).
     """
     cron = CronWorkflow(
-        name=REAPER_NAME, namespace=settings.namespace,
+        name=REAPER_NAME,
+        namespace=settings.namespace,
         labels={"app.kubernetes.io/managed-by": "infersweep", "infersweep.io/kind": "reaper"},
-        schedules=[settings.reaper.schedule], timezone="Etc/UTC", concurrency_policy="Replace",
-        starting_deadline_seconds=60, successful_jobs_history_limit=1, failed_jobs_history_limit=3,
+        schedules=[settings.reaper.schedule],
+        timezone="Etc/UTC",
+        concurrency_policy="Replace",
+        starting_deadline_seconds=60,
+        successful_jobs_history_limit=1,
+        failed_jobs_history_limit=3,
         workflow_template_ref=m.WorkflowTemplateRef(name=REAPER_NAME),
     )
     return cron.to_dict()

@@ -55,8 +55,7 @@ from infersweep.recipe import RecipeError, ResolvedRecipe
 from infersweep.recipe.release import for_dgd_api
 from infersweep.recipe_context import recipe_context
 from workflows.gpu_guard import recipes_synchronization
-from workflows.pipeline import QUEUE_BUDGET_S
-from workflows.pipeline import points_json
+from workflows.pipeline import QUEUE_BUDGET_S, points_json
 from workflows.steps_library import pod_security_context, step_task
 
 TEMPLATE_PREFIX = "infersweep-experiment-"
@@ -87,46 +86,72 @@ def template_name(experiment: str) -> str:
 
 
 def _labels(plan: Plan) -> dict[str, str]:
-    return {"app.kubernetes.io/managed-by": "infersweep", "infersweep.io/kind": "experiment",
-            "infersweep.io/experiment": plan.experiment.name}
+    return {
+        "app.kubernetes.io/managed-by": "infersweep",
+        "infersweep.io/kind": "experiment",
+        "infersweep.io/experiment": plan.experiment.name,
+    }
 
 
 def experiment_workflow(plan: Plan, settings: ClusterSettings, *, namespace: str | None = None) -> Workflow:
     """The Workflow a submit creates: the experiment's template by reference, and nothing else a controller in
     Strict/Secure reference mode refuses (its `spec.priority`, the GPU guard's queue order, is stamped by the
     submit: workflows/gpu_guard.py submit_priority)."""
-    return Workflow(generate_name=f"{plan.experiment.name}-", namespace=namespace or settings.namespace,
-                    labels=_labels(plan),
-                    workflow_template_ref=m.WorkflowTemplateRef(name=template_name(plan.experiment.name)))
+    return Workflow(
+        generate_name=f"{plan.experiment.name}-",
+        namespace=namespace or settings.namespace,
+        labels=_labels(plan),
+        workflow_template_ref=m.WorkflowTemplateRef(name=template_name(plan.experiment.name)),
+    )
 
 
-def experiment_template(plan: Plan, settings: ClusterSettings, *, dgd_api: str = "v1beta1",
-                        workdir_size: str = "50Gi", model_source: str = "hf", ready_timeout_s: int = 1800,
-                        treatment_args: Callable[[ResolvedRecipe], dict[str, str]] | None = None) -> WorkflowTemplate:
+def experiment_template(
+    plan: Plan,
+    settings: ClusterSettings,
+    *,
+    dgd_api: str = "v1beta1",
+    workdir_size: str = "50Gi",
+    model_source: str = "hf",
+    ready_timeout_s: int = 1800,
+    treatment_args: Callable[[ResolvedRecipe], dict[str, str]] | None = None,
+) -> WorkflowTemplate:
     """Everything the experiment runs. `model_source`, `ready_timeout_s` and `treatment_args` (per treatment:
     "points", "workload", "gpu-count" replacing the recipe's) are how local mode scales the same template
     down (infersweep.local.experiment_run), as `run --local` overrides a recipe workflow's parameters."""
     e = plan.experiment
     gpu_types = {s.treatment.recipe.recipe.gpu.type for s in plan.steps}
     if len(gpu_types) > 1:
-        raise RecipeError(f"{e.path}: treatments: they use GPU types {sorted(gpu_types)}; an experiment holds one "
-                          "GPU pool, so give every treatment the same gpu.type")
+        raise RecipeError(
+            f"{e.path}: treatments: they use GPU types {sorted(gpu_types)}; an experiment holds one "
+            "GPU pool, so give every treatment the same gpu.type"
+        )
     names = dgd_names(plan)
     s3 = settings.s3
     prefix = f"{s3.prefix}/experiments/{e.name}/{{{{workflow.name}}}}"
-    points_s = sum(len(s.treatment.recipe.recipe.workload.concurrency) * s.treatment.recipe.recipe.workload.point_timeout_s
-                   for s in plan.steps)
+    points_s = sum(
+        len(s.treatment.recipe.recipe.workload.concurrency) * s.treatment.recipe.recipe.workload.point_timeout_s
+        for s in plan.steps
+    )
     with WorkflowTemplate(
         name=template_name(e.name),
         labels=_labels(plan),
         entrypoint="experiment",
         on_exit="exit-handler",
-        volume_claim_templates=[m.PersistentVolumeClaim(
-            metadata=m.ObjectMeta(name="workdir"),
-            spec=m.PersistentVolumeClaimSpec(access_modes=["ReadWriteOnce"], resources=m.VolumeResourceRequirements(
-                requests={"storage": m.Quantity(workdir_size)})))],
-        volumes=[m.Volume(name="model-cache", persistent_volume_claim=m.PersistentVolumeClaimVolumeSource(
-            claim_name=settings.model_cache.pvc))],
+        volume_claim_templates=[
+            m.PersistentVolumeClaim(
+                metadata=m.ObjectMeta(name="workdir"),
+                spec=m.PersistentVolumeClaimSpec(
+                    access_modes=["ReadWriteOnce"],
+                    resources=m.VolumeResourceRequirements(requests={"storage": m.Quantity(workdir_size)}),
+                ),
+            )
+        ],
+        volumes=[
+            m.Volume(
+                name="model-cache",
+                persistent_volume_claim=m.PersistentVolumeClaimVolumeSource(claim_name=settings.model_cache.pvc),
+            )
+        ],
         # The wait for the GPU lane counts against a workflow's deadline (the lock is taken inside the running
         # Workflow, on the treatments template), so the deadline is the pipeline's queue budget plus the span's
         # own: every point may run to its timeout, plus an hour per treatment for deploys and bookkeeping.
@@ -140,28 +165,54 @@ def experiment_template(plan: Plan, settings: ClusterSettings, *, dgd_api: str =
         # Every pod runs as the images' non-root USER (Pod Security "restricted"; steps_library.py), as the
         # pipeline template's do.
         security_context=pod_security_context(settings.steps),
-        artifact_repository_ref=m.ArtifactRepositoryRef(config_map=settings.artifact_repository.configmap,
-                                                        key=settings.artifact_repository.key),
+        artifact_repository_ref=m.ArtifactRepositoryRef(
+            config_map=settings.artifact_repository.configmap, key=settings.artifact_repository.key
+        ),
         archive_logs=True,
     ) as wt:
-        with DAG(name="sweep", parallelism=1, fail_fast=False,
-                 inputs=[Parameter(name=n) for n in ("points", "url", "tokenizer", "model", "workload",
-                                                     "max-error-rate", "timeout-s", "ready-timeout-s")]):
-            step_task("aiperf-point", name="point", with_param="{{inputs.parameters.points}}",
-                      arguments={"url": "{{inputs.parameters.url}}", "model": "{{inputs.parameters.model}}",
-                                 "tokenizer": "{{inputs.parameters.tokenizer}}", "concurrency": "{{item.concurrency}}", "request-rate": "{{item.request_rate}}",
-                                 "repetition": "{{item.repetition}}",
-                                 "requests": "{{item.requests}}", "warmup": "{{item.warmup}}",
-                                 "workload": "{{inputs.parameters.workload}}",
-                                 "max-error-rate": "{{inputs.parameters.max-error-rate}}",
-                                 "timeout-s": "{{inputs.parameters.timeout-s}}",
-                                 # the point's ensure-deployed init container brings a deleted DGD back (UI Retry)
-                                 "ready-timeout-s": "{{inputs.parameters.ready-timeout-s}}",
-                                 "cpu": "{{item.cpu}}", "memory": "{{item.memory}}"})
+        with DAG(
+            name="sweep",
+            parallelism=1,
+            fail_fast=False,
+            inputs=[
+                Parameter(name=n)
+                for n in (
+                    "points",
+                    "url",
+                    "tokenizer",
+                    "model",
+                    "workload",
+                    "max-error-rate",
+                    "timeout-s",
+                    "ready-timeout-s",
+                )
+            ],
+        ):
+            step_task(
+                "aiperf-point",
+                name="point",
+                with_param="{{inputs.parameters.points}}",
+                arguments={
+                    "url": "{{inputs.parameters.url}}",
+                    "model": "{{inputs.parameters.model}}",
+                    "tokenizer": "{{inputs.parameters.tokenizer}}",
+                    "concurrency": "{{item.concurrency}}",
+                    "request-rate": "{{item.request_rate}}",
+                    "repetition": "{{item.repetition}}",
+                    "requests": "{{item.requests}}",
+                    "warmup": "{{item.warmup}}",
+                    "workload": "{{inputs.parameters.workload}}",
+                    "max-error-rate": "{{inputs.parameters.max-error-rate}}",
+                    "timeout-s": "{{inputs.parameters.timeout-s}}",
+                    # the point's ensure-deployed init container brings a deleted DGD back (UI Retry)
+                    "ready-timeout-s": "{{inputs.parameters.ready-timeout-s}}",
+                    "cpu": "{{item.cpu}}",
+                    "memory": "{{item.memory}}",
+                },
+            )
         with DAG(name="exit-handler"):
             for name in dict.fromkeys(names):
-                step_task("teardown", name=f"teardown-{name}",
-                          arguments={"dgd-name": name, "api-version": dgd_api})
+                step_task("teardown", name=f"teardown-{name}", arguments={"dgd-name": name, "api-version": dgd_api})
 
         caches: dict[tuple[str, str, str], str] = {}
         for s in plan.steps:
@@ -173,8 +224,11 @@ def experiment_template(plan: Plan, settings: ClusterSettings, *, dgd_api: str =
         # largest treatment (a template lock, held only while this node runs: Argo v4.1.2 operator.go
         # executeTemplate acquires before the node starts and releases when it is fulfilled). The model
         # caches it reads come in as inputs: a nested template sees only its own inputs, not the outer tasks.
-        with DAG(name="treatments", inputs=[Parameter(name=n) for n in cache_inputs],
-                 synchronization=recipes_synchronization([s.treatment.recipe for s in plan.steps], settings)):
+        with DAG(
+            name="treatments",
+            inputs=[Parameter(name=n) for n in cache_inputs],
+            synchronization=recipes_synchronization([s.treatment.recipe for s in plan.steps], settings),
+        ):
             previous_end: str | None = None
             treatment_points: dict[str, str] = {}
             # A treatment patched in place rolls its workers within what is left of the admission. One choice
@@ -187,35 +241,63 @@ def experiment_template(plan: Plan, settings: ClusterSettings, *, dgd_api: str =
                 r: ResolvedRecipe = for_dgd_api(s.treatment.recipe, dgd_api)  # its release's images
                 t = f"t{i}"
                 w = r.recipe.workload
-                args = {"points": points_text(w.points()), "workload": _compact(w.aiperf_workload()),
-                        "gpu-count": str(r.gpu_count)} | (treatment_args(r) if treatment_args else {})
+                args = {
+                    "points": points_text(w.points()),
+                    "workload": _compact(w.aiperf_workload()),
+                    "gpu-count": str(r.gpu_count),
+                } | (treatment_args(r) if treatment_args else {})
                 cache = caches[(r.model.id, r.model.revision, r.draft_model or "")].removeprefix("model-cache-")
                 start_after = [_any(previous_end)] if previous_end else []
                 if s.transition.cls is RestartClass.FULL and i > 0:
-                    step_task("teardown", name=f"{t}-teardown", depends=" && ".join(start_after),
-                              arguments={"dgd-name": names[i - 1], "api-version": dgd_api})
+                    step_task(
+                        "teardown",
+                        name=f"{t}-teardown",
+                        depends=" && ".join(start_after),
+                        arguments={"dgd-name": names[i - 1], "api-version": dgd_api},
+                    )
                     start_after = [f"{t}-teardown"]
                 step_task("mark-start", name=f"{t}-mark-start", depends=" && ".join(start_after) or None)
                 # The same DGD a recipe run applies (infersweep.dgd.deployable_dgd), scheduling step included:
                 # under Kueue/KAI/Volcano its pods carry the queue's labels, under the Argo guard the DGD the
                 # lane labels of the admission the experiment holds (its largest treatment's).
-                dgd = deployable_dgd(r, settings, api_version=dgd_api, name=dgd_name, held_for=largest,
-                                     exact_pool=exact)
+                dgd = deployable_dgd(
+                    r, settings, api_version=dgd_api, name=dgd_name, held_for=largest, exact_pool=exact
+                )
                 if s.reset:  # empty the kept workers' KV caches first (infersweep.experiment.kv_reset)
                     dgd = mark_reset(dgd, str(i))
-                step_task("deploy", name=f"{t}-deploy", depends=_any(f"{t}-mark-start"),
-                          arguments={"dgd": yaml.safe_dump(dgd, sort_keys=False)})
-                step_task("wait-ready", name=f"{t}-wait-ready", depends=f"{t}-deploy",
-                          arguments={"dgd-name": dgd_name, "model": r.model.id, "timeout-s": str(ready_timeout_s),
-                                     "api-version": dgd_api})
+                step_task(
+                    "deploy",
+                    name=f"{t}-deploy",
+                    depends=_any(f"{t}-mark-start"),
+                    arguments={"dgd": yaml.safe_dump(dgd, sort_keys=False)},
+                )
+                step_task(
+                    "wait-ready",
+                    name=f"{t}-wait-ready",
+                    depends=f"{t}-deploy",
+                    arguments={
+                        "dgd-name": dgd_name,
+                        "model": r.model.id,
+                        "timeout-s": str(ready_timeout_s),
+                        "api-version": dgd_api,
+                    },
+                )
                 step_task("record-ready", name=f"{t}-record-ready", depends=f"{t}-wait-ready")
-                Task(name=f"{t}-sweep", template="sweep", depends=f"{t}-wait-ready",
-                     arguments={"points": points_json(parse_points(args["points"]), settings),
-                                "ready-timeout-s": str(ready_timeout_s),
-                                "url": f"{{{{tasks.{t}-deploy.outputs.parameters.frontend-url}}}}",
-                                "tokenizer": "{{inputs.parameters.model-dir-%s}}" % cache,
-                                "model": r.model.id, "workload": args["workload"],
-                                "max-error-rate": str(w.max_error_rate), "timeout-s": str(w.point_timeout_s)})
+                Task(
+                    name=f"{t}-sweep",
+                    template="sweep",
+                    depends=f"{t}-wait-ready",
+                    arguments={
+                        "points": points_json(parse_points(args["points"]), settings),
+                        "ready-timeout-s": str(ready_timeout_s),
+                        "url": f"{{{{tasks.{t}-deploy.outputs.parameters.frontend-url}}}}",
+                        "tokenizer": "{{inputs.parameters.model-dir-%s}}" % cache,
+                        "model": r.model.id,
+                        "workload": args["workload"],
+                        "max-error-rate": str(w.max_error_rate),
+                        "timeout-s": str(w.point_timeout_s),
+                    },
+                )
                 slo = {k: v for k, v in r.recipe.slo.model_dump().items() if v is not None}
                 # The summarize step accepts only the run-context keys it knows (steps/summarize.py
                 # --context, infersweep.results.context): the treatment's recipe context, as a recipe run
@@ -225,39 +307,88 @@ def experiment_template(plan: Plan, settings: ClusterSettings, *, dgd_api: str =
                 # pipeline's way): the file leaves with the first treatment's archive, and with two models
                 # another cache may overwrite it.
                 context = recipe_context(r, settings) | {
-                    "experiment": e.name, "treatment": s.treatment.name, "restart_class": s.transition.cls.label,
-                    "levels": s.treatment.levels, "model_commit": "{{inputs.parameters.commit-%s}}" % cache,
-                    "kv_cache_state": s.cache, "order_pass": s.order_pass, "base_treatment": s.base or s.treatment.name}
-                step_task("summarize", name=f"{t}-summarize",
-                          depends=f"{_any(f'{t}-sweep')} && {_any(f'{t}-record-ready')}",
-                          arguments={"gpu-count": args["gpu-count"], "slo": _compact(slo), "title": s.treatment.name,
-                                     "context": json.dumps(context, separators=(",", ":"), sort_keys=True)})
-                step_task("publish", name=f"{t}-publish", depends=f"{t}-summarize",
-                          arguments={"bucket": s3.bucket, "prefix": f"{prefix}/{s.treatment.name}"})
-                step_task("archive", name=f"{t}-archive", depends=_any(f"{t}-publish"),
-                          arguments={"treatment": s.treatment.name})
+                    "experiment": e.name,
+                    "treatment": s.treatment.name,
+                    "restart_class": s.transition.cls.label,
+                    "levels": s.treatment.levels,
+                    "model_commit": "{{inputs.parameters.commit-%s}}" % cache,
+                    "kv_cache_state": s.cache,
+                    "order_pass": s.order_pass,
+                    "base_treatment": s.base or s.treatment.name,
+                }
+                step_task(
+                    "summarize",
+                    name=f"{t}-summarize",
+                    depends=f"{_any(f'{t}-sweep')} && {_any(f'{t}-record-ready')}",
+                    arguments={
+                        "gpu-count": args["gpu-count"],
+                        "slo": _compact(slo),
+                        "title": s.treatment.name,
+                        "context": json.dumps(context, separators=(",", ":"), sort_keys=True),
+                    },
+                )
+                step_task(
+                    "publish",
+                    name=f"{t}-publish",
+                    depends=f"{t}-summarize",
+                    arguments={"bucket": s3.bucket, "prefix": f"{prefix}/{s.treatment.name}"},
+                )
+                step_task(
+                    "archive",
+                    name=f"{t}-archive",
+                    depends=_any(f"{t}-publish"),
+                    arguments={"treatment": s.treatment.name},
+                )
                 treatment_points[s.treatment.name] = args["points"]
                 previous_end = f"{t}-archive"
 
         with DAG(name="experiment"):
-            step_task("ensure-pvc", name="ensure-pvc",
-                      arguments={"pvc": settings.model_cache.pvc, "size": settings.model_cache.size,
-                                 "storage-class": settings.model_cache.storage_class})
+            step_task(
+                "ensure-pvc",
+                name="ensure-pvc",
+                arguments={
+                    "pvc": settings.model_cache.pvc,
+                    "size": settings.model_cache.size,
+                    "storage-class": settings.model_cache.storage_class,
+                },
+            )
             for (model, revision, draft), cache in caches.items():
-                step_task("model-cache", name=cache, depends="ensure-pvc",
-                          arguments={"model": model, "revision": revision, "source": model_source, "draft-model": draft})
-            Task(name="treatments", template="treatments", depends=" && ".join(caches.values()),
-                 arguments={f"{kind}-{cache.removeprefix('model-cache-')}":
-                            "{{tasks.%s.outputs.parameters.%s}}" % (cache, kind)
-                            for cache in caches.values() for kind in ("model-dir", "commit")})
-            step_task("compare", name="compare", depends=_any("treatments"),
-                      arguments={"experiment": e.path.read_text()})
-            step_task("publish", name="publish-report", depends="compare",
-                      arguments={"bucket": s3.bucket, "prefix": f"{prefix}/report"})
+                step_task(
+                    "model-cache",
+                    name=cache,
+                    depends="ensure-pvc",
+                    arguments={"model": model, "revision": revision, "source": model_source, "draft-model": draft},
+                )
+            Task(
+                name="treatments",
+                template="treatments",
+                depends=" && ".join(caches.values()),
+                arguments={
+                    f"{kind}-{cache.removeprefix('model-cache-')}": "{{tasks.%s.outputs.parameters.%s}}" % (cache, kind)
+                    for cache in caches.values()
+                    for kind in ("model-dir", "commit")
+                },
+            )
+            step_task(
+                "compare", name="compare", depends=_any("treatments"), arguments={"experiment": e.path.read_text()}
+            )
+            step_task(
+                "publish",
+                name="publish-report",
+                depends="compare",
+                arguments={"bucket": s3.bucket, "prefix": f"{prefix}/report"},
+            )
             # The leaf that makes a failed treatment fail the Workflow (dag.go assessDAGPhase judges a DAG by
             # its leaves, and compare/publish-report succeed whatever the treatments did), after the report
             # is published.
-            step_task("experiment-verdict", name="verdict", depends=_any("publish-report"),
-                      arguments={"points": _compact({s.treatment.name: json.loads(treatment_points[s.treatment.name])
-                                                     for s in plan.steps})})
+            step_task(
+                "experiment-verdict",
+                name="verdict",
+                depends=_any("publish-report"),
+                arguments={
+                    "points": _compact(
+                        {s.treatment.name: json.loads(treatment_points[s.treatment.name]) for s in plan.steps}
+                    )
+                },
+            )
     return wt

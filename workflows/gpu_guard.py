@@ -43,20 +43,27 @@ from __future__ import annotations
 from hera.workflows import models as m
 
 from infersweep.cluster_settings import MAX_LANES, ClusterSettings
+
 # The admission itself (which lanes a run holds) is Hera-free, beside the DGD's scheduling step that needs it
 # too (infersweep/dgd/lanes.py); the names stay reachable here, the guard's own vocabulary.
-from infersweep.dgd.lanes import (Admission, _pad_key, admission, check_fits_pool, lane_key,  # noqa: F401
-                                  pool_of, recipe_admission)
+from infersweep.dgd.lanes import Admission, _pad_key, admission, check_fits_pool, lane_key, pool_of, recipe_admission  # noqa: F401
 from infersweep.recipe import ResolvedRecipe
 
 CONFIGMAP = "infersweep-gpu-pools"
 LOCK_PARAMS = [f"gpu-lock-{i}" for i in range(1, MAX_LANES + 1)]
 GUARD_PARAMS: list[tuple[str, str, list[str] | None]] = [
-    (p, f"GPU guard: semaphore key {i} of {MAX_LANES} in ConfigMap {CONFIGMAP} (set by infersweep from the recipe's "
-        "GPU count; see workflows/gpu_guard.py)", None) for i, p in enumerate(LOCK_PARAMS, 1)]
+    (
+        p,
+        f"GPU guard: semaphore key {i} of {MAX_LANES} in ConfigMap {CONFIGMAP} (set by infersweep from the recipe's "
+        "GPU count; see workflows/gpu_guard.py)",
+        None,
+    )
+    for i, p in enumerate(LOCK_PARAMS, 1)
+]
 
 
 # ---------------------------------------------------------------------------------------------- rendering
+
 
 def span_synchronization(settings: ClusterSettings) -> m.Synchronization | None:
     """The span template's locks: MAX_LANES semaphores keyed by the gpu-lock-N workflow parameters
@@ -65,9 +72,14 @@ def span_synchronization(settings: ClusterSettings) -> m.Synchronization | None:
     None when a cluster scheduler admits the pods instead."""
     if settings.guard.scheduler != "argo":
         return None
-    return m.Synchronization(semaphores=[
-        m.SemaphoreRef(config_map_key_ref=m.ConfigMapKeySelector(name=CONFIGMAP, key="{{workflow.parameters.%s}}" % p))
-        for p in LOCK_PARAMS])
+    return m.Synchronization(
+        semaphores=[
+            m.SemaphoreRef(
+                config_map_key_ref=m.ConfigMapKeySelector(name=CONFIGMAP, key="{{workflow.parameters.%s}}" % p)
+            )
+            for p in LOCK_PARAMS
+        ]
+    )
 
 
 def recipes_synchronization(recipes: list[ResolvedRecipe], settings: ClusterSettings) -> m.Synchronization | None:
@@ -77,9 +89,12 @@ def recipes_synchronization(recipes: list[ResolvedRecipe], settings: ClusterSett
     if settings.guard.scheduler != "argo" or not recipes:
         return None
     largest = max(recipes, key=lambda r: r.gpu_capacity)
-    return m.Synchronization(semaphores=[
-        m.SemaphoreRef(config_map_key_ref=m.ConfigMapKeySelector(name=CONFIGMAP, key=key))
-        for key in recipe_admission(largest, settings).keys])
+    return m.Synchronization(
+        semaphores=[
+            m.SemaphoreRef(config_map_key_ref=m.ConfigMapKeySelector(name=CONFIGMAP, key=key))
+            for key in recipe_admission(largest, settings).keys
+        ]
+    )
 
 
 def guard_arguments(r: ResolvedRecipe, settings: ClusterSettings) -> dict[str, str]:
@@ -106,7 +121,7 @@ def guard_arguments(r: ResolvedRecipe, settings: ClusterSettings) -> dict[str, s
 #     ad-hoc run, and in suite order among themselves.
 # A UI submit of a template without a priority has 0 and goes first; two of those in the same second are the
 # one case left without a total order (give the form a priority, or submit through infersweep).
-PRIORITY_BAND = 2 ** 30
+PRIORITY_BAND = 2**30
 _last_priority: list[int] = []
 
 
@@ -147,6 +162,7 @@ def configmap_data(settings: ClusterSettings) -> dict[str, str]:
 
 # ------------------------------------------------------------------------------- Argo's semantics, modelled
 
+
 class ArgoSemaphores:
     """Argo v4.1.2's admission of template-level semaphores, for the property tests and the simulation
     (the controller cannot run here; this encodes workflow/sync/ as read):
@@ -165,7 +181,7 @@ class ArgoSemaphores:
         self.limits = dict(limits)
         self.holders: dict[str, set[str]] = {k: set() for k in limits}
         self.queue: list[tuple[str, tuple[str, ...]]] = []
-        self.order: dict[str, tuple[int, int]] = {}   # holder -> (priority, creation second)
+        self.order: dict[str, tuple[int, int]] = {}  # holder -> (priority, creation second)
         self.tie_break = tie_break or (lambda key, holders: holders[0])
         self._seq = 0
 

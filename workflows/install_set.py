@@ -30,14 +30,18 @@ def engines() -> list[str]:
     return sorted(p.stem for p in (params_dir() / "engines").glob("*.yaml"))
 
 
-def step_templates(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1") -> list[dict[str, Any]]:
+def step_templates(
+    settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1"
+) -> list[dict[str, Any]]:
     from workflows.steps_library import Images, step_workflow_templates
 
     images = Images(steps=settings.images.steps, aiperf=settings.images.aiperf)
     return [wt.to_dict() for wt in step_workflow_templates(images, settings=settings)]
 
 
-def pipeline_templates(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1") -> list[dict[str, Any]]:
+def pipeline_templates(
+    settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1"
+) -> list[dict[str, Any]]:
     from workflows.pipeline import pipeline_template
 
     return [pipeline_template(e, t, settings).to_dict() for e in engines() for t in TOPOLOGIES]
@@ -55,17 +59,24 @@ def reaper(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: st
     return [reaper_template(settings, dgd_api), reaper_cron(settings)]
 
 
-def experiment_templates(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1") -> list[dict[str, Any]]:
+def experiment_templates(
+    settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1"
+) -> list[dict[str, Any]]:
     """The WorkflowTemplate of every experiment in params/experiments/: under templateReferencing Strict an
     experiment's Workflow only references its template (workflows/experiment.py), so the operator installs it."""
     from infersweep.experiment.plan import make_plan
     from infersweep.experiment.spec import all_experiment_paths, load_experiment
     from workflows.experiment import experiment_template
 
-    return [experiment_template(make_plan(load_experiment(p)), settings, dgd_api=dgd_api).to_dict() for p in all_experiment_paths()]
+    return [
+        experiment_template(make_plan(load_experiment(p)), settings, dgd_api=dgd_api).to_dict()
+        for p in all_experiment_paths()
+    ]
 
 
-def launchers(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1") -> list[dict[str, Any]]:
+def launchers(
+    settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1"
+) -> list[dict[str, Any]]:
     """The UI launchers (docs/ui.md): a recipe or experiment chosen from a drop-down, everything else derived."""
     from infersweep.experiment.spec import all_experiment_paths
     from workflows.launcher import launcher_templates
@@ -73,13 +84,17 @@ def launchers(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api:
     return [wt.to_dict() for wt in launcher_templates(settings, catalog, [p.stem for p in all_experiment_paths()])]
 
 
-def launcher_access(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1") -> list[dict[str, Any]]:
+def launcher_access(
+    settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1"
+) -> list[dict[str, Any]]:
     from workflows.launcher import launcher_rbac
 
     return launcher_rbac(settings)
 
 
-def kubectl_objects(settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1") -> list[dict[str, Any]]:
+def kubectl_objects(
+    settings: ClusterSettings, catalog: list[ResolvedRecipe], dgd_api: str = "v1beta1"
+) -> list[dict[str, Any]]:
     from workflows.cluster import kubectl_manifests
 
     return kubectl_manifests(settings, catalog)
@@ -90,8 +105,9 @@ ARGO_BUILDERS: list[Builder] = [step_templates, pipeline_templates, nightly, rea
 KUBE_BUILDERS: list[Builder] = [kubectl_objects, launcher_access]
 
 
-def install_set(settings: ClusterSettings, catalog: list[ResolvedRecipe] | None = None, dgd_api: str = "v1beta1"
-                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def install_set(
+    settings: ClusterSettings, catalog: list[ResolvedRecipe] | None = None, dgd_api: str = "v1beta1"
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(Argo objects, stamped with their version labels; manifests for kubectl), each validated."""
     if catalog is None:
         catalog = [load_recipe(p) for p in all_recipe_paths()]
@@ -116,6 +132,7 @@ def without_namespace(doc: dict[str, Any], namespace: str) -> dict[str, Any]:
     `kubectl kustomize` on it)."""
     out = {**doc, "metadata": {k: v for k, v in doc["metadata"].items() if k != "namespace"}}
     if doc.get("kind") == "RoleBinding":
-        out["subjects"] = [{k: v for k, v in s.items() if not (k == "namespace" and v == namespace)}
-                           for s in doc.get("subjects") or []]
+        out["subjects"] = [
+            {k: v for k, v in s.items() if not (k == "namespace" and v == namespace)} for s in doc.get("subjects") or []
+        ]
     return out

@@ -84,19 +84,50 @@ def settings_text(settings: ClusterSettings) -> str:
 
 def _git_params() -> list[Parameter]:
     return [
-        Parameter(name="git-repo", value="", description=f"with {FROM_GIT}: the repository URL (https://..., git@host:org/repo.git)"),
-        Parameter(name="git-commit", value="", description=f"with {FROM_GIT}: the full 40-hex commit id (a branch or tag is refused)"),
-        Parameter(name="git-path", value="", description=f"with {FROM_GIT}: the file inside the repository, e.g. params/recipes/demo/demo-prefix-rr.yaml"),
+        Parameter(
+            name="git-repo",
+            value="",
+            description=f"with {FROM_GIT}: the repository URL (https://..., git@host:org/repo.git)",
+        ),
+        Parameter(
+            name="git-commit",
+            value="",
+            description=f"with {FROM_GIT}: the full 40-hex commit id (a branch or tag is refused)",
+        ),
+        Parameter(
+            name="git-path",
+            value="",
+            description=f"with {FROM_GIT}: the file inside the repository, e.g. params/recipes/demo/demo-prefix-rr.yaml",
+        ),
     ]
 
 
-def _launcher(name: str, kind: str, choice: Parameter, extra: list[Parameter], settings: ClusterSettings,
-              run_params: dict[str, str] | None) -> WorkflowTemplate:
+def _launcher(
+    name: str,
+    kind: str,
+    choice: Parameter,
+    extra: list[Parameter],
+    settings: ClusterSettings,
+    run_params: dict[str, str] | None,
+) -> WorkflowTemplate:
     steps = settings.steps
     r = steps.resources_of("launch")
-    args = ["--kind", kind, f"--name={_wf(kind)}", *(f"--{p}={_wf(p)}" for p in GIT_PARAMS),
-            "--namespace", "{{workflow.namespace}}", "--launcher", "{{workflow.name}}",
-            "--settings", settings_text(settings), "--out", MANIFEST, "--scratch", SCRATCH]
+    args = [
+        "--kind",
+        kind,
+        f"--name={_wf(kind)}",
+        *(f"--{p}={_wf(p)}" for p in GIT_PARAMS),
+        "--namespace",
+        "{{workflow.namespace}}",
+        "--launcher",
+        "{{workflow.name}}",
+        "--settings",
+        settings_text(settings),
+        "--out",
+        MANIFEST,
+        "--scratch",
+        SCRATCH,
+    ]
     if kind == "recipe":
         args.append(f"--set={_wf('set')}")
     for k, v in sorted((run_params or {}).items()):
@@ -104,8 +135,10 @@ def _launcher(name: str, kind: str, choice: Parameter, extra: list[Parameter], s
     with WorkflowTemplate(
         name=name,
         labels={**MANAGED, "infersweep.io/kind": "launcher"},
-        annotations={"workflows.argoproj.io/description": f"Start a benchmark {kind} run: pick the {kind}, Submit. "
-                                                          "See docs/ui.md."},
+        annotations={
+            "workflows.argoproj.io/description": f"Start a benchmark {kind} run: pick the {kind}, Submit. "
+            "See docs/ui.md."
+        },
         entrypoint="launch",
         arguments=[choice, *_git_params(), *extra],
         service_account_name=LAUNCHER_SA,
@@ -114,12 +147,16 @@ def _launcher(name: str, kind: str, choice: Parameter, extra: list[Parameter], s
         active_deadline_seconds=2 * RENDER_DEADLINE_S,
         pod_gc=m.PodGC(strategy="OnPodSuccess"),
         ttl_strategy=m.TTLStrategy(seconds_after_completion=7 * 24 * 3600),
-        artifact_repository_ref=m.ArtifactRepositoryRef(config_map=settings.artifact_repository.configmap,
-                                                        key=settings.artifact_repository.key),
+        artifact_repository_ref=m.ArtifactRepositoryRef(
+            config_map=settings.artifact_repository.configmap, key=settings.artifact_repository.key
+        ),
         archive_logs=True,
     ) as wt:
         render = Container(
-            name="render", image=settings.images.steps, command=["python", "-m", STEP_MODULE], args=args,
+            name="render",
+            image=settings.images.steps,
+            command=["python", "-m", STEP_MODULE],
+            args=args,
             outputs=[Parameter(name="manifest", value_from=m.ValueFrom(path=MANIFEST))],
             volume_mounts=[m.VolumeMount(name="scratch", mount_path=SCRATCH)],
             env=[m.EnvVar(name="PYTHONUNBUFFERED", value="1"), m.EnvVar(name="HOME", value=SCRATCH)],
@@ -128,35 +165,51 @@ def _launcher(name: str, kind: str, choice: Parameter, extra: list[Parameter], s
             active_deadline_seconds=int(steps.deadlines_s.get("launch", RENDER_DEADLINE_S)),
         )
         create = Resource(
-            name="create-run", action="create", manifest="{{inputs.parameters.manifest}}",
+            name="create-run",
+            action="create",
+            manifest="{{inputs.parameters.manifest}}",
             inputs=[Parameter(name="manifest")],
             outputs=[Parameter(name="run-name", value_from=m.ValueFrom(json_path="{.metadata.name}"))],
         )
         with DAG(name="launch"):
             Task(name="render", template=render) >> Task(
-                name="create-run", template=create,
-                arguments={"manifest": "{{tasks.render.outputs.parameters.manifest}}"})
+                name="create-run",
+                template=create,
+                arguments={"manifest": "{{tasks.render.outputs.parameters.manifest}}"},
+            )
     return wt
 
 
-def recipe_launcher(settings: ClusterSettings, recipes: list[ResolvedRecipe],
-                    run_params: dict[str, str] | None = None) -> WorkflowTemplate:
+def recipe_launcher(
+    settings: ClusterSettings, recipes: list[ResolvedRecipe], run_params: dict[str, str] | None = None
+) -> WorkflowTemplate:
     """`run_params`: run settings (infersweep.recipe.overrides RUN_PARAMS) every launch applies before the
     user's `set`, fixed at install (local mode: the toy model's folder as model-source)."""
     names = sorted(r.name for r in recipes)
-    choice = Parameter(name="recipe", enum=[*names, FROM_GIT], value=default_recipe(recipes),
-                       description=f"a catalog recipe, or {FROM_GIT} for the file git-path of git-repo at git-commit")
-    sets = Parameter(name="set", value="",
-                     description="optional changes, one KEY=VALUE a line, as `infersweep submit --set`: recipe "
-                                 "fields (workload.concurrency=[1,8], router=kv) and run settings (s3-prefix=...); "
-                                 "what follows from the recipe (dgd, points, gpu-count, gpu-lock-N, ...) is refused")
+    choice = Parameter(
+        name="recipe",
+        enum=[*names, FROM_GIT],
+        value=default_recipe(recipes),
+        description=f"a catalog recipe, or {FROM_GIT} for the file git-path of git-repo at git-commit",
+    )
+    sets = Parameter(
+        name="set",
+        value="",
+        description="optional changes, one KEY=VALUE a line, as `infersweep submit --set`: recipe "
+        "fields (workload.concurrency=[1,8], router=kv) and run settings (s3-prefix=...); "
+        "what follows from the recipe (dgd, points, gpu-count, gpu-lock-N, ...) is refused",
+    )
     return _launcher(RECIPE_LAUNCHER, "recipe", choice, [sets], settings, run_params)
 
 
 def experiment_launcher(settings: ClusterSettings, experiments: list[str]) -> WorkflowTemplate:
     names = sorted(experiments)
-    choice = Parameter(name="experiment", enum=[*names, FROM_GIT], value=names[0],
-                       description=f"an experiment of params/experiments, or {FROM_GIT} for git-path at git-commit")
+    choice = Parameter(
+        name="experiment",
+        enum=[*names, FROM_GIT],
+        value=names[0],
+        description=f"an experiment of params/experiments, or {FROM_GIT} for git-path at git-commit",
+    )
     return _launcher(EXPERIMENT_LAUNCHER, "experiment", choice, [], settings, None)
 
 
@@ -169,15 +222,29 @@ def launcher_rbac(settings: ClusterSettings) -> list[dict[str, Any]]:
     meta = {"name": LAUNCHER_SA, "namespace": ns, "labels": dict(MANAGED)}
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": dict(meta)},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": dict(meta),
-         "rules": [{"apiGroups": ["argoproj.io"], "resources": ["workflows"], "verbs": ["create", "get"]},
-                   {"apiGroups": ["argoproj.io"], "resources": ["workflowtaskresults"], "verbs": ["create", "patch"]}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": dict(meta),
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": LAUNCHER_SA},
-         "subjects": [{"kind": "ServiceAccount", "name": LAUNCHER_SA, "namespace": ns}]},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": dict(meta),
+            "rules": [
+                {"apiGroups": ["argoproj.io"], "resources": ["workflows"], "verbs": ["create", "get"]},
+                {"apiGroups": ["argoproj.io"], "resources": ["workflowtaskresults"], "verbs": ["create", "patch"]},
+            ],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": dict(meta),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": LAUNCHER_SA},
+            "subjects": [{"kind": "ServiceAccount", "name": LAUNCHER_SA, "namespace": ns}],
+        },
     ]
 
 
-def launcher_templates(settings: ClusterSettings, recipes: list[ResolvedRecipe], experiments: list[str],
-                       run_params: dict[str, str] | None = None) -> list[WorkflowTemplate]:
+def launcher_templates(
+    settings: ClusterSettings,
+    recipes: list[ResolvedRecipe],
+    experiments: list[str],
+    run_params: dict[str, str] | None = None,
+) -> list[WorkflowTemplate]:
     return [recipe_launcher(settings, recipes, run_params), experiment_launcher(settings, experiments)]

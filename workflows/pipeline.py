@@ -22,12 +22,12 @@ from hera.workflows import models as m
 
 from infersweep.aiperf.point import Point, PointError, parse_points
 from infersweep.cluster_settings import ClusterSettings
-from infersweep.names import label_value
-from infersweep.recipe import RecipeError, ResolvedRecipe
-from infersweep.recipe_context import recipe_context
 from infersweep.dgd import deployable_dgd
 from infersweep.dgd.render import dgd_base_name
 from infersweep.dgd.render import labels as recipe_labels
+from infersweep.names import label_value
+from infersweep.recipe import RecipeError, ResolvedRecipe
+from infersweep.recipe_context import recipe_context
 from workflows.gpu_guard import GUARD_PARAMS, LOCK_PARAMS, guard_arguments, span_synchronization
 from workflows.steps_library import aiperf_resources, pod_security_context, step_task
 
@@ -36,7 +36,11 @@ PIPELINE_PARAMS: list[tuple[str, str, list[str] | None]] = [
     ("recipe", "recipe name (label and S3 key component)", None),
     ("dgd-name", "base name of the DynamoGraphDeployment; each run's DGD is <base>-<hash of the workflow name>", None),
     ("dgd", "the DynamoGraphDeployment to benchmark, as YAML", None),
-    ("dgd-api-version", "DGD apiVersion: v1beta1 (Dynamo >= 1.6) or v1alpha1 (older operators)", ["v1beta1", "v1alpha1"]),
+    (
+        "dgd-api-version",
+        "DGD apiVersion: v1beta1 (Dynamo >= 1.6) or v1alpha1 (older operators)",
+        ["v1beta1", "v1alpha1"],
+    ),
     ("model", "Hugging Face model id (also the served model name)", None),
     ("model-revision", "model commit to pin", None),
     ("draft-model", "speculative-decoding draft model to cache beside the model ('' = none)", None),
@@ -77,12 +81,21 @@ def _completed(task: str) -> str:
 def pipeline_defaults(settings: ClusterSettings) -> dict[str, str]:
     """Values a submit may leave out: cluster settings from params/cluster.yaml and safe bounds."""
     return {
-        "dgd-api-version": "v1beta1", "model-source": "hf",
-        "model-cache-pvc": settings.model_cache.pvc, "model-cache-size": settings.model_cache.size,
-        "storage-class": settings.model_cache.storage_class, "ready-timeout-s": "1800",
-        "max-error-rate": "0.0", "point-timeout-s": "3600", "prometheus-url": settings.prometheus_url,
-        "s3-bucket": settings.s3.bucket, "s3-prefix": settings.s3.prefix, "baseline-prefix": "", "draft-model": "",
-        "regression": "{}", "context": "{}",
+        "dgd-api-version": "v1beta1",
+        "model-source": "hf",
+        "model-cache-pvc": settings.model_cache.pvc,
+        "model-cache-size": settings.model_cache.size,
+        "storage-class": settings.model_cache.storage_class,
+        "ready-timeout-s": "1800",
+        "max-error-rate": "0.0",
+        "point-timeout-s": "3600",
+        "prometheus-url": settings.prometheus_url,
+        "s3-bucket": settings.s3.bucket,
+        "s3-prefix": settings.s3.prefix,
+        "baseline-prefix": "",
+        "draft-model": "",
+        "regression": "{}",
+        "context": "{}",
     }
 
 
@@ -106,27 +119,47 @@ def _param(name: str, description: str, enum: list[str] | None, defaults: dict[s
 # deploy, wait-ready, each point (workflowpod.go createWorkflowPod: a pod gets min(its template's
 # activeDeadlineSeconds, the time left to the workflow deadline)). The exit handler's pods are not cut by the
 # workflow deadline (the same function skips it for onExit pods), so teardown and publish still run after it.
-QUEUE_BUDGET_S = 18 * 3600   # download + waiting for the lane (the catalog all at once queues H100 runs ~16 h)
-SPAN_BUDGET_S = 6 * 3600     # from the lock: deploy, ready, the points
+QUEUE_BUDGET_S = 18 * 3600  # download + waiting for the lane (the catalog all at once queues H100 runs ~16 h)
+SPAN_BUDGET_S = 6 * 3600  # from the lock: deploy, ready, the points
 
 
-def pipeline_template(engine: str, mode: str, settings: ClusterSettings, *, point_parallelism: int = 1,
-                      workdir_size: str = "20Gi", queue_budget_s: int = QUEUE_BUDGET_S,
-                      span_budget_s: int = SPAN_BUDGET_S) -> WorkflowTemplate:
+def pipeline_template(
+    engine: str,
+    mode: str,
+    settings: ClusterSettings,
+    *,
+    point_parallelism: int = 1,
+    workdir_size: str = "20Gi",
+    queue_budget_s: int = QUEUE_BUDGET_S,
+    span_budget_s: int = SPAN_BUDGET_S,
+) -> WorkflowTemplate:
     defaults = pipeline_defaults(settings)
     with WorkflowTemplate(
         name=pipeline_name(engine, mode),
-        labels={"app.kubernetes.io/managed-by": "infersweep", "infersweep.io/kind": "pipeline",
-                "infersweep.io/engine": engine, "infersweep.io/topology": mode},
+        labels={
+            "app.kubernetes.io/managed-by": "infersweep",
+            "infersweep.io/kind": "pipeline",
+            "infersweep.io/engine": engine,
+            "infersweep.io/topology": mode,
+        },
         entrypoint="pipeline",
         on_exit="exit-handler",
         arguments=[_param(n, d, e, defaults) for n, d, e in PIPELINE_PARAMS],
-        volume_claim_templates=[m.PersistentVolumeClaim(
-            metadata=m.ObjectMeta(name="workdir"),
-            spec=m.PersistentVolumeClaimSpec(access_modes=["ReadWriteOnce"],
-                                             resources=m.VolumeResourceRequirements(requests={"storage": m.Quantity(workdir_size)})))],
-        volumes=[m.Volume(name="model-cache",
-                          persistent_volume_claim=m.PersistentVolumeClaimVolumeSource(claim_name=_wf("model-cache-pvc")))],
+        volume_claim_templates=[
+            m.PersistentVolumeClaim(
+                metadata=m.ObjectMeta(name="workdir"),
+                spec=m.PersistentVolumeClaimSpec(
+                    access_modes=["ReadWriteOnce"],
+                    resources=m.VolumeResourceRequirements(requests={"storage": m.Quantity(workdir_size)}),
+                ),
+            )
+        ],
+        volumes=[
+            m.Volume(
+                name="model-cache",
+                persistent_volume_claim=m.PersistentVolumeClaimVolumeSource(claim_name=_wf("model-cache-pvc")),
+            )
+        ],
         active_deadline_seconds=queue_budget_s + span_budget_s,
         # The workdir PVC is kept unless the run Succeeded: a failed, stopped or terminated run (all end Failed)
         # keeps its points' files and the DGD deploy saved, so the UI's Retry finds them. argo-workflows v4.1.2
@@ -144,8 +177,9 @@ def pipeline_template(engine: str, mode: str, settings: ClusterSettings, *, poin
         security_context=pod_security_context(settings.steps),
         # Logs and output artifacts go to the S3 repository the operator installed, by reference: the
         # template carries no endpoint or credentials (ConfigMap printed by `infersweep install`).
-        artifact_repository_ref=m.ArtifactRepositoryRef(config_map=settings.artifact_repository.configmap,
-                                                        key=settings.artifact_repository.key),
+        artifact_repository_ref=m.ArtifactRepositoryRef(
+            config_map=settings.artifact_repository.configmap, key=settings.artifact_repository.key
+        ),
         archive_logs=True,
     ) as wt:
         # The GPU-holding span: the DGD applied, ready, and measured, one point at a time (points share
@@ -157,21 +191,45 @@ def pipeline_template(engine: str, mode: str, settings: ClusterSettings, *, poin
         # exit handler's.
         # It is also the only template that holds the GPU guard (workflows/gpu_guard.py): GPUs are reserved
         # from deploy to the last point, never through the download or the bookkeeping.
-        with DAG(name="gpu-span", inputs=[Parameter(name="points"), Parameter(name="tokenizer")],
-                 parallelism=point_parallelism, fail_fast=False, synchronization=span_synchronization(settings)):
+        with DAG(
+            name="gpu-span",
+            inputs=[Parameter(name="points"), Parameter(name="tokenizer")],
+            parallelism=point_parallelism,
+            fail_fast=False,
+            synchronization=span_synchronization(settings),
+        ):
             deploy = step_task("deploy", name="deploy", arguments={"dgd": _wf("dgd")})
-            ready = step_task("wait-ready", name="wait-ready",
-                              arguments={"dgd-name": _wf("dgd-name"), "model": _wf("model"), "timeout-s": _wf("ready-timeout-s"),
-                                         "api-version": _wf("dgd-api-version")})
-            point = step_task("aiperf-point", name="point", with_param="{{inputs.parameters.points}}",
-                              arguments={"url": "{{tasks.deploy.outputs.parameters.frontend-url}}", "model": _wf("model"),
-                                         "tokenizer": "{{inputs.parameters.tokenizer}}",
-                                         "concurrency": "{{item.concurrency}}", "request-rate": "{{item.request_rate}}",
-                                         "repetition": "{{item.repetition}}", "requests": "{{item.requests}}",
-                                         "warmup": "{{item.warmup}}", "workload": _wf("workload"),
-                                         "max-error-rate": _wf("max-error-rate"), "timeout-s": _wf("point-timeout-s"),
-                                         "ready-timeout-s": _wf("ready-timeout-s"),
-                                         "cpu": "{{item.cpu}}", "memory": "{{item.memory}}"})
+            ready = step_task(
+                "wait-ready",
+                name="wait-ready",
+                arguments={
+                    "dgd-name": _wf("dgd-name"),
+                    "model": _wf("model"),
+                    "timeout-s": _wf("ready-timeout-s"),
+                    "api-version": _wf("dgd-api-version"),
+                },
+            )
+            point = step_task(
+                "aiperf-point",
+                name="point",
+                with_param="{{inputs.parameters.points}}",
+                arguments={
+                    "url": "{{tasks.deploy.outputs.parameters.frontend-url}}",
+                    "model": _wf("model"),
+                    "tokenizer": "{{inputs.parameters.tokenizer}}",
+                    "concurrency": "{{item.concurrency}}",
+                    "request-rate": "{{item.request_rate}}",
+                    "repetition": "{{item.repetition}}",
+                    "requests": "{{item.requests}}",
+                    "warmup": "{{item.warmup}}",
+                    "workload": _wf("workload"),
+                    "max-error-rate": _wf("max-error-rate"),
+                    "timeout-s": _wf("point-timeout-s"),
+                    "ready-timeout-s": _wf("ready-timeout-s"),
+                    "cpu": "{{item.cpu}}",
+                    "memory": "{{item.memory}}",
+                },
+            )
             deploy >> ready >> point
 
         # Runs as soon as the main DAG ends, whatever ended it: success, a failure, `argo stop`, the
@@ -189,69 +247,130 @@ def pipeline_template(engine: str, mode: str, settings: ClusterSettings, *, poin
         # `depends` accepts is not a leaf's: the verdict is told the phases of scrape and regression-check
         # and fails the run for them too (steps/verdict.py --exit-steps).
         with DAG(name="exit-handler"):
-            step_task("teardown", name="teardown",
-                      arguments={"dgd-name": _wf("dgd-name"), "api-version": _wf("dgd-api-version")})
-            step_task("scrape", name="scrape",
-                      arguments={"prometheus-url": _wf("prometheus-url"), "dgd-name": _wf("dgd-name"),
-                                 "context": _wf("context")})
+            step_task(
+                "teardown",
+                name="teardown",
+                arguments={"dgd-name": _wf("dgd-name"), "api-version": _wf("dgd-api-version")},
+            )
+            step_task(
+                "scrape",
+                name="scrape",
+                arguments={
+                    "prometheus-url": _wf("prometheus-url"),
+                    "dgd-name": _wf("dgd-name"),
+                    "context": _wf("context"),
+                },
+            )
             # A scrape that fails (a query the run needs returned no series: steps/scrape.py exits 1) fails
             # the run loudly, but the measured points are still summarised and published.
-            summarize = step_task("summarize", name="summarize", depends=_completed("scrape"),
-                                  arguments={"gpu-count": _wf("gpu-count"), "slo": _wf("slo"), "title": _wf("recipe"),
-                                             "context": _wf("context")})
-            publish = step_task("publish", name="publish",
-                                arguments={"bucket": _wf("s3-bucket"),
-                                           "prefix": f"{_wf('s3-prefix')}/{_wf('recipe')}/{{{{workflow.name}}}}"})
-            check = step_task("regression-check", name="regression-check",
-                              arguments={"bucket": _wf("s3-bucket"), "baseline-prefix": _wf("baseline-prefix"),
-                                         "tolerances": _wf("regression")})
-            step_task("verdict", name="verdict", depends=_completed("regression-check"),
-                      arguments={"points": _wf("points"),
-                                 "exit-steps": json.dumps({t: "{{tasks.%s.status}}" % t for t in ("scrape", "regression-check")},
-                                                          separators=(",", ":"))})
+            summarize = step_task(
+                "summarize",
+                name="summarize",
+                depends=_completed("scrape"),
+                arguments={
+                    "gpu-count": _wf("gpu-count"),
+                    "slo": _wf("slo"),
+                    "title": _wf("recipe"),
+                    "context": _wf("context"),
+                },
+            )
+            publish = step_task(
+                "publish",
+                name="publish",
+                arguments={
+                    "bucket": _wf("s3-bucket"),
+                    "prefix": f"{_wf('s3-prefix')}/{_wf('recipe')}/{{{{workflow.name}}}}",
+                },
+            )
+            check = step_task(
+                "regression-check",
+                name="regression-check",
+                arguments={
+                    "bucket": _wf("s3-bucket"),
+                    "baseline-prefix": _wf("baseline-prefix"),
+                    "tolerances": _wf("regression"),
+                },
+            )
+            step_task(
+                "verdict",
+                name="verdict",
+                depends=_completed("regression-check"),
+                arguments={
+                    "points": _wf("points"),
+                    "exit-steps": json.dumps(
+                        {t: "{{tasks.%s.status}}" % t for t in ("scrape", "regression-check")}, separators=(",", ":")
+                    ),
+                },
+            )
             summarize >> publish >> check
 
         with DAG(name="pipeline"):
-            pvc = step_task("ensure-pvc", name="ensure-pvc",
-                            arguments={"pvc": _wf("model-cache-pvc"), "size": _wf("model-cache-size"),
-                                       "storage-class": _wf("storage-class")})
-            cache = step_task("model-cache", name="model-cache",
-                              arguments={"model": _wf("model"), "revision": _wf("model-revision"), "source": _wf("model-source"),
-                                         "draft-model": _wf("draft-model")})
-            span = Task(name="gpu-span", template="gpu-span",
-                        arguments={"points": _wf("points"), "tokenizer": "{{tasks.model-cache.outputs.parameters.model-dir}}"})
+            pvc = step_task(
+                "ensure-pvc",
+                name="ensure-pvc",
+                arguments={
+                    "pvc": _wf("model-cache-pvc"),
+                    "size": _wf("model-cache-size"),
+                    "storage-class": _wf("storage-class"),
+                },
+            )
+            cache = step_task(
+                "model-cache",
+                name="model-cache",
+                arguments={
+                    "model": _wf("model"),
+                    "revision": _wf("model-revision"),
+                    "source": _wf("model-source"),
+                    "draft-model": _wf("draft-model"),
+                },
+            )
+            span = Task(
+                name="gpu-span",
+                template="gpu-span",
+                arguments={"points": _wf("points"), "tokenizer": "{{tasks.model-cache.outputs.parameters.model-dir}}"},
+            )
             pvc >> cache >> span
     return wt
 
 
-def recipe_arguments(r: ResolvedRecipe, settings: ClusterSettings, *, dgd_api: str = "v1beta1",
-                     points: list[Point] | None = None, overrides: dict[str, str] | None = None) -> dict[str, str]:
+def recipe_arguments(
+    r: ResolvedRecipe,
+    settings: ClusterSettings,
+    *,
+    dgd_api: str = "v1beta1",
+    points: list[Point] | None = None,
+    overrides: dict[str, str] | None = None,
+) -> dict[str, str]:
     """A recipe as the arguments of its pipeline template (all strings, as Argo parameters are)."""
     w = r.recipe.workload
     slo = {k: v for k, v in r.recipe.slo.model_dump().items() if v is not None}
     args = pipeline_defaults(settings)
-    args.update({
-        "recipe": r.name,
-        "dgd-name": dgd_base_name(r.name),
-        "dgd": yaml.safe_dump(deployable_dgd(r, settings, api_version=dgd_api), sort_keys=False),
-        "dgd-api-version": dgd_api,
-        "model": r.model.id,
-        "model-revision": r.model.revision,
-        "draft-model": r.draft_model or "",
-        "points": points_json(points if points is not None else w.points(), settings),
-        "workload": json.dumps(w.aiperf_workload(), separators=(",", ":")),
-        "max-error-rate": str(w.max_error_rate),
-        "point-timeout-s": str(w.point_timeout_s),
-        "gpu-count": str(r.gpu_count),
-        "slo": json.dumps(slo, separators=(",", ":")),
-        "regression": json.dumps(r.recipe.regression.for_judge(), separators=(",", ":")),
-        "context": json.dumps(recipe_context(r, settings), separators=(",", ":"), sort_keys=True),
-        **guard_arguments(r, settings),
-    })
+    args.update(
+        {
+            "recipe": r.name,
+            "dgd-name": dgd_base_name(r.name),
+            "dgd": yaml.safe_dump(deployable_dgd(r, settings, api_version=dgd_api), sort_keys=False),
+            "dgd-api-version": dgd_api,
+            "model": r.model.id,
+            "model-revision": r.model.revision,
+            "draft-model": r.draft_model or "",
+            "points": points_json(points if points is not None else w.points(), settings),
+            "workload": json.dumps(w.aiperf_workload(), separators=(",", ":")),
+            "max-error-rate": str(w.max_error_rate),
+            "point-timeout-s": str(w.point_timeout_s),
+            "gpu-count": str(r.gpu_count),
+            "slo": json.dumps(slo, separators=(",", ":")),
+            "regression": json.dumps(r.recipe.regression.for_judge(), separators=(",", ":")),
+            "context": json.dumps(recipe_context(r, settings), separators=(",", ":"), sort_keys=True),
+            **guard_arguments(r, settings),
+        }
+    )
     for k, v in (overrides or {}).items():
         if k in LOCK_PARAMS:
-            raise RecipeError(f"--set {k}: the GPU guard's locks follow from the recipe's GPU count and cannot be set; "
-                              "change gpu.count in the recipe or gpu_pools in params/cluster.yaml")
+            raise RecipeError(
+                f"--set {k}: the GPU guard's locks follow from the recipe's GPU count and cannot be set; "
+                "change gpu.count in the recipe or gpu_pools in params/cluster.yaml"
+            )
         if k not in args:
             raise RecipeError(f"--set {k}: no such parameter; parameters are {sorted(set(args) - set(LOCK_PARAMS))}")
         args[k] = v
@@ -273,19 +392,31 @@ def points_json(points: list[Point], settings: ClusterSettings | None = None) ->
     concurrency (steps_library.aiperf_resources) so the point pod asks for what it needs. Every item carries
     `request_rate` (0: closed loop) and `repetition` (0: the first): the point task reads {{item.request_rate}}
     and {{item.repetition}}, and Argo errors a node whose item lacks a key it names."""
-    return json.dumps([{**p.as_dict(), "repetition": p.repetition,
-                        **aiperf_resources(p.concurrency, settings.steps if settings else None)}
-                       for p in points],
-                      separators=(",", ":"))
+    return json.dumps(
+        [
+            {
+                **p.as_dict(),
+                "repetition": p.repetition,
+                **aiperf_resources(p.concurrency, settings.steps if settings else None),
+            }
+            for p in points
+        ],
+        separators=(",", ":"),
+    )
 
 
 def workflow_labels(r: ResolvedRecipe) -> dict[str, str]:
     """The DGD's labels plus model and GPU count, so `argo list -l infersweep.io/model=...` filters runs."""
-    return {**recipe_labels(r), "infersweep.io/model": label_value(r.model.id), "infersweep.io/gpu-count": str(r.gpu_count)}
+    return {
+        **recipe_labels(r),
+        "infersweep.io/model": label_value(r.model.id),
+        "infersweep.io/gpu-count": str(r.gpu_count),
+    }
 
 
-def recipe_workflow(r: ResolvedRecipe, args: dict[str, str], namespace: str,
-                    settings: ClusterSettings | None = None) -> Workflow:
+def recipe_workflow(
+    r: ResolvedRecipe, args: dict[str, str], namespace: str, settings: ClusterSettings | None = None
+) -> Workflow:
     """The Workflow a submit creates: it references the pipeline template, so the UI can resubmit it.
 
     It names the template and gives arguments only: the ServiceAccount and pod securityContext are the

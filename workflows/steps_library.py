@@ -31,8 +31,18 @@ from hera.workflows import models as m
 if TYPE_CHECKING:  # annotations only: the settings are loaded where needed
     from infersweep.cluster_settings import ClusterSettings, StepSettings
 
-from infersweep.step_declarations import (DECLARED, DEPLOY, DEPLOYED_DGD, IMAGES_RAN, MODEL_CACHE, MODEL_COMMIT,  # noqa: F401
-                                          NOT_SERVING, READY_FILE, RUN_DIR, WORKDIR)
+from infersweep.step_declarations import (  # noqa: F401
+    DECLARED,
+    DEPLOY,
+    DEPLOYED_DGD,
+    IMAGES_RAN,
+    MODEL_CACHE,
+    MODEL_COMMIT,
+    NOT_SERVING,
+    READY_FILE,
+    RUN_DIR,
+    WORKDIR,
+)
 from infersweep.step_interface import OUT, WORKFLOW_NAMESPACE, Step, input_ref  # noqa: F401
 
 STEP_PREFIX = "infersweep-"
@@ -78,21 +88,31 @@ def pod_security_context(settings: StepSettings) -> m.PodSecurityContext:
     runAsNonRoot, a non-zero runAsUser, seccomp RuntimeDefault; fsGroup makes a fresh (root-owned) PVC
     writable by the images' USER."""
     sec = settings.security
-    return m.PodSecurityContext(run_as_non_root=True, run_as_user=sec.run_as_user, run_as_group=sec.run_as_group,
-                                fs_group=sec.fs_group, seccomp_profile=m.SeccompProfile(type="RuntimeDefault"))
+    return m.PodSecurityContext(
+        run_as_non_root=True,
+        run_as_user=sec.run_as_user,
+        run_as_group=sec.run_as_group,
+        fs_group=sec.fs_group,
+        seccomp_profile=m.SeccompProfile(type="RuntimeDefault"),
+    )
 
 
 def container_security_context(read_only_root: bool) -> m.SecurityContext:
     # "restricted": allowPrivilegeEscalation false and capabilities drop ALL on every container.
-    return m.SecurityContext(allow_privilege_escalation=False, capabilities=m.Capabilities(drop=["ALL"]),
-                             read_only_root_filesystem=read_only_root, run_as_non_root=True)
+    return m.SecurityContext(
+        allow_privilege_escalation=False,
+        capabilities=m.Capabilities(drop=["ALL"]),
+        read_only_root_filesystem=read_only_root,
+        run_as_non_root=True,
+    )
 
 
 def _resources(cpu: str, memory: str) -> m.ResourceRequirements:
     # Memory limit = request (an OOM is the step's own, never a neighbour's); no CPU limit (throttling a
     # client or an uploader only makes the run slower, and for AIPerf it would skew the measurement).
-    return m.ResourceRequirements(requests={"cpu": m.Quantity(cpu), "memory": m.Quantity(memory)},
-                                  limits={"memory": m.Quantity(memory)})
+    return m.ResourceRequirements(
+        requests={"cpu": m.Quantity(cpu), "memory": m.Quantity(memory)}, limits={"memory": m.Quantity(memory)}
+    )
 
 
 def aiperf_resources(concurrency: int, settings: StepSettings | None = None) -> dict[str, str]:
@@ -113,8 +133,12 @@ def aiperf_resources(concurrency: int, settings: StepSettings | None = None) -> 
 
 def _retry(settings: StepSettings) -> m.RetryStrategy:
     r = settings.retry
-    return m.RetryStrategy(limit=str(r.limit), retry_policy="Always", expression=TRANSIENT_RETRY_EXPRESSION,
-                           backoff=m.Backoff(duration=r.backoff, factor=str(r.factor), max_duration=r.max_duration))
+    return m.RetryStrategy(
+        limit=str(r.limit),
+        retry_policy="Always",
+        expression=TRANSIENT_RETRY_EXPRESSION,
+        backoff=m.Backoff(duration=r.backoff, factor=str(r.factor), max_duration=r.max_duration),
+    )
 
 
 def ensure_deployed_container(images: Images, read_only_root: bool = True) -> m.UserContainer:
@@ -122,17 +146,32 @@ def ensure_deployed_container(images: Images, read_only_root: bool = True) -> m.
     points but not deploy; steps/deploy.py --ensure), then wait until it serves. A no-op GET + readiness
     check on a first run."""
     return m.UserContainer(
-        name="ensure-deployed", image=images.steps, command=["python", "-m", "steps.deploy"],
-        args=DEPLOY.argv({"ensure": True, "dgd_file": DEPLOYED_DGD, "namespace": WORKFLOW_NAMESPACE,
-                          "model": input_ref("model"), "timeout_s": input_ref("ready-timeout-s")}),
+        name="ensure-deployed",
+        image=images.steps,
+        command=["python", "-m", "steps.deploy"],
+        args=DEPLOY.argv(
+            {
+                "ensure": True,
+                "dgd_file": DEPLOYED_DGD,
+                "namespace": WORKFLOW_NAMESPACE,
+                "model": input_ref("model"),
+                "timeout_s": input_ref("ready-timeout-s"),
+            }
+        ),
         volume_mounts=[m.VolumeMount(name="workdir", mount_path=WORKDIR)],
         env=[m.EnvVar(name="PYTHONUNBUFFERED", value="1")],
         security_context=container_security_context(read_only_root),
-        resources=_resources("100m", "256Mi"))
+        resources=_resources("100m", "256Mi"),
+    )
 
 
-def step_container(step: Step, images: Images, secrets: dict[str, str] | None = None,
-                   settings: StepSettings | None = None, s3_env: dict[str, str] | None = None) -> Container:
+def step_container(
+    step: Step,
+    images: Images,
+    secrets: dict[str, str] | None = None,
+    settings: StepSettings | None = None,
+    s3_env: dict[str, str] | None = None,
+) -> Container:
     secrets = secrets or SECRETS
     # An S3-compatible endpoint (MinIO: params/cluster.yaml s3.endpoint) reaches the S3 steps as env.
     s3_env = (s3_env or {}) if step.env_from_secret == "s3" else {}
@@ -154,11 +193,14 @@ def step_container(step: Step, images: Images, secrets: dict[str, str] | None = 
         inputs=[Parameter(name=n, description=d) for n, d in step.template_inputs()],
         outputs=[Parameter(name=n, value_from=m.ValueFrom(path=p)) for n, p in step.template_outputs()]
         + [Artifact(name=n, path=p, archive=m.ArchiveStrategy(none=m.NoneStrategy())) for n, p in step.artifacts]
-        + [Artifact(name=n, path=p, optional=True, archive=m.ArchiveStrategy(none=m.NoneStrategy()))
-           for n, p in step.template_optional_artifacts()],
+        + [
+            Artifact(name=n, path=p, optional=True, archive=m.ArchiveStrategy(none=m.NoneStrategy()))
+            for n, p in step.template_optional_artifacts()
+        ],
         volume_mounts=_mounts(step) or None,
         env_from=env_from,
-        env=[m.EnvVar(name="PYTHONUNBUFFERED", value="1")] + [m.EnvVar(name=k, value=v) for k, v in step.env.items()]
+        env=[m.EnvVar(name="PYTHONUNBUFFERED", value="1")]
+        + [m.EnvVar(name=k, value=v) for k, v in step.env.items()]
         + [m.EnvVar(name=k, value=v) for k, v in s3_env.items()],
         retry_strategy=_retry(settings) if step.retry else None,
         init_containers=[ensure_deployed_container(images)] if step.name == "aiperf-point" else None,
@@ -183,8 +225,9 @@ def step_task(step: str, **task: Any) -> Task:
     return Task(template_ref=m.TemplateRef(name=step_template_name(spec), template=spec.name), **task)
 
 
-def step_workflow_templates(images: Images, labels: dict[str, str] | None = None,
-                            settings: ClusterSettings | None = None) -> list[WorkflowTemplate]:
+def step_workflow_templates(
+    images: Images, labels: dict[str, str] | None = None, settings: ClusterSettings | None = None
+) -> list[WorkflowTemplate]:
     if settings is None:
         from infersweep.cluster_settings import load_cluster_settings
 
@@ -192,17 +235,21 @@ def step_workflow_templates(images: Images, labels: dict[str, str] | None = None
     steps = step_settings(settings)
     # The Secret names of params/cluster.yaml (they were the defaults' names whatever the file said).
     secrets = {"hf-token": settings.hf_token_secret, "s3": settings.s3.credentials_secret}
-    s3_env = {k: v for k, v in (("AWS_ENDPOINT_URL", settings.s3.endpoint_url),
-                                ("AWS_DEFAULT_REGION", settings.s3.region)) if v}
+    s3_env = {
+        k: v
+        for k, v in (("AWS_ENDPOINT_URL", settings.s3.endpoint_url), ("AWS_DEFAULT_REGION", settings.s3.region))
+        if v
+    }
     wts = []
     for step in STEPS:
         # The spec-level ServiceAccount and securityContext apply when someone submits a step template on
         # its own (`argo submit --from workflowtemplate/...`); through templateRef the caller's apply.
-        with WorkflowTemplate(name=step_template_name(step),
-                              labels={"app.kubernetes.io/managed-by": "infersweep", "infersweep.io/kind": "step",
-                                      **(labels or {})},
-                              service_account_name=settings.service_account,
-                              security_context=pod_security_context(steps)) as wt:
+        with WorkflowTemplate(
+            name=step_template_name(step),
+            labels={"app.kubernetes.io/managed-by": "infersweep", "infersweep.io/kind": "step", **(labels or {})},
+            service_account_name=settings.service_account,
+            security_context=pod_security_context(steps),
+        ) as wt:
             step_container(step, images, secrets=secrets, settings=steps, s3_env=s3_env)
         wts.append(wt)
     return wts

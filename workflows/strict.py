@@ -30,10 +30,24 @@ from typing import Any
 # suspend, ActiveDeadlineSeconds activeDeadlineSeconds, Priority priority, TTLStrategy ttlStrategy, PodGC podGC,
 # VolumeClaimGC volumeClaimGC, ArchiveLogs archiveLogs, WorkflowMetadata workflowMetadata, WorkflowTemplateRef
 # workflowTemplateRef, Metrics metrics, ArtifactGC artifactGC).
-ALLOWED_USER_OVERRIDE_FIELDS = frozenset({
-    "arguments", "entrypoint", "shutdown", "suspend", "activeDeadlineSeconds", "priority", "ttlStrategy",
-    "podGC", "volumeClaimGC", "archiveLogs", "workflowMetadata", "workflowTemplateRef", "metrics", "artifactGC",
-})
+ALLOWED_USER_OVERRIDE_FIELDS = frozenset(
+    {
+        "arguments",
+        "entrypoint",
+        "shutdown",
+        "suspend",
+        "activeDeadlineSeconds",
+        "priority",
+        "ttlStrategy",
+        "podGC",
+        "volumeClaimGC",
+        "archiveLogs",
+        "workflowMetadata",
+        "workflowTemplateRef",
+        "metrics",
+        "artifactGC",
+    }
+)
 # merge.go artifactGCOverrideViolations
 REFUSED_ARTIFACT_GC_FIELDS = ("podSpecPatch", "serviceAccountName", "podMetadata")
 

@@ -179,7 +179,7 @@ def _leading_metadata(line: bytes) -> tuple[Any, int]:
         cut = line.find(b'},"metrics":', start)
         if cut > 0:
             try:
-                return _fast_loads(line[start:cut + 1]), cut
+                return _fast_loads(line[start : cut + 1]), cut
             except ValueError:
                 pass
     text = line.decode("utf-8", errors="replace")
@@ -303,7 +303,9 @@ def _infer_complete(r: dict, summary: dict) -> tuple[bool, str]:
     return True, f"inferred (AIPerf {version} writes no is_complete): not cancelled, no target stated"
 
 
-def _classify(r: dict, summary: dict, artifact_dir: Path, max_error_rate: float, exit_code: int | None) -> tuple[str, str]:
+def _classify(
+    r: dict, summary: dict, artifact_dir: Path, max_error_rate: float, exit_code: int | None
+) -> tuple[str, str]:
     ok, failed = r["requests_ok"], r["requests_failed"]
     done = ok + failed
     if r["was_cancelled"]:
@@ -327,8 +329,10 @@ def _classify(r: dict, summary: dict, artifact_dir: Path, max_error_rate: float,
             return "failed", f"all {failed} requests failed ({_describe_errors(r['errors'])})"
         return "failed", "AIPerf finished without a single successful request"
     if r["error_rate"] > max_error_rate:
-        return "partial", (f"{failed} of {done} requests failed ({_describe_errors(r['errors'])}), "
-                           f"above the allowed error rate {max_error_rate:g}")
+        return "partial", (
+            f"{failed} of {done} requests failed ({_describe_errors(r['errors'])}), "
+            f"above the allowed error rate {max_error_rate:g}"
+        )
     if not r["is_complete"]:
         if r.get("is_complete_source", "aiperf") != "aiperf":
             return "partial", f"AIPerf's run looks incomplete: {r['is_complete_source']}"
@@ -337,7 +341,10 @@ def _classify(r: dict, summary: dict, artifact_dir: Path, max_error_rate: float,
         # The summary says complete but the process did not: trust neither fully.
         return "partial", f"AIPerf exited with code {exit_code} although its summary says the run completed"
     if failed:
-        return "ok", f"{ok} of {done} requests succeeded ({failed} failed, within the allowed error rate {max_error_rate:g})"
+        return (
+            "ok",
+            f"{ok} of {done} requests succeeded ({failed} failed, within the allowed error rate {max_error_rate:g})",
+        )
     return "ok", f"all {ok} requests succeeded"
 
 
@@ -363,11 +370,14 @@ def _fill_without_summary(result: dict, artifact_dir: Path, exit_code: int | Non
             groups[key] = groups.get(key, 0) + 1
         else:
             ok += 1
-    result.update(requests_ok=ok, requests_failed=failed,
-                  error_rate=failed / (ok + failed) if ok + failed else None,
-                  errors=[{"code": c, "type": t, "message": m, "count": n} for (c, t, m), n in groups.items()],
-                  profiling_start_ns=min(starts) if starts else None,
-                  profiling_end_ns=max(ends) if ends else None)
+    result.update(
+        requests_ok=ok,
+        requests_failed=failed,
+        error_rate=failed / (ok + failed) if ok + failed else None,
+        errors=[{"code": c, "type": t, "message": m, "count": n} for (c, t, m), n in groups.items()],
+        profiling_start_ns=min(starts) if starts else None,
+        profiling_end_ns=max(ends) if ends else None,
+    )
 
 
 def _metrics(summary: dict) -> dict:
@@ -418,8 +428,14 @@ def _errors_from_summary(raw: Any) -> list[dict]:
         if not isinstance(item, dict):
             continue
         details = item.get("error_details") or {}
-        errors.append({"code": details.get("code"), "type": details.get("type"),
-                       "message": details.get("message"), "count": _int(item.get("count")) or 0})
+        errors.append(
+            {
+                "code": details.get("code"),
+                "type": details.get("type"),
+                "message": details.get("message"),
+                "count": _int(item.get("count")) or 0,
+            }
+        )
     return errors
 
 
@@ -474,7 +490,7 @@ def _last_console_line(path: Path) -> str | None:
         if re.match(r"^[\w.]*(Error|Exception)\b[^ ]*: ", line):
             return _short(line, 300)
     box_tops = [i for i, line in enumerate(lines) if line.startswith("╭")]
-    candidates = lines[box_tops[-1] + 1:] if box_tops else []
+    candidates = lines[box_tops[-1] + 1 :] if box_tops else []
     for line in candidates + list(reversed(lines)):
         text = line.strip("│╭╮╰╯─┃┏┓┗┛━ ")
         if text and text.lower() != "error":
@@ -516,5 +532,3 @@ def _int(value: Any) -> int | None:
 def _short(text: str, limit: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-

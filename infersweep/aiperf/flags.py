@@ -82,8 +82,10 @@ def choose_seed(args: argparse.Namespace) -> tuple[int, str, str]:
 def workload_argv(workload: dict) -> list[str]:
     unknown = sorted(set(workload) - set(WORKLOAD_FLAGS) - set(WORKLOAD_SWITCHES) - set(TRACE_KEYS))
     if unknown:
-        raise ValueError(f"--workload: unknown keys {unknown}; known: {sorted(WORKLOAD_FLAGS)} + "
-                         f"{sorted(WORKLOAD_SWITCHES)} + trace, trace_type")
+        raise ValueError(
+            f"--workload: unknown keys {unknown}; known: {sorted(WORKLOAD_FLAGS)} + "
+            f"{sorted(WORKLOAD_SWITCHES)} + trace, trace_type"
+        )
     argv: list[str] = []
     for key, flag in WORKLOAD_FLAGS.items():
         if workload.get(key) is not None:
@@ -97,13 +99,19 @@ def workload_argv(workload: dict) -> list[str]:
 def build_argv(args: argparse.Namespace) -> list[str]:
     """The AIPerf command line, as a list. Every value is a separate item, never shell-parsed."""
     argv = [
-        args.aiperf, "profile",
-        "--model", args.model,
-        "--url", args.url,
-        "--endpoint-type", "chat",
+        args.aiperf,
+        "profile",
+        "--model",
+        args.model,
+        "--url",
+        args.url,
+        "--endpoint-type",
+        "chat",
         "--streaming",
-        "--tokenizer", args.tokenizer,
-        "--concurrency", str(args.concurrency),
+        "--tokenizer",
+        args.tokenizer,
+        "--concurrency",
+        str(args.concurrency),
     ]
     workload = dict(args.workload or {})
     if not workload.get("fixed_schedule"):
@@ -124,8 +132,13 @@ def build_argv(args: argparse.Namespace) -> list[str]:
         # The trace gives each request its lengths. --fixed-schedule replays its timestamps (AIPerf 0.13
         # cli_config.py CLIConfig.fixed_schedule); --no-fixed-schedule (disable_auto_fixed_schedule) keeps a
         # concurrency or rate point, since a trace with timestamps would otherwise switch to its schedule.
-        argv += ["--input-file", str(trace), "--custom-dataset-type", trace_type,
-                 "--fixed-schedule" if fixed_schedule else "--no-fixed-schedule"]
+        argv += [
+            "--input-file",
+            str(trace),
+            "--custom-dataset-type",
+            trace_type,
+            "--fixed-schedule" if fixed_schedule else "--no-fixed-schedule",
+        ]
         workload.pop("isl", None), workload.pop("osl", None)
     else:
         workload.setdefault("isl", args.isl)

@@ -40,22 +40,29 @@ class Point:
     def as_dict(self) -> dict[str, Any]:
         """The point as the `points` items carry it (this key order is the rendered one); `repetition` only
         when it is not the first (the pipeline's points_json always adds it)."""
-        d = {"concurrency": self.concurrency, "request_rate": self.request_rate, "requests": self.requests,
-             "warmup": self.warmup}
+        d = {
+            "concurrency": self.concurrency,
+            "request_rate": self.request_rate,
+            "requests": self.requests,
+            "warmup": self.warmup,
+        }
         return d | {"repetition": self.repetition} if self.repetition else d
 
     @classmethod
     def parse(cls, item: Any, i: int = 0) -> Point:
         if not isinstance(item, dict) or not {"concurrency", "requests", "warmup"} <= set(item) <= set(FIELDS):
-            raise PointError(f"point {i} must have exactly concurrency, requests, warmup (and request_rate, "
-                             f"requests/s, for an open-loop point); {FIX}")
+            raise PointError(
+                f"point {i} must have exactly concurrency, requests, warmup (and request_rate, "
+                f"requests/s, for an open-loop point); {FIX}"
+            )
         rate = item.get("request_rate", 0)
         if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate < math.inf:
             raise PointError(f"point {i}: request_rate must be requests/s >= 0 (0 = closed loop)")
         c, n, w = item["concurrency"], item["requests"], item["warmup"]
         if not (_int(c) and _int(n) and _int(w) and c >= 1 and n >= 1 and w >= 0):
-            raise PointError(f"point {i}: concurrency and requests must be integers >= 1, warmup an integer >= 0; "
-                             f"{FIX}")
+            raise PointError(
+                f"point {i}: concurrency and requests must be integers >= 1, warmup an integer >= 0; {FIX}"
+            )
         rep = item.get("repetition", 0)
         if not (_int(rep) and rep >= 0):
             raise PointError(f"point {i}: repetition must be an integer >= 0 (0 = the first run of its load)")
@@ -78,8 +85,10 @@ def parse_points(value: str | list[Any]) -> list[Point]:
     for i, item in enumerate(value):
         p = Point.parse(item, i)
         if (p.concurrency, p.request_rate, p.repetition) in seen:
-            raise PointError(f"concurrency {p.concurrency} at request_rate {p.request_rate} repeats; "
-                             "list each level once" + (f" per repetition ({p.repetition})" if p.repetition else ""))
+            raise PointError(
+                f"concurrency {p.concurrency} at request_rate {p.request_rate} repeats; "
+                "list each level once" + (f" per repetition ({p.repetition})" if p.repetition else "")
+            )
         seen.add((p.concurrency, p.request_rate, p.repetition))
         points.append(p)
     if len({(p.concurrency, p.request_rate) for p in points}) > MAX_POINTS:
@@ -87,8 +96,14 @@ def parse_points(value: str | list[Any]) -> list[Point]:
     return points
 
 
-def sweep(concurrency: Iterable[int], request_rate: Iterable[float], *, requests_per_concurrency: int,
-          min_requests: int, warmup: Callable[[int], int]) -> list[Point]:
+def sweep(
+    concurrency: Iterable[int],
+    request_rate: Iterable[float],
+    *,
+    requests_per_concurrency: int,
+    min_requests: int,
+    warmup: Callable[[int], int],
+) -> list[Point]:
     """The points of a sweep: one per concurrency level (closed loop), or, with rates, one per rate at the
     first concurrency as the cap; a level sends `requests_per_concurrency` x its concurrency (a rate point:
     x its rate, i.e. that many seconds of arrivals) requests, at least `min_requests`. `warmup(c)`: the

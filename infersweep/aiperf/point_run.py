@@ -32,8 +32,18 @@ import time
 from pathlib import Path
 
 from infersweep.aiperf.artifacts import RECORDS_FILE, RecordCounter, read_point
-from infersweep.aiperf.flags import (ARTIFACT_SUBDIR, CONSOLE_LOG_FILE, RESULT_FILE, TRACE_KEYS, build_argv, child_env,
-                                     choose_seed, point_folder, tokenizer_as_cached_hub_id, workload_argv)
+from infersweep.aiperf.flags import (
+    ARTIFACT_SUBDIR,
+    CONSOLE_LOG_FILE,
+    RESULT_FILE,
+    TRACE_KEYS,
+    build_argv,
+    child_env,
+    choose_seed,
+    point_folder,
+    tokenizer_as_cached_hub_id,
+    workload_argv,
+)
 
 # Kubernetes' default terminationGracePeriodSeconds is 30 s: AIPerf must be gone (and result.json
 # written) before the kubelet's own SIGKILL, so our grace period stays below it.
@@ -119,8 +129,15 @@ class PointProgress:
     executor reads into the node's `progress` (workflow/executor/executor.go monitorProgress: the last line,
     parsed by pkg/apis/workflow/v1alpha1/progress.go ParseProgress as N/M)."""
 
-    def __init__(self, artifact_dir: Path, total: int, *, progress_file: str | None = None,
-                 every_s: float = PROGRESS_EVERY_S, out=print) -> None:
+    def __init__(
+        self,
+        artifact_dir: Path,
+        total: int,
+        *,
+        progress_file: str | None = None,
+        every_s: float = PROGRESS_EVERY_S,
+        out=print,
+    ) -> None:
         self.counter = RecordCounter(Path(artifact_dir) / RECORDS_FILE)
         self.total, self.every_s, self.out = total, every_s, out
         self.file = Path(progress_file) if progress_file else None
@@ -170,14 +187,20 @@ def run_point(args: argparse.Namespace) -> int:
 
     attempt = set_aside_previous_attempt(out)
     if not Path(args.tokenizer).is_dir():
-        print(f"warning: --tokenizer {args.tokenizer} is not a local dir; AIPerf will look it up by name",
-              file=sys.stderr)
+        print(
+            f"warning: --tokenizer {args.tokenizer} is not a local dir; AIPerf will look it up by name", file=sys.stderr
+        )
     trace = args.trace or (args.workload or {}).get("trace")
     if trace and not str(trace).startswith("https://") and not Path(trace).is_file():
         # e.g. a params:workloads/ trace, which exists only in a clone (local mode resolves it)
         reason = f"trace {trace} is not a file here; give an https:// URL or a path inside the AIPerf step"
-        result = {"status": "failed", "reason": reason, "concurrency": args.concurrency,
-                  "request_rate": args.request_rate, "attempt": attempt}
+        result = {
+            "status": "failed",
+            "reason": reason,
+            "concurrency": args.concurrency,
+            "request_rate": args.request_rate,
+            "attempt": attempt,
+        }
         write_json(result_path, result)
         write_result_param(args.result_param, result)
         print(reason, file=sys.stderr)
@@ -196,39 +219,66 @@ def run_point(args: argparse.Namespace) -> int:
 
     started = time.monotonic()
     try:
-        progress = PointProgress(out / ARTIFACT_SUBDIR, args.requests, progress_file=os.environ.get("ARGO_PROGRESS_FILE"))
-        exit_code, stopped_by = run_aiperf(command, log_path, timeout_s=args.timeout_s, grace_s=args.grace_s,
-                                           env=extra_env, on_tick=progress.tick)
+        progress = PointProgress(
+            out / ARTIFACT_SUBDIR, args.requests, progress_file=os.environ.get("ARGO_PROGRESS_FILE")
+        )
+        exit_code, stopped_by = run_aiperf(
+            command, log_path, timeout_s=args.timeout_s, grace_s=args.grace_s, env=extra_env, on_tick=progress.tick
+        )
         progress.tick(force=True)
     finally:
         if hub_cache is not None:
             shutil.rmtree(hub_cache, ignore_errors=True)
     wall_s = time.monotonic() - started
 
-    result = read_point(out / ARTIFACT_SUBDIR, max_error_rate=args.max_error_rate,
-                        exit_code=exit_code, console_log=log_path)
+    result = read_point(
+        out / ARTIFACT_SUBDIR, max_error_rate=args.max_error_rate, exit_code=exit_code, console_log=log_path
+    )
     if stopped_by:  # say who stopped it: "(stopped by SIGTERM)", "(stopped by --timeout-s 600, then SIGKILL ...)"
         who = stopped_by
         if stopped_by.startswith("timeout"):
             who = stopped_by.replace("timeout", f"--timeout-s {args.timeout_s:g}", 1)
         result["reason"] += f" (stopped by {who})"
-    result.update(concurrency=args.concurrency, request_rate=args.request_rate,
-                  arrival=(args.workload or {}).get("arrival", "poisson") if args.request_rate else None, repetition=args.repetition, seed=args.chosen_seed,
-                  seed_policy=seed_policy, cache_state=cache_state, argv=command, exit_code=exit_code,
-                  wall_s=round(wall_s, 3), attempt=attempt, stopped_by=stopped_by)
+    result.update(
+        concurrency=args.concurrency,
+        request_rate=args.request_rate,
+        arrival=(args.workload or {}).get("arrival", "poisson") if args.request_rate else None,
+        repetition=args.repetition,
+        seed=args.chosen_seed,
+        seed_policy=seed_policy,
+        cache_state=cache_state,
+        argv=command,
+        exit_code=exit_code,
+        wall_s=round(wall_s, 3),
+        attempt=attempt,
+        stopped_by=stopped_by,
+    )
     write_json(result_path, result)
     write_result_param(args.result_param, result)
 
-    load = f"request rate {args.request_rate:g}/s (cap {args.concurrency})" if args.request_rate else f"concurrency {args.concurrency}"
+    load = (
+        f"request rate {args.request_rate:g}/s (cap {args.concurrency})"
+        if args.request_rate
+        else f"concurrency {args.concurrency}"
+    )
     line = f"{load}: {result['status']}: {result['reason']}"
     if result["status"] in ("ok", "partial"):
         print(line)
         return EXIT_OK
     print(line, file=sys.stderr)
     return EXIT_BAD_POINT
+
+
 # -- AIPerf as a child, and the point folder --------------------------------------------------------------
-def run_aiperf(argv: list[str], log_path: Path, *, timeout_s: float | None, grace_s: float,
-               env: dict[str, str] | None = None, on_tick=None) -> tuple[int, str | None]:
+def run_aiperf(
+    argv: list[str],
+    log_path: Path,
+    *,
+    timeout_s: float | None,
+    grace_s: float,
+    env: dict[str, str] | None = None,
+    on_tick=None,
+) -> tuple[int, str | None]:
     """Run AIPerf to the end; return (exit code, what stopped it early or None). `on_tick()` runs every 0.2 s.
 
     SIGTERM/SIGINT to us, or the timeout, become one SIGINT to AIPerf (partial summary), then a
@@ -245,8 +295,15 @@ def run_aiperf(argv: list[str], log_path: Path, *, timeout_s: float | None, grac
             try:
                 # Own session: a terminal Ctrl-C or a group kill aimed at us does not hit AIPerf
                 # directly; it gets exactly one SIGINT from us. It also lets us SIGKILL its workers.
-                proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        env=child_env(env), start_new_session=True, preexec_fn=_die_with_parent)
+                proc = subprocess.Popen(
+                    argv,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    env=child_env(env),
+                    start_new_session=True,
+                    preexec_fn=_die_with_parent,
+                )
             except OSError as exc:
                 log.write(f"could not start AIPerf: {exc}\n".encode())
                 return 127, None
@@ -333,6 +390,9 @@ def write_json(path: Path, data: dict, indent: int | None = 2) -> None:
 def write_result_param(path: str | None, result: dict) -> None:
     # An Argo output parameter: keep it small, the full result lives in result.json.
     if path:
-        keys = ("concurrency", "request_rate", "status", "reason") if result.get("request_rate") else \
-            ("concurrency", "status", "reason")  # an open-loop point also says its rate
+        keys = (
+            ("concurrency", "request_rate", "status", "reason")
+            if result.get("request_rate")
+            else ("concurrency", "status", "reason")
+        )  # an open-loop point also says its rate
         write_json(Path(path), {k: result.get(k) for k in keys}, indent=None)

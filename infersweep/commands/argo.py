@@ -16,7 +16,9 @@ import yaml
 from infersweep.recipe import RecipeError
 
 
-def load_documents(path: Path, templates_dir: Path | None) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, dict[str, str]]]:
+def load_documents(
+    path: Path, templates_dir: Path | None
+) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, dict[str, str]]]:
     """(the Workflow, WorkflowTemplates, ConfigMaps "namespace/name" -> data) from FILE and --templates DIR."""
     docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
     if templates_dir is not None:
@@ -28,14 +30,26 @@ def load_documents(path: Path, templates_dir: Path | None) -> tuple[dict[str, An
     wf = wfs[0]
     ns = wf.get("metadata", {}).get("namespace", "default")
     templates = [d for d in docs if d.get("kind") == "WorkflowTemplate"]
-    cms = {f"{d['metadata'].get('namespace', ns)}/{d['metadata']['name']}": {k: str(v) for k, v in (d.get("data") or {}).items()}
-           for d in docs if d.get("kind") == "ConfigMap"}
+    cms = {
+        f"{d['metadata'].get('namespace', ns)}/{d['metadata']['name']}": {
+            k: str(v) for k, v in (d.get("data") or {}).items()
+        }
+        for d in docs
+        if d.get("kind") == "ConfigMap"
+    }
     return wf, templates, cms
 
 
-def run_workflow_file(path: Path, *, templates_dir: Path | None = None, images: dict[str, str] | None = None,
-                      work_dir: Path | None = None, state_dir: Path | None = None, params: dict[str, str] | None = None,
-                      on_started=None):
+def run_workflow_file(
+    path: Path,
+    *,
+    templates_dir: Path | None = None,
+    images: dict[str, str] | None = None,
+    work_dir: Path | None = None,
+    state_dir: Path | None = None,
+    params: dict[str, str] | None = None,
+    on_started=None,
+):
     """Run FILE's Workflow to the end; returns the LocalArgo (its `.status()` is the JSON printed)."""
     from infersweep.local.argo import LocalArgo, LocalCluster
 
@@ -55,8 +69,17 @@ def run_workflow_file(path: Path, *, templates_dir: Path | None = None, images: 
         t = Path(target)
         pythons[image] = str(t / "bin" / "python") if t.is_dir() else str(t)
     import os
-    cluster = LocalCluster(pythons=pythons, pvc_dirs=lambda claim: work / "pvc" / claim, run_dir=work, cwd=work,
-                           env=dict(os.environ), unmapped_on_host=True, configmaps=cms, state_dir=state_dir)
+
+    cluster = LocalCluster(
+        pythons=pythons,
+        pvc_dirs=lambda claim: work / "pvc" / claim,
+        run_dir=work,
+        cwd=work,
+        env=dict(os.environ),
+        unmapped_on_host=True,
+        configmaps=cms,
+        state_dir=state_dir,
+    )
     argo = LocalArgo(wf, templates, cluster)
     if on_started:
         on_started(argo)
@@ -79,6 +102,7 @@ def run(a: argparse.Namespace) -> int:
     if a.templates and not Path(a.templates).is_dir():
         raise RecipeError(f"--templates {a.templates}: not a folder of WorkflowTemplate/ConfigMap YAML files")
     from infersweep.local.argo import WorkflowError
+
     holder: dict[str, Any] = {}
 
     def started(argo) -> None:
@@ -87,10 +111,15 @@ def run(a: argparse.Namespace) -> int:
             signal.signal(sig, lambda *_s, st=strategy: argo.stop(strategy=st))
 
     try:
-        argo = run_workflow_file(path, templates_dir=Path(a.templates) if a.templates else None, images=images,
-                                 work_dir=Path(a.work_dir) if a.work_dir else None, on_started=started,
-                                 state_dir=Path(a.state_dir) if a.state_dir else None,
-                                 params=dict(p.split("=", 1) for p in a.parameter))
+        argo = run_workflow_file(
+            path,
+            templates_dir=Path(a.templates) if a.templates else None,
+            images=images,
+            work_dir=Path(a.work_dir) if a.work_dir else None,
+            on_started=started,
+            state_dir=Path(a.state_dir) if a.state_dir else None,
+            params=dict(p.split("=", 1) for p in a.parameter),
+        )
     except WorkflowError as e:
         # What `argo submit` would refuse: nothing ran.
         print(f"infersweep argo: rejected: {e}", file=sys.stderr)
@@ -104,11 +133,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("action", choices=["run"], help="run: execute the workflow and print its status as JSON")
     p.add_argument("file", help="a YAML file holding one Workflow (and optionally WorkflowTemplates, ConfigMaps)")
     p.add_argument("--templates", metavar="DIR", help="folder of WorkflowTemplate and ConfigMap YAML files")
-    p.add_argument("--image", action="append", default=[], metavar="IMAGE=PYTHON_OR_ENV",
-                   help="run IMAGE's command with this interpreter/environment; unmapped images run on the host shell")
-    p.add_argument("-p", "--parameter", action="append", default=[], metavar="NAME=VALUE",
-                   help="a workflow parameter, as `argo submit -p`")
+    p.add_argument(
+        "--image",
+        action="append",
+        default=[],
+        metavar="IMAGE=PYTHON_OR_ENV",
+        help="run IMAGE's command with this interpreter/environment; unmapped images run on the host shell",
+    )
+    p.add_argument(
+        "-p",
+        "--parameter",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a workflow parameter, as `argo submit -p`",
+    )
     p.add_argument("--work-dir", metavar="DIR", help="folder for volumes, node logs (default: a new temp folder)")
-    p.add_argument("--state-dir", metavar="DIR", help="where semaphore/mutex holders live; runs sharing it share "
-                   "their locks (default ~/.cache/infersweep/argo-local)")
+    p.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="where semaphore/mutex holders live; runs sharing it share "
+        "their locks (default ~/.cache/infersweep/argo-local)",
+    )
     p.set_defaults(fn=run)

@@ -15,8 +15,10 @@ def _default_dest(store: str) -> str:
     if store.startswith("s3://"):
         bucket = store[5:].split("/", 1)[0]
         return f"s3://{bucket}/{settings.nightly.baselines_prefix}"
-    raise RecipeError(f"--store {store} is a folder: give --to (an s3://BUCKET/PREFIX or a folder) for the baselines; "
-                      f"the nightly runs read s3://{settings.s3.bucket}/{settings.nightly.baselines_prefix}/<recipe>/")
+    raise RecipeError(
+        f"--store {store} is a folder: give --to (an s3://BUCKET/PREFIX or a folder) for the baselines; "
+        f"the nightly runs read s3://{settings.s3.bucket}/{settings.nightly.baselines_prefix}/<recipe>/"
+    )
 
 
 def promote_cmd(a: argparse.Namespace) -> int:
@@ -33,8 +35,10 @@ def promote_cmd(a: argparse.Namespace) -> int:
     was = f" (was {before['run_id']})" if before else " (it had none)"
     print(f"baseline of {record['recipe']} is now {record['run_id']}{was}: {record['location']}")
     if record["location"].startswith("s3://"):
-        print(f"the regression check compares with it when run with --set baseline-prefix="
-              f"{dest.base + '/' if dest.base else ''}{record['recipe']} (the nightly CronWorkflows do)")
+        print(
+            f"the regression check compares with it when run with --set baseline-prefix="
+            f"{dest.base + '/' if dest.base else ''}{record['recipe']} (the nightly CronWorkflows do)"
+        )
     else:  # the regression-check step reads S3; a folder baseline is for `infersweep regress`
         print(f"compare a run with it: infersweep regress RUN --baseline {record['location']}")
     return 0
@@ -65,7 +69,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     sh.add_argument("recipe")
     for q in (pr, sh):
         add_store_arg(q)
-        q.add_argument("--to", help="where baselines live (default s3://<the store's bucket>/<nightly.baselines_prefix> "
-                       "of params/cluster.yaml); a folder for a folder store")
+        q.add_argument(
+            "--to",
+            help="where baselines live (default s3://<the store's bucket>/<nightly.baselines_prefix> "
+            "of params/cluster.yaml); a folder for a folder store",
+        )
     pr.set_defaults(fn=clean_errors(promote_cmd))
     sh.set_defaults(fn=clean_errors(show_cmd))

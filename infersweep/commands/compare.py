@@ -9,9 +9,8 @@ from pathlib import Path
 
 def run(a: argparse.Namespace) -> int:
     from infersweep.results.cli_common import label_runs, load_run
-    from infersweep.results.compare import compare_runs, comparison_plot
-
     from infersweep.results.comparable import allowed, check_comparable
+    from infersweep.results.compare import compare_runs, comparison_plot
 
     runs = label_runs([load_run(ref, a.store) for ref in a.runs])
     # Same workload, model, SLOs and source, or a flag that says otherwise (infersweep.results.comparable).
@@ -40,11 +39,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="compare runs: %% changes per concurrency, crossovers, best under the SLOs")
     p.add_argument("runs", nargs="+", metavar="RUN", help="the first is the baseline; folders or ids in --store")
     p.add_argument("--csv", help="write the per-concurrency changes here")
-    p.add_argument("--include-invalid", action="store_true",
-                   help="also compare points whose validity verdict is invalid (left out by default, and listed)")
+    p.add_argument(
+        "--include-invalid",
+        action="store_true",
+        help="also compare points whose validity verdict is invalid (left out by default, and listed)",
+    )
     p.add_argument("--plot", help="write a PNG of the metrics vs concurrency here")
-    p.add_argument("--html", help="write a self-contained HTML comparison report here (Pareto, $/Mtok, energy, "
-                                  "the winner at the SLOs, each run's validity)")
+    p.add_argument(
+        "--html",
+        help="write a self-contained HTML comparison report here (Pareto, $/Mtok, energy, "
+        "the winner at the SLOs, each run's validity)",
+    )
     p.add_argument("--mix-sources", action="store_true", help="= --allow-different source")
     from infersweep.results.comparable import add_allow_arg
 

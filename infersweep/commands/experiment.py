@@ -32,15 +32,18 @@ def _report(a: argparse.Namespace) -> int:
         refs[name] = ref
     missing = [n for n in names if n not in refs]
     if missing:
-        raise RecipeError(f"experiment report {e.name}: no run given for treatment(s) {', '.join(missing)}: "
-                          f"give {' '.join(f'{n}=RUN' for n in missing)} (a report without them is no answer)")
+        raise RecipeError(
+            f"experiment report {e.name}: no run given for treatment(s) {', '.join(missing)}: "
+            f"give {' '.join(f'{n}=RUN' for n in missing)} (a report without them is no answer)"
+        )
     tables, runs = {}, {}
     for name, ref in refs.items():
         run = load_run(ref, a.store)
         # A run of another recipe is not evidence for this treatment (infersweep.results.evidence).
         try:
-            check_recipe_hash(name, f"{ref} ({run.run_id})", run.context.get("recipe_hash"),
-                              recipe_hash(e.treatment(name).recipe))
+            check_recipe_hash(
+                name, f"{ref} ({run.run_id})", run.context.get("recipe_hash"), recipe_hash(e.treatment(name).recipe)
+            )
         except ValueError as err:
             raise RecipeError(f"experiment report {e.name}: {err}") from None
         tables[name], runs[name] = run.table, run
@@ -63,10 +66,18 @@ def _comparable(e, runs: dict, a: argparse.Namespace) -> list[str]:
     def varied(key) -> bool:
         return len({json.dumps(key(t.recipe), sort_keys=True, default=str) for t in e.treatments}) > 1
 
-    by_design = {dim: "the experiment varies it" for dim, key in (
-        ("workload", lambda r: [r.recipe.workload.aiperf_workload(), [p.as_dict() for p in r.recipe.workload.points()]]),
-        ("model", lambda r: r.model.id),
-        ("slo", lambda r: r.recipe.slo.model_dump())) if varied(key)}
+    by_design = {
+        dim: "the experiment varies it"
+        for dim, key in (
+            (
+                "workload",
+                lambda r: [r.recipe.workload.aiperf_workload(), [p.as_dict() for p in r.recipe.workload.points()]],
+            ),
+            ("model", lambda r: r.model.id),
+            ("slo", lambda r: r.recipe.slo.model_dump()),
+        )
+        if varied(key)
+    }
     try:
         return check_comparable(runs, allowed(a) | set(by_design), why_allowed=by_design)
     except NotComparable as err:
@@ -78,9 +89,9 @@ def _render(a: argparse.Namespace) -> int:
 
     import yaml
 
+    from infersweep.cluster_settings import load_cluster_settings
     from infersweep.experiment.plan import make_plan
     from infersweep.experiment.spec import load_experiment
-    from infersweep.cluster_settings import load_cluster_settings
     from infersweep.schemas import validate_document
     from workflows.experiment import experiment_template, experiment_workflow
 
@@ -107,10 +118,10 @@ def _submit(a: argparse.Namespace) -> int:
     recipe's: everything that can be refused (the file, every treatment, the strict Argo schemas, the GPU
     pool) is refused before the first request."""
     from infersweep.argo_client import server_from_args
+    from infersweep.cluster_settings import load_cluster_settings
     from infersweep.commands.submit import watch
     from infersweep.experiment.plan import make_plan
     from infersweep.experiment.spec import load_experiment
-    from infersweep.cluster_settings import load_cluster_settings
     from infersweep.schemas import validate_document
     from workflows.experiment import experiment_template, experiment_workflow
     from workflows.gpu_guard import check_fits_pool, submit_priority
@@ -137,7 +148,9 @@ def _submit(a: argparse.Namespace) -> int:
     wf = server.create_workflow(doc)
     name = wf["metadata"]["name"]
     print(plan.text())
-    print(f"\nsubmitted {server.cfg.namespace}/{name} (experiment {plan.experiment.name}, {len(plan.steps)} treatments)")
+    print(
+        f"\nsubmitted {server.cfg.namespace}/{name} (experiment {plan.experiment.name}, {len(plan.steps)} treatments)"
+    )
     print(server.ui_link(name))
     if not a.watch:
         return 0
@@ -151,12 +164,21 @@ def _run(a: argparse.Namespace) -> int:
     from infersweep.recipe import RecipeError
 
     if not a.local:
-        raise RecipeError("infersweep experiment run FILE: only --local runs here; on a cluster, "
-                          "`infersweep experiment render FILE` and submit the Workflow it writes")
+        raise RecipeError(
+            "infersweep experiment run FILE: only --local runs here; on a cluster, "
+            "`infersweep experiment render FILE` and submit the Workflow it writes"
+        )
     ref = a.local if isinstance(a.local, str) else a.file
-    res = run_experiment_local(ref, resume=Path(a.resume) if a.resume else None, dgd_api=a.dgd_api,
-                               out_root=Path(a.out or "runs"), workers=a.workers, weights=a.weights,
-                               gpu_python=a.gpu_python, engine_cache=Path(a.engine_cache) if a.engine_cache else None)
+    res = run_experiment_local(
+        ref,
+        resume=Path(a.resume) if a.resume else None,
+        dgd_api=a.dgd_api,
+        out_root=Path(a.out or "runs"),
+        workers=a.workers,
+        weights=a.weights,
+        gpu_python=a.gpu_python,
+        engine_cache=Path(a.engine_cache) if a.engine_cache else None,
+    )
     if res.kept:
         print(f"kept from the earlier attempt: {', '.join(res.kept)}")
     print(res.report_text, end="")
@@ -178,15 +200,22 @@ def run(a: argparse.Namespace) -> int:
         rows = []
         for p in all_experiment_paths():
             plan = make_plan(load_experiment(p))
-            rows.append((plan.experiment.name, len(plan.steps), plan.counts().get(RestartClass.FULL, 0),
-                         plan.experiment.spec.description))
+            rows.append(
+                (
+                    plan.experiment.name,
+                    len(plan.steps),
+                    plan.counts().get(RestartClass.FULL, 0),
+                    plan.experiment.spec.description,
+                )
+            )
         print(table(["name", "treatments", "full deploys", "description"], rows))
         return 0
     if a.action == "run":
         return _run(a)
     if not a.file:
-        raise RecipeError(f"infersweep experiment {a.action} FILE: give an experiment file or name "
-                          "(`infersweep experiment list`)")
+        raise RecipeError(
+            f"infersweep experiment {a.action} FILE: give an experiment file or name (`infersweep experiment list`)"
+        )
     if a.action == "report":
         return _report(a)
     if a.action == "render":
@@ -209,8 +238,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", help="render: folder for the Workflow YAML (default: .); run: runs folder (default: runs)")
     # `run --local FILE`: argparse has consumed both positionals by then (empty) when FILE follows an
     # option, so --local takes the file as its optional value.
-    p.add_argument("--local", nargs="?", const=True, default=False, metavar="FILE",
-                   help="run: execute the experiment's Workflow on this machine")
+    p.add_argument(
+        "--local",
+        nargs="?",
+        const=True,
+        default=False,
+        metavar="FILE",
+        help="run: execute the experiment's Workflow on this machine",
+    )
     p.add_argument("--resume", metavar="RUN_DIR", help="run --local: re-run only the treatments without results")
     from infersweep.commands.run import add_worker_options
 

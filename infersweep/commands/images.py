@@ -29,9 +29,11 @@ def _build(a: argparse.Namespace) -> int:
         return 0
     why = images.docker_problem()
     if why:
-        raise RecipeError(f"images build: {why}; run `infersweep images build --registry {a.registry} --dry-run` "
-                          "for the commands, run them where docker works, then `infersweep images pin "
-                          "steps=REF@sha256:... aiperf=REF@sha256:...`")
+        raise RecipeError(
+            f"images build: {why}; run `infersweep images build --registry {a.registry} --dry-run` "
+            "for the commands, run them where docker works, then `infersweep images pin "
+            "steps=REF@sha256:... aiperf=REF@sha256:...`"
+        )
     pinned = {}
     for img, cmds in plan:
         for c in cmds:
@@ -77,8 +79,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("action", choices=["build", "pin"])
     p.add_argument("refs", nargs="*", metavar="KEY=REF@sha256:...", help="pin: the pushed references")
     p.add_argument("--registry", help="build: where to push, e.g. ghcr.io/my-org")
-    p.add_argument("--tag", help="build: tag of both images (default: the package version for steps, the "
-                                 "AIPerf version for aiperf)")
+    p.add_argument(
+        "--tag",
+        help="build: tag of both images (default: the package version for steps, the AIPerf version for aiperf)",
+    )
     p.add_argument("--dry-run", action="store_true", help="build: print the docker commands, run nothing")
     p.add_argument("--no-push", action="store_true", help="build: build only (nothing recorded)")
     p.set_defaults(fn=run)

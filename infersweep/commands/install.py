@@ -61,14 +61,14 @@ def write_gitops(out: Path, argo: list[dict[str, Any]], kube: list[dict[str, Any
         f = out / name
         f.write_text(yaml.safe_dump(doc, sort_keys=False, width=120))
         files.append(f)
-    kust = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
-            "resources": names}
+    kust = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": names}
     (out / KUSTOMIZATION).write_text(
         "# Written by `infersweep install --out`; regenerate, do not edit. No namespace on purpose: set it in an\n"
         "# overlay (`namespace: <ns>` in a kustomization that lists this folder), in the Argo CD Application's\n"
         "# destination, or with `kubectl apply -n <ns> -k .`. It must be params/cluster.yaml's `namespace`\n"
         f"# ({namespace}) unless you install per team with another settings file.\n"
-        + yaml.safe_dump(kust, sort_keys=False, width=120))
+        + yaml.safe_dump(kust, sort_keys=False, width=120)
+    )
     return [*files, out / KUSTOMIZATION]
 
 
@@ -77,8 +77,10 @@ def _is_ours(path: Path) -> bool:
         doc = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError:
         return False
-    return isinstance(doc, dict) and ((doc.get("metadata") or {}).get("labels") or {}).get(
-        "app.kubernetes.io/managed-by") == "infersweep"
+    return (
+        isinstance(doc, dict)
+        and ((doc.get("metadata") or {}).get("labels") or {}).get("app.kubernetes.io/managed-by") == "infersweep"
+    )
 
 
 def run(a: argparse.Namespace) -> int:
@@ -91,9 +93,11 @@ def run(a: argparse.Namespace) -> int:
     argo, kube = install_set(settings, a.dgd_api)
     if a.out:
         files = write_gitops(Path(a.out), argo, kube, settings.namespace)
-        print(f"wrote {len(files) - 1} objects and {KUSTOMIZATION} to {a.out} ({len(argo)} Argo, {len(kube)} "
-              f"RBAC/ConfigMaps; no namespace, no run Workflows)\n"
-              f"  apply: kubectl apply -n {settings.namespace} -k {a.out}   (or commit it for Argo CD / Flux)")
+        print(
+            f"wrote {len(files) - 1} objects and {KUSTOMIZATION} to {a.out} ({len(argo)} Argo, {len(kube)} "
+            f"RBAC/ConfigMaps; no namespace, no run Workflows)\n"
+            f"  apply: kubectl apply -n {settings.namespace} -k {a.out}   (or commit it for Argo CD / Flux)"
+        )
         return 0
     if a.dry_run:
         docs = {"argo": argo, "kubectl": kube, "all": argo + kube}[a.only]
@@ -108,20 +112,30 @@ def run(a: argparse.Namespace) -> int:
         print(f"{verb:8} {doc['kind']}/{doc['metadata']['name']} (resourceVersion {rv})")
     if not through_kube:
         kinds = ", ".join(f"{d['kind']}/{d['metadata']['name']}" for d in kube)
-        print(f"\nThe Argo Server does not create these; apply them once with kubectl (namespace {ns}):\n  {kinds}\n"
-              f"  infersweep install --dry-run --only kubectl | kubectl apply -n {ns} -f -")
+        print(
+            f"\nThe Argo Server does not create these; apply them once with kubectl (namespace {ns}):\n  {kinds}\n"
+            f"  infersweep install --dry-run --only kubectl | kubectl apply -n {ns} -f -"
+        )
     return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("install", help="create or update every WorkflowTemplate, CronWorkflow, RBAC and ConfigMap "
-                                       "(Argo Server or kubeconfig), or write them for GitOps (--out)")
+    p = sub.add_parser(
+        "install",
+        help="create or update every WorkflowTemplate, CronWorkflow, RBAC and ConfigMap "
+        "(Argo Server or kubeconfig), or write them for GitOps (--out)",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the YAML set (validated) and touch nothing")
     p.add_argument("--only", choices=["all", "argo", "kubectl"], default="all", help="with --dry-run: which documents")
-    p.add_argument("--dgd-api", choices=["v1beta1", "v1alpha1"], default="v1beta1",
-                   help="DGD apiVersion the cluster's Dynamo operator serves (v1alpha1 before Dynamo 1.6): the nightly "
-                        "runs deploy it and the reaper lists it")
-    p.add_argument("--out", metavar="DIR", help="write one file per object and a kustomization.yaml (GitOps); "
-                                                "touch no cluster")
+    p.add_argument(
+        "--dgd-api",
+        choices=["v1beta1", "v1alpha1"],
+        default="v1beta1",
+        help="DGD apiVersion the cluster's Dynamo operator serves (v1alpha1 before Dynamo 1.6): the nightly "
+        "runs deploy it and the reaper lists it",
+    )
+    p.add_argument(
+        "--out", metavar="DIR", help="write one file per object and a kustomization.yaml (GitOps); touch no cluster"
+    )
     add_server_flags(p)
     p.set_defaults(fn=run)

@@ -13,8 +13,15 @@ def rows(workflows: list[dict]) -> list[tuple]:
     out = []
     for wf in workflows:
         st, labels = wf.get("status") or {}, wf["metadata"].get("labels") or {}
-        out.append((wf["metadata"]["name"], labels.get("infersweep.io/recipe", "-"), st.get("phase") or "Pending",
-                    st.get("progress") or "-", st.get("startedAt") or "-"))
+        out.append(
+            (
+                wf["metadata"]["name"],
+                labels.get("infersweep.io/recipe", "-"),
+                st.get("phase") or "Pending",
+                st.get("progress") or "-",
+                st.get("startedAt") or "-",
+            )
+        )
     return sorted(out, key=lambda r: r[4], reverse=True)
 
 

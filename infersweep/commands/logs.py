@@ -22,11 +22,13 @@ ARCHIVED_LOG = "main-logs"
 
 def _matches(node: dict, step: str) -> bool:
     """`point` is every item of the point loop, `point(1)` its second (the UI's `point(1:{...})`)."""
-    names = (node.get("displayName") or "", node.get("templateName") or "",
-             ((node.get("templateRef") or {}).get("template") or ""))
+    names = (
+        node.get("displayName") or "",
+        node.get("templateName") or "",
+        ((node.get("templateRef") or {}).get("template") or ""),
+    )
     item = re.fullmatch(r"(.+)\((\d+)\)", step)
-    return any(n == step or n.startswith(step + "(") or (item and n.startswith(f"{item[1]}({item[2]}:"))
-               for n in names)
+    return any(n == step or n.startswith(step + "(") or (item and n.startswith(f"{item[1]}({item[2]}:")) for n in names)
 
 
 def _pods(status: dict) -> list[dict]:
@@ -44,8 +46,10 @@ def local_logs(run_dir: Path, step: str | None, out=print) -> int:
 
     status_file = run_dir / "status.json"
     if not status_file.is_file():
-        raise RecipeError(f"{run_dir}: no status.json (not a local run folder, or the run is still going); "
-                          f"its logs are in {run_dir / 'nodes'}/*/main.log")
+        raise RecipeError(
+            f"{run_dir}: no status.json (not a local run folder, or the run is still going); "
+            f"its logs are in {run_dir / 'nodes'}/*/main.log"
+        )
     pods = _pods(json.loads(status_file.read_text()))
     if step is None:
         rows = [(n.get("displayName"), n.get("phase"), str(_node_folder(run_dir, n) / "main.log")) for n in pods]
@@ -67,8 +71,9 @@ def archived_log(server, name: str, node_id: str) -> str | None:
 
     cfg = server.cfg
     url = f"{cfg.host}artifact-files/{cfg.namespace}/workflows/{name}/{node_id}/outputs/{ARCHIVED_LOG}"
-    headers = {"Authorization": cfg.token if cfg.token.startswith("Bearer ") else f"Bearer {cfg.token}"} \
-        if cfg.token else {}
+    headers = (
+        {"Authorization": cfg.token if cfg.token.startswith("Bearer ") else f"Bearer {cfg.token}"} if cfg.token else {}
+    )
     try:
         r = requests.get(url, headers=headers, verify=cfg.verify_ssl, timeout=30)
     except requests.RequestException as e:
@@ -89,9 +94,16 @@ def cluster_logs(server, name: str, step: str | None, out=print) -> int:
     wf = server.get_workflow(name)
     pods = _pods(wf.get("status") or {})
     if step is None:
-        rows = [(n.get("displayName"), n.get("phase"),
-                 "archived" if any(a.get("name") == ARCHIVED_LOG for a in (n.get("outputs") or {}).get("artifacts") or [])
-                 else "-") for n in pods]
+        rows = [
+            (
+                n.get("displayName"),
+                n.get("phase"),
+                "archived"
+                if any(a.get("name") == ARCHIVED_LOG for a in (n.get("outputs") or {}).get("artifacts") or [])
+                else "-",
+            )
+            for n in pods
+        ]
         out(table(["STEP", "PHASE", "LOG"], rows) if rows else f"{name}: no step has started")
         out(f"one step's log: infersweep logs {name} STEP")
         return 0
@@ -102,8 +114,10 @@ def cluster_logs(server, name: str, step: str | None, out=print) -> int:
         text = archived_log(server, name, n["id"])
         out(f"==> {n.get('displayName')} ({n.get('phase')}) <==")
         if text is None:
-            out(f"(no archived log yet: the step is {n.get('phase', '').lower()}; the UI shows a running pod's log: "
-                f"{server.ui_link(name)})")
+            out(
+                f"(no archived log yet: the step is {n.get('phase', '').lower()}; the UI shows a running pod's log: "
+                f"{server.ui_link(name)})"
+            )
         else:
             out(text.rstrip("\n"))
     return 0
@@ -122,8 +136,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("logs", help="a run's step logs (a local run folder, or a cluster run's archived logs)")
     p.add_argument("run", help="local run folder (runs/<run-id>) or cluster workflow name")
-    p.add_argument("step", nargs="?", help="step name as the UI shows it (e.g. deploy, point, or point(0:...)); "
-                   "without it, the steps and their logs")
+    p.add_argument(
+        "step",
+        nargs="?",
+        help="step name as the UI shows it (e.g. deploy, point, or point(0:...)); without it, the steps and their logs",
+    )
     add_server_flags(p)
     p.set_defaults(fn=run)
-

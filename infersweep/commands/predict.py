@@ -41,8 +41,18 @@ def is_experiment(ref: str) -> bool:
 
 
 def _curve_rows(pred) -> list[tuple]:
-    return [(p.concurrency, _fmt(p.ttft_ms), _fmt(p.itl_ms, 2), _fmt(p.output_tok_s), _fmt(p.tok_s_per_user),
-             _fmt(p.tok_s_per_gpu), p.error or "") for p in pred.points]
+    return [
+        (
+            p.concurrency,
+            _fmt(p.ttft_ms),
+            _fmt(p.itl_ms, 2),
+            _fmt(p.output_tok_s),
+            _fmt(p.tok_s_per_user),
+            _fmt(p.tok_s_per_gpu),
+            p.error or "",
+        )
+        for p in pred.points
+    ]
 
 
 CURVE_HEAD = ["concurrency", "TTFT ms", "ITL ms", "output tok/s", "tok/s/user", "tok/s/GPU", "error"]
@@ -50,8 +60,9 @@ CURVE_HEAD = ["concurrency", "TTFT ms", "ITL ms", "output tok/s", "tok/s/user", 
 
 def _where(t) -> str:
     roles = ", ".join(f"{w.replicas} {role} x {w.label()}" for role, w in t.workers.items())
-    return (f"{t.database} ({t.model_path}, {roles}, isl {t.isl} / osl {t.osl}"
-            f"{f', prefix {t.prefix}' if t.prefix else ''})")
+    return (
+        f"{t.database} ({t.model_path}, {roles}, isl {t.isl} / osl {t.osl}{f', prefix {t.prefix}' if t.prefix else ''})"
+    )
 
 
 def _collapsed(rankings) -> list[tuple]:
@@ -72,27 +83,38 @@ def run_experiment(a: argparse.Namespace) -> int:
 
     e = load_experiment(a.recipe)
     q = e.spec.question
-    claims = ([("claim", e.spec.claim)] if e.spec.claim else []) + [("seed", c) for c in
-                                                                   (e.spec.seed.expect if e.spec.seed else [])]
+    claims = ([("claim", e.spec.claim)] if e.spec.claim else []) + [
+        ("seed", c) for c in (e.spec.seed.expect if e.spec.seed else [])
+    ]
     try:
-        ep = predict_treatments(e.name, [(t.name, t.recipe) for t in e.treatments], q.metrics,
-                                concurrencies=a.concurrency or q.concurrency, slo=q.slo, claims=claims)
+        ep = predict_treatments(
+            e.name,
+            [(t.name, t.recipe) for t in e.treatments],
+            q.metrics,
+            concurrencies=a.concurrency or q.concurrency,
+            slo=q.slo,
+            claims=claims,
+        )
     except AicError as err:
         print(f"infersweep predict: {err}", file=sys.stderr)
         return 1
     if a.json:
         print(json.dumps(ep.to_dict(), indent=2))
         return UNSUPPORTED_EXIT if len(ep.unsupported) == len(ep.predictions) else 0
-    print(f"experiment {e.name}: {len(e.treatments)} treatments predicted, nothing was run"
-          + (f"; SLOs {json.dumps(ep.slo)}" if ep.slo else ""))
+    print(
+        f"experiment {e.name}: {len(e.treatments)} treatments predicted, nothing was run"
+        + (f"; SLOs {json.dumps(ep.slo)}" if ep.slo else "")
+    )
     errors = False
     for name, pred in ep.predictions.items():
         print(f"\n{name}: " + (f"not modelled: {pred.unsupported}" if pred.unsupported else _where(pred.target)))
         if pred.unsupported:
             continue
         slo = [slo_verdict(p, ep.slo) for p in pred.points]
-        rows = [(*row[:-1], "-" if ok is None else ("pass" if ok else "fail: " + why), row[-1])
-                for row, (ok, why) in zip(_curve_rows(pred), slo)]
+        rows = [
+            (*row[:-1], "-" if ok is None else ("pass" if ok else "fail: " + why), row[-1])
+            for row, (ok, why) in zip(_curve_rows(pred), slo)
+        ]
         print(table(CURVE_HEAD[:-1] + ["SLO (predicted)", "error"], rows))
         for n in pred.target.notes:
             print(f"note: {n}")
@@ -131,8 +153,10 @@ def run(a: argparse.Namespace) -> int:
         r = load_recipe(a.recipe)
     except RecipeError as e:
         if "no recipe file or recipe name" in str(e):  # neither: name both catalogs
-            raise RecipeError(f"{a.recipe}: no recipe or experiment of that name or file; `infersweep recipes` and "
-                              "`infersweep experiment list` list the names") from None
+            raise RecipeError(
+                f"{a.recipe}: no recipe or experiment of that name or file; `infersweep recipes` and "
+                "`infersweep experiment list` list the names"
+            ) from None
         raise
     try:
         pred = predict_recipe(r, a.concurrency or None)
@@ -157,10 +181,18 @@ def run(a: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("predict", help="predicted TTFT/ITL/throughput per concurrency (AIConfigurator), nothing run; "
-                                       "an experiment's treatments ranked by its question")
+    p = sub.add_parser(
+        "predict",
+        help="predicted TTFT/ITL/throughput per concurrency (AIConfigurator), nothing run; "
+        "an experiment's treatments ranked by its question",
+    )
     p.add_argument("recipe", metavar="RECIPE|EXPERIMENT", help="recipe name or file, or experiment name or file")
-    p.add_argument("-c", "--concurrency", type=int, nargs="+",
-                   help="concurrencies (default: the recipe's, or the experiment question's)")
+    p.add_argument(
+        "-c",
+        "--concurrency",
+        type=int,
+        nargs="+",
+        help="concurrencies (default: the recipe's, or the experiment question's)",
+    )
     p.add_argument("--json", action="store_true", help="print the prediction as JSON")
     p.set_defaults(fn=run)

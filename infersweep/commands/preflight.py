@@ -25,11 +25,15 @@ def run(a: argparse.Namespace) -> int:
     if problems:
         print(f"preflight: {len(problems)} problem(s); fix them before submitting (no GPU was held)", file=sys.stderr)
         return 1
-    prom = (f"Prometheus answering and scraping {', '.join(settings.pod_monitors.names)}"
-            if a.prometheus_url or settings.prometheus_url else
-            "no Prometheus (prometheus_url empty: runs record no server metrics)")
-    print(f"preflight: ok: Secrets, install set at this checkout's version, S3 writable, {prom} "
-          f"(namespace {kube.namespace})")
+    prom = (
+        f"Prometheus answering and scraping {', '.join(settings.pod_monitors.names)}"
+        if a.prometheus_url or settings.prometheus_url
+        else "no Prometheus (prometheus_url empty: runs record no server metrics)"
+    )
+    print(
+        f"preflight: ok: Secrets, install set at this checkout's version, S3 writable, {prom} "
+        f"(namespace {kube.namespace})"
+    )
     return 0
 
 
@@ -37,8 +41,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("preflight", help="check Secrets, installed templates, S3 and Prometheus before a run")
     p.add_argument("-n", "--namespace", help="namespace (default: params/cluster.yaml)")
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
-    p.add_argument("--s3-endpoint", metavar="URL", help="reach S3 here instead of s3.endpoint "
-                   "(e.g. http://localhost:9000 after kubectl port-forward svc/minio 9000)")
-    p.add_argument("--prometheus-url", metavar="URL", help="reach Prometheus here instead of prometheus_url "
-                   "(e.g. http://localhost:9090 after kubectl port-forward svc/prometheus-operated 9090)")
+    p.add_argument(
+        "--s3-endpoint",
+        metavar="URL",
+        help="reach S3 here instead of s3.endpoint "
+        "(e.g. http://localhost:9000 after kubectl port-forward svc/minio 9000)",
+    )
+    p.add_argument(
+        "--prometheus-url",
+        metavar="URL",
+        help="reach Prometheus here instead of prometheus_url "
+        "(e.g. http://localhost:9090 after kubectl port-forward svc/prometheus-operated 9090)",
+    )
     p.set_defaults(fn=run)

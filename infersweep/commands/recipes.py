@@ -64,6 +64,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("recipes", help="list recipes, or show one")
     p.add_argument("action", nargs="?", choices=["list", "show"], default="list")
     p.add_argument("name", nargs="?")
-    p.add_argument("--markdown", action="store_true", help="the catalog (docs/catalog.md) as Markdown, one table per folder")
+    p.add_argument(
+        "--markdown", action="store_true", help="the catalog (docs/catalog.md) as Markdown, one table per folder"
+    )
     p.add_argument("--write", action="store_true", help="with --markdown: rewrite docs/catalog.md")
     p.set_defaults(fn=run)

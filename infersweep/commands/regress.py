@@ -34,15 +34,15 @@ def _tolerances(items: list[str]) -> dict:
 
 def run(a: argparse.Namespace) -> int:
     from infersweep.results.cli_common import load_run
-    from infersweep.results.regression import judge_run
-
     from infersweep.results.comparable import allowed, check_comparable
+    from infersweep.results.regression import judge_run
 
     current, baseline = load_run(a.run, a.store), load_run(a.baseline, a.store)
     # Same workload, model, SLOs and source, or a flag that says otherwise; a point the current run lost
     # is a regression judged below, not another workload (infersweep.results.comparable).
-    notes = check_comparable({f"current {current.run_id}": current, f"baseline {baseline.run_id}": baseline},
-                             allowed(a), lost_points_ok=True)
+    notes = check_comparable(
+        {f"current {current.run_id}": current, f"baseline {baseline.run_id}": baseline}, allowed(a), lost_points_ok=True
+    )
     v = judge_run(current.table, baseline.table, _tolerances(a.tolerance), include_invalid=a.include_invalid)
     print(f"{current.label} ({current.run_id}) against baseline {baseline.label} ({baseline.run_id})")
     for note in notes:
@@ -57,14 +57,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("regress", help="judge a run against a baseline run, noise-aware")
     p.add_argument("run", help="the run to judge (folder, or id in --store)")
     p.add_argument("--baseline", required=True, help="the baseline run (folder, or id in --store)")
-    p.add_argument("--tolerance", action="append", default=[], metavar="METRIC=REL",
-                   help="override a tolerance, e.g. ttft_p50_ms=0.15 or error_ratio=abs:0.02, or z=3")
+    p.add_argument(
+        "--tolerance",
+        action="append",
+        default=[],
+        metavar="METRIC=REL",
+        help="override a tolerance, e.g. ttft_p50_ms=0.15 or error_ratio=abs:0.02, or z=3",
+    )
     p.add_argument("--mix-sources", action="store_true", help="= --allow-different source")
     from infersweep.results.comparable import add_allow_arg
 
     add_allow_arg(p, "judge")
-    p.add_argument("--include-invalid", action="store_true",
-                   help="also judge points whose validity verdict is invalid (left out by default, and listed)")
+    p.add_argument(
+        "--include-invalid",
+        action="store_true",
+        help="also judge points whose validity verdict is invalid (left out by default, and listed)",
+    )
     add_store_arg(p)
     from infersweep.results.cli_common import clean_errors
 

@@ -33,6 +33,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True)
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=SET_HELP)
     p.add_argument("--dgd-api", choices=["v1beta1", "v1alpha1"], default="v1beta1")
-    p.add_argument("--no-cache", action="store_true",
-                   help="render even if this recipe was rendered before from the same inputs (see infersweep/render_cache.py)")
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="render even if this recipe was rendered before from the same inputs (see infersweep/render_cache.py)",
+    )
     p.set_defaults(fn=run)

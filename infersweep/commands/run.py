@@ -14,13 +14,16 @@ def run(a: argparse.Namespace) -> int:
     if not a.local:
         raise RecipeError("infersweep run: only --local runs here; for a cluster use `infersweep submit`")
     from infersweep.local.run import run_local
+
     sets = parse_sets(a.set)
     earlier = a.retry or a.resubmit
     if a.retry and a.resubmit:
         raise RecipeError("give either --retry RUN_DIR or --resubmit RUN_DIR, not both")
     if earlier:
         if not Path(earlier).is_dir():
-            raise RecipeError(f"{'--retry' if a.retry else '--resubmit'} {earlier}: no such run folder; give runs/<run-id>")
+            raise RecipeError(
+                f"{'--retry' if a.retry else '--resubmit'} {earlier}: no such run folder; give runs/<run-id>"
+            )
         if sets or a.resume:
             raise RecipeError("--retry/--resubmit run the earlier run's workflow as it was: no --set, no --resume")
     elif not a.recipe:
@@ -32,10 +35,20 @@ def run(a: argparse.Namespace) -> int:
         raise RecipeError(f"--out {a.out}: is a file; give a folder for the runs (default ./runs)")
     if a.resume and not Path(a.resume).is_dir():
         raise RecipeError(f"--resume {a.resume}: no such run folder; give runs/<run-id> of an earlier run")
-    res = run_local(a.recipe, out_root=out, overrides=sets.params, recipe_overrides=sets.recipe, dgd_api=a.dgd_api,
-                    resume=Path(a.resume) if a.resume else None, retry=Path(a.retry) if a.retry else None,
-                    resubmit=Path(a.resubmit) if a.resubmit else None, workers=a.workers, weights=a.weights,
-                    gpu_python=a.gpu_python, engine_cache=Path(a.engine_cache) if a.engine_cache else None)
+    res = run_local(
+        a.recipe,
+        out_root=out,
+        overrides=sets.params,
+        recipe_overrides=sets.recipe,
+        dgd_api=a.dgd_api,
+        resume=Path(a.resume) if a.resume else None,
+        retry=Path(a.retry) if a.retry else None,
+        resubmit=Path(a.resubmit) if a.resubmit else None,
+        workers=a.workers,
+        weights=a.weights,
+        gpu_python=a.gpu_python,
+        engine_cache=Path(a.engine_cache) if a.engine_cache else None,
+    )
     table = res.results_dir / "summary" / "results.md"
     if table.exists():
         print()
@@ -55,8 +68,10 @@ def run(a: argparse.Namespace) -> int:
         # the good points (it does not measure them again) and publishes under its own prefix.
         print(f"kept locally: {res.results_dir}/points/ (measured points are kept as they are)")
         recipe = a.recipe or "RECIPE"
-        print(f"to finish this run: infersweep run --local {shlex.quote(str(recipe))} --out {shlex.quote(a.out)} "
-              f"--resume {shlex.quote(str(res.run_dir))}")
+        print(
+            f"to finish this run: infersweep run --local {shlex.quote(str(recipe))} --out {shlex.quote(a.out)} "
+            f"--resume {shlex.quote(str(res.run_dir))}"
+        )
         print(f"or as Argo would: infersweep run --local --retry {shlex.quote(str(res.run_dir))}")
     return 0 if res.phase == "Succeeded" else 1
 
@@ -68,26 +83,49 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default="runs", help="folder for local runs (default ./runs)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=SET_HELP)
     p.add_argument("--dgd-api", choices=["v1beta1", "v1alpha1"], default="v1beta1")
-    p.add_argument("--resume", metavar="RUN_DIR", help="run again on an earlier run's folder: points measured ok "
-                   "are kept, the others run; published under a new prefix <run-id>-rN")
-    p.add_argument("--retry", metavar="RUN_DIR", help="`argo retry` a finished run: failed steps and what depends on "
-                   "them run again in the same run, succeeded steps are kept")
-    p.add_argument("--resubmit", metavar="RUN_DIR", help="`argo resubmit` a finished run: the same workflow again as "
-                   "a new run")
+    p.add_argument(
+        "--resume",
+        metavar="RUN_DIR",
+        help="run again on an earlier run's folder: points measured ok "
+        "are kept, the others run; published under a new prefix <run-id>-rN",
+    )
+    p.add_argument(
+        "--retry",
+        metavar="RUN_DIR",
+        help="`argo retry` a finished run: failed steps and what depends on "
+        "them run again in the same run, succeeded steps are kept",
+    )
+    p.add_argument(
+        "--resubmit", metavar="RUN_DIR", help="`argo resubmit` a finished run: the same workflow again as a new run"
+    )
     add_worker_options(p)
     p.set_defaults(fn=run)
 
 
 def add_worker_options(p: argparse.ArgumentParser) -> None:
     """--workers and its companions (run, experiment run, slo-search)."""
-    p.add_argument("--workers", choices=["mocker", "gpu"], default="mocker",
-                   help="mocker: Dynamo's simulator stands in for the GPU workers (default); gpu: real engine workers "
-                        "(python -m dynamo.vllm, the rendered flags) on this machine's GPUs")
-    p.add_argument("--weights", choices=["dummy", "cache"], default="dummy",
-                   help="with --workers gpu: dummy = the real architecture with random weights (--load-format dummy, "
-                        "params/model-configs/), cache = the weights in .infersweep/models/<org>--<name>")
-    p.add_argument("--gpu-python", metavar="PYTHON",
-                   help="with --workers gpu: the interpreter with ai-dynamo + the engine (default $INFERSWEEP_GPU_PYTHON "
-                        "or .venv-gpu/bin/python)")
-    p.add_argument("--engine-cache", metavar="DIR",
-                   help="with --workers gpu: the engines' compile caches, kept between runs (default .infersweep/engine-cache)")
+    p.add_argument(
+        "--workers",
+        choices=["mocker", "gpu"],
+        default="mocker",
+        help="mocker: Dynamo's simulator stands in for the GPU workers (default); gpu: real engine workers "
+        "(python -m dynamo.vllm, the rendered flags) on this machine's GPUs",
+    )
+    p.add_argument(
+        "--weights",
+        choices=["dummy", "cache"],
+        default="dummy",
+        help="with --workers gpu: dummy = the real architecture with random weights (--load-format dummy, "
+        "params/model-configs/), cache = the weights in .infersweep/models/<org>--<name>",
+    )
+    p.add_argument(
+        "--gpu-python",
+        metavar="PYTHON",
+        help="with --workers gpu: the interpreter with ai-dynamo + the engine (default $INFERSWEEP_GPU_PYTHON "
+        "or .venv-gpu/bin/python)",
+    )
+    p.add_argument(
+        "--engine-cache",
+        metavar="DIR",
+        help="with --workers gpu: the engines' compile caches, kept between runs (default .infersweep/engine-cache)",
+    )

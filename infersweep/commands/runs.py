@@ -31,10 +31,22 @@ def run(a: argparse.Namespace) -> int:
         df = df[df["date"].fillna("").astype(str) < a.until + "~"]
     df = df.head(a.limit) if a.limit else df
     if df.empty:
-        print(f"no runs in {location}" + (" matching the filters" if a.recipe or a.status or a.since or a.until else ""))
+        print(
+            f"no runs in {location}" + (" matching the filters" if a.recipe or a.status or a.since or a.until else "")
+        )
         return 0
-    rows = [(r.run_id, r.recipe, r.status, f"{_int(r.measured_points)}/{_int(r.points)}", str(r.date or "-")[:19],
-             r.engine or "-", _int(r.gpu_count)) for r in df.astype(object).fillna("").itertuples()]
+    rows = [
+        (
+            r.run_id,
+            r.recipe,
+            r.status,
+            f"{_int(r.measured_points)}/{_int(r.points)}",
+            str(r.date or "-")[:19],
+            r.engine or "-",
+            _int(r.gpu_count),
+        )
+        for r in df.astype(object).fillna("").itertuples()
+    ]
     print(table(["RUN", "RECIPE", "STATUS", "POINTS", "DATE", "ENGINE", "GPUS"], rows))
     print(f"\n{len(rows)} run(s) in {location}; a report: infersweep report RUN --store {location}")
     return 0
@@ -54,8 +66,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("runs", help="the runs of a results store (S3 or a folder), newest first")
     add_store_arg(p)
     p.add_argument("--recipe", help="only this recipe's runs")
-    p.add_argument("--status", choices=STATUSES, help="complete (every point measured), partial, incomplete "
-                   "(no manifest: a publish cut short or a run still going)")
+    p.add_argument(
+        "--status",
+        choices=STATUSES,
+        help="complete (every point measured), partial, incomplete "
+        "(no manifest: a publish cut short or a run still going)",
+    )
     p.add_argument("--since", type=_day, metavar="YYYY-MM-DD", help="published on or after this day (UTC)")
     p.add_argument("--until", type=_day, metavar="YYYY-MM-DD", help="published on or before this day (UTC)")
     p.add_argument("--all", action="store_true", help="also list incomplete runs")

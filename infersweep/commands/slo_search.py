@@ -33,8 +33,10 @@ def _slo(items: list[str]) -> dict[str, float] | None:
 
 def slo_search(a: argparse.Namespace) -> int:
     if not a.local:
-        raise RecipeError("slo-search runs against a local deployment for now: add --local "
-                          "(on a cluster, run a sweep and read the table's slo_pass column)")
+        raise RecipeError(
+            "slo-search runs against a local deployment for now: add --local "
+            "(on a cluster, run a sweep and read the table's slo_pass column)"
+        )
     slo = _slo(a.slo)  # bad bounds are refused before anything starts
     from infersweep.local.slo_search import slo_search_local
 
@@ -53,7 +55,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--lo", type=float, default=1, help="lowest load to try (default 1)")
     p.add_argument("--hi", type=float, default=64, help="highest load to try (default 64)")
     p.add_argument("--rel-tol", type=float, default=0.1, help="request_rate: stop when miss/best <= 1 + this")
-    p.add_argument("--slo", action="append", default=[], metavar="KEY=VALUE",
-                   help=f"an SLO bound instead of the recipe's ({', '.join(SLO_KEYS)})")
+    p.add_argument(
+        "--slo",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"an SLO bound instead of the recipe's ({', '.join(SLO_KEYS)})",
+    )
     p.add_argument("--out", default="runs", help="folder for the search (default ./runs)")
     p.set_defaults(fn=slo_search)

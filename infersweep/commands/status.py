@@ -12,16 +12,21 @@ from infersweep.cli_util import table
 def describe(wf: dict, link: str) -> str:
     st = wf.get("status") or {}
     meta = wf["metadata"]
-    lines = [f"name:      {meta['namespace']}/{meta['name']}",
-             f"recipe:    {(meta.get('labels') or {}).get('infersweep.io/recipe', '?')}",
-             f"phase:     {st.get('phase') or 'Pending'}" + (f" ({st['progress']})" if st.get("progress") else ""),
-             f"started:   {st.get('startedAt') or '-'}", f"finished:  {st.get('finishedAt') or '-'}"]
+    lines = [
+        f"name:      {meta['namespace']}/{meta['name']}",
+        f"recipe:    {(meta.get('labels') or {}).get('infersweep.io/recipe', '?')}",
+        f"phase:     {st.get('phase') or 'Pending'}" + (f" ({st['progress']})" if st.get("progress") else ""),
+        f"started:   {st.get('startedAt') or '-'}",
+        f"finished:  {st.get('finishedAt') or '-'}",
+    ]
     if st.get("message"):
         lines.append(f"message:   {st['message']}")
     lines.append(f"ui:        {link}")
-    bad = [(n.get("displayName") or n.get("name"), n.get("phase"), (n.get("message") or "")[:100])
-           for n in (st.get("nodes") or {}).values()
-           if n.get("type") == "Pod" and n.get("phase") in ("Failed", "Error")]
+    bad = [
+        (n.get("displayName") or n.get("name"), n.get("phase"), (n.get("message") or "")[:100])
+        for n in (st.get("nodes") or {}).values()
+        if n.get("type") == "Pod" and n.get("phase") in ("Failed", "Error")
+    ]
     if bad:
         lines += ["", table(["STEP", "PHASE", "MESSAGE"], sorted(bad))]
     return "\n".join(lines)

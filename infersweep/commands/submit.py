@@ -8,8 +8,8 @@ import argparse
 from infersweep.argo_client import server_from_args
 from infersweep.argo_server import add_server_flags
 from infersweep.cli_util import SET_HELP, parse_sets
-from infersweep.install_version import check_installed
 from infersweep.commands.watch import watch  # noqa: F401 (re-exported: `submit --watch` prints through it)
+from infersweep.install_version import check_installed
 
 
 def run(a: argparse.Namespace) -> int:
@@ -24,15 +24,18 @@ def run(a: argparse.Namespace) -> int:
     server = server_from_args(a)
     # Everything that can be refused is refused here, before the first request.
     check_fits_pool(r, settings)
-    bundle = render_recipe(r, settings, dgd_api=a.dgd_api, namespace=server.cfg.namespace, overrides=sets.params,
-                           cache=not a.no_cache)
+    bundle = render_recipe(
+        r, settings, dgd_api=a.dgd_api, namespace=server.cfg.namespace, overrides=sets.params, cache=not a.no_cache
+    )
     check_installed(server, bundle.templates)
     # A distinct priority per run: the GPU guard's queues then order runs one way on every lock (no deadlock
     # between runs created in the same second: workflows/gpu_guard.py, "the queue order").
     doc = {**bundle.workflow, "spec": {**bundle.workflow["spec"], "priority": submit_priority()}}
     wf = server.create_workflow(doc)
     name = wf["metadata"]["name"]
-    print(f"submitted {server.cfg.namespace}/{name} ({r.name} on pipeline {bundle.workflow['spec']['workflowTemplateRef']['name']})")
+    print(
+        f"submitted {server.cfg.namespace}/{name} ({r.name} on pipeline {bundle.workflow['spec']['workflowTemplateRef']['name']})"
+    )
     print(server.ui_link(name))
     if not a.watch:
         return 0
@@ -47,6 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--watch", action="store_true", help="follow the run until it ends (exit 1 unless it succeeded)")
     p.add_argument("--poll-s", type=float, default=5.0, help=argparse.SUPPRESS)
     add_server_flags(p)
-    p.add_argument("--no-cache", action="store_true",
-                   help="render even if this recipe was rendered before from the same inputs (see infersweep/render_cache.py)")
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="render even if this recipe was rendered before from the same inputs (see infersweep/render_cache.py)",
+    )
     p.set_defaults(fn=run)

@@ -34,6 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("validate", help="validate recipes and everything they render")
     p.add_argument("paths", nargs="*")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=SET_HELP)
-    p.add_argument("--no-cache", action="store_true",
-                   help="render even if this recipe was rendered before from the same inputs (see infersweep/render_cache.py)")
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="render even if this recipe was rendered before from the same inputs (see infersweep/render_cache.py)",
+    )
     p.set_defaults(fn=run)

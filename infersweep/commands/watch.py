@@ -48,7 +48,7 @@ def _is_point(node: dict) -> bool:
 
 
 def _lock_of(node: dict) -> str:
-    return ((node.get("synchronizationStatus") or {}).get("waiting") or "")
+    return (node.get("synchronizationStatus") or {}).get("waiting") or ""
 
 
 def queue_position(workflows: list[dict], name: str, lock: str) -> tuple[int, int] | None:
@@ -58,8 +58,9 @@ def queue_position(workflows: list[dict], name: str, lock: str) -> tuple[int, in
         nodes = ((wf.get("status") or {}).get("nodes") or {}).values()
         if any(n.get("phase") == "Pending" and _lock_of(n) == lock for n in nodes):
             meta = wf["metadata"]
-            waiting.append((-int((wf.get("spec") or {}).get("priority") or 0), meta.get("creationTimestamp") or "",
-                            meta["name"]))
+            waiting.append(
+                (-int((wf.get("spec") or {}).get("priority") or 0), meta.get("creationTimestamp") or "", meta["name"])
+            )
     order = [w[2] for w in sorted(waiting)]
     return (order.index(name) + 1, len(order)) if name in order else None
 
@@ -91,7 +92,9 @@ def node_lines(node: dict, now: float) -> str | None:
 
 def results_lines(wf: dict) -> list[str]:
     """Where a finished run's results are, and the commands that read them."""
-    params = {p["name"]: p.get("value") for p in ((wf.get("spec") or {}).get("arguments") or {}).get("parameters") or []}
+    params = {
+        p["name"]: p.get("value") for p in ((wf.get("spec") or {}).get("arguments") or {}).get("parameters") or []
+    }
     name = wf["metadata"]["name"]
     recipe = (wf["metadata"].get("labels") or {}).get("infersweep.io/recipe") or params.get("recipe") or "RECIPE"
     lines = []
@@ -103,8 +106,9 @@ def results_lines(wf: dict) -> list[str]:
     return lines
 
 
-def watch(server, name: str, poll_s: float = 5.0, out: Callable[[str], None] = print,
-          now: Callable[[], float] = time.time) -> str:
+def watch(
+    server, name: str, poll_s: float = 5.0, out: Callable[[str], None] = print, now: Callable[[], float] = time.time
+) -> str:
     """Print each change until the workflow ends; return its final phase."""
     seen: dict[str, Any] = {}
     while True:

@@ -19,9 +19,15 @@ from infersweep.dgd.scheduling import apply_to_dgd
 from infersweep.recipe import ResolvedRecipe
 
 
-def deployable_dgd(r: ResolvedRecipe, settings: ClusterSettings, *, api_version: str = "v1beta1",
-                   name: str | None = None, held_for: ResolvedRecipe | None = None,
-                   exact_pool: bool | None = None) -> dict[str, Any]:
+def deployable_dgd(
+    r: ResolvedRecipe,
+    settings: ClusterSettings,
+    *,
+    api_version: str = "v1beta1",
+    name: str | None = None,
+    held_for: ResolvedRecipe | None = None,
+    exact_pool: bool | None = None,
+) -> dict[str, Any]:
     """The DGD of `r` as it is applied: the model cache PVC and HF secret of `settings`, rollout surge sized
     to the GPUs the run holds, then the configured scheduler's labels/annotations/schedulerName on every pod
     (or the Argo guard's lane labels on the DGD).
@@ -31,8 +37,14 @@ def deployable_dgd(r: ResolvedRecipe, settings: ClusterSettings, *, api_version:
     `r`'s own spare GPUs are (an experiment makes one choice for all its treatments, since the rollout
     annotations are part of the pod template the worker hash covers); None sizes it from `r` alone."""
     spare = 0 if exact_pool else None if exact_pool is False else lane_spare_gpus(r, settings, held_for)
-    dgd = render_dgd(r, api_version=api_version, name=name, pvc=settings.model_cache.pvc,
-                     hf_secret=settings.hf_token_secret, spare_gpus=spare)
+    dgd = render_dgd(
+        r,
+        api_version=api_version,
+        name=name,
+        pvc=settings.model_cache.pvc,
+        hf_secret=settings.hf_token_secret,
+        spare_gpus=spare,
+    )
     return apply_to_dgd(dgd, r, settings, held_for)
 
 

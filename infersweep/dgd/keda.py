@@ -11,14 +11,20 @@ from infersweep.platform.keda import ANNOTATION
 from infersweep.recipe import RecipeError, ResolvedRecipe
 
 
-def autoscaling_annotation(r: ResolvedRecipe, component_names: dict[str, str], prometheus_url: str | None = None) -> str | None:
+def autoscaling_annotation(
+    r: ResolvedRecipe, component_names: dict[str, str], prometheus_url: str | None = None
+) -> str | None:
     """The recipe's autoscaled roles as the DGD annotation's JSON (None when nothing autoscales)."""
     comps = {}
     for role, w in r.recipe.topology.roles().items():
         a = w.autoscaling
         if a:
-            comps[component_names[role]] = {"min_replicas": a.min_replicas, "max_replicas": a.max_replicas,
-                                            "metric": a.metric, "target_per_replica": a.target_per_replica}
+            comps[component_names[role]] = {
+                "min_replicas": a.min_replicas,
+                "max_replicas": a.max_replicas,
+                "metric": a.metric,
+                "target_per_replica": a.target_per_replica,
+            }
     if not comps:
         return None
     if prometheus_url is None:
@@ -26,6 +32,8 @@ def autoscaling_annotation(r: ResolvedRecipe, component_names: dict[str, str], p
 
         prometheus_url = load_cluster_settings().autoscaling.prometheus_url
     if not re.fullmatch(r"https?://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~/-]*)?", prometheus_url or ""):
-        raise RecipeError(f"recipe {r.name}: autoscaling needs the Prometheus KEDA queries; set autoscaling.prometheus_url "
-                          f"in params/cluster.yaml to its in-cluster http(s):// address (got {prometheus_url!r})")
+        raise RecipeError(
+            f"recipe {r.name}: autoscaling needs the Prometheus KEDA queries; set autoscaling.prometheus_url "
+            f"in params/cluster.yaml to its in-cluster http(s):// address (got {prometheus_url!r})"
+        )
     return json.dumps({"prometheus": prometheus_url, "components": comps}, separators=(",", ":"), sort_keys=True)

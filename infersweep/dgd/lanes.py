@@ -25,11 +25,12 @@ def _pad_key(gpu_type: str, owner: str, i: int) -> str:
 @dataclass(frozen=True)
 class Admission:
     """What one run of `gpus` GPUs holds in its pool."""
+
     gpu_type: str
     gpus: int
-    lanes: tuple[int, ...]      # lane sizes held (all of them for a whole-pool run)
-    reserved: int               # GPUs no other run may use meanwhile
-    keys: tuple[str, ...]       # the span's semaphore keys, MAX_LANES of them
+    lanes: tuple[int, ...]  # lane sizes held (all of them for a whole-pool run)
+    reserved: int  # GPUs no other run may use meanwhile
+    keys: tuple[str, ...]  # the span's semaphore keys, MAX_LANES of them
 
     @property
     def lane_keys(self) -> tuple[str, ...]:
@@ -44,12 +45,16 @@ def admission(pool: GpuPool, gpus: int, recipe: str = "run") -> Admission:
     elif gpus <= pool.gpus and pool.whole_pool_runs:
         lanes, reserved, owner = tuple(pool.lanes), pool.gpus, "all"
     elif gpus <= pool.gpus:
-        raise RecipeError(f"recipe {recipe}: needs {gpus} {pool.gpu_type} GPUs; no lane of gpu_pools.{pool.gpu_type}.lanes "
-                          f"{pool.lanes} holds that many, and a run can take the whole pool only when every lane "
-                          f"holds one run; add a lane of {gpus} GPUs in params/cluster.yaml")
+        raise RecipeError(
+            f"recipe {recipe}: needs {gpus} {pool.gpu_type} GPUs; no lane of gpu_pools.{pool.gpu_type}.lanes "
+            f"{pool.lanes} holds that many, and a run can take the whole pool only when every lane "
+            f"holds one run; add a lane of {gpus} GPUs in params/cluster.yaml"
+        )
     else:
-        raise RecipeError(f"recipe {recipe}: needs {gpus} {pool.gpu_type} GPUs, the pool has {pool.gpus}; "
-                          f"raise gpu_pools.{pool.gpu_type}.gpus in params/cluster.yaml")
+        raise RecipeError(
+            f"recipe {recipe}: needs {gpus} {pool.gpu_type} GPUs, the pool has {pool.gpus}; "
+            f"raise gpu_pools.{pool.gpu_type}.gpus in params/cluster.yaml"
+        )
     keys = [lane_key(pool.gpu_type, s) for s in lanes]
     keys += [_pad_key(pool.gpu_type, owner, i) for i in range(len(keys) + 1, MAX_LANES + 1)]
     return Admission(pool.gpu_type, gpus, lanes, reserved, tuple(keys))
@@ -58,8 +63,10 @@ def admission(pool: GpuPool, gpus: int, recipe: str = "run") -> Admission:
 def pool_of(r: ResolvedRecipe, cfg: GpuGuardConfig) -> GpuPool:
     pool = cfg.pools.get(r.recipe.gpu.type)
     if pool is None:
-        raise RecipeError(f"recipe {r.name}: no GPU pool for {r.recipe.gpu.type} in params/cluster.yaml gpu_pools; "
-                          f"add `{r.recipe.gpu.type}: {{gpus: N}}` (N = GPUs of that type the benchmarks may use)")
+        raise RecipeError(
+            f"recipe {r.name}: no GPU pool for {r.recipe.gpu.type} in params/cluster.yaml gpu_pools; "
+            f"add `{r.recipe.gpu.type}: {{gpus: N}}` (N = GPUs of that type the benchmarks may use)"
+        )
     return pool
 
 
@@ -75,8 +82,10 @@ def check_fits_pool(r: ResolvedRecipe, settings: ClusterSettings) -> None:
     if cfg.scheduler == "argo":
         admission(pool, r.gpu_capacity, r.name)
     elif r.gpu_capacity > pool.gpus:
-        raise RecipeError(f"recipe {r.name}: needs {r.gpu_capacity} {pool.gpu_type} GPUs, the pool has {pool.gpus}; "
-                          f"raise gpu_pools.{pool.gpu_type}.gpus in params/cluster.yaml")
+        raise RecipeError(
+            f"recipe {r.name}: needs {r.gpu_capacity} {pool.gpu_type} GPUs, the pool has {pool.gpus}; "
+            f"raise gpu_pools.{pool.gpu_type}.gpus in params/cluster.yaml"
+        )
 
 
 def spare_gpus(r: ResolvedRecipe, settings: ClusterSettings, held_for: ResolvedRecipe | None = None) -> int:

@@ -16,11 +16,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from infersweep.dgd import keda, pod_extras
 from infersweep.names import DGD_NAME_MAX, dns_label
 from infersweep.recipe.models import Workers
 from infersweep.recipe.release import for_dgd_api
 from infersweep.recipe.resolved import ResolvedRecipe
-from infersweep.dgd import keda, pod_extras
 
 MODEL_CACHE_MOUNT = "/model-cache"
 # --trust-remote-code makes transformers copy the model's code into HF_MODULES_CACHE, default
@@ -33,6 +33,8 @@ HF_MODULES_VOLUME = "hf-modules"
 def _needs_modules_cache(r: ResolvedRecipe, args: list[str]) -> bool:
     """A worker that runs the model's own code, unless the recipe points HF_MODULES_CACHE somewhere itself."""
     return "--trust-remote-code" in args and "HF_MODULES_CACHE" not in r.recipe.worker_env
+
+
 LABEL_PREFIX = "infersweep.io"
 COMPONENT_NAMES = {"worker": "Worker", "prefill": "PrefillWorker", "decode": "DecodeWorker"}
 
@@ -62,7 +64,11 @@ def worker_args(r: ResolvedRecipe, role: str, w: Workers) -> list[str]:
         args += e.prefill_args + e.kv_transfer_args(r)
     elif role == "decode":
         args += e.decode_args + e.kv_transfer_args(r)
-    if r.recipe.router == "kv" and role in ("worker", "prefill") and not (e.kv_router_args and e.kv_router_args[0] in args):
+    if (
+        r.recipe.router == "kv"
+        and role in ("worker", "prefill")
+        and not (e.kv_router_args and e.kv_router_args[0] in args)
+    ):
         # the router scores the workers a request enters at; a recipe that already gives the events flag in its
         # engine_args (e.g. an experiment keeping events on for round-robin too) keeps its own, never twice
         args += e.kv_router_args
@@ -84,7 +90,10 @@ def _gpus_per_pod(w: Workers) -> int:
 
 def _worker_env(r: ResolvedRecipe, args: list[str]) -> list[dict[str, Any]]:
     # The model-cache step has put the pinned revision on the PVC; workers must never reach the hub.
-    env: list[dict[str, Any]] = [{"name": "HF_HOME", "value": MODEL_CACHE_MOUNT}, {"name": "HF_HUB_OFFLINE", "value": "1"}]
+    env: list[dict[str, Any]] = [
+        {"name": "HF_HOME", "value": MODEL_CACHE_MOUNT},
+        {"name": "HF_HUB_OFFLINE", "value": "1"},
+    ]
     t = r.transport  # the recipe's, or its GPU pool's fabric (infersweep.recipe.ResolvedRecipe.transport)
     env += [{"name": k, "value": v} for k, v in sorted(r.recipe.worker_env.items())]
     env += [{"name": k, "value": v} for k, v in sorted((t.env if t else {}).items())]
@@ -109,8 +118,11 @@ DEFAULT_SURGE_FRACTION = 0.25
 def default_surge_gpus(r: ResolvedRecipe) -> int:
     """GPUs the operator's default surge asks for at once when the workers roll: ceil(25 % of replicas) extra
     pods of each Deployment-backed worker component, all components together."""
-    return sum(math.ceil(DEFAULT_SURGE_FRACTION * w.replicas) * _gpus_per_pod(w)
-               for w in r.recipe.topology.roles().values() if w.nodes == 1)
+    return sum(
+        math.ceil(DEFAULT_SURGE_FRACTION * w.replicas) * _gpus_per_pod(w)
+        for w in r.recipe.topology.roles().values()
+        if w.nodes == 1
+    )
 
 
 def rollout_annotations(r: ResolvedRecipe, spare_gpus: int | None) -> dict[str, str]:
@@ -144,9 +156,15 @@ def dgd_base_name(recipe: str) -> str:
     return dns_label(recipe, DGD_NAME_MAX)
 
 
-def render_dgd(r: ResolvedRecipe, *, api_version: str = "v1beta1", name: str | None = None,
-               pvc: str = "model-cache", hf_secret: str = "hf-token-secret",
-               spare_gpus: int | None = None) -> dict[str, Any]:
+def render_dgd(
+    r: ResolvedRecipe,
+    *,
+    api_version: str = "v1beta1",
+    name: str | None = None,
+    pvc: str = "model-cache",
+    hf_secret: str = "hf-token-secret",
+    spare_gpus: int | None = None,
+) -> dict[str, Any]:
     """The bare render, before the scheduling step: call `infersweep.dgd.deployable_dgd` for what is applied.
     `spare_gpus`: GPUs the run holds beyond its own (infersweep.dgd.lanes.spare_gpus); where they cannot
     hold the operator's default rollout surge the workers roll without one (rollout_annotations)."""
@@ -164,7 +182,12 @@ def render_dgd(r: ResolvedRecipe, *, api_version: str = "v1beta1", name: str | N
     metadata: dict[str, Any] = {"name": name or dgd_base_name(r.name), "labels": labels(r)}
     if annotations(r):
         metadata["annotations"] = annotations(r)
-    return {"apiVersion": f"nvidia.com/{api_version}", "kind": "DynamoGraphDeployment", "metadata": metadata, "spec": spec}
+    return {
+        "apiVersion": f"nvidia.com/{api_version}",
+        "kind": "DynamoGraphDeployment",
+        "metadata": metadata,
+        "spec": spec,
+    }
 
 
 def _spec_v1beta1(r: ResolvedRecipe, pvc: str, hf_secret: str, rollout: dict[str, str]) -> dict[str, Any]:
@@ -172,10 +195,18 @@ def _spec_v1beta1(r: ResolvedRecipe, pvc: str, hf_secret: str, rollout: dict[str
         "name": "Frontend",
         "type": "frontend",
         "replicas": 1,
-        "podTemplate": {"spec": {"containers": [{
-            "name": "main", "image": r.image,
-            "command": ["python3", "-m", "dynamo.frontend"], "args": frontend_args(r),
-        }]}},
+        "podTemplate": {
+            "spec": {
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": r.image,
+                        "command": ["python3", "-m", "dynamo.frontend"],
+                        "args": frontend_args(r),
+                    }
+                ]
+            }
+        },
     }
     pod_extras.frontend_v1beta1(frontend, r)
     components = [frontend]
@@ -186,19 +217,24 @@ def _spec_v1beta1(r: ResolvedRecipe, pvc: str, hf_secret: str, rollout: dict[str
             "name": _component_name(r, role),
             "type": role,
             "replicas": w.replicas,
-            "podTemplate": {"spec": {
-                "containers": [{
-                    "name": "main", "image": r.image,
-                    "command": ["python3", "-m", r.engine.module],
-                    "args": worker_args(r, role, w),
-                    "workingDir": r.engine.working_dir,
-                    "env": _worker_env(r, worker_args(r, role, w)),
-                    "envFrom": [{"secretRef": {"name": hf_secret}}],
-                    "resources": {"limits": dict(res), "requests": dict(res)},
-                    "volumeMounts": [{"name": "model-cache", "mountPath": MODEL_CACHE_MOUNT, "readOnly": True}],
-                }],
-                "volumes": [{"name": "model-cache", "persistentVolumeClaim": {"claimName": pvc, "readOnly": True}}],
-            }},
+            "podTemplate": {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": r.image,
+                            "command": ["python3", "-m", r.engine.module],
+                            "args": worker_args(r, role, w),
+                            "workingDir": r.engine.working_dir,
+                            "env": _worker_env(r, worker_args(r, role, w)),
+                            "envFrom": [{"secretRef": {"name": hf_secret}}],
+                            "resources": {"limits": dict(res), "requests": dict(res)},
+                            "volumeMounts": [{"name": "model-cache", "mountPath": MODEL_CACHE_MOUNT, "readOnly": True}],
+                        }
+                    ],
+                    "volumes": [{"name": "model-cache", "persistentVolumeClaim": {"claimName": pvc, "readOnly": True}}],
+                }
+            },
         }
         if _needs_modules_cache(r, worker_args(r, role, w)):
             pod = comp["podTemplate"]["spec"]
@@ -211,7 +247,10 @@ def _spec_v1beta1(r: ResolvedRecipe, pvc: str, hf_secret: str, rollout: dict[str
         pod_extras.worker_v1beta1(comp, r, w)
         if rollout and w.nodes == 1:
             tmpl = comp["podTemplate"]
-            comp["podTemplate"] = {"metadata": tmpl.pop("metadata", {}), **tmpl}  # metadata first, as pod_extras puts it
+            comp["podTemplate"] = {
+                "metadata": tmpl.pop("metadata", {}),
+                **tmpl,
+            }  # metadata first, as pod_extras puts it
             comp["podTemplate"]["metadata"].setdefault("annotations", {}).update(rollout)
         components.append(comp)
     return {"backendFramework": r.engine.backend_framework, "components": components}
@@ -222,9 +261,13 @@ def _spec_v1alpha1(r: ResolvedRecipe, pvc: str, hf_secret: str, rollout: dict[st
         "Frontend": {
             "componentType": "frontend",
             "replicas": 1,
-            "extraPodSpec": {"mainContainer": {
-                "image": r.image, "command": ["python3", "-m", "dynamo.frontend"], "args": frontend_args(r),
-            }},
+            "extraPodSpec": {
+                "mainContainer": {
+                    "image": r.image,
+                    "command": ["python3", "-m", "dynamo.frontend"],
+                    "args": frontend_args(r),
+                }
+            },
         }
     }
     pod_extras.frontend_v1alpha1(services["Frontend"], r)
@@ -237,14 +280,19 @@ def _spec_v1alpha1(r: ResolvedRecipe, pvc: str, hf_secret: str, rollout: dict[st
             "envs": _worker_env(r, worker_args(r, role, w)),
             "resources": {"limits": {"gpu": gpus}, "requests": {"gpu": gpus}},
             "volumeMounts": [{"name": pvc, "mountPoint": MODEL_CACHE_MOUNT}],
-            "extraPodSpec": {"mainContainer": {
-                "image": r.image, "command": ["python3", "-m", r.engine.module],
-                "args": worker_args(r, role, w), "workingDir": r.engine.working_dir,
-            }},
+            "extraPodSpec": {
+                "mainContainer": {
+                    "image": r.image,
+                    "command": ["python3", "-m", r.engine.module],
+                    "args": worker_args(r, role, w),
+                    "workingDir": r.engine.working_dir,
+                }
+            },
         }
         if _needs_modules_cache(r, worker_args(r, role, w)):
-            svc["extraPodSpec"]["mainContainer"]["volumeMounts"] = [{"name": HF_MODULES_VOLUME,
-                                                                    "mountPath": HF_MODULES_MOUNT}]
+            svc["extraPodSpec"]["mainContainer"]["volumeMounts"] = [
+                {"name": HF_MODULES_VOLUME, "mountPath": HF_MODULES_MOUNT}
+            ]
             svc["extraPodSpec"]["volumes"] = [{"name": HF_MODULES_VOLUME, "emptyDir": {}}]
         if role != "worker":
             svc["subComponentType"] = role
@@ -259,4 +307,8 @@ def _spec_v1alpha1(r: ResolvedRecipe, pvc: str, hf_secret: str, rollout: dict[st
         if rollout and w.nodes == 1:  # v1alpha1: the component's own annotations
             svc.setdefault("annotations", {}).update(rollout)
         services[_component_name(r, role)] = svc
-    return {"backendFramework": r.engine.backend_framework, "pvcs": [{"name": pvc, "create": False}], "services": services}
+    return {
+        "backendFramework": r.engine.backend_framework,
+        "pvcs": [{"name": pvc, "create": False}],
+        "services": services,
+    }

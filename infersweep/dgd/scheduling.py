@@ -38,8 +38,10 @@ def dgd_scheduling(r: ResolvedRecipe, settings: ClusterSettings, dgd_name: str, 
         # GroupTotalCountAnnotation, GroupServingAnnotationKey). The quota: the LocalQueue's ClusterQueue
         # has an `nvidia.com/gpu` nominalQuota of the pool's GPUs (docs/tasks/manage/administer_cluster_quotas).
         out["pod_labels"] = {"kueue.x-k8s.io/queue-name": q, "kueue.x-k8s.io/pod-group-name": dgd_name}
-        out["pod_annotations"] = {"kueue.x-k8s.io/pod-group-total-count": str(pods),
-                                  "kueue.x-k8s.io/pod-group-serving": "true"}
+        out["pod_annotations"] = {
+            "kueue.x-k8s.io/pod-group-total-count": str(pods),
+            "kueue.x-k8s.io/pod-group-serving": "true",
+        }
     elif cfg.scheduler == "kai":
         # Dynamo's operator reads the DGD annotation and injects the queue label and schedulerName into the
         # pods it creates (ai-dynamo/dynamo deploy/cloud/operator/internal/consts/consts.go:
@@ -70,16 +72,19 @@ def lane_labels(r: ResolvedRecipe, settings: ClusterSettings, held_for: Resolved
     return {LANE_LABEL_PREFIX + lane_key(adm.gpu_type, s): str(pool.lanes[s]) for s in adm.lanes}
 
 
-def apply_to_dgd(dgd: dict[str, Any], r: ResolvedRecipe, settings: ClusterSettings,
-                 held_for: ResolvedRecipe | None = None) -> dict[str, Any]:
+def apply_to_dgd(
+    dgd: dict[str, Any], r: ResolvedRecipe, settings: ClusterSettings, held_for: ResolvedRecipe | None = None
+) -> dict[str, Any]:
     """The DGD with the configured scheduler's labels/annotations/schedulerName on every pod (v1beta1
     `components[].podTemplate`); under the Argo-only guard, the lane labels on the DGD instead."""
     if settings.guard.scheduler == "argo":
         dgd["metadata"].setdefault("labels", {}).update(lane_labels(r, settings, held_for))
         return dgd
     if "components" not in dgd["spec"]:
-        raise ClusterSettingsError(f"gpu_guard.scheduler {settings.guard.scheduler}: the pods' queue labels are "
-                            "rendered for DGD v1beta1 only (podTemplate); submit with --dgd-api v1beta1")
+        raise ClusterSettingsError(
+            f"gpu_guard.scheduler {settings.guard.scheduler}: the pods' queue labels are "
+            "rendered for DGD v1beta1 only (podTemplate); submit with --dgd-api v1beta1"
+        )
     s = dgd_scheduling(r, settings, dgd["metadata"]["name"], dgd_pod_count(dgd))
     if s["metadata_annotations"]:
         dgd["metadata"].setdefault("annotations", {}).update(s["metadata_annotations"])

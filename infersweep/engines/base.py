@@ -18,9 +18,8 @@ import json
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Literal
 
-from infersweep.params_files import Strict
-
 from infersweep.engines.views import KvOffload, ResolvedRecipe, Speculative, Transport, Workers
+from infersweep.params_files import Strict
 
 Problem = tuple[str, str]  # (field of the recipe, what is wrong and the fix)
 SpecMode = Literal["mtp", "eagle", "dflash", "dspark"]
@@ -179,8 +178,10 @@ def ucx_transport_only(e: Engine, t: Transport) -> Problem | None:
     """The rule of an engine whose rendered transfer backend is fixed to UCX (other NIXL backends are set
     through vLLM's NIXL connector only)."""
     if t.nixl_backend != "UCX":
-        return ("transport.nixl_backend", f"{t.nixl_backend} is rendered for vLLM's NIXL connector only; use UCX "
-                f"for {e.name}")
+        return (
+            "transport.nixl_backend",
+            f"{t.nixl_backend} is rendered for vLLM's NIXL connector only; use UCX for {e.name}",
+        )
     return None
 
 

@@ -60,20 +60,26 @@ def engine_class(name: str, dirs: tuple[str, ...]) -> type[Engine]:
     except ModuleNotFoundError as e:
         if e.name != modname:
             raise
-        raise RecipeError(f"params/engines/{name}.yaml: no engine module for it; add infersweep/engines/{name}.py "
-                          f"(or {name}.py in a directory of ${ENGINES_PATH_ENV}) defining ENGINE, a subclass of "
-                          "infersweep.engines.base.Engine") from None
+        raise RecipeError(
+            f"params/engines/{name}.yaml: no engine module for it; add infersweep/engines/{name}.py "
+            f"(or {name}.py in a directory of ${ENGINES_PATH_ENV}) defining ENGINE, a subclass of "
+            "infersweep.engines.base.Engine"
+        ) from None
     cls = getattr(module, "ENGINE", None)
     where = getattr(module, "__file__", modname)
     if not (isinstance(cls, type) and issubclass(cls, Engine)):
         raise RecipeError(f"{where}: ENGINE must be a subclass of infersweep.engines.base.Engine; define it")
     if getattr(cls, "name", None) != name:
-        raise RecipeError(f"{where}: {cls.__name__}.name is {getattr(cls, 'name', None)!r}, not {name!r} (its data "
-                          f"file params/engines/{name}.yaml); set name = {name!r}")
+        raise RecipeError(
+            f"{where}: {cls.__name__}.name is {getattr(cls, 'name', None)!r}, not {name!r} (its data "
+            f"file params/engines/{name}.yaml); set name = {name!r}"
+        )
     missing = sorted(getattr(cls, "__abstractmethods__", ()))
     if missing:
-        raise RecipeError(f"{where}: engine {name!r} does not implement the rules {', '.join(missing)}; "
-                          "implement each (their contracts: infersweep/engines/base.py Engine)")
+        raise RecipeError(
+            f"{where}: engine {name!r} does not implement the rules {', '.join(missing)}; "
+            "implement each (their contracts: infersweep/engines/base.py Engine)"
+        )
     return cls
 
 
@@ -83,18 +89,24 @@ def _check_pairs(pdir: Path, dirs: tuple[str, ...], stamps: tuple[int, ...]) -> 
     modules = engine_modules(dirs)
     bad_names = sorted(n for n in data if not n.isidentifier())
     if bad_names:
-        raise RecipeError(f"{pdir / 'engines' / bad_names[0]}.yaml: an engine's name is its module's name, a Python "
-                          f"identifier; rename it (e.g. {bad_names[0].replace('-', '_').replace('.', '_')}.yaml)")
+        raise RecipeError(
+            f"{pdir / 'engines' / bad_names[0]}.yaml: an engine's name is its module's name, a Python "
+            f"identifier; rename it (e.g. {bad_names[0].replace('-', '_').replace('.', '_')}.yaml)"
+        )
     no_data = sorted(set(modules) - data)
     if no_data:
-        raise RecipeError(f"{modules[no_data[0]]}: engine module without a data file; add "
-                          f"{pdir / 'engines' / no_data[0]}.yaml (its image, module and flag spellings) or remove the module")
+        raise RecipeError(
+            f"{modules[no_data[0]]}: engine module without a data file; add "
+            f"{pdir / 'engines' / no_data[0]}.yaml (its image, module and flag spellings) or remove the module"
+        )
     no_module = sorted(data - set(modules))
     if no_module:
         name = no_module[0]
-        raise RecipeError(f"{pdir / 'engines' / name}.yaml: no engine module for it; add infersweep/engines/{name}.py "
-                          f"(or {name}.py in a directory of ${ENGINES_PATH_ENV}) defining ENGINE, a subclass of "
-                          "infersweep.engines.base.Engine, or remove the data file")
+        raise RecipeError(
+            f"{pdir / 'engines' / name}.yaml: no engine module for it; add infersweep/engines/{name}.py "
+            f"(or {name}.py in a directory of ${ENGINES_PATH_ENV}) defining ENGINE, a subclass of "
+            "infersweep.engines.base.Engine, or remove the data file"
+        )
     return tuple(sorted(data))
 
 
@@ -120,8 +132,10 @@ def load_engine(name: str, pdir: Path, recipe_path: Path | str = "<recipe>", fie
     dirs = _search_path()
     known = _pairs(pdir.resolve(), dirs)
     if name not in known:
-        raise RecipeError(f"{recipe_path}: {field}: must be one of {list(known)} (got {name!r}); a new engine is "
-                          f"params/engines/{name}.yaml plus its module infersweep/engines/{name}.py")
+        raise RecipeError(
+            f"{recipe_path}: {field}: must be one of {list(known)} (got {name!r}); a new engine is "
+            f"params/engines/{name}.yaml plus its module infersweep/engines/{name}.py"
+        )
     f = shared_fact_file(pdir, "engine", name, recipe_path, field)
     return _load(f.resolve(), f.stat().st_mtime_ns, name, dirs)
 

@@ -8,9 +8,17 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from infersweep.engines.base import (BackendFramework, Engine, EngineOffload, EngineSpeculative, Problem, json_flag,
-                                     no_speculative_config, spelled_parallelism_args, ucx_transport_only)
-
+from infersweep.engines.base import (
+    BackendFramework,
+    Engine,
+    EngineOffload,
+    EngineSpeculative,
+    Problem,
+    json_flag,
+    no_speculative_config,
+    spelled_parallelism_args,
+    ucx_transport_only,
+)
 from infersweep.engines.views import KvOffload, ResolvedRecipe, Speculative, Transport, Workers
 
 # SGLang sizes its HiCache host pool as hicache_ratio x the device KV pool (sglang python/sglang/srt/
@@ -48,15 +56,23 @@ class Sglang(Engine):
 
     def parallelism_problem(self, w: Workers) -> Problem | None:
         if w.tp % w.dp:
-            return "dp", (f"SGLang runs DP attention inside the TP group, so dp must divide TP={w.tp}; raise tp "
-                          "or lower dp (GPUs per replica = TP)")
+            return "dp", (
+                f"SGLang runs DP attention inside the TP group, so dp must divide TP={w.tp}; raise tp "
+                "or lower dp (GPUs per replica = TP)"
+            )
         if w.tp % w.ep:
-            return "ep", f"SGLang splits experts inside the TP group, so ep must divide TP={w.tp}; set ep to a divisor of {w.tp}"
+            return (
+                "ep",
+                f"SGLang splits experts inside the TP group, so ep must divide TP={w.tp}; set ep to a divisor of {w.tp}",
+            )
         return None
 
     def offload_problem(self, off: KvOffload) -> Problem | None:
         if off.cpu_gib is not None:
-            return "kv_offload.cpu_gib", f"{self.name} has no CPU offload size; use hicache_ratio (+ write_policy) for SGLang"
+            return (
+                "kv_offload.cpu_gib",
+                f"{self.name} has no CPU offload size; use hicache_ratio (+ write_policy) for SGLang",
+            )
         if off.hicache_ratio is None:
             return "kv_offload", "say how big the CPU tier is; add hicache_ratio"
         return None
@@ -94,8 +110,16 @@ class Sglang(Engine):
         if not spec or spec.mode == "none":
             return []
         n, draft = spec.num_tokens, r.draft_model
-        args = [style.flag, style.methods[spec.mode], "--speculative-num-steps", str(n),
-                "--speculative-num-draft-tokens", str(n + 1), "--speculative-eagle-topk", "1"]
+        args = [
+            style.flag,
+            style.methods[spec.mode],
+            "--speculative-num-steps",
+            str(n),
+            "--speculative-num-draft-tokens",
+            str(n + 1),
+            "--speculative-eagle-topk",
+            "1",
+        ]
         return args + (["--speculative-draft-model-path", draft] if draft else [])
 
     def offload_host_gib(self, r: ResolvedRecipe, w: Workers, args: list[str]) -> float:

@@ -9,14 +9,24 @@ from __future__ import annotations
 import json
 from typing import ClassVar, Literal
 
-from infersweep.engines.base import (BackendFramework, Engine, EngineSpeculative, Problem, no_speculative_config,
-                                     spelled_parallelism_args, ucx_transport_only)
-
+from infersweep.engines.base import (
+    BackendFramework,
+    Engine,
+    EngineSpeculative,
+    Problem,
+    no_speculative_config,
+    spelled_parallelism_args,
+    ucx_transport_only,
+)
 from infersweep.engines.views import KvOffload, ResolvedRecipe, Speculative, Transport, Workers
 
 # dynamo.trtllm's switches for KV events (ai-dynamo 1.6.1 dynamo/trtllm/backend_args.py, default False).
-_KV_EVENT_SWITCHES = ("--publish-kv-events", "--no-publish-kv-events",
-                      "--publish-events-and-metrics", "--no-publish-events-and-metrics")
+_KV_EVENT_SWITCHES = (
+    "--publish-kv-events",
+    "--no-publish-kv-events",
+    "--publish-events-and-metrics",
+    "--no-publish-events-and-metrics",
+)
 
 
 class TrtllmSpeculative(EngineSpeculative):
@@ -41,10 +51,15 @@ class Trtllm(Engine):
         if w.dp not in (1, w.tp):
             return "dp", f"TRT-LLM attention DP spans the whole TP group; set dp to 1 or {w.tp} (TP)"
         if w.tp % w.dp:
-            return "dp", (f"TRT-LLM runs DP attention inside the TP group, so dp must divide TP={w.tp}; raise tp "
-                          "or lower dp (GPUs per replica = TP)")
+            return "dp", (
+                f"TRT-LLM runs DP attention inside the TP group, so dp must divide TP={w.tp}; raise tp "
+                "or lower dp (GPUs per replica = TP)"
+            )
         if w.tp % w.ep:
-            return "ep", f"TRT-LLM splits experts inside the TP group, so ep must divide TP={w.tp}; set ep to a divisor of {w.tp}"
+            return (
+                "ep",
+                f"TRT-LLM splits experts inside the TP group, so ep must divide TP={w.tp}; set ep to a divisor of {w.tp}",
+            )
         return None
 
     def offload_problem(self, off: KvOffload) -> Problem | None:

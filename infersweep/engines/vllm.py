@@ -9,9 +9,15 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar, Literal
 
-from infersweep.engines.base import (BackendFramework, Engine, EngineOffload, EngineSpeculative, Problem, json_flag,
-                                     spelled_parallelism_args)
-
+from infersweep.engines.base import (
+    BackendFramework,
+    Engine,
+    EngineOffload,
+    EngineSpeculative,
+    Problem,
+    json_flag,
+    spelled_parallelism_args,
+)
 from infersweep.engines.views import KvOffload, ResolvedRecipe, Speculative, Transport, Workers
 
 
@@ -43,8 +49,9 @@ class Vllm(Engine):
 
     def parallelism_problem(self, w: Workers) -> Problem | None:
         if w.ep not in (1, w.tp * w.dp):
-            return "ep", (f"vLLM shards experts over all TP x DP ranks; set ep to 1 or {w.tp * w.dp} "
-                          f"(TP={w.tp} x DP={w.dp})")
+            return "ep", (
+                f"vLLM shards experts over all TP x DP ranks; set ep to 1 or {w.tp * w.dp} (TP={w.tp} x DP={w.dp})"
+            )
         return None
 
     def offload_problem(self, off: KvOffload) -> Problem | None:
@@ -77,8 +84,11 @@ class Vllm(Engine):
             config["kv_connector_extra_config"] = {"backends": [t.nixl_backend]}
         tier = self.cpu_offload_connector(r)
         if tier:
-            config = {"kv_connector": "MultiConnector", "kv_role": config["kv_role"],
-                      "kv_connector_extra_config": {"connectors": [config, tier]}}
+            config = {
+                "kv_connector": "MultiConnector",
+                "kv_role": config["kv_role"],
+                "kv_connector_extra_config": {"connectors": [config, tier]},
+            }
         return [self.kv_transfer_flag, json.dumps(config, separators=(",", ":"))]
 
     def cpu_offload_connector(self, r: ResolvedRecipe) -> dict[str, Any] | None:
@@ -117,8 +127,11 @@ class Vllm(Engine):
         # Only with a --kv-events-config that enables events, and prefix caching on (ai-dynamo 1.6.1
         # dynamo/vllm/args.py create_kv_events_config; dynamo/vllm/main.py setup_kv_event_publisher).
         cfg = json_flag(args, "--kv-events-config")
-        return (bool(cfg.get("enable_kv_cache_events")) and cfg.get("publisher") != "null"
-                and "--no-enable-prefix-caching" not in args)
+        return (
+            bool(cfg.get("enable_kv_cache_events"))
+            and cfg.get("publisher") != "null"
+            and "--no-enable-prefix-caching" not in args
+        )
 
     def aic_parallelism(self, w: Workers) -> tuple[int, int]:
         return w.tp, w.dp  # a replica is TP x DP engines' GPUs
@@ -134,8 +147,7 @@ class Vllm(Engine):
         """
         cfg = json_flag(args, self.kv_transfer_flag)
         if nixl_nested(cfg) and not dynamo_sets_side_channel_host(cfg):
-            return [{"name": NIXL_SIDE_CHANNEL_HOST,
-                     "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
+            return [{"name": NIXL_SIDE_CHANNEL_HOST, "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
         return []
 
 

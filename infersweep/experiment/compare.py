@@ -46,12 +46,26 @@ def write_report(experiment_yaml: str, treatments_dir: Path, out: Path) -> str:
     order = order_findings(e, tables)
     text = report.text() + "\n" + order.text()
     if ready:
-        text += "\n## Time to ready (deploy or reconfigure -> serving)\n\n" + "\n".join(
-            f"- {n}: {r['seconds']:.0f} s" for n, r in ready.items()) + "\n"
+        text += (
+            "\n## Time to ready (deploy or reconfigure -> serving)\n\n"
+            + "\n".join(f"- {n}: {r['seconds']:.0f} s" for n, r in ready.items())
+            + "\n"
+        )
     out.mkdir(parents=True, exist_ok=True)
     (out / "experiment-report.md").write_text(text)
-    (out / "experiment-report.json").write_text(json.dumps({
-        "experiment": e.name, "missing": report.missing, "time_to_ready": ready, "order": order.as_dict(),
-        "claim": None if report.claim is None else {"verdict": report.claim.verdict, "line": report.claim.line()},
-        "seed": [{"expect": x.model_dump(), "direction": v} for x, v in report.seed]}, indent=2))
+    (out / "experiment-report.json").write_text(
+        json.dumps(
+            {
+                "experiment": e.name,
+                "missing": report.missing,
+                "time_to_ready": ready,
+                "order": order.as_dict(),
+                "claim": None
+                if report.claim is None
+                else {"verdict": report.claim.verdict, "line": report.claim.line()},
+                "seed": [{"expect": x.model_dump(), "direction": v} for x, v in report.seed],
+            },
+            indent=2,
+        )
+    )
     return text

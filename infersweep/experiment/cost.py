@@ -53,7 +53,8 @@ def transition_s(cls: RestartClass, prev: ResolvedRecipe | None, nxt: ResolvedRe
     if cls is RestartClass.SCALE:
         assert prev is not None
         grow = nxt.gpu_count > prev.gpu_count or any(
-            w.replicas > prev.recipe.topology.roles()[role].replicas for role, w in nxt.recipe.topology.roles().items())
+            w.replicas > prev.recipe.topology.roles()[role].replicas for role, w in nxt.recipe.topology.roles().items()
+        )
         return (d.schedule_s + startup_s(nxt, d) if grow else d.scale_down_s) + d.ready_check_s
     if cls is RestartClass.FRONTEND:
         return d.frontend_s + d.ready_check_s

@@ -24,8 +24,11 @@ def _worker_metas(dgd: dict[str, Any], create: bool = False):
     spec = dgd.get("spec") or {}
     for comp in spec.get("components") or []:  # v1beta1
         if comp.get("type") in WORKER_TYPES:
-            yield (comp.setdefault("podTemplate", {}).setdefault("metadata", {}) if create
-                   else (comp.get("podTemplate") or {}).get("metadata") or {})
+            yield (
+                comp.setdefault("podTemplate", {}).setdefault("metadata", {})
+                if create
+                else (comp.get("podTemplate") or {}).get("metadata") or {}
+            )
     for svc in (spec.get("services") or {}).values():  # v1alpha1: extraPodMetadata is the pod template's
         if svc.get("componentType") in WORKER_TYPES:
             yield svc.setdefault("extraPodMetadata", {}) if create else svc.get("extraPodMetadata") or {}

@@ -33,8 +33,10 @@ class OrderFindings:
         out += [f"- {t}: {c}" for t, c in self.cache.items()]
         out.append("")
         if self.confounded:
-            out.append(f"order-confounded: {', '.join(self.confounded)} ran on KV caches the treatment before left "
-                       "(kv_cache: keep); the difference between treatments includes what the order gave them")
+            out.append(
+                f"order-confounded: {', '.join(self.confounded)} ran on KV caches the treatment before left "
+                "(kv_cache: keep); the difference between treatments includes what the order gave them"
+            )
         else:
             out.append("not order-confounded: every treatment started from fresh or emptied KV caches")
         for label, line in self.passes:
@@ -47,8 +49,13 @@ class OrderFindings:
         return "\n".join(out) + "\n"
 
     def as_dict(self) -> dict:
-        return {"cache": self.cache, "confounded": self.confounded, "passes": dict(self.passes),
-                "pooled": self.pooled, "verdicts": self.verdicts}
+        return {
+            "cache": self.cache,
+            "confounded": self.confounded,
+            "passes": dict(self.passes),
+            "pooled": self.pooled,
+            "verdicts": self.verdicts,
+        }
 
 
 def order_findings(e: Experiment, tables: dict[str, pd.DataFrame]) -> OrderFindings:
@@ -59,11 +66,14 @@ def order_findings(e: Experiment, tables: dict[str, pd.DataFrame]) -> OrderFindi
     claim = e.spec.claim
     if claim is not None and any(s.order_pass == 2 for s in plan.steps):
         c1 = check(claim, tables)
-        second = claim.model_copy(update={"treatment": claim.treatment + SECOND_PASS,
-                                          "baseline": claim.baseline + SECOND_PASS})
+        second = claim.model_copy(
+            update={"treatment": claim.treatment + SECOND_PASS, "baseline": claim.baseline + SECOND_PASS}
+        )
         c2 = check(second, tables)
-        passes = [("pass 1 (" + " -> ".join(s.treatment.name for s in plan.steps if s.order_pass == 1) + ")", c1.line()),
-                  ("pass 2 (" + " -> ".join(s.treatment.name for s in plan.steps if s.order_pass == 2) + ")", c2.line())]
+        passes = [
+            ("pass 1 (" + " -> ".join(s.treatment.name for s in plan.steps if s.order_pass == 1) + ")", c1.line()),
+            ("pass 2 (" + " -> ".join(s.treatment.name for s in plan.steps if s.order_pass == 2) + ")", c2.line()),
+        ]
         verdicts = {"pass 1": c1.verdict, "pass 2": c2.verdict}
         both = {}
         for side in (claim.treatment, claim.baseline):

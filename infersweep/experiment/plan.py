@@ -56,10 +56,15 @@ class Plan:
         for i, s in enumerate(self.steps, 1):
             r = s.treatment.recipe
             rs = s.transition.reasons
-            why = ("first deployment" if i == 1 else "; ".join(rs[:3]) + (f" (+{len(rs) - 3} more)" if len(rs) > 3 else "")
-                   or "same deployment")
-            lines.append(f"{i:>2}. {s.treatment.name:<{width}}  {s.transition.cls.label:<15} {r.gpu_count:>3} GPUs  {why}"
-                         + (f"  [KV cache: {s.cache}]" if i > 1 else ""))
+            why = (
+                "first deployment"
+                if i == 1
+                else "; ".join(rs[:3]) + (f" (+{len(rs) - 3} more)" if len(rs) > 3 else "") or "same deployment"
+            )
+            lines.append(
+                f"{i:>2}. {s.treatment.name:<{width}}  {s.transition.cls.label:<15} {r.gpu_count:>3} GPUs  {why}"
+                + (f"  [KV cache: {s.cache}]" if i > 1 else "")
+            )
         counts = self.counts()
         lines += ["", "restart class     this plan  one workflow per recipe"]
         for c in sorted(RestartClass, reverse=True):
@@ -74,8 +79,9 @@ def _key_rank(scale_key: str) -> int:
     return -sum(v[0] for v in json.loads(scale_key).values())  # more replicas first
 
 
-def _walk(items: list[tuple[tuple[str, ...], Treatment]], level: int,
-          last: list[tuple[str, ...] | None]) -> list[Treatment]:
+def _walk(
+    items: list[tuple[tuple[str, ...], Treatment]], level: int, last: list[tuple[str, ...] | None]
+) -> list[Treatment]:
     """Group by keys[level], recursively; `last` holds the keys of the treatment visited last."""
     if level == len(items[0][0]):
         last[0] = items[-1][0]

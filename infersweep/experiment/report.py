@@ -25,9 +25,9 @@ import pandas as pd
 
 from infersweep.experiment.spec import Comparison as Claim
 from infersweep.experiment.spec import Experiment
-from infersweep.results.evidence import counted, why_not_counted
-from infersweep.results.compare import TIE, Comparison, compare_runs, format_comparison
 from infersweep.metrics import DEFAULT_Z, direction
+from infersweep.results.compare import TIE, Comparison, compare_runs, format_comparison
+from infersweep.results.evidence import counted, why_not_counted
 from infersweep.results.regression import MEDIAN_SE, _levels, _pooled_sigma
 
 
@@ -48,19 +48,30 @@ class ClaimCheck:
             return f"{self.verdict}: {self.claim.text()}: {self.why}"
         if not math.isfinite(self.improvement):
             return f"{self.verdict}: {self.claim.text()}: not measured in both treatments"
-        at = (f" [judged at c{self.at}, the highest concurrency both measured: this sweep stops below "
-              f"c{self.claim.concurrency}]" if self.at is not None else "")
+        at = (
+            f" [judged at c{self.at}, the highest concurrency both measured: this sweep stops below "
+            f"c{self.claim.concurrency}]"
+            if self.at is not None
+            else ""
+        )
         n = f"n={self.n[0]}/{self.n[1]}"
-        noise = (f"±{100 * self.noise:.2g} % (1 se, {n})" if math.isfinite(self.noise) else
-                 f"noise unknown ({n}: one repetition per point, so the spread of a repetition cannot be measured)")
+        noise = (
+            f"±{100 * self.noise:.2g} % (1 se, {n})"
+            if math.isfinite(self.noise)
+            else f"noise unknown ({n}: one repetition per point, so the spread of a repetition cannot be measured)"
+        )
         word = "better" if self.improvement >= 0 else "worse"
-        return (f"{self.verdict}: {self.claim.text()}: {self.claim.baseline} {self.baseline_value:.4g} -> "
-                f"{self.claim.treatment} {self.value:.4g}, {100 * abs(self.improvement):.1f} % {word}; {noise}{at}")
+        return (
+            f"{self.verdict}: {self.claim.text()}: {self.claim.baseline} {self.baseline_value:.4g} -> "
+            f"{self.claim.treatment} {self.value:.4g}, {100 * abs(self.improvement):.1f} % {word}; {noise}{at}"
+        )
 
 
 def check(claim: Claim, tables: dict[str, pd.DataFrame], z: float = DEFAULT_Z) -> ClaimCheck:
     nan = math.nan
-    if any(side not in tables or claim.metric not in tables[side].columns for side in (claim.treatment, claim.baseline)):
+    if any(
+        side not in tables or claim.metric not in tables[side].columns for side in (claim.treatment, claim.baseline)
+    ):
         return ClaimCheck(claim, "inconclusive", nan, nan, nan, nan)
     # Which levels were measured at all, and which count (valid points only, infersweep.results.evidence):
     # a level measured but not valid on a side makes the claim inconclusive there, never judged on it.
@@ -78,12 +89,16 @@ def check(claim: Claim, tables: dict[str, pd.DataFrame], z: float = DEFAULT_Z) -
         c = at = common[-1]
     if c not in measured[claim.treatment] or c not in measured[claim.baseline]:
         return ClaimCheck(claim, "inconclusive", nan, nan, nan, nan)
-    invalid = [why_not_counted(tables[side], c, side) for side, levels in
-               ((claim.treatment, t_all), (claim.baseline, b_all)) if c not in levels]
+    invalid = [
+        why_not_counted(tables[side], c, side)
+        for side, levels in ((claim.treatment, t_all), (claim.baseline, b_all))
+        if c not in levels
+    ]
     if invalid:
         where = f" (the sweep's top level; the claim is at c{claim.concurrency})" if at is not None else ""
-        return ClaimCheck(claim, "inconclusive", nan, nan, nan, nan, at,
-                          why="; ".join(invalid) + where + ": only valid points count")
+        return ClaimCheck(
+            claim, "inconclusive", nan, nan, nan, nan, at, why="; ".join(invalid) + where + ": only valid points count"
+        )
     t, b = t_all[c], b_all[c]
     bv, tv = float(np.median(b)), float(np.median(t))
     if bv == 0:
@@ -136,8 +151,10 @@ class ExperimentReport:
         if e.spec.seed:
             out += ["## The seed", "", f"source: {e.spec.seed.source}", f"found: {e.spec.seed.found}", ""]
             for expect, verdict in self.seed:
-                out.append(f"- {expect.treatment} better than {expect.baseline} on {expect.metric} at "
-                           f"c{expect.concurrency} (seed: {expect.better_by_pct:g} %): direction {verdict}")
+                out.append(
+                    f"- {expect.treatment} better than {expect.baseline} on {expect.metric} at "
+                    f"c{expect.concurrency} (seed: {expect.better_by_pct:g} %): direction {verdict}"
+                )
         return "\n".join(out).rstrip() + "\n"
 
 

@@ -49,7 +49,9 @@ class RestartClass(enum.IntEnum):
 
     @property
     def label(self) -> str:
-        return {0: "load only", 1: "frontend only", 2: "scale in place", 3: "worker restart", 4: "full redeploy"}[self.value]
+        return {0: "load only", 1: "frontend only", 2: "scale in place", 3: "worker restart", 4: "full redeploy"}[
+            self.value
+        ]
 
 
 @dataclass(frozen=True)
@@ -126,19 +128,25 @@ def dgd_class(a: dict[str, Any], b: dict[str, Any]) -> RestartClass:
     sa, sb = a["spec"], b["spec"]
     ca = {c["name"]: c for c in sa["components"]}
     cb = {c["name"]: c for c in sb["components"]}
-    if sa.get("backendFramework") != sb.get("backendFramework") or \
-            {n: c["type"] for n, c in ca.items()} != {n: c["type"] for n, c in cb.items()}:
+    if sa.get("backendFramework") != sb.get("backendFramework") or {n: c["type"] for n, c in ca.items()} != {
+        n: c["type"] for n, c in cb.items()
+    }:
         return RestartClass.FULL
     workers = [n for n, c in ca.items() if c["type"] != "frontend"]
     for n in workers:
         image = [x["podTemplate"]["spec"]["containers"][0].get("image") for x in (ca[n], cb[n])]
-        if _gpus_per_pod(ca[n]) != _gpus_per_pod(cb[n]) or ca[n].get("multinode") != cb[n].get("multinode") \
-                or image[0] != image[1]:
+        if (
+            _gpus_per_pod(ca[n]) != _gpus_per_pod(cb[n])
+            or ca[n].get("multinode") != cb[n].get("multinode")
+            or image[0] != image[1]
+        ):
             return RestartClass.FULL
     if sa.get("env") != sb.get("env") or any(_pod(ca[n]) != _pod(cb[n]) for n in workers):
         return RestartClass.WORKER
-    if any(ca[n]["replicas"] != cb[n]["replicas"] or ca[n].get("scalingAdapter") != cb[n].get("scalingAdapter")
-           for n in workers):
+    if any(
+        ca[n]["replicas"] != cb[n]["replicas"] or ca[n].get("scalingAdapter") != cb[n].get("scalingAdapter")
+        for n in workers
+    ):
         return RestartClass.SCALE
     if any(c != cb[n] for n, c in ca.items() if c["type"] == "frontend"):
         return RestartClass.FRONTEND
@@ -165,8 +173,17 @@ def deployment_keys(r: ResolvedRecipe, settings: ClusterSettings | None = None) 
 
     framework, comps, env = _components(r, settings)
     workers = {n: c for n, c in comps.items() if c["type"] != "frontend"}
-    full = json.dumps([r.recipe.model, r.recipe.engine, r.image, r.recipe.gpu.type, framework,
-                       {n: [c["type"], _gpus_per_pod(c), c.get("multinode")] for n, c in comps.items()}], sort_keys=True)
+    full = json.dumps(
+        [
+            r.recipe.model,
+            r.recipe.engine,
+            r.image,
+            r.recipe.gpu.type,
+            framework,
+            {n: [c["type"], _gpus_per_pod(c), c.get("multinode")] for n, c in comps.items()},
+        ],
+        sort_keys=True,
+    )
     worker = json.dumps([env, {n: _pod(c) for n, c in workers.items()}], sort_keys=True)
     scale = json.dumps({n: [c["replicas"], c.get("scalingAdapter")] for n, c in workers.items()}, sort_keys=True)
     frontend = json.dumps({n: c for n, c in comps.items() if c["type"] == "frontend"}, sort_keys=True)

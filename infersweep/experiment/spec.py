@@ -22,14 +22,14 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
-from infersweep.paths import params_dir
 from infersweep.metrics import canonical, direction, normalize_slo
 from infersweep.params_files import Strict as _Strict  # the one strict base of data-file models
 from infersweep.params_files import format_pydantic as _format_pydantic
 from infersweep.params_files import read_yaml_mapping as _read_yaml_mapping
+from infersweep.paths import params_dir
 from infersweep.recipe import RecipeError, ResolvedRecipe, find_recipe, parse_recipe, recipe_data
-from infersweep.recipe.models import NAME_RE, require_name
 from infersweep.recipe.merge import patch  # noqa: F401  (experiments patch recipes as --set does)
+from infersweep.recipe.models import NAME_RE, require_name
 
 MAX_RECIPE_NAME = 52  # infersweep.recipe.Recipe.name: a DNS label with room for the operator's suffixes
 MAX_TREATMENTS = 64  # an experiment holds GPUs for all of them; more is a sweep, not a comparison
@@ -42,8 +42,9 @@ class Comparison(_Strict):
     concurrency: int = Field(gt=0)
     treatment: str
     baseline: str
-    better_by_pct: float = Field(default=0.0, ge=0, le=1000,
-                                 description="how much better, in % of the baseline (0: any improvement)")
+    better_by_pct: float = Field(
+        default=0.0, ge=0, le=1000, description="how much better, in % of the baseline (0: any improvement)"
+    )
 
     @field_validator("metric")
     @classmethod
@@ -104,7 +105,8 @@ class ExperimentSpec(_Strict):
     base: str | None = Field(default=None, description="catalog recipe name or path the factors patch")
     set: dict[str, Any] = Field(default={}, description="patch applied to every treatment")
     factors: dict[str, dict[str, dict[str, Any]]] = Field(
-        default={}, description="factor -> level label -> recipe patch")
+        default={}, description="factor -> level label -> recipe patch"
+    )
     design: Literal["full"] | list[dict[str, str]] = "full"
     treatments: list[ExplicitTreatment] = []
     question: Question
@@ -112,13 +114,17 @@ class ExperimentSpec(_Strict):
     claim: Comparison | None = None
     seed: Seed | None = None
     order: Literal["planned", "balanced"] = Field(
-        default="planned", description="planned: each treatment once, in the cheapest order; balanced: the plan, "
+        default="planned",
+        description="planned: each treatment once, in the cheapest order; balanced: the plan, "
         "then the plan reversed (rr, kv, kv, rr), so that what a treatment inherits from the one before it "
-        "(a warm cache, a warm GPU) falls on both sides")
+        "(a warm cache, a warm GPU) falls on both sides",
+    )
     kv_cache: Literal["reset", "keep"] = Field(
-        default="reset", description="between treatments that keep the workers: reset = empty every worker's KV "
+        default="reset",
+        description="between treatments that keep the workers: reset = empty every worker's KV "
         "cache first (the worker's clear_kv_blocks endpoint locally, a worker restart on a cluster); keep = start "
-        "on the cache the treatment before left (the comparison is then order-confounded, and the report says so)")
+        "on the cache the treatment before left (the comparison is then order-confounded, and the report says so)",
+    )
 
     @field_validator("name")
     @classmethod
@@ -160,7 +166,9 @@ def _recipe_source(ref: str, path: Path, where: str, pdir: Path) -> dict[str, An
         return recipe_data(candidate, pdir)
     found = find_recipe(ref, pdir) if NAME_RE.match(ref) else None
     if found is None:
-        raise RecipeError(f"{path}: {where}: no recipe {ref!r}; give a catalog name (`infersweep recipes`) or a .yaml path")
+        raise RecipeError(
+            f"{path}: {where}: no recipe {ref!r}; give a catalog name (`infersweep recipes`) or a .yaml path"
+        )
     return recipe_data(found, pdir)
 
 
@@ -177,11 +185,15 @@ def _rows(spec: ExperimentSpec, path: Path) -> list[dict[str, str]]:
         if extra:
             raise RecipeError(f"{path}: design.{i}: unknown factor {extra[0]!r}; factors are {list(spec.factors)}")
         if missing:
-            raise RecipeError(f"{path}: design.{i}: no level for factor {missing[0]!r}; add {missing[0]}: "
-                              f"<one of {list(spec.factors[missing[0]])}>")
+            raise RecipeError(
+                f"{path}: design.{i}: no level for factor {missing[0]!r}; add {missing[0]}: "
+                f"<one of {list(spec.factors[missing[0]])}>"
+            )
         for f, level in row.items():
             if level not in spec.factors[f]:
-                raise RecipeError(f"{path}: design.{i}.{f}: unknown level {level!r}; use one of {list(spec.factors[f])}")
+                raise RecipeError(
+                    f"{path}: design.{i}.{f}: unknown level {level!r}; use one of {list(spec.factors[f])}"
+                )
         key = tuple(row[f] for f in spec.factors)
         if key in seen:
             raise RecipeError(f"{path}: design.{i}: the same row as an earlier one; list each treatment once")
@@ -205,8 +217,10 @@ def _check_shape(spec: ExperimentSpec, path: Path) -> None:
                 raise RecipeError(f"{path}: factors.{f}: a factor needs at least two levels to compare; add one")
             for label in levels:
                 if not NAME_RE.match(label):
-                    raise RecipeError(f"{path}: factors.{f}.{label}: a level label becomes part of a recipe name; "
-                                      "use lowercase letters, digits and '-'")
+                    raise RecipeError(
+                        f"{path}: factors.{f}.{label}: a level label becomes part of a recipe name; "
+                        "use lowercase letters, digits and '-'"
+                    )
     elif spec.design != "full":
         raise RecipeError(f"{path}: design: a design lists factor levels; remove it from a `treatments` experiment")
 
@@ -223,8 +237,10 @@ def _question_patch(spec: ExperimentSpec) -> dict[str, Any]:
 def _build(name: str, data: dict[str, Any], spec: ExperimentSpec, path: Path, where: str, pdir: Path) -> ResolvedRecipe:
     recipe_name = f"{spec.name}-{name}"
     if len(recipe_name) > MAX_RECIPE_NAME:
-        raise RecipeError(f"{path}: {where}: the treatment's recipe name {recipe_name!r} is {len(recipe_name)} "
-                          f"characters, over {MAX_RECIPE_NAME}; shorten the experiment name or the level labels")
+        raise RecipeError(
+            f"{path}: {where}: the treatment's recipe name {recipe_name!r} is {len(recipe_name)} "
+            f"characters, over {MAX_RECIPE_NAME}; shorten the experiment name or the level labels"
+        )
     data = patch(patch(data, spec.set), _question_patch(spec))
     data = {**data, "name": recipe_name}
     data.pop("baseline", None)  # a catalog recipe's published point need not be in the experiment's sweep
@@ -242,8 +258,10 @@ def _check_references(spec: ExperimentSpec, names: list[str], conc: dict[str, li
                 raise RecipeError(f"{path}: {where}.{role}: no treatment {getattr(c, role)!r}; use one of {names}")
         for t in (c.treatment, c.baseline):
             if c.concurrency not in conc[t]:
-                raise RecipeError(f"{path}: {where}.concurrency: treatment {t!r} does not measure c{c.concurrency} "
-                                  f"(it measures {conc[t]}); add it to question.concurrency")
+                raise RecipeError(
+                    f"{path}: {where}.concurrency: treatment {t!r} does not measure c{c.concurrency} "
+                    f"(it measures {conc[t]}); add it to question.concurrency"
+                )
         if c.treatment == c.baseline:
             raise RecipeError(f"{path}: {where}: compares {c.treatment!r} with itself; name two treatments")
 
@@ -264,7 +282,9 @@ def load_experiment(ref: str | Path, pdir: Path | None = None) -> Experiment:
         raise RecipeError(_format_pydantic(path, e, ExperimentSpec)) from None
     experiments_dir = (pdir / "experiments").resolve()
     if path.resolve().parent == experiments_dir and path.stem != spec.name:  # names are looked up by file name
-        raise RecipeError(f"{path}: name: {spec.name!r} differs from the file name; rename the file to {spec.name}.yaml")
+        raise RecipeError(
+            f"{path}: name: {spec.name!r} differs from the file name; rename the file to {spec.name}.yaml"
+        )
     _check_shape(spec, path)
     treatments: list[Treatment] = []
     if spec.treatments:
@@ -287,7 +307,9 @@ def load_experiment(ref: str | Path, pdir: Path | None = None) -> Experiment:
     if dup:
         raise RecipeError(f"{path}: treatments: the name {dup[0]!r} is used twice; give each treatment its own name")
     if len(treatments) > MAX_TREATMENTS:
-        raise RecipeError(f"{path}: design: {len(treatments)} treatments, over {MAX_TREATMENTS}; list a fractional design")
+        raise RecipeError(
+            f"{path}: design: {len(treatments)} treatments, over {MAX_TREATMENTS}; list a fractional design"
+        )
     if len(treatments) < 2:
         raise RecipeError(f"{path}: design: one treatment compares nothing; give at least two")
     _check_references(spec, names, {t.name: list(t.recipe.recipe.workload.concurrency) for t in treatments}, path)

@@ -46,8 +46,10 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.profile:
             m = build(load_profile(name), args.host_packages, args.arch, part, args.out, args.cache)
             size = sum(p["bytes"] for p in m["parts"])
-            print(f"gpu-bundle: {m['site']}: {len(m['wheels'])} wheels, {len(m['trimmed'])} files trimmed, "
-                  f"{size / 2**20:.0f} MiB in {len(m['parts'])} parts -> {args.out}")
+            print(
+                f"gpu-bundle: {m['site']}: {len(m['wheels'])} wheels, {len(m['trimmed'])} files trimmed, "
+                f"{size / 2**20:.0f} MiB in {len(m['parts'])} parts -> {args.out}"
+            )
     except BundleError as e:
         print(f"gpu-bundle: {e}", file=sys.stderr)
         return 2

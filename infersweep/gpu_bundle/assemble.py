@@ -66,8 +66,10 @@ def verify(manifest: dict, parts_dir: Path) -> list[str]:
             for block in iter(lambda: f.read(1 << 20), b""):
                 h.update(block)
         if path.stat().st_size != part["bytes"] or h.hexdigest() != part["sha256"]:
-            problems.append(f"{part['name']}: corrupt ({path.stat().st_size} bytes, sha256 {h.hexdigest()[:12]}; "
-                            f"expected {part['bytes']} bytes, {part['sha256'][:12]}); copy it again")
+            problems.append(
+                f"{part['name']}: corrupt ({path.stat().st_size} bytes, sha256 {h.hexdigest()[:12]}; "
+                f"expected {part['bytes']} bytes, {part['sha256'][:12]}); copy it again"
+            )
     return problems
 
 
@@ -89,8 +91,14 @@ def assemble(manifest_path: Path, into: Path) -> Path:
 def make_venv(site: Path) -> Path:
     venv = site.parent / f"venv-{site.name}"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
-    purelib = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                  check=True, capture_output=True, text=True).stdout.strip())
+    purelib = Path(
+        subprocess.run(
+            [str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
     # The site first, then the packages of the interpreter that runs this (on the GPU host that is itself a
     # venv, /opt/torch/.venv, whose packages --system-site-packages would not see: only the base Python's).
     host = sysconfig.get_paths()["purelib"]
@@ -106,8 +114,9 @@ def make_venv(site: Path) -> Path:
                 name, target = (x.strip() for x in line.split("=", 1))
                 module, _, attr = target.partition(":")
                 script = venv / "bin" / name
-                script.write_text(f"#!{python}\nimport sys\nfrom {module} import {attr.split('.')[0]}\n"
-                                  f"sys.exit({attr}())\n")
+                script.write_text(
+                    f"#!{python}\nimport sys\nfrom {module} import {attr.split('.')[0]}\nsys.exit({attr}())\n"
+                )
                 script.chmod(0o755)
     return venv
 

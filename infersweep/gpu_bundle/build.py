@@ -55,11 +55,20 @@ def load_profile(name_or_path: str) -> Profile:
     unknown = set(data) - PROFILE_KEYS
     missing = {"site", "roots"} - set(data)
     if unknown or missing:
-        raise BundleError(f"{path}: unknown keys {sorted(unknown)} / missing keys {sorted(missing)}; "
-                          f"a profile has {sorted(PROFILE_KEYS)}")
+        raise BundleError(
+            f"{path}: unknown keys {sorted(unknown)} / missing keys {sorted(missing)}; "
+            f"a profile has {sorted(PROFILE_KEYS)}"
+        )
     overrides = {k: (v[0], v[1]) for k, v in (data.get("overrides") or {}).items()}
-    return Profile(path.stem, data["site"], list(data["roots"]), dict(data.get("exclude") or {}), overrides,
-                   dict(data.get("trim") or {}), list(data.get("smoke") or []))
+    return Profile(
+        path.stem,
+        data["site"],
+        list(data["roots"]),
+        dict(data.get("exclude") or {}),
+        overrides,
+        dict(data.get("trim") or {}),
+        list(data.get("smoke") or []),
+    )
 
 
 def sha256_file(path: Path) -> str:
@@ -73,8 +82,23 @@ def sha256_file(path: Path) -> str:
 def install_site(wheels: list[Path], site: Path) -> None:
     """Unpack the wheels as the host's pip would (its platform tags, no dependency resolution)."""
     shutil.rmtree(site, ignore_errors=True)
-    cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile", "--no-index",
-           "--only-binary=:all:", "--python-version", "3.12", "--implementation", "cp", "--target", str(site)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--no-deps",
+        "--no-compile",
+        "--no-index",
+        "--only-binary=:all:",
+        "--python-version",
+        "3.12",
+        "--implementation",
+        "cp",
+        "--target",
+        str(site),
+    ]
     for p in PLATFORMS:
         cmd += ["--platform", p]
     subprocess.run(cmd + [str(w) for w in wheels], check=True)
@@ -132,8 +156,15 @@ def build(profile: Profile, host_packages: Path, arch: str, part_bytes: int, out
         "arch": arch,
         "python": "3.12",
         "host_packages_sha256": sha256_file(host_packages),
-        "wheels": [{"file": w.name, "name": str(parse_wheel_filename(w.name)[0]),
-                    "version": str(parse_wheel_filename(w.name)[1]), "sha256": sha256_file(w)} for w in wheels],
+        "wheels": [
+            {
+                "file": w.name,
+                "name": str(parse_wheel_filename(w.name)[0]),
+                "version": str(parse_wheel_filename(w.name)[1]),
+                "sha256": sha256_file(w),
+            }
+            for w in wheels
+        ],
         "excluded": profile.exclude,
         "overrides": {k: {"spec": v[0], "why": v[1]} for k, v in profile.overrides.items()},
         "host_provides": dict(sorted(walk.skipped.items())),
@@ -151,7 +182,7 @@ def parse_size(text: str) -> int:
     units = {"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "k": 1000, "m": 1000**2, "g": 1000**3, "": 1}
     low = text.strip().lower()
     num = low.rstrip("kmgib")
-    unit = low[len(num):]
+    unit = low[len(num) :]
     if unit not in units or not num.replace(".", "", 1).isdigit():
         raise BundleError(f"--part-size {text}: give a size like 60MiB or 500M")
     return int(float(num) * units[unit])

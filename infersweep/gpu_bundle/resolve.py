@@ -136,8 +136,19 @@ class Walk:
         spec = str(self.specs[name])
         target = f"{name}{spec}"
         base = [*self.pip, "download", "-q", "--no-deps", "-d", str(self.wheels_dir)]
-        binary = ["--only-binary=:all:", "--python-version", "3.12", "--implementation", "cp", "--abi", "cp312",
-                  "--abi", "abi3", "--abi", "none"]
+        binary = [
+            "--only-binary=:all:",
+            "--python-version",
+            "3.12",
+            "--implementation",
+            "cp",
+            "--abi",
+            "cp312",
+            "--abi",
+            "abi3",
+            "--abi",
+            "none",
+        ]
         for p in PLATFORMS:
             binary += ["--platform", p]
         # Each fetch gets its own folder: parallel downloads must not see each other's files.
@@ -148,12 +159,15 @@ class Walk:
         proc = subprocess.run([*base, *binary, target], capture_output=True, text=True)
         if proc.returncode != 0:
             # A pure-Python project published as an sdist only: build its wheel here (it runs anywhere).
-            proc = subprocess.run([*self.pip, "wheel", "-q", "--no-deps", "-w", str(scratch), target],
-                                  capture_output=True, text=True)
+            proc = subprocess.run(
+                [*self.pip, "wheel", "-q", "--no-deps", "-w", str(scratch), target], capture_output=True, text=True
+            )
             if proc.returncode != 0:
                 tail = proc.stderr.strip().splitlines()[-1:] or ["?"]
-                raise BundleError(f"{target}: no wheel for CPython 3.12 x86-64 ({tail[0]}; required by "
-                                  f"{'; '.join(self.required_by.get(name, []))})")
+                raise BundleError(
+                    f"{target}: no wheel for CPython 3.12 x86-64 ({tail[0]}; required by "
+                    f"{'; '.join(self.required_by.get(name, []))})"
+                )
         for got in sorted(scratch.glob("*.whl")):
             n, v, _, _ = parse_wheel_filename(got.name)
             if canonicalize_name(n) == name and self.specs[name].contains(v, prereleases=True):

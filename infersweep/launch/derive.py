@@ -46,15 +46,19 @@ def parse_set_text(text: str, run_params: dict[str, str] | None = None) -> Sets:
         raise RecipeError(f"set: {str(e).removeprefix('--set ')}") from None
 
 
-def source(choice: str, what: str, git: dict[str, str], scratch: Path) -> tuple[Path | str, Path | None, GitSource | None]:
+def source(
+    choice: str, what: str, git: dict[str, str], scratch: Path
+) -> tuple[Path | str, Path | None, GitSource | None]:
     """(file or catalog name, params folder to resolve it in or None for the image's, Git source or None)."""
     from workflows.launcher import FROM_GIT
 
     given = {k: v for k, v in git.items() if v.strip()}
     if choice != FROM_GIT:
         if given:
-            raise RecipeError(f"{', '.join(sorted(given))}: set, but {what} is {choice!r}; choose {what}={FROM_GIT} "
-                              "to take the file from Git, or clear the git-* parameters")
+            raise RecipeError(
+                f"{', '.join(sorted(given))}: set, but {what} is {choice!r}; choose {what}={FROM_GIT} "
+                "to take the file from Git, or clear the git-* parameters"
+            )
         return choice, None, None
     src = check_git_source(git.get("git-repo", ""), git.get("git-commit", ""), git.get("git-path", ""))
     clone = scratch / "git"
@@ -100,9 +104,11 @@ def resolve_launcher_tags(doc: dict[str, Any], namespace: str) -> dict[str, Any]
         return doc
     left = sorted(tags - {"workflow.name", "workflow.namespace"})
     if left:
-        raise RecipeError(f"the run's Workflow uses {{{{{left[0]}}}}}, which the launcher's create-run step would "
-                          "fill in with its own value (workflowpod.go substitutePodParams); remove it from the "
-                          "recipe or set value")
+        raise RecipeError(
+            f"the run's Workflow uses {{{{{left[0]}}}}}, which the launcher's create-run step would "
+            "fill in with its own value (workflowpod.go substitutePodParams); remove it from the "
+            "recipe or set value"
+        )
     meta = doc["metadata"]
     name = meta.get("name") or meta.pop("generateName") + "".join(random.choice(_NAME_CHARS) for _ in range(5))
     meta.pop("generateName", None)
@@ -113,11 +119,20 @@ def resolve_launcher_tags(doc: dict[str, Any], namespace: str) -> dict[str, Any]
     return json.loads(text)
 
 
-def recipe_run(choice: str, *, git: dict[str, str], set_text: str, settings: ClusterSettings, namespace: str,
-               launcher: str, scratch: Path, run_params: dict[str, str] | None = None) -> Launch:
+def recipe_run(
+    choice: str,
+    *,
+    git: dict[str, str],
+    set_text: str,
+    settings: ClusterSettings,
+    namespace: str,
+    launcher: str,
+    scratch: Path,
+    run_params: dict[str, str] | None = None,
+) -> Launch:
     from infersweep.recipe import load_recipe
     from infersweep.render import render_recipe
-    from workflows.gpu_guard import recipe_admission, check_fits_pool
+    from workflows.gpu_guard import check_fits_pool, recipe_admission
     from workflows.strict import violations
 
     sets = parse_set_text(set_text, run_params)
@@ -131,24 +146,29 @@ def recipe_run(choice: str, *, git: dict[str, str], set_text: str, settings: Clu
         raise RecipeError(f"recipe {r.name}: the run Workflow sets {bad}, refused under templateReferencing: Strict")
     params = {p["name"]: p["value"] for p in doc["spec"]["arguments"]["parameters"]}
     locks = [v for k, v in params.items() if k.startswith("gpu-lock-") and v]
-    summary = [f"recipe      {r.name}" + (f" (from {src.describe()})" if src else " (catalog of the step image)"),
-               f"pipeline    {doc['spec']['workflowTemplateRef']['name']}",
-               f"gpus        {params['gpu-count']} x {r.recipe.gpu.type}",
-               f"points      {params['points']}",
-               f"dgd         {params['dgd-name']}-<run hash>",
-               f"priority    {doc['spec']['priority']}"]
+    summary = [
+        f"recipe      {r.name}" + (f" (from {src.describe()})" if src else " (catalog of the step image)"),
+        f"pipeline    {doc['spec']['workflowTemplateRef']['name']}",
+        f"gpus        {params['gpu-count']} x {r.recipe.gpu.type}",
+        f"points      {params['points']}",
+        f"dgd         {params['dgd-name']}-<run hash>",
+        f"priority    {doc['spec']['priority']}",
+    ]
     if settings.guard.scheduler == "argo":
         summary.append(f"gpu guard   lane(s) {list(recipe_admission(r, settings).lane_keys)}; keys {locks}")
     if sets:
         from infersweep.recipe.overrides import describe
 
-        summary.append(f"set         {describe(sets.recipe)}{'; ' if sets.recipe and sets.params else ''}"
-                       f"{', '.join(f'{k}={v}' for k, v in sets.params.items())}")
+        summary.append(
+            f"set         {describe(sets.recipe)}{'; ' if sets.recipe and sets.params else ''}"
+            f"{', '.join(f'{k}={v}' for k, v in sets.params.items())}"
+        )
     return Launch(doc, summary)
 
 
-def experiment_run(choice: str, *, git: dict[str, str], settings: ClusterSettings, namespace: str, launcher: str,
-                   scratch: Path) -> Launch:
+def experiment_run(
+    choice: str, *, git: dict[str, str], settings: ClusterSettings, namespace: str, launcher: str, scratch: Path
+) -> Launch:
     from infersweep.experiment.plan import make_plan
     from infersweep.experiment.spec import load_experiment
     from infersweep.schemas import validate_document
@@ -162,5 +182,11 @@ def experiment_run(choice: str, *, git: dict[str, str], settings: ClusterSetting
     doc = experiment_workflow(plan, settings, namespace=namespace).to_dict()
     validate_document(doc)
     doc = resolve_launcher_tags(_stamp(doc, launcher, src), namespace)
-    return Launch(doc, [f"experiment  {plan.experiment.name}" + (f" (from {src.describe()})" if src else ""),
-                        *plan.text().splitlines(), f"priority    {doc['spec']['priority']}"])
+    return Launch(
+        doc,
+        [
+            f"experiment  {plan.experiment.name}" + (f" (from {src.describe()})" if src else ""),
+            *plan.text().splitlines(),
+            f"priority    {doc['spec']['priority']}",
+        ],
+    )

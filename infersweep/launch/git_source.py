@@ -39,18 +39,21 @@ def check_git_source(repo: str, commit: str, path: str) -> GitSource:
     if not repo:
         errors.append("git-repo: empty; give the repository URL (https://github.com/org/repo.git)")
     elif not REPO_RE.match(repo):
-        errors.append(f"git-repo {repo!r}: not a Git URL; give https://..., ssh://..., git@host:org/repo.git "
-                      "or file:///path")
+        errors.append(
+            f"git-repo {repo!r}: not a Git URL; give https://..., ssh://..., git@host:org/repo.git or file:///path"
+        )
     if not COMMIT_RE.match(commit):
-        errors.append(f"git-commit {commit!r}: must be a full commit id (40 hex characters, `git rev-parse HEAD`); "
-                      "a branch, tag or short id would render something else on a Resubmit")
+        errors.append(
+            f"git-commit {commit!r}: must be a full commit id (40 hex characters, `git rev-parse HEAD`); "
+            "a branch, tag or short id would render something else on a Resubmit"
+        )
     p = PurePosixPath(path)
     if not path:
-        errors.append("git-path: empty; give the recipe file inside the repository "
-                      "(e.g. params/recipes/demo/demo-prefix-rr.yaml)")
+        errors.append(
+            "git-path: empty; give the recipe file inside the repository (e.g. params/recipes/demo/demo-prefix-rr.yaml)"
+        )
     elif p.is_absolute() or ".." in p.parts or p.suffix not in (".yaml", ".yml"):
-        errors.append(f"git-path {path!r}: must be a relative path to a .yaml file inside the repository, "
-                      "without '..'")
+        errors.append(f"git-path {path!r}: must be a relative path to a .yaml file inside the repository, without '..'")
     if errors:
         raise RecipeError("; ".join(errors))
     return GitSource(repo, commit.lower(), path)
@@ -58,13 +61,22 @@ def check_git_source(repo: str, commit: str, path: str) -> GitSource:
 
 def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     try:
-        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=GIT_TIMEOUT_S,
-                              env={"HOME": str(cwd), "GIT_TERMINAL_PROMPT": "0", "PATH": "/usr/bin:/bin:/usr/local/bin"})
+        return subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+            env={"HOME": str(cwd), "GIT_TERMINAL_PROMPT": "0", "PATH": "/usr/bin:/bin:/usr/local/bin"},
+        )
     except FileNotFoundError:
-        raise RecipeError("git: the client is not installed in this image (images/steps.Dockerfile installs it)") from None
+        raise RecipeError(
+            "git: the client is not installed in this image (images/steps.Dockerfile installs it)"
+        ) from None
     except subprocess.TimeoutExpired:
-        raise RecipeError(f"git {args[0]}: no answer within {GIT_TIMEOUT_S} s; check git-repo and the "
-                          "cluster's egress") from None
+        raise RecipeError(
+            f"git {args[0]}: no answer within {GIT_TIMEOUT_S} s; check git-repo and the cluster's egress"
+        ) from None
 
 
 def checkout(src: GitSource, dest: Path) -> Path:

@@ -23,8 +23,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--namespace", required=True)
     p.add_argument("--launcher", required=True, help="the launcher Workflow's name (a label of the run)")
     p.add_argument("--settings", required=True, help="the install's cluster settings, YAML")
-    p.add_argument("--run-param", action="append", default=[], metavar="KEY=VALUE",
-                   help="run settings fixed at install, applied before --set")
+    p.add_argument(
+        "--run-param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="run settings fixed at install, applied before --set",
+    )
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--scratch", required=True, type=Path, help="a writable folder (Git checkouts)")
     return p
@@ -41,19 +46,30 @@ def main(argv: list[str] | None = None) -> int:
         settings = parse_cluster_settings(yaml.safe_load(a.settings), where="launcher --settings")
         if a.kind == "recipe":
             run_params = dict(kv.partition("=")[::2] for kv in a.run_param)
-            launch = recipe_run(a.name, git=git, set_text=a.set, settings=settings, namespace=a.namespace,
-                                launcher=a.launcher, scratch=a.scratch, run_params=run_params)
+            launch = recipe_run(
+                a.name,
+                git=git,
+                set_text=a.set,
+                settings=settings,
+                namespace=a.namespace,
+                launcher=a.launcher,
+                scratch=a.scratch,
+                run_params=run_params,
+            )
         else:
-            launch = experiment_run(a.name, git=git, settings=settings, namespace=a.namespace,
-                                    launcher=a.launcher, scratch=a.scratch)
+            launch = experiment_run(
+                a.name, git=git, settings=settings, namespace=a.namespace, launcher=a.launcher, scratch=a.scratch
+            )
     except (RecipeError, ClusterSettingsError, ValueError) as e:
         print(f"launch refused: {e}", file=sys.stderr)
         return 1
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(launch.workflow, separators=(",", ":")))
     print("\n".join(launch.summary))
-    print(f"creating the run Workflow ({launch.workflow['metadata'].get('generateName')}...): "
-          "its name is this launcher's output run-name")
+    print(
+        f"creating the run Workflow ({launch.workflow['metadata'].get('generateName')}...): "
+        "its name is this launcher's output run-name"
+    )
     return 0
 
 

@@ -40,13 +40,24 @@ def deployments_dir(state_dir: Path) -> Path:
     return Path(state_dir) / "dgd"
 
 
-def step_env(*, state_dir: Path, model_dir: Path, max_workers: int, prom_targets: Path | None = None,
-             gpu: "GpuWorkers | None" = None) -> dict[str, str]:
+def step_env(
+    *,
+    state_dir: Path,
+    model_dir: Path,
+    max_workers: int,
+    prom_targets: Path | None = None,
+    gpu: "GpuWorkers | None" = None,
+) -> dict[str, str]:
     """The environment the local executor gives every step: select this adapter and configure it, and say
     that the results are simulated (mocker workers) and where the deployments recorded their timing
     (infersweep.predict.source). With real engine workers (`gpu`) nothing is simulated."""
-    env = {PLATFORM_ENV: NAME, ADAPTER_ENV: f"{__name__}:from_env", STATE_ENV: str(state_dir),
-           MODEL_DIR_ENV: str(model_dir), MAX_WORKERS_ENV: str(max_workers)}
+    env = {
+        PLATFORM_ENV: NAME,
+        ADAPTER_ENV: f"{__name__}:from_env",
+        STATE_ENV: str(state_dir),
+        MODEL_DIR_ENV: str(model_dir),
+        MAX_WORKERS_ENV: str(max_workers),
+    }
     if gpu is None:
         env[SIMULATED_DEPLOYMENTS_ENV] = str(deployments_dir(state_dir))
         env[WORKERS_ENV] = "mocker"
@@ -68,10 +79,15 @@ def gpu_workers_from_env(env: Mapping[str, str]) -> "GpuWorkers | None":
     from infersweep.local.dynamo import GpuWorkers
 
     if not env.get(GPU_PYTHON_ENV):
-        raise BadInput(f"--workers gpu needs {GPU_PYTHON_ENV}: an interpreter with ai-dynamo and the engine "
-                       "(scripts/setup.sh --gpu builds .venv-gpu; an offline host: gpu-bundle's venv-site-vllm)")
-    return GpuWorkers(python=env[GPU_PYTHON_ENV], weights=env.get(WEIGHTS_ENV) or "dummy",
-                      engine_cache=env.get(ENGINE_CACHE_ENV) or None)
+        raise BadInput(
+            f"--workers gpu needs {GPU_PYTHON_ENV}: an interpreter with ai-dynamo and the engine "
+            "(scripts/setup.sh --gpu builds .venv-gpu; an offline host: gpu-bundle's venv-site-vllm)"
+        )
+    return GpuWorkers(
+        python=env[GPU_PYTHON_ENV],
+        weights=env.get(WEIGHTS_ENV) or "dummy",
+        engine_cache=env.get(ENGINE_CACHE_ENV) or None,
+    )
 
 
 def from_env(environ: Mapping[str, str] | None = None) -> "LocalPlatform":
@@ -80,16 +96,27 @@ def from_env(environ: Mapping[str, str] | None = None) -> "LocalPlatform":
     if not env.get(STATE_ENV):
         raise BadInput(f"the local adapter needs {STATE_ENV} (its state directory); infersweep run --local sets it")
     model_dir, targets = env.get(MODEL_DIR_ENV), env.get(PROM_TARGETS_ENV)
-    return LocalPlatform(Path(env[STATE_ENV]), model_dir=Path(model_dir) if model_dir else None,
-                         max_workers=int(env.get(MAX_WORKERS_ENV) or DEFAULT_MAX_WORKERS),
-                         prom_targets=Path(targets) if targets else None, gpu=gpu_workers_from_env(env))
+    return LocalPlatform(
+        Path(env[STATE_ENV]),
+        model_dir=Path(model_dir) if model_dir else None,
+        max_workers=int(env.get(MAX_WORKERS_ENV) or DEFAULT_MAX_WORKERS),
+        prom_targets=Path(targets) if targets else None,
+        gpu=gpu_workers_from_env(env),
+    )
 
 
 class LocalPlatform:
     """A DGD realised as a Dynamo frontend + mocker workers on this machine (no GPU, no Kubernetes)."""
 
-    def __init__(self, state_dir: Path, *, model_dir: Path | None = None, max_workers: int = 2,
-                 prom_targets: Path | None = None, gpu: "GpuWorkers | None" = None) -> None:
+    def __init__(
+        self,
+        state_dir: Path,
+        *,
+        model_dir: Path | None = None,
+        max_workers: int = 2,
+        prom_targets: Path | None = None,
+        gpu: "GpuWorkers | None" = None,
+    ) -> None:
         self.gpu = gpu  # real engine workers on this machine's GPUs (None: mocker workers)
         self.state_dir = state_dir
         self.model_dir = model_dir  # the toy model the mocker workers serve (needed to apply a DGD)
@@ -99,13 +126,22 @@ class LocalPlatform:
     def _dgd_dir(self, name: str) -> Path:
         return deployments_dir(self.state_dir) / name
 
-    def ensure_pvc(self, name: str, namespace: str, size: str, storage_class: str, *,
-                   bound_timeout_s: float = 300.0, poll_s: float = 2.0) -> str:
+    def ensure_pvc(
+        self,
+        name: str,
+        namespace: str,
+        size: str,
+        storage_class: str,
+        *,
+        bound_timeout_s: float = 300.0,
+        poll_s: float = 2.0,
+    ) -> str:
         # Locally the "PVC" is a folder the runner mounts at the cache path; nothing to create.
         return "local"
 
-    def apply_dgd(self, dgd: dict[str, Any], namespace: str, owner: dict[str, str] | None, *,
-                  patch_own: bool = True) -> str:
+    def apply_dgd(
+        self, dgd: dict[str, Any], namespace: str, owner: dict[str, str] | None, *, patch_own: bool = True
+    ) -> str:
         """Apply `dgd` as the operator would: created afresh when nothing runs; over a running deployment
         of the same name, reconciled by what changed (infersweep.local.reconfigure.apply_local: same spec
         -> nothing, as for a retried deploy step; router -> frontend swap on the same port; engine
@@ -129,18 +165,24 @@ class LocalPlatform:
                 # process): stop what is left and start afresh rather than hand out a dead URL.
                 teardown_local(d)
         if self.model_dir is None:
-            raise BadInput(f"the local adapter has no model directory: set {MODEL_DIR_ENV} (infersweep run --local "
-                           f"sets it for every step it runs)")
+            raise BadInput(
+                f"the local adapter has no model directory: set {MODEL_DIR_ENV} (infersweep run --local "
+                f"sets it for every step it runs)"
+            )
         # No KEDA here: build and validate the ScaledObjects all the same, so a bad one fails locally too.
         from infersweep.platform.keda import scaled_objects
         from infersweep.schemas import validate_document
 
         for so in scaled_objects(dgd, namespace):
             validate_document(so)
-        dep, cls = apply_local(dgd, model_dir=self.model_dir, state_dir=d,
-                               max_workers_per_component=self.max_workers, gpu=self.gpu)
-        print(f"local apply: {'created' if cls is None else cls.label}; processes "
-              + ", ".join(f"{r['name']}={r['pid']}" for r in dep.processes), flush=True)
+        dep, cls = apply_local(
+            dgd, model_dir=self.model_dir, state_dir=d, max_workers_per_component=self.max_workers, gpu=self.gpu
+        )
+        print(
+            f"local apply: {'created' if cls is None else cls.label}; processes "
+            + ", ".join(f"{r['name']}={r['pid']}" for r in dep.processes),
+            flush=True,
+        )
         if self.prom_targets:
             # The local Prometheus scrapes the frontend's /metrics from now on (file_sd, refreshed each second).
             # Target labels as Dynamo's PodMonitor dynamo-frontend gives a cluster's frontend (the Prometheus
@@ -149,13 +191,23 @@ class LocalPlatform:
             from infersweep.local.standins.prometheus import write_targets
 
             name = dgd["metadata"]["name"]
-            write_targets(self.prom_targets, [dep.frontend_url.removeprefix("http://")],
-                          {"namespace": namespace, "dynamo_namespace": f"{namespace}-{name}",
-                           "pod": f"{name}-frontend-local"})
+            write_targets(
+                self.prom_targets,
+                [dep.frontend_url.removeprefix("http://")],
+                {"namespace": namespace, "dynamo_namespace": f"{namespace}-{name}", "pod": f"{name}-frontend-local"},
+            )
         return dep.frontend_url
 
-    def wait_ready(self, name: str, namespace: str, model: str, timeout_s: float, *,
-                   api_version: str = "v1beta1", bundle_path: Path | None = None) -> float:
+    def wait_ready(
+        self,
+        name: str,
+        namespace: str,
+        model: str,
+        timeout_s: float,
+        *,
+        api_version: str = "v1beta1",
+        bundle_path: Path | None = None,
+    ) -> float:
         # Local processes have no API objects to bundle: the runner keeps their logs under the run dir.
         from infersweep.local.dynamo import wait_ready_local
 

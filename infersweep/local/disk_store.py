@@ -39,7 +39,7 @@ def keep_on_disk(s3: Any, bucket: str, prefix: str, recipe: str, run_id: str, st
             keys.extend(o["Key"] for o in page.get("Contents", []))
     store = RunStore(store_dir)
     for key in sorted(keys, key=_order):
-        rel = key[len(base) + 1:] if base else key
+        rel = key[len(base) + 1 :] if base else key
         store.backend.put(rel, s3.get_object(Bucket=bucket, Key=key)["Body"].read())
     return len(keys)
 
@@ -49,6 +49,9 @@ def keep_run(s3: Any, bucket: str, prefix: str, recipe: str, run_id: str, store_
     try:
         return store_dir if keep_on_disk(s3, bucket, prefix, recipe, run_id, store_dir) else None
     except Exception as e:  # noqa: BLE001 (S3 gone, disk full: the run's verdict stands, its folder is there)
-        print(f"infersweep: the results store {store_dir} was not updated ({type(e).__name__}: {e}); "
-              f"the run's results are in its folder", file=sys.stderr)
+        print(
+            f"infersweep: the results store {store_dir} was not updated ({type(e).__name__}: {e}); "
+            f"the run's results are in its folder",
+            file=sys.stderr,
+        )
         return None

@@ -34,21 +34,30 @@ DEPLOYMENT_FILE = "deployment.json"
 DEFAULT_MODEL_NAME = "infersweep/toy-model"
 ROLES = ("frontend", "worker", "prefill", "decode")
 # Router modes the 1.6.1 frontend accepts; anything else falls back to its default.
-ROUTER_MODES = ("round-robin", "random", "power-of-two", "kv", "direct", "least-loaded",
-                "device-aware-weighted")
+ROUTER_MODES = ("round-robin", "random", "power-of-two", "kv", "direct", "least-loaded", "device-aware-weighted")
 SHELLS = ("sh", "bash", "dash", "ash", "zsh")
 SHELL_SEPARATORS = ("&&", "||", ";", "|", "&")
 
 # Mocker flags local mode sets itself (or that point into the recipe's image / pin ports):
 # dropped from a dynamo.mocker component's own args. Value = takes an argument.
 MOCKER_OWNED_FLAGS = {
-    "--model-path": True, "--model-name": True, "--num-workers": True,
-    "--discovery-backend": True, "--request-plane": True, "--response-plane": True,
-    "--event-plane": True, "--disaggregation-mode": True, "--engine-type": True,
-    "--planner-profile-data": True, "--extra-engine-args": True,
-    "--response-replay-trace-path": True, "--bootstrap-ports": True,
-    "--zmq-kv-events-ports": True, "--zmq-replay-ports": True,
-    "--is-prefill-worker": False, "--is-decode-worker": False,
+    "--model-path": True,
+    "--model-name": True,
+    "--num-workers": True,
+    "--discovery-backend": True,
+    "--request-plane": True,
+    "--response-plane": True,
+    "--event-plane": True,
+    "--disaggregation-mode": True,
+    "--engine-type": True,
+    "--planner-profile-data": True,
+    "--extra-engine-args": True,
+    "--response-replay-trace-path": True,
+    "--bootstrap-ports": True,
+    "--zmq-kv-events-ports": True,
+    "--zmq-replay-ports": True,
+    "--is-prefill-worker": False,
+    "--is-decode-worker": False,
 }
 
 # Engine flags (vLLM / SGLang / TRT-LLM spellings) with a mocker equivalent that shapes scheduling
@@ -105,8 +114,9 @@ def _expand(text: str, env: dict[str, str], shell: bool) -> str:
     """Kubelet's $(VAR) expansion, plus $VAR/${VAR} when a shell will run the string."""
     text = re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: env.get(m[1], m[0]), text)
     if shell:
-        text = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)",
-                      lambda m: env.get(m[1] or m[2], ""), text)
+        text = re.sub(
+            r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)", lambda m: env.get(m[1] or m[2], ""), text
+        )
     return text
 
 
@@ -163,8 +173,17 @@ def read_components(dgd: dict) -> list[Component]:
             container = _main_container(containers or [])
             env = _env_map(spec.get("env"), container.get("env"))
             module, args = command_line(container, env)
-            found.append(Component(comp["name"], comp.get("type") or "", _count(
-                comp.get("replicas"), 1), _node_count(comp.get("multinode")), module, args, env))
+            found.append(
+                Component(
+                    comp["name"],
+                    comp.get("type") or "",
+                    _count(comp.get("replicas"), 1),
+                    _node_count(comp.get("multinode")),
+                    module,
+                    args,
+                    env,
+                )
+            )
     elif "services" in spec:  # nvidia.com/v1alpha1
         for name, svc in spec["services"].items():
             container = (svc.get("extraPodSpec") or {}).get("mainContainer") or {}
@@ -173,11 +192,15 @@ def read_components(dgd: dict) -> list[Component]:
             role = svc.get("componentType") or ""
             if role == "worker" and svc.get("subComponentType") in ("prefill", "decode"):
                 role = svc["subComponentType"]
-            found.append(Component(name, role, _count(svc.get("replicas"), 1),
-                                   _node_count(svc.get("multinode")), module, args, env))
+            found.append(
+                Component(
+                    name, role, _count(svc.get("replicas"), 1), _node_count(svc.get("multinode")), module, args, env
+                )
+            )
     else:
-        raise ValueError(f"DGD {dgd.get('apiVersion')!r} has neither spec.components "
-                         "(v1beta1) nor spec.services (v1alpha1)")
+        raise ValueError(
+            f"DGD {dgd.get('apiVersion')!r} has neither spec.components (v1beta1) nor spec.services (v1alpha1)"
+        )
 
     components = []
     for comp in found:
@@ -214,8 +237,11 @@ def engine_of(comp: Component, backend_framework: str | None = None) -> str:
 
 def served_model_name(comp: Component) -> str:
     """The name clients must request: what the engine would register for these args."""
-    return (_flag(comp.args, "--served-model-name", "--model-name")
-            or _flag(comp.args, "--model", "--model-path") or DEFAULT_MODEL_NAME)
+    return (
+        _flag(comp.args, "--served-model-name", "--model-name")
+        or _flag(comp.args, "--model", "--model-path")
+        or DEFAULT_MODEL_NAME
+    )
 
 
 def router_mode_of(frontend: Component | None) -> str:
@@ -256,8 +282,12 @@ def _mocker_passthrough(comp: Component, kv_router: bool = True) -> list[str]:
     for engine_flags, mocker_flag in ENGINE_SWITCH_MAP:
         if _has_switch(comp.args, *engine_flags):
             out.append(mocker_flag)
-    if kv_router and comp.role in ("worker", "prefill") and publishes_kv_events(comp) is False \
-            and "--no-enable-prefix-caching" not in out:
+    if (
+        kv_router
+        and comp.role in ("worker", "prefill")
+        and publishes_kv_events(comp) is False
+        and "--no-enable-prefix-caching" not in out
+    ):
         # The 1.6.1 mocker publishes KV events whenever its prefix cache is on and it is not a decode
         # worker (dynamo/mocker/config.py build_runtime_config: kv_event_publishing_enabled =
         # enable_prefix_caching and not is_decode); it has no other switch. A worker that would publish
@@ -269,22 +299,49 @@ def _mocker_passthrough(comp: Component, kv_router: bool = True) -> list[str]:
     return out
 
 
-def mocker_argv(comp: Component, *, python: str, model_dir: Path, num_workers: int, kv_router: bool = True,
-                engine: str) -> list[str]:
-    argv = [python, "-m", "dynamo.mocker",
-            "--model-path", str(model_dir), "--model-name", served_model_name(comp),
-            "--discovery-backend", "file", "--request-plane", "tcp",
-            "--num-workers", str(num_workers), "--engine-type", engine]
+def mocker_argv(
+    comp: Component, *, python: str, model_dir: Path, num_workers: int, kv_router: bool = True, engine: str
+) -> list[str]:
+    argv = [
+        python,
+        "-m",
+        "dynamo.mocker",
+        "--model-path",
+        str(model_dir),
+        "--model-name",
+        served_model_name(comp),
+        "--discovery-backend",
+        "file",
+        "--request-plane",
+        "tcp",
+        "--num-workers",
+        str(num_workers),
+        "--engine-type",
+        engine,
+    ]
     if comp.role in ("prefill", "decode"):
         argv += ["--disaggregation-mode", comp.role]
     return argv + _mocker_passthrough(comp, kv_router)
 
 
-def frontend_argv(frontend: Component | None, *, python: str, http_port: int,
-                  http_host: str = "127.0.0.1") -> list[str]:
-    argv = [python, "-m", "dynamo.frontend", "--discovery-backend", "file",
-            "--request-plane", "tcp", "--router-mode", router_mode_of(frontend),
-            "--http-host", http_host, "--http-port", str(http_port)]
+def frontend_argv(
+    frontend: Component | None, *, python: str, http_port: int, http_host: str = "127.0.0.1"
+) -> list[str]:
+    argv = [
+        python,
+        "-m",
+        "dynamo.frontend",
+        "--discovery-backend",
+        "file",
+        "--request-plane",
+        "tcp",
+        "--router-mode",
+        router_mode_of(frontend),
+        "--http-host",
+        http_host,
+        "--http-port",
+        str(http_port),
+    ]
     # KV router without worker KV events (approximate mode) changes routing: keep that choice.
     if frontend and _has_switch(frontend.args, "--no-kv-events", "--no-router-kv-events"):
         argv.append("--no-router-kv-events")
@@ -301,22 +358,25 @@ def dynamo_env(discovery_dir: Path, *, pin_loopback: bool = True) -> dict[str, s
     """Environment for every Dynamo process of one deployment. `pin_loopback` binds and advertises 127.0.0.1
     (LOOPBACK_HOST_VARS); the GPU stack (ai-dynamo 1.3.1) runs without it, see there."""
     env = {
-        k: v for k, v in os.environ.items()
+        k: v
+        for k, v in os.environ.items()
         # Inherited DYN_* settings (ports, namespaces, backends) would break isolation;
         # the caller's PYTHONPATH/PYTHONHOME must not leak into the dynamo venv.
         if not (k.startswith("DYN_") and not k.startswith("DYN_LOG"))
         and k not in ("ETCD_ENDPOINTS", "NATS_SERVER", "PYTHONPATH", "PYTHONHOME")
     }
-    env.update({
-        "DYN_FILE_KV": str(discovery_dir),  # discovery root, one per deployment
-        "DYN_DISCOVERY_BACKEND": "file",
-        "DYN_REQUEST_PLANE": "tcp",
-        "DYN_SELF_HOST_METADATA": "0",  # needs a system port; shared-storage MDC works locally
-        "HF_HUB_OFFLINE": "1",  # the toy model is local; never reach for the hub
-        "TRANSFORMERS_OFFLINE": "1",
-        "DYN_SDK_DISABLE_ANSI_LOGGING": "1",  # plain log files, readable tails
-        "PYTHONUNBUFFERED": "1",
-    })
+    env.update(
+        {
+            "DYN_FILE_KV": str(discovery_dir),  # discovery root, one per deployment
+            "DYN_DISCOVERY_BACKEND": "file",
+            "DYN_REQUEST_PLANE": "tcp",
+            "DYN_SELF_HOST_METADATA": "0",  # needs a system port; shared-storage MDC works locally
+            "HF_HUB_OFFLINE": "1",  # the toy model is local; never reach for the hub
+            "TRANSFORMERS_OFFLINE": "1",
+            "DYN_SDK_DISABLE_ANSI_LOGGING": "1",  # plain log files, readable tails
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     if pin_loopback:  # bind/advertise loopback only; ports stay OS-assigned (system port stays off)
         env.update({name: "127.0.0.1" for name in LOOPBACK_HOST_VARS})
     return env
@@ -379,8 +439,11 @@ def engine_cache_env(engine_cache: str | None) -> dict[str, str]:
     if not engine_cache:
         return {}
     root = Path(engine_cache)
-    return {"VLLM_CACHE_ROOT": str(root / "vllm"), "TORCHINDUCTOR_CACHE_DIR": str(root / "inductor"),
-            "TRITON_CACHE_DIR": str(root / "triton")}
+    return {
+        "VLLM_CACHE_ROOT": str(root / "vllm"),
+        "TORCHINDUCTOR_CACHE_DIR": str(root / "inductor"),
+        "TRITON_CACHE_DIR": str(root / "triton"),
+    }
 
 
 def deploy_local(
@@ -401,8 +464,9 @@ def deploy_local(
     """
     python = gpu.python if gpu else (python or default_dynamo_python())
     if not (Path(python).exists() or shutil.which(python)):
-        raise LocalDeploymentError(f"no Dynamo interpreter at {python}: create .venv-dynamo "
-                                   "or set INFERSWEEP_DYNAMO_PYTHON")
+        raise LocalDeploymentError(
+            f"no Dynamo interpreter at {python}: create .venv-dynamo or set INFERSWEEP_DYNAMO_PYTHON"
+        )
     state_dir, model_dir = Path(state_dir).resolve(), Path(model_dir).resolve()
     if procs.alive(state_dir):
         raise LocalDeploymentError(f"{state_dir} still has live processes; teardown_local first")
@@ -435,25 +499,48 @@ def deploy_local(
     )
     group = procs.ProcessGroup(state_dir)
     if gpu is not None:
-        return _deploy_gpu(deployment, group, frontend, workers, env, logs, gpu=gpu, model_dir=model_dir,
-                           http_port=http_port, state_dir=state_dir)
+        return _deploy_gpu(
+            deployment,
+            group,
+            frontend,
+            workers,
+            env,
+            logs,
+            gpu=gpu,
+            model_dir=model_dir,
+            http_port=http_port,
+            state_dir=state_dir,
+        )
     try:
         for comp in workers:
             # A multinode replica spans nodeCount pods; each counts as a worker here.
             num_workers = max(1, min(comp.replicas * comp.node_count, max_workers_per_component))
             engine = engine_of(comp, backend)
-            argv = mocker_argv(comp, python=python, model_dir=model_dir, num_workers=num_workers,
-                               kv_router=router_mode_of(frontend) == "kv", engine=engine)
+            argv = mocker_argv(
+                comp,
+                python=python,
+                model_dir=model_dir,
+                num_workers=num_workers,
+                kv_router=router_mode_of(frontend) == "kv",
+                engine=engine,
+            )
             from infersweep.predict.local_timing import timing_table_args  # calibrated timing (issue 15)
+
             argv += timing_table_args(dgd, comp.role, state_dir)
             group.spawn(comp.name, argv, env, logs / f"{comp.name}.log", cwd=state_dir)
-            deployment.components.append({
-                "name": comp.name, "role": comp.role, "engine": engine,
-                "module": comp.module, "replicas": comp.replicas,
-                "node_count": comp.node_count, "num_workers": num_workers,
-                "model_name": served_model_name(comp),
-                "kv_events": publishes_kv_events(comp),
-            })
+            deployment.components.append(
+                {
+                    "name": comp.name,
+                    "role": comp.role,
+                    "engine": engine,
+                    "module": comp.module,
+                    "replicas": comp.replicas,
+                    "node_count": comp.node_count,
+                    "num_workers": num_workers,
+                    "model_name": served_model_name(comp),
+                    "kv_events": publishes_kv_events(comp),
+                }
+            )
         name = frontend.name if frontend else "Frontend"
         argv = frontend_argv(frontend, python=python, http_port=http_port)
         group.spawn(name, argv, env, logs / f"{name}.log", cwd=state_dir)
@@ -465,32 +552,71 @@ def deploy_local(
     return deployment
 
 
-def _deploy_gpu(deployment: LocalDeployment, group: "procs.ProcessGroup", frontend: Component | None,
-                workers: list[Component], env: dict[str, str], logs: Path, *, gpu: GpuWorkers, model_dir: Path,
-                http_port: int, state_dir: Path) -> LocalDeployment:
+def _deploy_gpu(
+    deployment: LocalDeployment,
+    group: "procs.ProcessGroup",
+    frontend: Component | None,
+    workers: list[Component],
+    env: dict[str, str],
+    logs: Path,
+    *,
+    gpu: GpuWorkers,
+    model_dir: Path,
+    http_port: int,
+    state_dir: Path,
+) -> LocalDeployment:
     from infersweep.local.gpu_workers import detect_gpus, engine_pythons, plan_workers
 
     gpus = list(gpu.gpus) or detect_gpus()
     base_env = env | engine_cache_env(gpu.engine_cache) | {"HF_HOME": str(state_dir / "hf-home")}
-    plan = plan_workers(workers, gpus, python=gpu.python, model_dir=str(model_dir), weights=gpu.weights,
-                        base_env=base_env, free_port=free_port, served_name_of=served_model_name,
-                        pythons=engine_pythons())
+    plan = plan_workers(
+        workers,
+        gpus,
+        python=gpu.python,
+        model_dir=str(model_dir),
+        weights=gpu.weights,
+        base_env=base_env,
+        free_port=free_port,
+        served_name_of=served_model_name,
+        pythons=engine_pythons(),
+    )
     try:
         for w in plan:
             group.spawn(w.name, w.argv, w.env, logs / f"{w.name}.log", cwd=state_dir)
         for comp in workers:
             mine = [w for w in plan if w.component == comp.name]
-            deployment.components.append({
-                "name": comp.name, "role": comp.role, "engine": engine_of(comp), "module": comp.module,
-                "replicas": comp.replicas, "node_count": comp.node_count, "num_workers": len(mine),
-                "model_name": served_model_name(comp), "kv_events": publishes_kv_events(comp),
-                "workers": [{"name": w.name, "gpus": w.gpus, "memory_fraction": w.memory_fraction,
-                             "system_port": int(w.env["DYN_SYSTEM_PORT"]), "kv_events_port": w.kv_events_port,
-                             "weights": gpu.weights} for w in mine],
-            })
+            deployment.components.append(
+                {
+                    "name": comp.name,
+                    "role": comp.role,
+                    "engine": engine_of(comp),
+                    "module": comp.module,
+                    "replicas": comp.replicas,
+                    "node_count": comp.node_count,
+                    "num_workers": len(mine),
+                    "model_name": served_model_name(comp),
+                    "kv_events": publishes_kv_events(comp),
+                    "workers": [
+                        {
+                            "name": w.name,
+                            "gpus": w.gpus,
+                            "memory_fraction": w.memory_fraction,
+                            "system_port": int(w.env["DYN_SYSTEM_PORT"]),
+                            "kv_events_port": w.kv_events_port,
+                            "weights": gpu.weights,
+                        }
+                        for w in mine
+                    ],
+                }
+            )
         name = frontend.name if frontend else "Frontend"
-        group.spawn(name, frontend_argv(frontend, python=gpu.python, http_port=http_port), env,
-                    logs / f"{name}.log", cwd=state_dir)
+        group.spawn(
+            name,
+            frontend_argv(frontend, python=gpu.python, http_port=http_port),
+            env,
+            logs / f"{name}.log",
+            cwd=state_dir,
+        )
     except BaseException:
         procs.stop_all(state_dir, grace_s=10)
         raise
@@ -544,15 +670,19 @@ def lost_registration_message(deployment: LocalDeployment) -> str:
     for r in deployment.processes:
         try:
             with open(r["log_path"], "rb") as f:  # the whole log: the line is early, polls follow it
-                expired += [procs.strip_ansi(line.decode("utf-8", "replace")).strip()[:300] for line in f if b"Expired" in line]
+                expired += [
+                    procs.strip_ansi(line.decode("utf-8", "replace")).strip()[:300] for line in f if b"Expired" in line
+                ]
         except OSError:
             continue
     pids = ", ".join(f"{r['name']}={r['pid']}" for r in deployment.processes)
-    return (f"{deployment.name} served {deployment.model_name} before, every process is still running ({pids}), "
-            f"but the frontend no longer serves it after {LOST_REGISTRATION_GRACE_S:.0f}s: the workers' discovery "
-            "entries expired (Dynamo's file discovery store drops an entry not touched for 10 s). Tear the "
-            "deployment down and run again (--resume keeps the points measured so far)."
-            + ("\nfrom the logs: " + "\n  ".join(expired[-3:]) if expired else ""))
+    return (
+        f"{deployment.name} served {deployment.model_name} before, every process is still running ({pids}), "
+        f"but the frontend no longer serves it after {LOST_REGISTRATION_GRACE_S:.0f}s: the workers' discovery "
+        "entries expired (Dynamo's file discovery store drops an entry not touched for 10 s). Tear the "
+        "deployment down and run again (--resume keeps the points measured so far)."
+        + ("\nfrom the logs: " + "\n  ".join(expired[-3:]) if expired else "")
+    )
 
 
 def wait_ready_local(state_dir: Path, timeout_s: float = 60) -> float:
@@ -575,8 +705,10 @@ def wait_ready_local(state_dir: Path, timeout_s: float = 60) -> float:
     while (count := registered_workers(state_dir)) is not None and count < expected:
         _fail_if_any_exited(deployment)
         if remaining() <= 0:
-            raise TimeoutError(f"only {count}/{expected} workers of {deployment.name} registered "
-                               f"after {timeout_s:.0f}s\n" + procs.format_tails(logs))
+            raise TimeoutError(
+                f"only {count}/{expected} workers of {deployment.name} registered "
+                f"after {timeout_s:.0f}s\n" + procs.format_tails(logs)
+            )
         time.sleep(0.1)
 
     # Serving before, every process alive and none restarted since, yet the model is gone: the workers'
@@ -594,18 +726,25 @@ def wait_ready_local(state_dir: Path, timeout_s: float = 60) -> float:
             raise LocalDeploymentError(lost_registration_message(deployment))
 
     procs.wait_http(
-        f"{deployment.frontend_url}/v1/models", remaining(),
-        lambda answer: any(m.get("id") == deployment.model_name
-                           for m in (answer or {}).get("data", [])),
-        log_paths=logs, check=check,
+        f"{deployment.frontend_url}/v1/models",
+        remaining(),
+        lambda answer: any(m.get("id") == deployment.model_name for m in (answer or {}).get("data", [])),
+        log_paths=logs,
+        check=check,
     )
     # Listed is not yet servable (disagg waits for prefill activation): retry one real request.
     procs.wait_http(
-        f"{deployment.frontend_url}/v1/chat/completions", remaining(),
+        f"{deployment.frontend_url}/v1/chat/completions",
+        remaining(),
         lambda answer: bool((answer or {}).get("choices")),
-        body={"model": deployment.model_name, "max_tokens": 4, "stream": False,
-              "messages": [{"role": "user", "content": "are you ready ?"}]},
-        log_paths=logs, check=check,
+        body={
+            "model": deployment.model_name,
+            "max_tokens": 4,
+            "stream": False,
+            "messages": [{"role": "user", "content": "are you ready ?"}],
+        },
+        log_paths=logs,
+        check=check,
     )
     if not deployment.ready_at:
         deployment.ready_at = time.time()

@@ -37,8 +37,9 @@ def event_printer(stream=sys.stdout) -> Callable[[str, Node], None]:
 
     def on_event(kind: str, node: Node) -> None:
         short = node.name.split(".", 1)[1] if "." in node.name else node.name
-        if (node.template in ("pipeline", "sweep", "exit-handler") or node.type in ("DAG", "TaskGroup", "Retry")) \
-                and kind == "start":
+        if (
+            node.template in ("pipeline", "sweep", "exit-handler") or node.type in ("DAG", "TaskGroup", "Retry")
+        ) and kind == "start":
             return
         stamp = f"[{time.monotonic() - t0:6.1f}s]"
         if kind == "start":
@@ -59,12 +60,24 @@ def event_printer(stream=sys.stdout) -> Callable[[str, Node], None]:
     return on_event
 
 
-def execute(workflow: dict[str, Any], templates: list[dict[str, Any]], *, run_id: str, run_dir: Path,
-            status_file: Path, cache_root: Path, pythons: dict[str, str], env: dict[str, str], s3_client: Any,
-            configmaps: dict[str, dict[str, str]], on_event: Callable[[str, Node], None] | None = None,
-            on_started: Callable[[LocalArgo], None] | None = None,
-            status: dict[str, Any] | None = None, code_root: Path = REPO_ROOT,
-            objects: Any = None) -> tuple[LocalArgo, Node]:
+def execute(
+    workflow: dict[str, Any],
+    templates: list[dict[str, Any]],
+    *,
+    run_id: str,
+    run_dir: Path,
+    status_file: Path,
+    cache_root: Path,
+    pythons: dict[str, str],
+    env: dict[str, str],
+    s3_client: Any,
+    configmaps: dict[str, dict[str, str]],
+    on_event: Callable[[str, Node], None] | None = None,
+    on_started: Callable[[LocalArgo], None] | None = None,
+    status: dict[str, Any] | None = None,
+    code_root: Path = REPO_ROOT,
+    objects: Any = None,
+) -> tuple[LocalArgo, Node]:
     """Run the workflow to its end; return the executor (phase, message, stop reason) and the root node.
 
     `status` is an earlier run's status to retry from. The PVCs and the Argo state (semaphores, mutexes)
@@ -78,9 +91,17 @@ def execute(workflow: dict[str, Any], templates: list[dict[str, Any]], *, run_id
         return f"s3://{ARTIFACT_BUCKET}/{key}"
 
     cluster = LocalCluster(
-        pythons=pythons, pvc_dirs=lambda claim: cache_root / "pvc" / claim, run_dir=run_dir, cwd=code_root,
-        env=env, upload_artifact=upload_artifact, on_event=on_event or event_printer(), configmaps=configmaps,
-        state_dir=cache_root / "argo-state", objects=objects)
+        pythons=pythons,
+        pvc_dirs=lambda claim: cache_root / "pvc" / claim,
+        run_dir=run_dir,
+        cwd=code_root,
+        env=env,
+        upload_artifact=upload_artifact,
+        on_event=on_event or event_printer(),
+        configmaps=configmaps,
+        state_dir=cache_root / "argo-state",
+        objects=objects,
+    )
     argo = LocalArgo(workflow, templates, cluster, status=status)
     argo.name = run_id
 

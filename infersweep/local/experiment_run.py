@@ -23,17 +23,16 @@ from typing import Any, Callable
 
 import yaml
 
+from infersweep.aiperf.point import points_text
+from infersweep.cluster_settings import load_cluster_settings
 from infersweep.experiment.plan import Plan, Step, make_plan
 from infersweep.experiment.restart import RestartClass, Transition, classify
 from infersweep.experiment.spec import load_experiment
-from infersweep.cluster_settings import load_cluster_settings
 from infersweep.local import procs
 from infersweep.local.adapter import step_env
 from infersweep.local.argo import LocalArgo, Node
 from infersweep.local.executor import ARTIFACT_BUCKET, execute
-from infersweep.aiperf.point import points_text
-from infersweep.local.run import (local_profile, scaled_points, scaled_workload,
-                                  simulated_gpus)
+from infersweep.local.run import local_profile, scaled_points, scaled_workload, simulated_gpus
 from infersweep.local.standins.s3server import LocalS3
 from infersweep.local.toy_model import build_toy_model
 from infersweep.names import dns_label
@@ -87,25 +86,38 @@ def finished_treatments(run_dir: Path) -> list[str]:
 def _replan(plan: Plan, keep: set[str]) -> Plan:
     """The plan's steps without the kept treatments; transitions recomputed (the first is a fresh deploy)."""
     left = [s.treatment for s in plan.steps if s.treatment.name not in keep]
-    steps = [Step(t, Transition(RestartClass.FULL, ()) if i == 0 else classify(left[i - 1].recipe, t.recipe))
-             for i, t in enumerate(left)]
+    steps = [
+        Step(t, Transition(RestartClass.FULL, ()) if i == 0 else classify(left[i - 1].recipe, t.recipe))
+        for i, t in enumerate(left)
+    ]
     return Plan(plan.experiment, steps)
 
 
 def _scaled(prof: dict[str, Any]) -> Callable[[ResolvedRecipe], dict[str, str]]:
     def args(r: ResolvedRecipe) -> dict[str, str]:
-        return {"points": points_text(scaled_points(r, prof)),
-                "workload": json.dumps(scaled_workload(r, prof), separators=(",", ":")),
-                "gpu-count": str(simulated_gpus(r, prof))}
+        return {
+            "points": points_text(scaled_points(r, prof)),
+            "workload": json.dumps(scaled_workload(r, prof), separators=(",", ":")),
+            "gpu-count": str(simulated_gpus(r, prof)),
+        }
+
     return args
 
 
-def run_experiment_local(ref: str | Path | None, *, out_root: Path = Path("runs"),
-                         cache_root: Path = Path(".infersweep"), resume: Path | None = None,
-                         dgd_api: str = "v1beta1", on_event: Callable[[str, Node], None] | None = None,
-                         on_started: Callable[[LocalArgo], None] | None = None, workers: str = "mocker",
-                         weights: str = "dummy", gpu_python: str | None = None,
-                         engine_cache: Path | None = None) -> LocalExperimentRun:
+def run_experiment_local(
+    ref: str | Path | None,
+    *,
+    out_root: Path = Path("runs"),
+    cache_root: Path = Path(".infersweep"),
+    resume: Path | None = None,
+    dgd_api: str = "v1beta1",
+    on_event: Callable[[str, Node], None] | None = None,
+    on_started: Callable[[LocalArgo], None] | None = None,
+    workers: str = "mocker",
+    weights: str = "dummy",
+    gpu_python: str | None = None,
+    engine_cache: Path | None = None,
+) -> LocalExperimentRun:
     """`workers`/`weights`/`gpu_python`/`engine_cache`: as for `run --local` (infersweep.local.run.run_local):
     with "gpu" the treatments run on real engine workers on this machine's GPUs, unscaled."""
     t_start = time.monotonic()
@@ -115,20 +127,26 @@ def run_experiment_local(ref: str | Path | None, *, out_root: Path = Path("runs"
         run_dir = Path(resume).resolve()
         first = run_dir / "rendered" / "workflow.yaml"
         if not first.is_file():
-            raise RecipeError(f"--resume {resume}: not the folder of an `infersweep experiment run --local` run "
-                              "(no rendered/workflow.yaml); give runs/<run-id>")
+            raise RecipeError(
+                f"--resume {resume}: not the folder of an `infersweep experiment run --local` run "
+                "(no rendered/workflow.yaml); give runs/<run-id>"
+            )
         labels = (yaml.safe_load(first.read_text()).get("metadata") or {}).get("labels") or {}
         recorded = run_dir / SPEC_PATH
-        e = load_experiment(ref or (recorded.read_text().strip() if recorded.is_file()
-                                    else labels.get("infersweep.io/experiment", "")))
+        e = load_experiment(
+            ref or (recorded.read_text().strip() if recorded.is_file() else labels.get("infersweep.io/experiment", ""))
+        )
         if labels.get("infersweep.io/experiment") != e.name:
-            raise RecipeError(f"--resume {resume}: that run is of experiment "
-                              f"{labels.get('infersweep.io/experiment')!r}, not {e.name!r}")
+            raise RecipeError(
+                f"--resume {resume}: that run is of experiment "
+                f"{labels.get('infersweep.io/experiment')!r}, not {e.name!r}"
+            )
         kept = [n for n in finished_treatments(run_dir) if n in {t.name for t in e.treatments}]
         plan = _replan(make_plan(e), set(kept))
         if not plan.steps:
-            raise RecipeError(f"--resume {resume}: every treatment already has results ({', '.join(kept)}); "
-                              "nothing to run")
+            raise RecipeError(
+                f"--resume {resume}: every treatment already has results ({', '.join(kept)}); nothing to run"
+            )
         n = len(list(run_dir.glob("rendered*"))) + 1
         run_id = dns_label(f"{run_dir.name[:56]}-r{n}")
         rendered = f"rendered-r{n}"
@@ -148,31 +166,47 @@ def run_experiment_local(ref: str | Path | None, *, out_root: Path = Path("runs"
     state_dir = run_dir / "state"
     treatment_args, ready_timeout_s, gpu = _scaled(prof), 120, None
     if workers == "gpu":
-        from infersweep.local.gpu_run import check_fits, gpu_workers, model_folder
         from infersweep.dgd import deployable_dgd
+        from infersweep.local.gpu_run import check_fits, gpu_workers, model_folder
 
         models = {s.treatment.recipe.model.id for s in plan.steps}
         if len(models) > 1:
-            raise RecipeError(f"--workers gpu: the treatments use {len(models)} models ({', '.join(sorted(models))}); "
-                              "a local GPU experiment serves one model folder: give every treatment the same model")
+            raise RecipeError(
+                f"--workers gpu: the treatments use {len(models)} models ({', '.join(sorted(models))}); "
+                "a local GPU experiment serves one model folder: give every treatment the same model"
+            )
         gpu = gpu_workers(gpu_python, weights, engine_cache, cache_root)
         model_dir = model_folder(models.pop(), weights, cache_root)
-        used = {s.treatment.name: check_fits(deployable_dgd(s.treatment.recipe, settings, name="fit"), list(gpu.gpus), python=gpu.python,
-                                             model_dir=model_dir, weights=weights) for s in plan.steps}
+        used = {
+            s.treatment.name: check_fits(
+                deployable_dgd(s.treatment.recipe, settings, name="fit"),
+                list(gpu.gpus),
+                python=gpu.python,
+                model_dir=model_dir,
+                weights=weights,
+            )
+            for s in plan.steps
+        }
 
         def treatment_args(r: ResolvedRecipe) -> dict[str, str]:
             # Real engines take each treatment as it is: its own sweep and lengths, server-counted tokens.
             w = r.recipe.workload.aiperf_workload() | {"server_token_count": True}
-            return {"workload": json.dumps(w, separators=(",", ":")),
-                    "gpu-count": str(max(used.values()))}
+            return {"workload": json.dumps(w, separators=(",", ":")), "gpu-count": str(max(used.values()))}
+
         ready_timeout_s = 1800
 
     from workflows.experiment import experiment_template, experiment_workflow
 
     # The experiment's template, scaled down here, and the Workflow that only references it: the two documents
     # a cluster gets (workflows/experiment.py), each strict.
-    template = experiment_template(plan, settings, dgd_api=dgd_api, model_source=f"file://{model_dir}",
-                                   ready_timeout_s=ready_timeout_s, treatment_args=treatment_args).to_dict()
+    template = experiment_template(
+        plan,
+        settings,
+        dgd_api=dgd_api,
+        model_source=f"file://{model_dir}",
+        ready_timeout_s=ready_timeout_s,
+        treatment_args=treatment_args,
+    ).to_dict()
     workflow = experiment_workflow(plan, settings, namespace="local").to_dict()
     workflow["metadata"].pop("generateName", None)
     workflow["metadata"]["name"] = run_id
@@ -184,7 +218,9 @@ def run_experiment_local(ref: str | Path | None, *, out_root: Path = Path("runs"
     (run_dir / rendered / "templates").mkdir(parents=True, exist_ok=True)
     (run_dir / rendered / "workflow.yaml").write_text(yaml.safe_dump(workflow, sort_keys=False, width=120))
     for t in templates:
-        (run_dir / rendered / "templates" / f"{t['metadata']['name']}.yaml").write_text(yaml.safe_dump(t, sort_keys=False))
+        (run_dir / rendered / "templates" / f"{t['metadata']['name']}.yaml").write_text(
+            yaml.safe_dump(t, sort_keys=False)
+        )
     if gpu is None:
         build_toy_model(model_dir)
 
@@ -192,29 +228,44 @@ def run_experiment_local(ref: str | Path | None, *, out_root: Path = Path("runs"
 
     namespace = workflow["metadata"].get("namespace", "default")
     recipes = [s.treatment.recipe for s in plan.steps]
-    configmaps = {f"{namespace}/{d['metadata']['name']}": {k: str(v) for k, v in (d.get("data") or {}).items()}
-                  for d in kubectl_manifests(settings, recipes) if d.get("kind") == "ConfigMap"}
+    configmaps = {
+        f"{namespace}/{d['metadata']['name']}": {k: str(v) for k, v in (d.get("data") or {}).items()}
+        for d in kubectl_manifests(settings, recipes)
+        if d.get("kind") == "ConfigMap"
+    }
     pythons = {settings.images.steps: sys.executable, settings.images.aiperf: venv_python("aiperf")}
     s3 = LocalS3(buckets=[settings.s3.bucket, ARTIFACT_BUCKET])
     sampler = None
     try:
         s3.start()
         env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
-        env |= s3.env() | step_env(state_dir=state_dir, model_dir=model_dir,  # the steps' DGD adapter: local
-                                   max_workers=prof["max_workers_per_component"], gpu=gpu)
+        env |= s3.env() | step_env(
+            state_dir=state_dir,
+            model_dir=model_dir,  # the steps' DGD adapter: local
+            max_workers=prof["max_workers_per_component"],
+            gpu=gpu,
+        )
         if gpu is not None:
-            from infersweep.local.gpu_run import start_gpu_side
-
-            from infersweep.local.gpu_run import worker_modules
+            from infersweep.local.gpu_run import start_gpu_side, worker_modules
 
             modules = set().union(*(worker_modules(render_dgd(s.treatment.recipe, name="fit")) for s in plan.steps))
             sampler, gpu_env = start_gpu_side(run_dir, gpu, str(max(used.values())), state_dir, modules=modules)
             env |= gpu_env
         # `argo stop` on Ctrl-C / SIGTERM: the exit handler still tears the deployment down
-        argo, root = execute(workflow, templates, run_id=run_id, run_dir=run_dir,
-                             status_file=run_dir / f"status{rendered.removeprefix('rendered')}.json",
-                             cache_root=cache_root, pythons=pythons, env=env, s3_client=s3.client(),
-                             configmaps=configmaps, on_event=on_event, on_started=on_started)
+        argo, root = execute(
+            workflow,
+            templates,
+            run_id=run_id,
+            run_dir=run_dir,
+            status_file=run_dir / f"status{rendered.removeprefix('rendered')}.json",
+            cache_root=cache_root,
+            pythons=pythons,
+            env=env,
+            s3_client=s3.client(),
+            configmaps=configmaps,
+            on_event=on_event,
+            on_started=on_started,
+        )
     finally:
         if sampler is not None:
             sampler.stop()
@@ -227,5 +278,6 @@ def run_experiment_local(ref: str | Path | None, *, out_root: Path = Path("runs"
         write_gpu_record(run_dir, state_dir)
     report_file = run_dir / REPORT
     report = json.loads(report_file.read_text()) if report_file.is_file() else None
-    return LocalExperimentRun(run_id, run_dir, argo.phase, plan, kept, report, root,
-                              time.monotonic() - t_start, argo.message)
+    return LocalExperimentRun(
+        run_id, run_dir, argo.phase, plan, kept, report, root, time.monotonic() - t_start, argo.message
+    )

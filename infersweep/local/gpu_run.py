@@ -39,9 +39,11 @@ def config_only_model(hf_id: str, cache_root: Path) -> Path:
     src = model_config_file(hf_id)
     if not src.is_file():
         known = sorted(p.stem.replace("--", "/") for p in src.parent.glob("*.json"))
-        raise RecipeError(f"--weights dummy: no architecture config for {hf_id} in {src.parent}/ (known: "
-                          f"{', '.join(known) or 'none'}); add the model's config.json there as {src.name}, "
-                          "or run with --weights cache on a model folder that holds its weights")
+        raise RecipeError(
+            f"--weights dummy: no architecture config for {hf_id} in {src.parent}/ (known: "
+            f"{', '.join(known) or 'none'}); add the model's config.json there as {src.name}, "
+            "or run with --weights cache on a model folder that holds its weights"
+        )
     out = Path(cache_root) / "models" / f"{src.stem}-config-only"
     build_toy_model(out)
     config = json.loads(src.read_text())
@@ -53,20 +55,27 @@ def config_only_model(hf_id: str, cache_root: Path) -> Path:
 def gpu_workers(gpu_python: str | None, weights: str, engine_cache: Path | None, cache_root: Path) -> GpuWorkers:
     """The adapter's real-engine settings for this machine (refuses at once where no GPU is visible)."""
     gpus = require_gpus()
-    return GpuWorkers(python=gpu_python or venv_python("gpu"),  # $INFERSWEEP_GPU_PYTHON or .venv-gpu
-                      weights=weights, engine_cache=str((engine_cache or cache_root / "engine-cache").resolve()),
-                      gpus=tuple(gpus))
+    return GpuWorkers(
+        python=gpu_python or venv_python("gpu"),  # $INFERSWEEP_GPU_PYTHON or .venv-gpu
+        weights=weights,
+        engine_cache=str((engine_cache or cache_root / "engine-cache").resolve()),
+        gpus=tuple(gpus),
+    )
 
 
 def model_folder(hf_id: str, weights: str, cache_root: Path) -> Path:
     """The folder the engines load: config-only for random weights, else <cache_root>/models/<org>--<name>."""
-    return config_only_model(hf_id, cache_root) if weights == "dummy" else cache_root / "models" / hf_id.replace("/", "--")
+    return (
+        config_only_model(hf_id, cache_root) if weights == "dummy" else cache_root / "models" / hf_id.replace("/", "--")
+    )
 
 
 def stack_versions(python: str) -> dict[str, str]:
-    code = ("import importlib.metadata as m, json\nout = {}\n"
-            f"for n in {STACK_PACKAGES!r}:\n    try: out[n] = m.version(n)\n    except Exception: pass\n"
-            "print(json.dumps(out))")
+    code = (
+        "import importlib.metadata as m, json\nout = {}\n"
+        f"for n in {STACK_PACKAGES!r}:\n    try: out[n] = m.version(n)\n    except Exception: pass\n"
+        "print(json.dumps(out))"
+    )
     try:
         proc = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=120)
         return json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else {}
@@ -86,15 +95,20 @@ def measured_on(gpus: list[Gpu], used: int, versions: dict[str, str], weights: s
     names = sorted({g.name for g in gpus})
     stack = ", ".join(f"{k} {v}" for k, v in versions.items() if k != "ai-dynamo-runtime")
     w = "random weights (--load-format dummy)" if weights == "dummy" else "model weights from the cache"
-    return (f"local GPU: {used} of {len(gpus)}x {'/'.join(names)}" + (f", driver {driver}" if driver else "")
-            + (f", {stack}" if stack else "") + f", {w}")
+    return (
+        f"local GPU: {used} of {len(gpus)}x {'/'.join(names)}"
+        + (f", driver {driver}" if driver else "")
+        + (f", {stack}" if stack else "")
+        + f", {w}"
+    )
 
 
 def require_gpus(gpus: list[Gpu] | None = None) -> list[Gpu]:
     gpus = detect_gpus() if gpus is None else gpus
     if not gpus:
-        raise GpuShortfall("--workers gpu: no GPU is visible here (nvidia-smi found none); run on a GPU host, "
-                           "or use --workers mocker")
+        raise GpuShortfall(
+            "--workers gpu: no GPU is visible here (nvidia-smi found none); run on a GPU host, or use --workers mocker"
+        )
     return gpus
 
 
@@ -102,8 +116,17 @@ def check_fits(dgd: dict, gpus: list[Gpu], *, python: str, model_dir: Path, weig
     """GPUs the DGD's workers take here (raises GpuShortfall before anything starts)."""
     from infersweep.local.dynamo import read_components, served_model_name
 
-    plan = plan_workers(read_components(dgd), gpus, python=python, model_dir=str(model_dir), weights=weights,
-                        base_env={}, free_port=lambda: 0, served_name_of=served_model_name, pythons=engine_pythons())
+    plan = plan_workers(
+        read_components(dgd),
+        gpus,
+        python=python,
+        model_dir=str(model_dir),
+        weights=weights,
+        base_env={},
+        free_port=lambda: 0,
+        served_name_of=served_model_name,
+        pythons=engine_pythons(),
+    )
     return len({g for w in plan for g in w.gpus})
 
 
@@ -133,8 +156,9 @@ def engine_stack(gpu: GpuWorkers, modules: set[str]) -> dict[str, str]:
     return {k: v for k, v in versions.items() if k not in ("vllm", "sglang") or not engines or k in engines}
 
 
-def start_gpu_side(run_dir: Path, gpu: GpuWorkers, gpu_count: str | None, state_dir: Path,
-                   modules: set[str] | None = None):
+def start_gpu_side(
+    run_dir: Path, gpu: GpuWorkers, gpu_count: str | None, state_dir: Path, modules: set[str] | None = None
+):
     """The NVML sampler and the environment that tells the steps what ran (GPU, stack, weights); `modules`:
     the workers' engine modules (worker_modules), whose interpreters' versions are the stack."""
     from infersweep.local.gpu_telemetry import NvmlSampler
@@ -146,13 +170,25 @@ def start_gpu_side(run_dir: Path, gpu: GpuWorkers, gpu_count: str | None, state_
     print(f"workers: real engines ({words})", flush=True)
     samples = run_dir / "telemetry" / "gpu-samples.jsonl"
     (run_dir / "telemetry").mkdir(parents=True, exist_ok=True)
-    (run_dir / "telemetry" / "stack.json").write_text(json.dumps(
-        {"measured_on": words, "versions": versions, "gpus": [g.__dict__ for g in gpu.gpus], "weights": gpu.weights,
-         "python": gpu.python, "engine_cache": gpu.engine_cache}, indent=1) + "\n")
+    (run_dir / "telemetry" / "stack.json").write_text(
+        json.dumps(
+            {
+                "measured_on": words,
+                "versions": versions,
+                "gpus": [g.__dict__ for g in gpu.gpus],
+                "weights": gpu.weights,
+                "python": gpu.python,
+                "engine_cache": gpu.engine_cache,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
     sampler = None
     try:
-        sampler = NvmlSampler(samples, workers_dir=state_dir / "dgd",
-                              workers_out=run_dir / "telemetry" / "worker-metrics.jsonl").start()
+        sampler = NvmlSampler(
+            samples, workers_dir=state_dir / "dgd", workers_out=run_dir / "telemetry" / "worker-metrics.jsonl"
+        ).start()
     except Exception as e:  # no NVML binding: the run goes on without the GPU columns
         print(f"NVML telemetry off: {e}", file=sys.stderr)
     return sampler, {MEASURED_ON_ENV: words, GPU_TELEMETRY_ENV: str(samples)}

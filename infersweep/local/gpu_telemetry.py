@@ -15,13 +15,19 @@ import threading
 import time
 from pathlib import Path
 
-
 # The engine counters a KV-routing comparison needs, from each worker's /metrics (vLLM 0.23
 # v1/metrics/loggers.py PrometheusStatLogger: prefix cache queries and hits, in tokens; requests), through
 # the Dynamo worker's system server (DYN_SYSTEM_PORT).
-WORKER_METRICS = ("vllm:prefix_cache_queries", "vllm:prefix_cache_hits", "vllm:num_requests_running",
-                  "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc", "vllm:prompt_tokens",
-                  "vllm:generation_tokens", "vllm:request_success")
+WORKER_METRICS = (
+    "vllm:prefix_cache_queries",
+    "vllm:prefix_cache_hits",
+    "vllm:num_requests_running",
+    "vllm:num_requests_waiting",
+    "vllm:kv_cache_usage_perc",
+    "vllm:prompt_tokens",
+    "vllm:generation_tokens",
+    "vllm:request_success",
+)
 
 
 def worker_ports(workers_dir: Path) -> list[tuple[str, int]]:
@@ -76,8 +82,15 @@ def _fields(nv, h) -> dict[str, float]:
 
 
 class NvmlSampler:
-    def __init__(self, out: Path, period_s: float = 0.25, gpus: list[int] | None = None,
-                 workers_dir: Path | None = None, workers_out: Path | None = None, workers_period_s: float = 2.0):
+    def __init__(
+        self,
+        out: Path,
+        period_s: float = 0.25,
+        gpus: list[int] | None = None,
+        workers_dir: Path | None = None,
+        workers_out: Path | None = None,
+        workers_period_s: float = 2.0,
+    ):
         self.out = Path(out)
         self.period_s = period_s
         self.gpus = gpus
@@ -93,8 +106,9 @@ class NvmlSampler:
 
         pynvml.nvmlInit()
         count = pynvml.nvmlDeviceGetCount()
-        self._handles = [(i, pynvml.nvmlDeviceGetHandleByIndex(i)) for i in range(count)
-                         if self.gpus is None or i in self.gpus]
+        self._handles = [
+            (i, pynvml.nvmlDeviceGetHandleByIndex(i)) for i in range(count) if self.gpus is None or i in self.gpus
+        ]
         self._nvml = pynvml
         self.out.parent.mkdir(parents=True, exist_ok=True)
         self._thread = threading.Thread(target=self._run, name="nvml-sampler", daemon=True)

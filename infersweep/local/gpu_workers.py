@@ -97,8 +97,9 @@ def _int_flag(args: Sequence[str], names: Sequence[str], what: str, component: s
 
 
 def gpus_per_replica(args: Sequence[str], component: str = "?") -> int:
-    tp_pp = (_int_flag(args, TP_FLAGS, "tensor parallel size", component)
-             * _int_flag(args, PP_FLAGS, "pipeline parallel size", component))
+    tp_pp = _int_flag(args, TP_FLAGS, "tensor parallel size", component) * _int_flag(
+        args, PP_FLAGS, "pipeline parallel size", component
+    )
     dp = _int_flag(args, DP_FLAGS, "data parallel size", component)
     return tp_pp if DP_INSIDE_TP_SWITCH in args else tp_pp * dp
 
@@ -106,8 +107,11 @@ def gpus_per_replica(args: Sequence[str], component: str = "?") -> int:
 def engine_pythons(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """dynamo.<engine> -> the interpreter its workers run in, from $INFERSWEEP_GPU_PYTHON_<ENGINE>."""
     env = os.environ if environ is None else environ
-    return {f"dynamo.{k[len(ENGINE_PYTHON_ENV):].lower()}": v for k, v in env.items()
-            if k.startswith(ENGINE_PYTHON_ENV) and len(k) > len(ENGINE_PYTHON_ENV) and v}
+    return {
+        f"dynamo.{k[len(ENGINE_PYTHON_ENV) :].lower()}": v
+        for k, v in env.items()
+        if k.startswith(ENGINE_PYTHON_ENV) and len(k) > len(ENGINE_PYTHON_ENV) and v
+    }
 
 
 def memory_fraction(args: Sequence[str], component: str = "?") -> float | None:
@@ -136,8 +140,10 @@ def assign_gpus(demands: list[tuple[str, int, float | None]], gpus: Sequence[Gpu
         need = 1.0 if frac is None else frac
         picks = [i for i in sorted(free) if free[i] + EPS >= need][:n]
         if len(picks) < n:
-            missing.append(f"{name} needs {n} GPU{'s' if n > 1 else ''} with "
-                           f"{'the whole GPU' if frac is None else f'a {frac:g} memory fraction'} each")
+            missing.append(
+                f"{name} needs {n} GPU{'s' if n > 1 else ''} with "
+                f"{'the whole GPU' if frac is None else f'a {frac:g} memory fraction'} each"
+            )
             out.append([])
             continue
         for i in picks:
@@ -146,12 +152,16 @@ def assign_gpus(demands: list[tuple[str, int, float | None]], gpus: Sequence[Gpu
     if missing:
         total = sum(n * (1.0 if f is None else f) for _, n, f in demands)
         here = ", ".join(f"{g.index}: {g.name}" for g in gpus) or "none"
-        hint = ("give the workers a memory fraction (vLLM --gpu-memory-utilization, SGLang --mem-fraction-static) "
-                "so that they share GPUs, e.g. 0.45 for two per GPU, or run on a host with more GPUs"
-                if any(f is None for _, _, f in demands) else
-                "lower the workers' memory fraction or run on a host with more GPUs")
-        raise GpuShortfall(f"the workers need {total:g} GPUs' worth and this machine has {len(gpus)} "
-                           f"({here}): {'; '.join(missing)}; {hint}")
+        hint = (
+            "give the workers a memory fraction (vLLM --gpu-memory-utilization, SGLang --mem-fraction-static) "
+            "so that they share GPUs, e.g. 0.45 for two per GPU, or run on a host with more GPUs"
+            if any(f is None for _, _, f in demands)
+            else "lower the workers' memory fraction or run on a host with more GPUs"
+        )
+        raise GpuShortfall(
+            f"the workers need {total:g} GPUs' worth and this machine has {len(gpus)} "
+            f"({here}): {'; '.join(missing)}; {hint}"
+        )
     return out
 
 
@@ -167,8 +177,17 @@ def kv_events_config(raw: str, port: int) -> str:
     return json.dumps(cfg, separators=(",", ":"))
 
 
-def worker_argv(module: str, args: Sequence[str], *, python: str, model_dir: str, served_name: str,
-                weights: str, kv_port: int | None, bootstrap_port: int | None = None) -> list[str]:
+def worker_argv(
+    module: str,
+    args: Sequence[str],
+    *,
+    python: str,
+    model_dir: str,
+    served_name: str,
+    weights: str,
+    kv_port: int | None,
+    bootstrap_port: int | None = None,
+) -> list[str]:
     """The engine command line: the rendered args with the model, weights, KV-events port and (SGLang
     prefill) bootstrap port made local."""
     if weights not in WEIGHTS:
@@ -206,10 +225,18 @@ def system_port(low: int = 20000, high: int = 32767) -> int:
     raise BadInput(f"no free TCP port in [{low}, {high}) for a worker's system server")
 
 
-def plan_workers(components: Sequence, gpus: Sequence[Gpu], *, python: str, model_dir: str,
-                 weights: str, base_env: dict[str, str], free_port: Callable[[], int],
-                 served_name_of: Callable[[object], str],
-                 pythons: Mapping[str, str] | None = None) -> list[WorkerProcess]:
+def plan_workers(
+    components: Sequence,
+    gpus: Sequence[Gpu],
+    *,
+    python: str,
+    model_dir: str,
+    weights: str,
+    base_env: dict[str, str],
+    free_port: Callable[[], int],
+    served_name_of: Callable[[object], str],
+    pythons: Mapping[str, str] | None = None,
+) -> list[WorkerProcess]:
     """One WorkerProcess per replica of every non-frontend component, GPUs assigned first fit.
 
     `components` are infersweep.local.dynamo.Component (name, role, replicas, node_count, module, args, env);
@@ -218,8 +245,10 @@ def plan_workers(components: Sequence, gpus: Sequence[Gpu], *, python: str, mode
     workers = [c for c in components if c.role != "frontend"]
     for c in workers:
         if not c.module:
-            raise BadInput(f"component {c.name}: its container runs no `python -m dynamo.<engine>` that local "
-                           "mode can start on a GPU")
+            raise BadInput(
+                f"component {c.name}: its container runs no `python -m dynamo.<engine>` that local "
+                "mode can start on a GPU"
+            )
         if c.module == "dynamo.mocker":
             raise BadInput(f"component {c.name} is a mocker: --workers gpu starts engine workers; use --workers mocker")
     demands, replicas = [], []
@@ -234,8 +263,16 @@ def plan_workers(components: Sequence, gpus: Sequence[Gpu], *, python: str, mode
     for (c, r, frac), gpu_ids in zip(replicas, assigned):
         kv_port = free_port() if flag_value(c.args, KV_EVENTS_FLAG) is not None else None
         bootstrap = free_port() if _sglang_prefill(c.module, c.args) else None
-        argv = worker_argv(c.module, c.args, python=(pythons or {}).get(c.module, python), model_dir=model_dir,
-                           served_name=served_name_of(c), weights=weights, kv_port=kv_port, bootstrap_port=bootstrap)
+        argv = worker_argv(
+            c.module,
+            c.args,
+            python=(pythons or {}).get(c.module, python),
+            model_dir=model_dir,
+            served_name=served_name_of(c),
+            weights=weights,
+            kv_port=kv_port,
+            bootstrap_port=bootstrap,
+        )
         env = dict(base_env)
         # The rendered container env (e.g. HF_HOME pointing at the PVC mount) does not exist here: the
         # local model folder and caches replace it, so only engine tuning variables are kept.
@@ -254,8 +291,12 @@ def detect_gpus(nvidia_smi: str = "nvidia-smi") -> list[Gpu]:
     exe = shutil.which(nvidia_smi)
     if not exe:
         return []
-    proc = subprocess.run([exe, "--query-gpu=index,name,memory.total", "--format=csv,noheader,nounits"],
-                          capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        [exe, "--query-gpu=index,name,memory.total", "--format=csv,noheader,nounits"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     if proc.returncode != 0:
         return []
     return parse_nvidia_smi(proc.stdout)

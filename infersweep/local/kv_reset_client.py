@@ -28,8 +28,11 @@ def _data(item):
 async def reset(expect: int, wait_s: float) -> int:
     from dynamo.runtime import DistributedRuntime
 
-    runtime = DistributedRuntime(asyncio.get_running_loop(), os.environ.get("DYN_DISCOVERY_BACKEND", "file"),
-                                 os.environ.get("DYN_REQUEST_PLANE", "tcp"))
+    runtime = DistributedRuntime(
+        asyncio.get_running_loop(),
+        os.environ.get("DYN_DISCOVERY_BACKEND", "file"),
+        os.environ.get("DYN_REQUEST_PLANE", "tcp"),
+    )
     namespace = os.environ.get("DYN_NAMESPACE", "dynamo")
     ok = 0
     for comp in COMPONENTS:

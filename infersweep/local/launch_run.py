@@ -40,17 +40,28 @@ class LocalLaunch:
     launcher: LocalArgo
     root: Node
     run_dir: Path
-    runs: list[tuple[dict[str, Any], LocalArgo, Node, Path]] = field(default_factory=list)  # created, executor, root, dir
+    runs: list[tuple[dict[str, Any], LocalArgo, Node, Path]] = field(
+        default_factory=list
+    )  # created, executor, root, dir
 
 
 def ui_submit(template: str, parameters: dict[str, str], namespace: str, name: str) -> dict[str, Any]:
     """The Workflow the Argo UI's Submit of `template` creates (convert.go NewWorkflowFromWorkflowTemplate:
     workflowTemplateRef and the form's parameters; the UI sends every parameter of the form, changed or not,
     and the server merges the template's defaults for the rest: operator.go setExecWorkflow)."""
-    return {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
-            "metadata": {"name": name, "namespace": namespace, "labels": {"workflows.argoproj.io/workflow-template": template}},
-            "spec": {"workflowTemplateRef": {"name": template},
-                     "arguments": {"parameters": [{"name": k, "value": v} for k, v in parameters.items()]}}}
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"workflows.argoproj.io/workflow-template": template},
+        },
+        "spec": {
+            "workflowTemplateRef": {"name": template},
+            "arguments": {"parameters": [{"name": k, "value": v} for k, v in parameters.items()]},
+        },
+    }
 
 
 def install_templates(settings, run_params: dict[str, str]) -> list[dict[str, Any]]:
@@ -72,9 +83,16 @@ def install_templates(settings, run_params: dict[str, str]) -> list[dict[str, An
     return list(out.values())
 
 
-def launch_local(template: str, parameters: dict[str, str], *, out_root: Path, cache_root: Path,
-                 s3: LocalS3 | None = None, on_event: Callable[[str, Node], None] | None = None,
-                 say: Callable[[str], None] = print) -> LocalLaunch:
+def launch_local(
+    template: str,
+    parameters: dict[str, str],
+    *,
+    out_root: Path,
+    cache_root: Path,
+    s3: LocalS3 | None = None,
+    on_event: Callable[[str, Node], None] | None = None,
+    say: Callable[[str], None] = print,
+) -> LocalLaunch:
     """Submit `template` with `parameters` (only what a UI user types) and run the launcher and the runs it
     created, each to its end; the runs' folders are out_root/<run name>."""
     import uuid
@@ -88,15 +106,27 @@ def launch_local(template: str, parameters: dict[str, str], *, out_root: Path, c
     name = f"{template}-{uuid.uuid4().hex[:5]}"
     run_dir = out_root / name
     state_dir = run_dir / "state"
-    prom = LocalPrometheus(state_dir / "prometheus-targets.json", port=free_port()) if Path(PROMETHEUS_BINARY).exists() else None
-    run_params = {"model-source": f"file://{model_dir}", "ready-timeout-s": "120",
-                  "prometheus-url": prom.url if prom else ""}
-    say(f"local install: the recipe launcher applies {', '.join(f'{k}={v}' for k, v in run_params.items())} "
-        "(this machine's run settings); nothing else of the recipe is changed")
+    prom = (
+        LocalPrometheus(state_dir / "prometheus-targets.json", port=free_port())
+        if Path(PROMETHEUS_BINARY).exists()
+        else None
+    )
+    run_params = {
+        "model-source": f"file://{model_dir}",
+        "ready-timeout-s": "120",
+        "prometheus-url": prom.url if prom else "",
+    }
+    say(
+        f"local install: the recipe launcher applies {', '.join(f'{k}={v}' for k, v in run_params.items())} "
+        "(this machine's run settings); nothing else of the recipe is changed"
+    )
     templates = install_templates(settings, run_params)
     build_toy_model(model_dir)
-    configmaps = {f"{namespace}/{d['metadata']['name']}": {k: str(v) for k, v in (d.get("data") or {}).items()}
-                  for d in kubectl_manifests(settings, []) if d.get("kind") == "ConfigMap"}
+    configmaps = {
+        f"{namespace}/{d['metadata']['name']}": {k: str(v) for k, v in (d.get("data") or {}).items()}
+        for d in kubectl_manifests(settings, [])
+        if d.get("kind") == "ConfigMap"
+    }
     pythons = {settings.images.steps: sys.executable, settings.images.aiperf: venv_python("aiperf")}
     objects = LocalObjects()
     own_s3 = s3 is None
@@ -107,19 +137,34 @@ def launch_local(template: str, parameters: dict[str, str], *, out_root: Path, c
         if prom:
             prom.start()
         env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
-        env |= s3.env() | step_env(state_dir=state_dir, model_dir=model_dir, max_workers=2,
-                                   prom_targets=prom.targets_file if prom else None)
-        common = dict(cache_root=cache_root, pythons=pythons, env=env, s3_client=s3.client(), configmaps=configmaps,
-                      on_event=on_event, objects=objects)
-        argo, root = execute(ui_submit(template, parameters, namespace, name), templates, run_id=name, run_dir=run_dir,
-                             status_file=run_dir / "status.json", **common)
+        env |= s3.env() | step_env(
+            state_dir=state_dir, model_dir=model_dir, max_workers=2, prom_targets=prom.targets_file if prom else None
+        )
+        common = dict(
+            cache_root=cache_root,
+            pythons=pythons,
+            env=env,
+            s3_client=s3.client(),
+            configmaps=configmaps,
+            on_event=on_event,
+            objects=objects,
+        )
+        argo, root = execute(
+            ui_submit(template, parameters, namespace, name),
+            templates,
+            run_id=name,
+            run_dir=run_dir,
+            status_file=run_dir / "status.json",
+            **common,
+        )
         res = LocalLaunch(argo, root, run_dir)
         for doc in list(objects.objects):  # a controller runs each Workflow the launcher created
             run_name = doc["metadata"]["name"]
             say(f"{name} created Workflow {run_name}; running it")
             child_dir = out_root / run_name
-            child, child_root = execute(doc, templates, run_id=run_name, run_dir=child_dir,
-                                        status_file=child_dir / "status.json", **common)
+            child, child_root = execute(
+                doc, templates, run_id=run_name, run_dir=child_dir, status_file=child_dir / "status.json", **common
+            )
             res.runs.append((doc, child, child_root, child_dir))
         return res
     finally:

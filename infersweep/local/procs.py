@@ -313,9 +313,7 @@ def format_tails(log_paths: Sequence[Path | str], lines: int = 30) -> str:
 def http_json(url: str, body: Any = None, timeout_s: float = 10) -> Any:
     """GET (or POST `body` as JSON) and return the decoded JSON answer."""
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(
-        url, data=data, headers={"Content-Type": "application/json"} if data else {}
-    )
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"} if data else {})
     with urllib.request.urlopen(request, timeout=timeout_s) as response:
         return json.loads(response.read() or b"null")
 
@@ -352,7 +350,6 @@ def wait_http(
             last_error = f"{type(e).__name__}: {e}"
         if time.monotonic() >= deadline:
             raise TimeoutError(
-                f"{url} not ready after {timeout_s:.0f}s; last error: {last_error}\n"
-                + format_tails(log_paths)
+                f"{url} not ready after {timeout_s:.0f}s; last error: {last_error}\n" + format_tails(log_paths)
             )
         time.sleep(interval_s)

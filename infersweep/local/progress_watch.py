@@ -34,7 +34,7 @@ def last_progress_line(log: Path, window: int = 8192) -> str:
         return ""
     for line in reversed(text.splitlines()):
         if line.startswith(PREFIX):
-            return line[len(PREFIX):].strip()
+            return line[len(PREFIX) :].strip()
     return ""
 
 

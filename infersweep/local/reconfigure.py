@@ -26,9 +26,22 @@ from pathlib import Path
 from infersweep.experiment.kv_reset import reset_token, without_reset
 from infersweep.experiment.restart import RestartClass, dgd_class
 from infersweep.local import procs
-from infersweep.local.dynamo import (DEPLOYMENT_FILE, GpuWorkers, LocalDeployment, LocalDeploymentError, default_dynamo_python, deploy_local,
-                                     dynamo_env, engine_of, frontend_argv, load_local, mocker_argv,
-                                     read_components, router_mode_of, teardown_local)
+from infersweep.local.dynamo import (
+    DEPLOYMENT_FILE,
+    GpuWorkers,
+    LocalDeployment,
+    LocalDeploymentError,
+    default_dynamo_python,
+    deploy_local,
+    dynamo_env,
+    engine_of,
+    frontend_argv,
+    load_local,
+    mocker_argv,
+    read_components,
+    router_mode_of,
+    teardown_local,
+)
 
 DGD_FILE = "dgd.json"
 
@@ -55,8 +68,15 @@ def _num_workers(comp, cap: int) -> int:
     return max(1, min(comp.replicas * comp.node_count, cap))
 
 
-def apply_local(dgd: dict, *, model_dir: Path, state_dir: Path, max_workers_per_component: int = 2,
-                python: str | None = None, gpu: GpuWorkers | None = None) -> tuple[LocalDeployment, RestartClass | None]:
+def apply_local(
+    dgd: dict,
+    *,
+    model_dir: Path,
+    state_dir: Path,
+    max_workers_per_component: int = 2,
+    python: str | None = None,
+    gpu: GpuWorkers | None = None,
+) -> tuple[LocalDeployment, RestartClass | None]:
     """Apply `dgd`; returns the deployment and what the apply did (None: created afresh).
 
     With real engine workers (`gpu`) a frontend swap keeps the workers, as with mockers; a worker or
@@ -70,19 +90,29 @@ def apply_local(dgd: dict, *, model_dir: Path, state_dir: Path, max_workers_per_
     # rule; here the caches are emptied in place instead, and the rest of the DGD decides the class.
     cls = dgd_class(without_reset(prev), without_reset(dgd)) if running else None
     wants_reset = running and reset_token(dgd) is not None and reset_token(dgd) != reset_token(prev)
-    redeploy = cls is None or cls is RestartClass.FULL or (
-        gpu is not None and cls not in (RestartClass.LOAD, RestartClass.FRONTEND))
+    redeploy = (
+        cls is None
+        or cls is RestartClass.FULL
+        or (gpu is not None and cls not in (RestartClass.LOAD, RestartClass.FRONTEND))
+    )
     if redeploy:
         teardown_local(state_dir)
-        dep = deploy_local(dgd, model_dir=model_dir, state_dir=state_dir,
-                           max_workers_per_component=max_workers_per_component, python=python, gpu=gpu)
+        dep = deploy_local(
+            dgd,
+            model_dir=model_dir,
+            state_dir=state_dir,
+            max_workers_per_component=max_workers_per_component,
+            python=python,
+            gpu=gpu,
+        )
         prev_file.write_text(json.dumps(dgd))
         return dep, cls
     dep = load_local(state_dir)
     if cls is RestartClass.LOAD:
         if wants_reset:
-            reset_kv_caches(dep, state_dir, gpu=gpu, dgd=dgd, max_workers_per_component=max_workers_per_component,
-                            python=python)
+            reset_kv_caches(
+                dep, state_dir, gpu=gpu, dgd=dgd, max_workers_per_component=max_workers_per_component, python=python
+            )
             dep = load_local(state_dir)
         prev_file.write_text(json.dumps(dgd))
         return dep, cls
@@ -102,34 +132,58 @@ def apply_local(dgd: dict, *, model_dir: Path, state_dir: Path, max_workers_per_
     group = procs.ProcessGroup(state_dir)
     logs = state_dir / "logs"
     port = int(dep.frontend_url.rsplit(":", 1)[1])
-    for c, n, engine in _spawn_mockers(group, [c for c in workers if c.name in restart], dgd, env, state_dir,
-                                       python=python, model_dir=Path(dep.model_dir), cap=max_workers_per_component):
+    for c, n, engine in _spawn_mockers(
+        group,
+        [c for c in workers if c.name in restart],
+        dgd,
+        env,
+        state_dir,
+        python=python,
+        model_dir=Path(dep.model_dir),
+        cap=max_workers_per_component,
+    ):
         old[c.name] |= {"replicas": c.replicas, "num_workers": n, "engine": engine}
     name = frontend.name if frontend else "Frontend"
     if name in restart:
-        group.spawn(name, frontend_argv(frontend, python=python, http_port=port), env, logs / f"{name}.log",
-                    cwd=state_dir)
+        group.spawn(
+            name, frontend_argv(frontend, python=python, http_port=port), env, logs / f"{name}.log", cwd=state_dir
+        )
         dep.router_mode = router_mode_of(frontend)
     dep.components = [old[c["name"]] for c in dep.components]
     dep.processes = group.records()
     dep.save()
     if wants_reset:
-        reset_kv_caches(dep, state_dir, gpu=gpu, dgd=dgd, max_workers_per_component=max_workers_per_component,
-                        python=python)
+        reset_kv_caches(
+            dep, state_dir, gpu=gpu, dgd=dgd, max_workers_per_component=max_workers_per_component, python=python
+        )
         dep = load_local(state_dir)
     prev_file.write_text(json.dumps(dgd))
     return dep, cls
 
 
-def _spawn_mockers(group: "procs.ProcessGroup", components: list, dgd: dict, env: dict[str, str], state_dir: Path, *,
-                   python: str, model_dir: Path, cap: int) -> list[tuple]:
+def _spawn_mockers(
+    group: "procs.ProcessGroup",
+    components: list,
+    dgd: dict,
+    env: dict[str, str],
+    state_dir: Path,
+    *,
+    python: str,
+    model_dir: Path,
+    cap: int,
+) -> list[tuple]:
     """Start one mocker process per component; (component, workers, engine) of each."""
     started = []
     for c in components:
         n = _num_workers(c, cap)
         engine = engine_of(c, (dgd.get("spec") or {}).get("backendFramework"))
-        group.spawn(c.name, mocker_argv(c, python=python, model_dir=model_dir, num_workers=n, engine=engine), env,
-                    state_dir / "logs" / f"{c.name}.log", cwd=state_dir)
+        group.spawn(
+            c.name,
+            mocker_argv(c, python=python, model_dir=model_dir, num_workers=n, engine=engine),
+            env,
+            state_dir / "logs" / f"{c.name}.log",
+            cwd=state_dir,
+        )
         started.append((c, n, engine))
     return started
 
@@ -137,8 +191,15 @@ def _spawn_mockers(group: "procs.ProcessGroup", components: list, dgd: dict, env
 RESET_CLIENT = Path(__file__).with_name("kv_reset_client.py")
 
 
-def reset_kv_caches(dep: LocalDeployment, state_dir: Path, *, gpu: GpuWorkers | None, dgd: dict,
-                    max_workers_per_component: int, python: str | None) -> None:
+def reset_kv_caches(
+    dep: LocalDeployment,
+    state_dir: Path,
+    *,
+    gpu: GpuWorkers | None,
+    dgd: dict,
+    max_workers_per_component: int,
+    python: str | None,
+) -> None:
     """Empty every worker's KV cache, keeping the workers: real engines through their clear_kv_blocks
     endpoint (kv_reset_client.py run by the engine's interpreter on the deployment's discovery store);
     mocker workers, whose cache is only simulated, by a restart. Raises when a worker does not confirm."""
@@ -148,20 +209,33 @@ def reset_kv_caches(dep: LocalDeployment, state_dir: Path, *, gpu: GpuWorkers | 
         components = [c for c in read_components(dgd) if c.role != "frontend"]
         _stop(state_dir, {c.name for c in components})
         group = procs.ProcessGroup(state_dir)
-        _spawn_mockers(group, components, dgd, dynamo_env(state_dir / "discovery"), state_dir,
-                       python=python or default_dynamo_python(), model_dir=Path(dep.model_dir),
-                       cap=max_workers_per_component)
+        _spawn_mockers(
+            group,
+            components,
+            dgd,
+            dynamo_env(state_dir / "discovery"),
+            state_dir,
+            python=python or default_dynamo_python(),
+            model_dir=Path(dep.model_dir),
+            cap=max_workers_per_component,
+        )
         dep.processes = group.records()
         dep.save()
-        print(f"local apply: KV caches reset (mocker workers restarted: {', '.join(c.name for c in components)})",
-              flush=True)
+        print(
+            f"local apply: KV caches reset (mocker workers restarted: {', '.join(c.name for c in components)})",
+            flush=True,
+        )
         return
     expected = sum(c.get("num_workers", 0) for c in dep.components)
     try:
         # -I: the script sits beside infersweep/local/dynamo.py, which would shadow ai-dynamo's `dynamo` package.
-        proc = subprocess.run([gpu.python, "-I", str(RESET_CLIENT), "--expect", str(expected)],
-                              env=dynamo_env(state_dir / "discovery", pin_loopback=False), capture_output=True,
-                              text=True, timeout=300)
+        proc = subprocess.run(
+            [gpu.python, "-I", str(RESET_CLIENT), "--expect", str(expected)],
+            env=dynamo_env(state_dir / "discovery", pin_loopback=False),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         ok, why = proc.returncode == 0, (proc.stderr.strip().splitlines() or ["?"])[-1]
         print(proc.stdout.strip(), flush=True)
     except (OSError, subprocess.TimeoutExpired) as e:
@@ -169,8 +243,17 @@ def reset_kv_caches(dep: LocalDeployment, state_dir: Path, *, gpu: GpuWorkers | 
     if not ok:
         # No endpoint answered: a restart empties the caches too (what a cluster does), at the cost of a
         # start. The treatment still begins on empty caches, never on the previous one's.
-        print(f"local apply: KV cache reset through the workers' endpoint failed ({why}); restarting the "
-              "deployment instead", flush=True)
+        print(
+            f"local apply: KV cache reset through the workers' endpoint failed ({why}); restarting the "
+            "deployment instead",
+            flush=True,
+        )
         teardown_local(state_dir)
-        deploy_local(dgd, model_dir=Path(dep.model_dir), state_dir=state_dir,
-                     max_workers_per_component=max_workers_per_component, python=python, gpu=gpu)
+        deploy_local(
+            dgd,
+            model_dir=Path(dep.model_dir),
+            state_dir=state_dir,
+            max_workers_per_component=max_workers_per_component,
+            python=python,
+            gpu=gpu,
+        )

@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import yaml
 
+from infersweep.aiperf.point import Point, points_text, sweep
 from infersweep.cluster_settings import ClusterSettings, load_cluster_settings
 from infersweep.local import procs
 from infersweep.local.adapter import step_env
@@ -29,10 +30,9 @@ from infersweep.local.standins.prometheus import BINARY as PROMETHEUS_BINARY
 from infersweep.local.standins.prometheus import LocalPrometheus, free_port
 from infersweep.local.standins.s3server import LocalS3
 from infersweep.local.toy_model import build_toy_model
-from infersweep.aiperf.point import Point, points_text, sweep
+from infersweep.names import dns_label
 from infersweep.params_files import read_yaml_mapping
 from infersweep.paths import params_dir, venv_python
-from infersweep.names import dns_label
 from infersweep.recipe import RecipeError, ResolvedRecipe, load_recipe
 from infersweep.render import render_recipe
 
@@ -64,8 +64,13 @@ def scaled_points(r: ResolvedRecipe, prof: dict[str, Any]) -> list[Point]:
     else:
         levels = [c for c in w.concurrency if c <= prof["max_concurrency"]] or [min(w.concurrency)]
         levels, rates = levels[: prof["max_points"]], []
-    return sweep(levels, rates, requests_per_concurrency=prof["requests_per_concurrency"],
-                 min_requests=prof["min_requests"], warmup=lambda c: min(prof["max_warmup"], c))
+    return sweep(
+        levels,
+        rates,
+        requests_per_concurrency=prof["requests_per_concurrency"],
+        min_requests=prof["min_requests"],
+        warmup=lambda c: min(prof["max_warmup"], c),
+    )
 
 
 def local_workload(r: ResolvedRecipe, prof: dict[str, Any], isl: int, osl: int) -> tuple[dict[str, Any], list[Point]]:
@@ -106,16 +111,20 @@ def scaled_workload(r: ResolvedRecipe, prof: dict[str, Any], lengths: tuple[int,
 
 def simulated_gpus(r: ResolvedRecipe, prof: dict[str, Any]) -> int:
     """GPUs the local stand-in represents: each mocker worker plays one replica of TP GPUs."""
-    return sum(min(w.replicas * w.nodes, prof["max_workers_per_component"]) * w.gpus_per_replica // w.nodes
-               for w in r.recipe.topology.roles().values())
+    return sum(
+        min(w.replicas * w.nodes, prof["max_workers_per_component"]) * w.gpus_per_replica // w.nodes
+        for w in r.recipe.topology.roles().values()
+    )
 
 
 def _earlier_run(run_dir: Path, flag: str) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]:
     """(workflow, templates, last status) of an earlier `infersweep run --local` folder."""
     wf_file = run_dir / "rendered" / "workflow.yaml"
     if not wf_file.is_file():
-        raise RecipeError(f"{flag} {run_dir}: not the folder of an `infersweep run --local` run "
-                          "(no rendered/workflow.yaml); give runs/<run-id>")
+        raise RecipeError(
+            f"{flag} {run_dir}: not the folder of an `infersweep run --local` run "
+            "(no rendered/workflow.yaml); give runs/<run-id>"
+        )
     templates = [yaml.safe_load(f.read_text()) for f in sorted((run_dir / "rendered" / "templates").glob("*.yaml"))]
     status_file = run_dir / "status.json"
     status = json.loads(status_file.read_text()) if status_file.is_file() else None
@@ -126,17 +135,33 @@ def _local_configmaps(settings: ClusterSettings, r: ResolvedRecipe, namespace: s
     """The ConfigMaps a cluster would hold for this run (`infersweep install`'s kubectl set), so the
     workflow's semaphores are honoured here exactly as there (a missing one fails the run at start)."""
     from workflows.cluster import kubectl_manifests
-    return {f"{namespace}/{d['metadata']['name']}": {k: str(v) for k, v in (d.get("data") or {}).items()}
-            for d in kubectl_manifests(settings, [r]) if d.get("kind") == "ConfigMap"}
+
+    return {
+        f"{namespace}/{d['metadata']['name']}": {k: str(v) for k, v in (d.get("data") or {}).items()}
+        for d in kubectl_manifests(settings, [r])
+        if d.get("kind") == "ConfigMap"
+    }
 
 
-def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), cache_root: Path = Path(".infersweep"),
-              overrides: dict[str, str] | None = None, recipe_overrides: dict[str, Any] | None = None,
-              dgd_api: str = "v1beta1",
-              on_event: Callable[[str, Node], None] | None = None, s3: LocalS3 | None = None,
-              resume: Path | None = None, retry: Path | None = None, resubmit: Path | None = None,
-              on_started: Callable[[LocalArgo], None] | None = None, workers: str = "mocker",
-              weights: str = "dummy", gpu_python: str | None = None, engine_cache: Path | None = None) -> LocalRun:
+def run_local(
+    recipe_ref: str | Path | None,
+    *,
+    out_root: Path = Path("runs"),
+    cache_root: Path = Path(".infersweep"),
+    overrides: dict[str, str] | None = None,
+    recipe_overrides: dict[str, Any] | None = None,
+    dgd_api: str = "v1beta1",
+    on_event: Callable[[str, Node], None] | None = None,
+    s3: LocalS3 | None = None,
+    resume: Path | None = None,
+    retry: Path | None = None,
+    resubmit: Path | None = None,
+    on_started: Callable[[LocalArgo], None] | None = None,
+    workers: str = "mocker",
+    weights: str = "dummy",
+    gpu_python: str | None = None,
+    engine_cache: Path | None = None,
+) -> LocalRun:
     """Run the recipe's rendered workflow here. Pass a started `s3` to keep the bucket after the run.
 
     `workers`: "mocker" (default: Dynamo's mocker stands in for the GPU workers, the recipe scaled down by
@@ -192,10 +217,13 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
         run_dir = Path(resume).resolve()
         first = run_dir / "rendered" / "workflow.yaml"
         if not first.is_file():
-            raise RecipeError(f"--resume {resume}: not the folder of an `infersweep run --local` run "
-                              "(no rendered/workflow.yaml); give runs/<run-id>")
-        params = {p["name"]: p.get("value") for p in
-                  yaml.safe_load(first.read_text())["spec"]["arguments"]["parameters"]}
+            raise RecipeError(
+                f"--resume {resume}: not the folder of an `infersweep run --local` run "
+                "(no rendered/workflow.yaml); give runs/<run-id>"
+            )
+        params = {
+            p["name"]: p.get("value") for p in yaml.safe_load(first.read_text())["spec"]["arguments"]["parameters"]
+        }
         if params.get("recipe") != r.name:
             raise RecipeError(f"--resume {resume}: that run is of recipe {params.get('recipe')!r}, not {r.name!r}")
         from infersweep.recipe_context import recipe_hash
@@ -206,8 +234,10 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
             earlier_hash = None
         if earlier_hash and earlier_hash != recipe_hash(r):
             # its measured points would be kept beside points of another deployment or workload
-            raise RecipeError(f"--resume {resume}: that run measured {r.name} with other recipe fields (its recipe "
-                              "hash differs); give the --set it was run with, or start a new run")
+            raise RecipeError(
+                f"--resume {resume}: that run measured {r.name} with other recipe fields (its recipe "
+                "hash differs); give the --set it was run with, or start a new run"
+            )
         n = len(list(run_dir.glob("rendered*"))) + 1
         run_id = dns_label(f"{run_dir.name[:56]}-r{n}")
         rendered = f"rendered-r{n}"
@@ -216,10 +246,14 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
     model_dir = cache_root / "toy-model"  # built only once the recipe and overrides have rendered
 
     workload, points = local_workload(r, prof, isl, osl)
-    local_overrides = {"model-source": f"file://{model_dir}", "workload": json.dumps(workload, separators=(",", ":")),
-                       "points": points_text(points), "ready-timeout-s": "120",
-                       "point-timeout-s": "600",
-                       "gpu-count": str(simulated_gpus(r, prof))}
+    local_overrides = {
+        "model-source": f"file://{model_dir}",
+        "workload": json.dumps(workload, separators=(",", ":")),
+        "points": points_text(points),
+        "ready-timeout-s": "120",
+        "point-timeout-s": "600",
+        "gpu-count": str(simulated_gpus(r, prof)),
+    }
     if gpu is not None:
         from infersweep.local.gpu_run import model_folder
 
@@ -227,8 +261,12 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
         # counted by the server (random weights emit ids a client tokenizer miscounts), minutes to start.
         model_dir = model_folder(r.model.id, weights, cache_root)
         workload = r.recipe.workload.aiperf_workload() | {"server_token_count": True}
-        local_overrides = {"model-source": f"file://{model_dir}", "workload": json.dumps(workload, separators=(",", ":")),
-                           "ready-timeout-s": "1800", "point-timeout-s": "1200"}
+        local_overrides = {
+            "model-source": f"file://{model_dir}",
+            "workload": json.dumps(workload, separators=(",", ":")),
+            "ready-timeout-s": "1800",
+            "point-timeout-s": "1200",
+        }
     # A real Prometheus scrapes the local frontend every second (the local platform's deploy writes its
     # address into the targets file); its URL is a parameter like a cluster's. No binary: no server metrics.
     prom = None
@@ -236,6 +274,7 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
     if prev_docs is not None:
         # Retry and resubmit keep the workflow's parameters: the stand-in services come back where they were.
         from infersweep.local.argo.retry import formulate_resubmit
+
         workflow, templates, prev_status = prev_docs
         prev_params = {p["name"]: p.get("value") for p in workflow["spec"]["arguments"]["parameters"]}
         prom_url = str(prev_params.get("prometheus-url") or "")
@@ -247,13 +286,17 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
             (run_dir / rendered / "templates").mkdir(parents=True, exist_ok=True)
             (run_dir / rendered / "workflow.yaml").write_text(yaml.safe_dump(workflow, sort_keys=False))
             for t in templates:
-                (run_dir / rendered / "templates" / f"{t['metadata']['name']}.yaml").write_text(yaml.safe_dump(t, sort_keys=False))
+                (run_dir / rendered / "templates" / f"{t['metadata']['name']}.yaml").write_text(
+                    yaml.safe_dump(t, sort_keys=False)
+                )
             retry_status = None
         else:
             from infersweep.local.argo.retry import RetryError, formulate_retry
+
             if prev_status is None:
-                raise RecipeError(f"--retry {retry}: that run left no status.json (it did not finish); "
-                                  "use --resume or --resubmit")
+                raise RecipeError(
+                    f"--retry {retry}: that run left no status.json (it did not finish); use --resume or --resubmit"
+                )
             try:
                 retry_status = formulate_retry(run_id, prev_status)
             except RetryError as e:
@@ -262,8 +305,14 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
         if "prometheus-url" not in (overrides or {}) and Path(PROMETHEUS_BINARY).exists():
             prom = LocalPrometheus(state_dir / "prometheus-targets.json", port=free_port())
             local_overrides["prometheus-url"] = prom.url
-        bundle = render_recipe(r, settings, dgd_api=dgd_api, namespace="local",
-                               overrides=local_overrides | (overrides or {}), workflow_name=run_id)
+        bundle = render_recipe(
+            r,
+            settings,
+            dgd_api=dgd_api,
+            namespace="local",
+            overrides=local_overrides | (overrides or {}),
+            workflow_name=run_id,
+        )
         if gpu is not None:
             # Which GPUs the workers take, checked before any service or process starts; tok/s per GPU
             # counts the GPUs they really use (two workers sharing one GPU are one GPU).
@@ -273,8 +322,14 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
             params = {p["name"]: p.get("value") for p in bundle.workflow["spec"]["arguments"]["parameters"]}
             if str(used) != str(params.get("gpu-count")):
                 local_overrides["gpu-count"] = str(used)
-                bundle = render_recipe(r, settings, dgd_api=dgd_api, namespace="local",
-                                       overrides=local_overrides | (overrides or {}), workflow_name=run_id)
+                bundle = render_recipe(
+                    r,
+                    settings,
+                    dgd_api=dgd_api,
+                    namespace="local",
+                    overrides=local_overrides | (overrides or {}),
+                    workflow_name=run_id,
+                )
         bundle.write(run_dir / rendered)
         workflow, templates, retry_status = bundle.workflow, bundle.templates, None
     if gpu is None:
@@ -297,24 +352,38 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
             except (OSError, RuntimeError) as e:  # metrics enrich a run, they never stop one
                 print(f"prometheus did not start, server metrics will be skipped: {e}", file=sys.stderr)
         env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}  # see AIPerf note in steps.aiperf_point
-        env |= s3.env() | step_env(state_dir=state_dir, model_dir=model_dir,  # the steps' DGD adapter: local
-                                   max_workers=prof["max_workers_per_component"],
-                                   prom_targets=prom.targets_file if prom else None, gpu=gpu)
+        env |= s3.env() | step_env(
+            state_dir=state_dir,
+            model_dir=model_dir,  # the steps' DGD adapter: local
+            max_workers=prof["max_workers_per_component"],
+            prom_targets=prom.targets_file if prom else None,
+            gpu=gpu,
+        )
         if gpu is not None:
-            from infersweep.local.gpu_run import start_gpu_side
+            from infersweep.local.gpu_run import start_gpu_side, workflow_worker_modules
 
-            from infersweep.local.gpu_run import workflow_worker_modules
-
-            sampler, gpu_env = start_gpu_side(run_dir, gpu, local_overrides.get("gpu-count"), state_dir,
-                                              modules=workflow_worker_modules(workflow))
+            sampler, gpu_env = start_gpu_side(
+                run_dir, gpu, local_overrides.get("gpu-count"), state_dir, modules=workflow_worker_modules(workflow)
+            )
             env |= gpu_env
         s3c = s3.client()
         namespace = workflow.get("metadata", {}).get("namespace", "default")
         # Ctrl-C / SIGTERM is `argo stop` while it runs; status.json is what `argo get` would show (--retry).
-        argo, root = execute(workflow, templates, run_id=run_id, run_dir=run_dir, status_file=run_dir / "status.json",
-                             cache_root=cache_root, pythons=pythons, env=env, s3_client=s3c,
-                             configmaps=_local_configmaps(settings, r, namespace), on_event=on_event,
-                             on_started=on_started, status=retry_status)
+        argo, root = execute(
+            workflow,
+            templates,
+            run_id=run_id,
+            run_dir=run_dir,
+            status_file=run_dir / "status.json",
+            cache_root=cache_root,
+            pythons=pythons,
+            env=env,
+            s3_client=s3c,
+            configmaps=_local_configmaps(settings, r, namespace),
+            on_event=on_event,
+            on_started=on_started,
+            status=retry_status,
+        )
         prefix = f"{settings.s3.prefix}/{r.name}/{run_id}/"
         try:
             keys = [o["Key"] for o in s3c.list_objects_v2(Bucket=settings.s3.bucket, Prefix=prefix).get("Contents", [])]
@@ -322,8 +391,12 @@ def run_local(recipe_ref: str | Path | None, *, out_root: Path = Path("runs"), c
             keys = []
         # The S3 server is about to go: what the run published stays readable as a store folder on disk.
         from infersweep.local.disk_store import STORE_DIR, keep_run
-        store = keep_run(s3c, settings.s3.bucket, settings.s3.prefix, r.name, run_id, run_dir.parent / STORE_DIR) \
-            if keys else None
+
+        store = (
+            keep_run(s3c, settings.s3.bucket, settings.s3.prefix, r.name, run_id, run_dir.parent / STORE_DIR)
+            if keys
+            else None
+        )
     finally:
         if gpu is not None and sampler is not None:
             sampler.stop()

@@ -13,8 +13,9 @@ def _levels(values: list[Any]) -> str:
     return "[" + ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in values) + "]"
 
 
-def scale_note(r: ResolvedRecipe, prof: dict[str, Any], workload: dict[str, Any], points: list[Point],
-               max_workers: int) -> list[str]:
+def scale_note(
+    r: ResolvedRecipe, prof: dict[str, Any], workload: dict[str, Any], points: list[Point], max_workers: int
+) -> list[str]:
     """Lines that compare the recipe's sweep, lengths and workers with what this run measures."""
     w = r.recipe.workload
     lines = [f"local mode runs a scaled-down copy of {r.name} (params/local.yaml); on a cluster it runs as written:"]

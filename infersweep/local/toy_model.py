@@ -152,8 +152,7 @@ def tokenizer_config_json(vocab: dict[str, int]) -> dict:
         "clean_up_tokenization_spaces": False,
         "add_bos_token": False,  # the chat template adds it
         "added_tokens_decoder": {
-            str(vocab[t]): {k: v for k, v in _added_token(vocab[t], t).items() if k != "id"}
-            for t in SPECIAL_TOKENS
+            str(vocab[t]): {k: v for k, v in _added_token(vocab[t], t).items() if k != "id"} for t in SPECIAL_TOKENS
         },
         "chat_template": CHAT_TEMPLATE,
     }
@@ -194,9 +193,7 @@ def generation_config_json(vocab: dict[str, int]) -> dict:
     return {"bos_token_id": vocab[BOS], "eos_token_id": vocab[EOS], "pad_token_id": vocab[PAD]}
 
 
-def build_toy_model(
-    dest: Path, *, name: str = "infersweep/toy-model", vocab_size: int = 32000
-) -> Path:
+def build_toy_model(dest: Path, *, name: str = "infersweep/toy-model", vocab_size: int = 32000) -> Path:
     """Write the toy model into `dest` (created if needed) and return `dest`.
 
     Deterministic: same arguments, same bytes. Skips work when `dest/.complete` exists, so
@@ -213,8 +210,7 @@ def build_toy_model(
         "tokenizer_config.json": tokenizer_config_json(vocab),
         "config.json": config_json(vocab, vocab_size, name),
         "generation_config.json": generation_config_json(vocab),
-        "special_tokens_map.json": {"bos_token": BOS, "eos_token": EOS, "unk_token": UNK,
-                                    "pad_token": PAD},
+        "special_tokens_map.json": {"bos_token": BOS, "eos_token": EOS, "unk_token": UNK, "pad_token": PAD},
     }
     tmp = Path(tempfile.mkdtemp(prefix=".toy-", dir=dest))
     try:

@@ -61,8 +61,11 @@ def runtime_namespaces(dgd: dict[str, Any]) -> dict[str, str]:
     workers, keep the base `<k8s ns>-<dgd>`. Empty when the operator reports none (before 1.6)."""
     status = dgd.get("status") or {}
     comps = status.get("components") or status.get("services") or {}
-    return {name: c["runtimeNamespace"] for name, c in sorted(comps.items())
-            if isinstance(c, dict) and c.get("runtimeNamespace")}
+    return {
+        name: c["runtimeNamespace"]
+        for name, c in sorted(comps.items())
+        if isinstance(c, dict) and c.get("runtimeNamespace")
+    }
 
 
 def workflow_owner(dgd: dict[str, Any]) -> dict[str, str] | None:

@@ -62,17 +62,27 @@ def scaled_objects(dgd: dict[str, Any], namespace: str) -> list[dict[str, Any]]:
     out = []
     for component, a in sorted(spec["components"].items()):
         adapter = adapter_name(name, component)
-        out.append({
-            "apiVersion": API_VERSION, "kind": KIND,
-            "metadata": {"name": adapter, "namespace": namespace, "labels": labels},
-            "spec": {
-                "scaleTargetRef": {**ADAPTER_REF, "name": adapter},
-                "minReplicaCount": a["min_replicas"], "maxReplicaCount": a["max_replicas"],
-                "triggers": [{"type": "prometheus", "metricType": "AverageValue", "metadata": {
-                    "serverAddress": spec["prometheus"],
-                    "query": frontend_query(a["metric"], name, namespace),
-                    "threshold": f"{a['target_per_replica']:g}",
-                }}],
-            },
-        })
+        out.append(
+            {
+                "apiVersion": API_VERSION,
+                "kind": KIND,
+                "metadata": {"name": adapter, "namespace": namespace, "labels": labels},
+                "spec": {
+                    "scaleTargetRef": {**ADAPTER_REF, "name": adapter},
+                    "minReplicaCount": a["min_replicas"],
+                    "maxReplicaCount": a["max_replicas"],
+                    "triggers": [
+                        {
+                            "type": "prometheus",
+                            "metricType": "AverageValue",
+                            "metadata": {
+                                "serverAddress": spec["prometheus"],
+                                "query": frontend_query(a["metric"], name, namespace),
+                                "threshold": f"{a['target_per_replica']:g}",
+                            },
+                        }
+                    ],
+                },
+            }
+        )
     return out

@@ -12,8 +12,10 @@ from typing import Any
 
 from infersweep.platform.dgd import DGD_GROUP, DGD_PLURAL, frontend_url
 from infersweep.platform.keda import DGD_LABEL, scaled_objects
+from infersweep.platform.keda import GROUP as KEDA_GROUP
+from infersweep.platform.keda import PLURAL as KEDA_PLURAL
+from infersweep.platform.keda import VERSION as KEDA_VERSION
 from infersweep.platform.kubeconfig import load_cluster_config
-from infersweep.platform.keda import GROUP as KEDA_GROUP, PLURAL as KEDA_PLURAL, VERSION as KEDA_VERSION
 from infersweep.platform.protocol import DGDOwnedElsewhere, PVCNotBound
 from infersweep.platform.readiness import pod_image_ids, wait_dgd_ready
 
@@ -26,8 +28,16 @@ class KubernetesPlatform:
         self.core = client.CoreV1Api()
         self.custom = client.CustomObjectsApi()
 
-    def ensure_pvc(self, name: str, namespace: str, size: str, storage_class: str, *,
-                   bound_timeout_s: float = 300.0, poll_s: float = 2.0) -> str:
+    def ensure_pvc(
+        self,
+        name: str,
+        namespace: str,
+        size: str,
+        storage_class: str,
+        *,
+        bound_timeout_s: float = 300.0,
+        poll_s: float = 2.0,
+    ) -> str:
         from kubernetes.client.exceptions import ApiException
 
         state = "exists"
@@ -37,7 +47,8 @@ class KubernetesPlatform:
             if e.status != 404:
                 raise
             body: dict[str, Any] = {
-                "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
                 "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "infersweep"}},
                 # ReadWriteMany: every worker pod on every node mounts the same cache.
                 "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": size}}},
@@ -69,25 +80,33 @@ class KubernetesPlatform:
             if phase == "Bound":
                 return f"{state}, Bound"
             if phase == "Lost":
-                raise PVCNotBound(f"PVC {namespace}/{name} is Lost (its volume is gone): recreate it or set --set model-cache-pvc=OTHER")
+                raise PVCNotBound(
+                    f"PVC {namespace}/{name} is Lost (its volume is gone): recreate it or set --set model-cache-pvc=OTHER"
+                )
             events = self.core.list_namespaced_event(
-                namespace, field_selector=f"involvedObject.kind=PersistentVolumeClaim,involvedObject.name={name}").items
+                namespace, field_selector=f"involvedObject.kind=PersistentVolumeClaim,involvedObject.name={name}"
+            ).items
             events = sorted(events, key=lambda e: str(e.last_timestamp or e.event_time or ""))
             reasons = {e.reason for e in events}
             if "WaitForFirstConsumer" in reasons:
                 return f"{state}, Pending until its first consumer (storage class binds on first use)"
             if "ProvisioningFailed" in reasons:
                 last = [e for e in events if e.reason == "ProvisioningFailed"][-1]
-                raise PVCNotBound(f"PVC {namespace}/{name} cannot be provisioned: {last.message}; "
-                                  f"fix the storage class (--set storage-class=...) or create the PVC yourself")
+                raise PVCNotBound(
+                    f"PVC {namespace}/{name} cannot be provisioned: {last.message}; "
+                    f"fix the storage class (--set storage-class=...) or create the PVC yourself"
+                )
             if time.monotonic() >= deadline:
                 last = f"; last event: {events[-1].reason}: {events[-1].message}" if events else "; no events"
-                raise PVCNotBound(f"PVC {namespace}/{name} is still {phase} after {timeout_s:.0f} s{last}; "
-                                  f"check that the storage class exists and can provision ReadWriteMany volumes")
+                raise PVCNotBound(
+                    f"PVC {namespace}/{name} is still {phase} after {timeout_s:.0f} s{last}; "
+                    f"check that the storage class exists and can provision ReadWriteMany volumes"
+                )
             time.sleep(poll_s)
 
-    def apply_dgd(self, dgd: dict[str, Any], namespace: str, owner: dict[str, str] | None, *,
-                  patch_own: bool = True) -> str:
+    def apply_dgd(
+        self, dgd: dict[str, Any], namespace: str, owner: dict[str, str] | None, *, patch_own: bool = True
+    ) -> str:
         from kubernetes.client.exceptions import ApiException
 
         version = dgd["apiVersion"].split("/", 1)[1]
@@ -95,10 +114,16 @@ class KubernetesPlatform:
         if owner and owner.get("uid"):
             # Owned by the Workflow: deleting the workflow garbage-collects the deployment and its GPUs,
             # and the reaper (infersweep/platform/reaper.py) finds the run a DGD belongs to.
-            dgd["metadata"]["ownerReferences"] = [{
-                "apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow", "name": owner["name"],
-                "uid": owner["uid"], "blockOwnerDeletion": False, "controller": False,
-            }]
+            dgd["metadata"]["ownerReferences"] = [
+                {
+                    "apiVersion": "argoproj.io/v1alpha1",
+                    "kind": "Workflow",
+                    "name": owner["name"],
+                    "uid": owner["uid"],
+                    "blockOwnerDeletion": False,
+                    "controller": False,
+                }
+            ]
         try:
             self.custom.create_namespaced_custom_object(DGD_GROUP, version, namespace, DGD_PLURAL, dgd)
             self.apply_scaled_objects(dgd, namespace)
@@ -113,11 +138,18 @@ class KubernetesPlatform:
             raise DGDOwnedElsewhere(
                 f"DynamoGraphDeployment {namespace}/{name} already exists and belongs to {held_by}, not to this run; "
                 f"refusing to adopt it. Delete it (kubectl delete dynamographdeployment -n {namespace} {name}) "
-                f"if nothing uses it, or submit again (each run names its own DGD)")
+                f"if nothing uses it, or submit again (each run names its own DGD)"
+            )
         if patch_own:
             # A retried deploy step finds the DGD its own earlier attempt created: bring it to the rendered spec.
-            self.custom.patch_namespaced_custom_object(DGD_GROUP, version, namespace, DGD_PLURAL, name,
-                                                       {"spec": dgd["spec"], "metadata": {"labels": dgd["metadata"].get("labels", {})}})
+            self.custom.patch_namespaced_custom_object(
+                DGD_GROUP,
+                version,
+                namespace,
+                DGD_PLURAL,
+                name,
+                {"spec": dgd["spec"], "metadata": {"labels": dgd["metadata"].get("labels", {})}},
+            )
         self.apply_scaled_objects(dgd, namespace)
         return frontend_url(name, namespace)
 
@@ -132,9 +164,17 @@ class KubernetesPlatform:
         if not objs:
             return 0
         version = dgd["apiVersion"].split("/", 1)[1]
-        live = self.custom.get_namespaced_custom_object(DGD_GROUP, version, namespace, DGD_PLURAL, dgd["metadata"]["name"])
-        owner = {"apiVersion": dgd["apiVersion"], "kind": "DynamoGraphDeployment", "name": dgd["metadata"]["name"],
-                 "uid": (live.get("metadata") or {}).get("uid", ""), "blockOwnerDeletion": False, "controller": False}
+        live = self.custom.get_namespaced_custom_object(
+            DGD_GROUP, version, namespace, DGD_PLURAL, dgd["metadata"]["name"]
+        )
+        owner = {
+            "apiVersion": dgd["apiVersion"],
+            "kind": "DynamoGraphDeployment",
+            "name": dgd["metadata"]["name"],
+            "uid": (live.get("metadata") or {}).get("uid", ""),
+            "blockOwnerDeletion": False,
+            "controller": False,
+        }
         for so in objs:
             if owner["uid"]:
                 so["metadata"]["ownerReferences"] = [owner]
@@ -143,12 +183,15 @@ class KubernetesPlatform:
                 self.custom.create_namespaced_custom_object(KEDA_GROUP, KEDA_VERSION, namespace, KEDA_PLURAL, so)
             except ApiException as e:
                 if e.status == 404:
-                    raise RuntimeError(f"the recipe autoscales but the cluster has no {KEDA_GROUP}/{KEDA_VERSION} "
-                                       f"{KEDA_PLURAL}: install KEDA, or remove autoscaling from the recipe") from None
+                    raise RuntimeError(
+                        f"the recipe autoscales but the cluster has no {KEDA_GROUP}/{KEDA_VERSION} "
+                        f"{KEDA_PLURAL}: install KEDA, or remove autoscaling from the recipe"
+                    ) from None
                 if e.status != 409:
                     raise
-                self.custom.patch_namespaced_custom_object(KEDA_GROUP, KEDA_VERSION, namespace, KEDA_PLURAL,
-                                                           so["metadata"]["name"], {"spec": so["spec"]})
+                self.custom.patch_namespaced_custom_object(
+                    KEDA_GROUP, KEDA_VERSION, namespace, KEDA_PLURAL, so["metadata"]["name"], {"spec": so["spec"]}
+                )
         return len(objs)
 
     def delete_scaled_objects(self, dgd_name: str, namespace: str) -> int:
@@ -156,8 +199,9 @@ class KubernetesPlatform:
         from kubernetes.client.exceptions import ApiException
 
         try:
-            found = self.custom.list_namespaced_custom_object(KEDA_GROUP, KEDA_VERSION, namespace, KEDA_PLURAL,
-                                                              label_selector=f"{DGD_LABEL}={dgd_name}")
+            found = self.custom.list_namespaced_custom_object(
+                KEDA_GROUP, KEDA_VERSION, namespace, KEDA_PLURAL, label_selector=f"{DGD_LABEL}={dgd_name}"
+            )
         except ApiException as e:
             if e.status == 404:  # KEDA not installed: nothing of ours can exist
                 return 0
@@ -165,8 +209,9 @@ class KubernetesPlatform:
         deleted = 0
         for item in found.get("items", []):
             try:
-                self.custom.delete_namespaced_custom_object(KEDA_GROUP, KEDA_VERSION, namespace, KEDA_PLURAL,
-                                                            item["metadata"]["name"])
+                self.custom.delete_namespaced_custom_object(
+                    KEDA_GROUP, KEDA_VERSION, namespace, KEDA_PLURAL, item["metadata"]["name"]
+                )
                 deleted += 1
             except ApiException as e:
                 if e.status != 404:
@@ -176,10 +221,19 @@ class KubernetesPlatform:
     def image_ids(self, name: str, namespace: str) -> dict[str, str]:
         return pod_image_ids(self.core, name, namespace)
 
-    def wait_ready(self, name: str, namespace: str, model: str, timeout_s: float, *,
-                   api_version: str = "v1beta1", bundle_path: Path | None = None) -> float:
-        return wait_dgd_ready(self.core, self.custom, name, namespace, model, timeout_s,
-                              api_version=api_version, bundle_path=bundle_path)
+    def wait_ready(
+        self,
+        name: str,
+        namespace: str,
+        model: str,
+        timeout_s: float,
+        *,
+        api_version: str = "v1beta1",
+        bundle_path: Path | None = None,
+    ) -> float:
+        return wait_dgd_ready(
+            self.core, self.custom, name, namespace, model, timeout_s, api_version=api_version, bundle_path=bundle_path
+        )
 
     def applied_at(self, name: str, namespace: str, api_version: str) -> float | None:
         """When the DGD was created: the API server's metadata.creationTimestamp (RFC 3339, whole seconds)."""
@@ -191,16 +245,18 @@ class KubernetesPlatform:
 
     def list_dgds(self, namespace: str, api_version: str, label_selector: str) -> list[str]:
         """Names of the DGDs with the label selector (one being deleted included: its pods may still hold GPUs)."""
-        found = self.custom.list_namespaced_custom_object(DGD_GROUP, api_version, namespace, DGD_PLURAL,
-                                                          label_selector=label_selector)
+        found = self.custom.list_namespaced_custom_object(
+            DGD_GROUP, api_version, namespace, DGD_PLURAL, label_selector=label_selector
+        )
         return sorted(item["metadata"]["name"] for item in found.get("items", []))
 
     def runtime_namespaces(self, name: str, namespace: str, api_version: str) -> dict[str, str]:
         """Component -> Dynamo runtime namespace, from the DGD's status (infersweep.platform.dgd.runtime_namespaces)."""
         from infersweep.platform.dgd import runtime_namespaces
 
-        return runtime_namespaces(self.custom.get_namespaced_custom_object(DGD_GROUP, api_version, namespace,
-                                                                           DGD_PLURAL, name))
+        return runtime_namespaces(
+            self.custom.get_namespaced_custom_object(DGD_GROUP, api_version, namespace, DGD_PLURAL, name)
+        )
 
     def delete_dgd(self, name: str, namespace: str, api_version: str, *, owner_uid: str = "") -> bool:
         from kubernetes.client.exceptions import ApiException
@@ -208,11 +264,15 @@ class KubernetesPlatform:
         try:
             if owner_uid:
                 existing = self.custom.get_namespaced_custom_object(DGD_GROUP, api_version, namespace, DGD_PLURAL, name)
-                owners = [o for o in existing.get("metadata", {}).get("ownerReferences") or [] if o.get("kind") == "Workflow"]
+                owners = [
+                    o for o in existing.get("metadata", {}).get("ownerReferences") or [] if o.get("kind") == "Workflow"
+                ]
                 if not any(o.get("uid") == owner_uid for o in owners):
                     held_by = ", ".join(f"Workflow {o.get('name')}" for o in owners) or "no Workflow"
-                    raise DGDOwnedElsewhere(f"DynamoGraphDeployment {namespace}/{name} belongs to {held_by}, "
-                                            f"not to this run: not deleting it")
+                    raise DGDOwnedElsewhere(
+                        f"DynamoGraphDeployment {namespace}/{name} belongs to {held_by}, "
+                        f"not to this run: not deleting it"
+                    )
             self.delete_scaled_objects(name, namespace)  # first, so KEDA stops scaling a DGD on its way out
             self.custom.delete_namespaced_custom_object(DGD_GROUP, api_version, namespace, DGD_PLURAL, name)
             return True

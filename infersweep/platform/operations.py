@@ -37,8 +37,9 @@ class LaneHeld(PlatformError):
     """Other DGDs of the run's GPU lane are still there after LANE_WAIT_S."""
 
 
-def wait_for_lane(platform: Platform, dgd: dict, namespace: str, *, timeout_s: float = LANE_WAIT_S,
-                  poll_s: float = LANE_POLL_S) -> float:
+def wait_for_lane(
+    platform: Platform, dgd: dict, namespace: str, *, timeout_s: float = LANE_WAIT_S, poll_s: float = LANE_POLL_S
+) -> float:
     """Wait until, for each GPU-guard lane the DGD is labelled with, fewer other DGDs than the lane's runs
     carry the label; seconds waited. Why: Argo releases a template's lock when its node is fulfilled
     (argo-workflows v4.1.2 workflow/controller/operator.go executeTemplate -> syncManager.Release) and wakes
@@ -58,19 +59,39 @@ def wait_for_lane(platform: Platform, dgd: dict, namespace: str, *, timeout_s: f
                 print(f"lane free after {waited:.0f} s")
             return waited
         if waited >= timeout_s:
-            raise LaneHeld("GPU lane " + "; ".join(f"{k.split('/', 1)[1]} (runs {lanes[k]}) still has DGD(s) "
-                                                   f"{', '.join(v)}" for k, v in sorted(full.items()))
-                           + f" after {timeout_s:.0f} s: their runs hold no lock but were not torn down; delete them "
-                           f"(kubectl delete dynamographdeployment -n {namespace} NAME) or check the reaper")
+            raise LaneHeld(
+                "GPU lane "
+                + "; ".join(
+                    f"{k.split('/', 1)[1]} (runs {lanes[k]}) still has DGD(s) {', '.join(v)}"
+                    for k, v in sorted(full.items())
+                )
+                + f" after {timeout_s:.0f} s: their runs hold no lock but were not torn down; delete them "
+                f"(kubectl delete dynamographdeployment -n {namespace} NAME) or check the reaper"
+            )
         if not polls:
-            print("waiting for the GPU lane: " + "; ".join(f"{k.split('/', 1)[1]} has {', '.join(v)}"
-                                                          for k, v in sorted(full.items())), flush=True)
+            print(
+                "waiting for the GPU lane: "
+                + "; ".join(f"{k.split('/', 1)[1]} has {', '.join(v)}" for k, v in sorted(full.items())),
+                flush=True,
+            )
         time.sleep(poll_s)
 
 
-def deploy(*, dgd_text: str | None, dgd_file: str | None, namespace: str, run_id: str = "", owner_name: str = "",
-           owner_uid: str = "", url_param: str = "", save: str = "", ensure: bool = False, model: str = "",
-           timeout_s: float = 1800.0, lane_wait_s: float = LANE_WAIT_S) -> str:
+def deploy(
+    *,
+    dgd_text: str | None,
+    dgd_file: str | None,
+    namespace: str,
+    run_id: str = "",
+    owner_name: str = "",
+    owner_uid: str = "",
+    url_param: str = "",
+    save: str = "",
+    ensure: bool = False,
+    model: str = "",
+    timeout_s: float = 1800.0,
+    lane_wait_s: float = LANE_WAIT_S,
+) -> str:
     """Apply the run's DGD (the rendered YAML renamed for `run_id`, or as this run's deploy saved it) and
     return the frontend URL, also written to `url_param`. With `ensure`: never patch, and wait until it
     serves `model` (NotServing when it does not). DGDOwnedElsewhere: another Workflow's DGD has the name."""
@@ -104,9 +125,20 @@ def deploy(*, dgd_text: str | None, dgd_file: str | None, namespace: str, run_id
     return url
 
 
-def wait_ready(*, name: str, run_id: str, namespace: str, model: str, timeout_s: float, api_version: str,
-               bundle: str = "", images: str = "", failure: str = "", ensure_from: str = "",
-               ready_file: str = "") -> float:
+def wait_ready(
+    *,
+    name: str,
+    run_id: str,
+    namespace: str,
+    model: str,
+    timeout_s: float,
+    api_version: str,
+    bundle: str = "",
+    images: str = "",
+    failure: str = "",
+    ensure_from: str = "",
+    ready_file: str = "",
+) -> float:
     """Wait until the run's DGD serves `model`; seconds waited. When it will not: the reason goes to
     `failure` (the verdict quotes it), the debug bundle to `bundle`, and NotServing is raised. Once ready,
     the images the pods run go to `images` and the time-to-ready record to `ready_file`.
@@ -118,8 +150,9 @@ def wait_ready(*, name: str, run_id: str, namespace: str, model: str, timeout_s:
         saved = yaml.safe_load(Path(ensure_from).read_text())
         platform.apply_dgd(saved, namespace, workflow_owner(saved), patch_own=False)
     try:
-        took = platform.wait_ready(dgd, namespace, model, timeout_s, api_version=api_version,
-                                   bundle_path=Path(bundle) if bundle else None)
+        took = platform.wait_ready(
+            dgd, namespace, model, timeout_s, api_version=api_version, bundle_path=Path(bundle) if bundle else None
+        )
     except (TimeoutError, RuntimeError) as e:
         message = f"{namespace}/{dgd} is not serving: {e}"
         if failure:
@@ -136,8 +169,9 @@ def wait_ready(*, name: str, run_id: str, namespace: str, model: str, timeout_s:
     return took
 
 
-def write_ready_file(platform: Platform, path: Path, name: str, namespace: str, api_version: str, *,
-                     waited_s: float) -> None:
+def write_ready_file(
+    platform: Platform, path: Path, name: str, namespace: str, api_version: str, *, waited_s: float
+) -> None:
     """The deployment's time-to-ready (from the DGD's creation to serving), a context column of the results
     table (infersweep.results.context READY_FILE)."""
     ready_at = time.time()
@@ -153,9 +187,14 @@ def write_ready_file(platform: Platform, path: Path, name: str, namespace: str, 
     except Exception as e:
         print(f"wait-ready: cannot read the runtime namespaces of {name}: {e}", file=sys.stderr)
         runtime = {}
-    record = {"dgd": name, "applied_at": applied_at, "ready_at": ready_at, "waited_s": round(waited_s, 3),
-              "time_to_ready_s": round(ready_at - applied_at, 3) if applied_at else None,
-              "runtime_namespaces": runtime}
+    record = {
+        "dgd": name,
+        "applied_at": applied_at,
+        "ready_at": ready_at,
+        "waited_s": round(waited_s, 3),
+        "time_to_ready_s": round(ready_at - applied_at, 3) if applied_at else None,
+        "runtime_namespaces": runtime,
+    }
     _write(path, json.dumps(record) + "\n")
 
 
@@ -168,8 +207,7 @@ def teardown(*, name: str, run_id: str, namespace: str, api_version: str, owner_
     return deleted
 
 
-def ensure_pvc(*, name: str, namespace: str, size: str, storage_class: str = "",
-               bound_timeout_s: float = 300.0) -> str:
+def ensure_pvc(*, name: str, namespace: str, size: str, storage_class: str = "", bound_timeout_s: float = 300.0) -> str:
     """Make sure the model-cache PVC exists and is Bound (or binds on first use); PVCNotBound when it will not."""
     state = get_platform().ensure_pvc(name, namespace, size, storage_class, bound_timeout_s=bound_timeout_s)
     print(f"pvc {namespace}/{name}: {state}")

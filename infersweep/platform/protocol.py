@@ -43,13 +43,30 @@ class Platform(Protocol):
     """Where a DGD is realised: the Kubernetes API (infersweep.platform.kube) or processes on this machine
     (infersweep.local.adapter). The steps are the same code in both places; only the adapter differs."""
 
-    def ensure_pvc(self, name: str, namespace: str, size: str, storage_class: str, *,
-                   bound_timeout_s: float = 300.0, poll_s: float = 2.0) -> str: ...
-    def apply_dgd(self, dgd: dict[str, Any], namespace: str, owner: dict[str, str] | None, *,
-                  patch_own: bool = True) -> str: ...
+    def ensure_pvc(
+        self,
+        name: str,
+        namespace: str,
+        size: str,
+        storage_class: str,
+        *,
+        bound_timeout_s: float = 300.0,
+        poll_s: float = 2.0,
+    ) -> str: ...
+    def apply_dgd(
+        self, dgd: dict[str, Any], namespace: str, owner: dict[str, str] | None, *, patch_own: bool = True
+    ) -> str: ...
     def image_ids(self, name: str, namespace: str) -> dict[str, str]: ...
-    def wait_ready(self, name: str, namespace: str, model: str, timeout_s: float, *,
-                   api_version: str = "v1beta1", bundle_path: Path | None = None) -> float: ...
+    def wait_ready(
+        self,
+        name: str,
+        namespace: str,
+        model: str,
+        timeout_s: float,
+        *,
+        api_version: str = "v1beta1",
+        bundle_path: Path | None = None,
+    ) -> float: ...
     def delete_dgd(self, name: str, namespace: str, api_version: str, *, owner_uid: str = "") -> bool: ...
     def applied_at(self, name: str, namespace: str, api_version: str) -> float | None: ...
     def list_dgds(self, namespace: str, api_version: str, label_selector: str) -> list[str]: ...

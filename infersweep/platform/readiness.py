@@ -23,8 +23,14 @@ from infersweep.platform.protocol import NotReady
 
 # Waiting reasons that never heal without a human: fail now, not at the timeout. (ErrImagePull alone is
 # left out: one registry hiccup is retried by the kubelet; it becomes ImagePullBackOff when it persists.)
-FATAL_WAITING = {"ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "CrashLoopBackOff",
-                 "CreateContainerConfigError", "CreateContainerError"}
+FATAL_WAITING = {
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "ErrImageNeverPull",
+    "CrashLoopBackOff",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+}
 # An LLM worker that restarted has crashed (OOM, bad flag, NCCL): it will not serve what we measure.
 MAX_RESTARTS = 0
 # A pod may be unschedulable for a moment while a cluster autoscaler adds a node; not for longer.
@@ -37,8 +43,12 @@ def pod_problem(pod: Any, unschedulable_for_s: float, grace_s: float) -> str | N
     """The reason this pod will not become ready on its own, or None."""
     name = pod.metadata.name
     for cond in pod.status.conditions or []:
-        if (cond.type == "PodScheduled" and cond.status == "False" and cond.reason == "Unschedulable"
-                and unschedulable_for_s >= grace_s):
+        if (
+            cond.type == "PodScheduled"
+            and cond.status == "False"
+            and cond.reason == "Unschedulable"
+            and unschedulable_for_s >= grace_s
+        ):
             return f"pod {name} is unschedulable: {cond.message}"
     for cs in (pod.status.init_container_statuses or []) + (pod.status.container_statuses or []):
         waiting = cs.state.waiting if cs.state else None
@@ -54,8 +64,10 @@ def pod_problem(pod: Any, unschedulable_for_s: float, grace_s: float) -> str | N
 
 
 def is_unschedulable(pod: Any) -> bool:
-    return any(c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable"
-               for c in pod.status.conditions or [])
+    return any(
+        c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable"
+        for c in pod.status.conditions or []
+    )
 
 
 # status.rollingUpdate.phase of a DGD whose Deployment-backed workers are being replaced (DynamoGraphDeployment CRD,
@@ -82,10 +94,14 @@ def dgd_ready(dgd: dict[str, Any]) -> tuple[bool, str | None]:
     if observed is not None and generation is not None and int(observed) < int(generation):
         return False, None
     ready = status.get("state") == "successful" or any(
-        c.get("type") == "Ready" and c.get("status") == "True"
+        c.get("type") == "Ready"
+        and c.get("status") == "True"
         # a condition set for an older generation is out of date (metav1.Condition.observedGeneration)
-        and (generation is None or c.get("observedGeneration") is None or int(c["observedGeneration"]) >= int(generation))
-        for c in status.get("conditions", []))
+        and (
+            generation is None or c.get("observedGeneration") is None or int(c["observedGeneration"]) >= int(generation)
+        )
+        for c in status.get("conditions", [])
+    )
     return ready, None
 
 
@@ -108,20 +124,39 @@ def http_ready(base_url: str, model: str, timeout_s: float = 10) -> str | None:
 
 def _pod_summary(pod: Any) -> dict[str, Any]:
     st = pod.status
-    return {"name": pod.metadata.name, "phase": st.phase, "reason": st.reason, "message": st.message,
-            "conditions": [{"type": c.type, "status": c.status, "reason": c.reason, "message": c.message}
-                           for c in st.conditions or []],
-            "containers": [{"name": cs.name, "ready": cs.ready, "restarts": cs.restart_count,
-                            "state": cs.state.to_dict() if cs.state else None,
-                            "last_state": cs.last_state.to_dict() if cs.last_state else None}
-                           for cs in (st.init_container_statuses or []) + (st.container_statuses or [])]}
+    return {
+        "name": pod.metadata.name,
+        "phase": st.phase,
+        "reason": st.reason,
+        "message": st.message,
+        "conditions": [
+            {"type": c.type, "status": c.status, "reason": c.reason, "message": c.message} for c in st.conditions or []
+        ],
+        "containers": [
+            {
+                "name": cs.name,
+                "ready": cs.ready,
+                "restarts": cs.restart_count,
+                "state": cs.state.to_dict() if cs.state else None,
+                "last_state": cs.last_state.to_dict() if cs.last_state else None,
+            }
+            for cs in (st.init_container_statuses or []) + (st.container_statuses or [])
+        ],
+    }
 
 
-def debug_bundle(core: Any, dgd: dict[str, Any] | None, pods: list[Any], namespace: str, name: str,
-                 reason: str) -> dict[str, Any]:
+def debug_bundle(
+    core: Any, dgd: dict[str, Any] | None, pods: list[Any], namespace: str, name: str, reason: str
+) -> dict[str, Any]:
     """What an operator needs to see why the deployment failed, collected best-effort (never raises)."""
-    bundle: dict[str, Any] = {"dgd": f"{namespace}/{name}", "reason": reason,
-                              "dgd_status": (dgd or {}).get("status"), "pods": [], "events": [], "logs": {}}
+    bundle: dict[str, Any] = {
+        "dgd": f"{namespace}/{name}",
+        "reason": reason,
+        "dgd_status": (dgd or {}).get("status"),
+        "pods": [],
+        "events": [],
+        "logs": {},
+    }
     for pod in pods:
         try:
             bundle["pods"].append(_pod_summary(pod))
@@ -131,9 +166,15 @@ def debug_bundle(core: Any, dgd: dict[str, Any] | None, pods: list[Any], namespa
     try:
         for ev in core.list_namespaced_event(namespace).items:
             if ev.involved_object and ev.involved_object.name in names:
-                bundle["events"].append({"object": f"{ev.involved_object.kind}/{ev.involved_object.name}",
-                                         "type": ev.type, "reason": ev.reason, "message": ev.message,
-                                         "count": ev.count})
+                bundle["events"].append(
+                    {
+                        "object": f"{ev.involved_object.kind}/{ev.involved_object.name}",
+                        "type": ev.type,
+                        "reason": ev.reason,
+                        "message": ev.message,
+                        "count": ev.count,
+                    }
+                )
     except Exception as e:
         bundle["events_error"] = f"{type(e).__name__}: {e}"
     for pod in pods:
@@ -143,8 +184,13 @@ def debug_bundle(core: Any, dgd: dict[str, Any] | None, pods: list[Any], namespa
                 # A restarted container's useful lines are in the previous instance's log. Raw bytes
                 # (_preload_content=False): kubernetes 36 returns a text/plain log as the repr of bytes.
                 resp = core.read_namespaced_pod_log(
-                    pod.metadata.name, namespace, container=cs.name, tail_lines=LOG_LINES,
-                    previous=bool(cs.restart_count), _preload_content=False)
+                    pod.metadata.name,
+                    namespace,
+                    container=cs.name,
+                    tail_lines=LOG_LINES,
+                    previous=bool(cs.restart_count),
+                    _preload_content=False,
+                )
                 bundle["logs"][key] = resp.data.decode("utf-8", "replace").splitlines()
             except Exception as e:
                 bundle["logs"][key] = [f"(no log: {type(e).__name__}: {getattr(e, 'reason', e)})"]
@@ -159,9 +205,20 @@ def scheduling_events(core: Any, namespace: str, pod_names: set[str]) -> str | N
     return None
 
 
-def wait_dgd_ready(core: Any, custom: Any, name: str, namespace: str, model: str, timeout_s: float, *,
-                   api_version: str = "v1beta1", poll_s: float = 2.0, base_url: str | None = None,
-                   bundle_path: Path | None = None, unschedulable_grace_s: float = UNSCHEDULABLE_GRACE_S) -> float:
+def wait_dgd_ready(
+    core: Any,
+    custom: Any,
+    name: str,
+    namespace: str,
+    model: str,
+    timeout_s: float,
+    *,
+    api_version: str = "v1beta1",
+    poll_s: float = 2.0,
+    base_url: str | None = None,
+    bundle_path: Path | None = None,
+    unschedulable_grace_s: float = UNSCHEDULABLE_GRACE_S,
+) -> float:
     """Seconds until the DGD served `model`; raises NotReady (fatal state) or TimeoutError."""
     start = time.monotonic()
     base_url = base_url or frontend_url(name, namespace)
@@ -173,7 +230,9 @@ def wait_dgd_ready(core: Any, custom: Any, name: str, namespace: str, model: str
     def fail(reason: str, exc: type[Exception] = NotReady) -> Exception:
         if bundle_path:
             bundle_path.parent.mkdir(parents=True, exist_ok=True)
-            bundle_path.write_text(json.dumps(debug_bundle(core, dgd, pods, namespace, name, reason), indent=1, default=str))
+            bundle_path.write_text(
+                json.dumps(debug_bundle(core, dgd, pods, namespace, name, reason), indent=1, default=str)
+            )
         return exc(reason)
 
     while True:
@@ -194,8 +253,9 @@ def wait_dgd_ready(core: Any, custom: Any, name: str, namespace: str, model: str
                 unschedulable_since.setdefault(pname, now)
             else:
                 unschedulable_since.pop(pname, None)
-            problem = pod_problem(pod, now - unschedulable_since.get(pname, now),
-                                  float("inf") if rolling else unschedulable_grace_s)
+            problem = pod_problem(
+                pod, now - unschedulable_since.get(pname, now), float("inf") if rolling else unschedulable_grace_s
+            )
             if problem:
                 if "unschedulable" in problem:
                     detail = scheduling_events(core, namespace, {pname})

@@ -46,16 +46,21 @@ def reap(custom: Any, namespace: str, api_version: str) -> list[str]:
     from kubernetes.client.exceptions import ApiException
 
     try:
-        dgds = custom.list_namespaced_custom_object(DGD_GROUP, api_version, namespace, DGD_PLURAL,
-                                                    label_selector=RUN_LABEL)["items"]
+        dgds = custom.list_namespaced_custom_object(
+            DGD_GROUP, api_version, namespace, DGD_PLURAL, label_selector=RUN_LABEL
+        )["items"]
     except ApiException as e:
         if e.status == 404:  # the CRD does not serve this version: every run's DGD would be left holding GPUs
-            raise SystemExit(f"reaper: the cluster serves no {DGD_GROUP}/{api_version} {DGD_PLURAL} (404); re-install with "
-                             "the apiVersion its Dynamo operator serves: infersweep install --dgd-api v1alpha1|v1beta1") from e
+            raise SystemExit(
+                f"reaper: the cluster serves no {DGD_GROUP}/{api_version} {DGD_PLURAL} (404); re-install with "
+                "the apiVersion its Dynamo operator serves: infersweep install --dgd-api v1alpha1|v1beta1"
+            ) from e
         raise
     if not dgds:
         return []
-    workflows = custom.list_namespaced_custom_object(WORKFLOW_GROUP, WORKFLOW_VERSION, namespace, WORKFLOW_PLURAL)["items"]
+    workflows = custom.list_namespaced_custom_object(WORKFLOW_GROUP, WORKFLOW_VERSION, namespace, WORKFLOW_PLURAL)[
+        "items"
+    ]
     deleted = []
     for name, why in stale_dgds(dgds, workflows):
         try:

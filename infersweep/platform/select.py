@@ -44,8 +44,10 @@ def get_platform() -> Platform:
         return load_adapter(spec)()
     if env.get(PLATFORM_ENV):
         # A platform named without its adapter would silently fall back to the cluster: say so instead.
-        raise BadInput(f"{PLATFORM_ENV}={env[PLATFORM_ENV]!r} but {ADAPTER_ENV} names no adapter; set it to the "
-                       f"adapter's 'module:attr' (infersweep run --local sets both)")
+        raise BadInput(
+            f"{PLATFORM_ENV}={env[PLATFORM_ENV]!r} but {ADAPTER_ENV} names no adapter; set it to the "
+            f"adapter's 'module:attr' (infersweep run --local sets both)"
+        )
     from infersweep.platform.kube import KubernetesPlatform
 
     return KubernetesPlatform()

@@ -50,12 +50,15 @@ def cache_dir() -> Path:
 def run_worker(request: dict, timeout_s: float = 1800) -> dict:
     python = aic_python()
     if not Path(python).exists():
-        raise AicError(f"no AIConfigurator environment at {python}: run scripts/setup.sh "
-                       "(builds .venv-aic) or set INFERSWEEP_AIC_PYTHON")
+        raise AicError(
+            f"no AIConfigurator environment at {python}: run scripts/setup.sh "
+            "(builds .venv-aic) or set INFERSWEEP_AIC_PYTHON"
+        )
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     try:
-        proc = subprocess.run([python, str(WORKER)], input=json.dumps(request), capture_output=True,
-                              text=True, timeout=timeout_s, env=env)
+        proc = subprocess.run(
+            [python, str(WORKER)], input=json.dumps(request), capture_output=True, text=True, timeout=timeout_s, env=env
+        )
     except subprocess.TimeoutExpired:
         raise AicError(f"AIConfigurator did not answer within {timeout_s:.0f} s") from None
     if proc.returncode != 0:
@@ -66,8 +69,10 @@ def run_worker(request: dict, timeout_s: float = 1800) -> dict:
     except json.JSONDecodeError:
         raise AicError(f"AIConfigurator worker printed no JSON: {proc.stdout[-300:]!r}") from None
     if out.get("aic_version") != AIC_VERSION:  # a stale env would file its answers under the wrong version
-        raise AicError(f"{python} has aiconfigurator {out.get('aic_version')}, infersweep expects {AIC_VERSION}: "
-                       "run scripts/setup.sh")
+        raise AicError(
+            f"{python} has aiconfigurator {out.get('aic_version')}, infersweep expects {AIC_VERSION}: "
+            "run scripts/setup.sh"
+        )
     return out
 
 

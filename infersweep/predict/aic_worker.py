@@ -28,8 +28,21 @@ import sys
 from contextlib import redirect_stdout
 from pathlib import Path
 
-ESTIMATE_KEYS = ("mode", "backend_name", "backend_version", "isl", "osl", "batch_size", "tp_size",
-                 "attention_dp_size", "moe_tp_size", "moe_ep_size", "prefix", "gemm_quant_mode", "moe_quant_mode")
+ESTIMATE_KEYS = (
+    "mode",
+    "backend_name",
+    "backend_version",
+    "isl",
+    "osl",
+    "batch_size",
+    "tp_size",
+    "attention_dp_size",
+    "moe_tp_size",
+    "moe_ep_size",
+    "prefix",
+    "gemm_quant_mode",
+    "moe_quant_mode",
+)
 
 
 def _family(hf_id: str) -> str:
@@ -51,8 +64,13 @@ def support_rows(model: str, system: str, backend: str) -> dict:
     with path.open(newline="", encoding="utf-8") as f:
         rows = [r for r in csv.DictReader(f) if r["Backend"] == backend]
     keep = ("HuggingFaceID", "System", "Backend", "Version", "Mode", "Status", "ErrMsg")
-    similar = sorted({r["HuggingFaceID"] for r in rows if r["HuggingFaceID"] != model
-                      and _family(r["HuggingFaceID"]) == _family(model) and r["Status"] == "PASS"})
+    similar = sorted(
+        {
+            r["HuggingFaceID"]
+            for r in rows
+            if r["HuggingFaceID"] != model and _family(r["HuggingFaceID"]) == _family(model) and r["Status"] == "PASS"
+        }
+    )
     return {"rows": [{k: r[k] for k in keep} for r in rows if r["HuggingFaceID"] == model], "similar": similar}
 
 
@@ -64,10 +82,16 @@ def estimate(point: dict) -> dict:
     with redirect_stdout(noise):  # the estimator prints progress; stdout is our JSON channel
         r = cli_estimate(point["model_path"], point["system_name"], database_mode="SILICON", **kwargs)
     raw = r.raw or {}
-    return {"ok": True, "ttft_ms": float(r.ttft), "itl_ms": float(r.tpot),
-            "tok_s": float(raw.get("tokens/s") or 0.0), "tok_s_user": float(raw.get("tokens/s/user") or 0.0),
-            "backend_version": str(r.backend_version), "memory_gb": raw.get("memory"),
-            "warning": r.kv_cache_warning}
+    return {
+        "ok": True,
+        "ttft_ms": float(r.ttft),
+        "itl_ms": float(r.tpot),
+        "tok_s": float(raw.get("tokens/s") or 0.0),
+        "tok_s_user": float(raw.get("tokens/s/user") or 0.0),
+        "backend_version": str(r.backend_version),
+        "memory_gb": raw.get("memory"),
+        "warning": r.kv_cache_warning,
+    }
 
 
 def main() -> int:

@@ -27,12 +27,17 @@ import pandas as pd
 from infersweep.predict.source import is_simulated
 
 # predicted column (infersweep.results.columns) -> the prediction's field (infersweep.predict.curve.Point)
-PREDICTED_COLUMNS = {"predicted_ttft_avg_ms": "ttft_ms", "predicted_itl_avg_ms": "itl_ms",
-                     "predicted_output_throughput_tok_s": "output_tok_s"}
+PREDICTED_COLUMNS = {
+    "predicted_ttft_avg_ms": "ttft_ms",
+    "predicted_itl_avg_ms": "itl_ms",
+    "predicted_output_throughput_tok_s": "output_tok_s",
+}
 # measured column -> predicted column, as the report sets them side by side (ratio = measured / predicted)
-SIDE_BY_SIDE = [("ttft_avg_ms", "predicted_ttft_avg_ms", "TTFT mean ms"),
-                ("itl_avg_ms", "predicted_itl_avg_ms", "ITL mean ms"),
-                ("output_throughput_tok_s", "predicted_output_throughput_tok_s", "output tok/s")]
+SIDE_BY_SIDE = [
+    ("ttft_avg_ms", "predicted_ttft_avg_ms", "TTFT mean ms"),
+    ("itl_avg_ms", "predicted_itl_avg_ms", "ITL mean ms"),
+    ("output_throughput_tok_s", "predicted_output_throughput_tok_s", "output tok/s"),
+]
 MEASURED_STATUSES = ("ok", "partial")  # = results.table.OK_STATUSES (predict/ does not import results/)
 
 
@@ -55,7 +60,10 @@ def _resolve(ctx: dict[str, Any], lookup: Callable[[dict[str, Any]], Any] | None
             return r, None
     try:
         if find_recipe(name) is None:
-            return None, f"recipe {name} is not in this checkout's params/ (an experiment treatment or a renamed recipe)"
+            return (
+                None,
+                f"recipe {name} is not in this checkout's params/ (an experiment treatment or a renamed recipe)",
+            )
         r = load_recipe(name)
     except (RecipeError, OSError, ValueError) as e:
         return None, f"recipe {name} does not load: {e}"[:300]
@@ -89,16 +97,19 @@ def _predicted(r, concurrencies: list[int]) -> tuple[dict[int, Any], str]:
     missing = [c for c in concurrencies if c not in found]
     if not found:
         env = "" if Path(aic.aic_python()).exists() else " (and no AIConfigurator environment here)"
-        return {}, (f"not added: no cached prediction for {r.name} at c{', c'.join(map(str, concurrencies))}{env}; "
-                    f"`infersweep predict {r.name}` before the run stores one")
+        return {}, (
+            f"not added: no cached prediction for {r.name} at c{', c'.join(map(str, concurrencies))}{env}; "
+            f"`infersweep predict {r.name}` before the run stores one"
+        )
     note = f"{database}, cached estimates"
     if missing:
         note += f"; none cached at c{', c'.join(map(str, missing))}"
     return found, note
 
 
-def annotate(df: pd.DataFrame, ctx: dict[str, Any],
-             lookup: Callable[[dict[str, Any]], Any] | None = None) -> tuple[pd.DataFrame, str]:
+def annotate(
+    df: pd.DataFrame, ctx: dict[str, Any], lookup: Callable[[dict[str, Any]], Any] | None = None
+) -> tuple[pd.DataFrame, str]:
     """The table with the prediction and physics columns, and the run context's `prediction` note.
     `lookup(ctx)`: the run's ResolvedRecipe when the catalog does not have it (None: ask the catalog)."""
     df = df.copy()
@@ -171,11 +182,17 @@ def side_by_side(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
         for m, p, _ in SIDE_BY_SIDE:
             mv, pv = r.get(m), r.get(p)
             ok_m, ok_p = mv is not None and pd.notna(mv), pv is not None and pd.notna(pv)
-            cells += [f"{mv:.4g}" if ok_m else "–", f"{pv:.4g}" if ok_p else "–",
-                      f"{mv / pv:.2f}" if ok_m and ok_p and pv else "–"]
+            cells += [
+                f"{mv:.4g}" if ok_m else "–",
+                f"{pv:.4g}" if ok_p else "–",
+                f"{mv / pv:.2f}" if ok_m and ok_p and pv else "–",
+            ]
         flag = r.get("implausible")
-        cells.append("IMPLAUSIBLE" if flag is True or (pd.notna(flag) and bool(flag)) else
-                     ("plausible" if pd.notna(flag) else "not judged"))
+        cells.append(
+            "IMPLAUSIBLE"
+            if flag is True or (pd.notna(flag) and bool(flag))
+            else ("plausible" if pd.notna(flag) else "not judged")
+        )
         rows.append(cells)
     return head, rows
 

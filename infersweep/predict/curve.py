@@ -40,15 +40,23 @@ class Prediction:
     stats: dict
 
     def to_dict(self) -> dict:
-        return {"recipe": self.recipe, "unsupported": self.unsupported,
-                "database": self.target.database if self.target else None,
-                "notes": self.target.notes if self.target else [],
-                "points": [asdict(p) for p in self.points]}
+        return {
+            "recipe": self.recipe,
+            "unsupported": self.unsupported,
+            "database": self.target.database if self.target else None,
+            "notes": self.target.notes if self.target else [],
+            "points": [asdict(p) for p in self.points],
+        }
 
 
 def _base(t: Target) -> dict:
-    return {"model_path": t.model_path, "system_name": t.system, "backend_name": t.backend,
-            "backend_version": t.version, **t.quant}
+    return {
+        "model_path": t.model_path,
+        "system_name": t.system,
+        "backend_name": t.backend,
+        "backend_version": t.version,
+        **t.quant,
+    }
 
 
 def points_for(t: Target, concurrencies: list[int]) -> list[list[dict]]:
@@ -57,16 +65,42 @@ def points_for(t: Target, concurrencies: list[int]) -> list[list[dict]]:
     for c in concurrencies:
         if t.mode == "agg":
             w = t.workers["worker"]
-            out.append([{**_base(t), **w.kwargs(), "mode": "agg", "isl": t.isl, "osl": t.osl,
-                         "prefix": t.prefix, "batch_size": math.ceil(c / w.replicas)}])
+            out.append(
+                [
+                    {
+                        **_base(t),
+                        **w.kwargs(),
+                        "mode": "agg",
+                        "isl": t.isl,
+                        "osl": t.osl,
+                        "prefix": t.prefix,
+                        "batch_size": math.ceil(c / w.replicas),
+                    }
+                ]
+            )
         else:
             p, d = t.workers["prefill"], t.workers["decode"]
-            out.append([
-                {**_base(t), **p.kwargs(), "mode": "static_ctx", "isl": t.isl, "osl": 1, "batch_size": 1,
-                 "prefix": t.prefix},
-                {**_base(t), **d.kwargs(), "mode": "static_gen", "isl": t.isl + t.osl // 2, "osl": 2,
-                 "batch_size": math.ceil(c / d.replicas)},
-            ])
+            out.append(
+                [
+                    {
+                        **_base(t),
+                        **p.kwargs(),
+                        "mode": "static_ctx",
+                        "isl": t.isl,
+                        "osl": 1,
+                        "batch_size": 1,
+                        "prefix": t.prefix,
+                    },
+                    {
+                        **_base(t),
+                        **d.kwargs(),
+                        "mode": "static_gen",
+                        "isl": t.isl + t.osl // 2,
+                        "osl": 2,
+                        "batch_size": math.ceil(c / d.replicas),
+                    },
+                ]
+            )
     return out
 
 
@@ -83,15 +117,25 @@ def _combine(t: Target, c: int, answers: list[dict], gpus: int) -> PredictedPoin
     # Output tokens/s of c users: each produces osl tokens per (TTFT + (osl-1) x ITL).
     latency_s = (ttft + itl * max(0, t.osl - 1)) / 1000.0
     total = c * t.osl / latency_s if latency_s > 0 else None
-    return PredictedPoint(c, round(ttft, 2), round(itl, 3), total and round(total, 1),
-                          per_user and round(per_user, 2), total and round(total / gpus, 1))
+    return PredictedPoint(
+        c,
+        round(ttft, 2),
+        round(itl, 3),
+        total and round(total, 1),
+        per_user and round(per_user, 2),
+        total and round(total / gpus, 1),
+    )
 
 
-def predict_recipe(r: ResolvedRecipe, concurrencies: list[int] | None = None, *, cache_only: bool = False) -> Prediction:
+def predict_recipe(
+    r: ResolvedRecipe, concurrencies: list[int] | None = None, *, cache_only: bool = False
+) -> Prediction:
     return predict_recipes([(r, concurrencies)], cache_only=cache_only)[0]
 
 
-def predict_recipes(items: list[tuple[ResolvedRecipe, list[int] | None]], *, cache_only: bool = False) -> list[Prediction]:
+def predict_recipes(
+    items: list[tuple[ResolvedRecipe, list[int] | None]], *, cache_only: bool = False
+) -> list[Prediction]:
     """Predictions for several recipes with one AIConfigurator subprocess for all their estimates (an
     experiment's treatments share most of them: identical points are estimated once).
 

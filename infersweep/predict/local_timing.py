@@ -76,6 +76,9 @@ def timing_table_args(dgd: dict, role: str, state_dir: Path) -> list[str]:
     except Exception as e:  # no .venv-aic, AIConfigurator refused, recipe gone: built-in timing, said why
         _record(state_dir, role, {"timing": "built-in", "reason": f"{type(e).__name__}: {e}"[:500]})
         return []
-    _record(state_dir, role, {"timing": "calibrated", "database": t.database, "table": info.path,
-                              "itl_ms_batch1": info.itl_ms_batch1})
+    _record(
+        state_dir,
+        role,
+        {"timing": "calibrated", "database": t.database, "table": info.path, "itl_ms_batch1": info.itl_ms_batch1},
+    )
     return ["--planner-profile-data", info.path]

@@ -39,21 +39,31 @@ class TableError(RuntimeError):
 @dataclass(frozen=True)
 class Grid:
     """Where AIConfigurator is asked: prefill lengths, decode batch sizes and decode contexts."""
+
     isl: tuple[int, ...]
     batch: tuple[int, ...]
     context: tuple[int, ...]
 
 
 def _base(t: Target, role: str) -> dict:
-    return {"model_path": t.model_path, "system_name": t.system, "backend_name": t.backend,
-            "backend_version": t.version, **t.quant, **t.workers[role].kwargs()}
+    return {
+        "model_path": t.model_path,
+        "system_name": t.system,
+        "backend_name": t.backend,
+        "backend_version": t.version,
+        **t.quant,
+        **t.workers[role].kwargs(),
+    }
 
 
 def design_points(t: Target, role: str, grid: Grid) -> tuple[list[dict], list[dict]]:
     """(prefill points per isl, decode points per (batch, context), batch-major)."""
     prefill = [{**_base(t, role), "mode": "static_ctx", "isl": n, "osl": 1, "batch_size": 1} for n in grid.isl]
-    decode = [{**_base(t, role), "mode": "static_gen", "isl": c, "osl": 2, "batch_size": b}
-              for b in grid.batch for c in grid.context]
+    decode = [
+        {**_base(t, role), "mode": "static_gen", "isl": c, "osl": 2, "batch_size": b}
+        for b in grid.batch
+        for c in grid.context
+    ]
     return prefill, decode
 
 
@@ -74,9 +84,16 @@ def assemble(grid: Grid, prefill_ms: list[float], decode_ms: list[float], resolu
     table = np.zeros((resolution, resolution))
     for i, kv in enumerate(kv_axis):
         for j, ctx in enumerate(ctx_axis):
-            table[i, j] = _interp_itl(itl, batch, context, max(1.0, kv / ctx), ctx)  # as the converter: bs = max(1, kv/ctx)
-    return {"prefill_isl": np.array(grid.isl, dtype=float), "prefill_ttft_ms": np.array(prefill_ms, dtype=float),
-            "decode_active_kv_tokens": kv_axis, "decode_context_length": ctx_axis, "decode_itl": table}
+            table[i, j] = _interp_itl(
+                itl, batch, context, max(1.0, kv / ctx), ctx
+            )  # as the converter: bs = max(1, kv/ctx)
+    return {
+        "prefill_isl": np.array(grid.isl, dtype=float),
+        "prefill_ttft_ms": np.array(prefill_ms, dtype=float),
+        "decode_active_kv_tokens": kv_axis,
+        "decode_context_length": ctx_axis,
+        "decode_itl": table,
+    }
 
 
 @dataclass
@@ -94,9 +111,19 @@ class TableInfo:
 
 
 def table_key(t: Target, role: str, grid: Grid) -> str:
-    return aic.point_key({"mocker_table": 1, "model": t.model_path, "system": t.system, "backend": t.backend,
-                          "version": t.version, "precision": t.precision, **t.quant, **t.workers[role].kwargs(),
-                          "grid": asdict(grid)})
+    return aic.point_key(
+        {
+            "mocker_table": 1,
+            "model": t.model_path,
+            "system": t.system,
+            "backend": t.backend,
+            "version": t.version,
+            "precision": t.precision,
+            **t.quant,
+            **t.workers[role].kwargs(),
+            "grid": asdict(grid),
+        }
+    )
 
 
 def build_table(t: Target, role: str, grid: Grid, out: Path | None = None) -> TableInfo:
@@ -111,10 +138,12 @@ def build_table(t: Target, role: str, grid: Grid, out: Path | None = None) -> Ta
     bad = [(p, a) for p, a in zip(prefill + decode, answers) if not a.get("ok")]
     if bad:
         p, a = bad[0]
-        raise TableError(f"AIConfigurator refused {len(bad)} of {len(answers)} table points, e.g. {p['mode']} "
-                         f"batch {p['batch_size']} isl {p['isl']}: {a['error']}")
-    pre = [a["ttft_ms"] for a in answers[:len(prefill)]]
-    dec = [a["itl_ms"] for a in answers[len(prefill):]]
+        raise TableError(
+            f"AIConfigurator refused {len(bad)} of {len(answers)} table points, e.g. {p['mode']} "
+            f"batch {p['batch_size']} isl {p['isl']}: {a['error']}"
+        )
+    pre = [a["ttft_ms"] for a in answers[: len(prefill)]]
+    dec = [a["itl_ms"] for a in answers[len(prefill) :]]
     arrays = assemble(grid, pre, dec)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.stem + ".tmp.npz")

@@ -20,8 +20,16 @@ from infersweep.recipe import ResolvedRecipe
 from infersweep.recipe.facts import GpuType, Model
 
 # Bytes per weight as stored: NVFP4 is 4-bit values plus one FP8 scale per 16 (4.5 bits).
-BYTES_PER_PARAM = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "nvfp4": 0.5625, "fp4": 0.5,
-                   "int4": 0.5}
+BYTES_PER_PARAM = {
+    "fp32": 4.0,
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "nvfp4": 0.5625,
+    "fp4": 0.5,
+    "int4": 0.5,
+}
 
 
 @dataclass
@@ -43,13 +51,20 @@ def itl_floor_ms(model: Model, gpu: GpuType, gpus_per_replica: int) -> float | N
 def check_itl(model: Model, gpu: GpuType, gpus_per_replica: int, itl_ms: float, *, gpu_name: str = "GPU") -> Verdict:
     floor = itl_floor_ms(model, gpu, gpus_per_replica)
     if floor is None:
-        missing = [n for n, v in (("active_params_b in the model file", model.active_params_b),
-                                  ("mem_bw_tb_s in params/gpus.yaml", gpu.mem_bw_tb_s),
-                                  (f"bytes per {model.precision} weight", BYTES_PER_PARAM.get(model.precision.lower())))
-                   if v is None]
+        missing = [
+            n
+            for n, v in (
+                ("active_params_b in the model file", model.active_params_b),
+                ("mem_bw_tb_s in params/gpus.yaml", gpu.mem_bw_tb_s),
+                (f"bytes per {model.precision} weight", BYTES_PER_PARAM.get(model.precision.lower())),
+            )
+            if v is None
+        ]
         return Verdict(None, None, f"not judged: no {', '.join(missing)}")
-    what = (f"{model.id} ({model.active_params_b:g}B params read per token, {model.precision}) on {gpus_per_replica} "
-            f"{gpu_name} ({gpu.mem_bw_tb_s:g} TB/s each) needs >= {floor:.2f} ms per decode step")
+    what = (
+        f"{model.id} ({model.active_params_b:g}B params read per token, {model.precision}) on {gpus_per_replica} "
+        f"{gpu_name} ({gpu.mem_bw_tb_s:g} TB/s each) needs >= {floor:.2f} ms per decode step"
+    )
     if itl_ms < floor:
         return Verdict(False, floor, f"implausible: ITL {itl_ms:.2f} ms < floor; {what}")
     return Verdict(True, floor, f"plausible: ITL {itl_ms:.2f} ms; {what}")

@@ -33,11 +33,19 @@ TIE_PCT = 1.0  # predictions closer than this (% of the better one) are a tie: t
 LOWER = "lower"
 HIGHER = "higher"
 PREDICTED_METRICS = {
-    "ttft_avg_ms": LOWER, "ttft_p50_ms": LOWER, "itl_avg_ms": LOWER, "itl_p50_ms": LOWER,
-    "request_latency_avg_ms": LOWER, "request_latency_p50_ms": LOWER,
-    "output_throughput_tok_s": HIGHER, "output_throughput_tok_s_per_gpu": HIGHER,
-    "output_throughput_avg_tok_s_per_user": HIGHER, "output_throughput_p50_tok_s_per_user": HIGHER,
-    "request_throughput_req_s": HIGHER, "input_throughput_tok_s": HIGHER, "total_throughput_tok_s": HIGHER,
+    "ttft_avg_ms": LOWER,
+    "ttft_p50_ms": LOWER,
+    "itl_avg_ms": LOWER,
+    "itl_p50_ms": LOWER,
+    "request_latency_avg_ms": LOWER,
+    "request_latency_p50_ms": LOWER,
+    "output_throughput_tok_s": HIGHER,
+    "output_throughput_tok_s_per_gpu": HIGHER,
+    "output_throughput_avg_tok_s_per_user": HIGHER,
+    "output_throughput_p50_tok_s_per_user": HIGHER,
+    "request_throughput_req_s": HIGHER,
+    "input_throughput_tok_s": HIGHER,
+    "total_throughput_tok_s": HIGHER,
     "goodput_req_s": HIGHER,
 }
 
@@ -59,8 +67,11 @@ def slo_verdict(p: PredictedPoint, slo: dict[str, float]) -> tuple[bool | None, 
     if p.ttft_ms is None or p.itl_ms is None:
         return None, "no prediction"
     failed, judged = [], []
-    checks = [("ttft_p50_ms", p.ttft_ms, "<="), ("itl_p50_ms", p.itl_ms, "<="),
-              ("output_throughput_p50_tok_s_per_user", p.tok_s_per_user, ">=")]
+    checks = [
+        ("ttft_p50_ms", p.ttft_ms, "<="),
+        ("itl_p50_ms", p.itl_ms, "<="),
+        ("output_throughput_p50_tok_s_per_user", p.tok_s_per_user, ">="),
+    ]
     for key, value, op in checks:
         bound = slo.get(key)
         if not bound or value is None:
@@ -147,13 +158,21 @@ class ExperimentPrediction:
         return None if pt is None or p.target is None else metric_value(metric, pt, p.target, self.slo)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"experiment": self.name, "metrics": self.metrics, "concurrency": self.concurrencies, "slo": self.slo,
-                "treatments": {n: p.to_dict() for n, p in self.predictions.items()},
-                "unsupported": self.unsupported, "not_predicted": self.not_predicted,
-                "identical_predictions": self.identical,
-                "rankings": [{"metric": r.metric, "concurrency": r.concurrency, "order": r.groups,
-                              "values": r.values} for r in self.rankings],
-                "claims": [{"claim": c.text, "verdict": c.verdict, "detail": c.detail} for c in self.claims]}
+        return {
+            "experiment": self.name,
+            "metrics": self.metrics,
+            "concurrency": self.concurrencies,
+            "slo": self.slo,
+            "treatments": {n: p.to_dict() for n, p in self.predictions.items()},
+            "unsupported": self.unsupported,
+            "not_predicted": self.not_predicted,
+            "identical_predictions": self.identical,
+            "rankings": [
+                {"metric": r.metric, "concurrency": r.concurrency, "order": r.groups, "values": r.values}
+                for r in self.rankings
+            ],
+            "claims": [{"claim": c.text, "verdict": c.verdict, "detail": c.detail} for c in self.claims],
+        }
 
 
 def _rank(metric: str, concurrency: int, values: dict[str, float]) -> Ranking:
@@ -186,8 +205,11 @@ def _check_claim(ep: ExperimentPrediction, kind: str, c: Any) -> ClaimCheck:
         return ClaimCheck(text, "not predicted", f"no predicted {c.metric} at c{c.concurrency}")
     detail = f"predicted {c.metric} at c{c.concurrency}: {c.treatment} {t:.4g} vs {c.baseline} {b:.4g}"
     if b == 0:  # goodput of a point predicted to miss its SLOs
-        return (ClaimCheck(text, "holds", detail + f"; {c.baseline} is predicted to miss the SLOs") if t > 0 else
-                ClaimCheck(text, "does not hold", detail + "; both are predicted to miss the SLOs"))
+        return (
+            ClaimCheck(text, "holds", detail + f"; {c.baseline} is predicted to miss the SLOs")
+            if t > 0
+            else ClaimCheck(text, "does not hold", detail + "; both are predicted to miss the SLOs")
+        )
     better_pct = (b - t) / b * 100 if PREDICTED_METRICS[c.metric] == LOWER else (t - b) / b * 100
     detail += f" ({better_pct:.1f} % better)" if better_pct >= 0 else f" ({-better_pct:.1f} % worse)"
     if abs(better_pct) <= TIE_PCT:
@@ -199,9 +221,15 @@ def _check_claim(ep: ExperimentPrediction, kind: str, c: Any) -> ClaimCheck:
     return ClaimCheck(text, "holds", detail)
 
 
-def predict_treatments(name: str, treatments: list[tuple[str, ResolvedRecipe]], metrics: list[str],
-                       *, concurrencies: list[int] | None = None, slo: dict[str, float] | None = None,
-                       claims: list[tuple[str, Any]] = ()) -> ExperimentPrediction:
+def predict_treatments(
+    name: str,
+    treatments: list[tuple[str, ResolvedRecipe]],
+    metrics: list[str],
+    *,
+    concurrencies: list[int] | None = None,
+    slo: dict[str, float] | None = None,
+    claims: list[tuple[str, Any]] = (),
+) -> ExperimentPrediction:
     """Predict every treatment at the question's concurrencies (default: each treatment's own) and rank.
     `claims`: (kind, comparison) pairs, e.g. ("claim", spec.claim), ("seed", an item of spec.seed.expect)."""
     preds = predict_recipes([(r, concurrencies) for _, r in treatments])

@@ -68,13 +68,17 @@ def banner(source: str | None) -> str | None:
     None for a cluster's measured ones."""
     if not is_simulated(source):
         if source and str(source).startswith(f"{MEASURED} ("):
-            return f"Measured on real engines: {str(source)[len(MEASURED) + 2:-1]}."
+            return f"Measured on real engines: {str(source)[len(MEASURED) + 2 : -1]}."
         return None
     if str(source).startswith(CALIBRATED_PREFIX):
-        return (f"Simulated run: {source}. Numbers are the mocker's, timed by that database for the recipe's GPU, "
-                "engine and parallelism, on local mode's scaled-down workload and worker count.")
-    return (f"Simulated run: {source}. The mocker's own timing model: shapes and direction only, not this GPU's "
-            "numbers; GPU counts are local mode's.")
+        return (
+            f"Simulated run: {source}. Numbers are the mocker's, timed by that database for the recipe's GPU, "
+            "engine and parallelism, on local mode's scaled-down workload and worker count."
+        )
+    return (
+        f"Simulated run: {source}. The mocker's own timing model: shapes and direction only, not this GPU's "
+        "numbers; GPU counts are local mode's."
+    )
 
 
 def source_class(source: str | None) -> str | None:
@@ -96,5 +100,7 @@ def check_same_source(runs: dict[str, dict], *, allow_mix: bool, flag: str = "--
     known = {c for c in classes.values() if c}
     if len(known) > 1 and not allow_mix:
         detail = ", ".join(f"{label}: {runs[label].get('source')}" for label, c in classes.items() if c)
-        raise RecipeError(f"these runs come from different sources ({detail}); a simulation is not a measurement, "
-                          f"so they are not compared; pass {flag} to compare them anyway")
+        raise RecipeError(
+            f"these runs come from different sources ({detail}); a simulation is not a measurement, "
+            f"so they are not compared; pass {flag} to compare them anyway"
+        )

@@ -21,10 +21,13 @@ from infersweep.recipe.models import seq_dist_pairs
 # All cluster GPUs here are SXM/NVL boards; PCIe variants would be separate types.
 SYSTEMS = {"H100": "h100_sxm", "H200": "h200_sxm", "B200": "b200_sxm", "GB200": "gb200"}
 HOPPER = ("h100_sxm", "h200_sxm")
+
+
 @dataclass(frozen=True)
 class Proxy:
     """A database checkpoint that stands for ours: same config.json architecture and sizes (compared in
     aiconfigurator_core/model_configs/), our weight precision set through cli_estimate's quant modes."""
+
     model_path: str
     why: str
     quant: tuple[tuple[str, str], ...] = ()
@@ -36,18 +39,23 @@ PROXIES = {
     # model_configs: nvidia--Qwen3.6-35B-A3B-NVFP4 and Qwen--Qwen3.5-35B-A3B have the same
     # Qwen3_5MoeForConditionalGeneration text config (40 layers, hidden 2048, 256 experts, 8 active, linear
     # attention every 3 of 4 layers); the matrix has the BF16 checkpoint, ours is FP8 (128x128 blocks).
-    "Qwen/Qwen3.6-35B-A3B-FP8": Proxy("Qwen/Qwen3.5-35B-A3B", "same architecture as Qwen3.5-35B-A3B, FP8-block weights",
-                                      (("gemm_quant_mode", "fp8_block"), ("moe_quant_mode", "fp8_block"))),
+    "Qwen/Qwen3.6-35B-A3B-FP8": Proxy(
+        "Qwen/Qwen3.5-35B-A3B",
+        "same architecture as Qwen3.5-35B-A3B, FP8-block weights",
+        (("gemm_quant_mode", "fp8_block"), ("moe_quant_mode", "fp8_block")),
+    ),
     # model_configs: the Lightning and Nemotron-3-Nano NemotronH configs agree in every size (52 layers,
     # hidden 2688, 128 experts, 6 active, Mamba heads 64); both BF16.
     "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-BF16": Proxy(
-        "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "same NemotronH architecture as Nemotron-3-Nano-30B-A3B"),
+        "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "same NemotronH architecture as Nemotron-3-Nano-30B-A3B"
+    ),
 }
 
 
 @dataclass
 class Worker:
     """One role's engine as AIConfigurator parameterises it (cli_estimate's tp/attention_dp/moe args)."""
+
     replicas: int
     tp_size: int
     attention_dp_size: int = 1
@@ -55,8 +63,12 @@ class Worker:
     moe_ep_size: int | None = None
 
     def kwargs(self) -> dict[str, Any]:
-        return {"tp_size": self.tp_size, "attention_dp_size": self.attention_dp_size,
-                "moe_tp_size": self.moe_tp_size, "moe_ep_size": self.moe_ep_size}
+        return {
+            "tp_size": self.tp_size,
+            "attention_dp_size": self.attention_dp_size,
+            "moe_tp_size": self.moe_tp_size,
+            "moe_ep_size": self.moe_ep_size,
+        }
 
     def label(self) -> str:
         s = f"TP={self.tp_size}"
@@ -70,6 +82,7 @@ class Worker:
 @dataclass
 class Target:
     """Where a recipe lands in AIConfigurator's database."""
+
     model_path: str
     system: str
     backend: str
@@ -137,32 +150,44 @@ def map_recipe(r: ResolvedRecipe, *, is_moe: bool | None = None, cache_only: boo
         reasons.append(f"GPU type {rec.gpu.type} has no AIConfigurator system (known: {sorted(SYSTEMS)})")
     precision = r.model.precision.lower()
     if precision in ("nvfp4", "fp4") and system in HOPPER:
-        reasons.append(f"{precision.upper()} on {rec.gpu.type}: Hopper (SM90) has no FP4 tensor cores (the engine runs "
-                       "it weight-only, W4A16); AIConfigurator's support matrix marks FP4 checkpoints HW_INCOMPATIBLE "
-                       "on SM90")
+        reasons.append(
+            f"{precision.upper()} on {rec.gpu.type}: Hopper (SM90) has no FP4 tensor cores (the engine runs "
+            "it weight-only, W4A16); AIConfigurator's support matrix marks FP4 checkpoints HW_INCOMPATIBLE "
+            "on SM90"
+        )
     spec = rec.speculative
     if spec and spec.mode == "mtp":
-        reasons.append("speculative decoding MTP: AIConfigurator needs an acceptance rate per draft token "
-                       "(nextn_accepted) that the recipe and its source do not give")
+        reasons.append(
+            "speculative decoding MTP: AIConfigurator needs an acceptance rate per draft token "
+            "(nextn_accepted) that the recipe and its source do not give"
+        )
     elif spec and spec.mode != "none":
-        reasons.append(f"speculative decoding {spec.mode.upper()} (a draft model): AIConfigurator models "
-                       "speculation only as MTP next-n heads, not a separate draft model")
+        reasons.append(
+            f"speculative decoding {spec.mode.upper()} (a draft model): AIConfigurator models "
+            "speculation only as MTP next-n heads, not a separate draft model"
+        )
     proxy = PROXIES.get(r.model.id)
     model_path = proxy.model_path if proxy else r.model.id
     mode = "disagg" if rec.topology.mode == "disagg" else "agg"
     passing: list[dict] = []
     if system is not None:
-        found = aic.support_rows([{"model": model_path, "system": system, "backend": rec.engine}],
-                                 cache_only=cache_only)[0]
+        found = aic.support_rows(
+            [{"model": model_path, "system": system, "backend": rec.engine}], cache_only=cache_only
+        )[0]
         rows = found["rows"]
         passing = [x for x in rows if x["Mode"] == mode and x["Status"] == "PASS"]
         if not rows:
             near = f"; it has {', '.join(found['similar'])}" if found["similar"] else ""
-            reasons.append(f"{r.model.id} is outside AIConfigurator {aic.aic_version()}'s support matrix for "
-                           f"{system}/{rec.engine}{near}")
+            reasons.append(
+                f"{r.model.id} is outside AIConfigurator {aic.aic_version()}'s support matrix for "
+                f"{system}/{rec.engine}{near}"
+            )
         elif not passing:
-            why = next((x["ErrMsg"] for x in rows if x["Mode"] == mode and x["ErrMsg"]), "") or \
-                ", ".join(sorted({f"{x['Version']} {x['Status']}" for x in rows if x["Mode"] == mode})) or "no row"
+            why = (
+                next((x["ErrMsg"] for x in rows if x["Mode"] == mode and x["ErrMsg"]), "")
+                or ", ".join(sorted({f"{x['Version']} {x['Status']}" for x in rows if x["Mode"] == mode}))
+                or "no row"
+            )
             reasons.append(f"{r.model.id} on {system}/{rec.engine} {mode}: not supported by AIConfigurator ({why})")
     if reasons:
         return Unsupported("; ".join(reasons))
@@ -182,12 +207,25 @@ def map_recipe(r: ResolvedRecipe, *, is_moe: bool | None = None, cache_only: boo
         notes.append("CPU KV offload not modelled")
     if rec.router == "kv" and (rec.workload.prefix or rec.workload.multi_turn or rec.workload.trace):
         notes.append("KV-aware routing's cache hits not modelled")
-    return Target(model_path, system, rec.engine, version, mode, precision, isl, osl, prefix, workers, notes,
-                  dict(proxy.quant) if proxy else {})
+    return Target(
+        model_path,
+        system,
+        rec.engine,
+        version,
+        mode,
+        precision,
+        isl,
+        osl,
+        prefix,
+        workers,
+        notes,
+        dict(proxy.quant) if proxy else {},
+    )
 
 
 def _version_key(v: str) -> tuple:
     import re
+
     return tuple((int(x), "") if x.isdigit() else (-1, x) for x in re.split(r"[.]|(?<=\d)(?=rc)", v))
 
 
@@ -195,5 +233,6 @@ def _looks_moe(r: ResolvedRecipe) -> bool:
     """MoE checkpoints by name (`-A3B`, `-A22B`, DeepSeek/GLM): AIConfigurator needs moe_tp/moe_ep for
     them and refuses them for dense models."""
     import re
+
     mid = r.model.id
     return bool(re.search(r"-A\d+B", mid)) or any(k in mid for k in ("DeepSeek", "GLM-5", "Mixtral", "gpt-oss"))

@@ -15,5 +15,12 @@ from infersweep.params_files import RecipeError
 from infersweep.recipe.loading import all_recipe_paths, find_recipe, load_recipe, parse_recipe, recipe_data
 from infersweep.recipe.resolved import ResolvedRecipe
 
-__all__ = ["RecipeError", "ResolvedRecipe", "all_recipe_paths", "find_recipe", "load_recipe", "parse_recipe",
-           "recipe_data"]
+__all__ = [
+    "RecipeError",
+    "ResolvedRecipe",
+    "all_recipe_paths",
+    "find_recipe",
+    "load_recipe",
+    "parse_recipe",
+    "recipe_data",
+]

@@ -25,15 +25,16 @@ class Model(_Strict):
     precision: str
     size_gib: float = Field(gt=0)
     draft_models: dict[Literal["eagle", "dflash", "dspark"], str] = Field(
-        default={}, description="speculative-decoding mode -> Hugging Face id of its draft model")
+        default={}, description="speculative-decoding mode -> Hugging Face id of its draft model"
+    )
     # Physics check (infersweep.predict.physics); excluded from dumps so recipe hashes do not change.
-    active_params_b: float | None = Field(default=None, gt=0, exclude=True,
-                                          description="billions of parameters read per decoded token (MoE: active)")
+    active_params_b: float | None = Field(
+        default=None, gt=0, exclude=True, description="billions of parameters read per decoded token (MoE: active)"
+    )
 
     @property
     def pinned(self) -> bool:
         return bool(re.fullmatch(r"[0-9a-f]{40}", self.revision))
-
 
 
 # A Multus network reference: `name` or `namespace/name` of a NetworkAttachmentDefinition (\Z: no trailing newline).
@@ -67,8 +68,10 @@ class Placement(_Strict):
     node_selector: dict[str, str] | None = None
     tolerations: list[Toleration] | None = None
     image_pull_secrets: list[str] | None = None
-    memory: str | None = Field(default=None, description="host memory each worker pod requests (e.g. 64Gi); "
-                                                         "default: derived from the recipe's CPU KV tier")
+    memory: str | None = Field(
+        default=None,
+        description="host memory each worker pod requests (e.g. 64Gi); default: derived from the recipe's CPU KV tier",
+    )
     shared_memory: str | None = Field(default=None, description="size of the /dev/shm tmpfs (operator default 8Gi)")
 
     @field_validator("memory", "shared_memory")
@@ -90,8 +93,12 @@ class Placement(_Strict):
         """This placement with the fields it leaves unset taken from `base`."""
         if base is None:
             return self
-        return Placement(**{k: getattr(self, k) if getattr(self, k) is not None else getattr(base, k)
-                            for k in Placement.model_fields})
+        return Placement(
+            **{
+                k: getattr(self, k) if getattr(self, k) is not None else getattr(base, k)
+                for k in Placement.model_fields
+            }
+        )
 
 
 class Transport(_Strict):
@@ -146,11 +153,13 @@ class GpuType(_Strict):
     per_node: int = Field(gt=0)
     memory_gib: float = Field(gt=0)
     resource: str = "nvidia.com/gpu"
-    mem_bw_tb_s: float | None = Field(default=None, gt=0, exclude=True, description="HBM bandwidth per GPU (physics check)")
-    usd_per_gpu_hour: float | None = Field(default=None, gt=0, exclude=True,
-                                           description="price of one GPU-hour (steps.scrape cost per million tokens)")
+    mem_bw_tb_s: float | None = Field(
+        default=None, gt=0, exclude=True, description="HBM bandwidth per GPU (physics check)"
+    )
+    usd_per_gpu_hour: float | None = Field(
+        default=None, gt=0, exclude=True, description="price of one GPU-hour (steps.scrape cost per million tokens)"
+    )
     placement: Placement | None = None
     # The pool's inter-pod data path, used by every recipe of this GPU type that moves data between pods
     # (disaggregated KV transfer, TP across nodes) and states no `transport` of its own.
     fabric: Transport | None = None
-

@@ -22,8 +22,6 @@ from infersweep.recipe.resolved import ResolvedRecipe
 DEFAULTS_FILE = "_defaults.yaml"
 
 
-
-
 def with_workload_preset(data: dict[str, Any], path: Path | str, pdir: Path) -> dict[str, Any]:
     w = data.get("workload")
     if not isinstance(w, dict) or "preset" not in w:

@@ -20,6 +20,8 @@ from infersweep.recipe.facts import ENV_NAME_RE, Placement, Transport
 from infersweep.recipe.tolerances import Regression
 
 NAME_RE = re.compile(rf"^{DNS_LABEL}\Z")  # infersweep/k8s_types.py; \Z: no trailing newline
+
+
 def require_name(v: str) -> str:
     """A recipe's or an experiment's name: a DNS-1123 label (it names DGDs, pods and label values)."""
     if not NAME_RE.match(v):
@@ -89,8 +91,11 @@ class Topology(_Strict):
             raise ValueError("give either `workers` (aggregated) or `prefill` + `decode` (disaggregated), not both")
         if not self.workers and not (self.prefill and self.decode):
             missing = "decode" if self.prefill else "prefill" if self.decode else "workers"
-            raise ValueError(f"a disaggregated recipe needs both `prefill` and `decode`; add `{missing}`"
-                             if missing != "workers" else "add `workers` (aggregated) or `prefill` + `decode`")
+            raise ValueError(
+                f"a disaggregated recipe needs both `prefill` and `decode`; add `{missing}`"
+                if missing != "workers"
+                else "add `workers` (aggregated) or `prefill` + `decode`"
+            )
         return self
 
     @property
@@ -113,8 +118,12 @@ class Trace(_Strict):
     # Replay the trace's own timestamps (AIPerf --fixed-schedule) instead of sending its requests as fast
     # as the point's concurrency allows: one point, at the trace's arrival times.
     fixed_schedule: bool = False
-    block_size: int | None = Field(default=None, gt=0, le=4096,
-                                   description="tokens per hash_id block (AIPerf --isl-block-size; Mooncake's default 512)")
+    block_size: int | None = Field(
+        default=None,
+        gt=0,
+        le=4096,
+        description="tokens per hash_id block (AIPerf --isl-block-size; Mooncake's default 512)",
+    )
 
     @field_validator("url")
     @classmethod
@@ -130,7 +139,7 @@ class Trace(_Strict):
     def local_file(self, pdir: Path | None = None) -> Path | None:
         """The trace as a file on this machine, if it is one: a shipped params:workloads/ trace or a path."""
         if self.url.startswith(PARAMS_TRACE_PREFIX):
-            return (pdir or params_dir()) / self.url[len("params:"):]
+            return (pdir or params_dir()) / self.url[len("params:") :]
         return Path(self.url) if self.url.startswith("/") else None
 
 
@@ -164,16 +173,24 @@ class Workload(_Strict):
     # Open loop: requests arrive at a rate whatever the server does (AIPerf --request-rate with
     # --arrival-pattern; aiperf/config/flags/cli_config.py, CLIConfig.request_rate / arrival_pattern). A rate
     # sweep's points carry the rate; `concurrency` is then one value, the in-flight cap AIPerf keeps.
-    request_rate: list[float] | None = Field(default=None, min_length=1, max_length=64,
-                                             description="requests/s per point (open loop) instead of a concurrency sweep")
+    request_rate: list[float] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        description="requests/s per point (open loop) instead of a concurrency sweep",
+    )
     # None means poisson; not a default value, so a dumped-and-reloaded recipe (experiments, exclude_none) does
     # not read as one that set arrival without request_rate
-    arrival: Literal["poisson", "constant"] | None = Field(default=None, description="arrival pattern of a request_rate sweep (default poisson)")
+    arrival: Literal["poisson", "constant"] | None = Field(
+        default=None, description="arrival pattern of a request_rate sweep (default poisson)"
+    )
     requests_per_concurrency: int = Field(default=10, gt=0, le=10_000)
     min_requests: int = Field(default=32, gt=0)
     warmup_requests: int = Field(default=8, ge=0)
     request_timeout_s: int = Field(default=1200, gt=0)
-    max_error_rate: float = Field(default=0.0, ge=0, le=1, description="fraction of failed requests a point may have and still count")
+    max_error_rate: float = Field(
+        default=0.0, ge=0, le=1, description="fraction of failed requests a point may have and still count"
+    )
     point_timeout_s: int = Field(default=3600, gt=0)
 
     @model_validator(mode="before")
@@ -185,7 +202,11 @@ class Workload(_Strict):
         if len(given) > 1 or (given and ("isl" in data or "osl" in data)):
             raise ValueError("give one workload kind: `isl` + `osl`, `seq_dist`, or `trace`; not several")
         data = dict(data)
-        if given == ["seq_dist"] and isinstance(data["seq_dist"], str) and SEQ_DIST_RE.match(data["seq_dist"].replace(" ", "")):
+        if (
+            given == ["seq_dist"]
+            and isinstance(data["seq_dist"], str)
+            and SEQ_DIST_RE.match(data["seq_dist"].replace(" ", ""))
+        ):
             pairs = seq_dist_pairs(data["seq_dist"])
             total = sum(p for _, _, p in pairs)
             if abs(total - 100) > 0.01:
@@ -221,27 +242,39 @@ class Workload(_Strict):
             return v
         bad = [r for r in v if not (isinstance(r, (int, float)) and r == r and 0 < r <= MAX_REQUEST_RATE)]
         if bad:
-            raise ValueError(f"request_rate values {bad} are not rates; give requests/s above 0 and at most {MAX_REQUEST_RATE:g}")
+            raise ValueError(
+                f"request_rate values {bad} are not rates; give requests/s above 0 and at most {MAX_REQUEST_RATE:g}"
+            )
         if len(set(v)) != len(v):
-            raise ValueError(f"request_rate values repeat: {sorted({r for r in v if v.count(r) > 1})}; list each rate once")
+            raise ValueError(
+                f"request_rate values repeat: {sorted({r for r in v if v.count(r) > 1})}; list each rate once"
+            )
         return v
 
     @model_validator(mode="after")
     def _combinations(self) -> "Workload":
         if self.request_rate and len(self.concurrency) != 1:
-            raise ValueError(f"a request_rate sweep takes one concurrency, the in-flight cap (e.g. concurrency: "
-                             f"[{max(self.concurrency)}]); got {self.concurrency}")
+            raise ValueError(
+                f"a request_rate sweep takes one concurrency, the in-flight cap (e.g. concurrency: "
+                f"[{max(self.concurrency)}]); got {self.concurrency}"
+            )
         if self.arrival is not None and not self.request_rate:
             raise ValueError("arrival applies to a request_rate sweep; add request_rate or remove arrival")
         if self.prefix and (self.seq_dist or self.trace):
-            raise ValueError("prefix sharing goes with a synthetic `isl` + `osl` workload; remove `prefix` or use isl/osl")
+            raise ValueError(
+                "prefix sharing goes with a synthetic `isl` + `osl` workload; remove `prefix` or use isl/osl"
+            )
         if self.prefix and self.prefix.tokens >= self.isl:
-            raise ValueError(f"prefix.tokens {self.prefix.tokens} must be below isl {self.isl} (the prefix is part of the input)")
+            raise ValueError(
+                f"prefix.tokens {self.prefix.tokens} must be below isl {self.isl} (the prefix is part of the input)"
+            )
         if self.multi_turn and self.trace:
             raise ValueError("a trace brings its own sessions; remove `multi_turn`")
         if self.trace and self.trace.fixed_schedule and (self.request_rate or len(self.concurrency) != 1):
-            raise ValueError("trace.fixed_schedule replays the trace's timestamps: one point, so give one concurrency "
-                             "(the in-flight cap) and no request_rate")
+            raise ValueError(
+                "trace.fixed_schedule replays the trace's timestamps: one point, so give one concurrency "
+                "(the in-flight cap) and no request_rate"
+            )
         return self
 
     @property
@@ -257,8 +290,11 @@ class Workload(_Strict):
         else:
             out |= {"isl": isl, "osl": osl}
         if self.multi_turn:
-            out |= {"turns": self.multi_turn.turns, "turn_delay_ms": self.multi_turn.delay_ms,
-                    "sessions": self.multi_turn.sessions}
+            out |= {
+                "turns": self.multi_turn.turns,
+                "turn_delay_ms": self.multi_turn.delay_ms,
+                "sessions": self.multi_turn.sessions,
+            }
         return {k: v for k, v in out.items() if v is not None}
 
     def aiperf_workload(self) -> dict[str, Any]:
@@ -289,8 +325,13 @@ class Workload(_Strict):
     def points(self) -> list[Point]:
         """The sweep: one point per concurrency level (closed loop, request_rate 0) or per rate (open loop at
         the one concurrency cap), in the recipe's order (infersweep/aiperf/point.py sweep)."""
-        return sweep(self.concurrency, self.request_rate or [], requests_per_concurrency=self.requests_per_concurrency,
-                     min_requests=self.min_requests, warmup=lambda c: min(self.warmup_requests, max(c, 1) * 4))
+        return sweep(
+            self.concurrency,
+            self.request_rate or [],
+            requests_per_concurrency=self.requests_per_concurrency,
+            min_requests=self.min_requests,
+            warmup=lambda c: min(self.warmup_requests, max(c, 1) * 4),
+        )
 
 
 def seq_dist_pairs(text: str) -> list[tuple[int, int, float]]:
@@ -311,7 +352,8 @@ class Slo(_Strict):
     ttft_p99_ms: float | None = Field(default=None, gt=0)
     itl_p50_ms: float | None = Field(default=None, gt=0)
     output_throughput_p50_tok_s_per_user: float | None = Field(
-        default=None, gt=0, description="output tok/s per user (p50) must reach this")
+        default=None, gt=0, description="output tok/s per user (p50) must reach this"
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -347,8 +389,12 @@ class Baseline(_Strict):
 
         if not isinstance(data, dict):
             return data
-        return {k if k in ("concurrency", "source") or k in cls.model_fields else
-                canonical(str(k), f"baseline.{k}", warn=True): v for k, v in data.items()}
+        return {
+            k
+            if k in ("concurrency", "source") or k in cls.model_fields
+            else canonical(str(k), f"baseline.{k}", warn=True): v
+            for k, v in data.items()
+        }
 
 
 class KvOffload(_Strict):
@@ -376,7 +422,6 @@ class Provenance(_Strict):
 
     follows: str = Field(min_length=1, description="seed row or upstream recipe path")
     differences: dict[str, str] = {}
-
 
 
 class Recipe(_Strict):
@@ -419,8 +464,10 @@ class Recipe(_Strict):
     def _engine_name(cls, v: str) -> str:
         # Which engines exist is decided by params/engines/ and their modules (infersweep.engines), in resolve.
         if not re.fullmatch(r"[a-z][a-z0-9_]*", v):
-            raise ValueError(f"must be one of the engines in params/engines/ (got {v!r}); an engine name is a "
-                             "Python identifier (its module is infersweep/engines/<name>.py)")
+            raise ValueError(
+                f"must be one of the engines in params/engines/ (got {v!r}); an engine name is a "
+                "Python identifier (its module is infersweep/engines/<name>.py)"
+            )
         return v
 
     @field_validator("name")
@@ -454,4 +501,3 @@ class Recipe(_Strict):
             if "\n" in a or "\x00" in a:
                 raise ValueError("an engine argument may not contain a newline or NUL")
         return v
-

@@ -26,8 +26,17 @@ from infersweep.params_files import RecipeError, read_yaml_mapping
 from infersweep.recipe.merge import patch
 
 # Workflow parameters that are settings of the run, not of the deployment (see workflows.pipeline.PIPELINE_PARAMS).
-RUN_PARAMS = ("model-source", "model-cache-pvc", "model-cache-size", "storage-class", "ready-timeout-s",
-              "prometheus-url", "s3-bucket", "s3-prefix", "baseline-prefix")
+RUN_PARAMS = (
+    "model-source",
+    "model-cache-pvc",
+    "model-cache-size",
+    "storage-class",
+    "ready-timeout-s",
+    "prometheus-url",
+    "s3-bucket",
+    "s3-prefix",
+    "baseline-prefix",
+)
 
 _TOPOLOGY = "topology.<role>.replicas / .tp / .dp (workers, or prefill + decode) and gpu.count to match"
 # Workflow parameters rendered from the recipe: what to set instead.
@@ -35,23 +44,26 @@ DERIVED = {
     "recipe": "it is the recipe's name; a variant under another name is a new recipe file (copy the recipe)",
     "dgd-name": "it follows from the recipe's name; a variant under another name is a new recipe file",
     "dgd": "the DGD is rendered from the recipe; set the fields it comes from (topology.*, router, engine_args, "
-           "worker_env, image, ...)",
+    "worker_env, image, ...)",
     "dgd-api-version": "use --dgd-api v1alpha1",
     "model-revision": "it is the model's pinned revision in params/models/<model>.yaml; set model=<another "
-                      "catalog model>",
+    "catalog model>",
     "draft-model": "it follows from speculative; set speculative.draft_model (or speculative.mode)",
     "points": "the sweep follows from the workload; set workload.concurrency (or workload.request_rate), "
-              "workload.requests_per_concurrency, workload.min_requests or workload.warmup_requests",
+    "workload.requests_per_concurrency, workload.min_requests or workload.warmup_requests",
     "max-error-rate": "set workload.max_error_rate",
     "point-timeout-s": "set workload.point_timeout_s",
     "gpu-count": f"the GPU count follows from the topology; set {_TOPOLOGY}",
     "context": "the run's context is computed from the recipe; set the recipe fields",
     "name": "it names the recipe's file and its published results; a variant under another name is a new "
-            "recipe file (copy the recipe)",
+    "recipe file (copy the recipe)",
 }
 LOCK_PREFIX = "gpu-lock-"
-LOCK_ADVICE = ("the GPU guard's locks follow from the recipe's GPU count; set " + _TOPOLOGY
-               + " (or gpu_pools in params/cluster.yaml)")
+LOCK_ADVICE = (
+    "the GPU guard's locks follow from the recipe's GPU count; set "
+    + _TOPOLOGY
+    + " (or gpu_pools in params/cluster.yaml)"
+)
 # Recipe fields a mapping value cannot name one key of (its items are not fields) and keys that are not
 # model fields but the loader takes.
 EXTRA_PATHS = {"workload": {"preset"}}
@@ -126,12 +138,16 @@ def check_path(path: str, value: Any) -> None:
                 return
             if part not in known:
                 if i == 0:
-                    raise RecipeError(f"--set {path}: no such recipe field or run parameter"
-                                      f"{_did_you_mean(path, _all_paths(Recipe) + list(RUN_PARAMS))} "
-                                      f"(recipe fields: {', '.join(known)}; run parameters: {', '.join(RUN_PARAMS)})")
-                raise RecipeError(f"--set {path}: {here} has no field {part!r}"
-                                  f"{_did_you_mean(part, known).replace('mean ', f'mean {here}.')} "
-                                  f"(its fields: {', '.join(known)})")
+                    raise RecipeError(
+                        f"--set {path}: no such recipe field or run parameter"
+                        f"{_did_you_mean(path, _all_paths(Recipe) + list(RUN_PARAMS))} "
+                        f"(recipe fields: {', '.join(known)}; run parameters: {', '.join(RUN_PARAMS)})"
+                    )
+                raise RecipeError(
+                    f"--set {path}: {here} has no field {part!r}"
+                    f"{_did_you_mean(part, known).replace('mean ', f'mean {here}.')} "
+                    f"(its fields: {', '.join(known)})"
+                )
             model = _unwrap(model.model_fields[part].annotation)
         elif typing.get_origin(model) is dict:
             model = _unwrap(typing.get_args(model)[1])
@@ -140,9 +156,11 @@ def check_path(path: str, value: Any) -> None:
         else:
             raise RecipeError(f"--set {path}: {here} is a single value, it has no fields; --set {here}=VALUE")
     if isinstance(value, list) and typing.get_origin(model) is not list and model is not Any:
-        raise RecipeError(f"--set {path}={value!r}: {path} takes one value; a list of values (a grid of runs) is "
-                          "not a --set: run once per value, or write an experiment (params/experiments/) with "
-                          "a factor for it")
+        raise RecipeError(
+            f"--set {path}={value!r}: {path} takes one value; a list of values (a grid of runs) is "
+            "not a --set: run once per value, or write an experiment (params/experiments/) with "
+            "a factor for it"
+        )
 
 
 def classify(key: str, value: str) -> tuple[str, Any]:
@@ -172,10 +190,14 @@ def _model_by_hf_id(hf_id: str) -> None:
         except RecipeError:
             continue  # the model's own load reports the file's problem
         if isinstance(doc, dict) and str(doc.get("id", "")).lower() == hf_id.lower():
-            raise RecipeError(f"--set model={hf_id}: model is a catalog model's name, and {hf_id} is the Hugging "
-                              f"Face id of {f.stem}: --set model={f.stem}")
-    raise RecipeError(f"--set model={hf_id}: model is a catalog model's name (params/models/<name>.yaml), not a "
-                      f"Hugging Face id; use one of {names} or add params/models/<name>.yaml for {hf_id}")
+            raise RecipeError(
+                f"--set model={hf_id}: model is a catalog model's name, and {hf_id} is the Hugging "
+                f"Face id of {f.stem}: --set model={f.stem}"
+            )
+    raise RecipeError(
+        f"--set model={hf_id}: model is a catalog model's name (params/models/<name>.yaml), not a "
+        f"Hugging Face id; use one of {names} or add params/models/<name>.yaml for {hf_id}"
+    )
 
 
 def parse_value(key: str, value: str) -> Any:
@@ -187,8 +209,10 @@ def parse_value(key: str, value: str) -> Any:
         return _safe_load_no_aliases(value) if value.strip() else None
     except yaml.YAMLError as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise RecipeError(f"--set {key}=...: not a YAML value ({first}); quote a string, write a list as "
-                          "[1, 8] and a mapping as {isl: 1024}") from None
+        raise RecipeError(
+            f"--set {key}=...: not a YAML value ({first}); quote a string, write a list as "
+            "[1, 8] and a mapping as {isl: 1024}"
+        ) from None
 
 
 def apply(data: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
@@ -201,8 +225,9 @@ def apply(data: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
         for i, part in enumerate(parts[:-1]):
             node = node.get(part) if isinstance(node, dict) else None
             if node is not None and not isinstance(node, dict):
-                raise RecipeError(f"--set {path}: {'.'.join(parts[:i + 1])} is {node!r} in the recipe, not a "
-                                  "mapping; set it whole")
+                raise RecipeError(
+                    f"--set {path}: {'.'.join(parts[: i + 1])} is {node!r} in the recipe, not a mapping; set it whole"
+                )
         for part in reversed(parts):
             value = {part: value}
         out = patch(out, value)

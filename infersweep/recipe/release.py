@@ -52,13 +52,16 @@ def releases_dir(pdir: Path) -> Path:
 
 @lru_cache(maxsize=16)
 def _releases(folder: Path, stamp: tuple[int, ...]) -> dict[str, Release]:
-    found = {p.stem: load_model_file(p, Release) for p in sorted(folder.glob("*.yaml"))
-             if not p.name.endswith(".flags.yaml")}
+    found = {
+        p.stem: load_model_file(p, Release) for p in sorted(folder.glob("*.yaml")) if not p.name.endswith(".flags.yaml")
+    }
     by_api: dict[str, str] = {}
     for name, rel in found.items():
         if rel.dgd_api in by_api:
-            raise RecipeError(f"{folder / name}.yaml: dgd_api: {rel.dgd_api} is already the release "
-                              f"{by_api[rel.dgd_api]}'s; one release per DGD apiVersion (--dgd-api picks it)")
+            raise RecipeError(
+                f"{folder / name}.yaml: dgd_api: {rel.dgd_api} is already the release "
+                f"{by_api[rel.dgd_api]}'s; one release per DGD apiVersion (--dgd-api picks it)"
+            )
         by_api[rel.dgd_api] = name
     return found
 
@@ -75,8 +78,10 @@ def release_for_api(api: str, pdir: Path | None = None) -> tuple[str, Release]:
     for name, rel in found.items():
         if rel.dgd_api == api:
             return name, rel
-    raise RecipeError(f"--dgd-api {api}: no release in {releases_dir(pdir or params_dir())} renders it; "
-                      f"use one of {sorted(r.dgd_api for r in found.values())}")
+    raise RecipeError(
+        f"--dgd-api {api}: no release in {releases_dir(pdir or params_dir())} renders it; "
+        f"use one of {sorted(r.dgd_api for r in found.values())}"
+    )
 
 
 @lru_cache(maxsize=16)
@@ -121,8 +126,18 @@ def engine_spelled_flags(e: Engine) -> list[tuple[str, str]]:
         values = value if isinstance(value, list) else [value]
         out.extend((field, v) for v in values if isinstance(v, str) and v.startswith("--"))
 
-    for field in ("model_flag", "tp_flag", "prefill_args", "decode_args", "kv_transfer_flag", "dp_flag",
-                  "dp_switches", "ep_flag", "ep_switch", "kv_router_args"):
+    for field in (
+        "model_flag",
+        "tp_flag",
+        "prefill_args",
+        "decode_args",
+        "kv_transfer_flag",
+        "dp_flag",
+        "dp_switches",
+        "ep_flag",
+        "ep_switch",
+        "kv_router_args",
+    ):
         add(field, getattr(e, field))
     if e.speculative:
         add("speculative.flag", e.speculative.flag)
@@ -155,8 +170,10 @@ def flag_problem(r: ResolvedRecipe, name: str, rel: Release, pdir: Path | None) 
             return f"engine_args: {flag} is not {what}; {fix}"
     for field, flag in engine_spelled_flags(r.engine):
         if not accepted(flag_name(flag, module) or flag, known):
-            return (f"engine: params/engines/{r.recipe.engine}.yaml {field} spells {flag}, not {what}; "
-                    f"give engines.{r.recipe.engine}.set.{field.split('.')[0]} in params/engines/releases/{name}.yaml")
+            return (
+                f"engine: params/engines/{r.recipe.engine}.yaml {field} spells {flag}, not {what}; "
+                f"give engines.{r.recipe.engine}.set.{field.split('.')[0]} in params/engines/releases/{name}.yaml"
+            )
     return None
 
 
@@ -170,9 +187,11 @@ def for_dgd_api(r: ResolvedRecipe, api: str, pdir: Path | None = None) -> Resolv
     path = r.path or r.name
     spec = rel.engines.get(r.recipe.engine) or (ReleaseEngine(version="") if rel.base else None)
     if spec is None:
-        raise RecipeError(f"{path}: engine: Dynamo {rel.dynamo} (the release --dgd-api {api} renders) has no "
-                          f"{r.recipe.engine} here; add engines.{r.recipe.engine} to "
-                          f"params/engines/releases/{name}.yaml or render with another --dgd-api")
+        raise RecipeError(
+            f"{path}: engine: Dynamo {rel.dynamo} (the release --dgd-api {api} renders) has no "
+            f"{r.recipe.engine} here; add engines.{r.recipe.engine} to "
+            f"params/engines/releases/{name}.yaml or render with another --dgd-api"
+        )
     engine = r.engine
     if spec.set:
         data = r.engine.model_dump(mode="json", exclude_unset=True) | spec.set

@@ -66,4 +66,3 @@ class ResolvedRecipe:
         if not spec or spec.mode in ("none", "mtp"):
             return None
         return spec.draft_model or self.model.draft_models.get(spec.mode)  # type: ignore[arg-type]
-

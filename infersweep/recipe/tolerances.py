@@ -26,23 +26,26 @@ class Regression(_Strict):
     # 3 by default: with one run per point the noise of a repetition cannot be measured, every verdict is
     # "noise unknown" and rests on the tolerance alone, so a nightly check flaps on run-to-run noise
     # (infersweep.results.regression: the noise is pooled over the repetitions of every point).
-    repetitions: int = Field(default=3, ge=1, le=20, description="nightly runs of each point, reduced to the median "
-                             "(its spread is the noise a verdict is judged against; 1 = noise unknown)")
+    repetitions: int = Field(
+        default=3,
+        ge=1,
+        le=20,
+        description="nightly runs of each point, reduced to the median "
+        "(its spread is the noise a verdict is judged against; 1 = noise unknown)",
+    )
 
     @field_validator("tolerances")
     @classmethod
     def _known_metrics(cls, v: dict) -> dict:
-        from infersweep.metrics import normalize_tolerances
-
-        from infersweep.metrics import canonical
+        from infersweep.metrics import canonical, normalize_tolerances
 
         try:
             normalize_tolerances(v)  # one clear error for a bad entry
-            return {k if k == "z" else canonical(k, f"regression.tolerances.{k}", warn=True): spec
-                    for k, spec in v.items()}
+            return {
+                k if k == "z" else canonical(k, f"regression.tolerances.{k}", warn=True): spec for k, spec in v.items()
+            }
         except ValueError as e:
             raise ValueError(str(e)) from None
 
     def for_judge(self) -> dict[str, Any]:
         return {**self.tolerances, "z": self.z}
-

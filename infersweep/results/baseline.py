@@ -25,8 +25,9 @@ NO_BASELINE = "no-baseline"  # nothing under the baseline prefix yet
 INCOMPARABLE = "incomparable"  # the baseline measured another workload, model, SLOs or source: a failed check
 
 
-def check_against_baseline(run_dir: Path, bucket: str, baseline_prefix: str, tolerances: dict[str, Any] | None,
-                           report: Path) -> str:
+def check_against_baseline(
+    run_dir: Path, bucket: str, baseline_prefix: str, tolerances: dict[str, Any] | None, report: Path
+) -> str:
     """Judge the run folder `run_dir` against the run under s3://bucket/baseline_prefix/, write the report to
     `report` and print it. Returns judge_run's verdict ("pass", "regressed", ...), or SKIPPED / NO_BASELINE.
     A verdict other than "regressed" is also printed as the step's last line."""
@@ -38,23 +39,28 @@ def check_against_baseline(run_dir: Path, bucket: str, baseline_prefix: str, tol
     with tempfile.TemporaryDirectory() as tmp:
         baseline = Path(tmp)
         if download_prefix(bucket, baseline_prefix, baseline) == 0:
-            report.write_text(f"no baseline at s3://{bucket}/{baseline_prefix}/: nothing to compare; "
-                              "promote a good run there to start regression checks\n")
+            report.write_text(
+                f"no baseline at s3://{bucket}/{baseline_prefix}/: nothing to compare; "
+                "promote a good run there to start regression checks\n"
+            )
             print(report.read_text().strip())
             return NO_BASELINE
         current, base = load_run_folder(Path(run_dir)), load_run_folder(baseline)
         try:  # the same workload, model, SLOs and source as the baseline (infersweep.results.comparable)
-            notes = check_comparable({f"this run {current.run_id}": current, f"baseline {base.run_id}": base},
-                                     lost_points_ok=True)
+            notes = check_comparable(
+                {f"this run {current.run_id}": current, f"baseline {base.run_id}": base}, lost_points_ok=True
+            )
         except NotComparable as e:
-            report.write_text(f"{INCOMPARABLE}: {e}; promote a run of the recipe as it is now to "
-                              f"s3://{bucket}/{baseline_prefix}/\n")
+            report.write_text(
+                f"{INCOMPARABLE}: {e}; promote a run of the recipe as it is now to s3://{bucket}/{baseline_prefix}/\n"
+            )
             print(report.read_text().strip())
             return INCOMPARABLE
         verdict = judge_run(current.table, base.table, tolerances)
     if notes:
-        verdict.report = "\n".join([verdict.report.splitlines()[0], *(f"note: {n}" for n in notes),
-                                    *verdict.report.splitlines()[1:]])
+        verdict.report = "\n".join(
+            [verdict.report.splitlines()[0], *(f"note: {n}" for n in notes), *verdict.report.splitlines()[1:]]
+        )
     report.write_text(verdict.report if verdict.report.endswith("\n") else verdict.report + "\n")
     print(verdict.report)
     if verdict.verdict != "regressed":

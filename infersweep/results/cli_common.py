@@ -25,9 +25,12 @@ def default_store() -> str:
 
 
 def add_store_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", default=None,
-                   help="s3://BUCKET/PREFIX or a folder of published runs (default $INFERSWEEP_STORE, else the "
-                        "results bucket of params/cluster.yaml)")
+    p.add_argument(
+        "--store",
+        default=None,
+        help="s3://BUCKET/PREFIX or a folder of published runs (default $INFERSWEEP_STORE, else the "
+        "results bucket of params/cluster.yaml)",
+    )
 
 
 class RunLookupError(LookupError):
@@ -43,21 +46,27 @@ def load_run(ref: str, store: str | None) -> Run:
     if path.is_dir() and store is None:
         return load_run_folder(path)
     if path.is_file():
-        raise RunLookupError(f"{ref}: a file, not a run: give a run folder (runs/<run-id>, with summary/ inside) "
-                             "or a run id / RECIPE/RUN_ID in --store")
+        raise RunLookupError(
+            f"{ref}: a file, not a run: give a run folder (runs/<run-id>, with summary/ inside) "
+            "or a run id / RECIPE/RUN_ID in --store"
+        )
     here = "" if store is not None else f"no run folder {ref!r} under {Path.cwd()}, and "
     location = store or default_store()
     try:
         return RunStore(location).load(ref)
     except RunNotFound:
-        raise RunLookupError(f"{here}no run {ref!r} in the results store {location}"
-                             + ("" if store is not None else " (--store S picks another store)")) from None
+        raise RunLookupError(
+            f"{here}no run {ref!r} in the results store {location}"
+            + ("" if store is not None else " (--store S picks another store)")
+        ) from None
     except Exception as e:  # the S3 client's errors (botocore is only imported when S3 is used)
         if type(e).__module__.split(".")[0] not in ("botocore", "boto3", "urllib3"):
             raise
-        raise RunLookupError(f"{here}the results store {location} could not be read to look for run {ref!r}: "
-                             f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".rstrip(": ")
-                             + " (give a run folder, or --store FOLDER, or AWS credentials for the bucket)") from None
+        raise RunLookupError(
+            f"{here}the results store {location} could not be read to look for run {ref!r}: "
+            f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".rstrip(": ")
+            + " (give a run folder, or --store FOLDER, or AWS credentials for the bucket)"
+        ) from None
 
 
 def label_runs(runs: list[Run]) -> dict[str, Run]:

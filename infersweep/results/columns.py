@@ -80,11 +80,18 @@ VALIDITY_MEASURES = [
     Column("steady_ttft_change", "float64", "ratio", "validity", "TTFT p50 change, 2nd vs 1st half"),
     Column("send_delay_p99_ms", "float64", "ms", "validity", "AIPerf's delay from issuing to sending a request, p99"),
     Column("aiperf_high_cpu_warnings", "Int64", "", "validity", "AIPerf's high-CPU warnings in its log"),
-    Column("prompt_cache_read_pct", "float64", "pct", "validity",
-           "prompt tokens served from the engine's prefix cache, percent (AIPerf overall_usage_prompt_cache_read_pct)"),
+    Column(
+        "prompt_cache_read_pct",
+        "float64",
+        "pct",
+        "validity",
+        "prompt tokens served from the engine's prefix cache, percent (AIPerf overall_usage_prompt_cache_read_pct)",
+    ),
     Column("seed", "Int64", "", "validity", "AIPerf --random-seed of the point"),
     Column("seed_policy", "string", "", "validity", "how the seed was chosen"),
-    Column("cache_state", "string", "", "validity", "prefix-cache state at point start: fresh-prompts / reused-prompts"),
+    Column(
+        "cache_state", "string", "", "validity", "prefix-cache state at point start: fresh-prompts / reused-prompts"
+    ),
     Column("osl_requested", "float64", "tok", "validity", "output tokens the workload asked for"),
     Column("osl_delivered", "float64", "tok", "validity", "output tokens the server returned, mean"),
 ]
@@ -131,16 +138,22 @@ TELEMETRY = [
 PREDICTION = [
     Column("predicted_ttft_avg_ms", "float64", "ms", "prediction", "predicted TTFT (beside ttft_avg_ms)"),
     Column("predicted_itl_avg_ms", "float64", "ms", "prediction", "predicted ITL (beside itl_avg_ms)"),
-    Column("predicted_output_throughput_tok_s", "float64", "tok_s", "prediction",
-           "predicted output throughput (beside output_throughput_tok_s)"),
+    Column(
+        "predicted_output_throughput_tok_s",
+        "float64",
+        "tok_s",
+        "prediction",
+        "predicted output throughput (beside output_throughput_tok_s)",
+    ),
     Column("itl_floor_ms", "float64", "ms", "prediction", "the physics floor of ITL (memory bandwidth)"),
     Column("implausible", "boolean", "", "prediction", "ITL below the physics floor"),
     Column("implausible_reason", "string", "", "prediction", "why (or why not judged)"),
 ]
 TAIL = [Column("schema_version", "string", "", "key", f"the table's schema version ({SCHEMA_VERSION})")]
 
-SUMMARY: list[Column] = KEY + POINT + _metric_columns() + VERDICT + VALIDITY_MEASURES + CONTEXT + TELEMETRY \
-    + PREDICTION + TAIL
+SUMMARY: list[Column] = (
+    KEY + POINT + _metric_columns() + VERDICT + VALIDITY_MEASURES + CONTEXT + TELEMETRY + PREDICTION + TAIL
+)
 SUMMARY_COLUMNS = [c.name for c in SUMMARY]
 BY_NAME = {c.name: c for c in SUMMARY}
 # Optional columns: present only when their source ran (GPU telemetry in local GPU mode, predictions).
@@ -162,7 +175,9 @@ RAW_COLUMNS = [c.name for c in RAW]
 
 def columns_fingerprint() -> str:
     """sha256 of the summary table's column names and types, in order."""
-    text = "\n".join(f"{c.name}:{c.dtype}" for c in SUMMARY) + "\n--raw\n" + "\n".join(f"{c.name}:{c.dtype}" for c in RAW)
+    text = (
+        "\n".join(f"{c.name}:{c.dtype}" for c in SUMMARY) + "\n--raw\n" + "\n".join(f"{c.name}:{c.dtype}" for c in RAW)
+    )
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -176,7 +191,9 @@ def _table(cols: list[Column]) -> str:
 
 def markdown() -> str:
     """docs/columns.md: the column dictionary, generated from this module."""
-    aliases = ["| old name | canonical name |", "|---|---|"] + [f"| `{o}` | `{n}` |" for o, n in sorted(ALIASES.items())]
+    aliases = ["| old name | canonical name |", "|---|---|"] + [
+        f"| `{o}` | `{n}` |" for o, n in sorted(ALIASES.items())
+    ]
     units = ["| suffix | unit |", "|---|---|"] + [f"| `_{k}` | {v} |" for k, v in UNITS.items()]
     return f"""# Results columns
 
@@ -246,8 +263,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if argv == ["--check"]:
         ok = DOC.exists() and DOC.read_text(encoding="utf-8") == markdown()
-        print("docs/columns.md is up to date" if ok else "docs/columns.md is stale: run "
-              "`python -m infersweep.results.columns --write`", file=sys.stdout if ok else sys.stderr)
+        print(
+            "docs/columns.md is up to date"
+            if ok
+            else "docs/columns.md is stale: run `python -m infersweep.results.columns --write`",
+            file=sys.stdout if ok else sys.stderr,
+        )
         return 0 if ok else 1
     print(markdown(), end="")
     return 0

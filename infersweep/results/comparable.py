@@ -45,8 +45,11 @@ def _loads(table: pd.DataFrame) -> tuple:
     if table is None or table.empty or "concurrency" not in table.columns:
         return ()
     conc = sorted({int(c) for c in table["concurrency"].dropna()})
-    rates = sorted({float(r) for r in table["request_rate"].dropna() if float(r) > 0}) \
-        if "request_rate" in table.columns else []
+    rates = (
+        sorted({float(r) for r in table["request_rate"].dropna() if float(r) > 0})
+        if "request_rate" in table.columns
+        else []
+    )
     return (tuple(conc), tuple(rates))
 
 
@@ -69,12 +72,15 @@ def identity(run: RunLike) -> dict[str, tuple[Any, str] | None]:
     loads = _loads(table)
     if workload or loads:  # (the shape, None when not recorded; the loads swept)
         w = dict(workload or {})
-        out["workload"] = ((json.dumps(w, sort_keys=True, default=str) if w else None, loads),
-                           "; ".join(x for x in (_workload_text(w) if w else "", _loads_text(loads) if loads else "") if x))
+        out["workload"] = (
+            (json.dumps(w, sort_keys=True, default=str) if w else None, loads),
+            "; ".join(x for x in (_workload_text(w) if w else "", _loads_text(loads) if loads else "") if x),
+        )
     else:
         out["workload"] = None
-    model = ctx.get("model") or (str(table["model"].dropna().iloc[0])
-                                 if "model" in table.columns and table["model"].notna().any() else None)
+    model = ctx.get("model") or (
+        str(table["model"].dropna().iloc[0]) if "model" in table.columns and table["model"].notna().any() else None
+    )
     out["model"] = (model, model) if model else None
     slo = ctx.get("slo")
     out["slo"] = (json.dumps(slo, sort_keys=True), _workload_text(slo) or "none") if slo is not None else None
@@ -101,8 +107,13 @@ def _differs(dim: str, values: dict[str, tuple[Any, str]], *, lost_points_ok: bo
     return len({json.dumps(l) for l in loads}) > 1
 
 
-def check_comparable(runs: Mapping[str, RunLike], allow: Iterable[str] = (), *, lost_points_ok: bool = False,
-                     why_allowed: Mapping[str, str] | None = None) -> list[str]:
+def check_comparable(
+    runs: Mapping[str, RunLike],
+    allow: Iterable[str] = (),
+    *,
+    lost_points_ok: bool = False,
+    why_allowed: Mapping[str, str] | None = None,
+) -> list[str]:
     """Refuse (NotComparable) runs that differ in a dimension not in `allow`; return the notes to print: each
     allowed difference (both sides) and each dimension a run does not record. `lost_points_ok`: the first
     run is judged against the second (regress), and may have swept fewer loads. `why_allowed`: dimension ->
@@ -110,13 +121,14 @@ def check_comparable(runs: Mapping[str, RunLike], allow: Iterable[str] = (), *, 
     allow = set(allow)
     unknown = allow - set(DIMENSIONS)
     if unknown:
-        raise NotComparable(f"{FLAG} {', '.join(sorted(unknown))}: not a dimension; choose from {', '.join(DIMENSIONS)}")
+        raise NotComparable(
+            f"{FLAG} {', '.join(sorted(unknown))}: not a dimension; choose from {', '.join(DIMENSIONS)}"
+        )
     ids = {label: identity(run) for label, run in runs.items()}
     refused, notes = [], []
     for dim in DIMENSIONS:
         values = {label: i[dim] for label, i in ids.items() if i[dim] is not None}
-        missing = [label for label, i in ids.items() if i[dim] is None
-                   or (dim == "workload" and i[dim][0][0] is None)]
+        missing = [label for label, i in ids.items() if i[dim] is None or (dim == "workload" and i[dim][0][0] is None)]
         if missing:
             what = "workload shape (ISL/OSL, prefix, dataset)" if dim == "workload" else dim
             notes.append(f"not checked: {', '.join(missing)} record{'s' if len(missing) == 1 else ''} no {what}")
@@ -131,18 +143,27 @@ def check_comparable(runs: Mapping[str, RunLike], allow: Iterable[str] = (), *, 
             refused.append((dim, f"{what}: {sides}"))
     if refused:
         flags = " ".join(f"{FLAG} {d}" + (" (or --mix-sources)" if d == "source" else "") for d, _ in refused)
-        raise NotComparable("these runs did not measure the same thing, so their difference is not a result: "
-                            + " | ".join(line for _, line in refused)
-                            + f". Compare runs of one workload, model, SLOs and source, or pass {flags} to compare "
-                              "them anyway")
+        raise NotComparable(
+            "these runs did not measure the same thing, so their difference is not a result: "
+            + " | ".join(line for _, line in refused)
+            + f". Compare runs of one workload, model, SLOs and source, or pass {flags} to compare "
+            "them anyway"
+        )
     return notes
 
 
 def add_allow_arg(p, what: str = "compare") -> None:
     """The CLI flag: `--allow-different DIM` (repeatable)."""
-    p.add_argument(FLAG, action="append", default=[], choices=DIMENSIONS, metavar="DIM", dest="allow_different",
-                   help=f"{what} runs that differ in DIM anyway ({', '.join(DIMENSIONS)}; repeatable); the output "
-                        "says what differs")
+    p.add_argument(
+        FLAG,
+        action="append",
+        default=[],
+        choices=DIMENSIONS,
+        metavar="DIM",
+        dest="allow_different",
+        help=f"{what} runs that differ in DIM anyway ({', '.join(DIMENSIONS)}; repeatable); the output "
+        "says what differs",
+    )
 
 
 def allowed(a) -> set[str]:

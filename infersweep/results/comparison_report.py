@@ -72,8 +72,11 @@ def candidate_points(run) -> pd.DataFrame:
         measured = part[part["status"].isin(("ok", "partial"))]
         by = measured.groupby(measured["concurrency"].astype("int64"))
         pts["n"] = pts["concurrency"].map(by.size()).fillna(0).astype(int)
-        reasons = by["validity_reasons"].agg(lambda s: "; ".join(sorted({str(r) for r in s.dropna() if str(r)}))) \
-            if "validity_reasons" in measured.columns else pd.Series(dtype=object)
+        reasons = (
+            by["validity_reasons"].agg(lambda s: "; ".join(sorted({str(r) for r in s.dropna() if str(r)})))
+            if "validity_reasons" in measured.columns
+            else pd.Series(dtype=object)
+        )
         pts["reasons"] = pts["concurrency"].map(reasons).fillna("") if not ok else ""
         frames.append(pts)
     if not frames:
@@ -90,12 +93,21 @@ def validity_summary(run) -> dict[str, Any]:
     """Points measured / valid / invalid / failed, and the invalid points' reasons, of one candidate."""
     df = run.table
     measured = df[df["status"].isin(("ok", "partial"))] if "status" in df.columns else df
-    bad = measured["valid"].astype("object").map(is_invalid).astype(bool) if "valid" in measured.columns \
+    bad = (
+        measured["valid"].astype("object").map(is_invalid).astype(bool)
+        if "valid" in measured.columns
         else pd.Series(False, index=measured.index)
-    return {"rows": len(df), "measured": len(measured), "valid": int((~bad).sum()), "invalid": int(bad.sum()),
-            "failed": len(df) - len(measured),
-            "reasons": sorted({f"c{int(r['concurrency'])}: {r.get('validity_reasons') or 'invalid'}"
-                               for _, r in measured[bad].iterrows()})}
+    )
+    return {
+        "rows": len(df),
+        "measured": len(measured),
+        "valid": int((~bad).sum()),
+        "invalid": int(bad.sum()),
+        "failed": len(df) - len(measured),
+        "reasons": sorted(
+            {f"c{int(r['concurrency'])}: {r.get('validity_reasons') or 'invalid'}" for _, r in measured[bad].iterrows()}
+        ),
+    }
 
 
 # ---------------------------------------------------------------------------------------------------- SVG
@@ -110,12 +122,15 @@ def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     return [start + i * step for i in range(int((hi - start) / step) + 2) if start + i * step <= hi + 1e-9]
 
 
-def pareto_svg(points: Mapping[str, pd.DataFrame], winner: tuple[str, int] | None, width: int = 760,
-               height: int = 460) -> str:
+def pareto_svg(
+    points: Mapping[str, pd.DataFrame], winner: tuple[str, int] | None, width: int = 760, height: int = 460
+) -> str:
     """Inline SVG: tok/s/GPU (y) against tok/s/user (x), per candidate; filled = valid, hollow = invalid."""
     ml, mr, mt, mb = 70, 190, 20, 50
-    allp = pd.concat([p[[X, Y]] for p in points.values() if not p.empty and X in p and Y in p] or
-                     [pd.DataFrame({X: [0.0, 1.0], Y: [0.0, 1.0]})]).dropna()
+    allp = pd.concat(
+        [p[[X, Y]] for p in points.values() if not p.empty and X in p and Y in p]
+        or [pd.DataFrame({X: [0.0, 1.0], Y: [0.0, 1.0]})]
+    ).dropna()
     if allp.empty:
         allp = pd.DataFrame({X: [0.0, 1.0], Y: [0.0, 1.0]})
     x0, x1 = 0.0, float(allp[X].max()) * 1.08 or 1.0
@@ -128,18 +143,26 @@ def pareto_svg(points: Mapping[str, pd.DataFrame], winner: tuple[str, int] | Non
     def sy(v: float) -> float:
         return mt + ph - (v - y0) / (y1 - y0) * ph
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
-           'role="img" aria-label="Pareto: tok/s/GPU against tok/s/user" font-family="sans-serif" font-size="11">',
-           f'<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>']
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        'role="img" aria-label="Pareto: tok/s/GPU against tok/s/user" font-family="sans-serif" font-size="11">',
+        f'<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>',
+    ]
     for t in _ticks(x0, x1):
-        out.append(f'<line x1="{sx(t):.1f}" y1="{mt}" x2="{sx(t):.1f}" y2="{mt + ph}" stroke="#eee"/>'
-                   f'<text x="{sx(t):.1f}" y="{mt + ph + 15}" text-anchor="middle">{t:g}</text>')
+        out.append(
+            f'<line x1="{sx(t):.1f}" y1="{mt}" x2="{sx(t):.1f}" y2="{mt + ph}" stroke="#eee"/>'
+            f'<text x="{sx(t):.1f}" y="{mt + ph + 15}" text-anchor="middle">{t:g}</text>'
+        )
     for t in _ticks(y0, y1):
-        out.append(f'<line x1="{ml}" y1="{sy(t):.1f}" x2="{ml + pw}" y2="{sy(t):.1f}" stroke="#eee"/>'
-                   f'<text x="{ml - 6}" y="{sy(t) + 4:.1f}" text-anchor="end">{t:g}</text>')
-    out.append(f'<text x="{ml + pw / 2}" y="{height - 10}" text-anchor="middle">tok/s/user (p50; interactivity)</text>'
-               f'<text x="16" y="{mt + ph / 2}" text-anchor="middle" transform="rotate(-90 16 {mt + ph / 2})">'
-               'tok/s/GPU (throughput per GPU)</text>')
+        out.append(
+            f'<line x1="{ml}" y1="{sy(t):.1f}" x2="{ml + pw}" y2="{sy(t):.1f}" stroke="#eee"/>'
+            f'<text x="{ml - 6}" y="{sy(t) + 4:.1f}" text-anchor="end">{t:g}</text>'
+        )
+    out.append(
+        f'<text x="{ml + pw / 2}" y="{height - 10}" text-anchor="middle">tok/s/user (p50; interactivity)</text>'
+        f'<text x="16" y="{mt + ph / 2}" text-anchor="middle" transform="rotate(-90 16 {mt + ph / 2})">'
+        "tok/s/GPU (throughput per GPU)</text>"
+    )
     for i, (label, pts) in enumerate(points.items()):
         color = PALETTE[i % len(PALETTE)]
         if pts.empty or X not in pts or Y not in pts:
@@ -151,41 +174,56 @@ def pareto_svg(points: Mapping[str, pd.DataFrame], winner: tuple[str, int] | Non
         for _, r in pts.dropna(subset=[X, Y]).iterrows():
             fill = color if r["valid"] else "white"
             state = "valid" if r["valid"] else f"INVALID: {r['reasons'] or 'invalid'}"
-            tip = html.escape(f"{label} c{int(r['concurrency'])}: {r[Y]:.1f} tok/s/GPU, {r[X]:.1f} tok/s/user, "
-                              f"n={int(r['n'])}; {state}")
-            out.append(f'<circle cx="{sx(r[X]):.1f}" cy="{sy(r[Y]):.1f}" r="5" fill="{fill}" stroke="{color}" '
-                       f'stroke-width="2"><title>{tip}</title></circle>'
-                       f'<text x="{sx(r[X]) + 7:.1f}" y="{sy(r[Y]) - 6:.1f}" fill="{color}" font-size="9">'
-                       f'c{int(r["concurrency"])}</text>')
+            tip = html.escape(
+                f"{label} c{int(r['concurrency'])}: {r[Y]:.1f} tok/s/GPU, {r[X]:.1f} tok/s/user, "
+                f"n={int(r['n'])}; {state}"
+            )
+            out.append(
+                f'<circle cx="{sx(r[X]):.1f}" cy="{sy(r[Y]):.1f}" r="5" fill="{fill}" stroke="{color}" '
+                f'stroke-width="2"><title>{tip}</title></circle>'
+                f'<text x="{sx(r[X]) + 7:.1f}" y="{sy(r[Y]) - 6:.1f}" fill="{color}" font-size="9">'
+                f"c{int(r['concurrency'])}</text>"
+            )
             if winner and winner == (label, int(r["concurrency"])) and r["valid"]:
-                out.append(f'<circle cx="{sx(r[X]):.1f}" cy="{sy(r[Y]):.1f}" r="10" fill="none" stroke="black" '
-                           'stroke-width="1.5"><title>winner at the SLOs</title></circle>')
+                out.append(
+                    f'<circle cx="{sx(r[X]):.1f}" cy="{sy(r[Y]):.1f}" r="10" fill="none" stroke="black" '
+                    'stroke-width="1.5"><title>winner at the SLOs</title></circle>'
+                )
         ly = mt + 14 + 18 * i
-        out.append(f'<circle cx="{ml + pw + 18}" cy="{ly - 4}" r="5" fill="{color}" stroke="{color}"/>'
-                   f'<text x="{ml + pw + 28}" y="{ly}">{html.escape(label[:26])}</text>')
+        out.append(
+            f'<circle cx="{ml + pw + 18}" cy="{ly - 4}" r="5" fill="{color}" stroke="{color}"/>'
+            f'<text x="{ml + pw + 28}" y="{ly}">{html.escape(label[:26])}</text>'
+        )
     ly = mt + 14 + 18 * len(points) + 10
-    out.append(f'<circle cx="{ml + pw + 18}" cy="{ly - 4}" r="5" fill="#555" stroke="#555"/>'
-               f'<text x="{ml + pw + 28}" y="{ly}">valid point</text>'
-               f'<circle cx="{ml + pw + 18}" cy="{ly + 14}" r="5" fill="white" stroke="#555" stroke-width="2"/>'
-               f'<text x="{ml + pw + 28}" y="{ly + 18}">invalid (not counted)</text>'
-               f'<circle cx="{ml + pw + 18}" cy="{ly + 32}" r="9" fill="none" stroke="black"/>'
-               f'<text x="{ml + pw + 32}" y="{ly + 36}">winner at the SLOs</text>')
+    out.append(
+        f'<circle cx="{ml + pw + 18}" cy="{ly - 4}" r="5" fill="#555" stroke="#555"/>'
+        f'<text x="{ml + pw + 28}" y="{ly}">valid point</text>'
+        f'<circle cx="{ml + pw + 18}" cy="{ly + 14}" r="5" fill="white" stroke="#555" stroke-width="2"/>'
+        f'<text x="{ml + pw + 28}" y="{ly + 18}">invalid (not counted)</text>'
+        f'<circle cx="{ml + pw + 18}" cy="{ly + 32}" r="9" fill="none" stroke="black"/>'
+        f'<text x="{ml + pw + 32}" y="{ly + 36}">winner at the SLOs</text>'
+    )
     out.append("</svg>")
     return "\n".join(out)
 
 
 # --------------------------------------------------------------------------------------------------- HTML
-CSS = ("body{font-family:sans-serif;margin:24px;max-width:1200px;color:#222}table{border-collapse:collapse;"
-       "margin:8px 0 18px}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:right}"
-       "th{background:#f3f3f3}td.l,th.l{text-align:left}.bad{color:#b00}.note{color:#555;font-size:13px}"
-       ".win{background:#e9f7e9}")
+CSS = (
+    "body{font-family:sans-serif;margin:24px;max-width:1200px;color:#222}table{border-collapse:collapse;"
+    "margin:8px 0 18px}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:right}"
+    "th{background:#f3f3f3}td.l,th.l{text-align:left}.bad{color:#b00}.note{color:#555;font-size:13px}"
+    ".win{background:#e9f7e9}"
+)
 
 
 def _table(head: list[str], rows: list[list[str]], left: int = 1, classes: list[str] | None = None) -> str:
     th = "".join(f'<th class="l">{h}</th>' if i < left else f"<th>{h}</th>" for i, h in enumerate(head))
-    body = "".join(f'<tr class="{(classes or [""] * len(rows))[k]}">'
-                   + "".join(f'<td class="l">{c}</td>' if i < left else f"<td>{c}</td>" for i, c in enumerate(r))
-                   + "</tr>" for k, r in enumerate(rows))
+    body = "".join(
+        f'<tr class="{(classes or [""] * len(rows))[k]}">'
+        + "".join(f'<td class="l">{c}</td>' if i < left else f"<td>{c}</td>" for i, c in enumerate(r))
+        + "</tr>"
+        for k, r in enumerate(rows)
+    )
     return f"<table><tr>{th}</tr>{body}</table>"
 
 
@@ -196,67 +234,148 @@ def comparison_html(runs: Mapping[str, Any], notes: list[str] | None = None) -> 
     best = best_meeting_slo({label: run.table for label, run in runs.items()})
     top = best.iloc[0] if not best.empty and bool(best.iloc[0]["meets_slo"]) else None
     winner = (str(top["run"]), int(top["concurrency"])) if top is not None else None
-    slos = {esc(", ".join(f"{k}={v:g}" for k, v in sorted(run.context["slo"].items())) or "none")
-            for run in runs.values() if isinstance(run.context.get("slo"), dict)}
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>infersweep comparison: "
-             f"{esc(', '.join(runs))}</title><style>{CSS}</style></head><body>",
-             f"<h1>Comparison of {len(runs)} runs</h1>"]
+    slos = {
+        esc(", ".join(f"{k}={v:g}" for k, v in sorted(run.context["slo"].items())) or "none")
+        for run in runs.values()
+        if isinstance(run.context.get("slo"), dict)
+    }
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>infersweep comparison: "
+        f"{esc(', '.join(runs))}</title><style>{CSS}</style></head><body>",
+        f"<h1>Comparison of {len(runs)} runs</h1>",
+    ]
     parts += [f'<p class="note">note: {esc(n)}</p>' for n in notes or []]
     if winner:
         pts = points[winner[0]]
         row = pts[(pts["concurrency"] == winner[1]) & pts["valid"]].iloc[0]
-        parts.append(f"<h2>Winner at the SLOs</h2><p><b>{esc(winner[0])}</b> at concurrency {winner[1]}: "
-                     f"{_num(row[Y])} tok/s/GPU, {_num(row[X])} tok/s/user, n={int(row['n'])} repetition(s), "
-                     f"{_num(row['usd_per_mtok'], '${:.2f}')}/Mtok, {_num(row['energy_j_per_output_token'], '{:.3g}')} "
-                     f"J/token. The valid point meeting every SLO ({' / '.join(slos) or 'none recorded'}) with the "
-                     "most tok/s per GPU over all candidates; invalid points are never candidates.</p>")
+        parts.append(
+            f"<h2>Winner at the SLOs</h2><p><b>{esc(winner[0])}</b> at concurrency {winner[1]}: "
+            f"{_num(row[Y])} tok/s/GPU, {_num(row[X])} tok/s/user, n={int(row['n'])} repetition(s), "
+            f"{_num(row['usd_per_mtok'], '${:.2f}')}/Mtok, {_num(row['energy_j_per_output_token'], '{:.3g}')} "
+            f"J/token. The valid point meeting every SLO ({' / '.join(slos) or 'none recorded'}) with the "
+            "most tok/s per GPU over all candidates; invalid points are never candidates.</p>"
+        )
     else:
-        parts.append("<h2>Winner at the SLOs</h2><p><b>none</b>: no candidate has a valid point meeting the SLOs "
-                     f"({' / '.join(slos) or 'none recorded'}).</p>")
-    parts.append("<h2>Pareto: tok/s/GPU against tok/s/user</h2>" + pareto_svg(points, winner)
-                 + '<p class="note">Each point is the median over its repetitions; filled = valid, hollow = invalid '
-                 "(measured, but not a valid measurement: hover for why); lines join each candidate's valid "
-                 "Pareto frontier.</p>")
+        parts.append(
+            "<h2>Winner at the SLOs</h2><p><b>none</b>: no candidate has a valid point meeting the SLOs "
+            f"({' / '.join(slos) or 'none recorded'}).</p>"
+        )
+    parts.append(
+        "<h2>Pareto: tok/s/GPU against tok/s/user</h2>"
+        + pareto_svg(points, winner)
+        + '<p class="note">Each point is the median over its repetitions; filled = valid, hollow = invalid '
+        "(measured, but not a valid measurement: hover for why); lines join each candidate's valid "
+        "Pareto frontier.</p>"
+    )
     rows, classes = [], []
     for label, run in runs.items():
         v = validity_summary(run)
         b = best[best["run"] == label].iloc[0] if (best["run"] == label).any() else None
         pts = points[label]
-        at = pts[(pts["concurrency"] == b["concurrency"]) & pts["valid"]].iloc[0] \
-            if b is not None and b["meets_slo"] else None
+        at = (
+            pts[(pts["concurrency"] == b["concurrency"]) & pts["valid"]].iloc[0]
+            if b is not None and b["meets_slo"]
+            else None
+        )
         ctx = run.context or {}
-        rows.append([esc(label), esc(str(run.run_id)), esc(str(ctx.get("source") or "NA")),
-                     esc(str(ctx.get("model") or "NA")), esc(f"{ctx.get('gpu_count') or 'NA'}x {ctx.get('gpu_type') or 'NA'}"),
-                     f"{v['valid']} of {v['measured']}" + (f' <span class="bad">({v["invalid"]} invalid)</span>'
-                                                           if v["invalid"] else "")
-                     + (f' <span class="bad">{v["failed"]} failed</span>' if v["failed"] else ""),
-                     f"c{int(b['concurrency'])}" if at is not None else "none",
-                     _num(at[Y]) if at is not None else "NA", _num(at["usd_per_mtok"], "${:.2f}") if at is not None else "NA",
-                     _num(at["energy_j_per_output_token"], "{:.3g}") if at is not None else "NA"])
+        rows.append(
+            [
+                esc(label),
+                esc(str(run.run_id)),
+                esc(str(ctx.get("source") or "NA")),
+                esc(str(ctx.get("model") or "NA")),
+                esc(f"{ctx.get('gpu_count') or 'NA'}x {ctx.get('gpu_type') or 'NA'}"),
+                f"{v['valid']} of {v['measured']}"
+                + (f' <span class="bad">({v["invalid"]} invalid)</span>' if v["invalid"] else "")
+                + (f' <span class="bad">{v["failed"]} failed</span>' if v["failed"] else ""),
+                f"c{int(b['concurrency'])}" if at is not None else "none",
+                _num(at[Y]) if at is not None else "NA",
+                _num(at["usd_per_mtok"], "${:.2f}") if at is not None else "NA",
+                _num(at["energy_j_per_output_token"], "{:.3g}") if at is not None else "NA",
+            ]
+        )
         classes.append("win" if winner and winner[0] == label else "")
-    parts.append("<h2>Candidates</h2>" + _table(
-        ["candidate", "run", "source", "model", "GPUs", "valid points", "best at the SLOs", "tok/s/GPU there",
-         "$/Mtok there", "J/token there"], rows, left=5, classes=classes))
+    parts.append(
+        "<h2>Candidates</h2>"
+        + _table(
+            [
+                "candidate",
+                "run",
+                "source",
+                "model",
+                "GPUs",
+                "valid points",
+                "best at the SLOs",
+                "tok/s/GPU there",
+                "$/Mtok there",
+                "J/token there",
+            ],
+            rows,
+            left=5,
+            classes=classes,
+        )
+    )
     for label, run in runs.items():
         pts, v = points[label], validity_summary(run)
         parts.append(f"<h3>{esc(label)}</h3>")
-        prows = [[f"c{int(r['concurrency'])}", str(int(r["n"])),
-                  "yes" if r["valid"] else f'<span class="bad">NO: {esc(r["reasons"] or "invalid")}</span>',
-                  _num(r.get(Y)), _num(r.get(X)), _num(r.get("ttft_ms_p50")), _num(r.get("itl_ms_p50"), "{:.2f}"),
-                  ("NA (invalid)" if not r["valid"] else "yes" if r["slo_pass"] is True else "no"
-                   if r["slo_pass"] is False else "NA"),
-                  _num(r["usd_per_mtok"], "${:.2f}"), _num(r["energy_j_per_output_token"], "{:.3g}")]
-                 for _, r in pts.iterrows()]
-        parts.append(_table(["load", "n", "valid", "tok/s/GPU", "tok/s/user", "TTFT p50 ms", "ITL p50 ms",
-                             "meets SLOs", "$/Mtok", "J/token"], prows, left=3))
+        prows = [
+            [
+                f"c{int(r['concurrency'])}",
+                str(int(r["n"])),
+                "yes" if r["valid"] else f'<span class="bad">NO: {esc(r["reasons"] or "invalid")}</span>',
+                _num(r.get(Y)),
+                _num(r.get(X)),
+                _num(r.get("ttft_ms_p50")),
+                _num(r.get("itl_ms_p50"), "{:.2f}"),
+                (
+                    "NA (invalid)"
+                    if not r["valid"]
+                    else "yes"
+                    if r["slo_pass"] is True
+                    else "no"
+                    if r["slo_pass"] is False
+                    else "NA"
+                ),
+                _num(r["usd_per_mtok"], "${:.2f}"),
+                _num(r["energy_j_per_output_token"], "{:.3g}"),
+            ]
+            for _, r in pts.iterrows()
+        ]
+        parts.append(
+            _table(
+                [
+                    "load",
+                    "n",
+                    "valid",
+                    "tok/s/GPU",
+                    "tok/s/user",
+                    "TTFT p50 ms",
+                    "ITL p50 ms",
+                    "meets SLOs",
+                    "$/Mtok",
+                    "J/token",
+                ],
+                prows,
+                left=3,
+            )
+        )
         if v["failed"]:
             parts.append(f'<p class="note bad">{v["failed"]} point(s) failed (no measurement).</p>')
-    price_note = "; ".join(sorted({f"{run.context.get('gpu_type')}: ${_price(run):g}/GPU-hour" for run in runs.values()
-                                   if run.context.get("gpu_type") and _price(run)}))
-    parts.append('<p class="note">$/Mtok = usd_per_gpu_hour / 3600 / (tok/s/GPU) x 1e6, with the prices of '
-                 f"params/gpus.yaml ({esc(price_note) or 'none known for these GPU types'}); J/token = GPU energy "
-                 "over the point's window / its output tokens, where the run measured GPU energy. NA = not "
-                 "known.</p></body></html>")
+    price_note = "; ".join(
+        sorted(
+            {
+                f"{run.context.get('gpu_type')}: ${_price(run):g}/GPU-hour"
+                for run in runs.values()
+                if run.context.get("gpu_type") and _price(run)
+            }
+        )
+    )
+    parts.append(
+        '<p class="note">$/Mtok = usd_per_gpu_hour / 3600 / (tok/s/GPU) x 1e6, with the prices of '
+        f"params/gpus.yaml ({esc(price_note) or 'none known for these GPU types'}); J/token = GPU energy "
+        "over the point's window / its output tokens, where the run measured GPU energy. NA = not "
+        "known.</p></body></html>"
+    )
     return "\n".join(parts)
 
 

@@ -22,17 +22,42 @@ READY_FILE = "ready.json"  # steps.wait_ready --ready-file: time from the DGD's 
 RUN_FILE = "run.json"  # summary/run.json: the context + SLO + schema version of a summarized run
 
 # Every context key the results table carries (missing ones stay empty, never invented).
-FIELDS = ("run_id", "recipe", "recipe_hash", "engine", "engine_image", "model", "model_revision", "model_commit",
-          "topology", "router", "gpu_type", "gpu_count", "aiperf_version", "aiperf_image", "step_image",
-          "run_start", "run_end", "workload", "slo", "context_source", "source",
-          "images_ran",
-          "prediction",  # set by steps/summarize (infersweep.predict.beside): where the predicted columns come from
-          # an experiment treatment's run (workflows/experiment.py hands these to its summarize tasks)
-          "experiment", "treatment", "restart_class", "levels",
-          # the KV-cache state the treatment started from and its place in a balanced order
-          # (infersweep.experiment.plan: fresh / reset / warm after <treatment>; pass 1 or 2)
-          "kv_cache_state", "order_pass", "base_treatment",
-          "time_to_ready_s")
+FIELDS = (
+    "run_id",
+    "recipe",
+    "recipe_hash",
+    "engine",
+    "engine_image",
+    "model",
+    "model_revision",
+    "model_commit",
+    "topology",
+    "router",
+    "gpu_type",
+    "gpu_count",
+    "aiperf_version",
+    "aiperf_image",
+    "step_image",
+    "run_start",
+    "run_end",
+    "workload",
+    "slo",
+    "context_source",
+    "source",
+    "images_ran",
+    "prediction",  # set by steps/summarize (infersweep.predict.beside): where the predicted columns come from
+    # an experiment treatment's run (workflows/experiment.py hands these to its summarize tasks)
+    "experiment",
+    "treatment",
+    "restart_class",
+    "levels",
+    # the KV-cache state the treatment started from and its place in a balanced order
+    # (infersweep.experiment.plan: fresh / reset / warm after <treatment>; pass 1 or 2)
+    "kv_cache_state",
+    "order_pass",
+    "base_treatment",
+    "time_to_ready_s",
+)
 # source: measured / simulated (built-in timing) / simulated (calibrated: database) (infersweep.predict.source);
 # "imported" for AIPerf folders brought in by `infersweep import` (a measurement: classed as measured).
 # What wait-ready read from the deployment's pod status (image -> imageID with digest): what ran, not what
@@ -78,8 +103,15 @@ def workload_from_argv(points: list[dict[str, Any]]) -> dict[str, Any] | None:
     return None
 
 
-def build_context(run_dir: Path, *, given: dict[str, Any], title: str, gpu_count: int,
-                  slo: dict[str, float], points: list[dict[str, Any]]) -> dict[str, Any]:
+def build_context(
+    run_dir: Path,
+    *,
+    given: dict[str, Any],
+    title: str,
+    gpu_count: int,
+    slo: dict[str, float],
+    points: list[dict[str, Any]],
+) -> dict[str, Any]:
     """The run context of a summarized run (see the module docstring for the sources)."""
     ctx: dict[str, Any] = {}
     file_ctx = run_dir / CONTEXT_FILE
@@ -113,6 +145,7 @@ def build_context(run_dir: Path, *, given: dict[str, Any], title: str, gpu_count
         ctx["time_to_ready_s"] = json.loads(ready.read_text()).get("time_to_ready_s")
     if not ctx.get("source"):  # measured / simulated (built-in timing) / simulated (calibrated: database)
         from infersweep.predict.source import result_source
+
         ctx["source"] = result_source()
     images_file = run_dir / IMAGES_RAN_FILE
     if images_file.exists():

@@ -27,8 +27,12 @@ MEASURED_STATUSES = ("ok", "partial")  # = infersweep.results.table.OK_STATUSES 
 
 def is_invalid(value: Any) -> bool:
     """A `valid` cell that says invalid (False); None / NA = unknown, which is not invalid."""
-    return value is not None and value is not pd.NA and not (isinstance(value, float) and math.isnan(value)) \
+    return (
+        value is not None
+        and value is not pd.NA
+        and not (isinstance(value, float) and math.isnan(value))
         and not bool(value)
+    )
 
 
 def judge_slo(passed: bool | None, detail: str, valid: Any, reasons: str = "") -> tuple[bool | None, str]:
@@ -50,8 +54,10 @@ def enforce(df: pd.DataFrame) -> pd.DataFrame:
     if "slo_detail" in df.columns:
         reasons = df["validity_reasons"] if "validity_reasons" in df.columns else pd.Series("", index=df.index)
         judged = bad & df["slo_pass"].notna()
-        df.loc[judged, "slo_detail"] = [judge_slo(None, str(d), False, str(r or ""))[1]
-                                        for d, r in zip(df.loc[judged, "slo_detail"], reasons[judged])]
+        df.loc[judged, "slo_detail"] = [
+            judge_slo(None, str(d), False, str(r or ""))[1]
+            for d, r in zip(df.loc[judged, "slo_detail"], reasons[judged])
+        ]
     df.loc[bad, "slo_pass"] = pd.NA
     return df
 
@@ -66,8 +72,10 @@ def counted(df: pd.DataFrame, include_invalid: bool = False) -> tuple[pd.DataFra
     left = []
     for _, r in df[bad].iterrows():
         who = f"{r['recipe']}@{r['run_id']}" if r.get("run_id") else str(r.get("recipe"))
-        left.append(f"left out {who} concurrency {r['concurrency']} repetition {r['repetition']}: "
-                    f"{r.get('validity_reasons') or 'invalid'}")
+        left.append(
+            f"left out {who} concurrency {r['concurrency']} repetition {r['repetition']}: "
+            f"{r.get('validity_reasons') or 'invalid'}"
+        )
     return df[~bad], left
 
 
@@ -87,8 +95,11 @@ def best_point(df: pd.DataFrame) -> pd.Series | None:
 
 def why_not_counted(df: pd.DataFrame, concurrency: int, label: str) -> str:
     """Why the measured rows of `label` at `concurrency` do not count: their validity reasons, one line."""
-    rows = df[(df["concurrency"] == concurrency) & df["status"].isin(MEASURED_STATUSES)] \
-        if "status" in df.columns else df[df["concurrency"] == concurrency]
+    rows = (
+        df[(df["concurrency"] == concurrency) & df["status"].isin(MEASURED_STATUSES)]
+        if "status" in df.columns
+        else df[df["concurrency"] == concurrency]
+    )
     reasons = sorted({str(r) for r in rows.get("validity_reasons", pd.Series(dtype=object)).dropna() if str(r)})
     return f"{label} c{concurrency} is not a valid measurement ({'; '.join(reasons) or 'invalid'})"
 
@@ -102,9 +113,11 @@ def check_recipe_hash(treatment: str, run: str, run_hash: str | None, expected: 
     if run_hash == expected:
         return
     got = run_hash or "none recorded"
-    raise RecipeHashMismatch(f"treatment {treatment}: run {run} has recipe hash {got}, expected {expected} "
-                             f"(the treatment's recipe as params/ resolves it now): a run of another recipe, "
-                             f"or of this one before it changed, is not evidence for it")
+    raise RecipeHashMismatch(
+        f"treatment {treatment}: run {run} has recipe hash {got}, expected {expected} "
+        f"(the treatment's recipe as params/ resolves it now): a run of another recipe, "
+        f"or of this one before it changed, is not evidence for it"
+    )
 
 
 # The statuses whose numbers are measurements (infersweep.results.table.OK_STATUSES, which imports this module).
@@ -124,6 +137,7 @@ def per_point(df: pd.DataFrame) -> pd.DataFrame:
     numeric = numeric.drop(columns=["concurrency", "request_rate"], errors="ignore")
     out = numeric.groupby(keys).median()
     out["slo_pass"] = ok.groupby(keys)["slo_pass"].agg(
-        lambda s: bool(s.fillna(False).all()) if s.notna().any() else pd.NA)
+        lambda s: bool(s.fillna(False).all()) if s.notna().any() else pd.NA
+    )
     out = out.reset_index()
     return out.sort_values(["concurrency", "request_rate"] if rates else "concurrency").reset_index(drop=True)

@@ -17,8 +17,17 @@ from pathlib import Path
 from typing import Any, Iterable
 
 GPU_TELEMETRY_ENV = "INFERSWEEP_GPU_TELEMETRY"  # the samples file, when the run had one
-COLUMNS = ["gpu_power_w", "gpu_power_total_w", "gpu_utilization_pct", "gpu_memory_util_pct", "gpu_memory_used_mib",
-           "gpu_count", "gpu_energy_j", "energy_j_per_output_token", "telemetry_samples"]
+COLUMNS = [
+    "gpu_power_w",
+    "gpu_power_total_w",
+    "gpu_utilization_pct",
+    "gpu_memory_util_pct",
+    "gpu_memory_used_mib",
+    "gpu_count",
+    "gpu_energy_j",
+    "energy_j_per_output_token",
+    "telemetry_samples",
+]
 
 
 def read_samples(path: Path) -> list[dict[str, Any]]:
@@ -36,8 +45,9 @@ def _mean(xs: Iterable[float]) -> float:
     return sum(xs) / len(xs) if xs else math.nan
 
 
-def window_columns(samples: list[dict[str, Any]], start_ns: int | None, end_ns: int | None,
-                   output_tokens: float | None) -> dict[str, float]:
+def window_columns(
+    samples: list[dict[str, Any]], start_ns: int | None, end_ns: int | None, output_tokens: float | None
+) -> dict[str, float]:
     """The GPU columns of one window; NaN everywhere when the window has fewer than two samples."""
     nan = {c: math.nan for c in COLUMNS}
     if not start_ns or not end_ns or end_ns <= start_ns:
@@ -54,8 +64,10 @@ def window_columns(samples: list[dict[str, Any]], start_ns: int | None, end_ns: 
         if all("energy_j" in s for s in (ss[0], ss[-1])) and ss[-1]["energy_j"] >= ss[0]["energy_j"] and span_s > 0:
             e = ss[-1]["energy_j"] - ss[0]["energy_j"]
         else:  # trapezoids over the power samples
-            e = sum((b["t_ns"] - a["t_ns"]) / 1e9 * (a.get("power_w", 0) + b.get("power_w", 0)) / 2
-                    for a, b in zip(ss, ss[1:]))
+            e = sum(
+                (b["t_ns"] - a["t_ns"]) / 1e9 * (a.get("power_w", 0) + b.get("power_w", 0)) / 2
+                for a, b in zip(ss, ss[1:])
+            )
         # Scale the sampled span to the whole window (the first and last sample sit inside it).
         window_s = (end_ns - start_ns) / 1e9
         energy += e * (window_s / span_s if span_s > 0 else 1.0)
@@ -88,6 +100,8 @@ def add_columns(df, points_dir: Path, samples_file: Path):
         tokens = tok_s * (end - start) / 1e9 if tok_s and start and end else None
         by_key[(conc, rep, float(result.get("request_rate") or 0.0))] = window_columns(samples, start, end, tokens)
     for col in COLUMNS:
-        df[col] = [by_key.get((r.concurrency, r.repetition, float(r.request_rate or 0.0)), {}).get(col, math.nan)
-                   for r in df.itertuples()]
+        df[col] = [
+            by_key.get((r.concurrency, r.repetition, float(r.request_rate or 0.0)), {}).get(col, math.nan)
+            for r in df.itertuples()
+        ]
     return df

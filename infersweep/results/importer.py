@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from infersweep.aiperf import RECORDS_FILE, SUMMARY_FILE, read_point
-from infersweep.results import index as ix
 from infersweep.recipe_context import recipe_context
+from infersweep.results import index as ix
 from infersweep.results.store import RunNotFound, RunStore
 from infersweep.results.summarize import summarize
 
@@ -86,9 +86,11 @@ def detect_concurrency(art: Path) -> tuple[int, str]:
     m = re.search(r"(?:^|[^a-z])(?:c|conc|concurrency)[-_]?(\d+)$", art.name, re.IGNORECASE)
     if m:
         return int(m.group(1)), "folder name"
-    raise ImportError_(f"{art}: cannot tell its concurrency (no profiling phase concurrency in "
-                       f"{SUMMARY_FILE}, no --concurrency in run_info.cli_command, folder not named like c16); "
-                       "rename the folder c<N> and import again")
+    raise ImportError_(
+        f"{art}: cannot tell its concurrency (no profiling phase concurrency in "
+        f"{SUMMARY_FILE}, no --concurrency in run_info.cli_command, folder not named like c16); "
+        "rename the folder c<N> and import again"
+    )
 
 
 def stage_run(root: Path, run_dir: Path) -> list[dict]:
@@ -121,9 +123,16 @@ def stage_run(root: Path, run_dir: Path) -> list[dict]:
         name = f"c{conc}" if rep == 0 else f"c{conc}-r{rep}"
         point = run_dir / "points" / name
         shutil.copytree(art, point / "aiperf")
-        result.update(concurrency=conc, repetition=rep, seed=seed, seed_policy="imported (as the team ran it)",
-                      cache_state=cache_state, source="imported", source_dir=str(art),
-                      concurrency_from=found_in)
+        result.update(
+            concurrency=conc,
+            repetition=rep,
+            seed=seed,
+            seed_policy="imported (as the team ran it)",
+            cache_state=cache_state,
+            source="imported",
+            source_dir=str(art),
+            concurrency_from=found_in,
+        )
         (point / "result.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
         out.append(result)
     return out
@@ -140,8 +149,9 @@ def default_run_id(root: Path) -> str:
     return "imported-" + h.hexdigest()[:12]
 
 
-def import_run(root: Path, recipe_name: str, store: str, run_id: str | None = None, s3=None,
-               keep: Path | None = None) -> dict[str, Any]:
+def import_run(
+    root: Path, recipe_name: str, store: str, run_id: str | None = None, s3=None, keep: Path | None = None
+) -> dict[str, Any]:
     """Import the AIPerf folders under root as run `run_id` of `recipe_name` into `store`. Returns a summary."""
     resolved = _resolve_recipe(recipe_name)
     run_id = run_id or default_run_id(root)
@@ -155,9 +165,15 @@ def import_run(root: Path, recipe_name: str, store: str, run_id: str | None = No
         slo = ctx.get("slo") or {}
         df = summarize(run_dir, resolved.gpu_count, slo, resolved.name, ctx)
         where = _publish(run_dir, resolved.name, run_id, store, s3)
-    return {"run_id": run_id, "recipe": resolved.name, "points": len(df), "where": where,
-            "aiperf_versions": sorted({r.get("aiperf_version") or "unknown" for r in results}),
-            "valid_points": int(df["valid"].fillna(False).astype(bool).sum()), "table": df}
+    return {
+        "run_id": run_id,
+        "recipe": resolved.name,
+        "points": len(df),
+        "where": where,
+        "aiperf_versions": sorted({r.get("aiperf_version") or "unknown" for r in results}),
+        "valid_points": int(df["valid"].fillna(False).astype(bool).sum()),
+        "table": df,
+    }
 
 
 def _resolve_recipe(name: str):
@@ -169,16 +185,20 @@ def _resolve_recipe(name: str):
         if resolved.name == name:
             return resolved
         names.append(resolved.name)
-    raise ImportError_(f"--recipe {name!r}: no such recipe in params/recipes/ (`infersweep recipes` lists "
-                       f"{len(names)}); the imported run is filed under a recipe so compare can find it")
+    raise ImportError_(
+        f"--recipe {name!r}: no such recipe in params/recipes/ (`infersweep recipes` lists "
+        f"{len(names)}); the imported run is filed under a recipe so compare can find it"
+    )
 
 
 def _publish(run_dir: Path, recipe: str, run_id: str, store: str, s3=None) -> str:
     target = RunStore(store, s3=s3)
     try:
         target.locate(f"{recipe}/{run_id}")
-        raise ImportError_(f"{store}: run {recipe}/{run_id} already exists (imported before?); "
-                           "give another --run-id to import it again")
+        raise ImportError_(
+            f"{store}: run {recipe}/{run_id} already exists (imported before?); "
+            "give another --run-id to import it again"
+        )
     except RunNotFound:
         pass
     if store.startswith("s3://"):
@@ -186,8 +206,7 @@ def _publish(run_dir: Path, recipe: str, run_id: str, store: str, s3=None) -> st
 
         bucket = store[5:].partition("/")[0]
         prefix = ix.run_prefix(target.base, recipe, run_id)
-        publish_tree(run_dir, bucket=bucket, prefix=prefix, s3=target.backend.s3,
-                     manifest_extra={"source": "imported"})
+        publish_tree(run_dir, bucket=bucket, prefix=prefix, s3=target.backend.s3, manifest_extra={"source": "imported"})
         target.index_run(recipe, run_id)
         return f"s3://{bucket}/{prefix}"
     return target.put_run(run_dir, recipe, run_id, manifest_extra={"source": "imported"})

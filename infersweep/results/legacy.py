@@ -20,16 +20,22 @@ from infersweep.results.columns import OPTIONAL, RAW_COLUMNS, SCHEMA_VERSION, SU
 OLD_VERSIONS = ("infersweep.results/v1", "infersweep.results/v2")
 READABLE_VERSIONS = OLD_VERSIONS + (SCHEMA_VERSION,)
 # Non-metric columns renamed in v3 (metrics: infersweep.metrics.ALIASES).
-RENAMED = {"send_delay_ms_p99": "send_delay_p99_ms", "predicted_ttft_ms": "predicted_ttft_avg_ms",
-           "predicted_itl_ms": "predicted_itl_avg_ms", "predicted_output_tok_s": "predicted_output_throughput_tok_s"}
+RENAMED = {
+    "send_delay_ms_p99": "send_delay_p99_ms",
+    "predicted_ttft_ms": "predicted_ttft_avg_ms",
+    "predicted_itl_ms": "predicted_itl_avg_ms",
+    "predicted_output_tok_s": "predicted_output_throughput_tok_s",
+}
 KEY = ["run_id", "recipe", "concurrency", "repetition", "status"]
 
 
 def table_version(df: pd.DataFrame, where: str) -> str:
     """The table's schema version; ValueError naming what is wrong for a table this code cannot read."""
     if "schema_version" not in df.columns:
-        raise ValueError(f"{where}: no schema_version column; written before infersweep.results/v1 "
-                         "(re-run `python -m steps.summarize` on the run folder to rebuild it)")
+        raise ValueError(
+            f"{where}: no schema_version column; written before infersweep.results/v1 "
+            "(re-run `python -m steps.summarize` on the run folder to rebuild it)"
+        )
     versions = set(df["schema_version"].dropna().unique())
     if versions and not versions <= set(READABLE_VERSIONS):
         raise ValueError(f"{where}: schema_version {sorted(versions)}, this reader knows {list(READABLE_VERSIONS)}")
@@ -95,11 +101,23 @@ def raw_from_wide(df: pd.DataFrame) -> pd.DataFrame:
     stats = [c for c in df.columns if "__" in c]
     rows = []
     for _, r in df.iterrows():
-        key = {"run_id": r.get("run_id") or "", "concurrency": r.get("concurrency"),
-               "repetition": r.get("repetition"), "request_rate": float(r.get("request_rate") or 0.0)}
+        key = {
+            "run_id": r.get("run_id") or "",
+            "concurrency": r.get("concurrency"),
+            "repetition": r.get("repetition"),
+            "request_rate": float(r.get("request_rate") or 0.0),
+        }
         for c in stats:
             if pd.notna(r[c]):
                 metric, stat = c.split("__", 1)
-                rows.append({**key, "metric": metric, "stat": stat, "value": float(r[c]), "unit": "",
-                             "column": summary_of.get((metric, stat))})
+                rows.append(
+                    {
+                        **key,
+                        "metric": metric,
+                        "stat": stat,
+                        "value": float(r[c]),
+                        "unit": "",
+                        "column": summary_of.get((metric, stat)),
+                    }
+                )
     return finish_raw(pd.DataFrame(rows, columns=RAW_COLUMNS[:-1]))

@@ -40,8 +40,21 @@ VERSION = "0.2.1"
 SOURCE = "https://github.com/llm-d/llm-d-benchmark/tree/8bc9f1ddd873a24f1657d6cca2e0d0fb6947dd36/llmdbenchmark/analysis/benchmark_report"
 # AIPerf statistic -> llm-d Statistics field (native_to_br0_2.py _aiperf_percentiles; std -> stddev as the
 # schema names it).
-STATS = {"avg": "mean", "min": "min", "p1": "p1", "p5": "p5", "p10": "p10", "p25": "p25", "p50": "p50",
-         "p75": "p75", "p90": "p90", "p95": "p95", "p99": "p99", "max": "max", "std": "stddev"}
+STATS = {
+    "avg": "mean",
+    "min": "min",
+    "p1": "p1",
+    "p5": "p5",
+    "p10": "p10",
+    "p25": "p25",
+    "p50": "p50",
+    "p75": "p75",
+    "p90": "p90",
+    "p95": "p95",
+    "p99": "p99",
+    "max": "max",
+    "std": "stddev",
+}
 # Our role names (infersweep.recipe topology roles) -> llm-d HostType.
 ROLES = {"prefill": "prefill", "decode": "decode"}  # anything else (worker, aggregated) serves both: replica
 
@@ -83,23 +96,49 @@ def stack(ctx: dict[str, Any]) -> list[dict[str, Any]]:
     '1xprefill(tp=2) + 2xdecode(tp=1)': infersweep.recipe_context.topology_text), and the frontend's router."""
     engine, image = str(ctx.get("engine") or "unknown"), str(ctx.get("engine_image") or "unknown")
     model, gpu = str(ctx.get("model") or "unknown"), str(ctx.get("gpu_type") or "unknown")
-    cfg = str(ctx.get("recipe_hash") or hashlib.sha256(json.dumps(ctx, sort_keys=True, default=str).encode()).hexdigest())
+    cfg = str(
+        ctx.get("recipe_hash") or hashlib.sha256(json.dumps(ctx, sort_keys=True, default=str).encode()).hexdigest()
+    )
     out = []
     for replicas, role, tp in re.findall(r"(\d+)x([\w-]+)\(tp=(\d+)\)", str(ctx.get("topology") or "")):
-        out.append({"metadata": {"schema_version": "0.0.1", "label": f"{engine}-{role}", "cfg_id": cfg[:32],
-                                 "description": f"Dynamo {engine} workers, role {role} ({ctx.get('recipe')})"},
-                    "standardized": {"kind": "inference_engine", "tool": engine, "tool_version": image,
-                                     "role": ROLES.get(role, "replica"), "replicas": int(replicas),
-                                     "model": {"name": model},
-                                     "accelerator": {"model": gpu, "count": int(replicas) * int(tp),
-                                                     "parallelism": {"tp": int(tp)}}},
-                    "native": {}})
+        out.append(
+            {
+                "metadata": {
+                    "schema_version": "0.0.1",
+                    "label": f"{engine}-{role}",
+                    "cfg_id": cfg[:32],
+                    "description": f"Dynamo {engine} workers, role {role} ({ctx.get('recipe')})",
+                },
+                "standardized": {
+                    "kind": "inference_engine",
+                    "tool": engine,
+                    "tool_version": image,
+                    "role": ROLES.get(role, "replica"),
+                    "replicas": int(replicas),
+                    "model": {"name": model},
+                    "accelerator": {"model": gpu, "count": int(replicas) * int(tp), "parallelism": {"tp": int(tp)}},
+                },
+                "native": {},
+            }
+        )
     if ctx.get("router"):
-        out.append({"metadata": {"schema_version": "0.0.1", "label": "dynamo-frontend", "cfg_id": cfg[:32],
-                                 "description": "Dynamo frontend (OpenAI API and router)"},
-                    "standardized": {"kind": "generic", "tool": "dynamo-frontend", "tool_version": image,
-                                     "router": str(ctx["router"])},
-                    "native": {}})
+        out.append(
+            {
+                "metadata": {
+                    "schema_version": "0.0.1",
+                    "label": "dynamo-frontend",
+                    "cfg_id": cfg[:32],
+                    "description": "Dynamo frontend (OpenAI API and router)",
+                },
+                "standardized": {
+                    "kind": "generic",
+                    "tool": "dynamo-frontend",
+                    "tool_version": image,
+                    "router": str(ctx["router"]),
+                },
+                "native": {},
+            }
+        )
     return out
 
 
@@ -115,12 +154,16 @@ def _iso(v: Any) -> str | None:
 
 def point_report(row: pd.Series, ctx: dict[str, Any]) -> dict[str, Any]:
     """One llm-d benchmark report (a dict, version 0.2.1) of one results row."""
-    run_id, recipe = str(row.get("run_id") or ctx.get("run_id") or ""), str(row.get("recipe") or ctx.get("recipe") or "")
+    run_id, recipe = (
+        str(row.get("run_id") or ctx.get("run_id") or ""),
+        str(row.get("recipe") or ctx.get("recipe") or ""),
+    )
     c, rate, rep = int(row["concurrency"]), _f(row.get("request_rate")) or 0.0, int(row.get("repetition") or 0)
     load = f"c{c}" + (f" at {rate:g} req/s" if rate else "") + f" repetition {rep}"
     invalid = is_invalid(row.get("valid"))
     description = f"{recipe} [{run_id}] {load}" + (
-        f"; INVALID measurement: {row.get('validity_reasons') or 'invalid'}" if invalid else "")
+        f"; INVALID measurement: {row.get('validity_reasons') or 'invalid'}" if invalid else ""
+    )
     duration = _f(row.get("duration_s"))
     workload = dict(ctx.get("workload") or {})
     isl, osl = aiperf_stats(row, "input_sequence_length"), aiperf_stats(row, "output_sequence_length")
@@ -128,45 +171,99 @@ def point_report(row: pd.Series, ctx: dict[str, Any]) -> dict[str, Any]:
     def seq(stats: dict[str, float] | None) -> dict[str, Any] | None:
         if not stats:
             return None
-        return _drop_none({"distribution": "fixed", "value": stats["mean"],
-                           "min": int(stats["min"]) if "min" in stats else None,
-                           "max": max(1, int(stats["max"])) if "max" in stats else None})
+        return _drop_none(
+            {
+                "distribution": "fixed",
+                "value": stats["mean"],
+                "min": int(stats["min"]) if "min" in stats else None,
+                "max": max(1, int(stats["max"])) if "max" in stats else None,
+            }
+        )
 
     ok, failed = _f(row.get("requests_ok")), _f(row.get("requests_failed"))
     total = (ok or 0) + (failed or 0) if ok is not None else _f(row.get("request_count__avg"))
     report = {
         "version": VERSION,
-        "run": _drop_none({
-            "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"infersweep:{run_id}:{recipe}:c{c}:rate{rate:g}:r{rep}")),
-            "eid": str(uuid.uuid5(uuid.NAMESPACE_URL, run_id)) if run_id else None,
-            "time": _drop_none({"start": _iso(row.get("point_start")), "end": _iso(row.get("point_end")),
-                                "duration": f"PT{duration:g}S" if duration is not None else None}) or None,
-            "description": description}),
-        "scenario": _drop_none({
-            "stack": stack(ctx) or None,
-            "load": {"metadata": {"schema_version": "0.0.1",
-                                  "cfg_id": hashlib.sha256(json.dumps(workload, sort_keys=True).encode()).hexdigest()[:32],
-                                  "description": f"infersweep {recipe}: AIPerf {load}"},
-                     "standardized": _drop_none({
-                         "tool": "aiperf", "tool_version": str(row.get("aiperf_version") or ctx.get("aiperf_version") or "unknown"),
-                         "source": "sampled" if workload.get("trace") else "random",
-                         "input_seq_len": seq(isl) or {"distribution": "other", "value": 0},
-                         "output_seq_len": seq(osl), "concurrency": c, "rate_qps": rate or None}),
-                     "native": {"config": {"workload": workload, "concurrency": c, "request_rate": rate,
-                                           "repetition": rep,
-                                           "seed": int(_f(row.get("seed"))) if _f(row.get("seed")) is not None else None}}}}),
-        "results": {"request_performance": {"aggregate": _drop_none({
-            "requests": _drop_none({"total": int(total or 0), "failures": int(failed) if failed is not None else None,
-                                    "input_length": _stat("count", isl), "output_length": _stat("count", osl)}),
-            "latency": _drop_none({
-                "time_to_first_token": _stat("s", aiperf_stats(row, "time_to_first_token", 1e-3)),
-                "inter_token_latency": _stat("s/token", aiperf_stats(row, "inter_token_latency", 1e-3)),
-                "request_latency": _stat("s", aiperf_stats(row, "request_latency", 1e-3))}) or None,
-            "throughput": _drop_none({
-                "input_token_rate": _mean("tokens/s", row.get("input_token_throughput__avg")),
-                "output_token_rate": _mean("tokens/s", row.get("output_token_throughput__avg")),
-                "total_token_rate": _mean("tokens/s", row.get("total_token_throughput__avg")),
-                "request_rate": _mean("queries/s", row.get("request_throughput__avg"))}) or None})}},
+        "run": _drop_none(
+            {
+                "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"infersweep:{run_id}:{recipe}:c{c}:rate{rate:g}:r{rep}")),
+                "eid": str(uuid.uuid5(uuid.NAMESPACE_URL, run_id)) if run_id else None,
+                "time": _drop_none(
+                    {
+                        "start": _iso(row.get("point_start")),
+                        "end": _iso(row.get("point_end")),
+                        "duration": f"PT{duration:g}S" if duration is not None else None,
+                    }
+                )
+                or None,
+                "description": description,
+            }
+        ),
+        "scenario": _drop_none(
+            {
+                "stack": stack(ctx) or None,
+                "load": {
+                    "metadata": {
+                        "schema_version": "0.0.1",
+                        "cfg_id": hashlib.sha256(json.dumps(workload, sort_keys=True).encode()).hexdigest()[:32],
+                        "description": f"infersweep {recipe}: AIPerf {load}",
+                    },
+                    "standardized": _drop_none(
+                        {
+                            "tool": "aiperf",
+                            "tool_version": str(row.get("aiperf_version") or ctx.get("aiperf_version") or "unknown"),
+                            "source": "sampled" if workload.get("trace") else "random",
+                            "input_seq_len": seq(isl) or {"distribution": "other", "value": 0},
+                            "output_seq_len": seq(osl),
+                            "concurrency": c,
+                            "rate_qps": rate or None,
+                        }
+                    ),
+                    "native": {
+                        "config": {
+                            "workload": workload,
+                            "concurrency": c,
+                            "request_rate": rate,
+                            "repetition": rep,
+                            "seed": int(_f(row.get("seed"))) if _f(row.get("seed")) is not None else None,
+                        }
+                    },
+                },
+            }
+        ),
+        "results": {
+            "request_performance": {
+                "aggregate": _drop_none(
+                    {
+                        "requests": _drop_none(
+                            {
+                                "total": int(total or 0),
+                                "failures": int(failed) if failed is not None else None,
+                                "input_length": _stat("count", isl),
+                                "output_length": _stat("count", osl),
+                            }
+                        ),
+                        "latency": _drop_none(
+                            {
+                                "time_to_first_token": _stat("s", aiperf_stats(row, "time_to_first_token", 1e-3)),
+                                "inter_token_latency": _stat("s/token", aiperf_stats(row, "inter_token_latency", 1e-3)),
+                                "request_latency": _stat("s", aiperf_stats(row, "request_latency", 1e-3)),
+                            }
+                        )
+                        or None,
+                        "throughput": _drop_none(
+                            {
+                                "input_token_rate": _mean("tokens/s", row.get("input_token_throughput__avg")),
+                                "output_token_rate": _mean("tokens/s", row.get("output_token_throughput__avg")),
+                                "total_token_rate": _mean("tokens/s", row.get("total_token_throughput__avg")),
+                                "request_rate": _mean("queries/s", row.get("request_throughput__avg")),
+                            }
+                        )
+                        or None,
+                    }
+                )
+            }
+        },
     }
     return report
 
@@ -182,8 +279,10 @@ def export_run(run, *, include_invalid: bool = False) -> tuple[dict[str, dict[st
             skipped.append(f"{name}: not exported: the point {row.get('status')}: {str(row.get('reason') or '')[:160]}")
             continue
         if is_invalid(row.get("valid")) and not include_invalid:
-            skipped.append(f"{name}: not exported: invalid measurement ({row.get('validity_reasons') or 'invalid'}); "
-                           "--include-invalid exports it marked INVALID")
+            skipped.append(
+                f"{name}: not exported: invalid measurement ({row.get('validity_reasons') or 'invalid'}); "
+                "--include-invalid exports it marked INVALID"
+            )
             continue
         reports[name] = point_report(row, ctx)
     return reports, skipped

@@ -43,7 +43,8 @@ def parse_manifest(body: bytes | None, url: str, run: str) -> dict:
         raise IncompleteRunError(
             f"run {run} is incomplete: no manifest at {url}. Its publish never finished (an interrupted or "
             "failing run); its files are not trusted as results. Finish it with "
-            "`infersweep publish DIR --bucket B --prefix P` from the run's folder.")
+            "`infersweep publish DIR --bucket B --prefix P` from the run's folder."
+        )
     manifest = json.loads(body)
     if not isinstance(manifest, dict) or manifest.get("schema") != MANIFEST_SCHEMA:
         found = manifest.get("schema") if isinstance(manifest, dict) else type(manifest).__name__
@@ -63,8 +64,10 @@ def missing_object(url: str) -> IncompleteRunError:
 def check_object(entry: dict, sha256: str, size: int, url: str) -> None:
     """ChecksumError unless an object's bytes (their sha256 and size) are the ones its manifest entry records."""
     if sha256 != entry["sha256"] or size != entry["size"]:
-        raise ChecksumError(f"{url}: content sha256={sha256} size={size}, manifest says "
-                            f"sha256={entry['sha256']} size={entry['size']}", key=entry["key"])
+        raise ChecksumError(
+            f"{url}: content sha256={sha256} size={size}, manifest says sha256={entry['sha256']} size={entry['size']}",
+            key=entry["key"],
+        )
 
 
 def check_sha256_metadata(body: bytes, recorded: str | None, url: str, key: str = "", *, required: bool) -> bytes:

@@ -24,7 +24,9 @@ def _plt():
     return plt
 
 
-def pareto_frontier(points: pd.DataFrame, x: str = "output_throughput_p50_tok_s_per_user", y: str = "output_throughput_tok_s_per_gpu") -> pd.DataFrame:
+def pareto_frontier(
+    points: pd.DataFrame, x: str = "output_throughput_p50_tok_s_per_user", y: str = "output_throughput_tok_s_per_gpu"
+) -> pd.DataFrame:
     """The points no other point beats on both x and y (higher is better on both), sorted by x."""
     pts = points.dropna(subset=[x, y]).sort_values([x, y], ascending=[False, False])
     keep, best_y = [], -math.inf
@@ -57,24 +59,55 @@ def pareto_plot(runs: dict[str, pd.DataFrame], path: Path, title: str) -> Path:
         if pts.empty:
             continue
         color = COLORS[i % len(COLORS)]
-        ax.plot(pts["output_throughput_p50_tok_s_per_user"], pts["output_throughput_tok_s_per_gpu"], "-", color=color, alpha=0.35)
+        ax.plot(
+            pts["output_throughput_p50_tok_s_per_user"],
+            pts["output_throughput_tok_s_per_gpu"],
+            "-",
+            color=color,
+            alpha=0.35,
+        )
         front = pareto_frontier(pts)
-        ax.plot(front["output_throughput_p50_tok_s_per_user"], front["output_throughput_tok_s_per_gpu"], "-", color=color, lw=2.2, label=f"{label} (frontier)")
+        ax.plot(
+            front["output_throughput_p50_tok_s_per_user"],
+            front["output_throughput_tok_s_per_gpu"],
+            "-",
+            color=color,
+            lw=2.2,
+            label=f"{label} (frontier)",
+        )
         for _, r in pts.iterrows():
             passed = r["slo_pass"] is True
-            ax.plot(r["output_throughput_p50_tok_s_per_user"], r["output_throughput_tok_s_per_gpu"], "o", color=color,
-                    markerfacecolor=color if passed else "white", markersize=7)
-            ax.annotate(f"c={int(r['concurrency'])}", (r["output_throughput_p50_tok_s_per_user"], r["output_throughput_tok_s_per_gpu"]),
-                        textcoords="offset points", xytext=(5, 5), fontsize=8)
+            ax.plot(
+                r["output_throughput_p50_tok_s_per_user"],
+                r["output_throughput_tok_s_per_gpu"],
+                "o",
+                color=color,
+                markerfacecolor=color if passed else "white",
+                markersize=7,
+            )
+            ax.annotate(
+                f"c={int(r['concurrency'])}",
+                (r["output_throughput_p50_tok_s_per_user"], r["output_throughput_tok_s_per_gpu"]),
+                textcoords="offset points",
+                xytext=(5, 5),
+                fontsize=8,
+            )
     if slo.get("output_throughput_p50_tok_s_per_user"):
         lo = slo["output_throughput_p50_tok_s_per_user"]
-        ax.axvspan(lo, max(ax.get_xlim()[1], lo * 1.1), color="tab:green", alpha=0.08,
-                   label=f"SLO region: tok/s/user >= {lo:g}")
+        ax.axvspan(
+            lo,
+            max(ax.get_xlim()[1], lo * 1.1),
+            color="tab:green",
+            alpha=0.08,
+            label=f"SLO region: tok/s/user >= {lo:g}",
+        )
         ax.axvline(lo, color="tab:green", linestyle="--", lw=1)
     bounds = ", ".join(f"{k}={v:g}" for k, v in slo.items() if k != "output_throughput_p50_tok_s_per_user")
     ax.set_xlabel("output tok/s per user (p50)")
     ax.set_ylabel("output tok/s per GPU")
-    ax.set_title(title + (f"\nfilled: meets all SLOs ({bounds})" if bounds else "\nfilled: meets all SLOs"), fontsize=10)
+    ax.set_title(
+        title + (f"\nfilled: meets all SLOs ({bounds})" if bounds else "\nfilled: meets all SLOs"), fontsize=10
+    )
     ax.grid(True, alpha=0.3)
     ax.legend(loc="best", fontsize=8)
     return _save(fig, path)
@@ -115,12 +148,24 @@ def error_plot(runs: dict[str, pd.DataFrame], path: Path, title: str) -> Path:
         for c, g in rows:
             rate = g["error_ratio"].astype("float64").median()
             x = pos[int(c)] + (i - (len(runs) - 1) / 2) * width
-            ax.bar(x, 100 * (0 if math.isnan(rate) else rate), width, color=COLORS[i % len(COLORS)],
-                   label=label if c == levels[0] else None)
+            ax.bar(
+                x,
+                100 * (0 if math.isnan(rate) else rate),
+                width,
+                color=COLORS[i % len(COLORS)],
+                label=label if c == levels[0] else None,
+            )
             bad = sorted(set(g["status"]) - {"ok"})
             if bad:
-                ax.annotate("/".join(bad), (x, 100 * (0 if math.isnan(rate) else rate)), ha="center",
-                            va="bottom", fontsize=7, color="tab:red", rotation=90)
+                ax.annotate(
+                    "/".join(bad),
+                    (x, 100 * (0 if math.isnan(rate) else rate)),
+                    ha="center",
+                    va="bottom",
+                    fontsize=7,
+                    color="tab:red",
+                    rotation=90,
+                )
     ax.set_xticks(range(len(levels)), [str(c) for c in levels])
     ax.set_xlabel("concurrency")
     ax.set_ylabel("failed requests (%)")
@@ -148,8 +193,14 @@ def server_metrics_plot(metrics: pd.DataFrame, path: Path, title: str, max_serie
             ax.plot(series["ts"] - t0, series["value"], lw=1, label=_short_labels(labels))
         for k, (conc, w) in enumerate(windows.iterrows()):
             ax.axvspan(w["min"] - t0, w["max"] - t0, color="grey", alpha=0.08 if k % 2 else 0.16)
-            ax.annotate(f"c={conc}", ((w["min"] + w["max"]) / 2 - t0, 1.0), xycoords=("data", "axes fraction"),
-                        ha="center", va="top", fontsize=7)
+            ax.annotate(
+                f"c={conc}",
+                ((w["min"] + w["max"]) / 2 - t0, 1.0),
+                xycoords=("data", "axes fraction"),
+                ha="center",
+                va="top",
+                fontsize=7,
+            )
         ax.set_ylabel(name, fontsize=8)
         ax.grid(True, alpha=0.3)
         if sub["labels"].nunique() > 1:

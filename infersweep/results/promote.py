@@ -47,9 +47,13 @@ def promote(source: RunStore, run_ref: str, dest: RunStore) -> dict:
         dest.backend.put(f"{prefix}/{rel}", body)
         written.add(f"{prefix}/{rel}")
     dest.backend.put(f"{prefix}/manifest.json", manifest_bytes)
-    record = {"recipe": recipe, "run_id": run_id, "source": source.backend.url(f"{source._prefix(recipe, run_id)}"),
-              "manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest(),
-              "promoted_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+    record = {
+        "recipe": recipe,
+        "run_id": run_id,
+        "source": source.backend.url(f"{source._prefix(recipe, run_id)}"),
+        "manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest(),
+        "promoted_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+    }
     dest.backend.put(f"{prefix}/{BASELINE_RECORD}", json.dumps(record, indent=1, sort_keys=True).encode())
     written |= {f"{prefix}/manifest.json", f"{prefix}/{BASELINE_RECORD}"}
     for stale in sorted(before - written):

@@ -40,9 +40,17 @@ from pathlib import Path
 
 from botocore.exceptions import ClientError
 
-from infersweep.results.manifest import (MANIFEST_NAME, MANIFEST_SCHEMA, SHA_META, ChecksumError,
-                                         check_object, check_sha256_metadata, listed_objects, missing_object,
-                                         parse_manifest)
+from infersweep.results.manifest import (
+    MANIFEST_NAME,
+    MANIFEST_SCHEMA,
+    SHA_META,
+    ChecksumError,
+    check_object,
+    check_sha256_metadata,
+    listed_objects,
+    missing_object,
+    parse_manifest,
+)
 from infersweep.results.s3 import MAX_WORKERS, TRANSFER_CONFIG, s3_client
 from infersweep.results.store import publish_index_entry
 
@@ -159,8 +167,14 @@ def publish_tree(
         raise  # the existing manifest is damaged: needs a human, not a retry
     except Exception as exc:
         raise _publish_error(
-            "writing the manifest", bucket, prefix, local_dir, command, files,
-            {f"{prefix}/{MANIFEST_NAME}": exc}, uploaded=[f.key for f in to_send],
+            "writing the manifest",
+            bucket,
+            prefix,
+            local_dir,
+            command,
+            files,
+            {f"{prefix}/{MANIFEST_NAME}": exc},
+            uploaded=[f.key for f in to_send],
         ) from exc
 
     return {
@@ -218,25 +232,27 @@ def _plan(s3, bucket: str, f: _File, existing: set[str] | None = None) -> None:
     remote_size = head["ContentLength"]
     if remote_sha == f.sha256 and remote_size == f.size:
         f.action = "skip"
-    elif _is_append_only(f.rel) and remote_sha and remote_size <= f.size and (
-        _sha256_file(f.path, limit=remote_size) == remote_sha
+    elif (
+        _is_append_only(f.rel)
+        and remote_sha
+        and remote_size <= f.size
+        and (_sha256_file(f.path, limit=remote_size) == remote_sha)
     ):
         # The local file only grew since the last publish: replacing the
         # object keeps every byte it held.
         f.action = "replace"
     else:
         f.action = "conflict"
-        f.note = (
-            f"remote sha256={remote_sha or 'missing'} size={remote_size}, "
-            f"local sha256={f.sha256} size={f.size}"
-        )
+        f.note = f"remote sha256={remote_sha or 'missing'} size={remote_size}, local sha256={f.sha256} size={f.size}"
 
 
 def _upload(s3, bucket: str, f: _File) -> None:
     _check_unchanged(f)
     content_type = _content_type(f.path)
     s3.upload_file(
-        str(f.path), bucket, f.key,
+        str(f.path),
+        bucket,
+        f.key,
         ExtraArgs={"Metadata": {SHA_META: f.sha256}, "ContentType": content_type},
         Config=TRANSFER_CONFIG,
     )
@@ -280,7 +296,10 @@ def _write_manifest(s3, bucket: str, prefix: str, files: list[_File], extra: dic
     manifest["created_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     body = json.dumps(manifest, indent=2, sort_keys=True).encode()
     s3.put_object(
-        Bucket=bucket, Key=key, Body=body, ContentType="application/json",
+        Bucket=bucket,
+        Key=key,
+        Body=body,
+        ContentType="application/json",
         Metadata={SHA_META: hashlib.sha256(body).hexdigest()},
     )
     return True
@@ -301,8 +320,9 @@ def _publish_error(stage, bucket, prefix, local_dir, command, files, errors, upl
         f"The local copy at {local_dir} is intact (nothing local is changed or deleted).\n"
         f"To publish it later: {command}"
     )
-    return PublishError(message, uploaded=uploaded_keys, not_uploaded=missing, command=command,
-                        causes=list(errors.values()))
+    return PublishError(
+        message, uploaded=uploaded_keys, not_uploaded=missing, command=command, causes=list(errors.values())
+    )
 
 
 def _some(keys: list[str], limit: int = 10) -> str:
@@ -368,8 +388,9 @@ def read_object_verified(bucket: str, key: str, s3=None) -> bytes:
     """Read a (small) object and check it against its sha256 metadata (ChecksumError)."""
     s3 = s3 or s3_client()
     response = s3.get_object(Bucket=bucket, Key=key)
-    return check_sha256_metadata(response["Body"].read(), response.get("Metadata", {}).get(SHA_META),
-                                 f"s3://{bucket}/{key}", key, required=True)
+    return check_sha256_metadata(
+        response["Body"].read(), response.get("Metadata", {}).get(SHA_META), f"s3://{bucket}/{key}", key, required=True
+    )
 
 
 # -- helpers ----------------------------------------------------------------
@@ -494,8 +515,11 @@ def publish_run(local_dir: Path, bucket: str, prefix: str, *, retry_prefix: bool
         if not retry_prefix:
             raise
         prefix = free_retry_prefix(bucket, prefix)
-        print(f"publish: {prefix.rsplit('-r', 1)[0]} already holds an earlier attempt of this run; "
-              f"publishing this attempt under {prefix}", file=sys.stderr)
+        print(
+            f"publish: {prefix.rsplit('-r', 1)[0]} already holds an earlier attempt of this run; "
+            f"publishing this attempt under {prefix}",
+            file=sys.stderr,
+        )
         summary = publish_tree(local_dir, bucket=bucket, prefix=prefix)
     print(
         f"published s3://{summary['bucket']}/{summary['prefix']}: {summary['objects']} objects, "

@@ -32,8 +32,8 @@ import numpy as np
 import pandas as pd
 
 from infersweep.metrics import DEFAULT_Z, direction, normalize_tolerances
-from infersweep.results.table import OK_STATUSES
 from infersweep.results.evidence import counted
+from infersweep.results.table import OK_STATUSES
 
 MEDIAN_SE = 1.2533  # se(median) / (sigma / sqrt(n)) for normal noise
 
@@ -58,13 +58,17 @@ class Finding:
         unit = "%" if self.kind == "rel" else ""
         scale = 100 if self.kind == "rel" else 1
         worse = "worse" if self.change > 0 else "better" if self.change < 0 else "no change"
-        noise = (f"noise ±{scale * self.noise:.2g}{unit} (1 se, n={self.n_current}/{self.n_baseline})"
-                 if math.isfinite(self.noise) else
-                 f"noise unknown: one repetition per point (n={self.n_current}/{self.n_baseline}), so the tolerance "
-                 "alone decides and run-to-run noise can flip it")
+        noise = (
+            f"noise ±{scale * self.noise:.2g}{unit} (1 se, n={self.n_current}/{self.n_baseline})"
+            if math.isfinite(self.noise)
+            else f"noise unknown: one repetition per point (n={self.n_current}/{self.n_baseline}), so the tolerance "
+            "alone decides and run-to-run noise can flip it"
+        )
         size = f"{scale * abs(self.change):.2f}{unit} " if self.change else ""
-        return (f"{self.verdict:>12}  {self.metric} @c{self.concurrency}: {self.baseline:.4g} -> {self.current:.4g} "
-                f"({size}{worse}; tolerance {scale * self.tolerance:.3g}{unit}; {noise})")
+        return (
+            f"{self.verdict:>12}  {self.metric} @c{self.concurrency}: {self.baseline:.4g} -> {self.current:.4g} "
+            f"({size}{worse}; tolerance {scale * self.tolerance:.3g}{unit}; {noise})"
+        )
 
 
 @dataclass
@@ -95,9 +99,10 @@ def _pooled_sigma(cells: list[np.ndarray], relative: bool) -> float:
     return math.sqrt(ss / dof) if dof else math.nan
 
 
-def _cell(metric: str, conc: int, cur: np.ndarray, base: np.ndarray, tol: dict[str, float], z: float,
-          sigma: dict[str, float]) -> Finding:
-    (kind, tolerance), = tol.items()
+def _cell(
+    metric: str, conc: int, cur: np.ndarray, base: np.ndarray, tol: dict[str, float], z: float, sigma: dict[str, float]
+) -> Finding:
+    ((kind, tolerance),) = tol.items()
     sign = 1.0 if direction(metric) == "lower" else -1.0  # change > 0 means worse
     b, c = float(np.median(base)), float(np.median(cur))
     if kind == "rel" and b == 0:
@@ -136,8 +141,12 @@ def _measured_levels(df: pd.DataFrame) -> set[int]:
     return set(df[df["status"].isin(OK_STATUSES)]["concurrency"].dropna().astype(int))
 
 
-def judge_run(current_table: pd.DataFrame, baseline_table: pd.DataFrame,
-              tolerances: dict[str, Any] | None = None, include_invalid: bool = False) -> Verdict:
+def judge_run(
+    current_table: pd.DataFrame,
+    baseline_table: pd.DataFrame,
+    tolerances: dict[str, Any] | None = None,
+    include_invalid: bool = False,
+) -> Verdict:
     """The verdict of a run against its baseline (see the module docstring).
 
     Metrics are compared over valid points only unless `include_invalid`; the report lists what was left
@@ -152,11 +161,15 @@ def judge_run(current_table: pd.DataFrame, baseline_table: pd.DataFrame,
     lost = sorted(base_measured - cur_measured)
     for c in lost:
         reasons = current_table[current_table["concurrency"] == c]["reason"].dropna().unique().tolist()
-        notes.append(f"   regressed  concurrency {c}: measured in the baseline, not now"
-                     + (f" ({'; '.join(map(str, reasons))[:200]})" if reasons else " (point missing)"))
+        notes.append(
+            f"   regressed  concurrency {c}: measured in the baseline, not now"
+            + (f" ({'; '.join(map(str, reasons))[:200]})" if reasons else " (point missing)")
+        )
     current_table, left_cur = counted(current_table, include_invalid)
     baseline_table, left_base = counted(baseline_table, include_invalid)
-    notes += [f"   left out  current: {line}" for line in left_cur] + [f"   left out  baseline: {line}" for line in left_base]
+    notes += [f"   left out  current: {line}" for line in left_cur] + [
+        f"   left out  baseline: {line}" for line in left_base
+    ]
     metrics = [m for m in tols if m in current_table.columns and m in baseline_table.columns]
     for m in tols:
         if m not in metrics:
@@ -170,9 +183,12 @@ def judge_run(current_table: pd.DataFrame, baseline_table: pd.DataFrame,
             findings.append(_cell(metric, conc, cur[conc], base[conc], tols[metric], z, sigma))
     if not findings and not lost:
         # Nothing valid to judge (infersweep.results.evidence): inconclusive, never pass.
-        why = (f"no valid concurrency point measured in both runs ({len(left_cur) + len(left_base)} invalid "
-               "point(s) left out; --include-invalid judges them)" if left_cur or left_base
-               else "no concurrency point measured in both runs")
+        why = (
+            f"no valid concurrency point measured in both runs ({len(left_cur) + len(left_base)} invalid "
+            "point(s) left out; --include-invalid judges them)"
+            if left_cur or left_base
+            else "no concurrency point measured in both runs"
+        )
         return Verdict("inconclusive", "\n".join([f"inconclusive: {why}"] + notes), [])
     kinds = {f.verdict for f in findings}
     if lost or "regressed" in kinds:
@@ -183,14 +199,22 @@ def judge_run(current_table: pd.DataFrame, baseline_table: pd.DataFrame,
         verdict = "improved"
     else:
         verdict = "pass"
-    counts = ", ".join(f"{sum(f.verdict == k for f in findings)} {k}" for k in VERDICTS if any(f.verdict == k for f in findings))
-    head = (f"{verdict}: {len(findings)} checks over {len({f.concurrency for f in findings})} concurrency points "
-            f"({counts}); a change counts when beyond its tolerance and {z:g} standard errors of noise")
+    counts = ", ".join(
+        f"{sum(f.verdict == k for f in findings)} {k}" for k in VERDICTS if any(f.verdict == k for f in findings)
+    )
+    head = (
+        f"{verdict}: {len(findings)} checks over {len({f.concurrency for f in findings})} concurrency points "
+        f"({counts}); a change counts when beyond its tolerance and {z:g} standard errors of noise"
+    )
     unknown = sum(not math.isfinite(f.noise) for f in findings)
     if unknown:  # why: the spread of one repetition cannot be measured from one value per point
-        head += (f"; noise unknown for {unknown} of {len(findings)} checks: their points ran once (n=1), so a run "
-                 "cannot tell a change from noise; set the recipe's regression.repetitions to 2 or more (the nightly "
-                 "default is 3)")
+        head += (
+            f"; noise unknown for {unknown} of {len(findings)} checks: their points ran once (n=1), so a run "
+            "cannot tell a change from noise; set the recipe's regression.repetitions to 2 or more (the nightly "
+            "default is 3)"
+        )
     order = {"regressed": 0, "inconclusive": 1, "improved": 2, "pass": 3}
-    lines = [head] + notes + [f.line() for f in sorted(findings, key=lambda f: (order[f.verdict], f.metric, f.concurrency))]
+    lines = (
+        [head] + notes + [f.line() for f in sorted(findings, key=lambda f: (order[f.verdict], f.metric, f.concurrency))]
+    )
     return Verdict(verdict, "\n".join(lines), findings)

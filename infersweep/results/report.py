@@ -21,18 +21,49 @@ from infersweep.results.evidence import best_point
 from infersweep.results.run import Run
 
 TABLE_COLUMNS = [
-    ("concurrency", "conc."), ("repetition", "rep"), ("status", "status"),
-    ("ttft_p50_ms", "TTFT p50 ms"), ("ttft_p99_ms", "TTFT p99 ms"), ("ttft_avg_ms", "TTFT mean ms"),
-    ("itl_p50_ms", "ITL p50 ms"), ("itl_p99_ms", "ITL p99 ms"),
-    ("request_latency_p50_ms", "latency p50 ms"), ("request_latency_p99_ms", "latency p99 ms"),
-    ("output_throughput_tok_s", "output tok/s"), ("output_throughput_tok_s_per_gpu", "tok/s/GPU"),
+    ("concurrency", "conc."),
+    ("repetition", "rep"),
+    ("status", "status"),
+    ("ttft_p50_ms", "TTFT p50 ms"),
+    ("ttft_p99_ms", "TTFT p99 ms"),
+    ("ttft_avg_ms", "TTFT mean ms"),
+    ("itl_p50_ms", "ITL p50 ms"),
+    ("itl_p99_ms", "ITL p99 ms"),
+    ("request_latency_p50_ms", "latency p50 ms"),
+    ("request_latency_p99_ms", "latency p99 ms"),
+    ("output_throughput_tok_s", "output tok/s"),
+    ("output_throughput_tok_s_per_gpu", "tok/s/GPU"),
     ("output_throughput_p50_tok_s_per_user", "tok/s/user p50"),
-    ("request_throughput_req_s", "req/s"), ("goodput_req_s", "goodput req/s"), ("goodput_ratio", "good %"),
-    ("error_ratio", "errors %"), ("slo_pass", "SLO"), ("valid", "valid"), ("validity_reasons", "why not valid"),
+    ("request_throughput_req_s", "req/s"),
+    ("goodput_req_s", "goodput req/s"),
+    ("goodput_ratio", "good %"),
+    ("error_ratio", "errors %"),
+    ("slo_pass", "SLO"),
+    ("valid", "valid"),
+    ("validity_reasons", "why not valid"),
 ]
-CONTEXT_ROWS = ["run_id", "recipe", "recipe_hash", "engine", "engine_image", "model", "model_revision",
-                "model_commit", "topology", "router", "gpu_type", "gpu_count", "workload", "aiperf_version",
-                "aiperf_image", "run_start", "run_end", "context_source", "source", "prediction"]
+CONTEXT_ROWS = [
+    "run_id",
+    "recipe",
+    "recipe_hash",
+    "engine",
+    "engine_image",
+    "model",
+    "model_revision",
+    "model_commit",
+    "topology",
+    "router",
+    "gpu_type",
+    "gpu_count",
+    "workload",
+    "aiperf_version",
+    "aiperf_image",
+    "run_start",
+    "run_end",
+    "context_source",
+    "source",
+    "prediction",
+]
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#222;max-width:1400px}
@@ -60,11 +91,16 @@ def _fmt(value, col: str) -> str:
 
 def results_table_html(df: pd.DataFrame) -> str:
     cols = [(c, h) for c, h in TABLE_COLUMNS if c in df.columns]
-    head = "".join(f'<th class="{"l" if c in ("status", "validity_reasons") else ""}">{html.escape(h)}</th>' for c, h in cols)
+    head = "".join(
+        f'<th class="{"l" if c in ("status", "validity_reasons") else ""}">{html.escape(h)}</th>' for c, h in cols
+    )
     body = []
     for _, r in df.iterrows():
         cls = "" if r["status"] == "ok" else ' class="bad"'
-        cells = "".join(f'<td class="{"l" if c in ("status", "validity_reasons") else ""}">{_fmt(r.get(c), c)}</td>' for c, _ in cols)
+        cells = "".join(
+            f'<td class="{"l" if c in ("status", "validity_reasons") else ""}">{_fmt(r.get(c), c)}</td>'
+            for c, _ in cols
+        )
         body.append(f"<tr{cls}>{cells}</tr>")
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
@@ -91,18 +127,25 @@ def _slo_html(run: Run) -> str:
     if top is None:
         best = '<span class="fail">no valid measured point meets them</span>'
     else:
-        best = (f'<span class="pass">best valid point meeting them: concurrency {int(top["concurrency"])}</span>, '
-                f'{top["output_throughput_tok_s_per_gpu"]:.1f} tok/s/GPU at {top["output_throughput_p50_tok_s_per_user"]:.1f} tok/s/user')
+        best = (
+            f'<span class="pass">best valid point meeting them: concurrency {int(top["concurrency"])}</span>, '
+            f"{top['output_throughput_tok_s_per_gpu']:.1f} tok/s/GPU at {top['output_throughput_p50_tok_s_per_user']:.1f} tok/s/user"
+        )
     return f"<p>SLOs: {items}. {best}. Goodput counts the requests that met them (per request).</p>"
 
 
 def _failures_html(df: pd.DataFrame) -> str:
     bad = df[df["status"] != "ok"]
     if bad.empty:
-        return ("<p>Every point completed with all requests succeeding (or within the allowed error rate).</p>"
-                + _invalid_html(df))
-    items = "".join(f"<li>concurrency {html.escape(str(r['concurrency']))}: <b>{html.escape(str(r['status']))}</b> — "
-                    f"{html.escape(str(r['reason']))}</li>" for _, r in bad.iterrows())
+        return (
+            "<p>Every point completed with all requests succeeding (or within the allowed error rate).</p>"
+            + _invalid_html(df)
+        )
+    items = "".join(
+        f"<li>concurrency {html.escape(str(r['concurrency']))}: <b>{html.escape(str(r['status']))}</b> — "
+        f"{html.escape(str(r['reason']))}</li>"
+        for _, r in bad.iterrows()
+    )
     return f"<ul>{items}</ul>" + _invalid_html(df)
 
 
@@ -113,10 +156,14 @@ def _invalid_html(df: pd.DataFrame) -> str:
     bad = df[df["status"].isin(("ok", "partial")) & (df["valid"] == False)]  # noqa: E712
     if bad.empty:
         return ""
-    items = "".join(f"<li>concurrency {html.escape(str(r['concurrency']))}: {html.escape(str(r['validity_reasons']))}</li>"
-                    for _, r in bad.iterrows())
-    return (f"<p>Measured but not valid (no SLO verdict, never the best point; compare and regress leave these out "
-            f"by default):</p><ul>{items}</ul>")
+    items = "".join(
+        f"<li>concurrency {html.escape(str(r['concurrency']))}: {html.escape(str(r['validity_reasons']))}</li>"
+        for _, r in bad.iterrows()
+    )
+    return (
+        f"<p>Measured but not valid (no SLO verdict, never the best point; compare and regress leave these out "
+        f"by default):</p><ul>{items}</ul>"
+    )
 
 
 def _img(path: Path, alt: str) -> str:
@@ -129,8 +176,14 @@ def simulated_banner_html(source: str | None) -> list[str]:
     from infersweep.predict.source import banner
 
     text = banner(source)
-    return [f'<p class="simulated" style="background:#fff3cd;border:1px solid #d4a000;padding:8px 12px">'
-            f"{html.escape(text)}</p>"] if text else []
+    return (
+        [
+            f'<p class="simulated" style="background:#fff3cd;border:1px solid #d4a000;padding:8px 12px">'
+            f"{html.escape(text)}</p>"
+        ]
+        if text
+        else []
+    )
 
 
 def predicted_html(run: Run) -> str:
@@ -144,15 +197,19 @@ def predicted_html(run: Run) -> str:
         th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
         body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
         parts.append(f"<table><tr>{th}</tr>{body}</table>")
-        parts.append(f'<p class="muted">Predicted: {html.escape(str(note))}. Ratio = measured / predicted. '
-                     "Disaggregated TTFT predictions are zero-queue.</p>")
+        parts.append(
+            f'<p class="muted">Predicted: {html.escape(str(note))}. Ratio = measured / predicted. '
+            "Disaggregated TTFT predictions are zero-queue.</p>"
+        )
     else:
         why = note or "this run was summarized before predictions were recorded"
         parts.append(f'<p class="muted">No prediction beside these points: {html.escape(str(why))}</p>')
     flagged = implausible_rows(run.table)
     if flagged:
         items = "".join(f"<li>concurrency {html.escape(str(c))}: {html.escape(str(why))}</li>" for c, why in flagged)
-        parts.append(f'<p class="fail">Physically implausible points (faster than the hardware allows):</p><ul>{items}</ul>')
+        parts.append(
+            f'<p class="fail">Physically implausible points (faster than the hardware allows):</p><ul>{items}</ul>'
+        )
     return "".join(parts)
 
 
@@ -168,8 +225,9 @@ def write_report(run: Run, out_dir: Path, title: str | None = None) -> Path:
         ("Error rates", plots.error_plot(runs, out_dir / "errors.png", title)),
     ]
     if run.server_metrics is not None and not run.server_metrics.empty:
-        metrics_html = _img(plots.server_metrics_plot(run.server_metrics, out_dir / "server_metrics.png", title),
-                            "server metrics")
+        metrics_html = _img(
+            plots.server_metrics_plot(run.server_metrics, out_dir / "server_metrics.png", title), "server metrics"
+        )
     else:
         why = run.metrics_note or "no metrics/server_metrics.parquet in this run"
         metrics_html = f'<p class="muted">No server metrics: {html.escape(why)}</p>'
@@ -177,18 +235,29 @@ def write_report(run: Run, out_dir: Path, title: str | None = None) -> Path:
         f"<h1>{html.escape(title)}</h1>",
         *simulated_banner_html(run.context.get("source")),
         f'<p class="muted">run {html.escape(run.run_id)} · {html.escape(run.source)}</p>',
-        "<h2>Run context</h2>", _context_html(run),
-        "<h2>SLOs</h2>", _slo_html(run),
-        "<h2>Results</h2>", results_table_html(run.table),
-        "<h2>Measured vs predicted</h2>", predicted_html(run),
+        "<h2>Run context</h2>",
+        _context_html(run),
+        "<h2>SLOs</h2>",
+        _slo_html(run),
+        "<h2>Results</h2>",
+        results_table_html(run.table),
+        "<h2>Measured vs predicted</h2>",
+        predicted_html(run),
     ]
     for heading, png in figures:
         sections += [f"<h2>{html.escape(heading)}</h2>", _img(png, heading)]
-    sections += ["<h2>Failed or partial points</h2>", _failures_html(run.table),
-                 "<h2>Server metrics over time</h2>", metrics_html]
-    doc = ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-           f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>"
-           + "\n".join(sections) + "</body></html>\n")
+    sections += [
+        "<h2>Failed or partial points</h2>",
+        _failures_html(run.table),
+        "<h2>Server metrics over time</h2>",
+        metrics_html,
+    ]
+    doc = (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>"
+        + "\n".join(sections)
+        + "</body></html>\n"
+    )
     path = out_dir / "report.html"
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(doc, encoding="utf-8")

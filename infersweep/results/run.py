@@ -71,8 +71,10 @@ def load_run_folder(path: Path) -> Run:
     folder = resolve_run_folder(path)
     table_path = folder / RESULTS_FILE
     if not table_path.exists():
-        raise FileNotFoundError(f"{folder}: no {RESULTS_FILE}: the run was never summarized (interrupted before "
-                                f"its summarize step?); `python -m steps.summarize --run-dir {folder} ...` builds it")
+        raise FileNotFoundError(
+            f"{folder}: no {RESULTS_FILE}: the run was never summarized (interrupted before "
+            f"its summarize step?); `python -m steps.summarize --run-dir {folder} ...` builds it"
+        )
     wide = pd.read_parquet(table_path)
     table = upgrade_table(wide, str(table_path))  # a v1/v2 table reads under v3 names
     raw = read_raw(folder / RAW_FILE if (folder / RAW_FILE).exists() else None, wide)
@@ -86,8 +88,15 @@ def load_run_folder(path: Path) -> Run:
         note = (folder / METRICS_SKIPPED_FILE).read_text().strip()
     run_id = context.get("run_id") or (table["run_id"].iloc[0] if len(table) and table["run_id"].iloc[0] else "")
     run_id = run_id or (folder.parent.name if folder.name == "results" else folder.name)
-    return Run(run_id=run_id, table=table, context=context, source=f"local folder {folder} (not published)",
-               server_metrics=metrics, metrics_note=note, raw=raw)
+    return Run(
+        run_id=run_id,
+        table=table,
+        context=context,
+        source=f"local folder {folder} (not published)",
+        server_metrics=metrics,
+        metrics_note=note,
+        raw=raw,
+    )
 
 
 def read_raw(source, wide: pd.DataFrame) -> pd.DataFrame | None:

@@ -29,12 +29,7 @@ def s3_client(endpoint_url: str | None = None, *, connect_timeout: float = 3, re
     AWS_ENDPOINT_URL (unset => real AWS). Credentials and region come from the
     standard AWS chain only.
     """
-    endpoint_url = (
-        endpoint_url
-        or os.environ.get("AWS_ENDPOINT_URL_S3")
-        or os.environ.get("AWS_ENDPOINT_URL")
-        or None
-    )
+    endpoint_url = endpoint_url or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
     config = Config(
         # 3 attempts with the standard backoff: a refused connection gives up
         # after ~3 s, a black-holed one after ~3 x connect_timeout.
@@ -57,7 +52,7 @@ def download_prefix(bucket: str, prefix: str, dest: Path) -> int:
     n = 0
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix.rstrip("/") + "/"):
         for obj in page.get("Contents", []):
-            rel = obj["Key"][len(prefix.rstrip("/")) + 1:]
+            rel = obj["Key"][len(prefix.rstrip("/")) + 1 :]
             target = dest / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             s3.download_file(bucket, obj["Key"], str(target))

@@ -20,14 +20,13 @@ one that query is left out and `metrics/NOTES` says so.
 from __future__ import annotations
 
 import json
+import os
 import re
 import string
 import sys
 import urllib.parse
 import urllib.request
 from pathlib import Path
-
-import os
 
 import pandas as pd
 
@@ -88,8 +87,14 @@ def gpu_price(gpu_type: str | None, gpus_file: Path | None = None) -> float | No
     return float(price) if price is not None else None
 
 
-def scoped_queries(spec: dict, *, namespace: str, dgd: str, usd_per_gpu_hour: float | None = None,
-                   runtime_namespaces: list[str] | None = None) -> tuple[dict[str, str], list[str]]:
+def scoped_queries(
+    spec: dict,
+    *,
+    namespace: str,
+    dgd: str,
+    usd_per_gpu_hour: float | None = None,
+    runtime_namespaces: list[str] | None = None,
+) -> tuple[dict[str, str], list[str]]:
     """The queries of metrics.yaml with every placeholder filled for this deployment.
 
     `runtime_namespaces`: where the workers registered (worker_namespaces; default the base namespace),
@@ -99,39 +104,50 @@ def scoped_queries(spec: dict, *, namespace: str, dgd: str, usd_per_gpu_hour: fl
     """
     for field, value in (("namespace", namespace), ("dgd-name", dgd)):
         if not _LABEL_VALUE.match(value or ""):
-            raise ScopeError(f"--{field} {value!r}: must be a Kubernetes name (letters, digits, '-', '.'); "
-                             "pass the run's namespace and DGD name")
+            raise ScopeError(
+                f"--{field} {value!r}: must be a Kubernetes name (letters, digits, '-', '.'); "
+                "pass the run's namespace and DGD name"
+            )
     workers = runtime_namespaces or [dynamo_namespace(namespace, dgd)]
     for value in workers:
         if not _RUNTIME_NAMESPACE.match(value):
             raise ScopeError(f"runtime namespace {value!r} (from {READY_FILE}): not a Dynamo namespace name")
-    names = {"namespace": namespace, "dgd": dgd, "dynamo_namespace": dynamo_namespace(namespace, dgd),
-             "worker_namespaces": "|".join(workers)}
+    names = {
+        "namespace": namespace,
+        "dgd": dgd,
+        "dynamo_namespace": dynamo_namespace(namespace, dgd),
+        "worker_namespaces": "|".join(workers),
+    }
     selectors = {}
     for role, template in (spec.get("selectors") or {}).items():
         try:
             selectors[role] = string.Template(template).substitute(names)
         except (KeyError, ValueError) as e:
-            raise ScopeError(f"metrics.yaml selectors.{role}: unknown placeholder {e}; "
-                             f"known: {sorted(names)}") from None
+            raise ScopeError(
+                f"metrics.yaml selectors.{role}: unknown placeholder {e}; known: {sorted(names)}"
+            ) from None
     values = dict(selectors)
     if usd_per_gpu_hour is not None:
         values["usd_per_gpu_hour"] = f"{usd_per_gpu_hour:g}"
     queries, notes = {}, []
     for name, template in spec["queries"].items():
-        used = {m.group("braced") or m.group("named") for m in string.Template.pattern.finditer(template)
-                if m.group("braced") or m.group("named")}
+        used = {
+            m.group("braced") or m.group("named")
+            for m in string.Template.pattern.finditer(template)
+            if m.group("braced") or m.group("named")
+        }
         if not used & set(selectors):
-            raise ScopeError(f"metrics.yaml queries.{name}: uses no selector ({sorted(selectors)}), so it would "
-                             "sum over the whole cluster; add one, e.g. {${frontend}}")
+            raise ScopeError(
+                f"metrics.yaml queries.{name}: uses no selector ({sorted(selectors)}), so it would "
+                "sum over the whole cluster; add one, e.g. {${frontend}}"
+            )
         if "usd_per_gpu_hour" in used and usd_per_gpu_hour is None:
             notes.append(f"{name}: left out, no usd_per_gpu_hour for this run's GPU type in params/gpus.yaml")
             continue
         try:
             queries[name] = string.Template(template).substitute(values)
         except (KeyError, ValueError) as e:
-            raise ScopeError(f"metrics.yaml queries.{name}: unknown placeholder {e}; "
-                             f"known: {sorted(values)}") from None
+            raise ScopeError(f"metrics.yaml queries.{name}: unknown placeholder {e}; known: {sorted(values)}") from None
     return queries, notes
 
 
@@ -168,8 +184,9 @@ def missing_series(df: pd.DataFrame, required: list[str]) -> list[str]:
     return [q for q in required if q not in seen]
 
 
-def scrape_windows(base: str, windows: list[tuple[int, float, float]], queries: dict[str, str],
-                   step: float) -> pd.DataFrame:
+def scrape_windows(
+    base: str, windows: list[tuple[int, float, float]], queries: dict[str, str], step: float
+) -> pd.DataFrame:
     """Every query over every point window: one row per sample (concurrency, metric, labels, ts, value)."""
     rows = []
     for conc, start, end in windows:
@@ -178,13 +195,15 @@ def scrape_windows(base: str, windows: list[tuple[int, float, float]], queries: 
             for series in range_query(base, q, start - step, end + step, step):
                 labels = json.dumps(series.get("metric", {}), sort_keys=True)
                 for ts, val in series.get("values", []):
-                    rows.append({"concurrency": conc, "metric": name, "labels": labels,
-                                 "ts": float(ts), "value": float(val)})
+                    rows.append(
+                        {"concurrency": conc, "metric": name, "labels": labels, "ts": float(ts), "value": float(val)}
+                    )
     return pd.DataFrame(rows, columns=["concurrency", "metric", "labels", "ts", "value"])
 
 
-def scrape_run_metrics(run_dir: Path, *, prometheus_url: str, queries_file: Path, namespace: str, dgd_base: str,
-                       run_id: str, context: str) -> None:
+def scrape_run_metrics(
+    run_dir: Path, *, prometheus_url: str, queries_file: Path, namespace: str, dgd_base: str, run_id: str, context: str
+) -> None:
     """Scrape one run's server metrics into `run_dir/metrics/`, printing the step's progress lines.
 
     `dgd_base` is the recipe's DGD name: the queries are scoped to the name deploy gave it for `run_id`
@@ -198,8 +217,13 @@ def scrape_run_metrics(run_dir: Path, *, prometheus_url: str, queries_file: Path
     dgd = dgd_name(dgd_base, run_id)
     try:
         gpu_type = parse_context_arg(context).get("gpu_type")
-        queries, notes = scoped_queries(spec, namespace=namespace, dgd=dgd, usd_per_gpu_hour=gpu_price(gpu_type),
-                                        runtime_namespaces=worker_namespaces(run_dir, namespace, dgd))
+        queries, notes = scoped_queries(
+            spec,
+            namespace=namespace,
+            dgd=dgd,
+            usd_per_gpu_hour=gpu_price(gpu_type),
+            runtime_namespaces=worker_namespaces(run_dir, namespace, dgd),
+        )
     except ScopeError:
         raise
     except ValueError as e:  # a bad --context, DGD name or price: the same one clear error
@@ -218,11 +242,12 @@ def scrape_run_metrics(run_dir: Path, *, prometheus_url: str, queries_file: Path
         print(f"scrape: Prometheus failed, metrics skipped: {e}", file=sys.stderr)
         return
     df.to_parquet(run_dir / SERVER_METRICS_FILE, index=False)
-    print(f"scrape: {len(df)} samples of {df['metric'].nunique() if len(df) else 0} metrics over "
-          f"{len(windows)} points")
+    print(f"scrape: {len(df)} samples of {df['metric'].nunique() if len(df) else 0} metrics over {len(windows)} points")
     missing = missing_series(df, required_queries(spec, queries)) if windows else []
     if missing:
         (run_dir / METRICS_MISSING_FILE).write_text("".join(f"{q}: {queries[q]}\n" for q in missing))
-        raise MissingSeries(f"no series for {', '.join(missing)} in any of {len(windows)} point windows "
-                            f"(queries in {METRICS_MISSING_FILE}); the deployment's series do not carry these labels, "
-                            "or Prometheus does not scrape them")
+        raise MissingSeries(
+            f"no series for {', '.join(missing)} in any of {len(windows)} point windows "
+            f"(queries in {METRICS_MISSING_FILE}); the deployment's series do not carry these labels, "
+            "or Prometheus does not scrape them"
+        )

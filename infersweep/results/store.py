@@ -23,11 +23,19 @@ from typing import Any
 import pandas as pd
 
 from infersweep.results import index as ix
-from infersweep.results.manifest import (MANIFEST_NAME, MANIFEST_SCHEMA, SHA_META, IncompleteRunError,
-                                         RunIntegrityError, check_object, check_sha256_metadata, missing_object,
-                                         parse_manifest)
-from infersweep.results.run import METRICS_SKIPPED_FILE, RAW_FILE, RESULTS_FILE, SERVER_METRICS_FILE, Run, read_raw
 from infersweep.results.legacy import upgrade_table
+from infersweep.results.manifest import (
+    MANIFEST_NAME,
+    MANIFEST_SCHEMA,
+    SHA_META,
+    IncompleteRunError,
+    RunIntegrityError,
+    check_object,
+    check_sha256_metadata,
+    missing_object,
+    parse_manifest,
+)
+from infersweep.results.run import METRICS_SKIPPED_FILE, RAW_FILE, RESULTS_FILE, SERVER_METRICS_FILE, Run, read_raw
 
 
 class RunNotFound(LookupError):
@@ -89,7 +97,7 @@ class _S3Backend:
     def children(self, prefix: str) -> list[str]:
         names = []
         for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix, Delimiter="/"):
-            names.extend(p["Prefix"][len(prefix):].rstrip("/") for p in page.get("CommonPrefixes", []))
+            names.extend(p["Prefix"][len(prefix) :].rstrip("/") for p in page.get("CommonPrefixes", []))
         return names
 
     def get(self, key: str) -> bytes | None:
@@ -102,12 +110,18 @@ class _S3Backend:
                 return None
             raise
         # Objects written by other tools may lack the metadata; the manifest's sha256 still checks them.
-        return check_sha256_metadata(response["Body"].read(), response.get("Metadata", {}).get(SHA_META),
-                                     self.url(key), key, required=False)
+        return check_sha256_metadata(
+            response["Body"].read(), response.get("Metadata", {}).get(SHA_META), self.url(key), key, required=False
+        )
 
     def put(self, key: str, body: bytes) -> None:
-        self.s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType="application/json",
-                           Metadata={SHA_META: hashlib.sha256(body).hexdigest()})
+        self.s3.put_object(
+            Bucket=self.bucket,
+            Key=key,
+            Body=body,
+            ContentType="application/json",
+            Metadata={SHA_META: hashlib.sha256(body).hexdigest()},
+        )
 
 
 # ---------------------------------------------------------------- the store
@@ -140,13 +154,45 @@ class RunStore:
                 continue  # deleted between LIST and GET
             entry = json.loads(body)
             ctx = entry.get("context") or {}
-            rows.append({"run_id": entry["run_id"], "recipe": entry["recipe"],
-                         "manifest_created_at": entry.get("manifest_created_at"),
-                         "measured_points": entry.get("measured_points"), "points": entry.get("points"),
-                         **{k: ctx.get(k) for k in ("recipe_hash", "engine", "topology", "router", "gpu_type",
-                                                    "gpu_count", "model_revision", "run_start", "run_end")}})
-        cols = ["run_id", "recipe", "manifest_created_at", "measured_points", "points", "recipe_hash", "engine",
-                "topology", "router", "gpu_type", "gpu_count", "model_revision", "run_start", "run_end"]
+            rows.append(
+                {
+                    "run_id": entry["run_id"],
+                    "recipe": entry["recipe"],
+                    "manifest_created_at": entry.get("manifest_created_at"),
+                    "measured_points": entry.get("measured_points"),
+                    "points": entry.get("points"),
+                    **{
+                        k: ctx.get(k)
+                        for k in (
+                            "recipe_hash",
+                            "engine",
+                            "topology",
+                            "router",
+                            "gpu_type",
+                            "gpu_count",
+                            "model_revision",
+                            "run_start",
+                            "run_end",
+                        )
+                    },
+                }
+            )
+        cols = [
+            "run_id",
+            "recipe",
+            "manifest_created_at",
+            "measured_points",
+            "points",
+            "recipe_hash",
+            "engine",
+            "topology",
+            "router",
+            "gpu_type",
+            "gpu_count",
+            "model_revision",
+            "run_start",
+            "run_end",
+        ]
         df = pd.DataFrame(rows, columns=cols)
         return df.sort_values("manifest_created_at", ascending=False, kind="stable").reset_index(drop=True)
 
@@ -166,8 +212,9 @@ class RunStore:
         for recipe in self.backend.children(self._prefix()):
             if recipe != ix.INDEX_DIR and self.backend.children(self._prefix(recipe)).count(run_ref):
                 return recipe, run_ref
-        raise RunNotFound(f"no run {run_ref!r} in {self.location} (`infersweep runs --store {self.location}` "
-                          "lists the complete ones)")
+        raise RunNotFound(
+            f"no run {run_ref!r} in {self.location} (`infersweep runs --store {self.location}` lists the complete ones)"
+        )
 
     def _prefix(self, *parts: str) -> str:
         return "/".join(p for p in (self.base, *parts) if p) + "/" if (self.base or parts) else ""
@@ -195,8 +242,10 @@ class RunStore:
         manifest, _ = self.manifest(recipe, run_id)
         body = self.read(recipe, run_id, RESULTS_FILE, manifest)
         if body is None:
-            raise IncompleteRunError(f"run {recipe}/{run_id}: its manifest lists no {RESULTS_FILE} "
-                                     "(the summarize step did not run or failed)")
+            raise IncompleteRunError(
+                f"run {recipe}/{run_id}: its manifest lists no {RESULTS_FILE} "
+                "(the summarize step did not run or failed)"
+            )
         wide = pd.read_parquet(io.BytesIO(body))
         table = upgrade_table(wide, f"{recipe}/{run_id}/{RESULTS_FILE}")  # v1/v2 read under v3 names
         # The store's key is the run's identity: fill it where the summarize step did not know it.
@@ -207,10 +256,16 @@ class RunStore:
         metrics_body = self.read(recipe, run_id, SERVER_METRICS_FILE, manifest)
         skipped = self.read(recipe, run_id, METRICS_SKIPPED_FILE, manifest)
         raw = read_raw(self.read(recipe, run_id, RAW_FILE, manifest), wide)
-        return Run(run_id=run_id, table=table, context=context, manifest=manifest, raw=raw,
-                   source=self.backend.url(ix.run_prefix(self.base, recipe, run_id)),
-                   server_metrics=pd.read_parquet(io.BytesIO(metrics_body)) if metrics_body else None,
-                   metrics_note=skipped.decode(errors="replace").strip() if skipped else "")
+        return Run(
+            run_id=run_id,
+            table=table,
+            context=context,
+            manifest=manifest,
+            raw=raw,
+            source=self.backend.url(ix.run_prefix(self.base, recipe, run_id)),
+            server_metrics=pd.read_parquet(io.BytesIO(metrics_body)) if metrics_body else None,
+            metrics_note=skipped.decode(errors="replace").strip() if skipped else "",
+        )
 
     def table(self, run_refs: list[str]) -> pd.DataFrame:
         """The results tables of these runs, one DataFrame (every run must be complete)."""
@@ -229,8 +284,11 @@ class RunStore:
 
     def reindex(self, recipe: str | None = None) -> list[str]:
         """Index every complete run that has no entry yet (e.g. its entry write failed). Returns the new keys."""
-        indexed = {k.rsplit("/", 2)[-2] + "/" + k.rsplit("/", 1)[-1][:-5]
-                   for k in self.backend.list(ix.index_prefix(self.base)) if k.endswith(".json")}
+        indexed = {
+            k.rsplit("/", 2)[-2] + "/" + k.rsplit("/", 1)[-1][:-5]
+            for k in self.backend.list(ix.index_prefix(self.base))
+            if k.endswith(".json")
+        }
         written = []
         recipes = [recipe] if recipe else [r for r in self.backend.children(self._prefix()) if r != ix.INDEX_DIR]
         for rec in recipes:
@@ -249,8 +307,9 @@ class RunStore:
         import datetime as dt
 
         if not isinstance(self.backend, _DirBackend):
-            raise ValueError("put_run writes into a folder store; publish to S3 with "
-                             "infersweep.results.publish.publish_tree")
+            raise ValueError(
+                "put_run writes into a folder store; publish to S3 with infersweep.results.publish.publish_tree"
+            )
         prefix = ix.run_prefix(self.base, recipe, run_id)
         objects = []
         for path in sorted(p for p in Path(local_dir).rglob("*") if p.is_file()):
@@ -258,9 +317,14 @@ class RunStore:
             key = f"{prefix}/{path.relative_to(local_dir).as_posix()}"
             self.backend.put(key, body)
             objects.append({"key": key, "sha256": hashlib.sha256(body).hexdigest(), "size": len(body)})
-        manifest = {"schema": MANIFEST_SCHEMA, "bucket": "", "prefix": prefix, "objects": objects,
-                    **(manifest_extra or {}),
-                    "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+        manifest = {
+            "schema": MANIFEST_SCHEMA,
+            "bucket": "",
+            "prefix": prefix,
+            "objects": objects,
+            **(manifest_extra or {}),
+            "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        }
         self.backend.put(f"{prefix}/{MANIFEST_NAME}", json.dumps(manifest, indent=2, sort_keys=True).encode())
         self.index_run(recipe, run_id)
         return self.backend.url(prefix)

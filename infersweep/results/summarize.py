@@ -25,21 +25,46 @@ import pandas as pd
 
 from infersweep.predict.beside import annotate
 from infersweep.predict.source import banner
+from infersweep.results.columns import RAW_SCHEMA_VERSION, SCHEMA_VERSION
 from infersweep.results.context import RUN_FILE, build_context
 from infersweep.results.evidence import enforce
 from infersweep.results.gpu_telemetry import GPU_TELEMETRY_ENV
 from infersweep.results.gpu_telemetry import add_columns as add_gpu_columns
 from infersweep.results.report import write_report
 from infersweep.results.run import load_run_folder
-from infersweep.results.columns import RAW_SCHEMA_VERSION, SCHEMA_VERSION
-from infersweep.results.table import (apply_types, build_table, order_columns, point_dirs, raw_table, read_result,
-                                      write_parquet)
+from infersweep.results.table import (
+    apply_types,
+    build_table,
+    order_columns,
+    point_dirs,
+    raw_table,
+    read_result,
+    write_parquet,
+)
 
-MD_COLUMNS = ["concurrency", "request_rate", "repetition", "status", "valid", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms",
-              "request_latency_p50_ms", "output_throughput_tok_s", "output_throughput_tok_s_per_gpu",
-              "output_throughput_p50_tok_s_per_user", "request_throughput_req_s", "goodput_req_s", "error_ratio",
-              "slo_pass", "predicted_itl_avg_ms", "implausible", "gpu_power_total_w", "energy_j_per_output_token",
-              "validity_reasons"]
+MD_COLUMNS = [
+    "concurrency",
+    "request_rate",
+    "repetition",
+    "status",
+    "valid",
+    "ttft_p50_ms",
+    "ttft_p99_ms",
+    "itl_p50_ms",
+    "request_latency_p50_ms",
+    "output_throughput_tok_s",
+    "output_throughput_tok_s_per_gpu",
+    "output_throughput_p50_tok_s_per_user",
+    "request_throughput_req_s",
+    "goodput_req_s",
+    "error_ratio",
+    "slo_pass",
+    "predicted_itl_avg_ms",
+    "implausible",
+    "gpu_power_total_w",
+    "energy_j_per_output_token",
+    "validity_reasons",
+]
 ALWAYS = ("valid", "validity_reasons")  # every printed table says whether a point counts and why not
 
 
@@ -71,8 +96,14 @@ def _write_atomic(path: Path, write) -> None:
     os.replace(tmp, path)
 
 
-def summarize(run_dir: Path, gpu_count: int, slo: dict[str, float], title: str,
-              context: dict[str, Any] | None = None, recipe_lookup=None) -> pd.DataFrame:
+def summarize(
+    run_dir: Path,
+    gpu_count: int,
+    slo: dict[str, float],
+    title: str,
+    context: dict[str, Any] | None = None,
+    recipe_lookup=None,
+) -> pd.DataFrame:
     """Write <run_dir>/summary/ from <run_dir>/points/ (see the module docstring); return the table.
 
     `recipe_lookup(context)` gives the recipe a prediction is made for when the context alone does not name
@@ -93,10 +124,19 @@ def summarize(run_dir: Path, gpu_count: int, slo: dict[str, float], title: str,
     _write_atomic(out / "results_raw.parquet", lambda p: write_parquet(raw, p, RAW_SCHEMA_VERSION))
     _write_atomic(out / "results.csv", lambda p: df.to_csv(p, index=False))
     note = banner(ctx.get("source"))  # simulated runs say so above their numbers (infersweep.predict.source)
-    _write_atomic(out / "results.md", lambda p: p.write_text(f"# {title}\n\n" + (f"> {note}\n\n" if note else "")
-                                                             + markdown_table(df)))
-    record = {"schema_version": SCHEMA_VERSION, "context": ctx, "title": title, "points": len(df),
-              "measured_points": int(df["status"].isin(["ok", "partial"]).sum())}
-    _write_atomic(out / RUN_FILE, lambda p: p.write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n"))
+    _write_atomic(
+        out / "results.md",
+        lambda p: p.write_text(f"# {title}\n\n" + (f"> {note}\n\n" if note else "") + markdown_table(df)),
+    )
+    record = {
+        "schema_version": SCHEMA_VERSION,
+        "context": ctx,
+        "title": title,
+        "points": len(df),
+        "measured_points": int(df["status"].isin(["ok", "partial"]).sum()),
+    }
+    _write_atomic(
+        out / RUN_FILE, lambda p: p.write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
+    )
     write_report(load_run_folder(run_dir), out, title)
     return df

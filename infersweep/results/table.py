@@ -28,8 +28,16 @@ import pandas as pd
 
 from infersweep.aiperf import RECORDS_FILE, SUMMARY_FILE, iter_profiling_records
 from infersweep.metrics import ALIASES, HEADLINE, METRICS, normalize_slo, slo_bound_op
-from infersweep.results.columns import (BY_NAME, OPTIONAL, RAW, RAW_COLUMNS, RAW_SCHEMA_VERSION, SCHEMA_VERSION,
-                                        SUMMARY, SUMMARY_COLUMNS)
+from infersweep.results.columns import (
+    BY_NAME,
+    OPTIONAL,
+    RAW,
+    RAW_COLUMNS,
+    RAW_SCHEMA_VERSION,
+    SCHEMA_VERSION,
+    SUMMARY,
+    SUMMARY_COLUMNS,
+)
 from infersweep.results.evidence import MEASURED_STATUSES, enforce, judge_slo
 from infersweep.results.validity import MEASURE_COLUMNS, judge_point, load_thresholds, mark_saturation, point_measures
 
@@ -79,7 +87,9 @@ def aiperf_blocks(summary_path: Path) -> dict[str, dict]:
     except (OSError, ValueError):
         return {}
     # input_config, run_info, telemetry, error_summary...: not statistics (no unit)
-    return {k: v for k, v in summary.items() if isinstance(v, dict) and "unit" in v} if isinstance(summary, dict) else {}
+    return (
+        {k: v for k, v in summary.items() if isinstance(v, dict) and "unit" in v} if isinstance(summary, dict) else {}
+    )
 
 
 def aiperf_statistics(summary_path: Path) -> dict[str, float]:
@@ -187,20 +197,32 @@ def goodput(point_dir: Path, result: dict, slo: dict[str, float], row: dict[str,
 # ---------------------------------------------------------------- the table
 
 
-def point_row(point_dir: Path, gpu_count: int, slo: dict[str, float], context: dict[str, Any],
-              thresholds: dict[str, Any] | None = None) -> dict[str, Any]:
+def point_row(
+    point_dir: Path,
+    gpu_count: int,
+    slo: dict[str, float],
+    context: dict[str, Any],
+    thresholds: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     result = read_result(point_dir)
     conc, rep = point_identity(point_dir, result)
     m = result_metrics(result)
     row: dict[str, Any] = {
-        "run_id": context.get("run_id") or "", "recipe": context.get("recipe") or "",
-        "concurrency": conc, "repetition": rep,
+        "run_id": context.get("run_id") or "",
+        "recipe": context.get("recipe") or "",
+        "concurrency": conc,
+        "repetition": rep,
         # open-loop points (a request_rate sweep) say their rate; closed-loop points have request_rate 0
-        "request_rate": _num(result.get("request_rate") or 0.0), "arrival": result.get("arrival"),
-        "status": result.get("status", "failed"), "reason": result.get("reason", ""),
-        "requests_ok": int(result.get("requests_ok") or 0), "requests_failed": int(result.get("requests_failed") or 0),
-        "error_ratio": _num(result.get("error_rate")), "duration_s": _num(result.get("duration_s")),
-        "point_start": result.get("start_time"), "point_end": result.get("end_time"),
+        "request_rate": _num(result.get("request_rate") or 0.0),
+        "arrival": result.get("arrival"),
+        "status": result.get("status", "failed"),
+        "reason": result.get("reason", ""),
+        "requests_ok": int(result.get("requests_ok") or 0),
+        "requests_failed": int(result.get("requests_failed") or 0),
+        "error_ratio": _num(result.get("error_rate")),
+        "duration_s": _num(result.get("duration_s")),
+        "point_start": result.get("start_time"),
+        "point_end": result.get("end_time"),
         "aiperf_version": result.get("aiperf_version"),
     }
     for col in HEADLINE:
@@ -217,15 +239,21 @@ def point_row(point_dir: Path, gpu_count: int, slo: dict[str, float], context: d
     row["validity_reasons"] = "; ".join(reasons)
     row["validity_profile"] = t["profile"]
     # An invalid point meets no SLO (infersweep.results.evidence): its slo_pass is NA, the detail says why.
-    row["slo_pass"], row["slo_detail"] = judge_slo(row["slo_pass"], row["slo_detail"], row["valid"],
-                                                   row["validity_reasons"])
+    row["slo_pass"], row["slo_detail"] = judge_slo(
+        row["slo_pass"], row["slo_detail"], row["valid"], row["validity_reasons"]
+    )
     for col in MEASURE_COLUMNS[1:]:
         row[col] = measures.get(col)
     return row
 
 
-def build_table(points_dir: Path, gpu_count: int, slo: dict[str, float], context: dict[str, Any],
-                thresholds: dict[str, Any] | None = None) -> pd.DataFrame:
+def build_table(
+    points_dir: Path,
+    gpu_count: int,
+    slo: dict[str, float],
+    context: dict[str, Any],
+    thresholds: dict[str, Any] | None = None,
+) -> pd.DataFrame:
     t = thresholds or load_thresholds()
     rows = [point_row(d, gpu_count, slo, context, t) for d in point_dirs(points_dir)]
     df = finish_table(pd.DataFrame(rows), context)
@@ -239,8 +267,9 @@ def utc_timestamps(values: pd.Series) -> pd.Series:
     runner run in UTC (no TZ set), so a naive time is read as UTC; an offset, when present, is honoured."""
     if isinstance(values.dtype, pd.DatetimeTZDtype):
         return values.dt.tz_convert("UTC")
-    return pd.to_datetime(values.astype("object").where(values.notna(), None), utc=True, errors="coerce",
-                          format="ISO8601")
+    return pd.to_datetime(
+        values.astype("object").where(values.notna(), None), utc=True, errors="coerce", format="ISO8601"
+    )
 
 
 def apply_types(df: pd.DataFrame) -> pd.DataFrame:
@@ -303,13 +332,25 @@ def raw_table(points_dir: Path, context: dict[str, Any]) -> pd.DataFrame:
     for d in point_dirs(points_dir):
         result = read_result(d)
         conc, rep = point_identity(d, result)
-        key = {"run_id": context.get("run_id") or "", "concurrency": conc, "repetition": rep,
-               "request_rate": _num(result.get("request_rate") or 0.0)}
+        key = {
+            "run_id": context.get("run_id") or "",
+            "concurrency": conc,
+            "repetition": rep,
+            "request_rate": _num(result.get("request_rate") or 0.0),
+        }
         for metric, block in aiperf_blocks(d / "aiperf" / SUMMARY_FILE).items():
             for stat, value in block.items():
                 if stat != "unit" and isinstance(value, (int, float)) and not isinstance(value, bool):
-                    rows.append({**key, "metric": metric, "stat": stat, "value": float(value),
-                                 "unit": str(block.get("unit") or ""), "column": summary_of.get((metric, stat))})
+                    rows.append(
+                        {
+                            **key,
+                            "metric": metric,
+                            "stat": stat,
+                            "value": float(value),
+                            "unit": str(block.get("unit") or ""),
+                            "column": summary_of.get((metric, stat)),
+                        }
+                    )
     return finish_raw(pd.DataFrame(rows, columns=RAW_COLUMNS[:-1]))
 
 
@@ -332,12 +373,23 @@ def write_parquet(df: pd.DataFrame, path: Path, schema_version: str = SCHEMA_VER
     import pyarrow.parquet as pq
 
     cols = {c.name: c for c in (RAW if schema_version == RAW_SCHEMA_VERSION else SUMMARY)}
-    arrow = {"string": pa.string(), "Int64": pa.int64(), "float64": pa.float64(), "boolean": pa.bool_(),
-             "timestamp[UTC]": pa.timestamp("us", tz="UTC")}
+    arrow = {
+        "string": pa.string(),
+        "Int64": pa.int64(),
+        "float64": pa.float64(),
+        "boolean": pa.bool_(),
+        "timestamp[UTC]": pa.timestamp("us", tz="UTC"),
+    }
     # every column as the dictionary types it: an all-NA column is still a string (or int, ...) column, never
     # parquet's null type; a column the dictionary does not know keeps what pyarrow infers
-    schema = pa.schema([pa.field(c, arrow[cols[c].dtype]) if c in cols else
-                        pa.Schema.from_pandas(df[[c]], preserve_index=False).field(c) for c in df.columns])
+    schema = pa.schema(
+        [
+            pa.field(c, arrow[cols[c].dtype])
+            if c in cols
+            else pa.Schema.from_pandas(df[[c]], preserve_index=False).field(c)
+            for c in df.columns
+        ]
+    )
     table = pa.Table.from_pandas(df, schema=schema, preserve_index=False)
     meta = dict(table.schema.metadata or {})
     meta[b"infersweep.schema_version"] = schema_version.encode()

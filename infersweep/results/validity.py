@@ -36,9 +36,20 @@ HIGH_CPU_RE = re.compile(r"CPU usage for (\S+) is (\d+)%\. AIPerf results may be
 # result.json's cache_state values that say what the cache held at point start (steps.aiperf_point).
 KNOWN_CACHE_STATES = ("reset", "fresh-prompts", "reused-prompts")
 
-MEASURE_COLUMNS = ["validity_profile", "delivered_concurrency", "steady_throughput_change", "steady_ttft_change",
-                   "send_delay_p99_ms", "aiperf_high_cpu_warnings", "prompt_cache_read_pct", "seed", "seed_policy",
-                   "cache_state", "osl_requested", "osl_delivered"]
+MEASURE_COLUMNS = [
+    "validity_profile",
+    "delivered_concurrency",
+    "steady_throughput_change",
+    "steady_ttft_change",
+    "send_delay_p99_ms",
+    "aiperf_high_cpu_warnings",
+    "prompt_cache_read_pct",
+    "seed",
+    "seed_policy",
+    "cache_state",
+    "osl_requested",
+    "osl_delivered",
+]
 
 
 # ---------------------------------------------------------------- thresholds
@@ -74,7 +85,9 @@ def _merge(base: dict, over: dict) -> dict:
 # ---------------------------------------------------------------- what one point measured
 
 
-def point_measures(point_dir: Path, result: dict[str, Any], summary_stats: dict[str, float] | None = None) -> dict[str, Any]:
+def point_measures(
+    point_dir: Path, result: dict[str, Any], summary_stats: dict[str, float] | None = None
+) -> dict[str, Any]:
     """The quantities the checks judge, read from the point's records, log, summary and result.json."""
     point_dir = Path(point_dir)
     art = point_dir / "aiperf"
@@ -114,8 +127,15 @@ def window_measures(records_path: Path, concurrency: int | None) -> dict[str, An
     The issuing window is [first request start, last request start]: while AIPerf still issues requests a
     closed loop holds `concurrency` requests in flight; after the last start only the drain remains.
     """
-    out = {"osl_delivered": math.nan, "delivered_concurrency": math.nan, "steady_throughput_change": math.nan, "steady_ttft_change": math.nan,
-           "send_delay_p99_ms": math.nan, "half_requests": (0, 0), "records": 0}
+    out = {
+        "osl_delivered": math.nan,
+        "delivered_concurrency": math.nan,
+        "steady_throughput_change": math.nan,
+        "steady_ttft_change": math.nan,
+        "send_delay_p99_ms": math.nan,
+        "half_requests": (0, 0),
+        "records": 0,
+    }
     if not Path(records_path).exists():
         return out
     reqs = []  # (start, end, ttft ms, output tokens, send delay ms)
@@ -130,7 +150,9 @@ def window_measures(records_path: Path, concurrency: int | None) -> dict[str, An
         if rec.get("error"):
             reqs.append((start, end, math.nan, 0.0, delay))
             continue
-        reqs.append((start, end, _value(metrics, "time_to_first_token"), _value(metrics, "output_sequence_length"), delay))
+        reqs.append(
+            (start, end, _value(metrics, "time_to_first_token"), _value(metrics, "output_sequence_length"), delay)
+        )
     out["records"] = len(reqs)
     lengths = [r[3] for r in reqs if math.isfinite(r[2]) and math.isfinite(r[3]) and r[3] > 0]
     out["osl_delivered"] = sum(lengths) / len(lengths) if lengths else math.nan
@@ -187,30 +209,40 @@ def judge_point(m: dict[str, Any], t: dict[str, Any]) -> tuple[bool, list[str]]:
     want, got = m.get("osl_requested", math.nan), m.get("osl_delivered", math.nan)
     tol = (t.get("output_length") or {}).get("max_relative_error")
     if tol is not None and math.isfinite(want) and math.isfinite(got) and want > 0 and abs(got / want - 1) > tol:
-        reasons.append(f"output length off: {got:.0f} tokens delivered on average, {want:.0f} requested "
-                       f"(output_length.max_relative_error {tol:.0%}); count tokens on the server "
-                       "(--use-server-token-count) or check that the engine does not stop early")
+        reasons.append(
+            f"output length off: {got:.0f} tokens delivered on average, {want:.0f} requested "
+            f"(output_length.max_relative_error {tol:.0%}); count tokens on the server "
+            "(--use-server-token-count) or check that the engine does not stop early"
+        )
 
     s = t["steady_state"]
     tput, ttft = m["steady_throughput_change"], m["steady_ttft_change"]
     n1, n2 = m.get("half_requests", (0, 0))
     if min(n1, n2) < s["min_requests_per_half"]:
-        reasons.append(f"cannot tell steady state: {n1}/{n2} requests in the two halves of the window "
-                       f"(< min_requests_per_half {s['min_requests_per_half']})")
+        reasons.append(
+            f"cannot tell steady state: {n1}/{n2} requests in the two halves of the window "
+            f"(< min_requests_per_half {s['min_requests_per_half']})"
+        )
     else:
         growth = 1 + ttft if math.isfinite(ttft) else math.nan
         tput_flat = math.isfinite(tput) and abs(tput) <= s["max_throughput_change"]
         if tput_flat and math.isfinite(growth) and growth > t["overload"]["max_ttft_growth"]:
-            reasons.append(f"overloaded: TTFT p50 grew {growth:.2f}x from the first to the second half of the window "
-                           f"while output tok/s changed {tput:+.0%} (queue building up; overload.max_ttft_growth "
-                           f"{t['overload']['max_ttft_growth']:g})")
+            reasons.append(
+                f"overloaded: TTFT p50 grew {growth:.2f}x from the first to the second half of the window "
+                f"while output tok/s changed {tput:+.0%} (queue building up; overload.max_ttft_growth "
+                f"{t['overload']['max_ttft_growth']:g})"
+            )
         else:
             if not math.isfinite(tput) or abs(tput) > s["max_throughput_change"]:
-                reasons.append(f"unsteady: output tok/s changed {_pct(tput)} between the halves of the window "
-                               f"(max_throughput_change ±{s['max_throughput_change']:.0%})")
+                reasons.append(
+                    f"unsteady: output tok/s changed {_pct(tput)} between the halves of the window "
+                    f"(max_throughput_change ±{s['max_throughput_change']:.0%})"
+                )
             if not math.isfinite(ttft) or abs(ttft) > s["max_ttft_change"]:
-                reasons.append(f"unsteady: TTFT p50 changed {_pct(ttft)} between the halves of the window "
-                               f"(max_ttft_change ±{s['max_ttft_change']:.0%})")
+                reasons.append(
+                    f"unsteady: TTFT p50 changed {_pct(ttft)} between the halves of the window "
+                    f"(max_ttft_change ±{s['max_ttft_change']:.0%})"
+                )
 
     conc, got = m.get("concurrency"), m["delivered_concurrency"]
     frac = t["delivered_load"]["min_concurrency_fraction"]
@@ -228,11 +260,15 @@ def judge_point(m: dict[str, Any], t: dict[str, Any]) -> tuple[bool, list[str]]:
     c = t["client"]
     delay = m["send_delay_p99_ms"]
     if math.isfinite(delay) and delay > c["max_send_delay_ms_p99"]:
-        reasons.append(f"client-bound: AIPerf sent requests {delay:.0f} ms (p99) after issuing them "
-                       f"(> max_send_delay_ms_p99 {c['max_send_delay_ms_p99']:g})")
+        reasons.append(
+            f"client-bound: AIPerf sent requests {delay:.0f} ms (p99) after issuing them "
+            f"(> max_send_delay_ms_p99 {c['max_send_delay_ms_p99']:g})"
+        )
     if c.get("high_cpu_warning_invalidates") and m.get("aiperf_high_cpu_warnings"):
-        reasons.append(f"client-bound: AIPerf logged {m['aiperf_high_cpu_warnings']} high-CPU warning(s) "
-                       "(\"AIPerf results may be inaccurate\")")
+        reasons.append(
+            f"client-bound: AIPerf logged {m['aiperf_high_cpu_warnings']} high-CPU warning(s) "
+            '("AIPerf results may be inaccurate")'
+        )
 
     err = m["error_rate"]
     if math.isfinite(err) and err > t["errors"]["max_error_rate"]:
@@ -244,8 +280,10 @@ def judge_point(m: dict[str, Any], t: dict[str, Any]) -> tuple[bool, list[str]]:
         reasons.append(f"prefix-cache state at point start {state}: neither reset nor a seed of its own")
     read = m["prompt_cache_read_pct"]
     if state != "reused-prompts" and math.isfinite(read) and read > cache["max_unintended_cache_read_pct"]:
-        reasons.append(f"prefix cache served {read:.1f}% of prompt tokens though the workload reuses no prompts "
-                       f"(max_unintended_cache_read_pct {cache['max_unintended_cache_read_pct']:g})")
+        reasons.append(
+            f"prefix cache served {read:.1f}% of prompt tokens though the workload reuses no prompts "
+            f"(max_unintended_cache_read_pct {cache['max_unintended_cache_read_pct']:g})"
+        )
     return not reasons, reasons
 
 
@@ -262,17 +300,27 @@ def mark_saturation(df: pd.DataFrame, t: dict[str, Any]) -> pd.DataFrame:
         if prev is not None:
             pc, pr = prev
             load_growth = c / pc - 1
-            gain = (row["output_throughput_tok_s"] / pr["output_throughput_tok_s"] - 1
-                    if pr["output_throughput_tok_s"] > 0 else math.nan)
+            gain = (
+                row["output_throughput_tok_s"] / pr["output_throughput_tok_s"] - 1
+                if pr["output_throughput_tok_s"] > 0
+                else math.nan
+            )
             ttft_growth = row["ttft_p50_ms"] / pr["ttft_p50_ms"] if pr["ttft_p50_ms"] > 0 else math.nan
-            if (math.isfinite(gain) and math.isfinite(ttft_growth) and gain < s["min_throughput_gain"] * load_growth
-                    and ttft_growth > s["min_ttft_growth"]):
-                why = (f"saturated: from concurrency {int(pc)} to {int(c)} output tok/s changed {gain:+.0%} while "
-                       f"TTFT p50 grew {ttft_growth:.2f}x (past the knee)")
+            if (
+                math.isfinite(gain)
+                and math.isfinite(ttft_growth)
+                and gain < s["min_throughput_gain"] * load_growth
+                and ttft_growth > s["min_ttft_growth"]
+            ):
+                why = (
+                    f"saturated: from concurrency {int(pc)} to {int(c)} output tok/s changed {gain:+.0%} while "
+                    f"TTFT p50 grew {ttft_growth:.2f}x (past the knee)"
+                )
                 idx = df.index[df["concurrency"] == c]
                 df.loc[idx, "valid"] = False
                 df.loc[idx, "validity_reasons"] = df.loc[idx, "validity_reasons"].map(
-                    lambda r: why if not r else f"{r}; {why}")
+                    lambda r: why if not r else f"{r}; {why}"
+                )
         prev = (c, row)
     return df
 

@@ -19,7 +19,9 @@ def verdict(run_dir: Path, points: list[dict]) -> tuple[bool, str]:
     for p in points:
         c = p["concurrency"]
         # where aiperf-point put it: c<N>, c<N>-rate<R>, c<N>[...]-r<K> (infersweep.aiperf.point_folder)
-        d = point_folder(str(run_dir / "points" / f"c{c}"), float(p.get("request_rate") or 0), int(p.get("repetition") or 0))
+        d = point_folder(
+            str(run_dir / "points" / f"c{c}"), float(p.get("request_rate") or 0), int(p.get("repetition") or 0)
+        )
         if not (d / "result.json").exists():
             failed.append(f"c{c}: not run")
             continue
@@ -34,7 +36,10 @@ def verdict(run_dir: Path, points: list[dict]) -> tuple[bool, str]:
         why = f"; {not_serving.read_text().strip()}" if not_serving.exists() else ""
         return False, f"nothing measured: 0 of {len(points)} points ({'; '.join(failed) or 'no points'}){why}"
     if failed:
-        return False, f"{len(failed)} of {len(points)} points failed ({'; '.join(failed)}); {measured} measured and published"
+        return (
+            False,
+            f"{len(failed)} of {len(points)} points failed ({'; '.join(failed)}); {measured} measured and published",
+        )
     return True, f"all {measured} points measured"
 
 

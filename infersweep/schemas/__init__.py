@@ -20,5 +20,15 @@ from infersweep.schemas.core import (
 )
 from infersweep.schemas.errors import SchemaError, Violation, format_path
 
-__all__ = ["ARGO_VERSIONS", "SchemaError", "Violation", "_schemas_digest", "format_path", "reference_dir",
-           "validate_argo", "validate_dgd", "validate_document", "validate_yaml_stream"]
+__all__ = [
+    "ARGO_VERSIONS",
+    "SchemaError",
+    "Violation",
+    "_schemas_digest",
+    "format_path",
+    "reference_dir",
+    "validate_argo",
+    "validate_dgd",
+    "validate_document",
+    "validate_yaml_stream",
+]

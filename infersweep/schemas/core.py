@@ -93,9 +93,7 @@ def reference_dir() -> Path:
         candidate = ancestor / "shared" / "reference"
         if candidate.is_dir():
             return candidate
-    raise FileNotFoundError(
-        f"no shared/reference folder above {Path(__file__).resolve()}; set INFERSWEEP_REFERENCE"
-    )
+    raise FileNotFoundError(f"no shared/reference folder above {Path(__file__).resolve()}; set INFERSWEEP_REFERENCE")
 
 
 def _forbid_unknown_properties(node: Any) -> None:
@@ -188,9 +186,7 @@ def _patched_argo_definitions(path: Path) -> dict:
         "anyOf": [{"type": "string"}, {"type": "integer"}]
     }
     # Same for resource quantities: `cpu: 1` or `nvidia.com/gpu: 1` is valid Kubernetes.
-    definitions["io.k8s.apimachinery.pkg.api.resource.Quantity"] = {
-        "anyOf": [{"type": "string"}, {"type": "number"}]
-    }
+    definitions["io.k8s.apimachinery.pkg.api.resource.Quantity"] = {"anyOf": [{"type": "string"}, {"type": "number"}]}
     _inline_refs(definitions)
     return definitions
 
@@ -270,11 +266,7 @@ def _crd_to_json_schema(node: dict) -> dict:
         out.pop("type", None)
         out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
     is_object = out.get("type") == "object" or "properties" in out
-    if (
-        is_object
-        and "additionalProperties" not in out
-        and not node.get("x-kubernetes-preserve-unknown-fields")
-    ):
+    if is_object and "additionalProperties" not in out and not node.get("x-kubernetes-preserve-unknown-fields"):
         out["additionalProperties"] = False
     return out
 
@@ -396,9 +388,7 @@ def _dgd_violations(doc: dict) -> list[Violation]:
                           f"expected DynamoGraphDeployment of {sorted(DGD_VERSIONS)}, "
                           f"got {doc.get('apiVersion')!r} {doc.get('kind')!r}")]  # fmt: skip
     validator = _dgd_validators(str(reference_dir()))[version]
-    return _schema_violations(validator, doc) + _metadata_violations(
-        doc, require_name=True, schema_checked=False
-    )
+    return _schema_violations(validator, doc) + _metadata_violations(doc, require_name=True, schema_checked=False)
 
 
 def validate_dgd(doc: dict) -> None:
@@ -472,9 +462,11 @@ def _schemas_digest(ref_dir: str) -> str:
     return key.hexdigest()[:24]
 
 
-_SCHEMA_SOURCES = [f"argo/schema-{v}.json" for v in ARGO_VERSIONS] + [
-    "dynamo/crds/nvidia.com_dynamographdeployments.yaml"
-] + sorted(CRD_KINDS.values())  # the KEDA CRD too: a ScaledObject that passed must pass again under a changed one
+_SCHEMA_SOURCES = (
+    [f"argo/schema-{v}.json" for v in ARGO_VERSIONS]
+    + ["dynamo/crds/nvidia.com_dynamographdeployments.yaml"]
+    + sorted(CRD_KINDS.values())
+)  # the KEDA CRD too: a ScaledObject that passed must pass again under a changed one
 
 
 def _passed_marker(doc: Any, argo_versions: tuple[str, ...]) -> Path | None:

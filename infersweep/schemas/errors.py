@@ -9,7 +9,6 @@ from typing import Any, Iterable, NamedTuple
 
 from infersweep.errors import UserError
 
-
 MAX_LISTED = 20  # violations shown in a SchemaError message; the rest are counted
 
 

@@ -4,7 +4,6 @@ ObjectReference, ...), so metadata is checked strictly too; core.py adds them to
 
 from __future__ import annotations
 
-
 # Hand-written strict schemas for core/RBAC kinds the Argo schema does not carry. They refer to
 # Argo's io.k8s definitions (ObjectMeta, ObjectReference, ...) so metadata is checked strictly too.
 _META = {"$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}

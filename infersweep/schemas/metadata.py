@@ -68,9 +68,7 @@ def _metadata_violations(doc: dict, require_name: bool, schema_checked: bool = T
         if not (isinstance(masked, str) and name_ok(masked)):
             bad(("generateName",), f"{generate_name!r} is not a valid prefix of {rule}")
     namespace = meta.get("namespace")
-    if namespace is not None and not (
-        k8s_types.is_dns_label(namespace)
-    ):
+    if namespace is not None and not (k8s_types.is_dns_label(namespace)):
         bad(("namespace",), f"{namespace!r} is not a DNS-1123 label")
     for field in ("labels", "annotations"):
         mapping = meta.get(field)
@@ -90,8 +88,6 @@ def _metadata_violations(doc: dict, require_name: bool, schema_checked: bool = T
                 # YAML turns `true`/`1` into bool/int; the API server only accepts strings.
                 if not schema_checked:
                     bad((field, key), f"expected string, got {_describe_type(value)}")
-            elif field == "labels" and not (
-                k8s_types.is_label_value(value)
-            ):
+            elif field == "labels" and not (k8s_types.is_label_value(value)):
                 bad((field, key), f"{value!r} is not a valid label value (<=63 alnum, '-', '_', '.')")
     return out

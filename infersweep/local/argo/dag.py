@@ -38,9 +38,16 @@ def _task_results(n: Node, kids: list[Node]) -> dict[str, bool]:
         for c in kids:
             any_ok = any_ok or c.phase == "Succeeded"
             all_failed = all_failed and c.phase == "Failed"
-    return {"Succeeded": n.phase == "Succeeded", "Failed": n.phase == "Failed", "Errored": n.phase == "Error",
-            "Skipped": n.phase == "Skipped", "Omitted": n.phase == "Omitted", "Daemoned": False,
-            "AnySucceeded": any_ok, "AllFailed": all_failed}
+    return {
+        "Succeeded": n.phase == "Succeeded",
+        "Failed": n.phase == "Failed",
+        "Errored": n.phase == "Error",
+        "Skipped": n.phase == "Skipped",
+        "Omitted": n.phase == "Omitted",
+        "Daemoned": False,
+        "AnySucceeded": any_ok,
+        "AllFailed": all_failed,
+    }
 
 
 class _DagCtx:
@@ -117,8 +124,10 @@ class _DagCtx:
                 s[f"tasks.{anc}.exitCode"] = n.exit_code
             if n.type == "TaskGroup":
                 # operator.go processAggregateNodeOutputs: succeeded children only, in item order
-                kids = sorted((k for k in self.argo._kids(n) if not k.flags.get("hooked") and not k.flags.get("retried")),
-                              key=lambda k: _loop_index(k.name))
+                kids = sorted(
+                    (k for k in self.argo._kids(n) if not k.flags.get("hooked") and not k.flags.get("retried")),
+                    key=lambda k: _loop_index(k.name),
+                )
                 plist, by_name = [], {}
                 for k in kids:
                     if k.phase != "Succeeded":
@@ -145,8 +154,11 @@ class _DagCtx:
         out = _substitute(body, scope, strict=False)
         if "withItems" in task:
             out["withItems"] = task["withItems"]
-        leftovers = [m.group(1).strip() for m in VAR_RE.finditer(json.dumps(out.get("arguments", {})))
-                     if m.group(1).strip().startswith("tasks.")]
+        leftovers = [
+            m.group(1).strip()
+            for m in VAR_RE.finditer(json.dumps(out.get("arguments", {})))
+            if m.group(1).strip().startswith("tasks.")
+        ]
         if leftovers:
             raise WorkflowError(f"Unable to resolve: {{{{{leftovers[0]}}}}}")
         return out
@@ -160,7 +172,9 @@ class _DagCtx:
             try:
                 items = json.loads(task["withParam"])
             except json.JSONDecodeError as e:
-                raise WorkflowError(f"withParam value could not be parsed as a JSON list: {task['withParam'].strip()}: {e}") from None
+                raise WorkflowError(
+                    f"withParam value could not be parsed as a JSON list: {task['withParam'].strip()}: {e}"
+                ) from None
             if not isinstance(items, list):
                 raise WorkflowError(f"withParam value could not be parsed as a JSON list: {task['withParam'].strip()}")
         elif task.get("withSequence"):
@@ -178,7 +192,11 @@ class _DagCtx:
                     vals.append(f"{k}:{render_item(v)}")
                 desc = ",".join(sorted(vals))
             elif isinstance(item, (str, int, float, bool, list)) and item is not None:
-                desc = render_item(item) if not isinstance(item, list) else "[" + " ".join(render_item(v) for v in item) + "]"
+                desc = (
+                    render_item(item)
+                    if not isinstance(item, list)
+                    else "[" + " ".join(render_item(v) for v in item) + "]"
+                )
             else:
                 raise WorkflowError(f"withItems[{i}] expected string, number, list, or map. received: {item}")
             t = _substitute(body, scope, strict=False)
@@ -293,8 +311,16 @@ def _aggregated_json(values: list[str]) -> str:
 class DagExecution:
     """dag.go executeDAG/executeDAGTask on the operator; mixed into LocalArgo."""
 
-    def _execute_dag(self, node: Node | None, name: str, tmpl: dict[str, Any], scope: str, boundary: str,
-                     on_exit: bool, flags: dict[str, bool] | None) -> Node:
+    def _execute_dag(
+        self,
+        node: Node | None,
+        name: str,
+        tmpl: dict[str, Any],
+        scope: str,
+        boundary: str,
+        on_exit: bool,
+        flags: dict[str, bool] | None,
+    ) -> Node:
         """dag.go executeDAG."""
         if node is None:
             node = self._init_node(name, "DAG", tmpl["name"], scope, boundary, "Running", flags=flags)
@@ -356,8 +382,9 @@ class DagExecution:
             if not proceed:
                 return
             if not execute:
-                self._init_node(node_name, "Skipped", tdisp, ctx.scope, ctx.node.id, "Omitted",
-                                "omitted: depends condition not met")
+                self._init_node(
+                    node_name, "Skipped", tdisp, ctx.scope, ctx.node.id, "Omitted", "omitted: depends condition not met"
+                )
                 connect(node_name)
                 return
         try:
@@ -387,12 +414,25 @@ class DagExecution:
                         self._init_node(tname, "Skipped", tdisp, ctx.scope, ctx.node.id, "Error", str(e))
                         continue
                     if not proceed:
-                        self._init_node(tname, "Skipped", tdisp, ctx.scope, ctx.node.id, "Skipped",
-                                        f"when '{t['when']}' evaluated false")
+                        self._init_node(
+                            tname,
+                            "Skipped",
+                            tdisp,
+                            ctx.scope,
+                            ctx.node.id,
+                            "Skipped",
+                            f"when '{t['when']}' evaluated false",
+                        )
                         continue
             try:
-                self.execute_template(tname, {**t, "_kind": "task"}, ctx.scope, t.get("arguments", {}),
-                                      boundary=ctx.node.id, on_exit=ctx.on_exit)
+                self.execute_template(
+                    tname,
+                    {**t, "_kind": "task"},
+                    ctx.scope,
+                    t.get("arguments", {}),
+                    boundary=ctx.node.id,
+                    on_exit=ctx.on_exit,
+                )
             except ParallelismReached:
                 continue
         if group is not None:

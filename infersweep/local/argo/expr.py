@@ -78,10 +78,17 @@ def eval_depends(logic: str, results: dict[str, dict[str, bool]]) -> bool:
 
 
 # ---- expr-lang subset ------------------------------------------------------------------------------
-_TOKEN = re.compile(r'\s*(?:(?P<str>"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\')|(?P<num>\d+(?:\.\d+)?)|'
-                    r'(?P<op>&&|\|\||==|!=|<=|>=|<|>|!|\(|\)|,)|(?P<name>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*))')
-_FUNCS: dict[str, Callable[[Any], Any]] = {"asInt": lambda v: int(float(v)) if isinstance(v, str) and "." in v else int(v),
-                                           "asFloat": float, "string": str, "int": int, "float": float}
+_TOKEN = re.compile(
+    r'\s*(?:(?P<str>"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\')|(?P<num>\d+(?:\.\d+)?)|'
+    r"(?P<op>&&|\|\||==|!=|<=|>=|<|>|!|\(|\)|,)|(?P<name>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*))"
+)
+_FUNCS: dict[str, Callable[[Any], Any]] = {
+    "asInt": lambda v: int(float(v)) if isinstance(v, str) and "." in v else int(v),
+    "asFloat": float,
+    "string": str,
+    "int": int,
+    "float": float,
+}
 
 
 def eval_bool(expr: str, scope: dict[str, Any]) -> bool:
@@ -103,8 +110,11 @@ def eval_bool(expr: str, scope: dict[str, Any]) -> bool:
             py.append({"&&": " and ", "||": " or ", "!": " not "}.get(mt.group("op"), mt.group("op")))
         else:
             name = mt.group("name")
-            py.append({"and": " and ", "or": " or ", "not": " not ", "true": "True", "false": "False",
-                       "nil": "None"}.get(name, "_v(" + repr(name) + ")" if name not in _FUNCS else name))
+            py.append(
+                {"and": " and ", "or": " or ", "not": " not ", "true": "True", "false": "False", "nil": "None"}.get(
+                    name, "_v(" + repr(name) + ")" if name not in _FUNCS else name
+                )
+            )
     src = "".join(py).strip()
     try:
         tree = ast.parse(src, mode="eval")
@@ -137,17 +147,28 @@ def eval_bool(expr: str, scope: dict[str, Any]) -> bool:
             for op, right_n in zip(n.ops, n.comparators):
                 right = ev(right_n)
                 if isinstance(op, ast.Eq):
-                    ok = type(left) is type(right) and left == right or (
-                        isinstance(left, (int, float)) and isinstance(right, (int, float)) and left == right)
+                    ok = (
+                        type(left) is type(right)
+                        and left == right
+                        or (isinstance(left, (int, float)) and isinstance(right, (int, float)) and left == right)
+                    )
                 elif isinstance(op, ast.NotEq):
-                    ok = not (left == right and (type(left) is type(right) or (
-                        isinstance(left, (int, float)) and isinstance(right, (int, float)))))
+                    ok = not (
+                        left == right
+                        and (
+                            type(left) is type(right)
+                            or (isinstance(left, (int, float)) and isinstance(right, (int, float)))
+                        )
+                    )
                 else:
                     if isinstance(left, str) != isinstance(right, str):
-                        raise ExprError(f"unable to evaluate expression '{expr}': cannot compare "
-                                        f"{type(left).__name__} and {type(right).__name__}")
-                    ok = {ast.Lt: left < right, ast.LtE: left <= right, ast.Gt: left > right,
-                          ast.GtE: left >= right}[type(op)]
+                        raise ExprError(
+                            f"unable to evaluate expression '{expr}': cannot compare "
+                            f"{type(left).__name__} and {type(right).__name__}"
+                        )
+                    ok = {ast.Lt: left < right, ast.LtE: left <= right, ast.Gt: left > right, ast.GtE: left >= right}[
+                        type(op)
+                    ]
                 if not ok:
                     return False
                 left = right

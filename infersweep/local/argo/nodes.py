@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-
 FULFILLED = {"Succeeded", "Failed", "Error", "Skipped", "Omitted"}
 
 
@@ -51,8 +50,14 @@ class Node:
         return self.phase in ("Failed", "Error")
 
     def to_status(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"id": self.id, "name": self.name, "displayName": self.display_name, "type": self.type,
-                             "templateName": self.template, "phase": self.phase}
+        d: dict[str, Any] = {
+            "id": self.id,
+            "name": self.name,
+            "displayName": self.display_name,
+            "type": self.type,
+            "templateName": self.template,
+            "phase": self.phase,
+        }
         if self.template_scope:
             d["templateScope"] = self.template_scope
         if self.boundary_id:
@@ -87,12 +92,24 @@ class Node:
         outs = d.get("outputs") or {}
         outputs = {p["name"]: p.get("value", "") for p in outs.get("parameters", [])}
         outputs |= {f"artifact:{a['name']}": a.get("s3", {}).get("key", "") for a in outs.get("artifacts", [])}
-        return cls(name=d["name"], template=d.get("templateName", ""), phase=d["phase"], message=d.get("message", ""),
-                   outputs=outputs, children=list(d.get("children", [])), started=_parse_iso(d.get("startedAt")),
-                   finished=_parse_iso(d.get("finishedAt")), id=d["id"], display_name=d.get("displayName", ""),
-                   type=d["type"], boundary_id=d.get("boundaryID", ""), outbound=list(d.get("outboundNodes", [])),
-                   exit_code=outs.get("exitCode"), template_scope=d.get("templateScope", ""),
-                   flags=dict(d.get("nodeFlag") or {}))
+        return cls(
+            name=d["name"],
+            template=d.get("templateName", ""),
+            phase=d["phase"],
+            message=d.get("message", ""),
+            outputs=outputs,
+            children=list(d.get("children", [])),
+            started=_parse_iso(d.get("startedAt")),
+            finished=_parse_iso(d.get("finishedAt")),
+            id=d["id"],
+            display_name=d.get("displayName", ""),
+            type=d["type"],
+            boundary_id=d.get("boundaryID", ""),
+            outbound=list(d.get("outboundNodes", [])),
+            exit_code=outs.get("exitCode"),
+            template_scope=d.get("templateScope", ""),
+            flags=dict(d.get("nodeFlag") or {}),
+        )
 
 
 def _iso(t: float) -> str:
@@ -103,6 +120,7 @@ def _parse_iso(s: str | None) -> float:
     if not s:
         return 0.0
     import calendar
+
     return float(calendar.timegm(time.strptime(s, "%Y-%m-%dT%H:%M:%SZ")))
 
 
@@ -127,17 +145,40 @@ class NodeTable:
     def by_name(self, name: str) -> Node | None:
         return self.nodes.get(self.node_id(name))
 
-    def _init_node(self, name: str, ntype: str, tmpl_name: str, scope: str, boundary: str, phase: str,
-                   message: str = "", display: str | None = None, flags: dict[str, bool] | None = None) -> Node:
+    def _init_node(
+        self,
+        name: str,
+        ntype: str,
+        tmpl_name: str,
+        scope: str,
+        boundary: str,
+        phase: str,
+        message: str = "",
+        display: str | None = None,
+        flags: dict[str, bool] | None = None,
+    ) -> Node:
         # operator.go initializeNode
         if display is None:
             # initializeNode: the name without its boundary node's name and the separating "." / "[n]."
             b = self.nodes.get(boundary) if boundary else None
-            display = re.sub(r"^(\[\d+\])?\.", "", name[len(b.name):] if b and name.startswith(b.name) else name) if b else name
-        n = Node(name=name, template=tmpl_name, phase=phase, message=message, id=self.node_id(name),
-                 display_name=display, type=ntype, boundary_id=boundary,
-                 template_scope=f"namespaced/{scope}" if scope else "local/", started=time.time(),
-                 flags=dict(flags or {}))
+            display = (
+                re.sub(r"^(\[\d+\])?\.", "", name[len(b.name) :] if b and name.startswith(b.name) else name)
+                if b
+                else name
+            )
+        n = Node(
+            name=name,
+            template=tmpl_name,
+            phase=phase,
+            message=message,
+            id=self.node_id(name),
+            display_name=display,
+            type=ntype,
+            boundary_id=boundary,
+            template_scope=f"namespaced/{scope}" if scope else "local/",
+            started=time.time(),
+            flags=dict(flags or {}),
+        )
         if phase in FULFILLED:
             n.finished = n.started
         self.nodes[n.id] = n
@@ -173,9 +214,14 @@ class NodeTable:
         """A copy of `n` whose `children` are nodes, not ids, in the shape a reader expects: a DAG's tasks
         (in start order), a TaskGroup's items, a Retry node's attempts. `status()` keeps Argo's own shape."""
         import dataclasses
+
         if n.type == "DAG":
-            grouped = {c for g in self.nodes.values() if g.type in ("TaskGroup", "Retry") and g.boundary_id == n.id
-                       for c in g.children}
+            grouped = {
+                c
+                for g in self.nodes.values()
+                if g.type in ("TaskGroup", "Retry") and g.boundary_id == n.id
+                for c in g.children
+            }
             kids = [k for k in self.nodes.values() if k.boundary_id == n.id and k.id not in grouped]
         elif n.type in ("TaskGroup", "Retry"):
             kids = self._kids(n)
@@ -215,16 +261,29 @@ class NodeTable:
 
     # node_counters.go
     def _active_pods(self, boundary: str) -> int:
-        return sum(1 for n in self.nodes.values() if n.type == "Pod" and (not boundary or n.boundary_id == boundary)
-                   and n.phase in ("Pending", "Running") and not n.waiting_lock and n.id in self._pods)
+        return sum(
+            1
+            for n in self.nodes.values()
+            if n.type == "Pod"
+            and (not boundary or n.boundary_id == boundary)
+            and n.phase in ("Pending", "Running")
+            and not n.waiting_lock
+            and n.id in self._pods
+        )
 
     def _active_children(self, boundary: str) -> int:
-        return sum(1 for n in self.nodes.values() if n.boundary_id == boundary and n.type in ("Pod", "Steps", "DAG")
-                   and n.phase in ("Pending", "Running"))
+        return sum(
+            1
+            for n in self.nodes.values()
+            if n.boundary_id == boundary and n.type in ("Pod", "Steps", "DAG") and n.phase in ("Pending", "Running")
+        )
 
     def _unsuccessful_children(self, boundary: str) -> int:
-        return sum(1 for n in self.nodes.values() if n.boundary_id == boundary and n.type in ("Pod", "Steps", "DAG")
-                   and n.phase in ("Failed", "Error"))
+        return sum(
+            1
+            for n in self.nodes.values()
+            if n.boundary_id == boundary and n.type in ("Pod", "Steps", "DAG") and n.phase in ("Failed", "Error")
+        )
 
     def status(self) -> dict[str, Any]:
         """`argo get -o json` .status (the fields this executor knows)."""

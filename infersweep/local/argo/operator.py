@@ -68,8 +68,15 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
     workflow's; `.status()` is `argo get -o json`'s `status`. Its methods are spread over the files of the
     package as the controller's `wfOperationCtx` methods are over operator.go, dag.go, steps.go, workflowpod.go."""
 
-    def __init__(self, workflow: dict[str, Any], templates: list[dict[str, Any]], cluster: LocalCluster,
-                 *, status: dict[str, Any] | None = None, validate: bool = True) -> None:
+    def __init__(
+        self,
+        workflow: dict[str, Any],
+        templates: list[dict[str, Any]],
+        cluster: LocalCluster,
+        *,
+        status: dict[str, Any] | None = None,
+        validate: bool = True,
+    ) -> None:
         self.cluster = cluster
         self.workflow = workflow
         self.wts = {t["metadata"]["name"]: t for t in templates if t.get("kind") == "WorkflowTemplate"}
@@ -95,7 +102,9 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
         self._pods: dict[str, _Pod] = {}
         self._requeue_at: float | None = None
         self._sync_held: dict[str, dict[str, Any]] = {}
-        self.locks = LocalLocks(cluster.state_dir or Path.home() / ".cache" / "infersweep" / "argo-local", cluster.configmaps)
+        self.locks = LocalLocks(
+            cluster.state_dir or Path.home() / ".cache" / "infersweep" / "argo-local", cluster.configmaps
+        )
         self._retrying = bool(status)  # argo retry: the same workflow again (its PVCs: pvc.py)
         if status:
             self.nodes = {nid: Node.from_status(d) for nid, d in (status.get("nodes") or {}).items()}
@@ -118,14 +127,22 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
         finally:
             self._kill_all("workflow ended")
             if self.phase in ("Succeeded", "Failed", "Error"):  # operator.go deletePVCs (pvc.py)
-                argo_pvc.collect(self.spec, self.phase, [self.cluster.run_dir / "volumes" / c["metadata"]["name"]
-                                                         for c in self.spec.get("volumeClaimTemplates", []) or []])
+                argo_pvc.collect(
+                    self.spec,
+                    self.phase,
+                    [
+                        self.cluster.run_dir / "volumes" / c["metadata"]["name"]
+                        for c in self.spec.get("volumeClaimTemplates", []) or []
+                    ],
+                )
             self.locks.release(self._holder(), self.spec.get("synchronization"), self.namespace)
             for holder, sync in list(self._sync_held.items()):
                 self.locks.release(holder, sync, self.namespace)
             self.locks.leave_queues(self._holder())
         root = self.by_name(self.name)
-        self.root = self.tree(root) if root else Node(self.name, self.spec["entrypoint"], phase=self.phase, id=self.name)
+        self.root = (
+            self.tree(root) if root else Node(self.name, self.spec["entrypoint"], phase=self.phase, id=self.name)
+        )
         exit_node = self.by_name(f"{self.name}.onExit")
         self.exit_node = self.tree(exit_node) if exit_node else None
         return self.root
@@ -161,8 +178,9 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
         # Workflow-level synchronization (operate: TryAcquire before anything runs).
         if self.spec.get("synchronization") and self.phase in ("Pending", ""):
             try:
-                ok, msg = self.locks.try_acquire(self._holder(), self.spec["synchronization"], self.namespace,
-                                                 self.priority, self.created)
+                ok, msg = self.locks.try_acquire(
+                    self._holder(), self.spec["synchronization"], self.namespace, self.priority, self.created
+                )
             except SyncError as e:
                 self.phase, self.message = "Failed", f"Failed to acquire the synchronization lock. {e}"
                 return
@@ -181,8 +199,14 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
             self._requeue(self.deadline() - time.time())
 
         try:
-            node = self.execute_template(self.name, {"template": self.spec["entrypoint"]}, self.spec.get("_scope", ""),
-                                         self.spec.get("arguments", {}), boundary="", on_exit=False)
+            node = self.execute_template(
+                self.name,
+                {"template": self.spec["entrypoint"]},
+                self.spec.get("_scope", ""),
+                self.spec.get("arguments", {}),
+                boundary="",
+                on_exit=False,
+            )
         except ParallelismReached:
             return
         except WorkflowError as e:
@@ -191,8 +215,13 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
             return
         if node is None or not node.fulfilled:
             return
-        wf_status = {"Succeeded": "Succeeded", "Skipped": "Succeeded", "Omitted": "Succeeded", "Failed": "Failed",
-                     "Error": "Error"}[node.phase]
+        wf_status = {
+            "Succeeded": "Succeeded",
+            "Skipped": "Succeeded",
+            "Omitted": "Succeeded",
+            "Failed": "Failed",
+            "Error": "Error",
+        }[node.phase]
         self._workflow_status = wf_status
         exit_node = None
         if self.spec.get("onExit"):
@@ -200,9 +229,15 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
             exit_node = self.by_name(en_name)
             if exit_node is not None or self._should_execute(True):
                 try:
-                    exit_node = self.execute_template(en_name, {"template": self.spec["onExit"]},
-                                                      self.spec.get("_scope", ""), self.spec.get("arguments", {}),
-                                                      boundary="", on_exit=True, flags={"hooked": True})
+                    exit_node = self.execute_template(
+                        en_name,
+                        {"template": self.spec["onExit"]},
+                        self.spec.get("_scope", ""),
+                        self.spec.get("arguments", {}),
+                        boundary="",
+                        on_exit=True,
+                        flags={"hooked": True},
+                    )
                 except ParallelismReached:
                     return
                 except WorkflowError as e:
@@ -234,9 +269,18 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
         if self._requeue_at is None or at < self._requeue_at:
             self._requeue_at = at
 
-    def execute_template(self, node_name: str, holder: dict[str, Any], scope: str, args: dict[str, Any], *,
-                         boundary: str, on_exit: bool, flags: dict[str, bool] | None = None,
-                         local: dict[str, str] | None = None) -> Node | None:
+    def execute_template(
+        self,
+        node_name: str,
+        holder: dict[str, Any],
+        scope: str,
+        args: dict[str, Any],
+        *,
+        boundary: str,
+        on_exit: bool,
+        flags: dict[str, bool] | None = None,
+        local: dict[str, str] | None = None,
+    ) -> Node | None:
         """operator.go executeTemplate."""
         node = self.by_name(node_name)
         if node is not None and node.fulfilled:
@@ -263,8 +307,9 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
                 return self._node_error(node, node_name, holder, boundary, str(e), flags)
             if not ok:
                 if node is None:
-                    node = self._init_node(node_name, _node_type(ptmpl), tmpl["name"], new_scope, boundary, "Pending",
-                                           msg, flags=flags)
+                    node = self._init_node(
+                        node_name, _node_type(ptmpl), tmpl["name"], new_scope, boundary, "Pending", msg, flags=flags
+                    )
                 node.waiting_lock = msg
                 self._requeue(0.2)
                 return node
@@ -298,15 +343,28 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
                 node_name = f"{retry_name}({retry_num})"
                 self._add_child(retry_name, node_name)
                 node = None
-            rp = {"retries": str(retry_num), "lastRetry.exitCode": "0", "lastRetry.duration": "0",
-                  "lastRetry.status": "", "lastRetry.message": ""}
+            rp = {
+                "retries": str(retry_num),
+                "lastRetry.exitCode": "0",
+                "lastRetry.duration": "0",
+                "lastRetry.status": "",
+                "lastRetry.message": "",
+            }
             if last is not None:
-                rp.update({"lastRetry.exitCode": last.exit_code if last.exit_code is not None else "0",
-                           "lastRetry.status": last.phase, "lastRetry.duration": str(last.seconds),
-                           "lastRetry.message": last.message})
+                rp.update(
+                    {
+                        "lastRetry.exitCode": last.exit_code if last.exit_code is not None else "0",
+                        "lastRetry.status": last.phase,
+                        "lastRetry.duration": str(last.seconds),
+                        "lastRetry.message": last.message,
+                    }
+                )
             # SubstituteParams after ProcessArgs: a second pass, so {{retries}} inside an input value resolves too
-            ptmpl = {**_substitute({k: v for k, v in ptmpl.items() if k not in ("_scope",)}, rp, strict=False),
-                     "_scope": {**ptmpl["_scope"], **rp}, "_local": rp}
+            ptmpl = {
+                **_substitute({k: v for k, v in ptmpl.items() if k not in ("_scope",)}, rp, strict=False),
+                "_scope": {**ptmpl["_scope"], **rp},
+                "_local": rp,
+            }
             flags = {**(flags or {}), "retried": True}
 
         try:
@@ -317,12 +375,17 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
             elif "steps" in ptmpl:
                 node = self._execute_steps(node, node_name, ptmpl, new_scope, boundary, on_exit, flags)
             elif "resource" in ptmpl:  # operator.go executeResource (action create: resource.py)
-                node = argo_resource.execute_resource(self, node, node_name, ptmpl, new_scope, boundary, on_exit, flags,
-                                                      substitute=_substitute)
+                node = argo_resource.execute_resource(
+                    self, node, node_name, ptmpl, new_scope, boundary, on_exit, flags, substitute=_substitute
+                )
             else:
-                kind = next((k for k in ("resource", "suspend", "data", "http", "plugin", "containerSet") if k in ptmpl), None)
-                raise WorkflowError(f"Template '{ptmpl['name']}' " + (f"is a {kind} template: not supported locally"
-                                                                     if kind else "missing specification"))
+                kind = next(
+                    (k for k in ("resource", "suspend", "data", "http", "plugin", "containerSet") if k in ptmpl), None
+                )
+                raise WorkflowError(
+                    f"Template '{ptmpl['name']}' "
+                    + (f"is a {kind} template: not supported locally" if kind else "missing specification")
+                )
         except WorkflowError as e:
             node = self._node_error(self.by_name(node_name), node_name, holder, boundary, str(e), flags)
 
@@ -335,8 +398,9 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
         if retry_name:
             rnode = self.by_name(retry_name)
             if rnode is not None and not rnode.fulfilled and node is not None and node.fulfilled:
-                return self.execute_template(retry_name, holder, scope, args, boundary=boundary, on_exit=on_exit,
-                                             flags=flags, local=local)
+                return self.execute_template(
+                    retry_name, holder, scope, args, boundary=boundary, on_exit=on_exit, flags=flags, local=local
+                )
             return rnode
         return node
 
@@ -347,12 +411,27 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
         if key in self._sync_held:
             self.locks.release(key, self._sync_held.pop(key), self.namespace)
 
-    def _node_error(self, node: Node | None, name: str, holder: dict[str, Any], boundary: str, msg: str,
-                    flags: dict[str, bool] | None) -> Node:
+    def _node_error(
+        self,
+        node: Node | None,
+        name: str,
+        holder: dict[str, Any],
+        boundary: str,
+        msg: str,
+        flags: dict[str, bool] | None,
+    ) -> Node:
         # operator.go initializeNodeOrMarkError: a Skipped-type node in phase Error
         if node is None:
-            return self._init_node(name, "Skipped", holder.get("template") or (holder.get("templateRef") or {}).get("template", ""),
-                                   "", boundary, "Error", msg, flags=flags)
+            return self._init_node(
+                name,
+                "Skipped",
+                holder.get("template") or (holder.get("templateRef") or {}).get("template", ""),
+                "",
+                boundary,
+                "Error",
+                msg,
+                flags=flags,
+            )
         return self._mark(node, "Error", msg)
 
     def _check_parallelism(self, tmpl: dict[str, Any], node: Node | None, boundary: str) -> None:
@@ -396,8 +475,11 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
             self._mark(node, "Succeeded")
             return True
         if self.shutdown or self._deadline_passed():
-            msg = (f"Stopped with strategy '{self.shutdown}'" if self.shutdown
-                   else f"retry exceeded workflow deadline {_iso(self.deadline() or 0)}")
+            msg = (
+                f"Stopped with strategy '{self.shutdown}'"
+                if self.shutdown
+                else f"retry exceeded workflow deadline {_iso(self.deadline() or 0)}"
+            )
             self._mark(node, last.phase, msg)
             return True
         limit = rs.get("limit")
@@ -447,9 +529,15 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
             self._mark(node, last.phase, "No more retries left")
             return True
         if rs.get("expression"):
-            scope = {"retries": str(len(attempts) - 1),
-                     "lastRetry": {"exitCode": last.exit_code if last.exit_code is not None else "-1",
-                                   "status": last.phase, "duration": str(last.seconds), "message": last.message}}
+            scope = {
+                "retries": str(len(attempts) - 1),
+                "lastRetry": {
+                    "exitCode": last.exit_code if last.exit_code is not None else "-1",
+                    "status": last.phase,
+                    "duration": str(last.seconds),
+                    "message": last.message,
+                },
+            }
             try:
                 ok = argo_expr.eval_bool(rs["expression"], scope)
             except argo_expr.ExprError as e:

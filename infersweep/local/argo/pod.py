@@ -21,7 +21,6 @@ from infersweep.local.argo.errors import WorkflowError
 from infersweep.local.argo.nodes import Node
 from infersweep.local.argo.templates import _CHECKED_PREFIXES, VAR_RE, _str, _substitute, parse_duration
 
-
 TERMINATION_GRACE_S = 30  # Kubernetes' default terminationGracePeriodSeconds
 
 
@@ -48,7 +47,7 @@ def _map_path(value: str, mounts: dict[str, Path]) -> str:
             if value == m[:-5]:
                 return str(mounts[m])
         elif value == m or value.startswith(m.rstrip("/") + "/"):
-            return str(mounts[m]) + value[len(m.rstrip("/")):]
+            return str(mounts[m]) + value[len(m.rstrip("/")) :]
     return value
 
 
@@ -57,14 +56,16 @@ def _map_text(text: str, mounts: dict[str, Path]) -> str:
     if not mounts:
         return text
     keys = {(m[:-5] if m.endswith("\0file") else m.rstrip("/")): m for m in mounts}
-    pat = re.compile(r"(?<![\w./-])(" + "|".join(re.escape(k) for k in sorted(keys, key=len, reverse=True))
-                     + r")(?=/|$|[^\w.-])")
+    pat = re.compile(
+        r"(?<![\w./-])(" + "|".join(re.escape(k) for k in sorted(keys, key=len, reverse=True)) + r")(?=/|$|[^\w.-])"
+    )
 
     def repl(mt: re.Match) -> str:
         m = keys[mt.group(1)]
-        if m.endswith("\0file") and text[mt.end():mt.end() + 1] == "/":
+        if m.endswith("\0file") and text[mt.end() : mt.end() + 1] == "/":
             return mt.group(1)
         return str(mounts[m])
+
     return pat.sub(repl, text)
 
 
@@ -138,6 +139,7 @@ class PodExecution:
                         os.killpg(proc.pid, signal.SIGKILL)
                     except ProcessLookupError:
                         pass
+
             threading.Thread(target=hard_kill, daemon=True).start()
 
     def _kill_all(self, why: str) -> None:
@@ -147,8 +149,16 @@ class PodExecution:
             if pod.thread is not None:
                 pod.thread.join(timeout=15)
 
-    def _execute_container(self, node: Node | None, name: str, tmpl: dict[str, Any], scope: str, boundary: str,
-                           on_exit: bool, flags: dict[str, bool] | None) -> Node:
+    def _execute_container(
+        self,
+        node: Node | None,
+        name: str,
+        tmpl: dict[str, Any],
+        scope: str,
+        boundary: str,
+        on_exit: bool,
+        flags: dict[str, bool] | None,
+    ) -> Node:
         """operator.go executeContainer + workflowpod.go createWorkflowPod."""
         if node is not None and node.id in self._pods:
             return node
@@ -177,8 +187,9 @@ class PodExecution:
             pod.deadline = time.time() + parse_duration(tdl)
             self._requeue(pod.deadline - time.time())
         self._pods[n.id] = pod
-        pod.thread = threading.Thread(target=self._run_pod, args=(pod, n, tmpl, argv, env, mounts, root, inits),
-                                      daemon=True)
+        pod.thread = threading.Thread(
+            target=self._run_pod, args=(pod, n, tmpl, argv, env, mounts, root, inits), daemon=True
+        )
         pod.thread.start()
         return n
 
@@ -192,8 +203,10 @@ class PodExecution:
                 self._vols[v["name"]] = self.cluster.run_dir / "volumes" / v["name"]
             else:
                 kind = next(iter(k for k in v if k != "name"), "?")
-                raise WorkflowError(f"volume {v['name']!r}: {kind} volumes are not supported locally "
-                                    "(persistentVolumeClaim and emptyDir are)")
+                raise WorkflowError(
+                    f"volume {v['name']!r}: {kind} volumes are not supported locally "
+                    "(persistentVolumeClaim and emptyDir are)"
+                )
         for c in self.spec.get("volumeClaimTemplates", []) or []:
             # operator.go createPVCs: on a retry, a claim the completion deleted (volumeClaimGC) comes back empty
             # (a local --resume is a new workflow that reuses the folder on purpose: not a retry)
@@ -213,8 +226,10 @@ class PodExecution:
             vols[vm["name"]].mkdir(parents=True, exist_ok=True)
             mounts[vm["mountPath"]] = vols[vm["name"]]
         scope = tmpl.get("_scope", {})
-        host_shell = self.cluster.pythons.get(_substitute(c.get("image", ""), scope, strict=False)) is None \
+        host_shell = (
+            self.cluster.pythons.get(_substitute(c.get("image", ""), scope, strict=False)) is None
             and self.cluster.unmapped_on_host
+        )
         outputs = tmpl.get("outputs", {}) or {}
         for p in (outputs.get("parameters") or []) + (outputs.get("artifacts") or []):
             path = (p.get("valueFrom") or {}).get("path") or p.get("path")
@@ -232,8 +247,11 @@ class PodExecution:
 
         def fill(v: str) -> str:
             v = _substitute(_substitute(v, scope, strict=False), tmpl.get("_local", {}), strict=False)
-            left = [m.group(1).strip() for m in VAR_RE.finditer(v)
-                    if m.group(1).strip().startswith(_CHECKED_PREFIXES) or m.group(1).strip() in ("item", "retries")]
+            left = [
+                m.group(1).strip()
+                for m in VAR_RE.finditer(v)
+                if m.group(1).strip().startswith(_CHECKED_PREFIXES) or m.group(1).strip() in ("item", "retries")
+            ]
             if left:
                 raise WorkflowError(f"failed to resolve {{{{{left[0]}}}}}")
             return v
@@ -250,6 +268,7 @@ class PodExecution:
             # value, say a folder an earlier step reported, is already a path of this machine).
             def fill_map(v: str) -> str:
                 return fill(_map_path(v, mounts))
+
         argv = [fill_map(a) for a in list(c.get("command") or []) + list(c.get("args") or [])]
         if "script" in tmpl:
             src = root / "script"
@@ -263,8 +282,10 @@ class PodExecution:
                 if ref is None:
                     raise WorkflowError(f"env {e['name']}: only secretKeyRef/configMapKeyRef values run locally")
                 if e["name"] not in env and not ref.get("optional"):
-                    raise WorkflowError(f"env {e['name']}: {ref.get('name')}/{ref.get('key')} is not in the local "
-                                        f"environment (export {e['name']} to stand for it)")
+                    raise WorkflowError(
+                        f"env {e['name']}: {ref.get('name')}/{ref.get('key')} is not in the local "
+                        f"environment (export {e['name']} to stand for it)"
+                    )
                 continue
             env[e["name"]] = fill_map(str(e.get("value", "")))
         if python is not None:
@@ -279,8 +300,17 @@ class PodExecution:
             raise WorkflowError(f"template {tmpl['name']!r}: no command (the image's entrypoint is unknown locally)")
         return argv, env, mounts, root
 
-    def _run_pod(self, pod: _Pod, n: Node, tmpl: dict[str, Any], argv: list[str], env: dict[str, str],
-                 mounts: dict[str, Path], root: Path, inits: list | None = None) -> None:
+    def _run_pod(
+        self,
+        pod: _Pod,
+        n: Node,
+        tmpl: dict[str, Any],
+        argv: list[str],
+        env: dict[str, str],
+        mounts: dict[str, Path],
+        root: Path,
+        inits: list | None = None,
+    ) -> None:
         log_path = root / "main.log"
         n.log = log_path
         # Every process of this pod carries the marker, so none outlives it (procs.stop_pod_processes). The
@@ -302,9 +332,15 @@ class PodExecution:
                 for ic_name, ic_argv, ic_env in inits or []:
                     log.write(f"$ [{ic_name}] {' '.join(ic_argv)}\n".encode())
                     try:
-                        pod.proc = subprocess.Popen(ic_argv, cwd=self.cluster.cwd, env=ic_env, stdout=log,
-                                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                                    start_new_session=True)
+                        pod.proc = subprocess.Popen(
+                            ic_argv,
+                            cwd=self.cluster.cwd,
+                            env=ic_env,
+                            stdout=log,
+                            stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL,
+                            start_new_session=True,
+                        )
                     except OSError as e:
                         pod.result = ("Error", f"failed to start container {ic_name}: {e}", {}, None)
                         return
@@ -319,8 +355,15 @@ class PodExecution:
                         pod.result = ("Failed", f"{ic_name}: Error (exit code {code})", {}, code)
                         return
                 try:
-                    pod.proc = subprocess.Popen(argv, cwd=self.cluster.cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                                stdin=subprocess.DEVNULL, start_new_session=True)
+                    pod.proc = subprocess.Popen(
+                        argv,
+                        cwd=self.cluster.cwd,
+                        env=env,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL,
+                        start_new_session=True,
+                    )
                 except OSError as e:
                     # the container could not start: inferFailedReason "Pod failed before main container starts"
                     pod.result = ("Error", f"failed to start container: {e}", {}, None)
@@ -350,7 +393,12 @@ class PodExecution:
             except OSError:
                 if "default" not in vf:
                     if rc == 0:
-                        return ("Error", f"wait: Error (exit code 1): open {vf['path']}: no such file or directory", outs, code)
+                        return (
+                            "Error",
+                            f"wait: Error (exit code 1): open {vf['path']}: no such file or directory",
+                            outs,
+                            code,
+                        )
                     continue
                 value = _str(vf["default"])
             outs[p["name"]] = value[:-1] if value.endswith("\n") else value  # "Trims off a single newline"

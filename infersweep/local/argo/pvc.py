@@ -35,8 +35,10 @@ def strategy(spec: dict[str, Any]) -> str:
 def check(spec: dict[str, Any]) -> None:
     s = strategy(spec)
     if s not in STRATEGIES:
-        raise WorkflowError(f"spec.volumeClaimGC.strategy: unknown volume gc strategy: {s} (the controller keeps the "
-                            f"PVCs and logs an error); use one of {', '.join(STRATEGIES)}")
+        raise WorkflowError(
+            f"spec.volumeClaimGC.strategy: unknown volume gc strategy: {s} (the controller keeps the "
+            f"PVCs and logs an error); use one of {', '.join(STRATEGIES)}"
+        )
 
 
 def deletes(spec: dict[str, Any], phase: str) -> bool:

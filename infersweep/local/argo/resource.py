@@ -46,8 +46,10 @@ class LocalObjects:
     def create(self, doc: dict[str, Any], namespace: str) -> dict[str, Any]:
         kind = (doc.get("apiVersion"), doc.get("kind"))
         if kind not in SUPPORTED_KINDS:
-            raise WorkflowError(f"resource create of {kind[0]}/{kind[1]}: only argoproj.io/v1alpha1 Workflow "
-                                "objects are created locally")
+            raise WorkflowError(
+                f"resource create of {kind[0]}/{kind[1]}: only argoproj.io/v1alpha1 Workflow "
+                "objects are created locally"
+            )
         meta = dict(doc.get("metadata") or {})
         if not meta.get("name"):
             if not meta.get("generateName"):
@@ -57,8 +59,10 @@ class LocalObjects:
         meta.update(uid=str(uuid.uuid4()), creationTimestamp=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         obj = {**doc, "metadata": meta}
         with self._lock:
-            if any(o["metadata"]["name"] == meta["name"] and o["metadata"]["namespace"] == meta["namespace"]
-                   for o in self.objects):
+            if any(
+                o["metadata"]["name"] == meta["name"] and o["metadata"]["namespace"] == meta["namespace"]
+                for o in self.objects
+            ):
                 raise WorkflowError(f'workflows.argoproj.io "{meta["name"]}" already exists')
             self.objects.append(obj)
         return obj
@@ -75,8 +79,9 @@ def check_template(tmpl: dict[str, Any]) -> None:
     for p in (tmpl.get("outputs") or {}).get("parameters") or []:
         jp = (p.get("valueFrom") or {}).get("jsonPath")
         if not jp or not _JSONPATH.match(jp):
-            raise WorkflowError(f"templates.{name}.outputs.parameters.{p['name']}: only valueFrom.jsonPath "
-                                "'{.a.b}' runs locally")
+            raise WorkflowError(
+                f"templates.{name}.outputs.parameters.{p['name']}: only valueFrom.jsonPath '{{.a.b}}' runs locally"
+            )
 
 
 def _json_path(obj: Any, path: str) -> str:
@@ -85,9 +90,17 @@ def _json_path(obj: Any, path: str) -> str:
     return obj if isinstance(obj, str) else yaml.safe_dump(obj).strip()
 
 
-def execute_resource(argo: Any, node: Node | None, name: str, tmpl: dict[str, Any], scope: str,
-                     boundary: str, on_exit: bool, flags: dict[str, bool] | None,
-                     substitute: Callable[..., Any]) -> Node:
+def execute_resource(
+    argo: Any,
+    node: Node | None,
+    name: str,
+    tmpl: dict[str, Any],
+    scope: str,
+    boundary: str,
+    on_exit: bool,
+    flags: dict[str, bool] | None,
+    substitute: Callable[..., Any],
+) -> Node:
     """`argo`: the LocalArgo running the node (operator.py imports this file). `substitute`: the executor's tag
     substitution (templates.py _substitute; passed in)."""
     if node is not None and node.phase != "Pending":
@@ -111,7 +124,9 @@ def execute_resource(argo: Any, node: Node | None, name: str, tmpl: dict[str, An
     except (WorkflowError, yaml.YAMLError) as e:
         # resource.go ExecResource: kubectl's error fails the step ("no more retries ...")
         return argo._mark(n, "Failed", f"no more retries {e}")
-    n.outputs = {p["name"]: _json_path(created, p["valueFrom"]["jsonPath"])
-                 for p in (tmpl.get("outputs") or {}).get("parameters") or []}
+    n.outputs = {
+        p["name"]: _json_path(created, p["valueFrom"]["jsonPath"])
+        for p in (tmpl.get("outputs") or {}).get("parameters") or []
+    }
     n.exit_code = "0"
     return argo._mark(n, "Succeeded")

@@ -138,14 +138,20 @@ def formulate_resubmit(workflow: dict[str, Any]) -> dict[str, Any]:
     activeDeadlineSeconds: 0 is dropped."""
     import copy
     import uuid
-    new = {"apiVersion": workflow.get("apiVersion", "argoproj.io/v1alpha1"), "kind": "Workflow",
-           "metadata": {}, "spec": copy.deepcopy(workflow["spec"])}
+
+    new = {
+        "apiVersion": workflow.get("apiVersion", "argoproj.io/v1alpha1"),
+        "kind": "Workflow",
+        "metadata": {},
+        "spec": copy.deepcopy(workflow["spec"]),
+    }
     meta = workflow.get("metadata", {})
     gen = meta.get("generateName") or f"{meta['name']}-"
     new["metadata"]["name"] = gen + uuid.uuid4().hex[:5]
-    new["metadata"]["labels"] = {**{k: v for k, v in (meta.get("labels") or {}).items()
-                                    if not k.startswith("workflows.argoproj.io/")},
-                                 "workflows.argoproj.io/resubmitted-from-workflow": meta.get("name", "")}
+    new["metadata"]["labels"] = {
+        **{k: v for k, v in (meta.get("labels") or {}).items() if not k.startswith("workflows.argoproj.io/")},
+        "workflows.argoproj.io/resubmitted-from-workflow": meta.get("name", ""),
+    }
     if meta.get("namespace"):
         new["metadata"]["namespace"] = meta["namespace"]
     if new["spec"].get("activeDeadlineSeconds") == 0:

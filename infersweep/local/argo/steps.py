@@ -44,8 +44,16 @@ def _aggregate_vars(kind: str, name: str, kids: list[Node]) -> dict[str, str]:
 class StepsExecution:
     """steps.go executeSteps/executeStepGroup on the operator; mixed into LocalArgo."""
 
-    def _execute_steps(self, node: Node | None, name: str, tmpl: dict[str, Any], scope: str, boundary: str,
-                       on_exit: bool, flags: dict[str, bool] | None) -> Node:
+    def _execute_steps(
+        self,
+        node: Node | None,
+        name: str,
+        tmpl: dict[str, Any],
+        scope: str,
+        boundary: str,
+        on_exit: bool,
+        flags: dict[str, bool] | None,
+    ) -> Node:
         """steps.go executeSteps: step groups run in order, the steps of a group side by side; a failed or
         errored step (without continueOn) fails its group and the template, and later groups never start."""
         if node is None:
@@ -78,9 +86,16 @@ class StepsExecution:
                 if child is not None:
                     svars |= _node_vars("steps", st["name"], child)
                 else:
-                    kids = sorted((k for k in self.nodes.values() if k.boundary_id == node.id and
-                                   k.name.startswith(f"{sg_name}.{st['name']}(") and k.type != "Skipped"),
-                                  key=lambda k: _loop_index(k.name))
+                    kids = sorted(
+                        (
+                            k
+                            for k in self.nodes.values()
+                            if k.boundary_id == node.id
+                            and k.name.startswith(f"{sg_name}.{st['name']}(")
+                            and k.type != "Skipped"
+                        ),
+                        key=lambda k: _loop_index(k.name),
+                    )
                     svars |= _aggregate_vars("steps", st["name"], kids)
         last = self.by_name(f"{name}[{len(tmpl['steps']) - 1}]")
         node.outbound = [o for c in (last.children if last else []) for o in self._outbound(c)]
@@ -90,18 +105,23 @@ class StepsExecution:
                 node.outputs[p["name"]] = _substitute(vf["parameter"], svars)
         return self._mark(node, "Succeeded")
 
-    def _execute_step_group(self, steps: list[dict[str, Any]], sg: Node, steps_node: Node, scope: str, on_exit: bool,
-                            svars: dict[str, str]) -> Node:
+    def _execute_step_group(
+        self, steps: list[dict[str, Any]], sg: Node, steps_node: Node, scope: str, on_exit: bool, svars: dict[str, str]
+    ) -> Node:
         """steps.go executeStepGroup."""
         if sg.fulfilled and all(k.fulfilled for k in self._kids(sg)):
             return sg
         expanded: list[dict[str, Any]] = []
         try:
             for st in steps:
-                st = _substitute({k: v for k, v in st.items() if k != "withItems"}, self.globals() | svars, strict=False) \
-                    | ({"withItems": st["withItems"]} if "withItems" in st else {})
-                leftovers = [m.group(1).strip() for m in VAR_RE.finditer(json.dumps(st.get("arguments", {})))
-                             if m.group(1).strip().startswith("steps.")]
+                st = _substitute(
+                    {k: v for k, v in st.items() if k != "withItems"}, self.globals() | svars, strict=False
+                ) | ({"withItems": st["withItems"]} if "withItems" in st else {})
+                leftovers = [
+                    m.group(1).strip()
+                    for m in VAR_RE.finditer(json.dumps(st.get("arguments", {})))
+                    if m.group(1).strip().startswith("steps.")
+                ]
                 if leftovers:
                     raise WorkflowError(f"Unable to resolve: {{{{{leftovers[0]}}}}}")
                 expanded += _DagCtx.expand(st)  # steps.go expandStep: the same item expansion as a DAG task
@@ -119,12 +139,21 @@ class StepsExecution:
                     return self._mark(sg, "Error", str(e))
                 if not proceed:
                     if self.by_name(child) is None:
-                        self._init_node(child, "Skipped", st.get("template", ""), scope, steps_node.id, "Skipped",
-                                        f"when '{st['when']}' evaluated false")
+                        self._init_node(
+                            child,
+                            "Skipped",
+                            st.get("template", ""),
+                            scope,
+                            steps_node.id,
+                            "Skipped",
+                            f"when '{st['when']}' evaluated false",
+                        )
                         self._add_child(sg.name, child)
                     continue
             try:
-                n = self.execute_template(child, st, scope, st.get("arguments", {}), boundary=steps_node.id, on_exit=on_exit)
+                n = self.execute_template(
+                    child, st, scope, st.get("arguments", {}), boundary=steps_node.id, on_exit=on_exit
+                )
             except ParallelismReached:
                 continue
             if n is not None:
@@ -135,6 +164,8 @@ class StepsExecution:
             return sg
         for k in kids:
             cont = (by_child.get(k.name) or {}).get("continueOn") or {}
-            if k.failed_or_error and not ((k.phase == "Failed" and cont.get("failed")) or (k.phase == "Error" and cont.get("error"))):
+            if k.failed_or_error and not (
+                (k.phase == "Failed" and cont.get("failed")) or (k.phase == "Error" and cont.get("error"))
+            ):
                 return self._mark(sg, "Failed", f"child '{k.id}' failed")
         return self._mark(sg, "Succeeded")

@@ -39,7 +39,9 @@ def lock_specs(sync: dict[str, Any] | None, namespace: str) -> list[tuple[str, s
     for s in sems:
         ref = s.get("configMapKeyRef")
         if not ref:
-            raise SyncError("semaphore: only configMapKeyRef semaphores run locally (database semaphores need the controller's database)")
+            raise SyncError(
+                "semaphore: only configMapKeyRef semaphores run locally (database semaphores need the controller's database)"
+            )
         ns = s.get("namespace") or namespace
         out.append(("semaphore", f"{ns}/ConfigMap/{ref['name']}/{ref['key']}", None))
     for m in mutexes:
@@ -149,8 +151,9 @@ class LocalLocks:
     def _save_queue(self, key: str, q: list) -> None:
         (self._holders(key) / ".queue.json").write_text(json.dumps(q))
 
-    def try_acquire(self, holder: str, sync: dict[str, Any] | None, namespace: str, priority: int = 0,
-                    created: int = 0) -> tuple[bool, str]:
+    def try_acquire(
+        self, holder: str, sync: dict[str, Any] | None, namespace: str, priority: int = 0, created: int = 0
+    ) -> tuple[bool, str]:
         """sync_manager.go TryAcquire: prepAcquire queues `holder` on every lock of `sync` (priority,
         creation second); tryAcquireImpl takes them all or none, each only when the front of its queue is
         this workflow (semaphore.go checkAcquire, isSameWorkflowNodeKeys) and a slot is free."""

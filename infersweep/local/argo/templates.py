@@ -13,7 +13,6 @@ from infersweep.local.argo import text as argo_text
 from infersweep.local.argo.errors import WorkflowError
 from infersweep.local.argo.nodes import _iso
 
-
 VAR_RE = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")
 
 
@@ -31,6 +30,7 @@ def render_item(item: Any) -> str:
 
 def _substitute(value: Any, scope: dict[str, str], strict: bool = True) -> Any:
     if isinstance(value, str):
+
         def repl(mt: re.Match) -> str:
             key = mt.group(1).strip()
             if key in scope:
@@ -38,6 +38,7 @@ def _substitute(value: Any, scope: dict[str, str], strict: bool = True) -> Any:
             if strict:
                 raise WorkflowError(f"failed to resolve {{{{{key}}}}}")
             return mt.group(0)
+
         return VAR_RE.sub(repl, value)
     if isinstance(value, list):
         return [_substitute(v, scope, strict) for v in value]
@@ -123,8 +124,14 @@ class TemplateResolution:
     def globals(self) -> dict[str, str]:
         s = {f"workflow.parameters.{k}": v for k, v in self.params.items()}
         s["workflow.parameters"] = json.dumps([{"name": k, "value": v} for k, v in self.params.items()])
-        s.update({"workflow.name": self.name, "workflow.namespace": self.namespace, "workflow.uid": self.uid,
-                  "workflow.serviceAccountName": self.spec.get("serviceAccountName", "default")})
+        s.update(
+            {
+                "workflow.name": self.name,
+                "workflow.namespace": self.namespace,
+                "workflow.uid": self.uid,
+                "workflow.serviceAccountName": self.spec.get("serviceAccountName", "default"),
+            }
+        )
         for k, v in (self.workflow.get("metadata", {}).get("labels") or {}).items():
             s[f"workflow.labels.{k}"] = str(v)
         for k, v in (self.workflow.get("metadata", {}).get("annotations") or {}).items():
@@ -160,8 +167,9 @@ class TemplateResolution:
         where = f"workflow template {scope}" if scope else "the workflow"
         raise WorkflowError(f"template {tname} not found in {where}")
 
-    def _process_args(self, tmpl: dict[str, Any], args: dict[str, Any], node_name: str, holder: dict[str, Any],
-                      local: dict[str, str]) -> dict[str, Any]:
+    def _process_args(
+        self, tmpl: dict[str, Any], args: dict[str, Any], node_name: str, holder: dict[str, Any], local: dict[str, str]
+    ) -> dict[str, Any]:
         """common.ProcessArgs: input parameters from arguments, else their default; then substitute
         globals + inputs into the template."""
         given = {p["name"]: p for p in (args or {}).get("parameters", []) or []}
@@ -176,7 +184,9 @@ class TemplateResolution:
             else:
                 raise WorkflowError(f"inputs.parameters.{p['name']} was not supplied")
             if p.get("enum") and values[p["name"]] not in [str(e) for e in p["enum"]]:
-                raise WorkflowError(f"inputs.parameters.{p['name']}: value {values[p['name']]!r} is not in enum {p['enum']}")
+                raise WorkflowError(
+                    f"inputs.parameters.{p['name']}: value {values[p['name']]!r} is not in enum {p['enum']}"
+                )
         scope = self.globals() | {f"inputs.parameters.{k}": v for k, v in values.items()} | local
         scope["inputs.parameters"] = json.dumps([{"name": k, "value": v} for k, v in values.items()])
         scope["node.name"] = node_name
@@ -194,7 +204,11 @@ class TemplateResolution:
         # A DAG's tasks are substituted later, with task outputs in scope (dag.go resolveDependencyReferences)
         for k in ("dag", "steps"):
             if k in tmpl:
-                out[k] = _substitute(tmpl[k], {kk: vv for kk, vv in scope.items() if kk.startswith(("inputs.", "workflow."))}, strict=False)
+                out[k] = _substitute(
+                    tmpl[k],
+                    {kk: vv for kk, vv in scope.items() if kk.startswith(("inputs.", "workflow."))},
+                    strict=False,
+                )
         if "outputs" in tmpl:
             out["outputs"] = tmpl["outputs"]
         out["_inputs"] = values

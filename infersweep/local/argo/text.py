@@ -25,8 +25,17 @@ def go_json(value: Any) -> str:
 
 def go_quote(s: str) -> str:
     """strconv.Quote: double-quoted, `"` and `\\` escaped, non-printable runes escaped."""
-    short = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v",
-             '"': '\\"', "\\": "\\\\"}
+    short = {
+        "\a": "\\a",
+        "\b": "\\b",
+        "\f": "\\f",
+        "\n": "\\n",
+        "\r": "\\r",
+        "\t": "\\t",
+        "\v": "\\v",
+        '"': '\\"',
+        "\\": "\\\\",
+    }
     out = []
     for ch in s:
         if ch in short:
@@ -47,7 +56,7 @@ def pod_name(wf_name: str, node_name: str, template_name: str) -> str:
     if wf_name == node_name:
         return wf_name
     prefix = f"{wf_name}-{template_name}" if template_name else wf_name
-    prefix = prefix[:253 - 10 - 1] if len(prefix) > 253 - 10 - 1 else prefix
+    prefix = prefix[: 253 - 10 - 1] if len(prefix) > 253 - 10 - 1 else prefix
     return f"{prefix}-{_fnv32a(node_name)}"
 
 
@@ -62,8 +71,16 @@ def workflow_failures(wf_name: str, nodes: Iterable[Any]) -> str:
     creation order), json.Marshal'ed (no failures: `null`), then strconv.Quote'd ("necessary so that the
     escaped quotes are not removed during parameter substitution"): the text a container receives is the
     quoted string, outer quotes included."""
-    failures = [{"displayName": n.display_name, "message": n.message, "templateName": n.template,
-                 "phase": n.phase, "podName": pod_name(wf_name, n.name, n.template),
-                 "finishedAt": _metav1_time(n.finished)}
-                for n in nodes if n.phase in ("Failed", "Error")]
+    failures = [
+        {
+            "displayName": n.display_name,
+            "message": n.message,
+            "templateName": n.template,
+            "phase": n.phase,
+            "podName": pod_name(wf_name, n.name, n.template),
+            "finishedAt": _metav1_time(n.finished),
+        }
+        for n in nodes
+        if n.phase in ("Failed", "Error")
+    ]
     return go_quote(go_json(failures or None))

@@ -31,6 +31,7 @@ class LocalArgo(Protocol):
 
     def resolve(self, holder: dict[str, Any], scope: str) -> tuple[dict[str, Any], str]: ...
 
+
 _TAG = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")
 UNSUPPORTED_TEMPLATE_KINDS = ("suspend", "data", "http", "plugin", "containerSet")
 
@@ -43,9 +44,12 @@ def validate_workflow(argo: "LocalArgo") -> None:
     spec = argo.spec
     if not spec.get("entrypoint"):
         raise _err("spec.entrypoint is required")
-    for feature, why in (("hooks", "workflow lifecycle hooks are"), ("podSpecPatch", "pod spec patches are"),
-                         ("retryStrategy", "a workflow-wide default retryStrategy (operator.go retryStrategy) is"),
-                         ("templateDefaults", "templateDefaults are")):
+    for feature, why in (
+        ("hooks", "workflow lifecycle hooks are"),
+        ("podSpecPatch", "pod spec patches are"),
+        ("retryStrategy", "a workflow-wide default retryStrategy (operator.go retryStrategy) is"),
+        ("templateDefaults", "templateDefaults are"),
+    ):
         if spec.get(feature):
             raise _err(f"spec.{feature}: {why} not supported by the local executor")
     _check_sync(spec.get("synchronization"), "spec")
@@ -56,8 +60,10 @@ def validate_workflow(argo: "LocalArgo") -> None:
         raise _err("expression tags {{=...}} are not supported by the local executor (use plain {{...}} tags)")
     mt = _RESULT_TAG.search(text)
     if mt:
-        raise _err(f"{{{{{mt.group(0)}}}}}: outputs.result (a template's captured stdout) is not supported by the local "
-                   "executor; write an output parameter file instead")
+        raise _err(
+            f"{{{{{mt.group(0)}}}}}: outputs.result (a template's captured stdout) is not supported by the local "
+            "executor; write an output parameter file instead"
+        )
     seen: set[tuple[str, str]] = set()
     holders = [({"template": spec["entrypoint"]}, spec.get("_scope", ""))]
     if spec.get("onExit"):
@@ -80,7 +86,9 @@ def _check_sync(sync: dict[str, Any] | None, where: str) -> None:
     # singular fields are gone, so a cluster drops them (no lock at all); here they are refused by name.
     for old, new in (("semaphore", "semaphores"), ("mutex", "mutexes")):
         if sync and old in sync:
-            raise _err(f"{where}.synchronization.{old}: unknown field (removed in Argo v4; use synchronization.{new}, a list)")
+            raise _err(
+                f"{where}.synchronization.{old}: unknown field (removed in Argo v4; use synchronization.{new}, a list)"
+            )
 
 
 def _check_template(argo: "LocalArgo", tmpl: dict[str, Any], scope: str) -> list[dict[str, Any]]:
@@ -99,15 +107,21 @@ def _check_template(argo: "LocalArgo", tmpl: dict[str, Any], scope: str) -> list
         raise _err(f"templates.{name}.podSpecPatch: pod spec patches are not supported by the local executor")
     text = json.dumps(tmpl)
     if "{{=" in text:
-        raise _err(f"templates.{name}: expression tags {{{{=...}}}} are not supported by the local executor (use plain {{{{...}}}} tags)")
+        raise _err(
+            f"templates.{name}: expression tags {{{{=...}}}} are not supported by the local executor (use plain {{{{...}}}} tags)"
+        )
     mt = _RESULT_TAG.search(text)
     if mt:
-        raise _err(f"templates.{name}: {{{{{mt.group(0)}}}}}: outputs.result (a template's captured stdout) is not supported "
-                   "by the local executor; write an output parameter file instead")
+        raise _err(
+            f"templates.{name}: {{{{{mt.group(0)}}}}}: outputs.result (a template's captured stdout) is not supported "
+            "by the local executor; write an output parameter file instead"
+        )
     for kind in UNSUPPORTED_TEMPLATE_KINDS:
         if kind in tmpl:
-            raise _err(f"templates.{name}: {kind} templates are not supported by the local executor "
-                       "(supported: dag, steps, container, script, resource create)")
+            raise _err(
+                f"templates.{name}: {kind} templates are not supported by the local executor "
+                "(supported: dag, steps, container, script, resource create)"
+            )
     for feature in ("memoize", "daemon", "sidecars", "hooks"):
         if tmpl.get(feature):
             raise _err(f"templates.{name}.{feature} is not supported by the local executor")
@@ -116,10 +130,12 @@ def _check_template(argo: "LocalArgo", tmpl: dict[str, Any], scope: str) -> list
     if "steps" in tmpl:
         holders = []
         for i, group in enumerate(tmpl["steps"] or []):
-            for st in (group.get("steps", []) if isinstance(group, dict) else group):
+            for st in group.get("steps", []) if isinstance(group, dict) else group:
                 for feature in ("hooks", "onExit", "inline"):
                     if st.get(feature):
-                        raise _err(f"templates.{name}.steps[{i}].{st['name']}.{feature} is not supported by the local executor")
+                        raise _err(
+                            f"templates.{name}.steps[{i}].{st['name']}.{feature} is not supported by the local executor"
+                        )
                 try:
                     argo.resolve(st, scope)
                 except Exception as e:
@@ -149,16 +165,22 @@ def _check_dag(argo: "LocalArgo", tmpl: dict[str, Any], scope: str) -> list[dict
     for t in tasks_list:
         tn = t["name"]
         if (using_depends or t.get("dependencies")) and tn[:1].isdigit():
-            raise _err(f"templates.{name}.tasks.{tn} name cannot begin with a digit when using either 'depends' or 'dependencies'")
+            raise _err(
+                f"templates.{name}.tasks.{tn} name cannot begin with a digit when using either 'depends' or 'dependencies'"
+            )
         if using_depends and t.get("dependencies"):
             raise _err(f"templates.{name} cannot use both 'depends' and 'dependencies' in the same DAG template")
         if using_depends and t.get("continueOn"):
-            raise _err(f"templates.{name} cannot use 'continueOn' when using 'depends'. Instead use 'dep-task.Failed'/'dep-task.Errored'")
+            raise _err(
+                f"templates.{name} cannot use 'continueOn' when using 'depends'. Instead use 'dep-task.Failed'/'dep-task.Errored'"
+            )
         for feature in ("hooks", "onExit", "inline"):
             if t.get(feature):
                 raise _err(f"templates.{name}.tasks.{tn}.{feature} is not supported by the local executor")
         if (t.get("arguments") or {}).get("artifacts"):
-            raise _err(f"templates.{name}.tasks.{tn}.arguments.artifacts: artifact passing is not supported by the local executor")
+            raise _err(
+                f"templates.{name}.tasks.{tn}.arguments.artifacts: artifact passing is not supported by the local executor"
+            )
         try:
             resolved[tn] = argo.resolve(t, scope)[0]
         except Exception as e:
@@ -172,8 +194,10 @@ def _check_dag(argo: "LocalArgo", tmpl: dict[str, Any], scope: str) -> list[dict
                 raise _err(f"templates.{name}.tasks.{tn} dependency '{dep}' not defined")
             d = tasks[dep]
             if kind == "items" and not (d.get("withItems") or d.get("withParam") or d.get("withSequence")):
-                raise _err(f"templates.{name}.tasks.{tn} dependency '{dep}' uses an items-based condition such as "
-                           ".AnySucceeded or .AllFailed but does not contain any items")
+                raise _err(
+                    f"templates.{name}.tasks.{tn} dependency '{dep}' uses an items-based condition such as "
+                    ".AnySucceeded or .AllFailed but does not contain any items"
+                )
     _no_cycles(name, tasks)
     target = tmpl["dag"].get("target")
     if target:
@@ -194,9 +218,9 @@ def _check_dag(argo: "LocalArgo", tmpl: dict[str, Any], scope: str) -> list[dict
         has_items = any(t.get(k) for k in ("withItems", "withParam", "withSequence"))
         for mt in _TAG.finditer(text):
             tag = mt.group(1).strip()
-            if tag.startswith("inputs.parameters.") and tag[len("inputs.parameters."):] not in inputs:
+            if tag.startswith("inputs.parameters.") and tag[len("inputs.parameters.") :] not in inputs:
                 raise _err(f"templates.{name}.tasks.{tn} failed to resolve {{{{{tag}}}}}")
-            if tag.startswith("workflow.parameters.") and tag[len("workflow.parameters."):] not in argo.params:
+            if tag.startswith("workflow.parameters.") and tag[len("workflow.parameters.") :] not in argo.params:
                 raise _err(f"templates.{name}.tasks.{tn} failed to resolve {{{{{tag}}}}}")
             if (tag == "item" or tag.startswith("item.")) and not has_items:
                 raise _err(f"templates.{name}.tasks.{tn} failed to resolve {{{{{tag}}}}}")

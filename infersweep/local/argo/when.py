@@ -45,7 +45,15 @@ class _EvalError(Exception):
     pass
 
 
-_NUMERIC, _BOOLEAN, _STRING, _PATTERN, _TIME, _VARIABLE, _ACCESSOR = "NUMERIC", "BOOLEAN", "STRING", "PATTERN", "TIME", "VARIABLE", "ACCESSOR"
+_NUMERIC, _BOOLEAN, _STRING, _PATTERN, _TIME, _VARIABLE, _ACCESSOR = (
+    "NUMERIC",
+    "BOOLEAN",
+    "STRING",
+    "PATTERN",
+    "TIME",
+    "VARIABLE",
+    "ACCESSOR",
+)
 _CLAUSE, _CLAUSE_CLOSE, _SEPARATOR = "CLAUSE", "CLAUSE_CLOSE", "SEPARATOR"
 _PREFIX, _MODIFIER, _LOGICALOP, _COMPARATOR, _TERNARY = "PREFIX", "MODIFIER", "LOGICALOP", "COMPARATOR", "TERNARY"
 _VALUES = (_NUMERIC, _BOOLEAN, _STRING, _PATTERN, _TIME, _VARIABLE, _ACCESSOR)
@@ -58,14 +66,14 @@ _TERNARIES = {"?", ":", "??"}
 
 # parsing.go tryParseTime, as strptime formats (Go layouts in the comments).
 _TIME_FORMATS = (
-    "%a %b %d %H:%M:%S %Y",        # ANSIC
-    "%Y-%m-%dT%H:%M:%S%z",         # RFC3339 / ISO8601 with seconds
-    "%Y-%m-%dT%H:%M:%S.%f%z",      # RFC3339Nano
+    "%a %b %d %H:%M:%S %Y",  # ANSIC
+    "%Y-%m-%dT%H:%M:%S%z",  # RFC3339 / ISO8601 with seconds
+    "%Y-%m-%dT%H:%M:%S.%f%z",  # RFC3339Nano
     "%Y-%m-%d",
     "%Y-%m-%d %H:%M",
     "%Y-%m-%d %H:%M:%S",
     "%Y-%m-%d %H:%M:%S%z",
-    "%I:%M%p",                     # Kitchen
+    "%I:%M%p",  # Kitchen
 )
 
 
@@ -108,9 +116,9 @@ def _tokens(expr: str) -> list[tuple[str, Any]]:
                 while j < n and expr[j] in "0123456789abcdefABCDEF":
                     j += 1
                 try:
-                    out.append((_NUMERIC, float(int(expr[i + 2:j], 16))))
+                    out.append((_NUMERIC, float(int(expr[i + 2 : j], 16))))
                 except ValueError:
-                    raise _ParseError(f"Unable to parse hex value '{expr[i + 2:j]}' to uint64\n") from None
+                    raise _ParseError(f"Unable to parse hex value '{expr[i + 2 : j]}' to uint64\n") from None
                 i = j
                 continue
             j = i
@@ -130,7 +138,7 @@ def _tokens(expr: str) -> list[tuple[str, Any]]:
             j = expr.find("]", i + 1)
             if j < 0:
                 raise _ParseError("Unclosed parameter bracket")
-            out.append((_VARIABLE, expr[i + 1:j]))
+            out.append((_VARIABLE, expr[i + 1 : j]))
             i = j + 1
             continue
         if _is_letter(c):
@@ -207,7 +215,9 @@ def _tokens(expr: str) -> list[tuple[str, Any]]:
     prev = None
     for kind, value in out:  # lexerState.go: no value directly after a value or `)`
         if prev is not None and prev[0] in _VALUES + (_CLAUSE_CLOSE,) and kind in _VALUES + (_CLAUSE, _PREFIX):
-            raise _ParseError(f"Cannot transition token types from {prev[0]} [{_fmt(prev[1])}] to {kind} [{_fmt(value)}]")
+            raise _ParseError(
+                f"Cannot transition token types from {prev[0]} [{_fmt(prev[1])}] to {kind} [{_fmt(value)}]"
+            )
         prev = (kind, value)
     if out and out[-1][0] in (_PREFIX, _MODIFIER, _LOGICALOP, _COMPARATOR, _TERNARY, _SEPARATOR):
         raise _ParseError("Unexpected end of expression")
@@ -306,8 +316,10 @@ def _eval(node: Any) -> Any:
     if kind == "group":
         return _eval(node[1])
     if kind == "accessor":
-        raise _EvalError(f"Unable to access parameter field or method '{node[1].split('.')[0]}': "
-                         f"No parameter '{node[1].split('.')[0]}' found.")
+        raise _EvalError(
+            f"Unable to access parameter field or method '{node[1].split('.')[0]}': "
+            f"No parameter '{node[1].split('.')[0]}' found."
+        )
     if kind == "prefix":
         _, sym, operand = node
         v = _eval(operand)
@@ -339,7 +351,9 @@ def _eval(node: Any) -> Any:
     if sym in ("&&", "||"):
         for v in (left, right):
             if not isinstance(v, bool):
-                raise _EvalError(f"Value '{_fmt(v)}' cannot be used with the logical operator '{sym}', it is not a bool")
+                raise _EvalError(
+                    f"Value '{_fmt(v)}' cannot be used with the logical operator '{sym}', it is not a bool"
+                )
         return left and right if sym == "&&" else left or right
     if sym == "?":
         if not isinstance(left, bool):
@@ -404,8 +418,9 @@ def should_execute(when: str) -> bool:
             raise _ParseError(f"Unexpected token {_fmt(toks[p.pos][1])}")
     except _ParseError as e:
         if "Invalid token" in str(e):
-            raise WhenError(f"Invalid 'when' expression '{when}': {e} (hint: try wrapping the affected expression "
-                            "in quotes (\"))") from None
+            raise WhenError(
+                f"Invalid 'when' expression '{when}': {e} (hint: try wrapping the affected expression in quotes (\"))"
+            ) from None
         raise WhenError(f"Invalid 'when' expression '{when}': {e}") from None
     try:
         result = _eval(tree)

@@ -40,8 +40,14 @@ def write_targets(path: Path, targets: list[str], labels: dict[str, str] | None 
 
 
 class LocalPrometheus:
-    def __init__(self, targets_file: Path, scrape_interval_s: float = 1.0, binary: str = BINARY,
-                 port: int | None = None, jobs: tuple[str, ...] = (JOB,)) -> None:
+    def __init__(
+        self,
+        targets_file: Path,
+        scrape_interval_s: float = 1.0,
+        binary: str = BINARY,
+        port: int | None = None,
+        jobs: tuple[str, ...] = (JOB,),
+    ) -> None:
         # `port` may be chosen before start: a run renders the Prometheus URL into its parameters first.
         self.targets_file = Path(targets_file)
         self.interval = f"{int(scrape_interval_s * 1000)}ms"
@@ -61,23 +67,45 @@ class LocalPrometheus:
 
     def start(self, timeout_s: float = 30) -> "LocalPrometheus":
         if not Path(self.binary).exists():
-            raise FileNotFoundError(f"{self.binary} not found: apt-get install prometheus (or set INFERSWEEP_PROMETHEUS)")
+            raise FileNotFoundError(
+                f"{self.binary} not found: apt-get install prometheus (or set INFERSWEEP_PROMETHEUS)"
+            )
         self.dir = Path(tempfile.mkdtemp(prefix="infersweep-prom-"))
         if not self.targets_file.exists():
             write_targets(self.targets_file, [])
-        config = {"global": {"scrape_interval": self.interval, "scrape_timeout": self.interval,
-                             "evaluation_interval": self.interval},
-                  # honor_labels as Dynamo's PodMonitor dynamo-frontend sets it (platform chart,
-                  # templates/prometheus.yaml): the frontend's own labels win over the target's.
-                  "scrape_configs": [{"job_name": job, "honor_labels": True, "file_sd_configs": [
-                      {"files": [str(self.targets_file)], "refresh_interval": "1s"}]} for job in self.jobs]}
+        config = {
+            "global": {
+                "scrape_interval": self.interval,
+                "scrape_timeout": self.interval,
+                "evaluation_interval": self.interval,
+            },
+            # honor_labels as Dynamo's PodMonitor dynamo-frontend sets it (platform chart,
+            # templates/prometheus.yaml): the frontend's own labels win over the target's.
+            "scrape_configs": [
+                {
+                    "job_name": job,
+                    "honor_labels": True,
+                    "file_sd_configs": [{"files": [str(self.targets_file)], "refresh_interval": "1s"}],
+                }
+                for job in self.jobs
+            ],
+        }
         (self.dir / "prometheus.yml").write_text(yaml.safe_dump(config))
         self.port = self.port or free_port()
         self.log = open(self.dir / "prometheus.log", "wb")
         self.proc = subprocess.Popen(
-            [self.binary, f"--config.file={self.dir / 'prometheus.yml'}", f"--storage.tsdb.path={self.dir / 'tsdb'}",
-             f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"],
-            stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+            [
+                self.binary,
+                f"--config.file={self.dir / 'prometheus.yml'}",
+                f"--storage.tsdb.path={self.dir / 'tsdb'}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+                "--log.level=warn",
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
