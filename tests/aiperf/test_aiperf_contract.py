@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES
+from tests.conftest import FIXTURES
 from infersweep.paths import venv_python
+from tests.support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 DOCKERFILE = REPO / "images" / "aiperf.Dockerfile"
 IMAGE_ROOT = "/opt/infersweep"  # the image's PYTHONPATH
 

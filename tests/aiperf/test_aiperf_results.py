@@ -20,9 +20,9 @@ import pytest
 from steps import aiperf_point
 from infersweep.aiperf import iter_profiling_records, read_point
 
-from conftest import copy_tree
+from tests.conftest import copy_tree
+from tests.support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 
 
 # ---------------------------------------------------------------- read_point on the fixtures

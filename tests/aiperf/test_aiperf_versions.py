@@ -9,14 +9,14 @@ from the reference set (the `aiperf_ref` fixture). How each was made: tests/fixt
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from infersweep.aiperf import read_point
 from tests.conftest import copy_tree
+from tests.support.paths import TESTS
 
-FIXTURES = Path(__file__).parent / "fixtures" / "aiperf"
+FIXTURES = TESTS / "fixtures" / "aiperf"
 VERSIONS = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir() and p.name != "0.13.0") if FIXTURES.is_dir() else []
 
 

@@ -49,7 +49,7 @@ def test_result_json_records_the_seed_aiperf_got_and_the_cache_state(tmp_path, a
     import json
 
     from steps import aiperf_point
-    from tests.test_aiperf_results import fake_aiperf
+    from tests.aiperf.test_aiperf_results import fake_aiperf
 
     out = tmp_path / "c4"
     fake = fake_aiperf(tmp_path, "good", aiperf_ref / "dynamo-mocker-c4")

@@ -15,8 +15,9 @@ from infersweep.recipe.models import Workload
 from infersweep import aiperf as aiperf_contract
 from infersweep.aiperf.point_run import EXIT_BAD_POINT
 from steps import aiperf_point
+from tests.support.paths import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 AIPERF_PY = ROOT / ".venv-aiperf" / "bin" / "python"
 MINI = params_dir() / "workloads" / "mooncake-mini.jsonl"
 TRACE = {"url": "/data/t.jsonl", "avg_isl": 100, "avg_osl": 10}

@@ -19,7 +19,6 @@ import threading
 import uuid
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from urllib.parse import parse_qs
 
 import pytest
@@ -27,8 +26,9 @@ import pytest
 from infersweep.argo_server import ArgoConfigError, ArgoServerError, load_config, to_hera_model
 from infersweep.cli import main
 from infersweep.schemas import SchemaError, validate_document
+from tests.support.paths import FIXTURES
 
-SWAGGER = Path(__file__).resolve().parent / "fixtures" / "argo" / "argo-server-swagger-v4.1.2.json"
+SWAGGER = FIXTURES / "argo" / "argo-server-swagger-v4.1.2.json"
 TOKEN = "test-token"
 NS = "bench"
 RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"
@@ -221,7 +221,7 @@ def test_submit_status_list_round_trip(argo, capsys):
     assert wf["spec"]["workflowTemplateRef"] == {"name": "infersweep-vllm-agg"}
     params = {p["name"]: p["value"] for p in wf["spec"]["arguments"]["parameters"]}
     assert params["prometheus-url"] == "http://prom:9090"
-    # The GPU guard is on the pipeline template's gpu-span (tests/test_gpu_guard.py); the run carries its keys.
+    # The GPU guard is on the pipeline template's gpu-span (tests/workflows/test_gpu_guard.py); the run carries its keys.
     assert "synchronization" not in wf["spec"] and params["gpu-lock-1"] == "h100-8gpu"
     assert wf["metadata"]["labels"]["infersweep.io/model"].startswith("nvidia_NVIDIA-Nemotron-3-Nano")
 
@@ -331,4 +331,4 @@ def test_watch_follows_the_run_until_it_ends(argo, capsys):
     assert watch(server, wf["metadata"]["name"], poll_s=0.01, out=lambda s: (lines.append(s), controller(s))) == "Succeeded"
     name = wf["metadata"]["name"]
     assert [ln.split(": ")[1].split()[0] for ln in lines if ln.startswith(name)] == ["Pending", "Running", "Succeeded"]
-    assert lines[-1] == f"logs:    infersweep logs {name} [STEP]"  # then where the results are (tests/test_watch.py)
+    assert lines[-1] == f"logs:    infersweep logs {name} [STEP]"  # then where the results are (tests/cli/test_watch.py)

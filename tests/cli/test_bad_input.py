@@ -26,9 +26,9 @@ import pytest
 import yaml
 
 from infersweep.names import dns_label, is_dns_label, is_label_value, label_value
+from tests.support.paths import REPO, TESTS
 
-HERE = Path(__file__).parent / "bad_inputs"
-REPO = Path(__file__).resolve().parents[1]
+HERE = TESTS / "bad_inputs"
 CLI = str(Path(sys.executable).parent / "infersweep")
 RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"
 PWNED = Path("/tmp/infersweep-pwned")

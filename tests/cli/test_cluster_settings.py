@@ -3,7 +3,7 @@ loads; each section's usual mistakes are one line naming the field (its path in 
 mistakes give several lines; an unknown key is refused with the valid keys (and a did-you-mean); a --set of a
 parameter backed by a setting is checked by that setting's field; a leftover params/platform.yaml is refused
 with the rename to make; the CLI prints the lines without a traceback. (The GPU guard's own sections:
-tests/test_gpu_guard.py.)"""
+tests/workflows/test_gpu_guard.py.)"""
 
 from __future__ import annotations
 

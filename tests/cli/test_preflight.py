@@ -1,6 +1,6 @@
 """`infersweep preflight` (issue 23 item 2): the cluster checked before any GPU is held, one line per problem.
 
-Against the Kubernetes API stand-in (tests/k8s_standin.py, through the real `kubernetes` client), the real
+Against the Kubernetes API stand-in (tests/support/k8s_standin.py, through the real `kubernetes` client), the real
 local S3 server (moto_server, infersweep/local/standins/s3server.py) and the real Prometheus local mode runs
 (infersweep/local/standins/prometheus.py), whose scrape jobs are named as the Prometheus Operator names a
 PodMonitor's (podMonitor/<namespace>/<name>/<endpoint index>).
@@ -23,7 +23,7 @@ from infersweep.install_version import HASH_LABEL
 from infersweep.local.standins.prometheus import BINARY, LocalPrometheus
 from infersweep.local.standins.s3server import ACCESS_KEY, SECRET_KEY, LocalS3
 from infersweep.preflight import Reach, preflight
-from k8s_standin import K8sStandin
+from tests.support.k8s_standin import K8sStandin
 
 pytestmark = pytest.mark.skipif(not shutil.which(BINARY) and not __import__("os").path.exists(BINARY),
                                 reason="no prometheus binary")

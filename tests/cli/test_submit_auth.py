@@ -2,11 +2,11 @@
 
 - No Argo Server configured: install, submit and status go through the Kubernetes API with the kubeconfig
   (argo-workflows pkg/apiclient/apiclient.go: no ArgoServerOpts.URL -> newArgoKubeClient), tested against the
-  Kubernetes API stand-in (tests/k8s_standin.py) through the real `kubernetes` client.
+  Kubernetes API stand-in (tests/support/k8s_standin.py) through the real `kubernetes` client.
 - Neither: one line naming both ways, before any request.
 - Templates from another checkout: `submit` refuses with one line (infersweep/install_version.py).
 - The Python API (infersweep/api.py): a Hera Workflow whose `.create()` submits with Hera's global_config,
-  against the Argo Server stand-in of tests/test_argo_server.py.
+  against the Argo Server stand-in of tests/cli/test_argo_server.py.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from infersweep.cli import main
 from infersweep.cluster_settings import load_cluster_settings
 from workflows.install_set import install_set
 from infersweep.install_version import HASH_LABEL, VERSION_LABEL
-from k8s_standin import K8sStandin
-from test_argo_server import NS, RECIPE, TOKEN, argo  # noqa: F401 - the Argo Server stand-in fixture
+from tests.support.k8s_standin import K8sStandin
+from tests.cli.test_argo_server import NS, RECIPE, TOKEN, argo  # noqa: F401 - the Argo Server stand-in fixture
 
 ARGO = ("argoproj.io", "v1alpha1")
 

@@ -3,7 +3,7 @@
 The DGD is named per run (infersweep.names.dgd_run_name: `<recipe, cut>-<hash of the workflow name>`,
 at most 45 characters, the limit older Dynamo operators enforce), every step derives the name from
 `{{workflow.name}}`, and deploy refuses to adopt (patch) a DGD owned by another Workflow; teardown
-refuses to delete one. Checked through the real `kubernetes` client against tests/k8s_standin.py.
+refuses to delete one. Checked through the real `kubernetes` client against tests/support/k8s_standin.py.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import all_recipe_paths, load_recipe
 from infersweep.dgd.render import render_dgd
 from workflows.pipeline import recipe_arguments
+from tests.support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 RECIPE = "qwen36-35b-a3b-fp8-sglang-disagg-dpep-prefix32k"  # 47 characters: over the budget on its own
 DGD = ("nvidia.com", "v1beta1", "bench", "dynamographdeployments")
 
@@ -56,12 +56,12 @@ def _deploy(dgd_yaml: str, run: str, uid: str, env: dict, tmp: Path) -> subproce
 
 
 def test_nightly_and_adhoc_runs_of_one_recipe_side_by_side(tmp_path):
-    from k8s_standin import K8sStandin
+    from tests.support.k8s_standin import K8sStandin
 
     r = load_recipe(RECIPE)
     dgd = yaml.safe_load(recipe_arguments(r, load_cluster_settings())["dgd"])
     # Both runs hold the whole pool: the deploy step would wait for the other's DGD to go (its lane labels,
-    # tests/test_lane_wait.py), as the GPU locks keep them apart on a cluster. Here only their names and
+    # tests/platform/test_lane_wait.py), as the GPU locks keep them apart on a cluster. Here only their names and
     # owners are at stake, so the DGD goes without its lane labels.
     labels = dgd["metadata"].get("labels") or {}
     for k in [k for k in labels if k.startswith("gpu-lane.infersweep.io/")]:
@@ -91,7 +91,7 @@ def test_nightly_and_adhoc_runs_of_one_recipe_side_by_side(tmp_path):
 
 
 def test_deploy_refuses_to_adopt_a_dgd_owned_by_another_workflow(tmp_path):
-    from k8s_standin import K8sStandin
+    from tests.support.k8s_standin import K8sStandin
 
     dgd_yaml = recipe_arguments(load_recipe(RECIPE), load_cluster_settings())["dgd"]
     base = yaml.safe_load(dgd_yaml)["metadata"]["name"]

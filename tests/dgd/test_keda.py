@@ -25,8 +25,8 @@ from infersweep.schemas import SchemaError, validate_document
 from tests.conftest import shared_dir
 from infersweep.dgd.render import render_dgd
 from infersweep.platform.keda import ANNOTATION, frontend_query, scaled_objects
+from tests.support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 KEDA_RECIPE = "qwen36-35b-a3b-fp8-sglang-agg-keda"
 
 
@@ -135,7 +135,7 @@ def test_the_query_counts_this_deployments_frontends_only(tmp_path):
     assert _promtool_eval(tmp_path, series, expr, 540).returncode != 0
 
 
-# ---- applied with the DGD, deleted with it (the real kubernetes client against tests/k8s_standin.py)
+# ---- applied with the DGD, deleted with it (the real kubernetes client against tests/support/k8s_standin.py)
 
 def _step(module: str, args: list[str], env: dict) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", module, *args], cwd=REPO, env=env, capture_output=True, text=True,
@@ -143,8 +143,7 @@ def _step(module: str, args: list[str], env: dict) -> subprocess.CompletedProces
 
 
 def test_deploy_applies_the_scaled_object_and_teardown_deletes_it(tmp_path):
-    sys.path.insert(0, str(Path(__file__).parent))
-    from k8s_standin import K8sStandin
+    from tests.support.k8s_standin import K8sStandin
 
     b = render_recipe(load_recipe(KEDA_RECIPE), load_cluster_settings())
     name = b.dgd["metadata"]["name"]

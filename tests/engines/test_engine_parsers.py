@@ -27,20 +27,20 @@ import json
 import subprocess
 import sys
 from functools import cache
-from pathlib import Path
 
 import pytest
 
 from infersweep.local.dynamo import read_components
 from infersweep.recipe import ResolvedRecipe, all_recipe_paths, load_recipe
 from infersweep.dgd.render import render_dgd
+from tests.support.paths import REPO, TESTS
 
 # The first test runs the whole batch (~100 s here under load): above the suite's 300 s default on a slower machine.
 pytestmark = [pytest.mark.engine_parsers, pytest.mark.timeout(1800)]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 ENGINES_PY = ROOT / ".venv-engines" / "bin" / "python"
-PARSER = Path(__file__).with_name("engine_parsers") / "parse_workers.py"
+PARSER = TESTS / "engine_parsers" / "parse_workers.py"
 RECIPES = [p.stem for p in all_recipe_paths()]
 
 

@@ -2,7 +2,7 @@
 
 Each test reads the rendered DGD (infersweep/dgd/render.py) of a catalog recipe and fails on the rendering before
 the fix. The engine facts behind them are cited where they are encoded (params/engines/*.yaml,
-infersweep/dgd/render.py); tests/test_engine_parsers.py runs the same arguments through the real parsers.
+infersweep/dgd/render.py); tests/engines/test_engine_parsers.py runs the same arguments through the real parsers.
 """
 
 from __future__ import annotations

@@ -121,7 +121,7 @@ def test_workdir_steps_record_ready_and_keep_earlier_attempts(tmp_path):
 def test_compare_step_writes_the_report_from_treatment_folders(tmp_path):
     from steps.compare import main
 
-    from tests.test_experiment_report import table
+    from tests.experiment.test_experiment_report import table
 
     cs = [1, 4, 16, 32, 64, 128]
     for name, v in (("rr", 1000.0), ("kv", 550.0)):

@@ -14,8 +14,9 @@ from packaging.version import Version
 from infersweep.gpu_bundle import assemble
 from infersweep.gpu_bundle.build import load_profile, pack, parse_size, resplit, trim_site
 from infersweep.gpu_bundle.resolve import BundleError, Walk, read_freeze
+from tests.support.paths import REPO
 
-HOST = Path(__file__).resolve().parents[1] / "images" / "gpu-host" / "h200-python-packages.txt"
+HOST = REPO / "images" / "gpu-host" / "h200-python-packages.txt"
 
 
 def walk(**kw) -> Walk:

@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.support.paths import REPO
+
 CHECKOV = REPO / ".venv-checkov" / "bin" / "checkov"
 WAIVERS = REPO / "tests" / "checkov-waivers.yaml"
 

@@ -1,9 +1,9 @@
 """The front door and docs/ link only to files that exist, and README stays a front door."""
 
 import re
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.support.paths import REPO
+
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 

@@ -9,7 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.support.paths import REPO
+
 LINT = Path(sys.executable).with_name("lint-imports")
 
 

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import kubernetes.client as kc
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.support.paths import REPO
+
 STEPS = REPO / "steps"
 # steps/reap.py (infersweep/platform/reaper.py) runs in the reaper CronWorkflow under its own ServiceAccount
 # and Role (reaper_role).

@@ -4,13 +4,12 @@ read_yaml_mapping: no YAML aliases, a size cap, one line naming the file), never
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 
 from infersweep.params_files import RecipeError
+from tests.support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: [*b, *b, *b, *b, *b]\n"
 
 

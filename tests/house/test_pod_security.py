@@ -17,14 +17,13 @@ pipelines, nightly CronWorkflows, the reaper) and one recipe's Workflow.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from infersweep.commands.install import install_set
 from infersweep.cluster_settings import load_cluster_settings
+from tests.support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 # Restricted: "Volume Types" row.
 ALLOWED_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret"}
 # Baseline "Capabilities" row (restricted narrows `add` further to NET_BIND_SERVICE).

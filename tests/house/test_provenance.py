@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -15,8 +14,8 @@ from infersweep.paths import params_dir
 from infersweep.recipe import RecipeError, all_recipe_paths, load_recipe, parse_recipe, recipe_data
 from infersweep.recipe_context import recipe_hash
 from tests.conftest import shared_dir
+from tests.support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 
 
 def test_every_recipe_states_its_provenance():

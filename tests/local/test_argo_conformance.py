@@ -22,8 +22,9 @@ import yaml
 from infersweep.commands.argo import load_documents
 from infersweep.local.argo import LocalArgo, LocalCluster, WorkflowError
 from infersweep.local.argo.retry import RetryError, formulate_resubmit, formulate_retry
+from tests.support.paths import TESTS
 
-CASES = sorted((Path(__file__).parent / "conformance").glob("*.yaml"))
+CASES = sorted((TESTS / "conformance").glob("*.yaml"))
 
 
 def test_there_are_at_least_40_cases():

@@ -1,7 +1,7 @@
 """The local executor runs Hera-built workflows the way Argo v4.1.2 does: DAG order, depends logic, withParam
 fan-out, output parameters, the leaf-task verdict, exit handler, stop vs terminate, and the `infersweep argo
 run` command. Steps are real `python -m` processes (and `sh -c` on the host for the command). The rule-by-rule
-cases are the conformance suite (tests/test_argo_conformance.py)."""
+cases are the conformance suite (tests/local/test_argo_conformance.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from hera.workflows import DAG, Container, Parameter, Task, Workflow, WorkflowTe
 from hera.workflows import models as m
 
 from infersweep.local.argo import LocalArgo, LocalCluster, WorkflowError, eval_depends, Node
+from tests.support.paths import REPO, TESTS
 
 STEP = '''
 import argparse, pathlib, sys, time
@@ -176,7 +177,7 @@ def test_argo_run_command_prints_argo_get_status(tmp_path):
     import subprocess
     f = tmp_path / "wf.yaml"
     f.write_text(ARGO_CLI_CASE)
-    env = os.environ | {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = os.environ | {"PYTHONPATH": str(REPO)}
     p = subprocess.run([sys.executable, "-m", "infersweep.cli", "argo", "run", str(f), "--work-dir", str(tmp_path / "w")],
                        capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 1, p.stderr
@@ -203,9 +204,9 @@ def test_semaphore_holds_across_separate_processes(tmp_path):
     """Two `infersweep argo run` processes of a workflow holding a semaphore of limit 1 never overlap."""
     import os
     import subprocess
-    case = Path(__file__).parent / "conformance" / "semaphore-workflow-limit-across-runs.yaml"
+    case = TESTS / "conformance" / "semaphore-workflow-limit-across-runs.yaml"
     trace = tmp_path / "trace"
-    env = os.environ | {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = os.environ | {"PYTHONPATH": str(REPO)}
     procs = [subprocess.Popen([sys.executable, "-m", "infersweep.cli", "argo", "run", str(case), "-p", f"trace={trace}",
                                "--work-dir", str(tmp_path / f"w{i}"), "--state-dir", str(tmp_path / "state")],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env) for i in range(2)]

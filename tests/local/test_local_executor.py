@@ -1,6 +1,6 @@
 """infersweep/local/executor.py execute(), the executor set-up `run --local` and `experiment run --local` share:
 SIGTERM while a workflow runs is `argo stop` (the exit handler still runs), the run's status is written, and the
-caller's signal handlers are back afterwards. Steps are real `python -m` processes (tests/test_local_argo.py)."""
+caller's signal handlers are back afterwards. Steps are real `python -m` processes (tests/local/test_local_argo.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 import threading
 
 from infersweep.local.executor import execute
-from tests.test_local_argo import STEP, build, trace_of
+from tests.local.test_local_argo import STEP, build, trace_of
 
 
 def test_sigterm_is_argo_stop_status_is_written_and_handlers_are_restored(tmp_path):

@@ -1,5 +1,5 @@
 """Local simulation of every DGD shape in the catalog: one recipe each of aggregated round-robin, aggregated
-KV router, disaggregated 1P1D and multinode, run end to end as in tests/test_local_run.py (real Dynamo
+KV router, disaggregated 1P1D and multinode, run end to end as in tests/local/test_local_run.py (real Dynamo
 frontend + mocker workers, real AIPerf, real S3 server) with a one-point sweep to stay small."""
 
 from __future__ import annotations

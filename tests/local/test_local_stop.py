@@ -25,8 +25,9 @@ from hera.workflows import Container, Steps, Workflow
 
 from infersweep.local.argo import pod as local_argo_pod
 from infersweep.local.executor import execute
+from tests.support.paths import FIXTURES, REPO
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "aiperf" / "0.13.0" / "dynamo-mocker-c4"
+FIXTURE = FIXTURES / "aiperf" / "0.13.0" / "dynamo-mocker-c4"
 
 FAKE_AIPERF = """\
 #!{python}
@@ -167,7 +168,7 @@ def test_ctrl_c_on_a_real_local_run_leaves_no_process(tmp_path):
     with open(log, "wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "infersweep", "run", "--local", "nemotron-3-nano-fp8-vllm-agg-kv",
                                  "--out", str(tmp_path / "runs")], stdout=out, stderr=subprocess.STDOUT,
-                                cwd=Path(__file__).resolve().parent.parent)
+                                cwd=REPO)
     seen: dict[int, tuple[int, int, str]] = {}
     try:
         deadline = time.monotonic() + 240

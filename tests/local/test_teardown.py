@@ -9,7 +9,7 @@ mentions the run's folder in its argv, or runs in it.
 
 In the rendered YAML: the exit handler deletes the DGD whatever the workflow's status (failure, stop,
 deadline), and the deploy step makes the Workflow the DGD's owner, checked against a stand-in of the
-Kubernetes API through the real `kubernetes` client (tests/k8s_standin.py).
+Kubernetes API through the real `kubernetes` client (tests/support/k8s_standin.py).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.support.paths import REPO
+
 CLI = str(Path(sys.executable).parent / "infersweep")
 # The CLI's own main, with workflow parameters a user's --set may not change (a short sweep's points, a
 # model name the frontend does not serve) handed to run_local as the test's: argv[1] is them as JSON.
@@ -307,7 +308,7 @@ def test_deploy_step_passes_the_workflow_as_owner():
 
 def test_deploy_step_sets_owner_reference_through_the_kubernetes_api(tmp_path):
     """steps.deploy against a stand-in API server: the created DGD is owned by the Workflow."""
-    from k8s_standin import K8sStandin
+    from tests.support.k8s_standin import K8sStandin
 
     b = _rendered()
     dgd_yaml = yaml.safe_dump(b.dgd)

@@ -22,7 +22,7 @@ def _pod(name: str, image: str, image_id: str) -> dict:
 
 
 def test_pod_image_ids_through_the_kubernetes_client(tmp_path):
-    from k8s_standin import K8sStandin
+    from tests.support.k8s_standin import K8sStandin
     from kubernetes import client, config
 
     from infersweep.platform.readiness import pod_image_ids

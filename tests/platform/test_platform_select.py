@@ -8,15 +8,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from infersweep.local.adapter import LocalPlatform, step_env
 from infersweep.platform.protocol import BadInput
 from infersweep.platform.select import ADAPTER_ENV, PLATFORM_ENV, get_platform
+from tests.support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 
 
 def _step(module: str, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:

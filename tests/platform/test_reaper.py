@@ -3,7 +3,7 @@
 Terminate skips the exit handler (argo-workflows v4.1.2 workflow/controller/operator.go operate(): the
 onExit node runs only when ShutdownStrategy.ShouldExecute(true), which is false for Terminate), so the
 teardown never runs. The reaper (steps/reap.py -> infersweep/platform/reaper.py, CronWorkflow `infersweep-reaper` from `infersweep
-install`, every 2 minutes) runs against tests/k8s_standin.py through the real `kubernetes` client:
+install`, every 2 minutes) runs against tests/support/k8s_standin.py through the real `kubernetes` client:
 a terminated run's DGD goes, a running run's stays, a DGD nobody's run owns is left alone.
 """
 
@@ -12,14 +12,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from infersweep.commands.install import install_set
 from infersweep.cluster_settings import load_cluster_settings
+from tests.support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 DGD = ("nvidia.com", "v1beta1", "bench", "dynamographdeployments")
 WF = ("argoproj.io", "v1alpha1", "bench", "workflows")
 
@@ -38,7 +37,7 @@ def _wf(name: str, uid: str, phase: str | None) -> dict:
 
 
 def test_reaper_deletes_the_dgds_of_finished_runs_only(tmp_path):
-    from k8s_standin import K8sStandin
+    from tests.support.k8s_standin import K8sStandin
 
     with K8sStandin() as api:
         runs = {"running": ("wf-running", "u1", "Running"), "terminated": ("wf-terminated", "u2", "Failed"),

@@ -5,7 +5,6 @@ quantity passes with a trailing newline (a `$`-anchored pattern with re.match le
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -14,6 +13,7 @@ from infersweep import k8s_types
 from infersweep.cluster_settings import ModelCache
 from infersweep.names import is_dns_label, is_label_value
 from infersweep.recipe.facts import Placement
+from tests.support.paths import REPO
 
 GOOD = ["64Gi", "500Mi", "1.5Ti", ".5Gi", "1e9", "128G", "2E3", "1.", "0.5"]
 BAD = ["64Gi\n", "64 Gi", "64GB", "-1Gi", "0", "0Gi", "Gi", "1e", "64gi", ""]
@@ -42,7 +42,7 @@ def test_recipe_and_cluster_settings_agree_on_quantities(q):
 
 def test_the_quantity_grammar_is_the_crd_pattern():
     """controller-gen writes resource.Quantity's pattern into every CRD: the Dynamo CRD's equals ours."""
-    crds = list((Path(__file__).resolve().parents[1] / "infersweep" / "reference").rglob("*dynamographdeployments*"))
+    crds = list((REPO / "infersweep" / "reference").rglob("*dynamographdeployments*"))
     text = "\n".join(p.read_text() for p in crds) if crds else ""
     if not text:
         pytest.skip("no Dynamo CRD shipped under infersweep/reference")

@@ -24,8 +24,9 @@ from infersweep.results.table import build_table, finish_table
 from infersweep.results.validity import load_thresholds
 from infersweep.slo_search import bisect
 from infersweep.aiperf import read_point
+from tests.support.paths import TESTS
 
-FIXTURES = Path(__file__).parent / "fixtures" / "validity"
+FIXTURES = TESTS / "fixtures" / "validity"
 SLO = {"ttft_p50_ms": 2000, "output_throughput_p50_tok_s_per_user": 20}
 INVALID = "client-bound: AIPerf sent requests 912 ms (p99) after issuing them (> max_send_delay_ms_p99 250)"
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 from infersweep.local.engine_startup import parse_startup, split_ready
 from infersweep.results.gpu_telemetry import window_columns
+from tests.support.paths import REPO
 
-MEASURED = Path(__file__).resolve().parents[1] / "benchmarks" / "measured" / "h200-2026-12-01"
+MEASURED = REPO / "benchmarks" / "measured" / "h200-2026-12-01"
 
 
 def test_energy_is_the_counter_difference_across_the_window_and_power_the_mean():

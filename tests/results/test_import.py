@@ -13,8 +13,9 @@ from infersweep.cli import main as cli_main
 from infersweep.results.importer import ImportError_, detect_concurrency, stage_run
 from infersweep.results.store import RunStore
 from tests.conftest import copy_tree
+from tests.support.paths import FIXTURES
 
-V010 = Path(__file__).parent / "fixtures" / "aiperf" / "0.10.0"
+V010 = FIXTURES / "aiperf" / "0.10.0"
 RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"
 
 

@@ -17,9 +17,10 @@ import pytest
 import yaml
 
 from infersweep.cli import main as cli_main
+from tests.support.paths import FIXTURES, REPO
 
-VENDORED = Path(__file__).parent / "fixtures" / "llmd_benchmark_report"
-MEASURED = Path(__file__).parent.parent / "benchmarks" / "measured" / "h200-2026-12-01" / "qwen3-32b-bf16-sweep"
+VENDORED = FIXTURES / "llmd_benchmark_report"
+MEASURED = REPO / "benchmarks" / "measured" / "h200-2026-12-01" / "qwen3-32b-bf16-sweep"
 
 
 @pytest.fixture(scope="module")

@@ -22,8 +22,8 @@ from infersweep.local.standins.s3server import LocalS3
 from infersweep.results.manifest import ChecksumError, IncompleteRunError
 from infersweep.results.publish import PublishConflict, PublishError, publish_tree, read_object_verified, verify_run
 from infersweep.results.s3 import s3_client
+from tests.support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 BUCKET = "runs"
 
 

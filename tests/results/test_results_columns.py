@@ -15,8 +15,8 @@ import pytest
 from infersweep.metrics import ALIASES, METRICS, SLO_KEYS, canonical, normalize_tolerances
 from infersweep.results import columns
 from infersweep.results.columns import OPTIONAL, SCHEMA_VERSION, SUMMARY_COLUMNS, columns_fingerprint
+from tests.support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 MEASURED = REPO / "benchmarks" / "measured" / "h200-2026-12-01"
 
 # Every schema version and the fingerprint of its columns (columns.columns_fingerprint). Changing a column
@@ -77,7 +77,7 @@ def test_an_unknown_metric_names_the_nearest_ones():
 
 
 def test_the_table_has_exactly_the_dictionarys_columns_in_order_and_type(tmp_path, aiperf_ref):
-    from test_results_schema import make_run_folder, summarize
+    from tests.results.test_results_schema import make_run_folder, summarize
 
     df = summarize(make_run_folder(tmp_path, aiperf_ref))
     assert list(df.columns) == [c for c in SUMMARY_COLUMNS if c not in OPTIONAL or c in df.columns]

@@ -16,9 +16,9 @@ from infersweep.results.columns import SCHEMA_VERSION
 from infersweep.aiperf import read_point
 from steps.summarize import main as summarize_main
 
-from conftest import copy_tree
+from tests.conftest import copy_tree
+from tests.support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 SLO = {"ttft_p50_ms": 1000, "output_throughput_p50_tok_s_per_user": 1}
 
 

@@ -1,6 +1,6 @@
 """`infersweep runs`, `infersweep baseline promote|show` and `infersweep logs`, against the real local S3
 server (moto_server, LocalS3) with runs published by the real publish step, and the Argo Server stand-in
-(tests/test_argo_server.py) serving archived logs as the Argo Server does."""
+(tests/cli/test_argo_server.py) serving archived logs as the Argo Server does."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import pytest
 from infersweep.cli import main
 from infersweep.local.standins.s3server import LocalS3
 from infersweep.results.baseline import check_against_baseline
-from tests.test_argo_server import NS, ArgoServerStandIn, argo  # noqa: F401 (the fixture)
-from tests.test_results_store import BUCKET, RECIPE, publish_run
-from test_results_schema import make_run_folder, summarize
+from tests.cli.test_argo_server import NS, ArgoServerStandIn, argo  # noqa: F401 (the fixture)
+from tests.results.test_results_store import BUCKET, RECIPE, publish_run
+from tests.results.test_results_schema import make_run_folder, summarize
 
 ARTIFACTS = "artifacts"
 
@@ -96,7 +96,7 @@ def test_baseline_promote_from_a_folder_store_wants_a_destination(tmp_path, caps
 
 def test_logs_of_a_local_run(tmp_path, capsys):
     from infersweep.local.executor import execute
-    from tests.test_local_argo import STEP, build
+    from tests.local.test_local_argo import STEP, build
 
     (tmp_path / "code").mkdir()
     (tmp_path / "code" / "fakestep.py").write_text(STEP)

@@ -25,6 +25,7 @@ from infersweep.local.standins.prometheus import BINARY, LocalPrometheus
 from infersweep.paths import params_dir
 from infersweep.results import server_metrics
 from steps import scrape as scrape_step
+from tests.support.paths import TESTS
 
 SPEC = yaml.safe_load((params_dir() / "metrics.yaml").read_text())
 need_prometheus = pytest.mark.skipif(not Path(BINARY).exists(), reason=f"no Prometheus at {BINARY} (apt-get install prometheus)")
@@ -224,7 +225,7 @@ def test_two_local_deployments_scraped_by_one_prometheus_each_see_only_their_tra
 
     if not Path(default_dynamo_python()).exists():
         pytest.skip(f"no Dynamo interpreter at {default_dynamo_python()}")
-    from tests.test_local_dynamo import AGG_KV
+    from tests.local.test_local_dynamo import AGG_KV
 
     namespace, sent = "bench", {"run-a": 2, "run-b": 5}
     monkeypatch.setenv("INFERSWEEP_PLATFORM", "local")  # local frontends: metrics.yaml required.local applies
@@ -430,7 +431,7 @@ def test_wait_ready_records_the_runtime_namespaces_for_the_scrape(tmp_path):
 
 def test_a_failed_scrape_still_lets_the_run_be_summarised_and_published():
     """The exit handler: a scrape that fails loudly (exit 1) must not cost the run its results table."""
-    yml = yaml.safe_load((Path(__file__).parent / "golden/templates/infersweep-vllm-agg.yaml").read_text())
+    yml = yaml.safe_load((TESTS / "golden/templates/infersweep-vllm-agg.yaml").read_text())
     handler = next(t for t in yml["spec"]["templates"] if t["name"] == "exit-handler")
     tasks = {t["name"]: t for t in handler["dag"]["tasks"]}
     assert tasks["summarize"]["depends"] == "scrape.Succeeded || scrape.Failed || scrape.Errored"

@@ -23,8 +23,9 @@ from infersweep.results.regression import judge_run
 from infersweep.results.table import build_table, finish_table
 from infersweep.results.validity import load_thresholds
 from infersweep.aiperf import read_point
+from tests.support.paths import TESTS
 
-FIXTURES = Path(__file__).parent / "fixtures" / "validity"
+FIXTURES = TESTS / "fixtures" / "validity"
 LOCAL = load_thresholds("local")
 
 

@@ -26,7 +26,7 @@ from infersweep.schemas import (
 )
 
 ARGO_VERSIONS = ["v4.1.2", "v3.7.18"]
-from conftest import FIXTURES, needs_shared, shared_dir
+from tests.conftest import FIXTURES, needs_shared, shared_dir
 
 REFERENCE = shared_dir() / "reference"  # upstream DGDs and templates; needed at collection time (may be absent)
 

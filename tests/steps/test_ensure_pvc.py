@@ -1,6 +1,6 @@
 """ensure-pvc waits for the model-cache PVC to be Bound and says clearly why when it will not bind.
 
-Against tests/k8s_standin.py through the real `kubernetes` client: a created PVC that binds passes; one
+Against tests/support/k8s_standin.py through the real `kubernetes` client: a created PVC that binds passes; one
 whose provisioner fails (a `ProvisioningFailed` event, what the external-provisioner records) fails at
 once naming the PVC and the provisioner's message; one that stays Pending with no event fails at the
 bound timeout; a storage class that binds on first use (`WaitForFirstConsumer` event) passes, since
@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.support.paths import REPO
+
 
 
 def _event(name: str, reason: str, message: str) -> dict:
@@ -30,7 +30,7 @@ def _ensure(env: dict, name: str, timeout_s: str = "4") -> subprocess.CompletedP
 
 
 def test_pvc_bound_pending_and_provisioning_failed(tmp_path):
-    from k8s_standin import K8sStandin
+    from tests.support.k8s_standin import K8sStandin
 
     with K8sStandin() as api:
         env = dict(os.environ, KUBECONFIG=str(api.kubeconfig(tmp_path)), PYTHONPATH=str(REPO))

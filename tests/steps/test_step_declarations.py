@@ -30,8 +30,8 @@ from infersweep.commands.install import install_set
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.step_declarations import DECLARED, WORKDIR
 from infersweep.step_interface import Option, Step, json_object
+from tests.support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 BY_MODULE = {s.module: s for s in DECLARED}
 INPUT_REF = re.compile(r"\{\{inputs\.parameters\.([\w-]+)\}\}")
 WORKFLOW_VARS = {"{{workflow.name}}": "wf-abc12", "{{workflow.namespace}}": "bench", "{{workflow.uid}}": "uid-1"}

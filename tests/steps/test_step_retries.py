@@ -15,6 +15,7 @@ from infersweep.commands.install import install_set
 from infersweep.cluster_settings import load_cluster_settings
 from steps.transient import TRANSIENT_EXIT, is_transient
 from workflows.steps_library import STEPS, aiperf_resources
+from tests.support.paths import REPO
 
 
 def _retried(expression: str, exit_code: str, status: str) -> bool:
@@ -75,7 +76,7 @@ def test_a_step_exits_75_when_the_api_server_is_unreachable(tmp_path):
     import sys
     from pathlib import Path
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = REPO
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text("apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters: [{name: c, cluster: {server: "
                           "'http://127.0.0.1:9'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: c, "

@@ -5,7 +5,6 @@ Argo v4.1.2 operator.go processNodeRetries), anything else fails at once."""
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 
@@ -14,8 +13,9 @@ from infersweep.results.publish import PublishConflict, PublishError
 from infersweep.step_declarations import DECLARED, PUBLISH
 from steps.runner import exit_code, run
 from steps.transient import TRANSIENT_EXIT
+from tests.support.paths import REPO
 
-STEPS_DIR = Path(__file__).resolve().parents[1] / "steps"
+STEPS_DIR = REPO / "steps"
 
 
 def _unreachable() -> Exception:

@@ -4,7 +4,7 @@ Argo judges a DAG by its leaf tasks (argo-workflows v4.1.2 workflow/controller/d
 a failed exit handler turns a Succeeded workflow Failed (operator.go operate()). The points are the leaves
 of the GPU span, and steps/verdict.py is the exit handler's last step, after publish: the run fails when
 any point failed or nothing was measured, with a message naming the points. The workflow-level verdict
-for the rendered pipeline is checked with the encoded rules in tests/test_ui_retry.py.
+for the rendered pipeline is checked with the encoded rules in tests/workflows/test_ui_retry.py.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.support.paths import REPO
+
 POINTS = [{"concurrency": c} for c in (1, 4, 16)]
 
 

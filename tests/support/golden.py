@@ -1,6 +1,6 @@
 """Golden YAML: the exact documents the code renders, committed beside it (as Hera does for its examples).
 
-`python -m tests.golden` rewrites them; tests/test_golden.py fails when rendering drifts from them,
+`python -m tests.support.golden` rewrites them; tests/workflows/test_golden.py fails when rendering drifts from them,
 so every change to what reaches a cluster shows up in review as a YAML diff. The writer is a tool over
 render and lives beside the tests, and so do the files (tests/golden/, marked generated in .gitattributes): they
 are test data, not part of the package setuptools ships.
@@ -9,7 +9,6 @@ are test data, not part of the package setuptools ships.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import yaml
 
@@ -17,7 +16,9 @@ from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import ResolvedRecipe, all_recipe_paths, load_recipe
 from infersweep.render import library_templates, render_recipe
 
-GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
+from tests.support.paths import TESTS
+
+GOLDEN_DIR = TESTS / "golden"
 
 
 def _dump(doc: dict) -> str:

@@ -16,8 +16,8 @@ from infersweep.commands.install import install_set
 from infersweep.install_version import stamp
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import all_recipe_paths
+from tests.support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 HERA = Path(sys.executable).with_name("hera")
 
 

@@ -1,5 +1,5 @@
 """What `infersweep install --dry-run` prints: the full set, every document valid, RBAC least-privilege.
-(The GPU guard's ConfigMap and admission: tests/test_gpu_guard.py.)"""
+(The GPU guard's ConfigMap and admission: tests/workflows/test_gpu_guard.py.)"""
 
 from __future__ import annotations
 

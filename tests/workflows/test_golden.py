@@ -1,10 +1,10 @@
-"""Rendering matches the golden YAML committed in tests/golden (regenerate: python -m tests.golden)."""
+"""Rendering matches the golden YAML committed in tests/golden (regenerate: python -m tests.support.golden)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.golden import GOLDEN_DIR, golden_documents
+from tests.support.golden import GOLDEN_DIR, golden_documents
 
 DOCS = golden_documents()
 
@@ -12,8 +12,8 @@ DOCS = golden_documents()
 @pytest.mark.parametrize("rel", sorted(DOCS))
 def test_rendered_matches_golden(rel):
     f = GOLDEN_DIR / rel
-    assert f.exists(), f"{rel} is rendered but not committed: run python -m tests.golden"
-    assert f.read_text() == DOCS[rel], f"{rel} drifted from the golden file: review, then python -m tests.golden"
+    assert f.exists(), f"{rel} is rendered but not committed: run python -m tests.support.golden"
+    assert f.read_text() == DOCS[rel], f"{rel} drifted from the golden file: review, then python -m tests.support.golden"
 
 
 def test_no_stale_golden_files():

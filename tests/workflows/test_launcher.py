@@ -1,7 +1,7 @@
 """The UI launchers (workflows/launcher.py, infersweep/launch/): the drop-downs are the catalog, a launch derives
 everything else and refuses what follows from the recipe, a recipe from Git is taken at a full commit only,
 and what a UI submit creates passes `templateReferencing: Strict`. The end-to-end run is
-tests/test_launcher_local.py."""
+tests/local/test_launcher_local.py."""
 
 from __future__ import annotations
 

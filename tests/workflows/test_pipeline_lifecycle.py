@@ -26,8 +26,8 @@ import pytest
 
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.commands.install import install_set
+from tests.support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")

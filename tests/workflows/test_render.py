@@ -78,7 +78,7 @@ def test_pipeline_dag_order_and_exit_handler(bundle):
     # summarize runs whatever the scrape did (a failed required query must not lose the results)
     assert exit_tasks["summarize"]["depends"] == "scrape.Succeeded || scrape.Failed || scrape.Errored"
     assert exit_tasks["publish"]["depends"] == "summarize"
-    # one at a time on the ReadWriteOnce workdir (tests/test_pipeline_lifecycle.py), the verdict last
+    # one at a time on the ReadWriteOnce workdir (tests/workflows/test_pipeline_lifecycle.py), the verdict last
     assert exit_tasks["regression-check"]["depends"] == "publish"
     assert exit_tasks["verdict"]["depends"].startswith("regression-check.Succeeded || regression-check.Failed")
     assert tmpl["gpu-span"]["parallelism"] == 1, "points share one deployment: one at a time by default"

@@ -19,8 +19,8 @@ from infersweep import render_cache
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import load_recipe
 from infersweep.render import _Dumper, render_recipe
+from tests.support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"
 RECIPE_FILE = Path("recipes/cluster-report/nemotron-3-nano-fp8-vllm-agg-kv.yaml")
 
@@ -130,8 +130,8 @@ def test_an_entry_is_used_only_when_asked(cache, monkeypatch):
 
 
 def test_the_golden_writer_never_uses_the_cache(tmp_path, monkeypatch):
-    # tests/golden.py renders with render_recipe's default (no cache): the golden files never come from it.
-    from tests.golden import golden_documents
+    # tests/support/golden.py renders with render_recipe's default (no cache): the golden files never come from it.
+    from tests.support.golden import golden_documents
 
     monkeypatch.setenv("INFERSWEEP_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("INFERSWEEP_RENDER_CACHE", raising=False)

@@ -2,7 +2,7 @@
 measured points are kept.
 
 What Retry does is argo-workflows v4.1.2 workflow/util/util.go FormulateRetryWorkflow, encoded in
-tests/argo_retry.py (with the DAG node-tree and phase rules it depends on, each cited there) and applied
+tests/support/argo_retry.py (with the DAG node-tree and phase rules it depends on, each cited there) and applied
 to the node tree a run of the *rendered* pipeline leaves. Retry keeps every Succeeded node: the exit
 handler of the failed run has deleted the DGD, but deploy Succeeded and is not re-run, so every re-run pod
 that talks to the deployment must bring it back itself (steps/deploy.py --ensure as the points' init
@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from argo_retry import Run
+from tests.support.argo_retry import Run
 
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import load_recipe
