@@ -6,7 +6,7 @@
 - Neither: one line naming both ways, before any request.
 - Templates from another checkout: `submit` refuses with one line (infersweep/install_version.py).
 - The Python API (infersweep/api.py): a Hera Workflow whose `.create()` submits with Hera's global_config,
-  against the Argo Server stand-in of tests/cli/test_argo_server.py.
+  against the Argo Server stand-in of tests/support/argo_server_standin.py.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from infersweep.cluster_settings import load_cluster_settings
 from workflows.install_set import install_set
 from infersweep.install_version import HASH_LABEL, VERSION_LABEL
 from tests.support.k8s_standin import K8sStandin
-from tests.cli.test_argo_server import NS, RECIPE, TOKEN, argo  # noqa: F401 - the Argo Server stand-in fixture
+from tests.support.argo_server_standin import NS, RECIPE, TOKEN, argo  # noqa: F401 - the Argo Server stand-in fixture
 
 ARGO = ("argoproj.io", "v1alpha1")
 

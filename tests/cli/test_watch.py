@@ -1,4 +1,4 @@
-"""`submit --watch` / `infersweep watch` against the Argo Server stand-in (tests/cli/test_argo_server.py), the
+"""`submit --watch` / `infersweep watch` against the Argo Server stand-in (tests/support/argo_server_standin.py), the
 "controller" writing status as Argo does: a point's `progress` (N/M from ARGO_PROGRESS_FILE), a GPU span
 Pending on its semaphore with Argo's message and synchronizationStatus, then the end."""
 
@@ -11,7 +11,7 @@ from infersweep.argo_server import ArgoServer, load_config
 from infersweep.cli import main
 from infersweep.commands.watch import queue_position, watch
 from infersweep.schemas import validate_document
-from tests.cli.test_argo_server import NS, RECIPE, argo  # noqa: F401 (the fixture)
+from tests.support.argo_server_standin import NS, RECIPE, argo  # noqa: F401 (the fixture)
 
 LOCK = f"{NS}/ConfigMap/infersweep-gpu-pools/h100-8gpu"
 WAIT_MSG = f"Waiting for {LOCK} lock. Lock status: 0/1"  # workflow/sync/semaphore.go checkAcquire

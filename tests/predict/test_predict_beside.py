@@ -16,7 +16,7 @@ import pytest
 
 from infersweep.cli import main as cli_main
 from infersweep.predict import aic
-from tests.results.test_results_schema import make_run_folder, summarize
+from tests.support.run_folders import make_run_folder, summarize
 
 needs_aic = pytest.mark.skipif(not Path(aic.aic_python()).exists(),
                                reason="no .venv-aic (AIConfigurator): run scripts/setup.sh")

@@ -18,7 +18,7 @@ from infersweep.predict.source import SIMULATED_DEPLOYMENTS_ENV, BUILTIN, MEASUR
 from infersweep.dgd.render import render_dgd
 from infersweep.recipe import load_recipe
 
-from tests.results.test_results_schema import make_run_folder, summarize
+from tests.support.run_folders import make_run_folder, summarize
 
 DB = "AIConfigurator 0.12.0 h100_sxm vllm 0.24.0"
 

@@ -9,7 +9,7 @@ import re
 import pandas as pd
 
 from infersweep.cli import main as cli_main
-from tests.results.test_results_schema import make_run_folder, summarize
+from tests.support.run_folders import make_run_folder, summarize
 
 
 def add_server_metrics(run):

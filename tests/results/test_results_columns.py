@@ -77,7 +77,7 @@ def test_an_unknown_metric_names_the_nearest_ones():
 
 
 def test_the_table_has_exactly_the_dictionarys_columns_in_order_and_type(tmp_path, aiperf_ref):
-    from tests.results.test_results_schema import make_run_folder, summarize
+    from tests.support.run_folders import make_run_folder, summarize
 
     df = summarize(make_run_folder(tmp_path, aiperf_ref))
     assert list(df.columns) == [c for c in SUMMARY_COLUMNS if c not in OPTIONAL or c in df.columns]

@@ -18,7 +18,7 @@ from infersweep.results.store import publish_index_entry
 from infersweep.results.manifest import ChecksumError, IncompleteRunError, RunIntegrityError
 from infersweep.results.store import RunNotFound, RunStore
 from infersweep.results.table import SCHEMA_VERSION
-from tests.results.test_results_schema import make_run_folder, summarize
+from tests.support.run_folders import make_run_folder, summarize
 
 BUCKET = "results"
 RECIPE = "demo-prefix-kv"

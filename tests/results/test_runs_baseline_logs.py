@@ -1,6 +1,6 @@
 """`infersweep runs`, `infersweep baseline promote|show` and `infersweep logs`, against the real local S3
 server (moto_server, LocalS3) with runs published by the real publish step, and the Argo Server stand-in
-(tests/cli/test_argo_server.py) serving archived logs as the Argo Server does."""
+(tests/support/argo_server_standin.py) serving archived logs as the Argo Server does."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import pytest
 from infersweep.cli import main
 from infersweep.local.standins.s3server import LocalS3
 from infersweep.results.baseline import check_against_baseline
-from tests.cli.test_argo_server import NS, ArgoServerStandIn, argo  # noqa: F401 (the fixture)
+from tests.support.argo_server_standin import NS, ArgoServerStandIn, argo  # noqa: F401 (the fixture)
 from tests.results.test_results_store import BUCKET, RECIPE, publish_run
-from tests.results.test_results_schema import make_run_folder, summarize
+from tests.support.run_folders import make_run_folder, summarize
 
 ARTIFACTS = "artifacts"
 
