@@ -1,6 +1,6 @@
 """The recipe catalog, docs/catalog.md, generated from the recipes so it cannot drift.
 
-`infersweep recipes --markdown` prints it; `--write` rewrites docs/catalog.md; tests/test_provenance.py fails
+`infersweep recipes --markdown` prints it; `--write` rewrites docs/catalog.md; tests/house/test_provenance.py fails
 when the committed file differs from what the recipes say. One section per folder of `params/recipes/`: the
 differences from upstream that every recipe of the folder shares are stated once above its table (most of
 them come from the folder's `_defaults.yaml`), and each row keeps only its own.

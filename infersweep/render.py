@@ -40,7 +40,7 @@ class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[mi
     process (hera/_yaml.py str_presenter): a multi-line string as a `|` block, y/Y/n/N single-quoted (YAML 1.1
     reads them as booleans). A bundle from the render cache is written without importing Hera, so the same
     rule is this dumper's own (add_representer on a subclass leaves the global table alone): the bytes do not
-    depend on what else was imported. tests/test_render_cache.py checks it against Hera's."""
+    depend on what else was imported. tests/workflows/test_render_cache.py checks it against Hera's."""
 
 
 def _str_presenter(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:

@@ -7,7 +7,7 @@ passes it, where the value comes from: an Argo input parameter (`input`, whose d
 a fixed value or template expression (`value`, e.g. a path or `{{workflow.name}}`), or a file the
 controller reads back as an output parameter (`output`). From that one list follow the template's
 inputs, container args and outputs (workflows/steps_library.py renders them with Hera) and the step's
-parser (`Step.parser()`, which steps/<module>.py calls in its `main()`); tests/test_step_declarations.py
+parser (`Step.parser()`, which steps/<module>.py calls in its `main()`); tests/steps/test_step_declarations.py
 parses every rendered container's args with its step's own parser, so the two cannot drift.
 
 Standard library only and no Hera: every step imports this (the AIPerf image copies it, see

@@ -4,13 +4,13 @@
 #   .venv-aiperf  AIPerf 0.13.0 (pins pandas 2.3: its own environment, as it has its own image)
 #   .venv-dynamo  Dynamo 1.6.1 frontend + mocker for local mode
 #   .venv-aic     AIConfigurator 0.12.0 (infersweep predict, calibrated local-mode timing tables)
-#   .venv-checkov checkov (manifest scan in tests/test_checkov.py; its pins clash with the main env)
+#   .venv-checkov checkov (manifest scan in tests/house/test_checkov.py; its pins clash with the main env)
 #   prometheus    (Debian package) for the metrics-scrape tests
 #   .venv-gpu     only with --gpu (or INFERSWEEP_GPU=1), on a GPU host with internet and Python 3.12: vLLM 0.23.0 +
 #                 ai-dynamo 1.3.1 for `run --local --workers gpu` (images/gpu.requirements.txt); a host without
 #                 internet uses the offline bundle instead (python -m infersweep.gpu_bundle, docs/measured-h200.md)
 #   .venv-engines only with --engines (or INFERSWEEP_ENGINES=1): ai-dynamo 1.6.1 + vLLM 0.31 + SGLang 0.5.21
-#                 for the engine-parser tier (tests/test_engine_parsers.py); ~8 GB, see README "Environments"
+#                 for the engine-parser tier (tests/engines/test_engine_parsers.py); ~8 GB, see docs/environments.md
 #   .venv-engines-1.3 with it: ai-dynamo 1.3.1 + vLLM 0.23.0 + SGLang 0.5.14 modules (--no-deps, ~1 GB) layered over
 #                 .venv-engines, for the Dynamo 1.3.1 release's parsers (docs/engine-releases.md)
 # A second run with nothing changed takes a second or two.

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-FIXTURES = REPO / "tests" / "fixtures"
+from tests.support.paths import FIXTURES, REPO  # noqa: F401 (REPO: imported from here by tests)
 
 
 def shared_dir() -> Path:

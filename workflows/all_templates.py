@@ -4,7 +4,7 @@
 
 writes DIR/all_templates.yaml: every WorkflowTemplate (the step library, the engine x topology pipelines and
 the experiments', the set `infersweep install` creates) followed by the Workflow of each catalog recipe, the same documents
-`infersweep render --all` writes (tests/test_all_templates.py compares them). For teams that keep rendered
+`infersweep render --all` writes (tests/workflows/test_all_templates.py compares them). For teams that keep rendered
 YAML in Git and sync the WorkflowTemplates with Argo CD; the Workflows use generateName, so they are
 created (`argo submit` / `kubectl create`), not synced.
 

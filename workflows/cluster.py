@@ -88,7 +88,7 @@ def steps_role(namespace: str = "infersweep", name: str = "infersweep-steps") ->
             # with the DGD (create; patch on a retried step) and deleted with it (listed by the DGD's label, then deleted)
             {"apiGroups": ["keda.sh"], "resources": ["scaledobjects"], "verbs": ["create", "patch", "list", "delete"]},
             # wait-ready: the DGD's pods, their state and last log lines for the debug bundle
-            # (polled, not watched: tests/test_least_privilege.py derives these verbs from the calls)
+            # (polled, not watched: tests/house/test_least_privilege.py derives these verbs from the calls)
             {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
             {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
             # wait-ready: scheduling failures (insufficient GPUs) are only visible as events
@@ -112,7 +112,7 @@ def role_binding(settings: ClusterSettings, role: dict[str, Any]) -> dict[str, A
 
 
 def reaper_role(namespace: str = "infersweep", name: str = "infersweep-reaper") -> dict[str, Any]:
-    """Exactly the calls of steps/reap.py (tests/test_least_privilege.py derives them), plus the executor's."""
+    """Exactly the calls of steps/reap.py (tests/house/test_least_privilege.py derives them), plus the executor's."""
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "Role",

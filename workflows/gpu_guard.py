@@ -27,7 +27,7 @@ Why lanes, and not "a semaphore of GPU units" (Argo v4.1.2 workflow/sync/, read 
   With one lock per holder, any fixed set of locks per GPU count admits a set of runs iff, for every lock,
   the runs holding it number at most its limit. That cannot express sum(GPUs) <= pool exactly once a run
   can take the whole pool: admitting an 8 and a 16 together is only excluded by a lock both hold with
-  limit 1, which then also excludes two 8s (tests/test_gpu_guard.py shows it on the rules). So the pool is
+  limit 1, which then also excludes two 8s (tests/workflows/test_gpu_guard.py shows it on the rules). So the pool is
   split into *lanes*: lane `s` admits `n_s` runs of up to `s` GPUs, sum(s * n_s) <= pool GPUs, and a run of
   a size no lane holds takes every lane (allowed only when each lane holds one run). Default lanes are the
   buddy split 8+4+2+1 of a 16-GPU pool; `gpu_pools.<T>.lanes` declares others (H200: 4x1 + 2x2 + 2x4).
@@ -109,7 +109,7 @@ def guard_arguments(r: ResolvedRecipe, settings: ClusterSettings) -> dict[str, s
 # Argo orders each lock's queue by `spec.priority`, then creation time in whole seconds, and requests equal on
 # both have no defined order (ArgoSemaphores above). A run waits on several locks (its lane(s) and its
 # padding), and a whole-pool run on every lane: two runs equal on both can each be the front of a different
-# lock of the other's and wait for each other forever (tests/test_gpu_guard.py shows it). So every run the
+# lock of the other's and wait for each other forever (tests/workflows/test_gpu_guard.py shows it). So every run the
 # project submits carries a distinct priority, which makes the order total and the same in every queue: the
 # first of the waiting runs in that order is the front of every lock it waits for and acquires as soon as
 # those locks' holders release (whose spans end: no span waits on a lock while holding one), then the next

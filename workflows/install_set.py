@@ -128,7 +128,7 @@ def without_namespace(doc: dict[str, Any], namespace: str) -> dict[str, Any]:
     apply -n` or the Argo CD Application's destination sets it), and no namespace on a RoleBinding's subjects
     that named it. An empty subject namespace in a RoleBinding means the binding's own (kubernetes
     pkg/registry/rbac/validation/rule.go appliesToUser: saNamespace defaults to the binding's namespace), and
-    kustomize's namespace transformer fills it in when an overlay sets one (tests/test_install_gitops.py runs
+    kustomize's namespace transformer fills it in when an overlay sets one (tests/cli/test_install_gitops.py runs
     `kubectl kustomize` on it)."""
     out = {**doc, "metadata": {k: v for k, v in doc["metadata"].items() if k != "namespace"}}
     if doc.get("kind") == "RoleBinding":

@@ -25,9 +25,9 @@ to the pipeline's `pipeline` template with the derived parameters:
     the launcher's: the GPU guard would take keys nobody derived.
   * The created Workflow is exactly the document `infersweep submit` sends: `workflowTemplateRef` plus
     arguments and `priority`, all fields merge.go allowedUserOverrideFields allows, so a controller in
-    `templateReferencing: Strict` runs it (workflows/strict.py; tests/test_launcher.py). Its gpu-span takes
+    `templateReferencing: Strict` runs it (workflows/strict.py; tests/workflows/test_launcher.py). Its gpu-span takes
     the derived lock keys, and the UI's Retry and Resubmit on it work as on any submitted run
-    (tests/test_ui_retry.py).
+    (tests/workflows/test_ui_retry.py).
   * The launcher itself, submitted from the UI, is a Workflow with `workflowTemplateRef` and arguments only
     (workflow/common/convert.go NewWorkflowFromWorkflowTemplate), so it passes Strict too. Its pods run under
     their own ServiceAccount (`launcher_rbac`), which may create and get Workflows and nothing else.
@@ -78,7 +78,7 @@ def settings_text(settings: ClusterSettings) -> str:
     """The install's cluster settings as YAML, baked into the render step (not a parameter: a UI user cannot
     point the run at another bucket's credentials or pool), so the launcher renders against exactly the
     settings the installed pipeline templates were rendered with. YAML, not JSON: the lanes' integer keys
-    survive (tests/test_launcher.py round-trips it)."""
+    survive (tests/workflows/test_launcher.py round-trips it)."""
     return yaml.safe_dump(settings.model_dump(mode="python", by_alias=True), sort_keys=True)
 
 

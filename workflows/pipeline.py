@@ -242,7 +242,7 @@ def pipeline_template(
         # cannot mount it at once (the second waits in ContainerCreating on Multi-Attach while its
         # activeDeadlineSeconds, counted from the pod's start, runs). So every task that mounts it follows the
         # previous one (scrape -> summarize -> publish -> regression-check -> verdict); only teardown, which
-        # mounts nothing, runs beside them (tests/test_pipeline_lifecycle.py checks every template).
+        # mounts nothing, runs beside them (tests/workflows/test_pipeline_lifecycle.py checks every template).
         # The exit handler is judged by its leaves (dag.go assessDAGPhase), and a failure a later task's
         # `depends` accepts is not a leaf's: the verdict is told the phases of scrape and regression-check
         # and fails the run for them too (steps/verdict.py --exit-steps).

@@ -11,7 +11,7 @@ Every step template carries what a cluster enforces (values in params/cluster.ya
   * securityContext: the pod runs as the images' USER (1000, images/*.Dockerfile) with runAsNonRoot and
     seccomp RuntimeDefault, each container with allowPrivilegeEscalation false and every capability
     dropped, the root filesystem read-only where the step writes nothing outside its volumes; so a
-    namespace enforcing Pod Security "restricted" admits every pod (tests/test_pod_security.py).
+    namespace enforcing Pod Security "restricted" admits every pod (tests/house/test_pod_security.py).
   * resources (requests = limits for memory; AIPerf sized from the point's concurrency, see
     `aiperf_resources`), and activeDeadlineSeconds per step, so a hung step ends on its own.
   * retries by exit code on transient steps only: `retryPolicy: Always` with `expression` on exit code 75

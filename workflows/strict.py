@@ -18,7 +18,7 @@ Argo v4.1.2 (the same list at v3.7.18), read at the tags:
 So what runs (ServiceAccount, securityContext, volumes, templates, synchronization, podSpecPatch ...)
 belongs in the WorkflowTemplate; the submitted object names the template and gives arguments, priority,
 deadlines and GC settings only. `violations()` is the check every rendered Workflow/CronWorkflow passes
-(tests/test_strict_reference.py).
+(tests/workflows/test_strict_reference.py).
 """
 
 from __future__ import annotations

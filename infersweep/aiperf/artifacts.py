@@ -3,7 +3,7 @@
 version differences of AIPerf 0.10-0.13. (The flags in are flags.py.)
 
 Standard library only: this file (with infersweep/__init__.py) is copied into the AIPerf image
-(images/aiperf.Dockerfile), which has no infersweep install. tests/test_aiperf_contract.py proves it.
+(images/aiperf.Dockerfile), which has no infersweep install. tests/aiperf/test_aiperf_contract.py proves it.
 
 Why read_point exists: AIPerf's exit code says little. It exits 0 when half the requests got HTTP 500,
 when --failed-request-threshold cancelled the run, and when SIGINT stopped it early; it exits 1

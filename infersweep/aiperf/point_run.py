@@ -1,7 +1,7 @@
 """Run one AIPerf benchmark point and leave an honest OUT/result.json behind (steps/aiperf_point.py's work).
 
 Runs inside the AIPerf image: standard library only (plus infersweep/aiperf/artifacts.py, also stdlib only);
-images/aiperf.Dockerfile copies this file, tests/test_aiperf_contract.py and tests/test_step_declarations.py
+images/aiperf.Dockerfile copies this file, tests/aiperf/test_aiperf_contract.py and tests/steps/test_step_declarations.py
 run it with only the image's files.
 
 Why beside, not inside, the AIPerf contract: the contract says what AIPerf takes and leaves behind (read from

@@ -1,7 +1,7 @@
 """The DGD adapter for a cluster: the Kubernetes API (the Dynamo operator realises the DGD).
 
 Readiness (pods, events, the frontend's answer) is infersweep.platform.readiness. Every API call made here
-is granted by workflows/cluster.py steps_role(), and tests/test_least_privilege.py derives that from this
+is granted by workflows/cluster.py steps_role(), and tests/house/test_least_privilege.py derives that from this
 code.
 """
 

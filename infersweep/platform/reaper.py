@@ -9,7 +9,7 @@ labels and owns each one) and deletes those whose owning Workflow is gone, has a
 the same name), or is no longer Pending/Running. A DGD without a Workflow owner was not made by a run
 and is left alone. Idempotent; a 404 on delete (teardown got there first) is fine.
 
-Its API calls are granted by workflows/cluster.py reaper_role() (tests/test_least_privilege.py).
+Its API calls are granted by workflows/cluster.py reaper_role() (tests/house/test_least_privilege.py).
 """
 
 from __future__ import annotations

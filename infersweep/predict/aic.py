@@ -30,7 +30,7 @@ class NotCached(AicError):
     """A cache-only lookup found no stored answer (`infersweep predict RECIPE` computes and stores them)."""
 
 
-AIC_VERSION = "0.12.0"  # = the pin in images/aic.requirements.txt (tests/test_predict.py keeps them equal)
+AIC_VERSION = "0.12.0"  # = the pin in images/aic.requirements.txt (tests/predict/test_predict.py keeps them equal)
 
 
 def aic_version() -> str:

@@ -28,7 +28,7 @@ from infersweep.recipe import ResolvedRecipe
 TIE_PCT = 1.0  # predictions closer than this (% of the better one) are a tie: the estimate is not that exact
 
 # Results columns (infersweep.results.table) the prediction gives, and which way is better. The directions
-# are schema.direction's (tests/test_predict_experiment.py checks they agree; predict/ cannot import
+# are schema.direction's (tests/predict/test_predict_experiment.py checks they agree; predict/ cannot import
 # results/ without a cycle).
 LOWER = "lower"
 HIGHER = "higher"

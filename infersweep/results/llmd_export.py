@@ -3,7 +3,7 @@ tooling (llm-d-benchmark's analysis, llm-d-prism): `infersweep export --format l
 
 The format: github.com/llm-d/llm-d-benchmark, llmdbenchmark/analysis/benchmark_report/ (schema_v0_2.py,
 schema_v0_2_1.py, br_v0_2_1_json_schema.json; README.md there: new consumers should read 0.2.1). Vendored
-with its commit under tests/fixtures/llmd_benchmark_report/, where tests/test_llmd_export.py validates
+with its commit under tests/fixtures/llmd_benchmark_report/, where tests/results/test_llmd_export.py validates
 every report written here against both their JSON Schema and their pydantic model.
 
 One report per measured point (load and repetition), as llm-d writes one per harness stage. The mapping

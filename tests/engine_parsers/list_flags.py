@@ -7,7 +7,7 @@ this builds the same way, without parsing anything:
 - dynamo.sglang (dynamo/sglang/args.py parse_args): DynamoRuntimeArgGroup and DynamoSGLangArgGroup, then
   SGLang's ServerArgs.add_cli_args.
 A flag of either stage is a flag of the module. params/engines/releases/<release>.flags.yaml holds this
-output for each release (tests/test_engine_parsers.py checks it against the release's parsers).
+output for each release (tests/engines/test_engine_parsers.py checks it against the release's parsers).
 """
 
 from __future__ import annotations

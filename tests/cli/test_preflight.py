@@ -1,0 +1,174 @@
+"""`infersweep preflight` (issue 23 item 2): the cluster checked before any GPU is held, one line per problem.
+
+Against the Kubernetes API stand-in (tests/support/k8s_standin.py, through the real `kubernetes` client), the real
+local S3 server (moto_server, infersweep/local/standins/s3server.py) and the real Prometheus local mode runs
+(infersweep/local/standins/prometheus.py), whose scrape jobs are named as the Prometheus Operator names a
+PodMonitor's (podMonitor/<namespace>/<name>/<endpoint index>).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import time
+import urllib.request
+
+import pytest
+
+from infersweep.argo_kube import KubeArgo
+from infersweep.cli import main
+from infersweep.cluster_settings import load_cluster_settings
+from infersweep.install_version import HASH_LABEL
+from infersweep.local.standins.prometheus import BINARY, LocalPrometheus
+from infersweep.local.standins.s3server import ACCESS_KEY, SECRET_KEY, LocalS3
+from infersweep.preflight import Reach, preflight
+from tests.support.k8s_standin import K8sStandin
+
+pytestmark = pytest.mark.skipif(not shutil.which(BINARY) and not __import__("os").path.exists(BINARY),
+                                reason="no prometheus binary")
+PM_NS = "dynamo-system"
+
+
+def _b64(v: str) -> str:
+    return base64.b64encode(v.encode()).decode()
+
+
+@pytest.fixture(scope="module")
+def s3():
+    s = load_cluster_settings()
+    with LocalS3(buckets=[s.s3.bucket, s.artifact_repository.bucket]) as server:
+        yield server
+
+
+def _pools_loaded(p: LocalPrometheus, n: int) -> LocalPrometheus:
+    """Prometheus creates a job's scrape pool when discovery first reports (its discovery manager sends
+    updates at most every 5 s): wait for it, as a long-running cluster Prometheus has long done."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(f"{p.url}/api/v1/scrape_pools", timeout=5) as r:
+            if len(json.loads(r.read())["data"]["scrapePools"]) >= n:
+                return p
+        time.sleep(0.2)
+    raise TimeoutError(p.tail())
+
+
+@pytest.fixture(scope="module")
+def prom(tmp_path_factory):
+    jobs = tuple(f"podMonitor/{PM_NS}/{n}/0" for n in ("dynamo-frontend", "dynamo-worker"))
+    with LocalPrometheus(tmp_path_factory.mktemp("prom") / "targets.json", jobs=jobs) as p:
+        yield _pools_loaded(p, 2)
+
+
+@pytest.fixture
+def cluster(monkeypatch, tmp_path, capsys):
+    """A cluster set up as docs/cluster.md says: the install set, both Secrets, Dynamo's PodMonitors."""
+    for var in ("ARGO_SERVER", "ARGO_TOKEN", "ARGO_NAMESPACE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("INFERSWEEP_CONFIG", str(tmp_path / "none.yaml"))
+    with K8sStandin() as api:
+        monkeypatch.setenv("KUBECONFIG", str(api.kubeconfig(tmp_path)))
+        settings = load_cluster_settings()
+        assert main(["install"]) == 0  # kube mode: RBAC and ConfigMaps too
+        kube = KubeArgo(str(tmp_path / "kubeconfig"), settings.namespace)
+        # as `kubectl create secret generic NAME --from-literal=K=V` stores them: base64 under data
+        for name, data in ((settings.hf_token_secret, {"HF_TOKEN": "hf_test"}),
+                           (settings.s3.credentials_secret, {"AWS_ACCESS_KEY_ID": ACCESS_KEY,
+                                                             "AWS_SECRET_ACCESS_KEY": SECRET_KEY})):
+            api.objects[("", "v1", settings.namespace, "secrets", name)] = {
+                "apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": {"name": name},
+                "data": {k: _b64(v) for k, v in data.items()}}
+        for name in ("dynamo-frontend", "dynamo-worker"):
+            api.objects[("monitoring.coreos.com", "v1", PM_NS, "podmonitors", name)] = {
+                "apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor",
+                "metadata": {"name": name, "namespace": PM_NS}}
+        capsys.readouterr()
+        yield api, kube, settings
+
+
+def test_a_ready_cluster_passes(cluster, s3, prom, capsys):
+    assert main(["preflight", "--s3-endpoint", s3.endpoint_url, "--prometheus-url", prom.url]) == 0
+    out = capsys.readouterr()
+    assert out.err == "" and out.out.startswith("preflight: ok:") and "dynamo-frontend, dynamo-worker" in out.out
+    # the probe object was deleted again
+    assert s3.client().list_objects_v2(Bucket=cluster[2].s3.bucket).get("KeyCount", 0) == 0
+
+
+def test_an_empty_namespace_is_one_line_per_problem(monkeypatch, tmp_path, s3, prom, capsys):
+    monkeypatch.delenv("ARGO_SERVER", raising=False)
+    with K8sStandin() as api:
+        monkeypatch.setenv("KUBECONFIG", str(api.kubeconfig(tmp_path)))
+        assert main(["preflight", "--s3-endpoint", s3.endpoint_url, "--prometheus-url", prom.url]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert all(line.startswith("preflight: ") for line in err)
+    text = "\n".join(err)
+    assert "Secret infersweep/hf-token-secret (the Hugging Face token): missing; create it: kubectl -n infersweep " \
+           "create secret generic hf-token-secret --from-literal=HF_TOKEN=hf_..." in text
+    assert "Secret infersweep/infersweep-s3 (the S3 credentials): missing" in text
+    assert "ConfigMap infersweep/infersweep-gpu-pools: missing" in text and "RoleBinding infersweep/infersweep-steps: missing" in text
+    assert "WorkflowTemplate infersweep/infersweep-vllm-agg: not installed" in text
+    assert "CronWorkflow infersweep/infersweep-reaper: not installed" in text
+    assert "PodMonitor dynamo-system/dynamo-frontend: missing" in text
+    assert err[-1].startswith(f"preflight: {len(err) - 1} problem(s)")
+
+
+def test_each_broken_part_is_named_with_its_fix(cluster, s3, prom):
+    api, kube, settings = cluster
+    reach = Reach(s3_endpoint_url=s3.endpoint_url, prometheus_url=prom.url)
+    assert preflight(kube, settings, reach) == []
+
+    key = ("argoproj.io", "v1alpha1", settings.namespace, "workflowtemplates", "infersweep-vllm-agg")
+    api.objects[key]["metadata"]["labels"][HASH_LABEL] = "0000000000000000"  # left by an older checkout
+    cm = ("", "v1", settings.namespace, "configmaps", "infersweep-gpu-pools")
+    api.objects[cm]["data"] = {**api.objects[cm]["data"], "h100-8gpu": "7"}  # edited by hand
+    sec = ("", "v1", settings.namespace, "secrets", settings.hf_token_secret)
+    api.objects[sec]["data"] = {"HUGGING_FACE_HUB_TOKEN": _b64("x")}  # the wrong key
+    lines = preflight(kube, settings, reach)
+    assert len(lines) == 3, lines
+    assert "infersweep-vllm-agg: installed at" in lines[2] and "0000000000000000" in lines[2]
+    assert lines[1].startswith("ConfigMap infersweep/infersweep-gpu-pools: keys h100-8gpu differ")
+    assert lines[0].startswith("Secret infersweep/hf-token-secret (the Hugging Face token): no value for HF_TOKEN")
+
+
+def test_s3_not_writable_and_prometheus_problems(cluster, s3, prom, tmp_path):
+    api, kube, settings = cluster
+    other = settings.changed(s3={**settings.s3.model_dump(), "bucket": "no-such-bucket"})
+    lines = preflight(kube, other, Reach(s3_endpoint_url=s3.endpoint_url, prometheus_url=prom.url),
+                      install=_install(settings))
+    assert len(lines) == 1 and lines[0].startswith("S3 results bucket s3://no-such-bucket/runs at http://127.0.0.1:")
+    assert "NoSuchBucket" in lines[0]
+
+    # a Prometheus whose podMonitorSelector does not select dynamo-worker: no scrape pool for it
+    with LocalPrometheus(tmp_path / "t.json", jobs=(f"podMonitor/{PM_NS}/dynamo-frontend/0",)) as only_frontend:
+        _pools_loaded(only_frontend, 1)
+        lines = preflight(kube, settings, Reach(s3_endpoint_url=s3.endpoint_url, prometheus_url=only_frontend.url))
+    assert lines == [f"PodMonitor {PM_NS}/dynamo-worker: not selected by the Prometheus at {only_frontend.url} (no "
+                     f"scrape pool podMonitor/{PM_NS}/dynamo-worker/*); give it the labels of the Prometheus' "
+                     "podMonitorSelector (Dynamo chart: dynamo.metrics.podMonitors.labels) and allow its namespace "
+                     "in podMonitorNamespaceSelector"]
+
+    lines = preflight(kube, settings, Reach(s3_endpoint_url=s3.endpoint_url, prometheus_url="http://127.0.0.1:1"))
+    assert len(lines) == 1 and lines[0].startswith("Prometheus at http://127.0.0.1:1: not answering")
+
+
+def test_a_query_prometheus_refuses_is_named(cluster, s3, prom, monkeypatch):
+    from infersweep import preflight as pf
+
+    api, kube, settings = cluster
+    monkeypatch.setattr(pf, "required_queries", lambda s: {"frontend_requests_per_s": "sum(rate(x[30s])"})
+    lines = preflight(kube, settings, Reach(s3_endpoint_url=s3.endpoint_url, prometheus_url=prom.url))
+    assert len(lines) == 1 and "query frontend_requests_per_s (params/metrics.yaml) fails: bad_data" in lines[0]
+
+
+def test_the_required_queries_are_the_scrape_steps():
+    from infersweep.preflight import required_queries
+
+    q = required_queries(load_cluster_settings())
+    assert set(q) == {"frontend_requests_per_s", "worker_requests_per_s", "worker_inflight"}
+    assert 'namespace="infersweep"' in q["frontend_requests_per_s"] and "${" not in "".join(q.values())
+
+
+def _install(settings):
+    from workflows.install_set import install_set
+
+    return install_set(settings)

@@ -1,0 +1,112 @@
+"""The offline GPU bundle: what the host lacks (the requirement walk against its pip freeze), and the parts it
+travels in (checksummed, joined and unpacked on the host by the stdlib-only assemble.py). No network: the walk's
+decisions are checked on requirement lines, the packing on a small site folder."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from infersweep.gpu_bundle import assemble
+from infersweep.gpu_bundle.build import load_profile, pack, parse_size, resplit, trim_site
+from infersweep.gpu_bundle.resolve import BundleError, Walk, read_freeze
+from tests.support.paths import REPO
+
+HOST = REPO / "images" / "gpu-host" / "h200-python-packages.txt"
+
+
+def walk(**kw) -> Walk:
+    return Walk(host=read_freeze(HOST), wheels_dir=Path("/nonexistent"), **kw)
+
+
+def test_what_the_host_has_is_not_fetched_and_what_it_lacks_is():
+    w = walk()
+    assert w.add("torch==2.11.0") is None and w.skipped["torch"] == "host has 2.11.0"
+    assert w.add("numpy>=2") is None
+    assert w.add("vllm==0.23.0") == "vllm"  # the host has no vLLM
+    assert w.add("pydantic>=2.12") == "pydantic"  # nor pydantic
+
+
+def test_a_cuda_package_the_host_has_in_another_version_is_an_error_naming_who_wants_it():
+    w = walk()
+    with pytest.raises(BundleError, match=r"cuda-bindings.*host has 13.3.1.*required by cuda_python-13.4.4"):
+        w.add("cuda-bindings~=13.4.4", parent="cuda_python-13.4.4-py3-none-any.whl")
+    assert walk().add("nvidia-cudnn-frontend>=1.19.1") == "nvidia-cudnn-frontend"  # one the host lacks is fetched
+
+
+def test_markers_extras_exclusions_and_overrides_follow_the_host():
+    w = walk(exclude={"aisimulate": "downloads at install"}, overrides={"apache-tvm-ffi": (">=0.1.15,<0.2", "why")})
+    assert w.add('pywin32; sys_platform == "win32"') is None
+    assert w.add('sglang==0.5.14; extra == "sglang"') is None  # an extra nobody asked for
+    assert w.add('blake3>=1; extra == "vllm"', {"vllm"}) == "blake3"
+    assert w.add("aisimulate") is None and "aisimulate" in w.skipped
+    assert w.add("apache-tvm-ffi==0.1.9") == "apache-tvm-ffi"
+    assert str(w.specs["apache-tvm-ffi"]) == "<0.2,>=0.1.15"  # the override replaces the conflicting pin
+
+
+def test_the_freeze_is_read_as_the_host_reports_it():
+    host = read_freeze(HOST)
+    assert host["torch"] == Version("2.11.0") and host["huggingface-hub"] == Version("1.33.0")
+
+
+def test_profiles_are_data_and_a_typo_is_named():
+    p = load_profile("vllm-0.23-dynamo-1.3")
+    assert "vllm==0.23.0" in p.roots and "flashinfer-cubin" in p.exclude and "sm90" in p.trim
+    with pytest.raises(BundleError, match="no such profile; known: .*aiperf-0.13"):
+        load_profile("vllm-9")
+    assert parse_size("53MiB") == 53 * 2**20
+    with pytest.raises(BundleError, match="--part-size"):
+        parse_size("lots")
+
+
+def _site(tmp_path: Path) -> Path:
+    site = tmp_path / "src" / "site-demo"
+    (site / "demo_pkg").mkdir(parents=True)
+    (site / "demo_pkg" / "__init__.py").write_text("VALUE = 42\n")
+    (site / "vllm" / "vllm_flash_attn").mkdir(parents=True)
+    (site / "vllm" / "vllm_flash_attn" / "_vllm_fa2_C.abi3.so").write_bytes(b"x" * 1000)
+    (site / "blob.bin").write_bytes(os.urandom(100_000))  # what xz cannot shrink: several parts
+    return site
+
+
+def test_parts_verify_join_and_unpack_and_a_corrupt_part_is_named(tmp_path):
+    site = _site(tmp_path)
+    dropped = trim_site(site, [{"path": "vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so", "why": "FA2: not on sm90"}])
+    assert [d["path"] for d in dropped] == ["vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so"]
+    out = tmp_path / "bundle"
+    out.mkdir()
+    parts = pack(site, out, part_bytes=20_000)
+    whole = parts.pop()["whole_sha256"]
+    manifest = {"site": site.name, "parts": parts, "whole_sha256": whole, "smoke": ["demo_pkg"]}
+    mpath = out / f"{site.name}.manifest.json"
+    mpath.write_text(json.dumps(manifest))
+    assert len(parts) > 1
+    resplit(mpath, 30_000)  # cut again for another transfer size: same bytes, new checksums
+    got = assemble.assemble(mpath, tmp_path / "host")
+    assert (got / "demo_pkg" / "__init__.py").read_text() == "VALUE = 42\n"
+    assert not (got / "vllm" / "vllm_flash_attn" / "_vllm_fa2_C.abi3.so").exists()
+    assert assemble.smoke(got, ["demo_pkg"]) == [] and assemble.smoke(got, ["no_such_mod"])
+    first = out / json.loads(mpath.read_text())["parts"][0]["name"]
+    first.write_bytes(b"garbage" + first.read_bytes()[7:])
+    with pytest.raises(SystemExit, match=r"part00: corrupt .*copy it again"):
+        assemble.assemble(mpath, tmp_path / "host2")
+    first.unlink()
+    with pytest.raises(SystemExit, match=r"part00: missing"):
+        assemble.assemble(mpath, tmp_path / "host3")
+
+
+def test_the_sglang_profile_is_its_own_site_and_keeps_the_hosts_torch():
+    """SGLang 0.5.14's pins (transformers 5.8.1, xgrammar 0.2.1) are not vLLM 0.23.0's: a site of its own. Its
+    torch==2.11.0 is the host's (not fetched); transformers 5.8.1 is fetched over the host's 5.17."""
+    p = load_profile("sglang-0.5.14-dynamo-1.3")
+    assert p.site == "site-sglang" != load_profile("vllm-0.23-dynamo-1.3").site
+    assert "sglang==0.5.14" in p.roots and "ai-dynamo==1.3.1" in p.roots and "dynamo.sglang" in p.smoke
+    w = walk(exclude=p.exclude, overrides=p.overrides)
+    assert w.add("torch==2.11.0") is None and w.skipped["torch"] == "host has 2.11.0"
+    assert w.add("transformers==5.8.1") == "transformers"
+    assert w.add("cuda-python>=13.0") is None  # the host's cuda-bindings/-core/-pathfinder serve it
+    assert w.add("quack-kernels>=0.4.1") == "quack-kernels" and str(w.specs["quack-kernels"]) == "==0.5.0"
