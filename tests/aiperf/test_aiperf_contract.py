@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES
 from infersweep.paths import venv_python
+from tests.conftest import FIXTURES
 from tests.support.paths import REPO
 
 DOCKERFILE = REPO / "images" / "aiperf.Dockerfile"
@@ -31,7 +31,7 @@ def image_files() -> dict[str, str]:
     for line in DOCKERFILE.read_text().splitlines():
         parts = line.split()
         if parts[:1] == ["COPY"] and parts[-1].startswith(IMAGE_ROOT + "/"):
-            dest = parts[-1][len(IMAGE_ROOT) + 1:]
+            dest = parts[-1][len(IMAGE_ROOT) + 1 :]
             for src in parts[1:-1]:
                 out[src] = f"{dest.rstrip('/')}/{Path(src).name}" if dest.endswith("/") else dest
     return out
@@ -52,8 +52,9 @@ def run_isolated(root: Path, code: str, *args: str) -> subprocess.CompletedProce
         pytest.skip(f"{python} is missing (scripts/setup.sh builds the AIPerf env)")
     # -I ignores PYTHONPATH, so the image's PYTHONPATH is put on sys.path by hand.
     prog = f"import sys; sys.path.insert(0, {str(root)!r})\n" + code
-    return subprocess.run([python, "-I", "-c", prog, *args], capture_output=True, text=True, timeout=120,
-                          cwd=root.parent)
+    return subprocess.run(
+        [python, "-I", "-c", prog, *args], capture_output=True, text=True, timeout=120, cwd=root.parent
+    )
 
 
 def test_the_dockerfile_copies_the_contract_and_the_aiperf_steps():
@@ -67,8 +68,9 @@ def test_the_dockerfile_copies_the_contract_and_the_aiperf_steps():
 
 
 def test_the_point_step_starts_with_only_the_image_files(image_root):
-    proc = run_isolated(image_root, "import runpy; runpy.run_module('steps.aiperf_point', run_name='__main__')",
-                        "--help")
+    proc = run_isolated(
+        image_root, "import runpy; runpy.run_module('steps.aiperf_point', run_name='__main__')", "--help"
+    )
     assert proc.returncode == 0, proc.stderr
     assert "--concurrency" in proc.stdout and "--workload" in proc.stdout
 
@@ -107,8 +109,11 @@ def test_a_whole_point_runs_with_only_the_image_files(image_root, tmp_path):
     """The step's main (parser, run_point, the child AIPerf, result.json) end to end in the AIPerf env with only
     the image's files: an import the --help path does not reach (the runner's) would fail here."""
     fake = tmp_path / "aiperf"
-    fake.write_text(COPYING_AIPERF.format(python=venv_python("aiperf"),
-                                          src=str(FIXTURES / "aiperf" / "0.13.0" / "dynamo-mocker-c4")))
+    fake.write_text(
+        COPYING_AIPERF.format(
+            python=venv_python("aiperf"), src=str(FIXTURES / "aiperf" / "0.13.0" / "dynamo-mocker-c4")
+        )
+    )
     fake.chmod(0o755)
     out = tmp_path / "points" / "c4"
     code = (
@@ -121,9 +126,28 @@ def test_a_whole_point_runs_with_only_the_image_files(image_root, tmp_path):
         "print(json.dumps({'code': code, 'foreign': foreign,"
         " 'file': sys.modules['infersweep.aiperf.point_run'].__file__}))\n"
     )
-    proc = run_isolated(image_root, code, "--url", "http://127.0.0.1:9", "--model", "m", "--tokenizer",
-                        str(tmp_path), "--concurrency", "4", "--requests", "40", "--isl", "128", "--osl", "32",
-                        "--out", str(out), "--aiperf", str(fake))
+    proc = run_isolated(
+        image_root,
+        code,
+        "--url",
+        "http://127.0.0.1:9",
+        "--model",
+        "m",
+        "--tokenizer",
+        str(tmp_path),
+        "--concurrency",
+        "4",
+        "--requests",
+        "40",
+        "--isl",
+        "128",
+        "--osl",
+        "32",
+        "--out",
+        str(out),
+        "--aiperf",
+        str(fake),
+    )
     assert proc.returncode == 0, proc.stderr
     ran = json.loads(proc.stdout.splitlines()[-1])
     assert ran["code"] == 0 and ran["foreign"] == [] and ran["file"].startswith(str(image_root))
@@ -145,11 +169,18 @@ def _top_modules(nodes) -> set[str]:
 def test_the_contract_imports_only_the_standard_library(name):
     """Its import statements, read from the source. orjson is tried and optional (AIPerf brings it)."""
     tree = ast.parse((REPO / "infersweep" / "aiperf" / name).read_text())
-    optional = _top_modules(n for t in ast.walk(tree) if isinstance(t, ast.Try)
-                            and any(isinstance(h.type, ast.Name) and h.type.id == "ImportError" for h in t.handlers)
-                            for n in ast.walk(t))
-    foreign = {m for m in _top_modules(ast.walk(tree))
-               if m not in sys.stdlib_module_names and m not in ("__future__", "infersweep")}
+    optional = _top_modules(
+        n
+        for t in ast.walk(tree)
+        if isinstance(t, ast.Try)
+        and any(isinstance(h.type, ast.Name) and h.type.id == "ImportError" for h in t.handlers)
+        for n in ast.walk(t)
+    )
+    foreign = {
+        m
+        for m in _top_modules(ast.walk(tree))
+        if m not in sys.stdlib_module_names and m not in ("__future__", "infersweep")
+    }
     ours = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module.startswith("infersweep")}
     assert optional == ({"orjson"} if name == "artifacts.py" else set())
     assert foreign == optional and ours <= {"infersweep.aiperf.flags", "infersweep.aiperf.artifacts"}
@@ -166,10 +197,8 @@ def test_the_point_runner_imports_only_the_standard_library_and_the_contract():
 def test_the_metric_vocabulary_names_exactly_what_read_point_gives():
     """infersweep.metrics (recipe tolerances, experiment claims, the results table) and the contract's reader
     speak one vocabulary: a real run's metrics are the table's headline columns, none missing, none extra."""
-    from infersweep.aiperf import read_point
+    from infersweep.aiperf import DISTRIBUTIONS, SCALARS, STATS, read_point
     from infersweep.metrics import HEADLINE, direction
-
-    from infersweep.aiperf import DISTRIBUTIONS, SCALARS, STATS
 
     metrics = read_point(FIXTURES / "aiperf" / "0.13.0" / "dynamo-mocker-c4")["metrics"]
     assert set(HEADLINE) <= set(metrics)  # every headline column is read from the run

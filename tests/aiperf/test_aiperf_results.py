@@ -17,13 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from steps import aiperf_point
 from infersweep.aiperf import iter_profiling_records, read_point
-
+from steps import aiperf_point
 from tests.conftest import copy_tree
 from tests.support.paths import REPO
-
-
 
 # ---------------------------------------------------------------- read_point on the fixtures
 
@@ -43,7 +40,13 @@ def test_good_run_is_ok_with_its_numbers(aiperf_ref):
     assert m["output_throughput_tok_s"] == pytest.approx(1837.31, abs=0.01)
     assert m["request_throughput_req_s"] == pytest.approx(57.42, abs=0.01)
     assert m["output_throughput_p50_tok_s_per_user"] == pytest.approx(708.95, abs=0.01)
-    for key in ("output_throughput_avg_tok_s_per_user", "input_throughput_tok_s", "total_throughput_tok_s", "ttft_std_ms", "itl_p90_ms"):
+    for key in (
+        "output_throughput_avg_tok_s_per_user",
+        "input_throughput_tok_s",
+        "total_throughput_tok_s",
+        "ttft_std_ms",
+        "itl_p90_ms",
+    ):
         assert key in m
     # Profiling window comes from phase_manifest.json, not the warmup requests.
     assert r["profiling_start_ns"] == 1795971233607409927
@@ -106,16 +109,20 @@ def test_sigint_is_cancelled_and_keeps_its_104_requests(aiperf_ref):
     assert r["metrics"]["ttft_p50_ms"] == pytest.approx(32.19, abs=0.01)
     assert r["metrics"]["output_throughput_tok_s"] == pytest.approx(274.72, abs=0.01)
     # No phase_manifest.json here: the window comes from the profiling records.
-    starts = [rec["metadata"]["request_start_ns"] for rec in
-              iter_profiling_records(aiperf_ref / "sigint_cancelled_rc0" / "profile_export.jsonl")]
+    starts = [
+        rec["metadata"]["request_start_ns"]
+        for rec in iter_profiling_records(aiperf_ref / "sigint_cancelled_rc0" / "profile_export.jsonl")
+    ]
     assert r["profiling_start_ns"] == min(starts)
 
 
 def test_unreachable_is_failed_with_the_log_error(aiperf_ref):
     r = read_point(aiperf_ref / "unreachable_rc1", exit_code=1)
     assert r["status"] == "failed"
-    assert r["reason"] == ("AIPerf wrote no summary (exit code 1): All 10 inference request(s) failed; "
-                           "no successful responses were collected.")
+    assert r["reason"] == (
+        "AIPerf wrote no summary (exit code 1): All 10 inference request(s) failed; "
+        "no successful responses were collected."
+    )
     assert (r["requests_ok"], r["requests_failed"]) == (0, 10)
     assert r["errors"][0]["type"] == "ClientConnectorError"
 
@@ -139,17 +146,22 @@ def test_empty_dir_is_failed(tmp_path):
 def test_no_aiperf_log_falls_back_to_the_console_output(tmp_path):
     # What AIPerf 0.13.0 prints (and nothing else) for a bad flag: no artifact dir at all.
     console = tmp_path / "aiperf.log"
-    console.write_text("╭─ Error ─────────────────────╮\n"
-                       "│ Unknown option: --bogus-flag. │\n"
-                       "╰─────────────────────────────╯\n")
+    console.write_text(
+        "╭─ Error ─────────────────────╮\n│ Unknown option: --bogus-flag. │\n╰─────────────────────────────╯\n"
+    )
     r = read_point(tmp_path / "aiperf", exit_code=1, console_log=console)
     assert r["status"] == "failed"
     assert r["reason"] == "AIPerf wrote no summary (exit code 1): Unknown option: --bogus-flag."
 
 
 def test_cli_prints_the_result(aiperf_ref):
-    out = subprocess.run([sys.executable, "-m", "steps.aiperf_results", str(aiperf_ref / "partial_500s_rc0")],
-                         cwd=REPO, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "steps.aiperf_results", str(aiperf_ref / "partial_500s_rc0")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert json.loads(out.stdout)["status"] == "partial"
 
 
@@ -198,9 +210,29 @@ def fake_aiperf(tmp_path: Path, mode: str, src: Path | str = "") -> Path:
 
 
 def point_args(out: Path, aiperf: Path, *extra: str) -> list[str]:
-    return ["--url", "http://127.0.0.1:9", "--model", "tiny-mock", "--tokenizer", str(out.parent),
-            "--concurrency", "4", "--requests", "40", "--warmup", "4", "--isl", "128", "--osl", "32",
-            "--out", str(out), "--aiperf", str(aiperf), *extra]
+    return [
+        "--url",
+        "http://127.0.0.1:9",
+        "--model",
+        "tiny-mock",
+        "--tokenizer",
+        str(out.parent),
+        "--concurrency",
+        "4",
+        "--requests",
+        "40",
+        "--warmup",
+        "4",
+        "--isl",
+        "128",
+        "--osl",
+        "32",
+        "--out",
+        str(out),
+        "--aiperf",
+        str(aiperf),
+        *extra,
+    ]
 
 
 def test_good_point_is_kept_and_aiperf_not_run(tmp_path):
@@ -253,8 +285,13 @@ def test_failing_aiperf_exits_2_and_says_why(tmp_path):
 def test_argv_is_a_list_and_recipe_values_never_reach_a_shell(aiperf_ref, tmp_path):
     out = tmp_path / "c4"
     evil = f"m; touch {tmp_path / 'pwned'}"
-    args = point_args(out, fake_aiperf(tmp_path, "good", aiperf_ref / "dynamo-mocker-c4"),
-                      "--extra-inputs", "ignore_eos:true", "min_tokens:32")
+    args = point_args(
+        out,
+        fake_aiperf(tmp_path, "good", aiperf_ref / "dynamo-mocker-c4"),
+        "--extra-inputs",
+        "ignore_eos:true",
+        "min_tokens:32",
+    )
     args[args.index("tiny-mock")] = evil
     assert aiperf_point.main(args) == 0
     called = json.loads((tmp_path / "called.json").read_text())["argv"]
@@ -267,15 +304,24 @@ def test_argv_is_a_list_and_recipe_values_never_reach_a_shell(aiperf_ref, tmp_pa
     assert (flags["--isl"], flags["--osl"], flags["--ui-type"]) == ("128", "32", "none")
     assert flags["--artifact-dir"] == str(out / "aiperf")
     assert flags["--tokenizer"] == str(tmp_path)
-    assert [called[i + 1] for i, a in enumerate(called) if a == "--extra-inputs"] == ["ignore_eos:true", "min_tokens:32"]
+    assert [called[i + 1] for i, a in enumerate(called) if a == "--extra-inputs"] == [
+        "ignore_eos:true",
+        "min_tokens:32",
+    ]
 
 
 def test_sigterm_reaches_aiperf_as_sigint_and_keeps_partial_results(aiperf_ref, tmp_path):
     out = tmp_path / "c2"
     fake = fake_aiperf(tmp_path, "sigint", aiperf_ref / "sigint_cancelled_rc0")
     env = dict(os.environ, HF_HUB_OFFLINE="1")  # must not reach AIPerf
-    point = subprocess.Popen([sys.executable, "-m", "steps.aiperf_point", *point_args(out, fake)],
-                             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    point = subprocess.Popen(
+        [sys.executable, "-m", "steps.aiperf_point", *point_args(out, fake)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 30
         while not (tmp_path / "started").exists():
@@ -338,8 +384,11 @@ class _StreamingChat:
                 self.end_headers()
                 for _ in range(body.get("max_completion_tokens") or 4):
                     time.sleep(0.002)
-                    event = {"object": "chat.completion.chunk", "model": body.get("model"),
-                             "choices": [{"index": 0, "delta": {"content": " word"}, "finish_reason": None}]}
+                    event = {
+                        "object": "chat.completion.chunk",
+                        "model": body.get("model"),
+                        "choices": [{"index": 0, "delta": {"content": " word"}, "finish_reason": None}],
+                    }
                     self._chunk(f"data: {json.dumps(event)}\n\n")
                 self._chunk("data: [DONE]\n\n")
                 self.wfile.write(b"0\r\n\r\n")
@@ -366,11 +415,34 @@ def test_real_aiperf_accepts_our_argv_and_measures(tmp_path):
     tokenizer = build_toy_model(tmp_path / "toy")
     out = tmp_path / "c2"
     with _StreamingChat() as url:
-        code = aiperf_point.main([
-            "--url", url, "--model", "toy", "--tokenizer", str(tokenizer), "--concurrency", "2",
-            "--requests", "10", "--warmup", "2", "--isl", "16", "--osl", "4", "--out", str(out),
-            "--aiperf", str(AIPERF_BIN), "--extra-inputs", "ignore_eos:true", "--timeout-s", "120",
-        ])
+        code = aiperf_point.main(
+            [
+                "--url",
+                url,
+                "--model",
+                "toy",
+                "--tokenizer",
+                str(tokenizer),
+                "--concurrency",
+                "2",
+                "--requests",
+                "10",
+                "--warmup",
+                "2",
+                "--isl",
+                "16",
+                "--osl",
+                "4",
+                "--out",
+                str(out),
+                "--aiperf",
+                str(AIPERF_BIN),
+                "--extra-inputs",
+                "ignore_eos:true",
+                "--timeout-s",
+                "120",
+            ]
+        )
     result = json.loads((out / "result.json").read_text())
     assert code == 0, result["reason"]
     assert result["status"] == "ok" and result["requests_ok"] == 10

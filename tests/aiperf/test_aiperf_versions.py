@@ -21,9 +21,12 @@ VERSIONS = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir() and p.name !=
 
 
 def _cases(kind: str) -> list:
-    return [pytest.param(v, c, id=f"{v}-{c}") for v in VERSIONS
-            for c in sorted(p.name for p in (FIXTURES / v).iterdir() if p.is_dir())
-            if (kind == "good") == (c.startswith("c") and c[1:].isdigit())]
+    return [
+        pytest.param(v, c, id=f"{v}-{c}")
+        for v in VERSIONS
+        for c in sorted(p.name for p in (FIXTURES / v).iterdir() if p.is_dir())
+        if (kind == "good") == (c.startswith("c") and c[1:].isdigit())
+    ]
 
 
 @pytest.mark.parametrize("version,case", _cases("good"))

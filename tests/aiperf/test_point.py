@@ -21,15 +21,20 @@ def test_a_point_round_trips_through_its_text():
     assert json.loads(points_text(points))[0] == {"concurrency": 1, "request_rate": 0, "requests": 8, "warmup": 0}
 
 
-@pytest.mark.parametrize("value, fragment", [
-    ("[]", "needs 1 to 64 points"),
-    ('[{"concurrency": 2, "requests": 4}]', "point 0 must have exactly concurrency, requests, warmup"),
-    ('[{"concurrency": 0, "requests": 4, "warmup": 0}]', "point 0: concurrency and requests must be integers >= 1"),
-    ('[{"concurrency": 2, "requests": 4, "warmup": 0, "request_rate": -1}]', "point 0: request_rate must be"),
-    ('[{"concurrency": 2, "requests": 4, "warmup": 0}, {"concurrency": 2, "requests": 8, "warmup": 0}]',
-     "concurrency 2 at request_rate 0 repeats"),
-    ("{", "not JSON"),
-])
+@pytest.mark.parametrize(
+    "value, fragment",
+    [
+        ("[]", "needs 1 to 64 points"),
+        ('[{"concurrency": 2, "requests": 4}]', "point 0 must have exactly concurrency, requests, warmup"),
+        ('[{"concurrency": 0, "requests": 4, "warmup": 0}]', "point 0: concurrency and requests must be integers >= 1"),
+        ('[{"concurrency": 2, "requests": 4, "warmup": 0, "request_rate": -1}]', "point 0: request_rate must be"),
+        (
+            '[{"concurrency": 2, "requests": 4, "warmup": 0}, {"concurrency": 2, "requests": 8, "warmup": 0}]',
+            "concurrency 2 at request_rate 0 repeats",
+        ),
+        ("{", "not JSON"),
+    ],
+)
 def test_the_parser_names_the_point_and_the_fix(value, fragment):
     with pytest.raises(PointError, match=fragment):
         parse_points(value)
@@ -39,8 +44,12 @@ def test_a_point_the_pipeline_cannot_run_is_refused_when_rendered():
     """Before, the pipeline re-parsed `points` with json.loads only: a point without `warmup` rendered, and the
     point task's {{item.warmup}} then failed on the cluster. Now the render refuses it, naming the point."""
     with pytest.raises(RecipeError, match="--set points: point 0 must have exactly concurrency, requests, warmup"):
-        render_recipe(load_recipe(RECIPE), load_cluster_settings(),
-                      overrides={"points": '[{"concurrency": 2, "requests": 4}]'}, cache=False)
+        render_recipe(
+            load_recipe(RECIPE),
+            load_cluster_settings(),
+            overrides={"points": '[{"concurrency": 2, "requests": 4}]'},
+            cache=False,
+        )
 
 
 def test_the_recipe_sweep_and_the_rendered_points_agree():
@@ -48,12 +57,23 @@ def test_the_recipe_sweep_and_the_rendered_points_agree():
     bundle = render_recipe(r, load_cluster_settings(), cache=False)
     wf = next(d for d in bundle.documents() if d.get("kind") == "Workflow")
     rendered = next(p["value"] for p in wf["spec"]["arguments"]["parameters"] if p["name"] == "points")
-    assert parse_points([{k: v for k, v in p.items() if k in ("concurrency", "requests", "warmup", "request_rate")}
-                         for p in json.loads(rendered)]) == r.recipe.workload.points()
+    assert (
+        parse_points(
+            [
+                {k: v for k, v in p.items() if k in ("concurrency", "requests", "warmup", "request_rate")}
+                for p in json.loads(rendered)
+            ]
+        )
+        == r.recipe.workload.points()
+    )
 
 
 def test_one_sweep_formula():
     assert sweep([1, 4], [], requests_per_concurrency=10, min_requests=8, warmup=lambda c: c) == [
-        Point(1, 10, 1, 0), Point(4, 40, 4, 0)]
+        Point(1, 10, 1, 0),
+        Point(4, 40, 4, 0),
+    ]
     assert sweep([16], [0.5, 2], requests_per_concurrency=10, min_requests=8, warmup=lambda c: 0) == [
-        Point(16, 8, 0, 0.5), Point(16, 20, 0, 2)]
+        Point(16, 8, 0, 0.5),
+        Point(16, 20, 0, 2),
+    ]

@@ -19,8 +19,11 @@ def _seed_in_argv(args) -> int:
 
 
 def test_every_point_and_repetition_has_its_own_seed_and_it_is_reproducible():
-    seeds = {(c, r): choose_seed(_args(c, "--isl", "64", "--osl", "8", "--repetition", str(r)))
-             for c in (1, 4, 16) for r in (0, 1)}
+    seeds = {
+        (c, r): choose_seed(_args(c, "--isl", "64", "--osl", "8", "--repetition", str(r)))
+        for c in (1, 4, 16)
+        for r in (0, 1)
+    }
     assert len({s for s, _, _ in seeds.values()}) == 6  # all different
     assert {p for _, p, _ in seeds.values()} == {"per-point"}
     assert {c for _, _, c in seeds.values()} == {"fresh-prompts"}
@@ -29,8 +32,9 @@ def test_every_point_and_repetition_has_its_own_seed_and_it_is_reproducible():
 
 
 def test_a_workload_that_reuses_prompts_keeps_one_seed():
-    shared = [choose_seed(_args(c, "--workload", '{"isl":64,"osl":8,"prefix_tokens":32,"num_prefixes":2}'))
-              for c in (1, 8)]
+    shared = [
+        choose_seed(_args(c, "--workload", '{"isl":64,"osl":8,"prefix_tokens":32,"num_prefixes":2}')) for c in (1, 8)
+    ]
     assert shared[0][0] == shared[1][0]
     assert shared[0][1].startswith("shared: the workload reuses prompts (num_prefixes, prefix_tokens)")
     assert shared[0][2] == "reused-prompts"
@@ -53,9 +57,28 @@ def test_result_json_records_the_seed_aiperf_got_and_the_cache_state(tmp_path, a
 
     out = tmp_path / "c4"
     fake = fake_aiperf(tmp_path, "good", aiperf_ref / "dynamo-mocker-c4")
-    args = ["--url", "http://h:1", "--model", "m", "--tokenizer", str(tmp_path), "--concurrency", "4",
-            "--requests", "40", "--isl", "64", "--osl", "8", "--out", str(out), "--aiperf", str(fake),
-            "--repetition", "2"]
+    args = [
+        "--url",
+        "http://h:1",
+        "--model",
+        "m",
+        "--tokenizer",
+        str(tmp_path),
+        "--concurrency",
+        "4",
+        "--requests",
+        "40",
+        "--isl",
+        "64",
+        "--osl",
+        "8",
+        "--out",
+        str(out),
+        "--aiperf",
+        str(fake),
+        "--repetition",
+        "2",
+    ]
     assert aiperf_point.main(args) == 0
     # a repetition after the first has a folder of its own (c<N>-r<K>), so it never keeps the first's result
     assert not (out / "result.json").exists()

@@ -10,18 +10,31 @@ import sys
 
 import pytest
 
+from infersweep import aiperf as aiperf_contract
 from infersweep.cli_util import check_sets
 from infersweep.recipe import RecipeError
 from infersweep.recipe.models import Workload
-from infersweep import aiperf as aiperf_contract
 from steps import aiperf_point
 
 BASE = {"isl": 64, "osl": 16}
 
 
 def _argv(*extra: str) -> list[str]:
-    args = aiperf_point.parse_args(["--url", "http://f:8000", "--model", "m", "--tokenizer", "/tok", "--out", "/tmp/p/c16",
-                                    "--requests", "40", *extra])
+    args = aiperf_point.parse_args(
+        [
+            "--url",
+            "http://f:8000",
+            "--model",
+            "m",
+            "--tokenizer",
+            "/tok",
+            "--out",
+            "/tmp/p/c16",
+            "--requests",
+            "40",
+            *extra,
+        ]
+    )
     return aiperf_contract.build_argv(args)
 
 
@@ -39,17 +52,20 @@ def test_concurrency_sweep_points_are_closed_loop():
     assert "arrival" not in w.aiperf_workload()
 
 
-@pytest.mark.parametrize("extra, message", [
-    ({"request_rate": [0]}, "above 0"),
-    ({"request_rate": [-1.5]}, "above 0"),
-    ({"request_rate": [float("nan")]}, "above 0"),
-    ({"request_rate": [1e9]}, "at most"),
-    ({"request_rate": [2, 2]}, "repeat"),
-    ({"request_rate": []}, "at least 1"),
-    ({"request_rate": [1, 2], "concurrency": [4, 8]}, "one concurrency, the in-flight cap"),
-    ({"arrival": "constant"}, "arrival applies to a request_rate sweep"),
-    ({"request_rate": [1], "arrival": "bursty"}, "poisson"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ({"request_rate": [0]}, "above 0"),
+        ({"request_rate": [-1.5]}, "above 0"),
+        ({"request_rate": [float("nan")]}, "above 0"),
+        ({"request_rate": [1e9]}, "at most"),
+        ({"request_rate": [2, 2]}, "repeat"),
+        ({"request_rate": []}, "at least 1"),
+        ({"request_rate": [1, 2], "concurrency": [4, 8]}, "one concurrency, the in-flight cap"),
+        ({"arrival": "constant"}, "arrival applies to a request_rate sweep"),
+        ({"request_rate": [1], "arrival": "bursty"}, "poisson"),
+    ],
+)
 def test_bad_rates_are_one_clear_recipe_error(extra, message):
     data = {**BASE, "concurrency": [16], **extra}
     with pytest.raises(ValueError, match=message):
@@ -57,8 +73,8 @@ def test_bad_rates_are_one_clear_recipe_error(extra, message):
 
 
 def test_bad_rate_in_a_recipe_file_names_the_field(tmp_path):
-    from infersweep.recipe import load_recipe
     from infersweep.paths import params_dir
+    from infersweep.recipe import load_recipe
 
     src = (params_dir() / "recipes" / "demo" / "demo-prefix-rr.yaml").read_text()
     bad = src.replace("concurrency: [4, 8]", "concurrency: [16]\n  request_rate: [4, -1]")
@@ -70,8 +86,9 @@ def test_bad_rate_in_a_recipe_file_names_the_field(tmp_path):
 
 
 def test_rate_point_sends_request_rate_and_arrival_pattern_to_aiperf():
-    argv = _argv("--concurrency", "16", "--request-rate", "2.5",
-                 "--workload", json.dumps({**BASE, "arrival": "constant"}))
+    argv = _argv(
+        "--concurrency", "16", "--request-rate", "2.5", "--workload", json.dumps({**BASE, "arrival": "constant"})
+    )
     assert argv[argv.index("--request-rate") + 1] == "2.5"
     assert argv[argv.index("--arrival-pattern") + 1] == "constant"
     assert argv[argv.index("--concurrency") + 1] == "16"  # the in-flight cap
@@ -85,17 +102,65 @@ def test_closed_loop_point_sends_no_rate():
 def test_rate_points_get_folders_and_seeds_of_their_own():
     assert str(aiperf_contract.point_folder("/run/points/c16", 2.5)) == "/run/points/c16-rate2.5"
     assert str(aiperf_contract.point_folder("/run/points/c16", 0)) == "/run/points/c16"
-    seeds = {aiperf_contract.choose_seed(aiperf_point.parse_args(
-        ["--url", "u", "--model", "m", "--tokenizer", "t", "--out", "o", "--requests", "1", "--isl", "8", "--osl", "8",
-         "--concurrency", "16", "--request-rate", r]))[0] for r in ("1", "2")}
+    seeds = {
+        aiperf_contract.choose_seed(
+            aiperf_point.parse_args(
+                [
+                    "--url",
+                    "u",
+                    "--model",
+                    "m",
+                    "--tokenizer",
+                    "t",
+                    "--out",
+                    "o",
+                    "--requests",
+                    "1",
+                    "--isl",
+                    "8",
+                    "--osl",
+                    "8",
+                    "--concurrency",
+                    "16",
+                    "--request-rate",
+                    r,
+                ]
+            )
+        )[0]
+        for r in ("1", "2")
+    }
     assert len(seeds) == 2
 
 
 @pytest.mark.parametrize("rate", ["-1", "nan", "inf", "fast"])
 def test_step_refuses_a_bad_rate(rate):
-    proc = subprocess.run([sys.executable, "-m", "steps.aiperf_point", "--url", "u", "--model", "m", "--tokenizer", "t",
-                           "--out", "/nonexistent/x", "--requests", "1", "--isl", "8", "--osl", "8", "--concurrency", "1",
-                           "--request-rate", rate], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "steps.aiperf_point",
+            "--url",
+            "u",
+            "--model",
+            "m",
+            "--tokenizer",
+            "t",
+            "--out",
+            "/nonexistent/x",
+            "--requests",
+            "1",
+            "--isl",
+            "8",
+            "--osl",
+            "8",
+            "--concurrency",
+            "1",
+            "--request-rate",
+            rate,
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2 and "--request-rate" in proc.stderr
 
 
@@ -106,8 +171,13 @@ def test_set_points_fill_in_closed_loop_and_check_rates():
     with pytest.raises(RecipeError, match="request_rate must be requests/s"):
         check_sets({"points": '[{"concurrency":2,"requests":8,"warmup":0,"request_rate":-3}]'}, ["points"])
     with pytest.raises(RecipeError, match="repeats"):
-        check_sets({"points": '[{"concurrency":2,"requests":8,"warmup":0,"request_rate":1},'
-                              '{"concurrency":2,"requests":8,"warmup":0,"request_rate":1}]'}, ["points"])
+        check_sets(
+            {
+                "points": '[{"concurrency":2,"requests":8,"warmup":0,"request_rate":1},'
+                '{"concurrency":2,"requests":8,"warmup":0,"request_rate":1}]'
+            },
+            ["points"],
+        )
 
 
 def test_rendered_point_task_passes_each_items_rate():
@@ -125,9 +195,18 @@ def test_plots_keep_one_point_per_rate_of_a_rate_sweep():
 
     from infersweep.results.plots import per_point
 
-    df = pd.DataFrame({"concurrency": [8, 8, 8], "request_rate": [2.0, 8.0, 8.0], "repetition": [0, 0, 1],
-                       "status": ["ok"] * 3, "valid": [True] * 3, "slo_pass": [True, False, False],
-                       "output_throughput_p50_tok_s_per_user": [170.0, 160.0, 150.0], "output_throughput_tok_s_per_gpu": [15.0, 40.0, 44.0]})
+    df = pd.DataFrame(
+        {
+            "concurrency": [8, 8, 8],
+            "request_rate": [2.0, 8.0, 8.0],
+            "repetition": [0, 0, 1],
+            "status": ["ok"] * 3,
+            "valid": [True] * 3,
+            "slo_pass": [True, False, False],
+            "output_throughput_p50_tok_s_per_user": [170.0, 160.0, 150.0],
+            "output_throughput_tok_s_per_gpu": [15.0, 40.0, 44.0],
+        }
+    )
     pts = per_point(df)
     assert list(pts["request_rate"]) == [2.0, 8.0] and list(pts["output_throughput_tok_s_per_gpu"]) == [15.0, 42.0]
     closed = per_point(df.assign(request_rate=0.0, concurrency=[1, 2, 2]))

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from infersweep.paths import params_dir
-from infersweep.recipe.models import Workload
 from infersweep import aiperf as aiperf_contract
 from infersweep.aiperf.point_run import EXIT_BAD_POINT
+from infersweep.paths import params_dir
+from infersweep.recipe.models import Workload
 from steps import aiperf_point
 from tests.support.paths import REPO
 
@@ -24,8 +24,24 @@ TRACE = {"url": "/data/t.jsonl", "avg_isl": 100, "avg_osl": 10}
 
 
 def _argv(workload: dict) -> list[str]:
-    args = aiperf_point.parse_args(["--url", "u", "--model", "m", "--tokenizer", "/tok", "--out", "/tmp/x/c1",
-                                    "--requests", "32", "--concurrency", "8", "--workload", json.dumps(workload)])
+    args = aiperf_point.parse_args(
+        [
+            "--url",
+            "u",
+            "--model",
+            "m",
+            "--tokenizer",
+            "/tok",
+            "--out",
+            "/tmp/x/c1",
+            "--requests",
+            "32",
+            "--concurrency",
+            "8",
+            "--workload",
+            json.dumps(workload),
+        ]
+    )
     return aiperf_contract.build_argv(args)
 
 
@@ -68,15 +84,22 @@ def test_aiperf_loads_a_local_tokenizer_folder_offline_through_the_cached_hub_id
     from infersweep.local.toy_model import build_toy_model
 
     tok = build_toy_model(tmp_path / "toy")
-    code = ("import os,sys; os.environ['HF_HUB_OFFLINE']='1'\n"
-            "from aiperf.common.tokenizer import Tokenizer\n"
-            "try:\n t=Tokenizer.from_pretrained(sys.argv[1], resolve_alias=False); print('OK', len(t.encode('the water')))\n"
-            "except Exception as e: print('FAIL', type(e).__name__)\n")
+    code = (
+        "import os,sys; os.environ['HF_HUB_OFFLINE']='1'\n"
+        "from aiperf.common.tokenizer import Tokenizer\n"
+        "try:\n t=Tokenizer.from_pretrained(sys.argv[1], resolve_alias=False); print('OK', len(t.encode('the water')))\n"
+        "except Exception as e: print('FAIL', type(e).__name__)\n"
+    )
     direct = subprocess.run([str(AIPERF_PY), "-c", code, str(tok)], capture_output=True, text=True, timeout=120)
     assert direct.stdout.startswith("FAIL"), direct.stdout + direct.stderr
     name, env = aiperf_contract.tokenizer_as_cached_hub_id(Path(tok), tmp_path / "hub")
-    via_cache = subprocess.run([str(AIPERF_PY), "-c", code, name], capture_output=True, text=True, timeout=120,
-                               env=aiperf_contract.child_env(env))
+    via_cache = subprocess.run(
+        [str(AIPERF_PY), "-c", code, name],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=aiperf_contract.child_env(env),
+    )
     assert via_cache.stdout.startswith("OK 2"), via_cache.stdout + via_cache.stderr
 
 
@@ -87,9 +110,15 @@ def test_fixed_schedule_point_lets_the_trace_set_the_request_count():
     assert argv[argv.index("--request-count") + 1] == "32"
 
 
-@pytest.mark.parametrize("url, ok", [("params:workloads/agentic-sessions.jsonl", True),
-                                     ("params:workloads/../../etc/passwd.jsonl", False),
-                                     ("params:recipes/x.jsonl", False), ("relative/t.jsonl", False)])
+@pytest.mark.parametrize(
+    "url, ok",
+    [
+        ("params:workloads/agentic-sessions.jsonl", True),
+        ("params:workloads/../../etc/passwd.jsonl", False),
+        ("params:recipes/x.jsonl", False),
+        ("relative/t.jsonl", False),
+    ],
+)
 def test_trace_url_forms(url, ok):
     if ok:
         t = Workload(trace={**TRACE, "url": url}, concurrency=[1]).trace
@@ -101,9 +130,26 @@ def test_trace_url_forms(url, ok):
 
 def test_step_fails_clearly_when_the_trace_is_not_there(tmp_path):
     out = tmp_path / "c1"
-    code = aiperf_point.main(["--url", "u", "--model", "m", "--tokenizer", str(tmp_path), "--out", str(out),
-                              "--requests", "4", "--concurrency", "1", "--aiperf", "/bin/false",
-                              "--workload", json.dumps({"trace": "params:workloads/agentic-sessions.jsonl"})])
+    code = aiperf_point.main(
+        [
+            "--url",
+            "u",
+            "--model",
+            "m",
+            "--tokenizer",
+            str(tmp_path),
+            "--out",
+            str(out),
+            "--requests",
+            "4",
+            "--concurrency",
+            "1",
+            "--aiperf",
+            "/bin/false",
+            "--workload",
+            json.dumps({"trace": "params:workloads/agentic-sessions.jsonl"}),
+        ]
+    )
     result = json.loads((out / "result.json").read_text())
     assert code == EXIT_BAD_POINT and result["status"] == "failed"
     assert "is not a file here" in result["reason"]
@@ -115,7 +161,9 @@ def test_agentic_sessions_are_what_the_script_writes_multi_turn_with_think_time(
     spec = importlib.util.spec_from_file_location("make_agentic_trace", ROOT / "scripts" / "make_agentic_trace.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    rows = [json.loads(line) for line in (params_dir() / "workloads" / "agentic-sessions.jsonl").read_text().splitlines()]
+    rows = [
+        json.loads(line) for line in (params_dir() / "workloads" / "agentic-sessions.jsonl").read_text().splitlines()
+    ]
     assert rows == mod.lines()
     sessions: dict[str, list[dict]] = {}
     for r in rows:
@@ -147,9 +195,9 @@ def test_local_mode_replays_a_shipped_trace_and_falls_back_for_a_download():
 def test_agentic_sessions_replay_locally_end_to_end(tmp_path):
     """`infersweep run --local demo-agentic-kv` (~45 s): the shipped multi-turn trace replays at its own
     timing through the local tokenizer folder: every turn of every session measured, lengths the trace's."""
+    from infersweep.cluster_settings import load_cluster_settings
     from infersweep.local.run import ARTIFACT_BUCKET, run_local
     from infersweep.local.standins.s3server import LocalS3
-    from infersweep.cluster_settings import load_cluster_settings
 
     with LocalS3(buckets=[load_cluster_settings().s3.bucket, ARTIFACT_BUCKET]) as s3:
         res = run_local("demo-agentic-kv", out_root=tmp_path / "runs", cache_root=tmp_path / "cache", s3=s3)

@@ -25,13 +25,22 @@ from tests.support.argo_server_standin import NS, RECIPE, SWAGGER, argo  # noqa:
 
 def test_the_stand_in_follows_the_swagger_paths():
     paths = json.loads(SWAGGER.read_text())["paths"]
-    for p in ("/api/v1/workflow-templates/{namespace}", "/api/v1/workflow-templates/{namespace}/{name}",
-              "/api/v1/cron-workflows/{namespace}", "/api/v1/cron-workflows/{namespace}/{name}",
-              "/api/v1/workflows/{namespace}", "/api/v1/workflows/{namespace}/{name}"):
+    for p in (
+        "/api/v1/workflow-templates/{namespace}",
+        "/api/v1/workflow-templates/{namespace}/{name}",
+        "/api/v1/cron-workflows/{namespace}",
+        "/api/v1/cron-workflows/{namespace}/{name}",
+        "/api/v1/workflows/{namespace}",
+        "/api/v1/workflows/{namespace}/{name}",
+    ):
         assert p in paths
     assert "put" in paths["/api/v1/workflow-templates/{namespace}/{name}"]
     defs = json.loads(SWAGGER.read_text())["definitions"]
-    assert set(defs["io.argoproj.workflow.v1alpha1.WorkflowTemplateCreateRequest"]["properties"]) == {"createOptions", "namespace", "template"}
+    assert set(defs["io.argoproj.workflow.v1alpha1.WorkflowTemplateCreateRequest"]["properties"]) == {
+        "createOptions",
+        "namespace",
+        "template",
+    }
     assert "cronWorkflow" in defs["io.argoproj.workflow.v1alpha1.UpdateCronWorkflowRequest"]["properties"]
 
 
@@ -39,10 +48,15 @@ def test_install_twice_updates_in_place_without_duplicates(argo, capsys):
     assert main(["install"]) == 0
     first = capsys.readouterr().out
     templates, crons = argo.objects("workflow-templates"), argo.objects("cron-workflows")
-    assert len(templates) == 16 + 3 * 2 + 1 + 2 + 6, \
+    assert len(templates) == 16 + 3 * 2 + 1 + 2 + 6, (
         "16 step templates + 3 engines x 2 topologies + the reaper's + 2 launchers + the 6 experiments'"
-    assert {t["metadata"]["name"] for t in templates} >= {"infersweep-vllm-agg", "infersweep-sglang-disagg",
-                                                          "infersweep-wait-ready", "infersweep-regression-check"}
+    )
+    assert {t["metadata"]["name"] for t in templates} >= {
+        "infersweep-vllm-agg",
+        "infersweep-sglang-disagg",
+        "infersweep-wait-ready",
+        "infersweep-regression-check",
+    }
     nightly = [c for c in crons if c["metadata"]["name"] != "infersweep-reaper"]
     assert len(nightly) == 1 and nightly[0]["spec"]["concurrencyPolicy"] == "Forbid"
     assert {c["metadata"]["name"] for c in crons} - {n["metadata"]["name"] for n in nightly} == {"infersweep-reaper"}
@@ -75,11 +89,23 @@ def test_submit_status_list_round_trip(argo, capsys):
     assert wf["metadata"]["labels"]["infersweep.io/model"].startswith("nvidia_NVIDIA-Nemotron-3-Nano")
 
     # What the controller writes back (shape of io.argoproj.workflow.v1alpha1.WorkflowStatus).
-    wf["status"] = {"phase": "Failed", "progress": "4/6", "startedAt": "2025-01-01T01:00:00Z",
-                    "finishedAt": "2025-01-01T01:09:00Z", "message": "child 'wait-ready' failed",
-                    "nodes": {f"{name}-1": {"id": f"{name}-1", "name": f"{name}.wait-ready", "displayName": "wait-ready",
-                                            "type": "Pod", "phase": "Failed",
-                                            "message": "pod w-0 container main: ImagePullBackOff"}}}
+    wf["status"] = {
+        "phase": "Failed",
+        "progress": "4/6",
+        "startedAt": "2025-01-01T01:00:00Z",
+        "finishedAt": "2025-01-01T01:09:00Z",
+        "message": "child 'wait-ready' failed",
+        "nodes": {
+            f"{name}-1": {
+                "id": f"{name}-1",
+                "name": f"{name}.wait-ready",
+                "displayName": "wait-ready",
+                "type": "Pod",
+                "phase": "Failed",
+                "message": "pod w-0 container main: ImagePullBackOff",
+            }
+        },
+    }
     validate_document(wf)
     assert main(["status", name]) == 0
     out = capsys.readouterr().out
@@ -105,8 +131,11 @@ def test_experiment_submit_creates_one_validated_workflow_with_every_treatment(a
     from workflows import strict
 
     assert strict.violations(wf) == [] and set(wf["spec"]) == {"workflowTemplateRef", "priority"}
-    (wt,) = [t for t in argo.objects("workflow-templates")
-             if t["metadata"]["name"] == wf["spec"]["workflowTemplateRef"]["name"]]
+    (wt,) = [
+        t
+        for t in argo.objects("workflow-templates")
+        if t["metadata"]["name"] == wf["spec"]["workflowTemplateRef"]["name"]
+    ]
     tasks = {t["name"] for tpl in wt["spec"]["templates"] if tpl.get("dag") for t in tpl["dag"]["tasks"]}
     assert {"t0-deploy", "t1-deploy", "compare", "verdict"} <= tasks
     # a bad experiment is refused before any request
@@ -139,8 +168,14 @@ def test_config_precedence_flags_env_file(tmp_path):
     cfg.write_text("host: https://file:2746\ntoken: filetok\nnamespace: filens\n")
     c = load_config(env={}, config_path=cfg)
     assert (c.host, c.token, c.namespace, c.verify_ssl) == ("https://file:2746/", "filetok", "filens", True)
-    env = {"ARGO_SERVER": "argo:2746", "ARGO_SECURE": "false", "ARGO_TOKEN": "Bearer envtok",
-           "ARGO_NAMESPACE": "envns", "ARGO_INSECURE_SKIP_VERIFY": "true", "ARGO_BASE_HREF": "/argo/"}
+    env = {
+        "ARGO_SERVER": "argo:2746",
+        "ARGO_SECURE": "false",
+        "ARGO_TOKEN": "Bearer envtok",
+        "ARGO_NAMESPACE": "envns",
+        "ARGO_INSECURE_SKIP_VERIFY": "true",
+        "ARGO_BASE_HREF": "/argo/",
+    }
     c = load_config(env=env, config_path=cfg)
     assert (c.host, c.token, c.namespace, c.verify_ssl) == ("http://argo:2746/argo/", "Bearer envtok", "envns", False)
     assert c.ui_link("wf-1") == "http://argo:2746/argo/workflows/envns/wf-1"
@@ -154,9 +189,16 @@ def test_config_precedence_flags_env_file(tmp_path):
 
 
 def test_a_field_hera_would_drop_is_refused_before_sending():
-    doc = {"apiVersion": "argoproj.io/v1alpha1", "kind": "WorkflowTemplate", "metadata": {"name": "t"},
-           "spec": {"entrypoint": "a", "templates": [{"name": "a", "container": {"image": "x"}}],
-                    "synchronization": {"semaphore": {"configMapKeyRef": {"name": "p", "key": "h100"}}}}}
+    doc = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "WorkflowTemplate",
+        "metadata": {"name": "t"},
+        "spec": {
+            "entrypoint": "a",
+            "templates": [{"name": "a", "container": {"image": "x"}}],
+            "synchronization": {"semaphore": {"configMapKeyRef": {"name": "p", "key": "h100"}}},
+        },
+    }
     with pytest.raises(SchemaError, match="semaphore"):
         to_hera_model(doc)
     assert isinstance(ArgoServerError("x"), Exception)
@@ -177,7 +219,12 @@ def test_watch_follows_the_run_until_it_ends(argo, capsys):
     wf["status"] = {"phase": "Pending"}
     server = ArgoServer(load_config(default_namespace=NS))
     lines = []
-    assert watch(server, wf["metadata"]["name"], poll_s=0.01, out=lambda s: (lines.append(s), controller(s))) == "Succeeded"
+    assert (
+        watch(server, wf["metadata"]["name"], poll_s=0.01, out=lambda s: (lines.append(s), controller(s)))
+        == "Succeeded"
+    )
     name = wf["metadata"]["name"]
     assert [ln.split(": ")[1].split()[0] for ln in lines if ln.startswith(name)] == ["Pending", "Running", "Succeeded"]
-    assert lines[-1] == f"logs:    infersweep logs {name} [STEP]"  # then where the results are (tests/cli/test_watch.py)
+    assert (
+        lines[-1] == f"logs:    infersweep logs {name} [STEP]"
+    )  # then where the results are (tests/cli/test_watch.py)

@@ -41,14 +41,23 @@ def recipe_cases() -> list[tuple[str, list[str], str, str | None]]:
         head = f.read_text(encoding="utf-8").splitlines()[:2]
         assert head[0].startswith("# expect: "), f"{f}: first line must be '# expect: <fragment>'"
         alone = len(head) > 1 and head[1] == "# run: alone"
-        out.append((f"recipe:{f.stem}", ["run", "--local", str(f), "--out", "{out}"], head[0][len("# expect: "):],
-                    "alone" if alone else "driver"))
+        out.append(
+            (
+                f"recipe:{f.stem}",
+                ["run", "--local", str(f), "--out", "{out}"],
+                head[0][len("# expect: ") :],
+                "alone" if alone else "driver",
+            )
+        )
     return out
 
 
 def cli_cases() -> list[tuple[str, list[str], str, str | None]]:
-    return [(f"cli:{c['id']}", c["argv"], c["expect"], c.get("make", "alone"))
-            for c in yaml.safe_load((HERE / "cli.yaml").read_text())]
+    return [
+        (f"cli:{c['id']}", c["argv"], c["expect"], c.get("make", "alone"))
+        for c in yaml.safe_load((HERE / "cli.yaml").read_text())
+    ]
+
 
 # Runs cases through infersweep.cli.main in one process: argv/cwd per case in, JSON results out.
 DRIVER = r"""
@@ -96,8 +105,13 @@ def _prepare(case, tmp: Path) -> tuple[Path, Path, list[str]]:
     (work / "not-a-run").mkdir()
     (work / "a-file").write_text("x\n")
     made = _make(how, work) if how not in ("alone", "driver") else None
-    subs = {"{recipe}": RECIPE, "{out}": str(out), "{file}": str(work / "a-file"), "{dir}": str(work / "not-a-run"),
-            "{made}": str(made)}
+    subs = {
+        "{recipe}": RECIPE,
+        "{out}": str(out),
+        "{file}": str(work / "a-file"),
+        "{dir}": str(work / "not-a-run"),
+        "{made}": str(made),
+    }
     args = []
     for a in argv:
         for k, v in subs.items():
@@ -127,8 +141,14 @@ def _run_alone(case, tmp: Path, mark: str) -> dict:
 def _run_driver(cases, tmp: Path, mark: str) -> list[dict]:
     prepared = [(c, *_prepare(c, tmp)) for c in cases]
     payload = json.dumps([{"id": c[0], "cwd": str(cwd), "argv": args} for c, cwd, out, args in prepared])
-    p = subprocess.run([sys.executable, "-c", DRIVER], input=payload, capture_output=True, text=True, timeout=300,
-                       env=dict(os.environ, **{MARK: mark}, PYTHONPATH=str(REPO)))
+    p = subprocess.run(
+        [sys.executable, "-c", DRIVER],
+        input=payload,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, **{MARK: mark}, PYTHONPATH=str(REPO)),
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     got = {r["id"]: r for r in json.loads(p.stdout.strip().splitlines()[-1])}
     return [got[c[0]] | {"expect": c[2]} | _files(cwd, out) for c, cwd, out, _ in prepared]
@@ -171,7 +191,9 @@ def test_bad_input_gives_one_clear_error_and_touches_nothing(results, cid):
     lines = err.splitlines()
     # argparse's own errors print the usage first, the error line last: still one error to read.
     assert r["expect"] in lines[-1] or len(lines) <= 3, f"{cid}: the error is not the last line:\n{err}"
-    assert len(lines) <= 8 and len(err) <= 1500, f"{cid}: {len(lines)} lines / {len(err)} chars, want one clear error:\n{err[:1500]}"
+    assert len(lines) <= 8 and len(err) <= 1500, (
+        f"{cid}: {len(lines)} lines / {len(err)} chars, want one clear error:\n{err[:1500]}"
+    )
     assert r["out_files"] == [], f"{cid}: wrote into --out: {r['out_files']}"
     assert r["cwd_files"] == [], f"{cid}: wrote into the working directory: {r['cwd_files']}"
 
@@ -185,8 +207,21 @@ def test_no_process_started_and_no_injected_command_ran(results):
 # ---- names are sanitised where they are built -------------------------------------------------------
 
 
-@pytest.mark.parametrize("text", ["x; rm -rf /", "$(touch /tmp/pwned)", "nem\u043etron", "A" * 300, "", "a--b-",
-                                  "Nemotron_3 Nano", "\u0442\u0435\u0441\u0442", "..", "ok-name"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x; rm -rf /",
+        "$(touch /tmp/pwned)",
+        "nem\u043etron",
+        "A" * 300,
+        "",
+        "a--b-",
+        "Nemotron_3 Nano",
+        "\u0442\u0435\u0441\u0442",
+        "..",
+        "ok-name",
+    ],
+)
 def test_dns_label_is_always_a_valid_kubernetes_name_and_never_collides(text):
     name = dns_label(text)
     assert is_dns_label(name), name
@@ -265,9 +300,28 @@ def test_aiperf_gets_an_argv_list_with_values_as_single_items():
     from infersweep.aiperf import build_argv
     from steps.aiperf_point import parse_args
 
-    a = parse_args(["--url", "http://h:1", "--model", "m; rm -rf /", "--tokenizer", "/t", "--concurrency", "1",
-                    "--requests", "1", "--isl", "8", "--osl", "4", "--out", "/tmp/x",
-                    "--workload", json.dumps({"isl": 8, "osl": 4, "seq_dist": "1,2:50;$(id)"})])
+    a = parse_args(
+        [
+            "--url",
+            "http://h:1",
+            "--model",
+            "m; rm -rf /",
+            "--tokenizer",
+            "/t",
+            "--concurrency",
+            "1",
+            "--requests",
+            "1",
+            "--isl",
+            "8",
+            "--osl",
+            "4",
+            "--out",
+            "/tmp/x",
+            "--workload",
+            json.dumps({"isl": 8, "osl": 4, "seq_dist": "1,2:50;$(id)"}),
+        ]
+    )
     argv = build_argv(a)
     assert isinstance(argv, list) and all(isinstance(x, str) for x in argv)
     assert argv[argv.index("--model") + 1] == "m; rm -rf /"

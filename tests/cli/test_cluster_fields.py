@@ -16,8 +16,14 @@ def _container(templates, name):
 
 def test_a_minio_endpoint_reaches_the_s3_steps_only():
     s = load_cluster_settings()
-    minio = s.changed(s3={**s.s3.model_dump(), "endpoint": "minio.minio.svc.cluster.local:9000",
-                          "insecure": True, "region": "eu-west-1"})
+    minio = s.changed(
+        s3={
+            **s.s3.model_dump(),
+            "endpoint": "minio.minio.svc.cluster.local:9000",
+            "insecure": True,
+            "region": "eu-west-1",
+        }
+    )
     assert minio.s3.endpoint_url == "http://minio.minio.svc.cluster.local:9000"
     wts = step_templates(minio, [], "v1beta1")
     for step in ("publish", "regression-check"):
@@ -38,12 +44,15 @@ def test_the_secret_names_of_the_settings_reach_the_step_templates():
     assert _container(wts, "publish")["envFrom"] == [{"secretRef": {"name": "team-s3", "optional": True}}]
 
 
-@pytest.mark.parametrize("section, value, expected", [
-    ("s3", {"endpoint": "http://minio:9000"}, "s3.endpoint: give the S3 endpoint as host[:port] without a scheme"),
-    ("s3", {"insecure": "yes"}, "s3.insecure: must be true or false"),
-    ("pod_monitors", {"namespace": "Dynamo"}, "pod_monitors.namespace: must be a Kubernetes name"),
-    ("pod_monitors", {"names": []}, "pod_monitors.names: must not be empty"),
-])
+@pytest.mark.parametrize(
+    "section, value, expected",
+    [
+        ("s3", {"endpoint": "http://minio:9000"}, "s3.endpoint: give the S3 endpoint as host[:port] without a scheme"),
+        ("s3", {"insecure": "yes"}, "s3.insecure: must be true or false"),
+        ("pod_monitors", {"namespace": "Dynamo"}, "pod_monitors.namespace: must be a Kubernetes name"),
+        ("pod_monitors", {"names": []}, "pod_monitors.names: must not be empty"),
+    ],
+)
 def test_a_bad_new_field_is_one_line_naming_it(section, value, expected):
     s = load_cluster_settings()
     base = s.s3.model_dump() if section == "s3" else s.pod_monitors.model_dump()

@@ -14,8 +14,12 @@ import yaml
 
 from infersweep.cli import main
 from infersweep.cli_util import parse_sets
-from infersweep.cluster_settings import (ClusterSettings, ClusterSettingsError, load_cluster_settings,
-                                         parse_cluster_settings)
+from infersweep.cluster_settings import (
+    ClusterSettings,
+    ClusterSettingsError,
+    load_cluster_settings,
+    parse_cluster_settings,
+)
 from infersweep.paths import REPO_ROOT
 from infersweep.recipe import RecipeError
 
@@ -52,7 +56,11 @@ def test_the_shipped_file_loads_into_typed_sections():
     assert s == parse_cluster_settings(RAW)  # the file as it is, nothing coerced away
     # Every section is typed: attributes, not string keys.
     assert (s.namespace, s.model_cache.pvc, s.s3.bucket, s.service_account) == (
-        RAW["namespace"], RAW["model_cache"]["pvc"], RAW["s3"]["bucket"], RAW["service_account"])
+        RAW["namespace"],
+        RAW["model_cache"]["pvc"],
+        RAW["s3"]["bucket"],
+        RAW["service_account"],
+    )
     assert s.steps.deadlines_s["aiperf-point"] == RAW["steps"]["deadlines_s"]["aiperf-point"]
     assert s.steps.resources_of("no-such-step") == s.steps.resources["default"]
     assert s.guard.pools["H100"].queue == "infersweep-h100" and s.guard.scheduler == "argo"
@@ -60,45 +68,68 @@ def test_the_shipped_file_loads_into_typed_sections():
 
 
 # Each section's typical mistake -> the field path and the fix that the one line must name.
-@pytest.mark.parametrize("path, value, expected", [
-    ("images.steps", "Ghcr.io/My Image", "images.steps: must be an image reference like"),
-    ("images.aiperf", 13, "images.aiperf: must be an image reference"),
-    ("namespace", "Bench_NS", "namespace: must be a Kubernetes name"),
-    ("model_cache.pvc", "model_cache", "model_cache.pvc: must be a Kubernetes name"),
-    ("model_cache.size", "500GB", "model_cache.size: must be a Kubernetes quantity like 500Gi"),
-    ("model_cache.size", 500, "model_cache.size: must be a Kubernetes quantity"),
-    ("model_cache.storage_class", "fast ssd", "model_cache.storage_class: must be a StorageClass name, or \"\""),
-    ("hf_token_secret", "HF token", "hf_token_secret: must be a Kubernetes object name"),
-    ("s3.bucket", "My_Bucket", "s3.bucket: not an S3 bucket name"),
-    ("s3.prefix", "/runs/", "s3.prefix: use a key prefix like runs/team-a"),
-    ("s3.prefix", "runs/../x", "s3.prefix: use a key prefix"),
-    ("s3.credentials_secret", DELETE, "s3.credentials_secret: required field is missing; add it"),
-    ("service_account", "", "service_account: must be a Kubernetes object name"),
-    ("prometheus_url", "prometheus:9090", "prometheus_url: give an http(s):// URL"),
-    ("autoscaling.prometheus_url", "ftp://prom", "autoscaling.prometheus_url: give an http(s):// URL"),
-    ("artifact_repository.endpoint", "https://s3.amazonaws.com", "artifact_repository.endpoint: give the S3 endpoint as host[:port] without a scheme"),
-    ("artifact_repository.insecure", "yes", "artifact_repository.insecure: must be true or false"),
-    ("artifact_repository.region", "US East", "artifact_repository.region: must be a region like us-east-1"),
-    ("artifact_repository.key", "my key", "artifact_repository.key: must be a ConfigMap key"),
-    ("nightly.schedules", ["0 1 * *"], "nightly.schedules.0: must be a cron schedule of five fields"),
-    ("nightly.schedules", [], "nightly.schedules: must not be empty"),
-    ("nightly.timezone", "CET+1", "nightly.timezone: must be an IANA time zone"),
-    ("nightly.suite", "nemotron", "nightly.suite: must be a list"),
-    ("steps.security.run_as_user", 0, "steps.security.run_as_user: must be a positive integer, the images' USER, not root"),
-    ("steps.resources.scrape", {"cpu": "half", "memory": "1Gi"}, "steps.resources.scrape.cpu: must be a CPU quantity like 250m"),
-    ("steps.resources.publish", {"cpu": "1", "memory": "1 GB"}, "steps.resources.publish.memory: must be a Kubernetes quantity"),
-    ("steps.resources.default", DELETE, "steps.resources.default: required"),
-    ("steps.aiperf.cpu_per_worker", 0, "steps.aiperf.cpu_per_worker: must be a number > 0"),
-    ("steps.aiperf.max_workers", "32", "steps.aiperf.max_workers: must be a positive integer"),
-    ("steps.deadlines_s.deploy", "600", "steps.deadlines_s.deploy: must be a positive integer, activeDeadlineSeconds"),
-    ("steps.deadlines_s.deploy", 0, "steps.deadlines_s.deploy: must be a positive integer"),
-    ("steps.retry.backoff", "10 seconds", "steps.retry.backoff: must be a duration like 10s"),
-    ("steps.retry.limit", -1, "steps.retry.limit: must be an integer >= 0"),
-    ("steps.retry.factor", 0.5, "steps.retry.factor: must be a number >= 1"),
-    ("reaper.schedule", "every 2 minutes", "reaper.schedule: must be a cron schedule"),
-    ("reaper.service_account", "Reaper", "reaper.service_account: must be a Kubernetes object name"),
-    ("steps", "default", "steps: must be a mapping of fields"),
-])
+@pytest.mark.parametrize(
+    "path, value, expected",
+    [
+        ("images.steps", "Ghcr.io/My Image", "images.steps: must be an image reference like"),
+        ("images.aiperf", 13, "images.aiperf: must be an image reference"),
+        ("namespace", "Bench_NS", "namespace: must be a Kubernetes name"),
+        ("model_cache.pvc", "model_cache", "model_cache.pvc: must be a Kubernetes name"),
+        ("model_cache.size", "500GB", "model_cache.size: must be a Kubernetes quantity like 500Gi"),
+        ("model_cache.size", 500, "model_cache.size: must be a Kubernetes quantity"),
+        ("model_cache.storage_class", "fast ssd", 'model_cache.storage_class: must be a StorageClass name, or ""'),
+        ("hf_token_secret", "HF token", "hf_token_secret: must be a Kubernetes object name"),
+        ("s3.bucket", "My_Bucket", "s3.bucket: not an S3 bucket name"),
+        ("s3.prefix", "/runs/", "s3.prefix: use a key prefix like runs/team-a"),
+        ("s3.prefix", "runs/../x", "s3.prefix: use a key prefix"),
+        ("s3.credentials_secret", DELETE, "s3.credentials_secret: required field is missing; add it"),
+        ("service_account", "", "service_account: must be a Kubernetes object name"),
+        ("prometheus_url", "prometheus:9090", "prometheus_url: give an http(s):// URL"),
+        ("autoscaling.prometheus_url", "ftp://prom", "autoscaling.prometheus_url: give an http(s):// URL"),
+        (
+            "artifact_repository.endpoint",
+            "https://s3.amazonaws.com",
+            "artifact_repository.endpoint: give the S3 endpoint as host[:port] without a scheme",
+        ),
+        ("artifact_repository.insecure", "yes", "artifact_repository.insecure: must be true or false"),
+        ("artifact_repository.region", "US East", "artifact_repository.region: must be a region like us-east-1"),
+        ("artifact_repository.key", "my key", "artifact_repository.key: must be a ConfigMap key"),
+        ("nightly.schedules", ["0 1 * *"], "nightly.schedules.0: must be a cron schedule of five fields"),
+        ("nightly.schedules", [], "nightly.schedules: must not be empty"),
+        ("nightly.timezone", "CET+1", "nightly.timezone: must be an IANA time zone"),
+        ("nightly.suite", "nemotron", "nightly.suite: must be a list"),
+        (
+            "steps.security.run_as_user",
+            0,
+            "steps.security.run_as_user: must be a positive integer, the images' USER, not root",
+        ),
+        (
+            "steps.resources.scrape",
+            {"cpu": "half", "memory": "1Gi"},
+            "steps.resources.scrape.cpu: must be a CPU quantity like 250m",
+        ),
+        (
+            "steps.resources.publish",
+            {"cpu": "1", "memory": "1 GB"},
+            "steps.resources.publish.memory: must be a Kubernetes quantity",
+        ),
+        ("steps.resources.default", DELETE, "steps.resources.default: required"),
+        ("steps.aiperf.cpu_per_worker", 0, "steps.aiperf.cpu_per_worker: must be a number > 0"),
+        ("steps.aiperf.max_workers", "32", "steps.aiperf.max_workers: must be a positive integer"),
+        (
+            "steps.deadlines_s.deploy",
+            "600",
+            "steps.deadlines_s.deploy: must be a positive integer, activeDeadlineSeconds",
+        ),
+        ("steps.deadlines_s.deploy", 0, "steps.deadlines_s.deploy: must be a positive integer"),
+        ("steps.retry.backoff", "10 seconds", "steps.retry.backoff: must be a duration like 10s"),
+        ("steps.retry.limit", -1, "steps.retry.limit: must be an integer >= 0"),
+        ("steps.retry.factor", 0.5, "steps.retry.factor: must be a number >= 1"),
+        ("reaper.schedule", "every 2 minutes", "reaper.schedule: must be a cron schedule"),
+        ("reaper.service_account", "Reaper", "reaper.service_account: must be a Kubernetes object name"),
+        ("steps", "default", "steps: must be a mapping of fields"),
+    ],
+)
 def test_each_mistake_is_one_line_naming_the_field_and_the_fix(path, value, expected):
     lines = _errors(_with(path, value))
     assert len(lines) == 1, lines
@@ -112,15 +143,23 @@ def test_several_mistakes_give_several_lines_each_with_its_field():
     data = _with("reaper.schedule", "hourly", data)
     lines = _errors(data)
     assert len(lines) == 4, lines
-    assert {line.split(": ")[1] for line in lines} == {"namespace", "s3.bucket", "steps.retry.backoff", "reaper.schedule"}
+    assert {line.split(": ")[1] for line in lines} == {
+        "namespace",
+        "s3.bucket",
+        "steps.retry.backoff",
+        "reaper.schedule",
+    }
 
 
-@pytest.mark.parametrize("path, typo, hint", [
-    ("", "namspace", "did you mean `namespace`?"),
-    ("s3", "bucket_name", "did you mean `bucket`?"),
-    ("steps.retry", "max_durations", "did you mean `max_duration`?"),
-    ("model_cache", "storageClass", "did you mean `storage_class`?"),
-])
+@pytest.mark.parametrize(
+    "path, typo, hint",
+    [
+        ("", "namspace", "did you mean `namespace`?"),
+        ("s3", "bucket_name", "did you mean `bucket`?"),
+        ("steps.retry", "max_durations", "did you mean `max_duration`?"),
+        ("model_cache", "storageClass", "did you mean `storage_class`?"),
+    ],
+)
 def test_an_unknown_key_is_refused_with_the_valid_keys(path, typo, hint):
     data = copy.deepcopy(RAW)
     node = data
@@ -154,14 +193,17 @@ def test_a_step_without_a_deadline_here_gets_its_declared_deadline():
     assert step_container(scrape, images, settings=overridden.steps).active_deadline_seconds == 4321
 
 
-@pytest.mark.parametrize("assignment, expected", [
-    ("model-cache-size=lots", "--set model-cache-size='lots': must be a Kubernetes quantity like 500Gi"),
-    ("s3-bucket=Team_Bucket", "--set s3-bucket='Team_Bucket': not an S3 bucket name"),
-    ("s3-prefix=/abs", "--set s3-prefix='/abs': use a key prefix"),
-    ("model-cache-pvc=Cache", "--set model-cache-pvc='Cache': must be a Kubernetes name"),
-    ("storage-class=two words", "--set storage-class='two words': must be a StorageClass name"),
-    ("prometheus-url=prom:9090", "--set prometheus-url='prom:9090': give an http(s):// URL"),
-])
+@pytest.mark.parametrize(
+    "assignment, expected",
+    [
+        ("model-cache-size=lots", "--set model-cache-size='lots': must be a Kubernetes quantity like 500Gi"),
+        ("s3-bucket=Team_Bucket", "--set s3-bucket='Team_Bucket': not an S3 bucket name"),
+        ("s3-prefix=/abs", "--set s3-prefix='/abs': use a key prefix"),
+        ("model-cache-pvc=Cache", "--set model-cache-pvc='Cache': must be a Kubernetes name"),
+        ("storage-class=two words", "--set storage-class='two words': must be a StorageClass name"),
+        ("prometheus-url=prom:9090", "--set prometheus-url='prom:9090': give an http(s):// URL"),
+    ],
+)
 def test_a_set_override_goes_through_the_settings_field(assignment, expected):
     with pytest.raises(RecipeError) as e:
         parse_sets([assignment])
@@ -172,8 +214,14 @@ def test_a_set_override_goes_through_the_settings_field(assignment, expected):
 
 
 def test_good_set_overrides_pass_unchanged():
-    sets = ["model-cache-size=1Ti", "s3-bucket=team-a.results", "s3-prefix=runs/team-a", "storage-class=",
-            "prometheus-url=http://prometheus.monitoring.svc:9090", "model-cache-pvc=cache-2"]
+    sets = [
+        "model-cache-size=1Ti",
+        "s3-bucket=team-a.results",
+        "s3-prefix=runs/team-a",
+        "storage-class=",
+        "prometheus-url=http://prometheus.monitoring.svc:9090",
+        "model-cache-pvc=cache-2",
+    ]
     assert parse_sets(sets).params == dict(s.split("=", 1) for s in sets)
 
 
@@ -194,8 +242,11 @@ def _params_copy(tmp_path, cluster_text: str | None, old_text: str | None = None
 def test_a_leftover_platform_yaml_is_refused_with_the_rename(tmp_path):
     text = (PARAMS / "cluster.yaml").read_text()
     d = _params_copy(tmp_path / "a", None, old_text=text)
-    with pytest.raises(ClusterSettingsError, match=r"platform.yaml: the cluster settings file is now .*cluster.yaml; "
-                                                   r"rename it: git mv"):
+    with pytest.raises(
+        ClusterSettingsError,
+        match=r"platform.yaml: the cluster settings file is now .*cluster.yaml; "
+        r"rename it: git mv",
+    ):
         load_cluster_settings(d)
     d = _params_copy(tmp_path / "b", text, old_text=text)
     with pytest.raises(ClusterSettingsError, match=r"move your changes into it and delete"):

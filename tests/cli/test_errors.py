@@ -31,9 +31,15 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     assert err.count("\n") == 1 and err.startswith("infersweep: --set no-such-parameter") and "Traceback" not in err
 
 
-@pytest.mark.parametrize("cls", ["infersweep.params_files.RecipeError", "infersweep.schemas.SchemaError",
-                                 "infersweep.local.argo.errors.WorkflowError",
-                                 "infersweep.cluster_settings.ClusterSettingsError"])
+@pytest.mark.parametrize(
+    "cls",
+    [
+        "infersweep.params_files.RecipeError",
+        "infersweep.schemas.SchemaError",
+        "infersweep.local.argo.errors.WorkflowError",
+        "infersweep.cluster_settings.ClusterSettingsError",
+    ],
+)
 def test_every_bad_input_error_is_a_user_error(cls):
     import importlib
 

@@ -58,10 +58,12 @@ def docker(tmp_path, monkeypatch):
 def test_dry_run_prints_the_commands_with_the_registry(params, capsys):
     assert main(["images", "build", "--registry", "registry.example.com:5000/team", "--dry-run"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[:4] == ["docker build -f images/steps.Dockerfile -t registry.example.com:5000/team/steps:0.1.0 .",
-                       "docker push registry.example.com:5000/team/steps:0.1.0",
-                       "docker build -f images/aiperf.Dockerfile -t registry.example.com:5000/team/aiperf:0.13.0 .",
-                       "docker push registry.example.com:5000/team/aiperf:0.13.0"]
+    assert out[:4] == [
+        "docker build -f images/steps.Dockerfile -t registry.example.com:5000/team/steps:0.1.0 .",
+        "docker push registry.example.com:5000/team/steps:0.1.0",
+        "docker build -f images/aiperf.Dockerfile -t registry.example.com:5000/team/aiperf:0.13.0 .",
+        "docker push registry.example.com:5000/team/aiperf:0.13.0",
+    ]
     assert "infersweep images pin steps=" in out[4]
     assert (params / "cluster.yaml").read_text() == (REPO_ROOT / "params" / "cluster.yaml").read_text()
 
@@ -69,11 +71,15 @@ def test_dry_run_prints_the_commands_with_the_registry(params, capsys):
 def test_build_pushes_and_records_the_digests_that_renders_then_use(params, docker, capsys, tmp_path):
     assert main(["images", "build", "--registry", "ghcr.io/acme"]) == 0
     calls = docker.read_text().splitlines()
-    assert calls == ["info --format {{.ServerVersion}}",
-                     "build -f images/steps.Dockerfile -t ghcr.io/acme/steps:0.1.0 .", "push ghcr.io/acme/steps:0.1.0",
-                     "image inspect --format {{index .RepoDigests 0}} ghcr.io/acme/steps:0.1.0",
-                     "build -f images/aiperf.Dockerfile -t ghcr.io/acme/aiperf:0.13.0 .", "push ghcr.io/acme/aiperf:0.13.0",
-                     "image inspect --format {{index .RepoDigests 0}} ghcr.io/acme/aiperf:0.13.0"]
+    assert calls == [
+        "info --format {{.ServerVersion}}",
+        "build -f images/steps.Dockerfile -t ghcr.io/acme/steps:0.1.0 .",
+        "push ghcr.io/acme/steps:0.1.0",
+        "image inspect --format {{index .RepoDigests 0}} ghcr.io/acme/steps:0.1.0",
+        "build -f images/aiperf.Dockerfile -t ghcr.io/acme/aiperf:0.13.0 .",
+        "push ghcr.io/acme/aiperf:0.13.0",
+        "image inspect --format {{index .RepoDigests 0}} ghcr.io/acme/aiperf:0.13.0",
+    ]
     text = (params / "cluster.yaml").read_text()
     assert f"  steps: ghcr.io/acme/steps:0.1.0@{DIGEST}\n" in text and "# Where the pipeline's own pieces" in text
     _load.cache_clear()

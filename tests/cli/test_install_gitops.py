@@ -15,12 +15,11 @@ import subprocess
 import pytest
 import yaml
 
-from workflows.install_set import install_set
-
 from infersweep.cli import main
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.install_version import HASH_LABEL, VERSION_LABEL, package_version, template_hash
 from infersweep.schemas import validate_document
+from workflows.install_set import install_set
 
 KUBECTL = shutil.which("kubectl")
 
@@ -68,8 +67,14 @@ def test_one_valid_object_per_file_without_namespace_or_run_workflows(out):
 
 def test_a_second_write_removes_objects_no_longer_in_the_set(out):
     stale = out / "workflowtemplate-infersweep-gone.yaml"
-    stale.write_text(yaml.safe_dump({"kind": "WorkflowTemplate", "metadata": {
-        "name": "infersweep-gone", "labels": {"app.kubernetes.io/managed-by": "infersweep"}}}))
+    stale.write_text(
+        yaml.safe_dump(
+            {
+                "kind": "WorkflowTemplate",
+                "metadata": {"name": "infersweep-gone", "labels": {"app.kubernetes.io/managed-by": "infersweep"}},
+            }
+        )
+    )
     mine = out / "my-notes.yaml"
     mine.write_text("a: 1\n")
     assert main(["install", "--out", str(out)]) == 0
@@ -81,7 +86,9 @@ def test_kubectl_kustomize_assembles_it_and_an_overlay_sets_the_namespace(out, t
     base = subprocess.run([KUBECTL, "kustomize", str(out)], capture_output=True, text=True, timeout=120)
     assert base.returncode == 0, base.stderr
     docs = [d for d in yaml.safe_load_all(base.stdout) if d]
-    assert len(docs) == sum(len(x) for x in install_set(load_cluster_settings())) and all("namespace" not in d["metadata"] for d in docs)
+    assert len(docs) == sum(len(x) for x in install_set(load_cluster_settings())) and all(
+        "namespace" not in d["metadata"] for d in docs
+    )
     overlay = tmp_path / "overlay"
     overlay.mkdir()
     (overlay / "kustomization.yaml").write_text(f"namespace: team-a\nresources: [../{out.name}]\n")

@@ -25,8 +25,9 @@ from infersweep.local.standins.s3server import ACCESS_KEY, SECRET_KEY, LocalS3
 from infersweep.preflight import Reach, preflight
 from tests.support.k8s_standin import K8sStandin
 
-pytestmark = pytest.mark.skipif(not shutil.which(BINARY) and not __import__("os").path.exists(BINARY),
-                                reason="no prometheus binary")
+pytestmark = pytest.mark.skipif(
+    not shutil.which(BINARY) and not __import__("os").path.exists(BINARY), reason="no prometheus binary"
+)
 PM_NS = "dynamo-system"
 
 
@@ -72,16 +73,23 @@ def cluster(monkeypatch, tmp_path, capsys):
         assert main(["install"]) == 0  # kube mode: RBAC and ConfigMaps too
         kube = KubeArgo(str(tmp_path / "kubeconfig"), settings.namespace)
         # as `kubectl create secret generic NAME --from-literal=K=V` stores them: base64 under data
-        for name, data in ((settings.hf_token_secret, {"HF_TOKEN": "hf_test"}),
-                           (settings.s3.credentials_secret, {"AWS_ACCESS_KEY_ID": ACCESS_KEY,
-                                                             "AWS_SECRET_ACCESS_KEY": SECRET_KEY})):
+        for name, data in (
+            (settings.hf_token_secret, {"HF_TOKEN": "hf_test"}),
+            (settings.s3.credentials_secret, {"AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY}),
+        ):
             api.objects[("", "v1", settings.namespace, "secrets", name)] = {
-                "apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": {"name": name},
-                "data": {k: _b64(v) for k, v in data.items()}}
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "type": "Opaque",
+                "metadata": {"name": name},
+                "data": {k: _b64(v) for k, v in data.items()},
+            }
         for name in ("dynamo-frontend", "dynamo-worker"):
             api.objects[("monitoring.coreos.com", "v1", PM_NS, "podmonitors", name)] = {
-                "apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor",
-                "metadata": {"name": name, "namespace": PM_NS}}
+                "apiVersion": "monitoring.coreos.com/v1",
+                "kind": "PodMonitor",
+                "metadata": {"name": name, "namespace": PM_NS},
+            }
         capsys.readouterr()
         yield api, kube, settings
 
@@ -102,10 +110,15 @@ def test_an_empty_namespace_is_one_line_per_problem(monkeypatch, tmp_path, s3, p
     err = capsys.readouterr().err.splitlines()
     assert all(line.startswith("preflight: ") for line in err)
     text = "\n".join(err)
-    assert "Secret infersweep/hf-token-secret (the Hugging Face token): missing; create it: kubectl -n infersweep " \
-           "create secret generic hf-token-secret --from-literal=HF_TOKEN=hf_..." in text
+    assert (
+        "Secret infersweep/hf-token-secret (the Hugging Face token): missing; create it: kubectl -n infersweep "
+        "create secret generic hf-token-secret --from-literal=HF_TOKEN=hf_..." in text
+    )
     assert "Secret infersweep/infersweep-s3 (the S3 credentials): missing" in text
-    assert "ConfigMap infersweep/infersweep-gpu-pools: missing" in text and "RoleBinding infersweep/infersweep-steps: missing" in text
+    assert (
+        "ConfigMap infersweep/infersweep-gpu-pools: missing" in text
+        and "RoleBinding infersweep/infersweep-steps: missing" in text
+    )
     assert "WorkflowTemplate infersweep/infersweep-vllm-agg: not installed" in text
     assert "CronWorkflow infersweep/infersweep-reaper: not installed" in text
     assert "PodMonitor dynamo-system/dynamo-frontend: missing" in text
@@ -133,8 +146,9 @@ def test_each_broken_part_is_named_with_its_fix(cluster, s3, prom):
 def test_s3_not_writable_and_prometheus_problems(cluster, s3, prom, tmp_path):
     api, kube, settings = cluster
     other = settings.changed(s3={**settings.s3.model_dump(), "bucket": "no-such-bucket"})
-    lines = preflight(kube, other, Reach(s3_endpoint_url=s3.endpoint_url, prometheus_url=prom.url),
-                      install=_install(settings))
+    lines = preflight(
+        kube, other, Reach(s3_endpoint_url=s3.endpoint_url, prometheus_url=prom.url), install=_install(settings)
+    )
     assert len(lines) == 1 and lines[0].startswith("S3 results bucket s3://no-such-bucket/runs at http://127.0.0.1:")
     assert "NoSuchBucket" in lines[0]
 
@@ -142,10 +156,12 @@ def test_s3_not_writable_and_prometheus_problems(cluster, s3, prom, tmp_path):
     with LocalPrometheus(tmp_path / "t.json", jobs=(f"podMonitor/{PM_NS}/dynamo-frontend/0",)) as only_frontend:
         _pools_loaded(only_frontend, 1)
         lines = preflight(kube, settings, Reach(s3_endpoint_url=s3.endpoint_url, prometheus_url=only_frontend.url))
-    assert lines == [f"PodMonitor {PM_NS}/dynamo-worker: not selected by the Prometheus at {only_frontend.url} (no "
-                     f"scrape pool podMonitor/{PM_NS}/dynamo-worker/*); give it the labels of the Prometheus' "
-                     "podMonitorSelector (Dynamo chart: dynamo.metrics.podMonitors.labels) and allow its namespace "
-                     "in podMonitorNamespaceSelector"]
+    assert lines == [
+        f"PodMonitor {PM_NS}/dynamo-worker: not selected by the Prometheus at {only_frontend.url} (no "
+        f"scrape pool podMonitor/{PM_NS}/dynamo-worker/*); give it the labels of the Prometheus' "
+        "podMonitorSelector (Dynamo chart: dynamo.metrics.podMonitors.labels) and allow its namespace "
+        "in podMonitorNamespaceSelector"
+    ]
 
     lines = preflight(kube, settings, Reach(s3_endpoint_url=s3.endpoint_url, prometheus_url="http://127.0.0.1:1"))
     assert len(lines) == 1 and lines[0].startswith("Prometheus at http://127.0.0.1:1: not answering")

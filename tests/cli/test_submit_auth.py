@@ -15,10 +15,10 @@ import pytest
 
 from infersweep.cli import main
 from infersweep.cluster_settings import load_cluster_settings
-from workflows.install_set import install_set
 from infersweep.install_version import HASH_LABEL, VERSION_LABEL
-from tests.support.k8s_standin import K8sStandin
 from tests.support.argo_server_standin import NS, RECIPE, TOKEN, argo  # noqa: F401 - the Argo Server stand-in fixture
+from tests.support.k8s_standin import K8sStandin
+from workflows.install_set import install_set
 
 ARGO = ("argoproj.io", "v1alpha1")
 
@@ -46,7 +46,9 @@ def test_without_an_argo_server_everything_goes_through_the_kubeconfig(kube, cap
     assert "infersweep-vllm-agg" in templates
     # the kubectl half of the install is done too: the Argo Server could not create these
     assert {"infersweep-gpu-pools", "artifact-repositories"} <= set(_objects(kube, "configmaps"))
-    assert set(_objects(kube, "rolebindings")) == {d["metadata"]["name"] for d in manifests if d["kind"] == "RoleBinding"}
+    assert set(_objects(kube, "rolebindings")) == {
+        d["metadata"]["name"] for d in manifests if d["kind"] == "RoleBinding"
+    }
     assert {"infersweep-steps", "infersweep-reaper"} <= set(_objects(kube, "rolebindings"))
     total = len(argo) + len(manifests)
     assert "kubectl apply" not in out and out.count("created ") == total
@@ -54,12 +56,13 @@ def test_without_an_argo_server_everything_goes_through_the_kubeconfig(kube, cap
 
     assert main(["install"]) == 0  # idempotent: a replace with the current resourceVersion
     assert capsys.readouterr().out.count("updated ") == total
-    assert ("PUT", "/apis/argoproj.io/v1alpha1/namespaces/infersweep/workflowtemplates/infersweep-vllm-agg") in \
-        [r[:2] for r in kube.requests]
+    assert ("PUT", "/apis/argoproj.io/v1alpha1/namespaces/infersweep/workflowtemplates/infersweep-vllm-agg") in [
+        r[:2] for r in kube.requests
+    ]
 
     assert main(["submit", RECIPE]) == 0
     out = capsys.readouterr().out
-    (name, wf), = _objects(kube, "workflows").items()
+    ((name, wf),) = _objects(kube, "workflows").items()
     assert name.startswith(RECIPE) and wf["spec"]["workflowTemplateRef"] == {"name": "infersweep-vllm-agg"}
     assert f"submitted infersweep/{name}" in out and f"kubectl -n infersweep get workflow {name}" in out
     post = [r for r in kube.requests if r[0] == "POST" and r[1].endswith("/workflows")]
@@ -137,8 +140,10 @@ def test_the_python_api_creates_with_heras_global_config(hera_config, capsys):
 
     exp = experiment_workflow("nemotron-rr-vs-kv")
     exp.create()
-    assert any(w["metadata"]["labels"].get("infersweep.io/experiment") == "nemotron-rr-vs-kv"
-               for w in argo.objects("workflows"))
+    assert any(
+        w["metadata"]["labels"].get("infersweep.io/experiment") == "nemotron-rr-vs-kv"
+        for w in argo.objects("workflows")
+    )
 
 
 def test_the_python_api_refuses_stale_templates_before_building(hera_config):

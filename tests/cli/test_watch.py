@@ -35,20 +35,43 @@ def test_watch_shows_the_gpu_queue_the_steps_the_point_progress_and_where_the_re
     first, mine = _submit(argo, capsys, n=2)
     name = mine["metadata"]["name"]
     first["spec"]["priority"], mine["spec"]["priority"] = 10, 5  # the other run is ahead in the queue
-    span = {"id": f"{name}-span", "name": f"{name}.gpu-span", "displayName": "gpu-span", "type": "DAG",
-            "templateName": "gpu-span", "phase": "Pending", "message": WAIT_MSG,
-            "synchronizationStatus": {"waiting": LOCK}}
+    span = {
+        "id": f"{name}-span",
+        "name": f"{name}.gpu-span",
+        "displayName": "gpu-span",
+        "type": "DAG",
+        "templateName": "gpu-span",
+        "phase": "Pending",
+        "message": WAIT_MSG,
+        "synchronizationStatus": {"waiting": LOCK},
+    }
     first["status"] = {"phase": "Running", "nodes": {"a": {**span, "id": "a", "name": "x.gpu-span"}}}
-    point = {"id": f"{name}-p", "name": f"{name}.gpu-span.point(0:1)", "displayName": "point(0:1)", "type": "Pod",
-             "templateName": "aiperf-point", "phase": "Running", "startedAt": _iso(40), "progress": "30/120"}
-    states = iter([
-        {"phase": "Running", "nodes": {span["id"]: span}},
-        {"phase": "Running", "progress": "2/9", "nodes": {span["id"]: {**span, "phase": "Running", "message": ""},
-                                                         point["id"]: point}},
-        {"phase": "Running", "progress": "2/9", "nodes": {point["id"]: {**point, "progress": "90/120"}}},
-        {"phase": "Succeeded", "progress": "9/9", "nodes": {point["id"]: {**point, "phase": "Succeeded",
-                                                                         "progress": "120/120"}}},
-    ])
+    point = {
+        "id": f"{name}-p",
+        "name": f"{name}.gpu-span.point(0:1)",
+        "displayName": "point(0:1)",
+        "type": "Pod",
+        "templateName": "aiperf-point",
+        "phase": "Running",
+        "startedAt": _iso(40),
+        "progress": "30/120",
+    }
+    states = iter(
+        [
+            {"phase": "Running", "nodes": {span["id"]: span}},
+            {
+                "phase": "Running",
+                "progress": "2/9",
+                "nodes": {span["id"]: {**span, "phase": "Running", "message": ""}, point["id"]: point},
+            },
+            {"phase": "Running", "progress": "2/9", "nodes": {point["id"]: {**point, "progress": "90/120"}}},
+            {
+                "phase": "Succeeded",
+                "progress": "9/9",
+                "nodes": {point["id"]: {**point, "phase": "Succeeded", "progress": "120/120"}},
+            },
+        ]
+    )
 
     def controller(_line=None):
         st = next(states, None)
@@ -73,11 +96,18 @@ def test_watch_shows_the_gpu_queue_the_steps_the_point_progress_and_where_the_re
 def test_queue_position_follows_priority_then_age():
     def wf(name, prio, created, waiting=True):
         node = {"phase": "Pending", "synchronizationStatus": {"waiting": LOCK}} if waiting else {"phase": "Running"}
-        return {"metadata": {"name": name, "creationTimestamp": created}, "spec": {"priority": prio},
-                "status": {"nodes": {"n": node}}}
+        return {
+            "metadata": {"name": name, "creationTimestamp": created},
+            "spec": {"priority": prio},
+            "status": {"nodes": {"n": node}},
+        }
 
-    wfs = [wf("old", 0, "2025-01-01T00:00:00Z"), wf("new", 0, "2025-01-02T00:00:00Z"),
-           wf("urgent", 9, "2025-01-03T00:00:00Z"), wf("running", 0, "2024-01-01T00:00:00Z", waiting=False)]
+    wfs = [
+        wf("old", 0, "2025-01-01T00:00:00Z"),
+        wf("new", 0, "2025-01-02T00:00:00Z"),
+        wf("urgent", 9, "2025-01-03T00:00:00Z"),
+        wf("running", 0, "2024-01-01T00:00:00Z", waiting=False),
+    ]
     assert queue_position(wfs, "urgent", LOCK) == (1, 3)
     assert queue_position(wfs, "new", LOCK) == (3, 3)
     assert queue_position(wfs, "running", LOCK) is None

@@ -11,6 +11,7 @@ def _knee(at: float, seen: list):
     def measure(load):
         seen.append(load)
         return load <= at, f"ttft at {load}"
+
     return measure
 
 
@@ -64,8 +65,9 @@ def test_local_knee_search_brackets_a_real_deployment(tmp_path):
     give the two ends; the bracket is then checked against the probes' own rows."""
     from infersweep.local.slo_search import slo_search_local
 
-    search, rows = slo_search_local("demo-prefix-kv", out=tmp_path / "s", lo=1, hi=4, slo={"ttft_p50_ms": 1e6},
-                                    log=lambda *_: None)
+    search, rows = slo_search_local(
+        "demo-prefix-kv", out=tmp_path / "s", lo=1, hi=4, slo={"ttft_p50_ms": 1e6}, log=lambda *_: None
+    )
     assert (search.best, search.first_miss) == (4, None) and len(rows) == 2
     assert all(r["status"] == "ok" and r["requests_ok"] > 0 for r in rows)
     assert (tmp_path / "s" / "slo-search.json").is_file()
@@ -79,8 +81,15 @@ def test_one_open_loop_point_against_a_local_deployment(tmp_path):
 
     from infersweep.local.slo_search import slo_search_local
 
-    search, rows = slo_search_local("demo-prefix-kv", out=tmp_path / "s", lo=4, hi=4, axis="request_rate",
-                                    slo={"ttft_p50_ms": 1e6}, log=lambda *_: None)
+    search, rows = slo_search_local(
+        "demo-prefix-kv",
+        out=tmp_path / "s",
+        lo=4,
+        hi=4,
+        axis="request_rate",
+        slo={"ttft_p50_ms": 1e6},
+        log=lambda *_: None,
+    )
     assert search.best == 4 and rows[0]["request_rate"] == 4.0 and rows[0]["arrival"] == "poisson"
     result = json.loads((tmp_path / "s" / "points" / "c8-rate4" / "result.json").read_text())
     assert result["status"] == "ok" and result["argv"][result["argv"].index("--request-rate") + 1] == "4"

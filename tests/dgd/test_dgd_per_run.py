@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infersweep.names import DGD_NAME_MAX, dgd_run_name, is_dns_label
 from infersweep.cluster_settings import load_cluster_settings
-from infersweep.recipe import all_recipe_paths, load_recipe
 from infersweep.dgd.render import render_dgd
-from workflows.pipeline import recipe_arguments
+from infersweep.names import DGD_NAME_MAX, dgd_run_name, is_dns_label
+from infersweep.recipe import all_recipe_paths, load_recipe
 from tests.support.paths import REPO
+from workflows.pipeline import recipe_arguments
 
 RECIPE = "qwen36-35b-a3b-fp8-sglang-disagg-dpep-prefix32k"  # 47 characters: over the budget on its own
 DGD = ("nvidia.com", "v1beta1", "bench", "dynamographdeployments")
@@ -46,13 +46,32 @@ def test_names_differ_per_run_and_are_stable_within_one():
 
 
 def _step(module: str, args: list[str], env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", f"steps.{module}", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", f"steps.{module}", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=60
+    )
 
 
 def _deploy(dgd_yaml: str, run: str, uid: str, env: dict, tmp: Path) -> subprocess.CompletedProcess:
-    return _step("deploy", ["--dgd", dgd_yaml, "--namespace", "bench", "--run-id", run, "--owner-name", run,
-                            "--owner-uid", uid, "--url-param", str(tmp / f"url-{run}"), "--save", str(tmp / f"{run}.yaml")], env)
+    return _step(
+        "deploy",
+        [
+            "--dgd",
+            dgd_yaml,
+            "--namespace",
+            "bench",
+            "--run-id",
+            run,
+            "--owner-name",
+            run,
+            "--owner-uid",
+            uid,
+            "--url-param",
+            str(tmp / f"url-{run}"),
+            "--save",
+            str(tmp / f"{run}.yaml"),
+        ],
+        env,
+    )
 
 
 def test_nightly_and_adhoc_runs_of_one_recipe_side_by_side(tmp_path):
@@ -82,8 +101,9 @@ def test_nightly_and_adhoc_runs_of_one_recipe_side_by_side(tmp_path):
         # each run's URL names its own frontend
         assert (tmp_path / f"url-{nightly}").read_text().startswith(f"http://{dgd_run_name(base, nightly)}-frontend.")
         # the nightly ends: its teardown deletes its DGD only; the ad-hoc run's deployment is untouched
-        p = _step("teardown", ["--name", base, "--run-id", nightly, "--owner-uid", "uid-nightly",
-                               "--namespace", "bench"], env)
+        p = _step(
+            "teardown", ["--name", base, "--run-id", nightly, "--owner-uid", "uid-nightly", "--namespace", "bench"], env
+        )
         assert p.returncode == 0, p.stderr
         assert {k[4] for k in api.objects if k[:4] == DGD} == {dgd_run_name(base, adhoc)}
         # no request ever patched a DGD
@@ -101,13 +121,27 @@ def test_deploy_refuses_to_adopt_a_dgd_owned_by_another_workflow(tmp_path):
         assert _deploy(dgd_yaml, "wf-one", "uid-one", env, tmp_path).returncode == 0
         before = dict(api.objects[(*DGD, dgd_run_name(base, "wf-one"))])
         # a second Workflow that (by a name clash) computes the same DGD name: refused, nothing patched
-        p = _step("deploy", ["--dgd", yaml.safe_dump(yaml.safe_load((tmp_path / "wf-one.yaml").read_text())),
-                             "--namespace", "bench", "--owner-name", "wf-two", "--owner-uid", "uid-two"], env)
+        p = _step(
+            "deploy",
+            [
+                "--dgd",
+                yaml.safe_dump(yaml.safe_load((tmp_path / "wf-one.yaml").read_text())),
+                "--namespace",
+                "bench",
+                "--owner-name",
+                "wf-two",
+                "--owner-uid",
+                "uid-two",
+            ],
+            env,
+        )
         assert p.returncode == 1 and "belongs to Workflow wf-one" in p.stderr and "refusing to adopt" in p.stderr
         assert not [req for req in api.requests if req[0] == "PATCH"]
         assert api.objects[(*DGD, dgd_run_name(base, "wf-one"))] == before
         # ... and its teardown does not delete it either
-        p = _step("teardown", ["--name", dgd_run_name(base, "wf-one"), "--owner-uid", "uid-two", "--namespace", "bench"], env)
+        p = _step(
+            "teardown", ["--name", dgd_run_name(base, "wf-one"), "--owner-uid", "uid-two", "--namespace", "bench"], env
+        )
         assert p.returncode == 1 and "not deleting" in p.stderr
         assert (*DGD, dgd_run_name(base, "wf-one")) in api.objects
         # the same run retrying its deploy step adopts its own DGD (patch to the rendered spec)

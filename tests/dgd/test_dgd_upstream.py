@@ -16,27 +16,40 @@ import json
 import pytest
 import yaml
 
+from infersweep.dgd.render import render_dgd
 from infersweep.local.dynamo import _flag, read_components, router_mode_of
 from infersweep.recipe import parse_recipe
 from infersweep.schemas import validate_dgd
-from infersweep.dgd.render import render_dgd
 
 TP_FLAGS = ("--tensor-parallel-size", "--tp", "--tp-size")
 DISAGG_FLAGS = ("--disaggregation-mode", "--disaggregation-transfer-backend", "--disaggregation-bootstrap-port")
 
 
-def recipe(engine: str, topology: dict, *, router: str = "round-robin", gpu: str = "H100",
-           model: str = "qwen3-32b-fp8") -> dict:
+def recipe(
+    engine: str, topology: dict, *, router: str = "round-robin", gpu: str = "H100", model: str = "qwen3-32b-fp8"
+) -> dict:
     gpus = sum(w["replicas"] * w["tp"] * (w.get("dp", 1) if engine == "vllm" else 1) for w in topology.values())
-    return {"name": "upstream-equivalent", "model": model, "engine": engine, "gpu": {"type": gpu, "count": gpus},
-            "topology": topology, "router": router, "workload": {"isl": 1024, "osl": 256, "concurrency": [1]}}
+    return {
+        "name": "upstream-equivalent",
+        "model": model,
+        "engine": engine,
+        "gpu": {"type": gpu, "count": gpus},
+        "topology": topology,
+        "router": router,
+        "workload": {"isl": 1024, "osl": 256, "concurrency": [1]},
+    }
 
 
 def _gpu_limits(dgd: dict) -> dict[str, str]:
     spec = dgd["spec"]
     if "components" in spec:
-        return {c["name"]: c["podTemplate"]["spec"]["containers"][0].get("resources", {}).get("limits", {}).get("nvidia.com/gpu")
-                for c in spec["components"]}
+        return {
+            c["name"]: c["podTemplate"]["spec"]["containers"][0]
+            .get("resources", {})
+            .get("limits", {})
+            .get("nvidia.com/gpu")
+            for c in spec["components"]
+        }
     return {n: (s.get("resources") or {}).get("limits", {}).get("gpu") for n, s in spec["services"].items()}
 
 
@@ -46,8 +59,14 @@ def _pvc_mounts(dgd: dict) -> dict[str, set[str]]:
         out = {}
         for c in spec["components"]:
             pod = c["podTemplate"]["spec"]
-            claims = {v["name"]: v["persistentVolumeClaim"]["claimName"] for v in pod.get("volumes", []) if "persistentVolumeClaim" in v}
-            out[c["name"]] = {claims[m["name"]] for m in pod["containers"][0].get("volumeMounts", []) if m["name"] in claims}
+            claims = {
+                v["name"]: v["persistentVolumeClaim"]["claimName"]
+                for v in pod.get("volumes", [])
+                if "persistentVolumeClaim" in v
+            }
+            out[c["name"]] = {
+                claims[m["name"]] for m in pod["containers"][0].get("volumeMounts", []) if m["name"] in claims
+            }
         return out
     return {n: {m["name"] for m in s.get("volumeMounts", [])} for n, s in spec["services"].items()}
 
@@ -62,7 +81,9 @@ def summary(dgd: dict) -> dict:
     comps = read_components(dgd)
     gpus, mounts = _gpu_limits(dgd), _pvc_mounts(dgd)
     multinode = {}
-    for c in dgd["spec"].get("components", []) or [dict(name=n, **s) for n, s in dgd["spec"].get("services", {}).items()]:
+    for c in dgd["spec"].get("components", []) or [
+        dict(name=n, **s) for n, s in dgd["spec"].get("services", {}).items()
+    ]:
         multinode[c["name"]] = (c.get("multinode") or {}).get("nodeCount", 1)
     out = {}
     for c in comps:
@@ -70,12 +91,17 @@ def summary(dgd: dict) -> dict:
             out["frontend"] = {"router": router_mode_of(c)}
             continue
         out[c.role] = {
-            "replicas": c.replicas, "module": c.module, "gpus": str(gpus[c.name]), "nodes": multinode[c.name],
-            "tp": _flag(c.args, *TP_FLAGS), "dp": _flag(c.args, "--dp", "--dp-size", "--data-parallel-size"),
+            "replicas": c.replicas,
+            "module": c.module,
+            "gpus": str(gpus[c.name]),
+            "nodes": multinode[c.name],
+            "tp": _flag(c.args, *TP_FLAGS),
+            "dp": _flag(c.args, "--dp", "--dp-size", "--data-parallel-size"),
             "ep": _flag(c.args, "--ep-size", "--expert-parallel-size"),
             "dp_attention": "--enable-dp-attention" in c.args,
             **{f: _flag(c.args, f) for f in DISAGG_FLAGS},
-            "kv_connector": _kv_connector(c.args), "pvcs": mounts[c.name],
+            "kv_connector": _kv_connector(c.args),
+            "pvcs": mounts[c.name],
         }
     return out
 
@@ -83,28 +109,45 @@ def summary(dgd: dict) -> dict:
 # (upstream file, our equivalent recipe, fields upstream leaves to defaults and we state)
 CASES = {
     "templates-1.6.1/vllm/agg.yaml": recipe("vllm", {"workers": {"replicas": 1, "tp": 1}}),
-    "templates-1.6.1/vllm/disagg.yaml": recipe("vllm", {"prefill": {"replicas": 1, "tp": 1}, "decode": {"replicas": 1, "tp": 1}}),
+    "templates-1.6.1/vllm/disagg.yaml": recipe(
+        "vllm", {"prefill": {"replicas": 1, "tp": 1}, "decode": {"replicas": 1, "tp": 1}}
+    ),
     "templates-1.6.1/sglang/agg.yaml": recipe("sglang", {"workers": {"replicas": 1, "tp": 1}}),
-    "templates-1.6.1/sglang/disagg.yaml": recipe("sglang", {"prefill": {"replicas": 1, "tp": 1}, "decode": {"replicas": 1, "tp": 1}}),
+    "templates-1.6.1/sglang/disagg.yaml": recipe(
+        "sglang", {"prefill": {"replicas": 1, "tp": 1}, "decode": {"replicas": 1, "tp": 1}}
+    ),
     "templates-1.6.1/trtllm/agg.yaml": recipe("trtllm", {"workers": {"replicas": 1, "tp": 1}}),
-    "templates-1.6.1/trtllm/disagg.yaml": recipe("trtllm", {"prefill": {"replicas": 1, "tp": 1}, "decode": {"replicas": 1, "tp": 1}}),
-    "recipes/qwen3-32b/vllm/disagg-kv-router/deploy.yaml":
-        recipe("vllm", {"prefill": {"replicas": 6, "tp": 2}, "decode": {"replicas": 2, "tp": 2}}, router="kv", gpu="H200"),
+    "templates-1.6.1/trtllm/disagg.yaml": recipe(
+        "trtllm", {"prefill": {"replicas": 1, "tp": 1}, "decode": {"replicas": 1, "tp": 1}}
+    ),
+    "recipes/qwen3-32b/vllm/disagg-kv-router/deploy.yaml": recipe(
+        "vllm", {"prefill": {"replicas": 6, "tp": 2}, "decode": {"replicas": 2, "tp": 2}}, router="kv", gpu="H200"
+    ),
     "recipes/llama-3-70b/vllm/agg/deploy.yaml": recipe("vllm", {"workers": {"replicas": 1, "tp": 4}}),
-    "recipes/llama-3-70b/vllm/disagg-single-node/deploy.yaml":
-        recipe("vllm", {"prefill": {"replicas": 2, "tp": 2}, "decode": {"replicas": 1, "tp": 4}}),
-    "recipes/llama-3-70b/vllm/disagg-multi-node/deploy.yaml":
-        recipe("vllm", {"prefill": {"replicas": 1, "tp": 8}, "decode": {"replicas": 1, "tp": 8}}),
+    "recipes/llama-3-70b/vllm/disagg-single-node/deploy.yaml": recipe(
+        "vllm", {"prefill": {"replicas": 2, "tp": 2}, "decode": {"replicas": 1, "tp": 4}}
+    ),
+    "recipes/llama-3-70b/vllm/disagg-multi-node/deploy.yaml": recipe(
+        "vllm", {"prefill": {"replicas": 1, "tp": 8}, "decode": {"replicas": 1, "tp": 8}}
+    ),
     "recipes/qwen3-32b-fp8/trtllm/agg/deploy.yaml": recipe("trtllm", {"workers": {"replicas": 1, "tp": 2}}),
-    "recipes/nemotron-3-super-fp8/sglang/agg/deploy.yaml": recipe("sglang", {"workers": {"replicas": 1, "tp": 4}}, router="kv"),
-    "recipes/nemotron-3-super-fp8/sglang/disagg/deploy.yaml":
-        recipe("sglang", {"prefill": {"replicas": 1, "tp": 2}, "decode": {"replicas": 1, "tp": 2}}, router="kv"),
+    "recipes/nemotron-3-super-fp8/sglang/agg/deploy.yaml": recipe(
+        "sglang", {"workers": {"replicas": 1, "tp": 4}}, router="kv"
+    ),
+    "recipes/nemotron-3-super-fp8/sglang/disagg/deploy.yaml": recipe(
+        "sglang", {"prefill": {"replicas": 1, "tp": 2}, "decode": {"replicas": 1, "tp": 2}}, router="kv"
+    ),
     # Multinode WideEP: TP=16 over 2 nodes per side, decode with DP attention; DeepSeek-R1 is not in our
     # catalog, so the equivalent uses another large MoE of ours (the model id is not compared).
-    "recipes/deepseek-r1/sglang/disagg-16gpu/deploy.yaml":
-        recipe("sglang", {"prefill": {"replicas": 1, "tp": 16, "ep": 16, "nodes": 2},
-                          "decode": {"replicas": 1, "tp": 16, "dp": 16, "ep": 16, "nodes": 2}},
-               gpu="H200", model="deepseek-v4-flash-fp8"),
+    "recipes/deepseek-r1/sglang/disagg-16gpu/deploy.yaml": recipe(
+        "sglang",
+        {
+            "prefill": {"replicas": 1, "tp": 16, "ep": 16, "nodes": 2},
+            "decode": {"replicas": 1, "tp": 16, "dp": 16, "ep": 16, "nodes": 2},
+        },
+        gpu="H200",
+        model="deepseek-v4-flash-fp8",
+    ),
 }
 
 
@@ -126,8 +169,13 @@ def _comparable(ours: dict, theirs: dict) -> tuple[dict, dict]:
                 v, mine = "model-cache" in v, "model-cache" in mine  # extra caches (compilation) are tuning
             if k in ("dp", "ep") and v == "1":
                 v = None  # size 1 is the default we leave unsaid
-            if v is None and k in ("tp", "kv_connector", "--disaggregation-mode", "--disaggregation-transfer-backend",
-                                   "--disaggregation-bootstrap-port"):
+            if v is None and k in (
+                "tp",
+                "kv_connector",
+                "--disaggregation-mode",
+                "--disaggregation-transfer-backend",
+                "--disaggregation-bootstrap-port",
+            ):
                 continue  # upstream relies on the default (TP=1, NIXL, 1.3's implicit decode) where we spell it out
             if k == "--disaggregation-bootstrap-port":
                 v, mine = v is not None, mine is not None  # any free port; both sides must set one

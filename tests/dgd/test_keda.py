@@ -19,12 +19,12 @@ import pytest
 import yaml
 
 from infersweep.cluster_settings import load_cluster_settings
+from infersweep.dgd.render import render_dgd
+from infersweep.platform.keda import ANNOTATION, frontend_query, scaled_objects
 from infersweep.recipe import RecipeError, load_recipe, parse_recipe, recipe_data
 from infersweep.render import render_recipe
 from infersweep.schemas import SchemaError, validate_document
 from tests.conftest import shared_dir
-from infersweep.dgd.render import render_dgd
-from infersweep.platform.keda import ANNOTATION, frontend_query, scaled_objects
 from tests.support.paths import REPO
 
 KEDA_RECIPE = "qwen36-35b-a3b-fp8-sglang-agg-keda"
@@ -37,9 +37,11 @@ def test_the_keda_recipe_renders_one_scaled_object_on_its_workers_adapter():
     worker = next(c for c in b.dgd["spec"]["components"] if c["type"] == "worker")
     assert "scalingAdapter" in worker and worker["replicas"] == 1  # the adapter owns replicas from here
     # Dynamo names the adapter <dgd>-<lowercased component name> (generateAdapterName).
-    assert so["spec"]["scaleTargetRef"] == {"apiVersion": "nvidia.com/v1alpha1",
-                                            "kind": "DynamoGraphDeploymentScalingAdapter",
-                                            "name": f"{name}-{worker['name'].lower()}"}
+    assert so["spec"]["scaleTargetRef"] == {
+        "apiVersion": "nvidia.com/v1alpha1",
+        "kind": "DynamoGraphDeploymentScalingAdapter",
+        "name": f"{name}-{worker['name'].lower()}",
+    }
     assert (so["spec"]["minReplicaCount"], so["spec"]["maxReplicaCount"]) == (1, 8)
     [trigger] = so["spec"]["triggers"]
     assert trigger["type"] == "prometheus" and trigger["metricType"] == "AverageValue"
@@ -82,33 +84,48 @@ def test_recipes_without_autoscaling_render_no_scaled_object(tmp_path):
     assert [d["kind"] for d in yaml.safe_load_all((tmp_path / "scaledobjects.yaml").read_text())] == ["ScaledObject"]
 
 
-@pytest.mark.parametrize("change, expect", [
-    ({"target_per_replica": None}, "autoscaling.target_per_replica: KEDA scales on a target"),
-    ({"metric": "sglang:num_running_reqs"}, "autoscaling.metric: the ScaledObject queries this DGD's frontend"),
-])
+@pytest.mark.parametrize(
+    "change, expect",
+    [
+        ({"target_per_replica": None}, "autoscaling.target_per_replica: KEDA scales on a target"),
+        ({"metric": "sglang:num_running_reqs"}, "autoscaling.metric: the ScaledObject queries this DGD's frontend"),
+    ],
+)
 def test_an_autoscaling_range_keda_cannot_use_is_refused(change, expect):
     r = load_recipe(KEDA_RECIPE)
     data = recipe_data(r.path)
     a = dict(data["topology"]["workers"]["autoscaling"]) | change
-    data["topology"] = {"workers": {**data["topology"]["workers"], "autoscaling": {k: v for k, v in a.items() if v is not None}}}
+    data["topology"] = {
+        "workers": {**data["topology"]["workers"], "autoscaling": {k: v for k, v in a.items() if v is not None}}
+    }
     with pytest.raises(RecipeError, match=expect):
         parse_recipe(data, r.path)
 
 
 # ---- the query, evaluated by Prometheus's PromQL engine (promtool test rules)
 
+
 def _promtool_eval(tmp_path: Path, series: dict[str, float], expr: str, expected: float) -> subprocess.CompletedProcess:
-    test = {"evaluation_interval": "1m", "tests": [{
-        "interval": "1m",
-        "input_series": [{"series": s, "values": f"{v:g}x5"} for s, v in series.items()],
-        "promql_expr_test": [{"expr": expr, "eval_time": "2m", "exp_samples": [{"labels": "{}", "value": expected}]}],
-    }]}
+    test = {
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [{"series": s, "values": f"{v:g}x5"} for s, v in series.items()],
+                "promql_expr_test": [
+                    {"expr": expr, "eval_time": "2m", "exp_samples": [{"labels": "{}", "value": expected}]}
+                ],
+            }
+        ],
+    }
     f = tmp_path / "keda_query_test.yaml"
     f.write_text(yaml.safe_dump(test, sort_keys=False))
     return subprocess.run(["promtool", "test", "rules", str(f)], capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.skipif(not shutil.which("promtool"), reason="promtool not installed (scripts/setup.sh installs prometheus)")
+@pytest.mark.skipif(
+    not shutil.which("promtool"), reason="promtool not installed (scripts/setup.sh installs prometheus)"
+)
 def test_the_query_counts_this_deployments_frontends_only(tmp_path):
     """Series labelled as a Prometheus Kubernetes scrape labels them (namespace, pod added to the frontend's
     own `model` label). Only this DGD's frontends count: not a DGD whose name extends ours, not the same
@@ -120,11 +137,11 @@ def test_the_query_counts_this_deployments_frontends_only(tmp_path):
         return f'{metric}{{model="{model}",namespace="{namespace}",pod="{pod}",job="dynamo-frontend"}}'
 
     series = {
-        s(f"{dgd}-frontend-7d9f8c6b5-x2x4q"): 30,      # operator Deployment pod
-        s(f"{dgd}-0-frontend-k8p2m"): 10,             # Grove PodClique pod
-        s(f"{dgd}-2-frontend-abcde"): 500,            # another DGD named qwen36-agg-keda-2
+        s(f"{dgd}-frontend-7d9f8c6b5-x2x4q"): 30,  # operator Deployment pod
+        s(f"{dgd}-0-frontend-k8p2m"): 10,  # Grove PodClique pod
+        s(f"{dgd}-2-frontend-abcde"): 500,  # another DGD named qwen36-agg-keda-2
         s(f"{dgd}-frontend-7d9f8c6b5-zz9zz", "other"): 500,  # same name, other namespace
-        s(f"{dgd}-0-sglangworker-q1w2e"): 500,        # a worker pod (not a frontend)
+        s(f"{dgd}-0-sglangworker-q1w2e"): 500,  # a worker pod (not a frontend)
     }
     expr = frontend_query(metric, dgd, ns)
     p = _promtool_eval(tmp_path, series, expr, 40)
@@ -137,9 +154,11 @@ def test_the_query_counts_this_deployments_frontends_only(tmp_path):
 
 # ---- applied with the DGD, deleted with it (the real kubernetes client against tests/support/k8s_standin.py)
 
+
 def _step(module: str, args: list[str], env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", module, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_deploy_applies_the_scaled_object_and_teardown_deletes_it(tmp_path):
@@ -154,18 +173,36 @@ def test_deploy_applies_the_scaled_object_and_teardown_deletes_it(tmp_path):
         env.pop("INFERSWEEP_PLATFORM_ADAPTER", None)
         # Someone else's ScaledObject in the namespace: teardown must leave it alone.
         api.objects[("keda.sh", "v1alpha1", "bench", "scaledobjects", "other")] = {
-            "metadata": {"name": "other", "labels": {"infersweep.io/dgd": "another-dgd"}}}
+            "metadata": {"name": "other", "labels": {"infersweep.io/dgd": "another-dgd"}}
+        }
         for attempt in (1, 2):  # a retried deploy step (same run: same owner) finds both objects and patches them
-            p = _step("steps.deploy", ["--dgd", yaml.safe_dump(b.dgd), "--namespace", "bench",
-                                       "--owner-name", "wf-1", "--owner-uid", "uid-wf-1"], env)
+            p = _step(
+                "steps.deploy",
+                [
+                    "--dgd",
+                    yaml.safe_dump(b.dgd),
+                    "--namespace",
+                    "bench",
+                    "--owner-name",
+                    "wf-1",
+                    "--owner-uid",
+                    "uid-wf-1",
+                ],
+                env,
+            )
             assert p.returncode == 0, p.stderr
         dgd = api.objects[("nvidia.com", "v1beta1", "bench", "dynamographdeployments", name)]
         so = api.objects[("keda.sh", "v1alpha1", "bench", "scaledobjects", f"{name}-sglangworker")]
         assert so["spec"] == scaled_objects(b.dgd, "bench")[0]["spec"]
         # Owned by the DGD: the garbage collector deletes it with the DGD, whoever deletes the DGD.
         assert so["metadata"]["ownerReferences"][0] | {"uid": None} == {
-            "apiVersion": "nvidia.com/v1beta1", "kind": "DynamoGraphDeployment", "name": name, "uid": None,
-            "blockOwnerDeletion": False, "controller": False}
+            "apiVersion": "nvidia.com/v1beta1",
+            "kind": "DynamoGraphDeployment",
+            "name": name,
+            "uid": None,
+            "blockOwnerDeletion": False,
+            "controller": False,
+        }
         assert so["metadata"]["ownerReferences"][0]["uid"] == dgd["metadata"]["uid"]
         patches = [path for m, path, _ in api.requests if m == "PATCH" and "/scaledobjects/" in path]
         assert patches == [f"/apis/keda.sh/v1alpha1/namespaces/bench/scaledobjects/{name}-sglangworker"]
@@ -176,5 +213,6 @@ def test_deploy_applies_the_scaled_object_and_teardown_deletes_it(tmp_path):
         assert left == ["other"], left
         # The ScaledObject goes before the DGD, so KEDA never scales a deployment being deleted.
         deletes = [path for m, path, _ in api.requests if m == "DELETE"]
-        assert deletes.index(f"/apis/keda.sh/v1alpha1/namespaces/bench/scaledobjects/{name}-sglangworker") < \
-            deletes.index(f"/apis/nvidia.com/v1beta1/namespaces/bench/dynamographdeployments/{name}")
+        assert deletes.index(
+            f"/apis/keda.sh/v1alpha1/namespaces/bench/scaledobjects/{name}-sglangworker"
+        ) < deletes.index(f"/apis/nvidia.com/v1beta1/namespaces/bench/dynamographdeployments/{name}")

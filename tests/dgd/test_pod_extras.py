@@ -15,14 +15,18 @@ import copy
 import pytest
 import yaml
 
+from infersweep.dgd.pod_extras import MULTUS_NETWORKS
+from infersweep.dgd.render import render_dgd
 from infersweep.recipe import RecipeError, all_recipe_paths, load_recipe, parse_recipe, recipe_data
 from infersweep.schemas import validate_dgd
 from tests.conftest import shared_dir
-from infersweep.dgd.render import render_dgd
-from infersweep.dgd.pod_extras import MULTUS_NETWORKS
 
 # Node labels as GPU Feature Discovery sets them (nvidia.com/gpu.product) on an H100 SXM and a B200 node.
-H100_NODE = {"kubernetes.io/hostname": "gpu05", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.count": "8"}
+H100_NODE = {
+    "kubernetes.io/hostname": "gpu05",
+    "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+    "nvidia.com/gpu.count": "8",
+}
 B200_NODE = {"kubernetes.io/hostname": "b200-01", "nvidia.com/gpu.product": "NVIDIA-B200", "nvidia.com/gpu.count": "8"}
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
 
@@ -44,14 +48,21 @@ def schedulable(pod_spec: dict, labels: dict[str, str], taints: list[dict]) -> b
     """Whether the scheduler's NodeAffinity, NodeSelector and TaintToleration filters admit the node."""
     if any(labels.get(k) != v for k, v in (pod_spec.get("nodeSelector") or {}).items()):
         return False
-    required = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
-    if required and not any(all(_requirement_matches(req, labels) for req in term.get("matchExpressions", []))
-                            for term in required["nodeSelectorTerms"]):
+    required = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    if required and not any(
+        all(_requirement_matches(req, labels) for req in term.get("matchExpressions", []))
+        for term in required["nodeSelectorTerms"]
+    ):
         return False
     for taint in taints:  # NoSchedule taints must each be tolerated (v1.Toleration.ToleratesTaint)
-        if not any(t["key"] == taint["key"] and t.get("effect") in (None, taint["effect"])
-                   and (t.get("operator") == "Exists" or t.get("value") == taint["value"])
-                   for t in pod_spec.get("tolerations") or []):
+        if not any(
+            t["key"] == taint["key"]
+            and t.get("effect") in (None, taint["effect"])
+            and (t.get("operator") == "Exists" or t.get("value") == taint["value"])
+            for t in pod_spec.get("tolerations") or []
+        ):
             return False
     return True
 
@@ -63,19 +74,27 @@ def worker_pods(dgd: dict) -> dict[str, dict]:
         for c in dgd["spec"]["components"]:
             spec = c["podTemplate"]["spec"]
             main = spec["containers"][0]
-            out[c["name"]] = {"type": c["type"], "spec": spec, "main": main,
-                              "annotations": c["podTemplate"].get("metadata", {}).get("annotations", {}),
-                              "requests": main.get("resources", {}).get("requests", {}),
-                              "shm": c.get("sharedMemorySize")}
+            out[c["name"]] = {
+                "type": c["type"],
+                "spec": spec,
+                "main": main,
+                "annotations": c["podTemplate"].get("metadata", {}).get("annotations", {}),
+                "requests": main.get("resources", {}).get("requests", {}),
+                "shm": c.get("sharedMemorySize"),
+            }
     else:
         for name, s in dgd["spec"]["services"].items():
             extra = s["extraPodSpec"]
             requests = dict((s.get("resources") or {}).get("requests", {}))
             requests |= requests.pop("custom", {})
-            out[name] = {"type": s.get("subComponentType") or s["componentType"], "spec": extra,
-                         "main": extra["mainContainer"] | {"env": s.get("envs", [])},
-                         "annotations": s.get("extraPodMetadata", {}).get("annotations", {}),
-                         "requests": requests, "shm": (s.get("sharedMemory") or {}).get("size")}
+            out[name] = {
+                "type": s.get("subComponentType") or s["componentType"],
+                "spec": extra,
+                "main": extra["mainContainer"] | {"env": s.get("envs", [])},
+                "annotations": s.get("extraPodMetadata", {}).get("annotations", {}),
+                "requests": requests,
+                "shm": (s.get("sharedMemory") or {}).get("size"),
+            }
     return out
 
 
@@ -126,8 +145,15 @@ def test_every_catalog_worker_is_pinned_to_its_gpu_type():
 
 
 @pytest.mark.parametrize("api", API_VERSIONS)
-@pytest.mark.parametrize("name", ["qwen3-32b-fp8-vllm-disagg-4p4d-kv", "qwen36-35b-a3b-fp8-sglang-disagg-dpep-offload",
-                                  "llama-3-1-8b-vllm-tp16-multinode", "glm-5-2-fp8-vllm-tp16-multinode"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "qwen3-32b-fp8-vllm-disagg-4p4d-kv",
+        "qwen36-35b-a3b-fp8-sglang-disagg-dpep-offload",
+        "llama-3-1-8b-vllm-tp16-multinode",
+        "glm-5-2-fp8-vllm-tp16-multinode",
+    ],
+)
 def test_recipes_that_move_data_between_pods_get_the_roce_data_path(name, api):
     """The seed's fix for RoCE: rdma/ib plus a Multus/MacVLAN interface, IPC_LOCK and UCX on mlx5_8:1.
     Disaggregated recipes move KV between pods; the TP=16 recipes spread one replica over two nodes."""
@@ -165,8 +191,11 @@ def test_a_recipe_transport_replaces_the_pool_fabric():
 @pytest.mark.parametrize("api", API_VERSIONS)
 def test_memory_request_follows_the_cpu_kv_tier(api):
     # Exp 5: 32 GiB CPU KV tier per engine -> 32 GiB tier + 32 GiB runtime = 64Gi; without a tier, none.
-    for pod in (p for p in worker_pods(render(load_recipe("qwen3-32b-fp8-vllm-disagg-4p4d-kv-offload"), api)).values()
-                if p["type"] != "frontend"):
+    for pod in (
+        p
+        for p in worker_pods(render(load_recipe("qwen3-32b-fp8-vllm-disagg-4p4d-kv-offload"), api)).values()
+        if p["type"] != "frontend"
+    ):
         assert pod["requests"]["memory"] == "64Gi"
     for pod in worker_pods(render(load_recipe("qwen3-32b-fp8-vllm-disagg-4p4d-kv"), api)).values():
         assert "memory" not in pod["requests"]
@@ -190,9 +219,15 @@ def _with(name: str, **fields) -> object:
 
 @pytest.mark.parametrize("api", API_VERSIONS)
 def test_recipe_placement_sets_secrets_memory_shm_and_tolerations(api):
-    r = _with("qwen3-32b-fp8-vllm-agg", placement={
-        "image_pull_secrets": ["nvcr-pull"], "memory": "96Gi", "shared_memory": "40Gi",
-        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "bench", "effect": "NoSchedule"}]})
+    r = _with(
+        "qwen3-32b-fp8-vllm-agg",
+        placement={
+            "image_pull_secrets": ["nvcr-pull"],
+            "memory": "96Gi",
+            "shared_memory": "40Gi",
+            "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "bench", "effect": "NoSchedule"}],
+        },
+    )
     pods = worker_pods(render(r, api))
     for pod in pods.values():
         assert pod["spec"]["imagePullSecrets"] == [{"name": "nvcr-pull"}]  # the frontend pulls the same image
@@ -206,20 +241,26 @@ def test_recipe_placement_sets_secrets_memory_shm_and_tolerations(api):
 
 
 def test_lightning_workers_get_upstreams_memory_and_shm():
-    for pod in (p for p in worker_pods(render(load_recipe("lightning-vllm-agg-h200-dspark"), "v1beta1")).values()
-                if p["type"] != "frontend"):
+    for pod in (
+        p
+        for p in worker_pods(render(load_recipe("lightning-vllm-agg-h200-dspark"), "v1beta1")).values()
+        if p["type"] != "frontend"
+    ):
         assert pod["requests"]["memory"] == "128Gi" and pod["shm"] == "40Gi"
 
 
-@pytest.mark.parametrize("field, value, expect", [
-    ("placement", {"tolerations": [{"key": "a", "operator": "Exists", "value": "x"}]}, "placement.tolerations.0"),
-    ("placement", {"memory": "lots"}, "placement.memory: 'lots' is not a memory quantity"),
-    ("placement", {"gpu_product": ["NVIDIA H100"]}, "placement.gpu_product"),
-    ("transport", {"pod_annotations": {"k8s.v1.cni.cncf.io/networks": "x"}}, "give Multus networks as `networks"),
-    ("transport", {"networks": ["Bad_Name"]}, "transport.networks"),
-    ("transport", {"capabilities": ["SYS_ADMIN"]}, "transport.capabilities.0"),
-    ("transport", {"env": {"1BAD": "x"}}, "transport.env"),
-])
+@pytest.mark.parametrize(
+    "field, value, expect",
+    [
+        ("placement", {"tolerations": [{"key": "a", "operator": "Exists", "value": "x"}]}, "placement.tolerations.0"),
+        ("placement", {"memory": "lots"}, "placement.memory: 'lots' is not a memory quantity"),
+        ("placement", {"gpu_product": ["NVIDIA H100"]}, "placement.gpu_product"),
+        ("transport", {"pod_annotations": {"k8s.v1.cni.cncf.io/networks": "x"}}, "give Multus networks as `networks"),
+        ("transport", {"networks": ["Bad_Name"]}, "transport.networks"),
+        ("transport", {"capabilities": ["SYS_ADMIN"]}, "transport.capabilities.0"),
+        ("transport", {"env": {"1BAD": "x"}}, "transport.env"),
+    ],
+)
 def test_bad_placement_or_transport_is_one_clear_error(field, value, expect):
     with pytest.raises(RecipeError, match=expect.replace("(", r"\(").replace("[", r"\[")):
         _with("qwen3-32b-fp8-vllm-agg", **{field: value})
@@ -235,11 +276,14 @@ def _upstream_dgd(rel: str) -> dict:
     return next(d for d in yaml.safe_load_all(path.read_text()) if d and d.get("kind") == "DynamoGraphDeployment")
 
 
-@pytest.mark.parametrize("ours, theirs", [
-    ("lightning-vllm-disagg-h200-dspark", "nemotron-3.5-lightning/vllm/disagg-h200-dspark/deploy.yaml"),
-    ("lightning-vllm-disagg-h100-dflash", "nemotron-3.5-lightning/vllm/disagg-h100-dflash/deploy.yaml"),
-    ("lightning-vllm-disagg-gb200-dspark-bf16", "nemotron-3.5-lightning/vllm/disagg-gb200-dspark/deploy.yaml"),
-])
+@pytest.mark.parametrize(
+    "ours, theirs",
+    [
+        ("lightning-vllm-disagg-h200-dspark", "nemotron-3.5-lightning/vllm/disagg-h200-dspark/deploy.yaml"),
+        ("lightning-vllm-disagg-h100-dflash", "nemotron-3.5-lightning/vllm/disagg-h100-dflash/deploy.yaml"),
+        ("lightning-vllm-disagg-gb200-dspark-bf16", "nemotron-3.5-lightning/vllm/disagg-gb200-dspark/deploy.yaml"),
+    ],
+)
 def test_pod_extras_match_upstream_lightning(ours, theirs):
     """Same fabric and placement as upstream's DGD: node affinity values, GPU toleration, capabilities,
     fabric resources, UCX/libfabric env, memory request, /dev/shm size."""
@@ -248,12 +292,21 @@ def test_pod_extras_match_upstream_lightning(ours, theirs):
     for role in ("prefill", "decode"):
         u = next(p for p in up.values() if p["type"] == role)
         m = next(p for p in mine.values() if p["type"] == role)
-        for node in (H100_NODE, B200_NODE, {"nvidia.com/gpu.product": "NVIDIA-H200"}, {"nvidia.com/gpu.product": "NVIDIA-GB200"}):
+        for node in (
+            H100_NODE,
+            B200_NODE,
+            {"nvidia.com/gpu.product": "NVIDIA-H200"},
+            {"nvidia.com/gpu.product": "NVIDIA-GB200"},
+        ):
             assert schedulable(m["spec"], node, [GPU_TAINT]) == schedulable(u["spec"], node, [GPU_TAINT]), node
-        assert set(m["main"]["securityContext"]["capabilities"]["add"]) == set(u["main"]["securityContext"]["capabilities"]["add"])
+        assert set(m["main"]["securityContext"]["capabilities"]["add"]) == set(
+            u["main"]["securityContext"]["capabilities"]["add"]
+        )
         fabric = {k: v for k, v in u["requests"].items() if k not in ("nvidia.com/gpu", "memory")}
         assert {k: v for k, v in m["requests"].items() if k not in ("nvidia.com/gpu", "memory")} == fabric
-        transport_env = {k: v for k, v in env_of(u).items() if k.startswith(("UCX_", "FI_", "NIXL_LIBFABRIC", "NCCL_IB"))}
+        transport_env = {
+            k: v for k, v in env_of(u).items() if k.startswith(("UCX_", "FI_", "NIXL_LIBFABRIC", "NCCL_IB"))
+        }
         transport_env.pop("UCX_RCACHE_MAX_UNRELEASED", None)  # a tuning knob of upstream's, not the data path
         assert {k: v for k, v in env_of(m).items() if k in transport_env} == transport_env
         assert m["requests"]["memory"] == u["requests"]["memory"] and m["shm"] == u["shm"]

@@ -11,24 +11,25 @@ from __future__ import annotations
 import math
 
 import pytest
+import yaml
 
 from infersweep.cluster_settings import load_cluster_settings
-from infersweep.recipe import all_recipe_paths, load_recipe
-from infersweep.dgd.render import ROLLING_MAX_SURGE, ROLLING_MAX_UNAVAILABLE, default_surge_gpus, render_dgd
 from infersweep.dgd.lanes import spare_gpus
+from infersweep.dgd.render import ROLLING_MAX_SURGE, ROLLING_MAX_UNAVAILABLE, default_surge_gpus, render_dgd
+from infersweep.recipe import all_recipe_paths, load_recipe
 from workflows.pipeline import recipe_arguments
-
-import yaml
 
 
 def operator_resolves(annotations: dict[str, str], replicas: int) -> tuple[int, int]:
     """resolveRollingUpdateParams of the operator, transcribed: 25 % defaults, percentages scaled against the
     desired replicas (surge rounded up, unavailable down), and surge raised to 1 when both are 0."""
+
     def scaled(value: str, up: bool) -> int:
         if value.endswith("%"):
             x = int(value[:-1]) * replicas / 100
             return math.ceil(x) if up else math.floor(x)
         return int(value)
+
     surge = scaled(annotations.get(ROLLING_MAX_SURGE) or "25%", True)
     unavailable = scaled(annotations.get(ROLLING_MAX_UNAVAILABLE) or "25%", False)
     if surge == 0 and unavailable == 0:
@@ -73,8 +74,10 @@ def test_no_catalog_recipe_surges_beyond_the_gpus_it_holds(name):
 def test_spare_gpus_keep_the_operator_default():
     r = load_recipe("qwen3-32b-fp8-vllm-disagg-4p4d")
     dgd = render_dgd(r, spare_gpus=default_surge_gpus(r))
-    assert all(ROLLING_MAX_SURGE not in ((c["podTemplate"].get("metadata") or {}).get("annotations") or {})
-               for c in _workers(dgd))
+    assert all(
+        ROLLING_MAX_SURGE not in ((c["podTemplate"].get("metadata") or {}).get("annotations") or {})
+        for c in _workers(dgd)
+    )
     assert render_dgd(r) == dgd  # unknown pool (spare None): the operator's defaults
 
 

@@ -79,8 +79,14 @@ def _connectors(cfg) -> list[dict]:
         return []
     extra = cfg.kv_connector_extra_config or {}
     if cfg.kv_connector == "MultiConnector":
-        return [{"kv_connector": c.get("kv_connector"), "kv_role": c.get("kv_role"),
-                 "extra": c.get("kv_connector_extra_config") or {}} for c in extra.get("connectors", [])]
+        return [
+            {
+                "kv_connector": c.get("kv_connector"),
+                "kv_role": c.get("kv_role"),
+                "extra": c.get("kv_connector_extra_config") or {},
+            }
+            for c in extra.get("connectors", [])
+        ]
     return [{"kv_connector": cfg.kv_connector, "kv_role": cfg.kv_role, "extra": extra}]
 
 
@@ -103,9 +109,13 @@ def parse_vllm(args: list[str]) -> dict:
     transfer = ea.kv_transfer_config
     if transfer is None and ea.kv_offloading_size is not None:
         transfer = KVTransferConfig()
-    holder = SimpleNamespace(cache_config=cache, kv_transfer_config=transfer,
-                             parallel_config=SimpleNamespace(tensor_parallel_size=ea.tensor_parallel_size,
-                                                             pipeline_parallel_size=ea.pipeline_parallel_size))
+    holder = SimpleNamespace(
+        cache_config=cache,
+        kv_transfer_config=transfer,
+        parallel_config=SimpleNamespace(
+            tensor_parallel_size=ea.tensor_parallel_size, pipeline_parallel_size=ea.pipeline_parallel_size
+        ),
+    )
     VllmConfig._post_init_kv_transfer_config(holder)  # what --kv-offloading-size does to the connector
     from vllm.distributed.kv_transfer.kv_connector.factory import KVConnectorFactory
 
@@ -122,7 +132,8 @@ def parse_vllm(args: list[str]) -> dict:
         "connectors": connectors,
         "disaggregation_mode": str(getattr(config.disaggregation_mode, "value", config.disaggregation_mode)),
         "speculative": {k: spec.get(k) for k in ("method", "model", "num_speculative_tokens")} if spec else None,
-        "tp": ea.tensor_parallel_size, "dp": ea.data_parallel_size,
+        "tp": ea.tensor_parallel_size,
+        "dp": ea.data_parallel_size,
         "expert_parallel": bool(ea.enable_expert_parallel),
         "model": config.model,
     }
@@ -141,6 +152,7 @@ def _sglang_eager_post_init() -> bool:
     reads the HF config: not multimodal here. Returns False for SGLang >= 0.5.21 (lazy resolution hooks)."""
     try:
         import sglang.srt.arg_groups.resolution_hooks  # noqa: F401  (0.5.21: resolution is deferred)
+
         return False
     except ImportError:
         pass
@@ -199,8 +211,12 @@ def parse_sglang(args: list[str]) -> dict:
 def _sglang_facts(sa, da) -> dict:
     spec = None
     if sa.speculative_algorithm:
-        spec = {"method": sa.speculative_algorithm, "model": sa.speculative_draft_model_path,
-                "num_steps": sa.speculative_num_steps, "num_draft_tokens": sa.speculative_num_draft_tokens}
+        spec = {
+            "method": sa.speculative_algorithm,
+            "model": sa.speculative_draft_model_path,
+            "num_steps": sa.speculative_num_steps,
+            "num_draft_tokens": sa.speculative_num_draft_tokens,
+        }
     return {
         "kv_events": bool(da.use_kv_events),
         "disaggregation_mode": sa.disaggregation_mode,
@@ -208,7 +224,10 @@ def _sglang_facts(sa, da) -> dict:
         "hicache": bool(sa.enable_hierarchical_cache),
         "radix_cache": not sa.disable_radix_cache,
         "speculative": spec,
-        "tp": sa.tp_size, "dp": sa.dp_size, "ep": sa.ep_size, "dp_attention": bool(sa.enable_dp_attention),
+        "tp": sa.tp_size,
+        "dp": sa.dp_size,
+        "ep": sa.ep_size,
+        "dp_attention": bool(sa.enable_dp_attention),
         "model": sa.model_path,
     }
 
@@ -222,7 +241,8 @@ def parse_trtllm(args: list[str]) -> dict:
         "kv_events": bool(config.publish_kv_events),
         "disaggregation_mode": str(getattr(config.disaggregation_mode, "value", config.disaggregation_mode)),
         "speculative": override.get("speculative_config"),
-        "tp": config.tensor_parallel_size, "ep": config.expert_parallel_size,
+        "tp": config.tensor_parallel_size,
+        "ep": config.expert_parallel_size,
         "attention_dp": bool(getattr(config, "enable_attention_dp", False)),
         "model": config.model_path,
     }
@@ -247,8 +267,13 @@ def list_flags(args: list[str]) -> dict:
     return {"dynamo.vllm": vllm_flags(), "dynamo.sglang": sglang_flags()}
 
 
-PARSERS = {"dynamo.vllm": parse_vllm, "dynamo.sglang": parse_sglang, "dynamo.trtllm": parse_trtllm,
-           "dynamo.frontend": parse_frontend, "flags": list_flags}
+PARSERS = {
+    "dynamo.vllm": parse_vllm,
+    "dynamo.sglang": parse_sglang,
+    "dynamo.trtllm": parse_trtllm,
+    "dynamo.frontend": parse_frontend,
+    "flags": list_flags,
+}
 
 
 def main() -> None:
@@ -262,11 +287,23 @@ def main() -> None:
                 facts = PARSERS[item["module"]](item["args"])
             results.append({"id": item["id"], "ok": True, "error": None, "facts": facts})
         except SystemExit as e:  # argparse: the message went to stderr
-            results.append({"id": item["id"], "ok": False, "facts": None,
-                            "error": f"exit {e.code}: {out.getvalue().strip()[-2000:]}"})
+            results.append(
+                {
+                    "id": item["id"],
+                    "ok": False,
+                    "facts": None,
+                    "error": f"exit {e.code}: {out.getvalue().strip()[-2000:]}",
+                }
+            )
         except BaseException as e:  # noqa: BLE001 - every failure is reported per item
-            results.append({"id": item["id"], "ok": False, "facts": None,
-                            "error": f"{type(e).__name__}: {e}\n{traceback.format_exc()[-3000:]}"})
+            results.append(
+                {
+                    "id": item["id"],
+                    "ok": False,
+                    "facts": None,
+                    "error": f"{type(e).__name__}: {e}\n{traceback.format_exc()[-3000:]}",
+                }
+            )
     sys.stdout.write("\n" + json.dumps(results) + "\n")
 
 

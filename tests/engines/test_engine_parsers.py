@@ -36,11 +36,12 @@ from functools import cache
 
 import pytest
 
+from infersweep.dgd.render import render_dgd
 from infersweep.local.dynamo import read_components
 from infersweep.recipe import ResolvedRecipe, all_recipe_paths, load_recipe
 from infersweep.recipe.release import for_dgd_api, releases
-from tests.engine_parsers.release_flags import OVERLAYS, env_for, render as render_flags
-from infersweep.dgd.render import render_dgd
+from tests.engine_parsers.release_flags import OVERLAYS, env_for
+from tests.engine_parsers.release_flags import render as render_flags
 from tests.support.paths import REPO, TESTS
 
 # The first test runs the whole batch (~100 s here under load): above the suite's 300 s default on a slower machine.
@@ -66,8 +67,15 @@ def api_of(release: str) -> str:
 
 def run_parsers(items: list[dict], release: str = BASE, timeout: int = 1800) -> list[dict]:
     """The parse results of a batch, through the parsers of `release` (its module folder on PYTHONPATH)."""
-    proc = subprocess.run([str(ENGINES_PY), str(PARSER)], input=json.dumps(items), capture_output=True,
-                          text=True, timeout=timeout, cwd=ROOT, env=env_for(release))
+    proc = subprocess.run(
+        [str(ENGINES_PY), str(PARSER)],
+        input=json.dumps(items),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env=env_for(release),
+    )
     if proc.returncode != 0:
         raise AssertionError(f"parser batch failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -80,7 +88,7 @@ def _component(name: str, role: str, release: str):
 
 def _drop_flag(args: list[str], flag: str) -> list[str]:
     i = args.index(flag)
-    return args[:i] + args[i + 2:]
+    return args[:i] + args[i + 2 :]
 
 
 def probes(release: str) -> list[dict]:
@@ -91,9 +99,16 @@ def probes(release: str) -> list[dict]:
     vllm = _component("qwen3-32b-fp8-vllm-agg", "worker", release)
     return [
         {"id": "probe/kv-without-events", "module": "dynamo.vllm", "args": _drop_flag(kv.args, "--kv-events-config")},
-        {"id": "probe/hicache-on-decode", "module": "dynamo.sglang",
-         "args": decode.args + ["--enable-hierarchical-cache", "--hicache-ratio", "2"]},
-        {"id": "probe/max-num-queued-reqs", "module": "dynamo.vllm", "args": vllm.args + ["--max-num-queued-reqs", "8"]},
+        {
+            "id": "probe/hicache-on-decode",
+            "module": "dynamo.sglang",
+            "args": decode.args + ["--enable-hierarchical-cache", "--hicache-ratio", "2"],
+        },
+        {
+            "id": "probe/max-num-queued-reqs",
+            "module": "dynamo.vllm",
+            "args": vllm.args + ["--max-num-queued-reqs", "8"],
+        },
         {"id": "probe/flags", "module": "flags", "args": []},
     ]
 
@@ -131,8 +146,10 @@ def _older_env() -> None:
 def _results(name: str, release: str = BASE) -> dict[str, dict]:
     r = load_recipe(name)
     if r.recipe.engine == "trtllm" and not trtllm_importable():
-        pytest.skip("tensorrt_llm is not installable here (PyPI has only a wheel_stub that downloads from "
-                    "NVIDIA's index); dynamo.trtllm's parser imports it")
+        pytest.skip(
+            "tensorrt_llm is not installable here (PyPI has only a wheel_stub that downloads from "
+            "NVIDIA's index); dynamo.trtllm's parser imports it"
+        )
     out = {k.split("/", 1)[1]: v for k, v in parsed(release).items() if k.split("/", 1)[0] == name}
     assert out, f"{name}: nothing was parsed"
     return out
@@ -235,10 +252,18 @@ def test_the_recipes_claims_hold_under_dynamo_1_3_1(name):
 def test_the_older_tier_runs_the_1_3_1_parsers():
     """The batch really imports ai-dynamo 1.3.1, vLLM 0.23.0 and SGLang 0.5.14 (not .venv-engines' own)."""
     _older_env()
-    code = ("import importlib.metadata as m, json; print(json.dumps({p: m.version(p) for p in "
-            "('ai-dynamo', 'vllm', 'sglang')}))")
-    proc = subprocess.run([str(ENGINES_PY), "-c", code], capture_output=True, text=True, env=env_for(OLDER), timeout=120)
-    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"ai-dynamo": "1.3.1", "vllm": "0.23.0", "sglang": "0.5.14"}
+    code = (
+        "import importlib.metadata as m, json; print(json.dumps({p: m.version(p) for p in "
+        "('ai-dynamo', 'vllm', 'sglang')}))"
+    )
+    proc = subprocess.run(
+        [str(ENGINES_PY), "-c", code], capture_output=True, text=True, env=env_for(OLDER), timeout=120
+    )
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {
+        "ai-dynamo": "1.3.1",
+        "vllm": "0.23.0",
+        "sglang": "0.5.14",
+    }
 
 
 @pytest.mark.parametrize("release", [BASE, OLDER])
@@ -249,7 +274,8 @@ def test_each_releases_flag_list_is_its_parsers(release):
     assert res["ok"], res["error"]
     committed = (ROOT / "params" / "engines" / "releases" / f"{release}.flags.yaml").read_text()
     assert committed == render_flags(release, res["facts"]), (
-        f"{release}.flags.yaml is stale; run python -m tests.engine_parsers.release_flags")
+        f"{release}.flags.yaml is stale; run python -m tests.engine_parsers.release_flags"
+    )
 
 
 def test_a_1_6_only_flag_fails_1_3_1s_own_parser_as_rendering_says():

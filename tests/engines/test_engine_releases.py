@@ -9,13 +9,16 @@ import pytest
 import yaml
 
 from infersweep.cluster_settings import load_cluster_settings
+from infersweep.dgd.render import render_dgd
 from infersweep.params_files import RecipeError
 from infersweep.recipe import load_recipe
 from infersweep.recipe.release import _releases, accepted, for_dgd_api, release_flags
-from infersweep.dgd.render import render_dgd
 
-RECIPES = {"vllm": "qwen3-32b-fp8-vllm-disagg-4p4d-kv", "sglang": "qwen3-32b-fp8-sglang-disagg-6p2d-kv",
-           "trtllm": "lightning-trtllm-agg-h200-mtp"}
+RECIPES = {
+    "vllm": "qwen3-32b-fp8-vllm-disagg-4p4d-kv",
+    "sglang": "qwen3-32b-fp8-sglang-disagg-6p2d-kv",
+    "trtllm": "lightning-trtllm-agg-h200-mtp",
+}
 RUNTIME = {"vllm": "vllm-runtime", "sglang": "sglang-runtime", "trtllm": "tensorrtllm-runtime"}
 
 
@@ -74,8 +77,11 @@ def test_a_1_3_only_flag_is_refused_for_the_1_6_release_and_a_typo_for_both():
     r = load_recipe(RECIPES["sglang"])
     r.recipe = r.recipe.model_copy(update={"engine_args": ["--stream-output"]})  # SGLang 0.5.14's, gone in 0.5.21
     render_dgd(r, api_version="v1alpha1")
-    with pytest.raises(RecipeError, match=r"--stream-output is not a flag of dynamo.sglang in Dynamo 1.6.1 .*"
-                                          r"Dynamo 1.3.1's \(--dgd-api v1alpha1\)"):
+    with pytest.raises(
+        RecipeError,
+        match=r"--stream-output is not a flag of dynamo.sglang in Dynamo 1.6.1 .*"
+        r"Dynamo 1.3.1's \(--dgd-api v1alpha1\)",
+    ):
         render_dgd(r, api_version="v1beta1")
     r.recipe = r.recipe.model_copy(update={"engine_args": ["--mem-fraction-statik", "0.8"]})
     for api in ("v1beta1", "v1alpha1"):
@@ -86,8 +92,9 @@ def test_a_1_3_only_flag_is_refused_for_the_1_6_release_and_a_typo_for_both():
 def test_flags_are_read_the_way_the_parsers_read_them():
     """`--a=b`, vLLM's `--a_b` and `--a.key`, and unambiguous prefixes (argparse allow_abbrev) are flags."""
     r = load_recipe(RECIPES["vllm"])
-    r.recipe = r.recipe.model_copy(update={"engine_args": ["--max_num_seqs=8", "--compilation-config.level", "3",
-                                                           "--gpu-memory-util", "0.8"]})
+    r.recipe = r.recipe.model_copy(
+        update={"engine_args": ["--max_num_seqs=8", "--compilation-config.level", "3", "--gpu-memory-util", "0.8"]}
+    )
     render_dgd(r, api_version="v1alpha1")
     sglang = release_flags("dynamo-1.3.1")["dynamo.sglang"]
     assert accepted("--tp", sglang)  # params/engines/sglang.yaml's tp_flag, a prefix of --tp-size only
@@ -116,18 +123,32 @@ def test_an_experiment_under_v1alpha1_deploys_the_1_3_images():
     plan = make_plan(load_experiment("qwen3-32b-tp1-vs-tp2"))
     # the experiment's template holds what it deploys (its Workflow only references it: docs/experiment-templates.md)
     doc = experiment_template(plan, load_cluster_settings(), dgd_api="v1alpha1").to_dict()
-    deployed = [yaml.safe_load(p["value"]) for t in doc["spec"]["templates"] for task in t.get("dag", {}).get("tasks", [])
-                if task["name"].endswith("-deploy") for p in task["arguments"]["parameters"] if p["name"] == "dgd"]
+    deployed = [
+        yaml.safe_load(p["value"])
+        for t in doc["spec"]["templates"]
+        for task in t.get("dag", {}).get("tasks", [])
+        if task["name"].endswith("-deploy")
+        for p in task["arguments"]["parameters"]
+        if p["name"] == "dgd"
+    ]
     assert deployed and all(images(d) == {"nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.3.1"} for d in deployed)
-    contexts = [json.loads(p["value"]) for t in doc["spec"]["templates"] for task in t.get("dag", {}).get("tasks", [])
-                if task["name"].endswith("-summarize") for p in task["arguments"]["parameters"] if p["name"] == "context"]
+    contexts = [
+        json.loads(p["value"])
+        for t in doc["spec"]["templates"]
+        for task in t.get("dag", {}).get("tasks", [])
+        if task["name"].endswith("-summarize")
+        for p in task["arguments"]["parameters"]
+        if p["name"] == "context"
+    ]
     assert contexts and {c["engine_image"] for c in contexts} == {"nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.3.1"}
 
 
 def test_an_engine_a_release_does_not_list_is_refused_outside_the_base_release(monkeypatch):
     import infersweep.recipe.release as release
 
-    older = release.Release(dynamo="1.3.1", dgd_api="v1alpha1", engines={"vllm": release.ReleaseEngine(version="0.23.0")})
+    older = release.Release(
+        dynamo="1.3.1", dgd_api="v1alpha1", engines={"vllm": release.ReleaseEngine(version="0.23.0")}
+    )
     monkeypatch.setattr(release, "release_for_api", lambda api, pdir=None: ("dynamo-1.3.1", older))
     with pytest.raises(RecipeError, match="engine: Dynamo 1.3.1 .* has no trtllm here; add engines.trtllm"):
         for_dgd_api(load_recipe(RECIPES["trtllm"]), "v1alpha1")

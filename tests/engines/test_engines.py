@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from infersweep.dgd.render import render_dgd
 from infersweep.engines.base import Engine
 from infersweep.engines.registry import ENGINES_PATH_ENV, all_engines
 from infersweep.params_files import RecipeError
 from infersweep.paths import params_dir
 from infersweep.recipe import load_recipe
 from infersweep.schemas import validate_dgd
-from infersweep.dgd.render import render_dgd
 
 STUB_DATA = {
     "image": "ghcr.io/example/stub-runtime:0.1",
@@ -74,7 +74,8 @@ STUB_RECIPE = {
 
 def _stub_module(leave_out: tuple[str, ...] = ()) -> str:
     body = "".join(code for rule, code in STUB_RULES.items() if rule not in leave_out)
-    return textwrap.dedent('''\
+    return (
+        textwrap.dedent("""\
         from typing import ClassVar
 
         from infersweep.engines.base import Engine, spelled_parallelism_args
@@ -82,7 +83,10 @@ def _stub_module(leave_out: tuple[str, ...] = ()) -> str:
 
         class Stub(Engine):
             name: ClassVar[str] = "stub"
-        ''') + body + "\n\nENGINE = Stub\n"
+        """)
+        + body
+        + "\n\nENGINE = Stub\n"
+    )
 
 
 @pytest.fixture
@@ -132,8 +136,15 @@ def test_a_stub_engine_is_one_data_file_and_one_module_and_renders_a_valid_dgd(w
     main = comp["podTemplate"]["spec"]["containers"][0]
     assert main["command"] == ["python3", "-m", "dynamo.stub"] and main["image"] == STUB_DATA["image"]
     # the data file's spellings, the module's flag rule (dp > 1), and the KV router's events (router: kv)
-    assert main["args"] == ["--stub-model", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-FP8", "--stub-tp", "2",
-                            "--stub-dp", "2", "--stub-kv-events"]
+    assert main["args"] == [
+        "--stub-model",
+        "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-FP8",
+        "--stub-tp",
+        "2",
+        "--stub-dp",
+        "2",
+        "--stub-kv-events",
+    ]
     assert set(all_engines(pdir)) == {"sglang", "stub", "trtllm", "vllm"}
 
 
@@ -151,7 +162,9 @@ def test_a_data_file_without_its_module_fails_naming_the_file_and_the_module_to_
     (pdir / "engines" / "orphan.yaml").write_text(yaml.safe_dump(STUB_DATA))
     # any recipe fails, not only one naming the engine: a half-added engine is never silently ignored
     msg = _one_line_error(pdir / "recipes" / "demo" / "demo-prefix-kv.yaml", pdir)
-    assert msg.startswith(f"{pdir / 'engines' / 'orphan.yaml'}: no engine module for it; add infersweep/engines/orphan.py")
+    assert msg.startswith(
+        f"{pdir / 'engines' / 'orphan.yaml'}: no engine module for it; add infersweep/engines/orphan.py"
+    )
     assert ENGINES_PATH_ENV in msg
 
 
@@ -159,16 +172,20 @@ def test_a_module_without_its_data_file_fails_naming_the_file_to_add(world):
     pdir, edir = world
     (edir / "lonely.py").write_text(_stub_module().replace('"stub"', '"lonely"'))
     msg = _one_line_error(pdir / "recipes" / "demo" / "demo-prefix-kv.yaml", pdir)
-    assert msg == (f"{edir / 'lonely.py'}: engine module without a data file; add {pdir / 'engines' / 'lonely'}.yaml "
-                   "(its image, module and flag spellings) or remove the module")
+    assert msg == (
+        f"{edir / 'lonely.py'}: engine module without a data file; add {pdir / 'engines' / 'lonely'}.yaml "
+        "(its image, module and flag spellings) or remove the module"
+    )
 
 
 def test_a_module_missing_a_rule_fails_naming_the_engine_and_every_missing_rule(world):
     pdir, edir = world
     recipe = _add_stub(pdir, edir, leave_out=("publishes_kv_events", "parallelism_problem"))
     msg = _one_line_error(recipe, pdir)
-    assert msg == (f"{edir / 'stub.py'}: engine 'stub' does not implement the rules parallelism_problem, "
-                   "publishes_kv_events; implement each (their contracts: infersweep/engines/base.py Engine)")
+    assert msg == (
+        f"{edir / 'stub.py'}: engine 'stub' does not implement the rules parallelism_problem, "
+        "publishes_kv_events; implement each (their contracts: infersweep/engines/base.py Engine)"
+    )
 
 
 def test_a_module_missing_a_rule_that_is_a_fact_fails_too(world):
@@ -180,8 +197,10 @@ def test_a_module_missing_a_rule_that_is_a_fact_fails_too(world):
 def test_a_data_file_with_an_unknown_field_fails_naming_the_file_and_the_field(world):
     pdir, edir = world
     recipe = _add_stub(pdir, edir, data={**STUB_DATA, "flavour": "fast"})
-    assert _one_line_error(recipe, pdir).startswith(f"{(pdir / 'engines' / 'stub.yaml').resolve()}: flavour: unknown "
-                                                    "field; valid fields here: image, module, model_flag, ")
+    assert _one_line_error(recipe, pdir).startswith(
+        f"{(pdir / 'engines' / 'stub.yaml').resolve()}: flavour: unknown "
+        "field; valid fields here: image, module, model_flag, "
+    )
 
 
 def test_a_data_file_missing_a_field_its_engine_requires_fails(world):
@@ -199,9 +218,15 @@ def test_a_data_file_missing_a_field_its_engine_requires_fails(world):
 def test_the_builtin_engines_are_each_a_data_file_paired_with_a_module():
     engines = all_engines(params_dir())
     assert {n: type(e).__module__ for n, e in engines.items()} == {
-        "sglang": "infersweep.engines.sglang", "trtllm": "infersweep.engines.trtllm", "vllm": "infersweep.engines.vllm"}
+        "sglang": "infersweep.engines.sglang",
+        "trtllm": "infersweep.engines.trtllm",
+        "vllm": "infersweep.engines.vllm",
+    }
     assert {n: (e.dp_adds_gpus, e.backend_framework) for n, e in engines.items()} == {
-        "sglang": (False, "sglang"), "trtllm": (False, "trtllm"), "vllm": (True, "vllm")}
+        "sglang": (False, "sglang"),
+        "trtllm": (False, "trtllm"),
+        "vllm": (True, "vllm"),
+    }
 
 
 def test_the_stub_engine_validates_through_the_cli_in_another_process(world):
@@ -210,6 +235,11 @@ def test_the_stub_engine_validates_through_the_cli_in_another_process(world):
     pdir, edir = world
     recipe = _add_stub(pdir, edir)
     env = {**os.environ, "INFERSWEEP_PARAMS": str(pdir), ENGINES_PATH_ENV: str(edir)}
-    res = subprocess.run([sys.executable, "-m", "infersweep.cli", "validate", str(recipe)], env=env,
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-m", "infersweep.cli", "validate", str(recipe)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0 and "1 valid, 0 invalid" in res.stdout, res.stdout + res.stderr

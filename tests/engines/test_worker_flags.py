@@ -12,11 +12,11 @@ import json
 import pytest
 import yaml
 
+from infersweep.dgd.render import render_dgd
 from infersweep.local.dynamo import _flag, read_components
 from infersweep.paths import params_dir
 from infersweep.recipe import all_recipe_paths, load_recipe
 from tests.conftest import shared_dir
-from infersweep.dgd.render import render_dgd
 
 
 def workers(name: str) -> dict[str, list[str]]:
@@ -59,8 +59,12 @@ def test_kv_routed_workers_publish_kv_events(name):
 
 
 def test_the_kv_routing_recipes_cover_the_seed_headline():
-    assert {"nemotron-3-nano-fp8-vllm-agg-kv", "qwen3-32b-fp8-vllm-disagg-4p4d-kv",
-            "qwen3-32b-fp8-sglang-disagg-6p2d-kv", "lightning-vllm-agg-h100-dspark-kv-router"} <= set(KV_RECIPES)
+    assert {
+        "nemotron-3-nano-fp8-vllm-agg-kv",
+        "qwen3-32b-fp8-vllm-disagg-4p4d-kv",
+        "qwen3-32b-fp8-sglang-disagg-6p2d-kv",
+        "lightning-vllm-agg-h100-dspark-kv-router",
+    } <= set(KV_RECIPES)
 
 
 def test_round_robin_workers_do_not_publish_kv_events():
@@ -93,11 +97,15 @@ def test_nixl_inside_a_multiconnector_advertises_the_pod_ip():
             continue
         env = {e["name"]: e for e in comp["podTemplate"]["spec"]["containers"][0]["env"]}
         assert env.get("VLLM_NIXL_SIDE_CHANNEL_HOST") == {
-            "name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}, comp["type"]
+            "name": "VLLM_NIXL_SIDE_CHANNEL_HOST",
+            "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}},
+        }, comp["type"]
     # Where Dynamo finds NIXL itself (the plain disaggregated recipe), it sets the host: nothing rendered.
     plain = render_dgd(load_recipe("qwen3-32b-fp8-vllm-disagg-4p4d-kv"))
     for comp in plain["spec"]["components"][1:]:
-        assert "VLLM_NIXL_SIDE_CHANNEL_HOST" not in {e["name"] for e in comp["podTemplate"]["spec"]["containers"][0]["env"]}
+        assert "VLLM_NIXL_SIDE_CHANNEL_HOST" not in {
+            e["name"] for e in comp["podTemplate"]["spec"]["containers"][0]["env"]
+        }
 
 
 def test_side_channel_rule_matches_dynamos_own_check():
@@ -114,10 +122,19 @@ def test_side_channel_rule_matches_dynamos_own_check():
 
 def test_aggregated_vllm_offload_still_uses_the_offloading_size_flag(tmp_path):
     path = tmp_path / "agg-offload.yaml"
-    path.write_text(yaml.safe_dump({
-        "name": "agg-offload", "model": "qwen3-32b-fp8", "engine": "vllm", "gpu": {"type": "H100", "count": 1},
-        "topology": {"workers": {"replicas": 1, "tp": 1}}, "kv_offload": {"cpu_gib": 64},
-        "workload": {"isl": 100, "osl": 10, "concurrency": [1]}}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "name": "agg-offload",
+                "model": "qwen3-32b-fp8",
+                "engine": "vllm",
+                "gpu": {"type": "H100", "count": 1},
+                "topology": {"workers": {"replicas": 1, "tp": 1}},
+                "kv_offload": {"cpu_gib": 64},
+                "workload": {"isl": 100, "osl": 10, "concurrency": [1]},
+            }
+        )
+    )
     args = read_components(render_dgd(load_recipe(path)))[1].args
     assert _flag(args, "--kv-offloading-size") == "64" and "--kv-transfer-config" not in args
 
@@ -161,8 +178,10 @@ def test_lightning_vllm_workers_carry_upstreams_flags_and_env(name):
 
 def test_lightning_draft_token_counts_follow_the_target():
     """Upstream's README table: DSpark 7 aggregated / 1 disaggregated, DFlash 5 / 3 (GB200 disagg 7)."""
+
     def n(name):
         return _json_flag(next(iter(workers(name).values())), "--speculative-config")["num_speculative_tokens"]
+
     assert n("lightning-vllm-agg-h100-dspark") == 7
     assert n("lightning-vllm-disagg-h100-dspark") == 1
     assert n("lightning-vllm-agg-h200-dflash") == 5
@@ -179,8 +198,9 @@ def _upstream_speculative(ident: str) -> dict:
 
 
 @pytest.mark.skipif(not UPSTREAM.is_dir(), reason="needs ../shared/reference (upstream Lightning recipes)")
-@pytest.mark.parametrize("name", [n for n in LIGHTNING_VLLM if (UPSTREAM / n.removeprefix("lightning-vllm-")
-                                                                .removesuffix("-bf16")).is_dir()])
+@pytest.mark.parametrize(
+    "name", [n for n in LIGHTNING_VLLM if (UPSTREAM / n.removeprefix("lightning-vllm-").removesuffix("-bf16")).is_dir()]
+)
 def test_lightning_speculative_config_equals_upstreams(name):
     theirs = _upstream_speculative(name.removeprefix("lightning-vllm-").removesuffix("-bf16"))
     for args in workers(name).values():
@@ -189,8 +209,9 @@ def test_lightning_speculative_config_equals_upstreams(name):
 
 # ---------------------------------------------------------------- remote code vs the read-only model cache
 
-REMOTE_CODE = sorted(p.stem for p in all_recipe_paths()
-                     if any("--trust-remote-code" in a for a in workers(p.stem).values()))
+REMOTE_CODE = sorted(
+    p.stem for p in all_recipe_paths() if any("--trust-remote-code" in a for a in workers(p.stem).values())
+)
 
 
 @pytest.mark.parametrize("name", REMOTE_CODE)

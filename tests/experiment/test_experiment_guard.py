@@ -18,8 +18,11 @@ def deployed(name: str, settings) -> list[dict]:
 
     doc = experiment_template(make_plan(load_experiment(name)), settings).to_dict()
     dag = [t for tpl in doc["spec"]["templates"] if tpl.get("dag") for t in tpl["dag"]["tasks"]]
-    return [yaml.safe_load(next(p["value"] for p in t["arguments"]["parameters"] if p["name"] == "dgd"))
-            for t in dag if t["name"].endswith("-deploy")]
+    return [
+        yaml.safe_load(next(p["value"] for p in t["arguments"]["parameters"] if p["name"] == "dgd"))
+        for t in dag
+        if t["name"].endswith("-deploy")
+    ]
 
 
 @pytest.mark.parametrize("path", all_experiment_paths(), ids=lambda p: p.stem)
@@ -48,8 +51,10 @@ def test_under_the_argo_guard_every_experiment_dgd_names_the_lanes_the_experimen
     # deploy waits on these labels until the lane's earlier DGDs are gone (infersweep/platform/operations.py
     # wait_for_lane): the experiment holds its largest treatment's admission, so every DGD carries its lanes.
     settings = load_cluster_settings()
-    lanes = [{k: v for k, v in d["metadata"]["labels"].items() if k.startswith(LANE_LABEL_PREFIX)}
-             for d in deployed("qwen3-32b-tp1-vs-tp2", settings)]
+    lanes = [
+        {k: v for k, v in d["metadata"]["labels"].items() if k.startswith(LANE_LABEL_PREFIX)}
+        for d in deployed("qwen3-32b-tp1-vs-tp2", settings)
+    ]
     assert lanes and lanes[0] and all(x == lanes[0] for x in lanes)
 
 
@@ -62,9 +67,11 @@ def test_under_kueue_a_change_of_pod_count_restarts_the_workers(tmp_path):
     from infersweep.experiment.restart import RestartClass, classify
 
     spec = tmp_path / "more-decode.yaml"
-    spec.write_text("name: more-decode\ndescription: 4P4D vs 2P4D\nbase: qwen3-32b-fp8-vllm-disagg-4p4d\n"
-                    "factors:\n  decode:\n    d4: {}\n    p2: {topology: {prefill: {replicas: 2}, decode: {replicas: 4}}, gpu: {count: 12}}\n"
-                    "question: {metrics: [ttft_ms_avg], concurrency: [8]}\nbaseline: d4\n")
+    spec.write_text(
+        "name: more-decode\ndescription: 4P4D vs 2P4D\nbase: qwen3-32b-fp8-vllm-disagg-4p4d\n"
+        "factors:\n  decode:\n    d4: {}\n    p2: {topology: {prefill: {replicas: 2}, decode: {replicas: 4}}, gpu: {count: 12}}\n"
+        "question: {metrics: [ttft_ms_avg], concurrency: [8]}\nbaseline: d4\n"
+    )
     e = load_experiment(spec)
     r = {t.name: t.recipe for t in e.treatments}
     argo, kueue = load_cluster_settings(), load_cluster_settings().changed(gpu_guard={"scheduler": "kueue"})

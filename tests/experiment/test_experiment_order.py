@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pandas as pd
 
+from infersweep.dgd.render import render_dgd
 from infersweep.experiment.kv_reset import RESET_ANNOTATION, mark_reset, reset_token, without_reset
 from infersweep.experiment.order import order_findings
 from infersweep.experiment.plan import make_plan
 from infersweep.experiment.restart import RestartClass, dgd_class
 from infersweep.experiment.spec import load_experiment
-from infersweep.dgd.render import render_dgd
 
 
 def test_a_balanced_order_runs_abba_with_resets_where_workers_are_kept():
@@ -55,6 +55,7 @@ def test_the_experiment_workflow_marks_reset_treatments_and_states_their_cache()
 
     def arg(task, name):
         return next(p["value"] for p in tasks[task]["arguments"]["parameters"] if p["name"] == name)
+
     assert reset_token(yaml.safe_load(arg("t0-deploy", "dgd"))) is None
     assert [reset_token(yaml.safe_load(arg(f"t{i}-deploy", "dgd"))) for i in (1, 2, 3)] == ["1", "2", "3"]
     ctx = json.loads(arg("t3-summarize", "context"))
@@ -62,8 +63,18 @@ def test_the_experiment_workflow_marks_reset_treatments_and_states_their_cache()
 
 
 def _table(ttft: float) -> pd.DataFrame:
-    return pd.DataFrame([{"concurrency": 16, "repetition": 0, "status": "ok", "valid": True, "ttft_avg_ms": ttft,
-                          "validity_reasons": ""}])
+    return pd.DataFrame(
+        [
+            {
+                "concurrency": 16,
+                "repetition": 0,
+                "status": "ok",
+                "valid": True,
+                "ttft_avg_ms": ttft,
+                "validity_reasons": "",
+            }
+        ]
+    )
 
 
 def test_passes_that_disagree_say_the_order_decided():

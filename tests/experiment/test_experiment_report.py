@@ -17,9 +17,21 @@ def table(ttft: dict[int, list[float]], rps: float = 10.0) -> pd.DataFrame:
     rows = []
     for c, values in ttft.items():
         for i, v in enumerate(values):
-            rows.append({"concurrency": c, "repetition": i, "status": "ok", "ttft_avg_ms": v, "itl_avg_ms": 10.0,
-                         "request_latency_avg_ms": v + 1000, "request_throughput_req_s": rps, "output_throughput_tok_s_per_gpu": 100.0,
-                         "output_throughput_p50_tok_s_per_user": 50.0, "goodput_req_s": rps, "slo_pass": True})
+            rows.append(
+                {
+                    "concurrency": c,
+                    "repetition": i,
+                    "status": "ok",
+                    "ttft_avg_ms": v,
+                    "itl_avg_ms": 10.0,
+                    "request_latency_avg_ms": v + 1000,
+                    "request_throughput_req_s": rps,
+                    "output_throughput_tok_s_per_gpu": 100.0,
+                    "output_throughput_p50_tok_s_per_user": 50.0,
+                    "goodput_req_s": rps,
+                    "slo_pass": True,
+                }
+            )
     return pd.DataFrame(rows)
 
 

@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 import yaml
 
+from infersweep.cluster_settings import load_cluster_settings
 from infersweep.experiment.plan import make_plan
 from infersweep.experiment.spec import all_experiment_paths, load_experiment
-from infersweep.cluster_settings import load_cluster_settings
 from infersweep.schemas import validate_document
 
 
@@ -84,8 +84,10 @@ def test_mooncake_tears_down_once_and_a_failed_treatment_does_not_stop_the_next(
     sweep = next(t for t in doc["spec"]["templates"] if t["name"] == "sweep")
     assert sweep["dag"]["failFast"] is False and sweep["parallelism"] == 1
     exit_tasks = tasks(doc, "exit-handler")
-    assert sorted(t["arguments"]["parameters"][0]["value"] for t in exit_tasks.values()) == \
-        ["qwen3-32b-mooncake-0", "qwen3-32b-mooncake-1"]
+    assert sorted(t["arguments"]["parameters"][0]["value"] for t in exit_tasks.values()) == [
+        "qwen3-32b-mooncake-0",
+        "qwen3-32b-mooncake-1",
+    ]
 
 
 def test_workdir_steps_record_ready_and_keep_earlier_attempts(tmp_path):
@@ -121,7 +123,6 @@ def test_workdir_steps_record_ready_and_keep_earlier_attempts(tmp_path):
 def test_compare_step_writes_the_report_from_treatment_folders(tmp_path):
     from infersweep.results.columns import SCHEMA_VERSION
     from steps.compare import main
-
     from tests.experiment.test_experiment_report import table
 
     cs = [1, 4, 16, 32, 64, 128]
@@ -129,10 +130,15 @@ def test_compare_step_writes_the_report_from_treatment_folders(tmp_path):
         folder = tmp_path / "treatments" / name
         (folder / "summary").mkdir(parents=True)
         # as the summarize step writes it: with the table's schema version (infersweep.results.legacy reads by it)
-        table({c: [v] for c in cs}).assign(schema_version=SCHEMA_VERSION, run_id=f"r-{name}", recipe=name).to_parquet(folder / "summary" / "results.parquet")
+        table({c: [v] for c in cs}).assign(schema_version=SCHEMA_VERSION, run_id=f"r-{name}", recipe=name).to_parquet(
+            folder / "summary" / "results.parquet"
+        )
         (folder / "time-to-ready.json").write_text(json.dumps({"seconds": 240.0 if name == "rr" else 21.0}))
     spec = load_experiment("nemotron-rr-vs-kv").path.read_text()
-    assert main(["--experiment", spec, "--treatments-dir", str(tmp_path / "treatments"), "--out", str(tmp_path / "out")]) == 0
+    assert (
+        main(["--experiment", spec, "--treatments-dir", str(tmp_path / "treatments"), "--out", str(tmp_path / "out")])
+        == 0
+    )
     text = (tmp_path / "out" / "experiment-report.md").read_text()
     assert "supported: kv beats rr on ttft_avg_ms at c128" in text
     assert "- kv: 21 s" in text

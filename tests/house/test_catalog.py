@@ -9,10 +9,10 @@ import re
 
 import pytest
 
+from infersweep.dgd.render import render_dgd
 from infersweep.recipe import all_recipe_paths, find_recipe, load_recipe
 from infersweep.schemas import validate_dgd
 from tests.conftest import has_shared, needs_shared, shared_dir
-from infersweep.dgd.render import render_dgd
 
 # Cluster report row (name | engine) -> our recipe. Two rows share a name, so the engine is part of the key.
 CLUSTER_ROWS = {
@@ -53,8 +53,11 @@ def cluster_rows() -> list[tuple[str, str, str, str]]:
 
 def lightning_rows() -> list[tuple[str, ...]]:
     """(engine/target, spec, routing, concurrency, TTFT p50, tok/s/GPU, tok/s/user) of the Expected Performance."""
-    return re.findall(r"^(vllm|trtllm)/([a-z0-9-]+)/deploy\.yaml \|\n(\w+) \| ([^|]+?) \| (\d+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|",
-                      _seed("004"), re.M)
+    return re.findall(
+        r"^(vllm|trtllm)/([a-z0-9-]+)/deploy\.yaml \|\n(\w+) \| ([^|]+?) \| (\d+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|",
+        _seed("004"),
+        re.M,
+    )
 
 
 @needs_shared
@@ -83,9 +86,15 @@ def test_every_lightning_target_is_a_recipe_with_its_published_baseline(row):
     assert (r.recipe.router == "kv") == (routing == "KV router")
     assert r.recipe.topology.mode == ("disagg" if routing == "1P1D" else "agg")
     b = r.recipe.baseline
-    assert (b.concurrency, b.ttft_p50_ms, b.output_throughput_tok_s_per_gpu, b.output_throughput_p50_tok_s_per_user) == \
-        (int(conc), float(ttft), float(per_gpu), float(per_user))
-    assert r.recipe.slo.output_throughput_p50_tok_s_per_user == 50 and r.recipe.slo.ttft_p50_ms == 5000  # the page's pass criteria
+    assert (
+        b.concurrency,
+        b.ttft_p50_ms,
+        b.output_throughput_tok_s_per_gpu,
+        b.output_throughput_p50_tok_s_per_user,
+    ) == (int(conc), float(ttft), float(per_gpu), float(per_user))
+    assert (
+        r.recipe.slo.output_throughput_p50_tok_s_per_user == 50 and r.recipe.slo.ttft_p50_ms == 5000
+    )  # the page's pass criteria
 
 
 @pytest.mark.parametrize("path", all_recipe_paths(), ids=lambda p: p.stem)

@@ -28,8 +28,8 @@ WAIVERS = REPO / "tests" / "checkov-waivers.yaml"
 
 
 def write_manifests(out: Path, scratch: Path) -> int:
-    from infersweep.commands.install import install_set
     from infersweep.cluster_settings import load_cluster_settings
+    from infersweep.commands.install import install_set
 
     argo, kube = install_set(load_cluster_settings())
     n = 0
@@ -37,8 +37,13 @@ def write_manifests(out: Path, scratch: Path) -> int:
         (out / f"install-{doc['kind']}-{doc['metadata']['name']}.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
         n += 1
     rendered = scratch / "render"  # outside the scanned folder
-    subprocess.run([sys.executable, "-m", "infersweep.cli", "render", "--all", "--out", str(rendered)], cwd=REPO,
-                   check=True, capture_output=True, timeout=600)
+    subprocess.run(
+        [sys.executable, "-m", "infersweep.cli", "render", "--all", "--out", str(rendered)],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     for f in sorted(rendered.rglob("*.yaml")):
         if "templates" in f.parts:  # the same step/pipeline templates as the install set
             continue
@@ -57,21 +62,44 @@ def load_waivers() -> list[dict]:
 
 
 def findings(directory: Path) -> list[dict]:
-    p = subprocess.run([str(CHECKOV), "-d", str(directory), "--framework", "kubernetes", "argo_workflows",
-                        "-o", "json", "--quiet", "--compact", "--skip-download"],
-                       capture_output=True, text=True, timeout=1200)
+    p = subprocess.run(
+        [
+            str(CHECKOV),
+            "-d",
+            str(directory),
+            "--framework",
+            "kubernetes",
+            "argo_workflows",
+            "-o",
+            "json",
+            "--quiet",
+            "--compact",
+            "--skip-download",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert p.returncode in (0, 1), p.stderr[-2000:]
     reports = json.loads(p.stdout or "[]")
     reports = reports if isinstance(reports, list) else [reports]
     out = []
     for r in reports:
         for f in (r.get("results") or {}).get("failed_checks", []):
-            out.append({"check": f["check_id"], "resource": f["resource"], "file": Path(f["file_path"]).name,
-                        "name": f.get("check_name", "")})
+            out.append(
+                {
+                    "check": f["check_id"],
+                    "resource": f["resource"],
+                    "file": Path(f["file_path"]).name,
+                    "name": f.get("check_name", ""),
+                }
+            )
     return out
 
 
-@pytest.mark.skipif(not CHECKOV.exists(), reason=".venv-checkov missing: run scripts/setup.sh (it builds checkov's own env)")
+@pytest.mark.skipif(
+    not CHECKOV.exists(), reason=".venv-checkov missing: run scripts/setup.sh (it builds checkov's own env)"
+)
 def test_rendered_manifests_have_no_unwaived_checkov_finding(tmp_path):
     scan = tmp_path / "scan"
     scan.mkdir()
@@ -82,12 +110,16 @@ def test_rendered_manifests_have_no_unwaived_checkov_finding(tmp_path):
     used = set()
     open_findings = []
     for f in found:
-        match = [i for i, w in enumerate(waivers) if w["check"] == f["check"]
-                 and any(fnmatch.fnmatch(f["file"], pat) for pat in w["resources"])]
+        match = [
+            i
+            for i, w in enumerate(waivers)
+            if w["check"] == f["check"] and any(fnmatch.fnmatch(f["file"], pat) for pat in w["resources"])
+        ]
         used.update(match)
         if not match:
             open_findings.append(f)
     assert not open_findings, "fix or waive (tests/checkov-waivers.yaml, with a reason):\n" + "\n".join(
-        f"  {f['check']} {f['resource']} ({f['file']}): {f['name']}" for f in open_findings)
+        f"  {f['check']} {f['resource']} ({f['file']}): {f['name']}" for f in open_findings
+    )
     stale = [w["check"] for i, w in enumerate(waivers) if i not in used]
     assert not stale, f"waivers that match no finding any more (remove them): {stale}"

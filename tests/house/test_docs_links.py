@@ -32,5 +32,7 @@ def test_readme_is_a_front_door():
     # the two commands CI and a new user run, exactly as .ci/run runs the second
     assert "scripts/setup.sh && .venv/bin/infersweep run --local nemotron-3-nano-fp8-vllm-agg-kv" in text
     ci = (REPO / ".ci" / "run").read_text()
-    assert "scripts/setup.sh --engines && .venv/bin/python -m pytest -q" in text and \
-        "scripts/setup.sh --engines && .venv/bin/python -m pytest -q" in ci
+    assert (
+        "scripts/setup.sh --engines && .venv/bin/python -m pytest -q" in text
+        and "scripts/setup.sh --engines && .venv/bin/python -m pytest -q" in ci
+    )

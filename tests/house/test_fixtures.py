@@ -19,8 +19,13 @@ def test_the_fixtures_the_suite_needs_are_in_the_repository():
     for rel in COPIES:
         assert (FIXTURES / rel).is_file(), rel
     runs = sorted(p.name for p in (FIXTURES / "aiperf" / "0.13.0").iterdir())
-    assert runs == ["dynamo-mocker-c4", "failed_threshold_cancelled_rc0", "partial_500s_rc0",
-                    "sigint_cancelled_rc0", "unreachable_rc1"]
+    assert runs == [
+        "dynamo-mocker-c4",
+        "failed_threshold_cancelled_rc0",
+        "partial_500s_rc0",
+        "sigint_cancelled_rc0",
+        "unreachable_rc1",
+    ]
 
 
 @needs_shared

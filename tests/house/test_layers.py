@@ -37,8 +37,12 @@ def test_no_contract_lists_an_exception():
 
 def test_every_python_file_compiles():
     """Benchmarks and scripts are imported by no test: a broken line there would otherwise reach a user."""
-    files = [p for d in ("infersweep", "steps", "workflows", "tests", "benchmarks", "scripts")
-             for p in (REPO / d).rglob("*.py") if "fixtures" not in p.parts]
+    files = [
+        p
+        for d in ("infersweep", "steps", "workflows", "tests", "benchmarks", "scripts")
+        for p in (REPO / d).rglob("*.py")
+        if "fixtures" not in p.parts
+    ]
     assert len(files) > 100
     for f in files:
         compile(f.read_text(), str(f), "exec")  # SyntaxError names the file and line
@@ -65,7 +69,9 @@ def test_the_dgd_adapters_importing_local_mode_breaks_a_contract(tmp_path):
     by infersweep/platform: an import that sneaks in (even inside a function) is caught."""
     root = copy_code(tmp_path)
     select = root / "infersweep" / "platform" / "select.py"
-    select.write_text(select.read_text() + "\n\ndef _late():\n    from infersweep.local.adapter import from_env  # noqa\n")
+    select.write_text(
+        select.read_text() + "\n\ndef _late():\n    from infersweep.local.adapter import from_env  # noqa\n"
+    )
     res = lint(root)
     assert res.returncode == 1
     assert "infersweep/platform (the DGD adapters) does not import local mode" in res.stdout, res.stdout
@@ -123,8 +129,14 @@ print(json.dumps(sccs))
 def module_cycles(root: Path) -> list[list[str]]:
     import json
 
-    res = subprocess.run([sys.executable, "-c", _CYCLES], cwd=root, env=os.environ | {"PYTHONPATH": str(root)},
-                         capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [sys.executable, "-c", _CYCLES],
+        cwd=root,
+        env=os.environ | {"PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout)
 
@@ -139,11 +151,16 @@ def test_no_module_imports_itself_back():
 def test_a_type_checking_import_back_is_a_cycle(tmp_path):
     root = copy_code(tmp_path)
     base = root / "infersweep" / "engines" / "base.py"
-    base.write_text(base.read_text().replace(
-        "from infersweep.params_files import Strict\n",
-        "from infersweep.params_files import Strict\n\nif TYPE_CHECKING:\n"
-        "    from infersweep.recipe.resolved import ResolvedRecipe  # noqa\n", 1).replace(
-        "from typing import ", "from typing import TYPE_CHECKING, ", 1))
+    base.write_text(
+        base.read_text()
+        .replace(
+            "from infersweep.params_files import Strict\n",
+            "from infersweep.params_files import Strict\n\nif TYPE_CHECKING:\n"
+            "    from infersweep.recipe.resolved import ResolvedRecipe  # noqa\n",
+            1,
+        )
+        .replace("from typing import ", "from typing import TYPE_CHECKING, ", 1)
+    )
     assert ["infersweep.engines.base", "infersweep.recipe.resolved"] in module_cycles(root)
     res = lint(root)  # the layers contract counts it too (exclude_type_checking_imports = false)
     assert res.returncode == 1 and "infersweep.engines.base -> infersweep.recipe.resolved" in res.stdout, res.stdout
@@ -151,15 +168,23 @@ def test_a_type_checking_import_back_is_a_cycle(tmp_path):
 
 def test_the_cli_imports_only_the_command_it_runs():
     """`infersweep render` must not pay for pandas (report/compare) or the Argo Server client: start-up."""
-    code = ("import sys; from infersweep.cli import main; "
-            "main(['render', 'nemotron-3-nano-fp8-vllm-agg-kv', '--out', sys.argv[1]]); "
-            "print(sorted(m for m in ('pandas', 'infersweep.results.run', 'infersweep.argo_server', 'matplotlib') "
-            "if m in sys.modules))")
+    code = (
+        "import sys; from infersweep.cli import main; "
+        "main(['render', 'nemotron-3-nano-fp8-vllm-agg-kv', '--out', sys.argv[1]]); "
+        "print(sorted(m for m in ('pandas', 'infersweep.results.run', 'infersweep.argo_server', 'matplotlib') "
+        "if m in sys.modules))"
+    )
     import tempfile
 
     with tempfile.TemporaryDirectory() as out:
-        res = subprocess.run([sys.executable, "-c", code, out], cwd=REPO, env=os.environ | {"PYTHONPATH": str(REPO)},
-                             capture_output=True, text=True, timeout=300)
+        res = subprocess.run(
+            [sys.executable, "-c", code, out],
+            cwd=REPO,
+            env=os.environ | {"PYTHONPATH": str(REPO)},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip().splitlines()[-1] == "[]"
 
@@ -180,8 +205,13 @@ def test_the_dgd_adapters_import_nothing_from_rendering():
     import tomllib
 
     contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
-    (name,) = [c["name"] for c in contracts if c["type"] == "forbidden"
-               and c["source_modules"] == ["infersweep.platform"] and c["forbidden_modules"] == ["workflows"]]
+    (name,) = [
+        c["name"]
+        for c in contracts
+        if c["type"] == "forbidden"
+        and c["source_modules"] == ["infersweep.platform"]
+        and c["forbidden_modules"] == ["workflows"]
+    ]
     res = lint(REPO)
     assert f"{name} KEPT" in " ".join(res.stdout.split()), res.stdout  # lint-imports wraps long names
 
@@ -201,7 +231,9 @@ def test_the_dgd_package_importing_hera_breaks_a_contract(tmp_path):
 def test_the_experiment_model_importing_workflows_breaks_a_contract(tmp_path):
     root = copy_code(tmp_path)
     restart = root / "infersweep" / "experiment" / "restart.py"
-    restart.write_text(restart.read_text() + "\n\ndef _late():\n    from workflows.pipeline import points_json  # noqa\n")
+    restart.write_text(
+        restart.read_text() + "\n\ndef _late():\n    from workflows.pipeline import points_json  # noqa\n"
+    )
     res = lint(root)
     assert res.returncode == 1
     assert "infersweep/experiment imports no workflows/" in " ".join(res.stdout.split()), res.stdout

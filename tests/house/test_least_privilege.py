@@ -28,8 +28,15 @@ STEPS = REPO / "steps"
 # and Role (reaper_role).
 REAP_STEP = "steps.reap"
 API_CLASSES = [getattr(kc, n) for n in dir(kc) if n.endswith("Api") and isinstance(getattr(kc, n), type)]
-VERBS = {"read": "get", "get": "get", "list": "list", "create": "create", "patch": "patch", "delete": "delete",
-         "replace": "update"}
+VERBS = {
+    "read": "get",
+    "get": "get",
+    "list": "list",
+    "create": "create",
+    "patch": "patch",
+    "delete": "delete",
+    "replace": "update",
+}
 EXECUTOR = {("argoproj.io", "workflowtaskresults", "create"), ("argoproj.io", "workflowtaskresults", "patch")}
 _METHOD = re.compile(r"^(read|get|list|create|patch|delete|replace)_(namespaced_)?([a-z_]+?)(_for_all_namespaces)?$")
 
@@ -76,8 +83,13 @@ def step_code(*steps: str) -> list[Path]:
 
 def pipeline_step_code() -> list[Path]:
     """What the pipeline's step pods run (every steps/ module but the reaper's, and what they import)."""
-    return step_code(*(f"steps.{f.stem}" for f in sorted(STEPS.glob("*.py"))
-                       if f.stem != "__init__" and f"steps.{f.stem}" != REAP_STEP))
+    return step_code(
+        *(
+            f"steps.{f.stem}"
+            for f in sorted(STEPS.glob("*.py"))
+            if f.stem != "__init__" and f"steps.{f.stem}" != REAP_STEP
+        )
+    )
 
 
 def used_permissions(files: list[Path] | None = None) -> dict[tuple[str, str, str], list[str]]:
@@ -100,7 +112,10 @@ def used_permissions(files: list[Path] | None = None) -> dict[tuple[str, str, st
                     continue
                 op, _, kind, _ = _METHOD.match(meth).groups()
                 if kind in ("custom_object", "cluster_custom_object"):
-                    group, plural = _const(module, node.args[0]), _const(module, node.args[3 if "namespaced" in meth else 2])
+                    group, plural = (
+                        _const(module, node.args[0]),
+                        _const(module, node.args[3 if "namespaced" in meth else 2]),
+                    )
                     key = (group, plural, verb_override or VERBS[op])
                 else:
                     key = ("", _plural(kind), verb_override or VERBS[op])
@@ -130,12 +145,24 @@ def test_the_scan_finds_the_calls_the_steps_make():
 def test_the_scan_covers_the_code_the_steps_call():
     """A step is its parsing plus one call into infersweep/: the scan must read that code too, wherever it moves."""
     scanned = {f.relative_to(REPO).as_posix() for f in pipeline_step_code()}
-    assert {"steps/deploy.py", "infersweep/platform/kube.py", "infersweep/platform/operations.py",
-            "infersweep/platform/readiness.py", "infersweep/model_cache.py", "infersweep/results/server_metrics.py",
-            "infersweep/results/baseline.py", "infersweep/results/s3.py", "infersweep/results/publish.py"} <= scanned
-    assert "infersweep/platform/reaper.py" not in scanned and not any(f.startswith("infersweep/local/") for f in scanned)
-    assert {f.relative_to(REPO).as_posix() for f in step_code(REAP_STEP)} >= {"steps/reap.py",
-                                                                              "infersweep/platform/reaper.py"}
+    assert {
+        "steps/deploy.py",
+        "infersweep/platform/kube.py",
+        "infersweep/platform/operations.py",
+        "infersweep/platform/readiness.py",
+        "infersweep/model_cache.py",
+        "infersweep/results/server_metrics.py",
+        "infersweep/results/baseline.py",
+        "infersweep/results/s3.py",
+        "infersweep/results/publish.py",
+    } <= scanned
+    assert "infersweep/platform/reaper.py" not in scanned and not any(
+        f.startswith("infersweep/local/") for f in scanned
+    )
+    assert {f.relative_to(REPO).as_posix() for f in step_code(REAP_STEP)} >= {
+        "steps/reap.py",
+        "infersweep/platform/reaper.py",
+    }
 
 
 def test_role_grants_exactly_what_the_steps_use():
@@ -147,7 +174,8 @@ def test_role_grants_exactly_what_the_steps_use():
     granted = granted_permissions(role)
     missing = sorted(set(used) - granted)
     assert not missing, "used by the steps but not granted (the step would get 403):\n" + "\n".join(
-        f"  {k}: {used[k]}" for k in missing)
+        f"  {k}: {used[k]}" for k in missing
+    )
     unused = sorted(granted - set(used) - EXECUTOR)
     assert not unused, f"granted but no step uses it (remove from workflows/cluster.py steps_role()): {unused}"
     assert not any(r == "secrets" for _, r, _ in granted), "Secrets reach steps as env, never through the API"

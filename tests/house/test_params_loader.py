@@ -21,9 +21,13 @@ def test_no_module_reads_params_with_a_bare_yaml_load():
         if f.name == "params_files.py":
             continue
         for node in ast.walk(ast.parse(f.read_text())):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "yaml"
-                    and node.func.attr in ("safe_load", "load", "safe_load_all")):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "yaml"
+                and node.func.attr in ("safe_load", "load", "safe_load_all")
+            ):
                 arg = ast.unparse(node.args[0]) if node.args else ""
                 if "params" in arg or "PROFILES" in arg:
                     found.append(f"{f.relative_to(REPO)}:{node.lineno}: {ast.unparse(node)}")
@@ -49,5 +53,6 @@ def test_a_params_file_with_aliases_is_refused_naming_the_file(reader, tmp_path,
 
         def call():
             return gpu_price("H100")
+
     with pytest.raises(RecipeError, match=r"\.yaml: not valid YAML: aliases \(\*a\) are not allowed"):
         call()

@@ -20,12 +20,21 @@ import re
 
 import pytest
 
-from infersweep.commands.install import install_set
 from infersweep.cluster_settings import load_cluster_settings
+from infersweep.commands.install import install_set
 from tests.support.paths import REPO
 
 # Restricted: "Volume Types" row.
-ALLOWED_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret"}
+ALLOWED_VOLUMES = {
+    "configMap",
+    "csi",
+    "downwardAPI",
+    "emptyDir",
+    "ephemeral",
+    "persistentVolumeClaim",
+    "projected",
+    "secret",
+}
 # Baseline "Capabilities" row (restricted narrows `add` further to NET_BIND_SERVICE).
 RESTRICTED_ADD = {"NET_BIND_SERVICE"}
 
@@ -48,12 +57,22 @@ def pods(docs: list[dict], caller_spec: dict | None = None) -> list[tuple[str, d
                 if "container" not in t:
                     continue
                 volumes = list((wf_spec or {}).get("volumes", [])) + list(t.get("volumes", []))
-                volumes += [{"name": c["metadata"]["name"], "persistentVolumeClaim": {"claimName": "x"}}
-                            for c in (wf_spec or {}).get("volumeClaimTemplates", [])]
-                out.append((f"{doc['kind']}/{doc['metadata']['name']}:{t['name']}", {
-                    "securityContext": t.get("securityContext") or (wf_spec or {}).get("securityContext") or {},
-                    "containers": [t["container"]], "initContainers": t.get("initContainers", []),
-                    "volumes": volumes, "hostNetwork": t.get("hostNetwork", False)}))
+                volumes += [
+                    {"name": c["metadata"]["name"], "persistentVolumeClaim": {"claimName": "x"}}
+                    for c in (wf_spec or {}).get("volumeClaimTemplates", [])
+                ]
+                out.append(
+                    (
+                        f"{doc['kind']}/{doc['metadata']['name']}:{t['name']}",
+                        {
+                            "securityContext": t.get("securityContext") or (wf_spec or {}).get("securityContext") or {},
+                            "containers": [t["container"]],
+                            "initContainers": t.get("initContainers", []),
+                            "volumes": volumes,
+                            "hostNetwork": t.get("hostNetwork", False),
+                        },
+                    )
+                )
     return out
 
 
@@ -80,7 +99,9 @@ def restricted_violations(pod: dict) -> list[str]:
             bad.append(f"{name}: capabilities must drop ALL (restricted: Capabilities)")
         if set(caps.get("add") or []) - RESTRICTED_ADD:
             bad.append(f"{name}: adds {set(caps['add']) - RESTRICTED_ADD} (restricted: Capabilities)")
-        if not (sc.get("runAsNonRoot") is True or (psc.get("runAsNonRoot") is True and sc.get("runAsNonRoot") is not False)):
+        if not (
+            sc.get("runAsNonRoot") is True or (psc.get("runAsNonRoot") is True and sc.get("runAsNonRoot") is not False)
+        ):
             bad.append(f"{name}: runAsNonRoot must be true (restricted: Running as Non-root)")
         if sc.get("runAsUser", psc.get("runAsUser")) == 0:
             bad.append(f"{name}: runAsUser 0 (restricted: Running as Non-root user)")
@@ -97,7 +118,9 @@ def restricted_violations(pod: dict) -> list[str]:
 def rendered():
     settings = load_cluster_settings()
     argo, _ = install_set(settings)
-    pipeline = next(d for d in argo if d["kind"] == "WorkflowTemplate" and d["metadata"]["name"] == "infersweep-vllm-agg")
+    pipeline = next(
+        d for d in argo if d["kind"] == "WorkflowTemplate" and d["metadata"]["name"] == "infersweep-vllm-agg"
+    )
     return argo, pipeline["spec"]
 
 
@@ -113,8 +136,12 @@ def test_every_step_pod_is_admitted_by_restricted(rendered):
 
 def test_the_checker_rejects_what_restricted_rejects():
     # The same pod without our securityContext (how every step rendered before) fails on each rule.
-    pod = {"securityContext": {}, "containers": [{"name": "main"}], "initContainers": [],
-           "volumes": [{"name": "h", "hostPath": {"path": "/"}}]}
+    pod = {
+        "securityContext": {},
+        "containers": [{"name": "main"}],
+        "initContainers": [],
+        "volumes": [{"name": "h", "hostPath": {"path": "/"}}],
+    }
     v = " ".join(restricted_violations(pod))
     for rule in ("Privilege Escalation", "Capabilities", "Running as Non-root", "Seccomp", "Volume Types"):
         assert rule in v
@@ -134,6 +161,8 @@ def test_pods_run_as_the_images_user():
 def test_workflow_level_security_context(rendered):
     argo, pipeline_spec = rendered
     psc = pipeline_spec["securityContext"]
-    assert psc["runAsNonRoot"] is True and psc["fsGroup"] == 1000 and psc["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert (
+        psc["runAsNonRoot"] is True and psc["fsGroup"] == 1000 and psc["seccompProfile"] == {"type": "RuntimeDefault"}
+    )
     reaper = next(d for d in argo if d["metadata"]["name"] == "infersweep-reaper" and d["kind"] == "WorkflowTemplate")
     assert reaper["spec"]["securityContext"]["runAsNonRoot"] is True

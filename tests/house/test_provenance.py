@@ -17,7 +17,6 @@ from tests.conftest import shared_dir
 from tests.support.paths import REPO
 
 
-
 def test_every_recipe_states_its_provenance():
     for p in all_recipe_paths():
         r = load_recipe(p)
@@ -38,8 +37,13 @@ def test_upstream_recipes_named_as_followed_exist():
 
 def test_recipes_show_prints_what_it_follows_and_every_difference():
     r = load_recipe("qwen3-32b-fp8-vllm-disagg-4p4d-kv-offload")
-    out = subprocess.run([sys.executable, "-m", "infersweep.cli", "recipes", "show", r.name], cwd=REPO,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "infersweep.cli", "recipes", "show", r.name],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert f"# follows: {r.recipe.provenance.follows}" in out.stdout
     # the folder's shared differences and the recipe's own, each on its line
@@ -74,8 +78,11 @@ def test_parser_column_follows_the_engine():
         line = next(l for l in text.splitlines() if l.startswith(f"| `{r.name}` |"))
         assert line.split(" | ")[4] == r.engine.parser_tier
     # dynamo.trtllm's parser needs TensorRT-LLM, which does not install on a CPU machine (tests/engine_parsers)
-    assert {n: e.parser_tier for n, e in all_engines(params_dir()).items()} == \
-        {"vllm": "yes", "sglang": "yes", "trtllm": "pending"}
+    assert {n: e.parser_tier for n, e in all_engines(params_dir()).items()} == {
+        "vllm": "yes",
+        "sglang": "yes",
+        "trtllm": "pending",
+    }
 
 
 def test_the_catalog_doc_is_current():
@@ -96,5 +103,3 @@ def test_a_folder_states_its_shared_differences_once():
     assert catalog_markdown().count(shared["benchmark"][:40]) == 1
     own = [r for r in report if set(differences(r)) - set(shared)]
     assert own and all(row(r, shared)[5] != "-" for r in own)  # what is a row's own stays in its row
-
-

@@ -16,9 +16,9 @@ import re
 import pytest
 import yaml
 
+from infersweep.cluster_settings import load_cluster_settings
 from infersweep.local.run import ARTIFACT_BUCKET, run_local
 from infersweep.local.standins.s3server import LocalS3
-from infersweep.cluster_settings import load_cluster_settings
 
 RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"
 HF_TOKEN = "hf_PLANTEDhfTokenDoNotLeak0123456789"
@@ -28,8 +28,8 @@ SECRET_VARS = {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "AWS_ACCESS_KEY_ID", "AWS_S
 
 
 def _rendered():
-    from infersweep.render import render_recipe
     from infersweep.recipe import load_recipe
+    from infersweep.render import render_recipe
 
     return render_recipe(load_recipe(RECIPE), load_cluster_settings())
 
@@ -65,7 +65,8 @@ def test_credentials_reach_steps_only_through_secret_env_from():
     # The DGD's workers read the HF token from the Secret too, never from a literal.
     text = yaml.safe_dump(b.dgd)
     assert settings.hf_token_secret in text and "hf_" not in text.replace("hf_token", "").replace(
-        settings.hf_token_secret, "")
+        settings.hf_token_secret, ""
+    )
 
 
 class PlantedS3(LocalS3):
@@ -76,8 +77,15 @@ class PlantedS3(LocalS3):
 
 
 def _hits(data: bytes) -> list[str]:
-    return [name for name, v in (("HF_TOKEN", HF_TOKEN), ("AWS_ACCESS_KEY_ID", AWS_KEY_ID),
-                                 ("AWS_SECRET_ACCESS_KEY", AWS_SECRET)) if v.encode() in data]
+    return [
+        name
+        for name, v in (
+            ("HF_TOKEN", HF_TOKEN),
+            ("AWS_ACCESS_KEY_ID", AWS_KEY_ID),
+            ("AWS_SECRET_ACCESS_KEY", AWS_SECRET),
+        )
+        if v.encode() in data
+    ]
 
 
 @pytest.mark.e2e
@@ -88,8 +96,13 @@ def test_planted_secrets_appear_in_no_output_of_a_local_run(tmp_path, monkeypatc
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", AWS_SECRET)
     bucket = load_cluster_settings().s3.bucket
     with PlantedS3(buckets=[bucket, ARTIFACT_BUCKET]) as s3:
-        res = run_local(RECIPE, out_root=tmp_path / "runs", cache_root=tmp_path / "cache", s3=s3,
-                        overrides={"points": json.dumps([{"concurrency": 1, "requests": 8, "warmup": 0}])})
+        res = run_local(
+            RECIPE,
+            out_root=tmp_path / "runs",
+            cache_root=tmp_path / "cache",
+            s3=s3,
+            overrides={"points": json.dumps([{"concurrency": 1, "requests": 8, "warmup": 0}])},
+        )
         assert res.phase == "Succeeded", res.message
         assert res.s3_keys, "nothing was published: the planted credentials were not exercised"
         leaks = []

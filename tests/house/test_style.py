@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.paths import REPO
+
 CHECKED = ["infersweep", "steps", "workflows", "benchmarks", "scripts", "tests"]
 
 

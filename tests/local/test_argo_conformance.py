@@ -32,8 +32,16 @@ def test_there_are_at_least_40_cases():
 
 
 def _cluster(work: Path, cms, state: Path) -> LocalCluster:
-    return LocalCluster(pythons={}, pvc_dirs=lambda c: work / "pvc" / c, run_dir=work, cwd=work,
-                        env={"PATH": "/usr/bin:/bin"}, unmapped_on_host=True, configmaps=cms, state_dir=state)
+    return LocalCluster(
+        pythons={},
+        pvc_dirs=lambda c: work / "pvc" / c,
+        run_dir=work,
+        cwd=work,
+        env={"PATH": "/usr/bin:/bin"},
+        unmapped_on_host=True,
+        configmaps=cms,
+        state_dir=state,
+    )
 
 
 def _with_trace(wf: dict, trace: Path, name: str | None = None) -> dict:
@@ -49,7 +57,7 @@ def _with_trace(wf: dict, trace: Path, name: str | None = None) -> dict:
 def _trace_stats(trace: Path) -> tuple[int, dict[str, int]]:
     cur = peak = 0
     counts: dict[str, int] = {}
-    for line in (trace.read_text().splitlines() if trace.exists() else []):
+    for line in trace.read_text().splitlines() if trace.exists() else []:
         kind, _, name = line.partition(" ")
         if kind == "start":
             cur += 1
@@ -72,10 +80,14 @@ def _check(argo: LocalArgo, exp: dict, trace: Path, elapsed: float, label: str) 
             assert disp not in by_display, f"{label}: {disp} should never have been created: {summary}"
         else:
             assert disp in by_display, f"{label}: no node {disp}: {summary}"
-            assert by_display[disp]["phase"] == phase, f"{label}: {disp} is {by_display[disp]['phase']} " \
+            assert by_display[disp]["phase"] == phase, (
+                f"{label}: {disp} is {by_display[disp]['phase']} "
                 f"({by_display[disp].get('message')}), expected {phase}; {summary}"
+            )
     for disp, text in (exp.get("node_messages") or {}).items():
-        assert text in by_display[disp].get("message", ""), f"{label}: {disp} message {by_display[disp].get('message')!r}"
+        assert text in by_display[disp].get("message", ""), (
+            f"{label}: {disp} message {by_display[disp].get('message')!r}"
+        )
     for disp, params in (exp.get("outputs") or {}).items():
         got = {p["name"]: p["value"] for p in by_display[disp].get("outputs", {}).get("parameters", [])}
         assert got == params, f"{label}: outputs of {disp}"
@@ -120,8 +132,9 @@ def test_conformance(case: Path, tmp_path: Path):
         results: list = [None] * runs
 
         def one(i: int) -> None:
-            results[i] = _run(_with_trace(wf, trace, f"{wf['metadata']['name']}-{i}"), templates, cms,
-                              tmp_path / f"w{i}", state)
+            results[i] = _run(
+                _with_trace(wf, trace, f"{wf['metadata']['name']}-{i}"), templates, cms, tmp_path / f"w{i}", state
+            )
 
         threads = [threading.Thread(target=one, args=(i,)) for i in range(runs)]
         t0 = time.monotonic()
@@ -130,9 +143,20 @@ def test_conformance(case: Path, tmp_path: Path):
         for th in threads:
             th.join(timeout=60)
         for i, (argo, _) in enumerate(results):
-            _check(argo, {k: v for k, v in exp.items() if k not in ("max_concurrent", "min_concurrent")}, trace,
-                   time.monotonic() - t0, f"run {i}")
-        _check(results[0][0], {k: exp[k] for k in ("phase", "max_concurrent", "min_concurrent") if k in exp}, trace, 0, "all runs")
+            _check(
+                argo,
+                {k: v for k, v in exp.items() if k not in ("max_concurrent", "min_concurrent")},
+                trace,
+                time.monotonic() - t0,
+                f"run {i}",
+            )
+        _check(
+            results[0][0],
+            {k: exp[k] for k in ("phase", "max_concurrent", "min_concurrent") if k in exp},
+            trace,
+            0,
+            "all runs",
+        )
         return
     argo, elapsed = _run(wf, templates, cms, tmp_path / "w", state, stop=exp.get("stop"))
     _check(argo, exp, trace, elapsed, "run")

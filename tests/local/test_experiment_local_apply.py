@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from infersweep.dgd.render import render_dgd
 from infersweep.experiment.plan import make_plan
 from infersweep.experiment.restart import RestartClass
 from infersweep.experiment.spec import load_experiment, patch
@@ -16,7 +17,6 @@ from infersweep.local.dynamo import default_dynamo_python, teardown_local, wait_
 from infersweep.local.reconfigure import apply_local
 from infersweep.local.toy_model import build_toy_model
 from infersweep.recipe import parse_recipe
-from infersweep.dgd.render import render_dgd
 
 pytestmark = pytest.mark.e2e
 
@@ -54,8 +54,12 @@ def test_router_switch_keeps_workers_and_engine_args_restart_them(tmp_path):
         assert apply_local(d_kv, model_dir=model, state_dir=state)[1] is RestartClass.LOAD
         assert pids(state) == after
 
-        changed = parse_recipe({**patch(kv.recipe.model_dump(exclude_none=True),
-                                        {"engine_args": ["--gpu-memory-utilization", "0.80"]}), "name": "x"})
+        changed = parse_recipe(
+            {
+                **patch(kv.recipe.model_dump(exclude_none=True), {"engine_args": ["--gpu-memory-utilization", "0.80"]}),
+                "name": "x",
+            }
+        )
         _, cls = apply_local(render_dgd(changed, name="exp-0"), model_dir=model, state_dir=state)
         assert cls is RestartClass.WORKER
         wait_ready_local(state, timeout_s=120)

@@ -33,9 +33,13 @@ def test_resume_plan_runs_only_unfinished_treatments_and_starts_with_a_fresh_dep
         (run / "volumes/workdir/treatments" / n / "summary").mkdir(parents=True)
     import pandas as pd
 
-    pd.DataFrame({"status": ["ok", "failed"]}).to_parquet(run / f"volumes/workdir/treatments/{names[0]}/summary/results.parquet")
+    pd.DataFrame({"status": ["ok", "failed"]}).to_parquet(
+        run / f"volumes/workdir/treatments/{names[0]}/summary/results.parquet"
+    )
     # names[1] failed before measuring: its summary is an empty table; it runs again
-    pd.DataFrame({"status": pd.Series([], dtype=str)}).to_parquet(run / f"volumes/workdir/treatments/{names[1]}/summary/results.parquet")
+    pd.DataFrame({"status": pd.Series([], dtype=str)}).to_parquet(
+        run / f"volumes/workdir/treatments/{names[1]}/summary/results.parquet"
+    )
     (run / f"volumes/workdir/treatments/{names[2]}").mkdir()  # archived with no summary at all
     assert finished_treatments(run) == [names[0]]
     left = _replan(plan, {names[0]})
@@ -80,10 +84,12 @@ def test_nemotron_rr_vs_kv_runs_with_one_worker_deploy_and_two_frontends(tmp_pat
 
     res = run_experiment_local("nemotron-rr-vs-kv", out_root=tmp_path / "runs", cache_root=tmp_path / "cache")
     assert res.phase == "Succeeded", res.message
-    assert [(s.treatment.name, s.transition.cls) for s in res.plan.steps] == \
-        [("rr", RestartClass.FULL), ("kv", RestartClass.FRONTEND)]
-    (rr_did, rr_procs), = _applies(res.run_dir, "t0")
-    (kv_did, kv_procs), = _applies(res.run_dir, "t1")
+    assert [(s.treatment.name, s.transition.cls) for s in res.plan.steps] == [
+        ("rr", RestartClass.FULL),
+        ("kv", RestartClass.FRONTEND),
+    ]
+    ((rr_did, rr_procs),) = _applies(res.run_dir, "t0")
+    ((kv_did, kv_procs),) = _applies(res.run_dir, "t1")
     assert (rr_did, kv_did) == ("created", "frontend only")
     # kv_cache: reset (the default) empties the kept worker's cache before kv: a mocker's simulated cache is
     # emptied by restarting the mocker (infersweep.local.reconfigure.reset_kv_caches); nothing else redeploys.
@@ -94,7 +100,9 @@ def test_nemotron_rr_vs_kv_runs_with_one_worker_deploy_and_two_frontends(tmp_pat
     assert report["missing"] == []
     assert report["claim"]["verdict"] in ("supported", "refuted", "inconclusive")
     assert "not measured" not in report["claim"]["line"]  # judged on measured points (at the local sweep's top)
-    assert set(report["time_to_ready"]) == {"rr", "kv"} and all(v["seconds"] > 0 for v in report["time_to_ready"].values())
+    assert set(report["time_to_ready"]) == {"rr", "kv"} and all(
+        v["seconds"] > 0 for v in report["time_to_ready"].values()
+    )
     assert "## Claim" in res.report_text and "## Time to ready" in res.report_text
 
 
@@ -107,8 +115,13 @@ def _treatment_context(run_dir: Path, treatment: str) -> dict:
 def _cache_commit(run_dir: Path) -> str:
     """The commit the (last) workflow's model-cache task output, as the local executor recorded it."""
     nodes = json.loads((run_dir / "status.json").read_text())["nodes"].values()
-    (commit,) = {p["value"] for n in nodes if n["displayName"].startswith("model-cache-") and n["type"] == "Pod"
-                 for p in n["outputs"]["parameters"] if p["name"] == "commit"}
+    (commit,) = {
+        p["value"]
+        for n in nodes
+        if n["displayName"].startswith("model-cache-") and n["type"] == "Pod"
+        for p in n["outputs"]["parameters"]
+        if p["name"] == "commit"
+    }
     return commit
 
 
@@ -152,8 +165,9 @@ def test_a_failed_treatment_does_not_stop_the_next_and_resume_runs_only_it(tmp_p
             (run_dir / "volumes" / "workdir" / "run" / "deploy" / "dgd.yaml").write_text("{not: [a dgd\n")
             killed.append(worker["pid"])
 
-    first = run_experiment_local(spec, out_root=tmp_path / "runs", cache_root=tmp_path / "cache",
-                                 on_event=kill_worker_after_first_deploy)
+    first = run_experiment_local(
+        spec, out_root=tmp_path / "runs", cache_root=tmp_path / "cache", on_event=kill_worker_after_first_deploy
+    )
     assert killed
     assert first.report["missing"] == ["rr"]  # rr failed, kv still ran and was measured
     kv_table = first.run_dir / TREATMENTS / "kv" / "summary" / "results.parquet"

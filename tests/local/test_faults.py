@@ -29,10 +29,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from infersweep.cluster_settings import load_cluster_settings
 from infersweep.local import procs
 from infersweep.local.run import ARTIFACT_BUCKET, run_local
 from infersweep.local.standins.s3server import LocalS3
-from infersweep.cluster_settings import load_cluster_settings
 from infersweep.results.manifest import IncompleteRunError
 from infersweep.results.publish import verify_run
 
@@ -100,7 +100,9 @@ def assert_resumed(first, again, s3: LocalS3 | None, kept: int, redone: int, fir
     assert r["status"] == "ok"
     if first_attempt_left:
         assert r["attempt"] >= 2
-        assert (point_dir(again.run_dir, redone) / "attempts" / "1" / "result.json").is_file(), "the failed attempt was not kept"
+        assert (point_dir(again.run_dir, redone) / "attempts" / "1" / "result.json").is_file(), (
+            "the failed attempt was not kept"
+        )
     df = pd.read_parquet(again.results_dir / "summary" / "results.parquet")
     assert set(df["concurrency"]) >= {kept, redone} and (df["status"] == "ok").all()
     if s3 is not None:
@@ -118,8 +120,9 @@ def s3():
 
 
 def _run(tmp_path, s3, pts, **kw):
-    return run_local(RECIPE, out_root=tmp_path / "runs", cache_root=tmp_path / "cache", s3=s3,
-                     overrides=points(*pts), **kw)
+    return run_local(
+        RECIPE, out_root=tmp_path / "runs", cache_root=tmp_path / "cache", s3=s3, overrides=points(*pts), **kw
+    )
 
 
 def test_mocker_worker_killed_mid_point(tmp_path, s3):
@@ -144,16 +147,25 @@ def test_mocker_worker_killed_mid_point(tmp_path, s3):
         assert "fail" in r2["reason"].lower()
     # What was measured is published, the failed point with its reason, under a manifest.
     assert published(s3, first.run_id)["ok"]
-    assert {"points/c1/result.json", "points/c2/result.json", "summary/results.parquet"} <= manifest_keys(s3, first.run_id)
+    assert {"points/c1/result.json", "points/c2/result.json", "summary/results.parquet"} <= manifest_keys(
+        s3, first.run_id
+    )
     c1_sha = sha(point_dir(first.run_dir, 1) / "result.json")
-    before = {k: o["ETag"] for k, o in ((o["Key"], o) for o in s3.client().list_objects_v2(
-        Bucket=BUCKET, Prefix=f"{PREFIX}/{RECIPE}/{first.run_id}/")["Contents"])}
+    before = {
+        k: o["ETag"]
+        for k, o in (
+            (o["Key"], o)
+            for o in s3.client().list_objects_v2(Bucket=BUCKET, Prefix=f"{PREFIX}/{RECIPE}/{first.run_id}/")["Contents"]
+        )
+    }
 
     again = _run(tmp_path, s3, [C1, {"concurrency": 2, "requests": 16, "warmup": 0}], resume=first.run_dir)
     assert_resumed(first, again, s3, kept=1, redone=2)
     assert sha(point_dir(again.run_dir, 1) / "result.json") == c1_sha
-    after = {o["Key"]: o["ETag"] for o in s3.client().list_objects_v2(
-        Bucket=BUCKET, Prefix=f"{PREFIX}/{RECIPE}/{first.run_id}/")["Contents"]}
+    after = {
+        o["Key"]: o["ETag"]
+        for o in s3.client().list_objects_v2(Bucket=BUCKET, Prefix=f"{PREFIX}/{RECIPE}/{first.run_id}/")["Contents"]
+    }
     assert after == before, "the resumed run changed what the first attempt had published"
 
 
@@ -180,12 +192,17 @@ def test_s3_unreachable_during_publish(tmp_path, s3):
     assert (first.results_dir / "summary" / "results.parquet").exists()
 
     # Later, with S3 back (a new server here: moto keeps nothing), the printed command publishes all of it.
-    command = log[log.index("To publish it later: ") + len("To publish it later: "):].splitlines()[0]
+    command = log[log.index("To publish it later: ") + len("To publish it later: ") :].splitlines()[0]
     argv = command.split()
     assert argv[:2] == ["infersweep", "publish"]
     with LocalS3(buckets=[BUCKET]) as back:
-        p = subprocess.run([str(Path(sys.executable).parent / "infersweep"), *argv[1:]], capture_output=True,
-                           text=True, timeout=120, env=dict(os.environ, **back.env()))
+        p = subprocess.run(
+            [str(Path(sys.executable).parent / "infersweep"), *argv[1:]],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=dict(os.environ, **back.env()),
+        )
         assert p.returncode == 0, p.stderr
         report = verify_run(BUCKET, f"{PREFIX}/{RECIPE}/{first.run_id}", s3=back.client())
         assert report["ok"] and report["objects"] >= 5
@@ -251,26 +268,42 @@ def test_disk_full_mid_sweep(tmp_path, s3, small_disk):
                 except OSError:
                     pass  # ENOSPC: the disk is full now
 
-    first = run_local(RECIPE, out_root=small_disk / "runs", cache_root=tmp_path / "cache", s3=s3,
-                      overrides=points(C1, {"concurrency": 2, "requests": 16, "warmup": 0}), on_event=fill)
+    first = run_local(
+        RECIPE,
+        out_root=small_disk / "runs",
+        cache_root=tmp_path / "cache",
+        s3=s3,
+        overrides=points(C1, {"concurrency": 2, "requests": 16, "warmup": 0}),
+        on_event=fill,
+    )
     assert filler.exists()
     # Failed or Error: a pod whose outputs cannot be written on the full disk is an Error node (the
     # executor's "wait: Error ..."), and a DAG with an errored leaf is Error (dag.go assessDAGPhase); either
     # way the run is not Succeeded and says why.
     assert first.phase in ("Failed", "Error"), first.phase
     assert result(first.run_dir, 1)["status"] == "ok", "the point measured before the disk filled was damaged"
+
     def walk(n):
         yield n
         for c in n.children:
             yield from walk(c)
+
     # c2 (its pod, or its retry wrapper) did not succeed, with a reason
     c2 = [n for n in walk(first.root) if "point(1:" in n.name]
-    assert c2 and all(n.phase in ("Failed", "Error") and n.message for n in c2), [(n.name, n.phase, n.message) for n in c2]
+    assert c2 and all(n.phase in ("Failed", "Error") and n.message for n in c2), [
+        (n.name, n.phase, n.message) for n in c2
+    ]
     with pytest.raises(IncompleteRunError):  # nothing half-published that looks complete
         published(s3, first.run_id)
 
     filler.unlink()  # the operator frees space, then resumes
-    again = run_local(RECIPE, out_root=small_disk / "runs", cache_root=tmp_path / "cache", s3=s3,
-                      overrides=points(C1, {"concurrency": 2, "requests": 16, "warmup": 0}), resume=first.run_dir)
+    again = run_local(
+        RECIPE,
+        out_root=small_disk / "runs",
+        cache_root=tmp_path / "cache",
+        s3=s3,
+        overrides=points(C1, {"concurrency": 2, "requests": 16, "warmup": 0}),
+        resume=first.run_dir,
+    )
     # With no room, the failed attempt may have left no result.json of its own to keep.
     assert_resumed(first, again, s3, kept=1, redone=2, first_attempt_left=False)

@@ -14,16 +14,26 @@ from infersweep.paths import venv_python
 
 GPU_PYTHON = os.environ.get("INFERSWEEP_GPU_PYTHON") or venv_python("gpu")
 READY = bool(detect_gpus()) and Path(GPU_PYTHON).exists()
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(
-    not READY, reason="GPU tier: needs a GPU (nvidia-smi) and the GPU stack ($INFERSWEEP_GPU_PYTHON or .venv-gpu: "
-                      "scripts/setup.sh --gpu, or the offline bundle's venv-site-vllm)")]
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(
+        not READY,
+        reason="GPU tier: needs a GPU (nvidia-smi) and the GPU stack ($INFERSWEEP_GPU_PYTHON or .venv-gpu: "
+        "scripts/setup.sh --gpu, or the offline bundle's venv-site-vllm)",
+    ),
+]
 
 
 def test_a_real_engine_point_measures_the_requested_tokens_on_the_server(tmp_path):
     from infersweep.local.run import run_local
 
-    res = run_local("qwen3-32b-bf16-vllm-h200-tp1", out_root=tmp_path, workers="gpu", gpu_python=GPU_PYTHON,
-                    recipe_overrides={"workload.concurrency": [1]})
+    res = run_local(
+        "qwen3-32b-bf16-vllm-h200-tp1",
+        out_root=tmp_path,
+        workers="gpu",
+        gpu_python=GPU_PYTHON,
+        recipe_overrides={"workload.concurrency": [1]},
+    )
     assert res.phase == "Succeeded", res.message
     import pandas as pd
 

@@ -8,11 +8,11 @@ import json
 
 import pytest
 
+from infersweep.dgd.render import render_dgd
 from infersweep.local.dynamo import read_components, served_model_name
-from infersweep.local.gpu_workers import (Gpu, GpuShortfall, parse_nvidia_smi, plan_workers)
+from infersweep.local.gpu_workers import Gpu, GpuShortfall, parse_nvidia_smi, plan_workers
 from infersweep.platform.protocol import BadInput
 from infersweep.recipe import load_recipe
-from infersweep.dgd.render import render_dgd
 
 H200 = Gpu(0, "NVIDIA H200", 143771)
 
@@ -24,8 +24,16 @@ def plan(recipe: str, gpus, weights="dummy", patch=None):
     if patch:
         patch(comps)
     ports = itertools.count(31000)
-    return plan_workers(comps, gpus, python="/gpu/python", model_dir="/models/cfg", weights=weights,
-                        base_env={"DYN_FILE_KV": "/d"}, free_port=lambda: next(ports), served_name_of=served_model_name)
+    return plan_workers(
+        comps,
+        gpus,
+        python="/gpu/python",
+        model_dir="/models/cfg",
+        weights=weights,
+        base_env={"DYN_FILE_KV": "/d"},
+        free_port=lambda: next(ports),
+        served_name_of=served_model_name,
+    )
 
 
 def test_two_workers_with_a_memory_fraction_share_one_gpu_each_on_its_own_kv_port():
@@ -56,7 +64,8 @@ def test_workers_without_a_memory_fraction_each_need_a_gpu_and_the_refusal_says_
         for c in comps:
             if "--gpu-memory-utilization" in c.args:
                 i = c.args.index("--gpu-memory-utilization")
-                del c.args[i:i + 2]
+                del c.args[i : i + 2]
+
     with pytest.raises(GpuShortfall) as e:
         plan("llama-3-1-8b-vllm-h200-2w-kv", [H200], patch=drop_fraction)
     msg = str(e.value)
@@ -71,6 +80,7 @@ def test_tensor_parallel_replicas_get_that_many_gpus_or_a_refusal():
         for c in comps:
             if c.role != "frontend":
                 c.args[c.args.index("--tensor-parallel-size") + 1] = "2"
+
     with pytest.raises(GpuShortfall, match=r"needs 2 GPUs"):
         plan("qwen3-32b-bf16-vllm-h200-tp1", [H200], patch=tp2)
     ws = plan("qwen3-32b-bf16-vllm-h200-tp1", [Gpu(i, "NVIDIA H200", 143771) for i in range(2)], patch=tp2)
@@ -82,6 +92,7 @@ def test_a_fraction_too_large_to_pair_does_not_share():
         for c in comps:
             if "--gpu-memory-utilization" in c.args:
                 c.args[c.args.index("--gpu-memory-utilization") + 1] = "0.6"
+
     with pytest.raises(GpuShortfall, match=r"VllmWorker\[1\] needs 1 GPU with a 0.6 memory fraction"):
         plan("llama-3-1-8b-vllm-h200-2w-kv", [H200], patch=big)
 
@@ -89,6 +100,7 @@ def test_a_fraction_too_large_to_pair_does_not_share():
 def test_mocker_components_and_bad_sizes_are_refused_by_name():
     def mocker(comps):
         comps[-1].module = "dynamo.mocker"
+
     with pytest.raises(BadInput, match="is a mocker"):
         plan("qwen3-32b-bf16-vllm-h200-tp1", [H200], patch=mocker)
 
@@ -96,6 +108,7 @@ def test_mocker_components_and_bad_sizes_are_refused_by_name():
         for c in comps:
             if c.role != "frontend":
                 c.args[c.args.index("--tensor-parallel-size") + 1] = "two"
+
     with pytest.raises(BadInput, match="--tensor-parallel-size 'two' is not an integer"):
         plan("qwen3-32b-bf16-vllm-h200-tp1", [H200], patch=bad_tp)
     with pytest.raises(BadInput, match="--weights 'fp4'"):
@@ -111,7 +124,9 @@ def test_no_gpu_here_is_one_clear_refusal():
 
 def test_nvidia_smi_csv_is_read():
     assert parse_nvidia_smi("0, NVIDIA H200, 143771\n1, NVIDIA H200, 143771\n") == [
-        Gpu(0, "NVIDIA H200", 143771), Gpu(1, "NVIDIA H200", 143771)]
+        Gpu(0, "NVIDIA H200", 143771),
+        Gpu(1, "NVIDIA H200", 143771),
+    ]
     assert parse_nvidia_smi("No devices were found\n") == []
 
 

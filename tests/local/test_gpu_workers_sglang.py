@@ -10,11 +10,11 @@ import json
 
 import pytest
 
+from infersweep.dgd.render import render_dgd
 from infersweep.local.dynamo import read_components, served_model_name
 from infersweep.local.gpu_workers import Gpu, GpuShortfall, engine_pythons, plan_workers
 from infersweep.recipe import load_recipe
 from infersweep.recipe.release import accepted, flag_name, release_flags
-from infersweep.dgd.render import render_dgd
 
 H200S = [Gpu(i, "NVIDIA H200", 143771) for i in range(16)]
 SGLANG_PY = "/opt/infersweep/venv-site-sglang/bin/python"
@@ -30,9 +30,17 @@ def plan(recipe: str, gpus, patch=None, api="v1alpha1"):
     if patch:
         patch(comps)
     ports = itertools.count(31000)
-    return plan_workers(comps, gpus, python="/gpu/vllm-python", model_dir="/models/cfg", weights="dummy",
-                        base_env={}, free_port=lambda: next(ports), served_name_of=served_model_name,
-                        pythons=engine_pythons({"INFERSWEEP_GPU_PYTHON_SGLANG": SGLANG_PY}))
+    return plan_workers(
+        comps,
+        gpus,
+        python="/gpu/vllm-python",
+        model_dir="/models/cfg",
+        weights="dummy",
+        base_env={},
+        free_port=lambda: next(ports),
+        served_name_of=served_model_name,
+        pythons=engine_pythons({"INFERSWEEP_GPU_PYTHON_SGLANG": SGLANG_PY}),
+    )
 
 
 def test_an_sglang_worker_runs_dynamo_sglang_in_its_own_interpreter_on_its_tp_gpus():
@@ -52,6 +60,7 @@ def _two_tp1(fraction: str | None):
                 c.replicas = 2
                 c.args[c.args.index("--tp") + 1] = "1"
                 c.args += ["--mem-fraction-static", fraction] if fraction else []
+
     return patch
 
 
@@ -87,13 +96,27 @@ def test_without_an_sglang_interpreter_the_default_one_runs_it():
     assert engine_pythons({"INFERSWEEP_GPU_PYTHON": "/x", "INFERSWEEP_GPU_PYTHON_SGLANG": ""}) == {}
     comps = read_components(render_dgd(load_recipe("qwen3-32b-fp8-sglang-agg"), name="t"))
     one_replica(comps)
-    (w,) = plan_workers(comps, H200S[:2], python="/gpu/python", model_dir="/m", weights="cache", base_env={},
-                        free_port=lambda: 1, served_name_of=served_model_name)
+    (w,) = plan_workers(
+        comps,
+        H200S[:2],
+        python="/gpu/python",
+        model_dir="/m",
+        weights="cache",
+        base_env={},
+        free_port=lambda: 1,
+        served_name_of=served_model_name,
+    )
     assert w.argv[0] == "/gpu/python"
 
 
-@pytest.mark.parametrize("recipe", ["qwen3-32b-fp8-sglang-disagg-6p2d-kv", "qwen36-35b-a3b-fp8-sglang-disagg-dpep-offload",
-                                    "llama-3-1-8b-vllm-h200-2w-kv"])
+@pytest.mark.parametrize(
+    "recipe",
+    [
+        "qwen3-32b-fp8-sglang-disagg-6p2d-kv",
+        "qwen36-35b-a3b-fp8-sglang-disagg-dpep-offload",
+        "llama-3-1-8b-vllm-h200-2w-kv",
+    ],
+)
 def test_every_planned_flag_is_one_dynamo_1_3_1s_parser_has(recipe):
     """The GPU host runs ai-dynamo 1.3.1: the command lines local mode builds (its own --load-format,
     --served-model-name, bootstrap and KV-events ports on top of the rendered flags) parse there, per the
@@ -110,8 +133,10 @@ def test_the_banner_names_the_stack_that_runs_the_workers(monkeypatch):
     import infersweep.local.gpu_run as gpu_run
     from infersweep.local.dynamo import GpuWorkers
 
-    stacks = {"/gpu/vllm-python": {"vllm": "0.23.0", "ai-dynamo": "1.3.1", "torch": "2.11.0+cu130"},
-              SGLANG_PY: {"sglang": "0.5.14", "ai-dynamo": "1.3.1", "torch": "2.11.0+cu130"}}
+    stacks = {
+        "/gpu/vllm-python": {"vllm": "0.23.0", "ai-dynamo": "1.3.1", "torch": "2.11.0+cu130"},
+        SGLANG_PY: {"sglang": "0.5.14", "ai-dynamo": "1.3.1", "torch": "2.11.0+cu130"},
+    }
     monkeypatch.setattr(gpu_run, "stack_versions", lambda python: stacks[python])
     monkeypatch.setenv("INFERSWEEP_GPU_PYTHON_SGLANG", SGLANG_PY)
     gpu = GpuWorkers(python="/gpu/vllm-python")

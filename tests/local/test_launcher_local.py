@@ -25,8 +25,9 @@ RECIPE = "demo-prefix-rr"
 def test_a_ui_submit_with_only_recipe_runs_the_pipeline_with_derived_parameters(tmp_path):
     settings = load_cluster_settings()
     with LocalS3(buckets=[settings.s3.bucket, ARTIFACT_BUCKET]) as s3:
-        res = launch_local(RECIPE_LAUNCHER, {"recipe": RECIPE}, out_root=tmp_path / "runs",
-                           cache_root=tmp_path / "cache", s3=s3)
+        res = launch_local(
+            RECIPE_LAUNCHER, {"recipe": RECIPE}, out_root=tmp_path / "runs", cache_root=tmp_path / "cache", s3=s3
+        )
         keys = [o["Key"] for o in s3.client().list_objects_v2(Bucket=settings.s3.bucket).get("Contents", [])]
     assert res.launcher.phase == "Succeeded", res.launcher.message
     assert len(res.runs) == 1, "the launcher creates exactly one run"

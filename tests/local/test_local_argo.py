@@ -14,10 +14,10 @@ import pytest
 from hera.workflows import DAG, Container, Parameter, Task, Workflow, WorkflowTemplate
 from hera.workflows import models as m
 
-from infersweep.local.argo import LocalArgo, LocalCluster, WorkflowError, eval_depends, Node
+from infersweep.local.argo import LocalArgo, LocalCluster, Node, WorkflowError, eval_depends
 from tests.support.paths import REPO, TESTS
 
-STEP = '''
+STEP = """
 import argparse, pathlib, sys, time
 ap = argparse.ArgumentParser()
 ap.add_argument("--name"); ap.add_argument("--trace"); ap.add_argument("--out", default="")
@@ -28,7 +28,7 @@ time.sleep(a.sleep)
 if a.out:
     p = pathlib.Path(a.out); p.parent.mkdir(parents=True, exist_ok=True); p.write_text(a.value)
 sys.exit(a.exit)
-'''
+"""
 
 
 def step(name: str, *, outputs=(), inputs=("name",)) -> Container:
@@ -38,17 +38,27 @@ def step(name: str, *, outputs=(), inputs=("name",)) -> Container:
             args += [f"--{extra}", "{{inputs.parameters.%s}}" % extra]
     if outputs:
         args += ["--out", "/tmp/outputs/out"]
-    return Container(name=name, image="local/step", command=["python", "-m", "fakestep"], args=args,
-                     inputs=[Parameter(name=i) for i in inputs],
-                     outputs=[Parameter(name=o, value_from=m.ValueFrom(path="/tmp/outputs/out")) for o in outputs])
+    return Container(
+        name=name,
+        image="local/step",
+        command=["python", "-m", "fakestep"],
+        args=args,
+        inputs=[Parameter(name=i) for i in inputs],
+        outputs=[Parameter(name=o, value_from=m.ValueFrom(path="/tmp/outputs/out")) for o in outputs],
+    )
 
 
 @pytest.fixture
 def cluster(tmp_path):
     (tmp_path / "code").mkdir()
     (tmp_path / "code" / "fakestep.py").write_text(STEP)
-    return LocalCluster(pythons={"local/step": sys.executable}, pvc_dirs=lambda c: tmp_path / "pvc" / c,
-                        run_dir=tmp_path / "run", cwd=tmp_path / "code", env={"PATH": "/usr/bin:/bin"})
+    return LocalCluster(
+        pythons={"local/step": sys.executable},
+        pvc_dirs=lambda c: tmp_path / "pvc" / c,
+        run_dir=tmp_path / "run",
+        cwd=tmp_path / "code",
+        env={"PATH": "/usr/bin:/bin"},
+    )
 
 
 def trace_of(tmp_path: Path) -> list[str]:
@@ -57,16 +67,20 @@ def trace_of(tmp_path: Path) -> list[str]:
 
 
 def build(tmp_path, *, item_exit="0", fail_fast=True, sleep="0"):
-    with Workflow(name="t", entrypoint="main", on_exit="bye",
-                  arguments=[Parameter(name="trace", value=str(tmp_path / "trace"))]) as wf:
+    with Workflow(
+        name="t", entrypoint="main", on_exit="bye", arguments=[Parameter(name="trace", value=str(tmp_path / "trace"))]
+    ) as wf:
         s = step("s", inputs=("name", "value"), outputs=("o",))
         e = step("e", inputs=("name", "exit", "sleep"))
         with DAG(name="bye"):
             Task(name="bye", template=step("plain"), arguments={"name": "exit-{{workflow.status}}"})
         with DAG(name="main", fail_fast=fail_fast):
             a = s(name="a", arguments={"name": "a", "value": '[{"c":1},{"c":2},{"c":3}]'})
-            b = e(name="b", with_param="{{tasks.a.outputs.parameters.o}}",
-                  arguments={"name": "b{{item.c}}", "exit": item_exit, "sleep": sleep})
+            b = e(
+                name="b",
+                with_param="{{tasks.a.outputs.parameters.o}}",
+                arguments={"name": "b{{item.c}}", "exit": item_exit, "sleep": sleep},
+            )
             c = s(name="c", arguments={"name": "c", "value": "x"})
             s(name="d", arguments={"name": "d", "value": "y"}, depends="b.Failed")
             a >> b >> c
@@ -86,14 +100,22 @@ def test_dag_order_fanout_outputs_and_exit_handler(tmp_path, cluster):
     assert trace[0] == "a" and sorted(trace[1:4]) == ["b1", "b2", "b3"] and trace[4:] == ["c", "exit-Succeeded"]
     assert argo.node_by_display("a").outputs == {"o": '[{"c":1},{"c":2},{"c":3}]'}
     assert {k: v for k, v in phases(argo).items() if k in "abcd"} == {
-        "a": "Succeeded", "b": "Succeeded", "c": "Succeeded", "d": "Omitted"}
+        "a": "Succeeded",
+        "b": "Succeeded",
+        "c": "Succeeded",
+        "d": "Omitted",
+    }
 
 
 def test_failed_items_fail_the_run_but_depends_on_failed_runs_and_exit_handler_sees_failure(tmp_path, cluster):
     argo = LocalArgo(build(tmp_path, item_exit="{{item.c}}", fail_fast=False), [], cluster)
     argo.run()
     assert {k: v for k, v in phases(argo).items() if k in "abcd"} == {
-        "a": "Succeeded", "b": "Failed", "c": "Omitted", "d": "Succeeded"}
+        "a": "Succeeded",
+        "b": "Failed",
+        "c": "Omitted",
+        "d": "Succeeded",
+    }
     # the omitted leaf c inherits its branch's failure (dag.go assessDAGPhase), so the run fails
     assert argo.phase == "Failed"
     trace = trace_of(tmp_path)
@@ -118,11 +140,20 @@ def test_stop_runs_the_exit_handler_and_terminate_does_not(tmp_path, cluster, st
 def test_workflow_template_ref_and_missing_parameter(tmp_path, cluster):
     with WorkflowTemplate(name="lib") as lib:
         step("plain")
-    with WorkflowTemplate(name="pipe", entrypoint="main", arguments=[Parameter(name="trace"), Parameter(name="who", value="x")]) as pipe:
+    with WorkflowTemplate(
+        name="pipe", entrypoint="main", arguments=[Parameter(name="trace"), Parameter(name="who", value="x")]
+    ) as pipe:
         with DAG(name="main"):
-            Task(name="p", template_ref=m.TemplateRef(name="lib", template="plain"), arguments={"name": "{{workflow.parameters.who}}"})
-    wf = Workflow(name="w", workflow_template_ref=m.WorkflowTemplateRef(name="pipe"),
-                  arguments={"trace": str(tmp_path / "trace"), "who": "given"}).to_dict()
+            Task(
+                name="p",
+                template_ref=m.TemplateRef(name="lib", template="plain"),
+                arguments={"name": "{{workflow.parameters.who}}"},
+            )
+    wf = Workflow(
+        name="w",
+        workflow_template_ref=m.WorkflowTemplateRef(name="pipe"),
+        arguments={"trace": str(tmp_path / "trace"), "who": "given"},
+    ).to_dict()
     argo = LocalArgo(wf, [lib.to_dict(), pipe.to_dict()], cluster)
     argo.run()
     assert argo.phase == "Succeeded" and trace_of(tmp_path) == ["given"]
@@ -175,28 +206,43 @@ def test_argo_run_command_prints_argo_get_status(tmp_path):
     import json
     import os
     import subprocess
+
     f = tmp_path / "wf.yaml"
     f.write_text(ARGO_CLI_CASE)
     env = os.environ | {"PYTHONPATH": str(REPO)}
-    p = subprocess.run([sys.executable, "-m", "infersweep.cli", "argo", "run", str(f), "--work-dir", str(tmp_path / "w")],
-                       capture_output=True, text=True, env=env, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "infersweep.cli", "argo", "run", str(f), "--work-dir", str(tmp_path / "w")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert p.returncode == 1, p.stderr
     status = json.loads(p.stdout)
     assert status["phase"] == "Failed"
     nodes = {n["displayName"]: n for n in status["nodes"].values()}
     assert {k: (n["type"], n["phase"]) for k, n in nodes.items()} == {
-        "cli-case": ("DAG", "Failed"), "a": ("Pod", "Succeeded"), "b": ("Pod", "Failed")}
+        "cli-case": ("DAG", "Failed"),
+        "a": ("Pod", "Succeeded"),
+        "b": ("Pod", "Failed"),
+    }
     assert nodes["b"]["message"] == "main: Error (exit code 3)" and nodes["b"]["outputs"]["exitCode"] == "3"
     assert nodes["cli-case"]["id"] == "cli-case" and nodes["a"]["id"].startswith("cli-case-")
     f.write_text(ARGO_CLI_CASE.replace("depends: a", "depends: a.Bogus"))
-    p = subprocess.run([sys.executable, "-m", "infersweep.cli", "argo", "run", str(f)], capture_output=True, text=True,
-                       env=env, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "infersweep.cli", "argo", "run", str(f)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert p.returncode == 2 and "task result 'Bogus' for task 'a' is invalid" in p.stderr
 
 
 def test_node_ids_are_argo_node_ids():
     # pkg/apis/workflow/v1alpha1/workflow_types.go Workflow.NodeID: fnv32a of the node name
     from infersweep.local.argo.nodes import _fnv32a
+
     assert _fnv32a("") == 2166136261 and _fnv32a("a") == 0xE40C292C
 
 
@@ -204,12 +250,32 @@ def test_semaphore_holds_across_separate_processes(tmp_path):
     """Two `infersweep argo run` processes of a workflow holding a semaphore of limit 1 never overlap."""
     import os
     import subprocess
+
     case = TESTS / "conformance" / "semaphore-workflow-limit-across-runs.yaml"
     trace = tmp_path / "trace"
     env = os.environ | {"PYTHONPATH": str(REPO)}
-    procs = [subprocess.Popen([sys.executable, "-m", "infersweep.cli", "argo", "run", str(case), "-p", f"trace={trace}",
-                               "--work-dir", str(tmp_path / f"w{i}"), "--state-dir", str(tmp_path / "state")],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env) for i in range(2)]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "infersweep.cli",
+                "argo",
+                "run",
+                str(case),
+                "-p",
+                f"trace={trace}",
+                "--work-dir",
+                str(tmp_path / f"w{i}"),
+                "--state-dir",
+                str(tmp_path / "state"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        for i in range(2)
+    ]
     assert [p.wait(timeout=120) for p in procs] == [0, 0], [p.stderr.read() for p in procs]
     lines = trace.read_text().split("\n")
     assert [ln.split()[0] for ln in lines if ln] == ["start", "end", "start", "end"]
@@ -219,13 +285,15 @@ def test_run_local_retry_and_resubmit_refuse_what_argo_refuses(tmp_path):
     """`run --local --retry` follows FormulateRetryWorkflow: a Succeeded run cannot be retried; a folder that
     is not a finished local run is refused by name; nothing starts."""
     from infersweep.cli import main
-    from infersweep.local.run import run_local
     from infersweep.cluster_settings import load_cluster_settings
+    from infersweep.local.run import run_local
     from infersweep.recipe import RecipeError, load_recipe
     from infersweep.render import render_recipe
+
     run_dir = tmp_path / "runs" / "r1"
-    render_recipe(load_recipe("nemotron-3-nano-fp8-vllm-agg-kv"), load_cluster_settings(), namespace="local",
-                  workflow_name="r1").write(run_dir / "rendered")
+    render_recipe(
+        load_recipe("nemotron-3-nano-fp8-vllm-agg-kv"), load_cluster_settings(), namespace="local", workflow_name="r1"
+    ).write(run_dir / "rendered")
     with pytest.raises(RecipeError, match="left no status.json"):
         run_local(None, retry=run_dir, out_root=tmp_path / "runs", cache_root=tmp_path / "cache")
     (run_dir / "status.json").write_text('{"phase": "Succeeded", "nodes": {}}')

@@ -14,9 +14,16 @@ from infersweep.local.argo.text import go_quote, pod_name
 
 
 def _cluster(tmp: Path, state: Path | None = None, cms=None) -> LocalCluster:
-    return LocalCluster(pythons={}, pvc_dirs=lambda c: tmp / "pvc" / c, run_dir=tmp, cwd=tmp,
-                        env={"PATH": "/usr/bin:/bin"}, unmapped_on_host=True, configmaps=cms or {},
-                        state_dir=state or tmp / "state")
+    return LocalCluster(
+        pythons={},
+        pvc_dirs=lambda c: tmp / "pvc" / c,
+        run_dir=tmp,
+        cwd=tmp,
+        env={"PATH": "/usr/bin:/bin"},
+        unmapped_on_host=True,
+        configmaps=cms or {},
+        state_dir=state or tmp / "state",
+    )
 
 
 def _sh(name: str, script: str, **extra) -> dict:
@@ -24,19 +31,30 @@ def _sh(name: str, script: str, **extra) -> dict:
 
 
 def _wf(name: str, templates: list[dict], **spec) -> dict:
-    return {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow", "metadata": {"name": name},
-            "spec": {"entrypoint": "main", "templates": templates, **spec}}
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {"name": name},
+        "spec": {"entrypoint": "main", "templates": templates, **spec},
+    }
 
 
 def test_workflow_failures_is_argos_quoted_json(tmp_path):
     """operator.go operate: failedNodeStatus {displayName, message, templateName, phase, podName, finishedAt},
     json.Marshal'ed then strconv.Quote'd; pod names from pod_name.go GeneratePodName (v2)."""
-    wf = _wf("fails", [
-        {"name": "main", "dag": {"tasks": [{"name": "boom", "template": "boom"}]}},
-        _sh("boom", "exit 3"),
-        _sh("report", "cat > /tmp/o <<'EOF'\n{{workflow.failures}}\nEOF",
-            outputs={"parameters": [{"name": "f", "valueFrom": {"path": "/tmp/o"}}]}),
-    ], onExit="report")
+    wf = _wf(
+        "fails",
+        [
+            {"name": "main", "dag": {"tasks": [{"name": "boom", "template": "boom"}]}},
+            _sh("boom", "exit 3"),
+            _sh(
+                "report",
+                "cat > /tmp/o <<'EOF'\n{{workflow.failures}}\nEOF",
+                outputs={"parameters": [{"name": "f", "valueFrom": {"path": "/tmp/o"}}]},
+            ),
+        ],
+        onExit="report",
+    )
     argo = LocalArgo(wf, [], _cluster(tmp_path))
     argo.run()
     assert argo.phase == "Failed"
@@ -55,12 +73,19 @@ def test_workflow_failures_is_argos_quoted_json(tmp_path):
 
 
 def test_workflow_failures_without_failures_is_quoted_null(tmp_path):
-    wf = _wf("ok", [
-        {"name": "main", "dag": {"tasks": [{"name": "fine", "template": "fine"}]}},
-        _sh("fine", "true"),
-        _sh("report", "printf '%s' '{{workflow.failures}}' > /tmp/o",
-            outputs={"parameters": [{"name": "f", "valueFrom": {"path": "/tmp/o"}}]}),
-    ], onExit="report")
+    wf = _wf(
+        "ok",
+        [
+            {"name": "main", "dag": {"tasks": [{"name": "fine", "template": "fine"}]}},
+            _sh("fine", "true"),
+            _sh(
+                "report",
+                "printf '%s' '{{workflow.failures}}' > /tmp/o",
+                outputs={"parameters": [{"name": "f", "valueFrom": {"path": "/tmp/o"}}]},
+            ),
+        ],
+        onExit="report",
+    )
     argo = LocalArgo(wf, [], _cluster(tmp_path))
     argo.run()
     assert argo.phase == "Succeeded"
@@ -77,11 +102,16 @@ def _queue_scenario(tmp_path: Path, created_a: int, created_b: int) -> tuple[boo
     queue on it; H releases, C takes X (heap.Remove of the front moves B, the last item, to the root; a tie
     with A leaves it there), C releases. Returns whether A, then B, can now acquire."""
     from infersweep.local.argo.sync import LocalLocks
+
     cms = {"default/pools": {"x": "1", "y": "1"}}
     locks = LocalLocks(tmp_path / "state", cms)
     x = {"semaphores": [{"configMapKeyRef": {"name": "pools", "key": "x"}}]}
-    xy = {"semaphores": [{"configMapKeyRef": {"name": "pools", "key": "x"}},
-                         {"configMapKeyRef": {"name": "pools", "key": "y"}}]}
+    xy = {
+        "semaphores": [
+            {"configMapKeyRef": {"name": "pools", "key": "x"}},
+            {"configMapKeyRef": {"name": "pools", "key": "y"}},
+        ]
+    }
     assert locks.try_acquire("default/h/1", x, "default", 0, 100)[0]
     assert not locks.try_acquire("default/c/1", x, "default", 0, 100)[0]
     assert not locks.try_acquire("default/a/1", xy, "default", 0, created_a)[0]
@@ -89,8 +119,10 @@ def _queue_scenario(tmp_path: Path, created_a: int, created_b: int) -> tuple[boo
     locks.release("default/h/1", x, "default")
     assert locks.try_acquire("default/c/1", x, "default", 0, 100)[0]
     locks.release("default/c/1", x, "default")
-    return (locks.try_acquire("default/a/1", xy, "default", 0, created_a)[0],
-            locks.try_acquire("default/b/1", xy, "default", 0, created_b)[0])
+    return (
+        locks.try_acquire("default/a/1", xy, "default", 0, created_a)[0],
+        locks.try_acquire("default/b/1", xy, "default", 0, created_b)[0],
+    )
 
 
 def test_same_second_whole_pool_runs_deadlock_as_on_a_cluster(tmp_path):
@@ -105,11 +137,18 @@ def test_same_second_whole_pool_runs_deadlock_as_on_a_cluster(tmp_path):
 
 def _queue_scenario_retry(tmp_path: Path) -> tuple[bool, bool]:
     from infersweep.local.argo.sync import LocalLocks
+
     locks = LocalLocks(tmp_path / "state", {"default/pools": {"x": "1", "y": "1"}})
-    xy = {"semaphores": [{"configMapKeyRef": {"name": "pools", "key": "x"}},
-                         {"configMapKeyRef": {"name": "pools", "key": "y"}}]}
-    return (locks.try_acquire("default/a/1", xy, "default", 0, 200)[0],
-            locks.try_acquire("default/b/1", xy, "default", 0, 200)[0])
+    xy = {
+        "semaphores": [
+            {"configMapKeyRef": {"name": "pools", "key": "x"}},
+            {"configMapKeyRef": {"name": "pools", "key": "y"}},
+        ]
+    }
+    return (
+        locks.try_acquire("default/a/1", xy, "default", 0, 200)[0],
+        locks.try_acquire("default/b/1", xy, "default", 0, 200)[0],
+    )
 
 
 def test_a_second_apart_the_earlier_run_goes_first(tmp_path):
@@ -118,6 +157,7 @@ def test_a_second_apart_the_earlier_run_goes_first(tmp_path):
 
 def test_higher_priority_goes_first(tmp_path):
     from infersweep.local.argo.sync import LocalLocks
+
     locks = LocalLocks(tmp_path / "state", {"default/pools": {"x": "1"}})
     x = {"semaphores": [{"configMapKeyRef": {"name": "pools", "key": "x"}}]}
     assert locks.try_acquire("default/h/1", x, "default", 0, 100)[0]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-
 import json
 import socket
 import time
@@ -13,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from infersweep.local import procs
-from infersweep.local.toy_model import MARKER, build_toy_model
 from infersweep.local.dynamo import (
     LocalDeploymentError,
     default_dynamo_python,
@@ -23,6 +21,7 @@ from infersweep.local.dynamo import (
     teardown_local,
     wait_ready_local,
 )
+from infersweep.local.toy_model import MARKER, build_toy_model
 
 pytestmark = pytest.mark.e2e
 
@@ -41,13 +40,29 @@ AGG_KV = {
     "metadata": {"name": "agg-kv"},
     "spec": {
         "components": [
-            {"name": "Frontend", "type": "frontend", "replicas": 1, "podTemplate": {"spec": {
-                "containers": [_container(["python3"], ["-m", "dynamo.frontend",
-                                                        "--router-mode", "kv"])]}}},
-            {"name": "VllmWorker", "type": "worker", "replicas": 4, "podTemplate": {"spec": {
-                "containers": [_container(["python3", "-m", "dynamo.vllm"],
-                                          ["--model", "Qwen/Qwen3-0.6B", "--block-size", "16",
-                                           "--tensor-parallel-size", "1"])]}}},
+            {
+                "name": "Frontend",
+                "type": "frontend",
+                "replicas": 1,
+                "podTemplate": {
+                    "spec": {"containers": [_container(["python3"], ["-m", "dynamo.frontend", "--router-mode", "kv"])]}
+                },
+            },
+            {
+                "name": "VllmWorker",
+                "type": "worker",
+                "replicas": 4,
+                "podTemplate": {
+                    "spec": {
+                        "containers": [
+                            _container(
+                                ["python3", "-m", "dynamo.vllm"],
+                                ["--model", "Qwen/Qwen3-0.6B", "--block-size", "16", "--tensor-parallel-size", "1"],
+                            )
+                        ]
+                    }
+                },
+            },
         ]
     },
 }
@@ -59,21 +74,50 @@ DISAGG = {
     "metadata": {"name": "disagg"},
     "spec": {
         "services": {
-            "Frontend": {"componentType": "frontend", "replicas": 1, "extraPodSpec": {
-                "mainContainer": _container(["/bin/sh", "-c"], [
-                    "python3 -m dynamo.frontend --router-mode round-robin --http-port 8000"])}},
-            "SglangPrefill": {"componentType": "worker", "subComponentType": "prefill",
-                              "replicas": 1, "multinode": {"nodeCount": 2}, "extraPodSpec": {
-                "mainContainer": _container(["/bin/sh", "-c"], [
-                    "python3 -m dynamo.sglang --model-path \"${MODEL}\" "
-                    "--served-model-name \"$MODEL\" --disaggregation-mode prefill --tp 16"],
-                    env=[{"name": "MODEL", "value": "deepseek-ai/DeepSeek-R1"}])}},
-            "SglangDecode": {"componentType": "worker", "subComponentType": "decode",
-                             "replicas": 1, "extraPodSpec": {
-                "mainContainer": _container(["python3", "-m", "dynamo.sglang"], [
-                    "--model-path", "$(MODEL)", "--served-model-name", "$(MODEL)",
-                    "--disaggregation-mode", "decode"],
-                    env=[{"name": "MODEL", "value": "deepseek-ai/DeepSeek-R1"}])}},
+            "Frontend": {
+                "componentType": "frontend",
+                "replicas": 1,
+                "extraPodSpec": {
+                    "mainContainer": _container(
+                        ["/bin/sh", "-c"], ["python3 -m dynamo.frontend --router-mode round-robin --http-port 8000"]
+                    )
+                },
+            },
+            "SglangPrefill": {
+                "componentType": "worker",
+                "subComponentType": "prefill",
+                "replicas": 1,
+                "multinode": {"nodeCount": 2},
+                "extraPodSpec": {
+                    "mainContainer": _container(
+                        ["/bin/sh", "-c"],
+                        [
+                            'python3 -m dynamo.sglang --model-path "${MODEL}" '
+                            '--served-model-name "$MODEL" --disaggregation-mode prefill --tp 16'
+                        ],
+                        env=[{"name": "MODEL", "value": "deepseek-ai/DeepSeek-R1"}],
+                    )
+                },
+            },
+            "SglangDecode": {
+                "componentType": "worker",
+                "subComponentType": "decode",
+                "replicas": 1,
+                "extraPodSpec": {
+                    "mainContainer": _container(
+                        ["python3", "-m", "dynamo.sglang"],
+                        [
+                            "--model-path",
+                            "$(MODEL)",
+                            "--served-model-name",
+                            "$(MODEL)",
+                            "--disaggregation-mode",
+                            "decode",
+                        ],
+                        env=[{"name": "MODEL", "value": "deepseek-ai/DeepSeek-R1"}],
+                    )
+                },
+            },
         }
     },
 }
@@ -86,9 +130,18 @@ CRASHING = {
     "spec": {
         "components": [
             {"name": "Frontend", "type": "frontend", "replicas": 1},
-            {"name": "BrokenWorker", "type": "worker", "replicas": 1, "podTemplate": {"spec": {
-                "containers": [_container(["python3", "-m", "dynamo.mocker"],
-                                          ["--model-name", "m", "--no-such-flag"])]}}},
+            {
+                "name": "BrokenWorker",
+                "type": "worker",
+                "replicas": 1,
+                "podTemplate": {
+                    "spec": {
+                        "containers": [
+                            _container(["python3", "-m", "dynamo.mocker"], ["--model-name", "m", "--no-such-flag"])
+                        ]
+                    }
+                },
+            },
         ]
     },
 }
@@ -104,18 +157,22 @@ def dirs(tmp_path: Path):
 
 def stream_chat(base_url: str, model: str, content: str, max_tokens: int = 16) -> str:
     """Text of a streamed (SSE) chat completion."""
-    body = {"model": model, "stream": True, "max_tokens": max_tokens,
-            "messages": [{"role": "user", "content": content}]}
-    request = urllib.request.Request(f"{base_url}/v1/chat/completions",
-                                     data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
+    body = {
+        "model": model,
+        "stream": True,
+        "max_tokens": max_tokens,
+        "messages": [{"role": "user", "content": content}],
+    }
+    request = urllib.request.Request(
+        f"{base_url}/v1/chat/completions", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
     text = []
     with urllib.request.urlopen(request, timeout=30) as response:
         for raw in response:
             line = raw.decode().strip()
             if not line.startswith("data:"):
                 continue
-            data = line[len("data:"):].strip()
+            data = line[len("data:") :].strip()
             if data == "[DONE]":
                 break
             for choice in json.loads(data).get("choices", []):
@@ -166,15 +223,19 @@ def test_disaggregated_prefill_decode(dirs):
     deployment = deploy_local(DISAGG, model_dir=model_dir, state_dir=state_dir)
     roles = {c["name"]: (c["role"], c["engine"], c["num_workers"]) for c in deployment.components}
     # nodeCount 2 x 1 replica = 2 workers; the decode side has 1.
-    assert roles == {"SglangPrefill": ("prefill", "sglang", 2),
-                     "SglangDecode": ("decode", "sglang", 1)}
+    assert roles == {"SglangPrefill": ("prefill", "sglang", 2), "SglangDecode": ("decode", "sglang", 1)}
     assert deployment.model_name == "deepseek-ai/DeepSeek-R1"
     assert deployment.router_mode == "round-robin"
 
     wait_ready_local(state_dir, timeout_s=25)
-    answer = procs.http_json(f"{deployment.frontend_url}/v1/chat/completions", {
-        "model": deployment.model_name, "max_tokens": 8,
-        "messages": [{"role": "user", "content": "what is the time ?"}]})
+    answer = procs.http_json(
+        f"{deployment.frontend_url}/v1/chat/completions",
+        {
+            "model": deployment.model_name,
+            "max_tokens": 8,
+            "messages": [{"role": "user", "content": "what is the time ?"}],
+        },
+    )
     assert answer["choices"][0]["message"]["content"].strip()
     teardown_local(state_dir)
     assert procs.alive(state_dir) == []
@@ -196,8 +257,7 @@ def test_crashing_worker_fails_fast(dirs):
 def test_toy_model_is_deterministic_and_built_once(tmp_path: Path):
     first = build_toy_model(tmp_path / "a")
     second = build_toy_model(tmp_path / "b")
-    for name in ("tokenizer.json", "tokenizer_config.json", "config.json",
-                 "generation_config.json"):
+    for name in ("tokenizer.json", "tokenizer_config.json", "config.json", "generation_config.json"):
         assert (first / name).read_bytes() == (second / name).read_bytes()
     vocab = json.loads((first / "tokenizer.json").read_text())["model"]["vocab"]
     assert len(vocab) == 32000 and vocab["[UNK]"] == 0
@@ -217,11 +277,11 @@ def test_stop_all_is_idempotent(tmp_path: Path):
 
     group = procs.ProcessGroup(state_dir)
     # A child that forks a grandchild: the process-group kill must reach both.
-    group.spawn("forker", ["sh", "-c", "sleep 60 & sleep 60"], {"PATH": "/usr/bin:/bin"},
-                tmp_path / "forker.log")
+    group.spawn("forker", ["sh", "-c", "sleep 60 & sleep 60"], {"PATH": "/usr/bin:/bin"}, tmp_path / "forker.log")
     # Ignores SIGTERM (sleep inherits the ignored disposition): needs the SIGKILL fallback.
-    group.spawn("stubborn", ["sh", "-c", "trap '' TERM; sleep 60"], {"PATH": "/usr/bin:/bin"},
-                tmp_path / "stubborn.log")
+    group.spawn(
+        "stubborn", ["sh", "-c", "trap '' TERM; sleep 60"], {"PATH": "/usr/bin:/bin"}, tmp_path / "stubborn.log"
+    )
     # Already gone before stop_all runs.
     group.spawn("quick", ["true"], {"PATH": "/usr/bin:/bin"}, tmp_path / "quick.log")
     time.sleep(0.3)

@@ -24,12 +24,21 @@ def test_sigterm_is_argo_stop_status_is_written_and_handlers_are_restored(tmp_pa
     before = signal.signal(signal.SIGTERM, mine)
     try:
         threading.Timer(2.0, signal.raise_signal, args=(signal.SIGTERM,)).start()
-        argo, root = execute(build(tmp_path, sleep="30"), [], run_id="t", run_dir=tmp_path / "run",
-                             status_file=tmp_path / "status.json", cache_root=tmp_path / "cache",
-                             pythons={"local/step": sys.executable},
-                             env={"PATH": "/usr/bin:/bin"}, code_root=tmp_path / "code",
-                             s3_client=None,  # the workflow has no artifacts: nothing is uploaded
-                             configmaps={}, on_event=lambda kind, node: None, on_started=started.append)
+        argo, root = execute(
+            build(tmp_path, sleep="30"),
+            [],
+            run_id="t",
+            run_dir=tmp_path / "run",
+            status_file=tmp_path / "status.json",
+            cache_root=tmp_path / "cache",
+            pythons={"local/step": sys.executable},
+            env={"PATH": "/usr/bin:/bin"},
+            code_root=tmp_path / "code",
+            s3_client=None,  # the workflow has no artifacts: nothing is uploaded
+            configmaps={},
+            on_event=lambda kind, node: None,
+            on_started=started.append,
+        )
         assert signal.getsignal(signal.SIGTERM) is mine
     finally:
         signal.signal(signal.SIGTERM, before)

@@ -14,10 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from infersweep.local.dynamo import (Component, deploy_local, default_dynamo_python, mocker_argv,
-                                     publishes_kv_events, read_components, teardown_local, wait_ready_local)
-from infersweep.recipe import load_recipe
 from infersweep.dgd.render import render_dgd
+from infersweep.local.dynamo import (
+    Component,
+    default_dynamo_python,
+    deploy_local,
+    mocker_argv,
+    publishes_kv_events,
+    read_components,
+    teardown_local,
+    wait_ready_local,
+)
+from infersweep.recipe import load_recipe
 
 VLLM_EVENTS = '{"publisher":"zmq","topic":"kv-events","endpoint":"tcp://*:20080","enable_kv_cache_events":true}'
 
@@ -30,20 +38,23 @@ def argv(c: Component) -> list[str]:
     return mocker_argv(c, python="python", model_dir=Path("/m"), num_workers=1, engine="vllm")
 
 
-@pytest.mark.parametrize("module,args,env,expected", [
-    ("dynamo.vllm", ["--kv-events-config", VLLM_EVENTS], {}, True),
-    ("dynamo.vllm", [], {}, False),
-    # vLLM's KVEventsConfig defaults enable_kv_cache_events to False: a config without it publishes nothing.
-    ("dynamo.vllm", ["--kv-events-config", '{"publisher":"zmq","endpoint":"tcp://*:1"}'], {}, False),
-    ("dynamo.vllm", ["--kv-events-config", VLLM_EVENTS, "--no-enable-prefix-caching"], {}, False),
-    ("dynamo.sglang", ["--kv-events-config", '{"publisher":"zmq","endpoint":"tcp://*:5557"}'], {}, True),
-    ("dynamo.sglang", ["--kv-events-config", '{"endpoint":"tcp://*:5557"}'], {}, False),  # publisher null
-    ("dynamo.sglang", [], {}, False),
-    ("dynamo.trtllm", ["--publish-kv-events"], {}, True),
-    ("dynamo.trtllm", [], {}, False),
-    ("dynamo.trtllm", [], {"DYN_TRTLLM_PUBLISH_KV_EVENTS": "true"}, True),
-    ("dynamo.trtllm", ["--publish-kv-events", "--no-publish-kv-events"], {}, False),
-])
+@pytest.mark.parametrize(
+    "module,args,env,expected",
+    [
+        ("dynamo.vllm", ["--kv-events-config", VLLM_EVENTS], {}, True),
+        ("dynamo.vllm", [], {}, False),
+        # vLLM's KVEventsConfig defaults enable_kv_cache_events to False: a config without it publishes nothing.
+        ("dynamo.vllm", ["--kv-events-config", '{"publisher":"zmq","endpoint":"tcp://*:1"}'], {}, False),
+        ("dynamo.vllm", ["--kv-events-config", VLLM_EVENTS, "--no-enable-prefix-caching"], {}, False),
+        ("dynamo.sglang", ["--kv-events-config", '{"publisher":"zmq","endpoint":"tcp://*:5557"}'], {}, True),
+        ("dynamo.sglang", ["--kv-events-config", '{"endpoint":"tcp://*:5557"}'], {}, False),  # publisher null
+        ("dynamo.sglang", [], {}, False),
+        ("dynamo.trtllm", ["--publish-kv-events"], {}, True),
+        ("dynamo.trtllm", [], {}, False),
+        ("dynamo.trtllm", [], {"DYN_TRTLLM_PUBLISH_KV_EVENTS": "true"}, True),
+        ("dynamo.trtllm", ["--publish-kv-events", "--no-publish-kv-events"], {}, False),
+    ],
+)
 def test_kv_events_follow_the_engine_rules(module, args, env, expected):
     c = comp(module, args, env=env)
     assert publishes_kv_events(c) is expected
@@ -72,23 +83,56 @@ def test_catalog_kv_recipes_get_publishing_mockers():
 
 
 AGG_KV = {
-    "apiVersion": "nvidia.com/v1beta1", "kind": "DynamoGraphDeployment", "metadata": {"name": "agg-kv"},
-    "spec": {"components": [
-        {"name": "Frontend", "type": "frontend", "replicas": 1, "podTemplate": {"spec": {"containers": [
-            {"name": "main", "image": "x", "command": ["python3", "-m", "dynamo.frontend"],
-             "args": ["--router-mode", "kv"]}]}}},
-        {"name": "VllmWorker", "type": "worker", "replicas": 1, "podTemplate": {"spec": {"containers": [
-            {"name": "main", "image": "x", "command": ["python3", "-m", "dynamo.vllm"],
-             "args": ["--model", "m/kv", "--block-size", "16"]}]}}},
-    ]},
+    "apiVersion": "nvidia.com/v1beta1",
+    "kind": "DynamoGraphDeployment",
+    "metadata": {"name": "agg-kv"},
+    "spec": {
+        "components": [
+            {
+                "name": "Frontend",
+                "type": "frontend",
+                "replicas": 1,
+                "podTemplate": {
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "main",
+                                "image": "x",
+                                "command": ["python3", "-m", "dynamo.frontend"],
+                                "args": ["--router-mode", "kv"],
+                            }
+                        ]
+                    }
+                },
+            },
+            {
+                "name": "VllmWorker",
+                "type": "worker",
+                "replicas": 1,
+                "podTemplate": {
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "main",
+                                "image": "x",
+                                "command": ["python3", "-m", "dynamo.vllm"],
+                                "args": ["--model", "m/kv", "--block-size", "16"],
+                            }
+                        ]
+                    }
+                },
+            },
+        ]
+    },
 }
 
 
 def _advertised_kv_events(state_dir: Path) -> list[bool]:
     """What each running mocker put in its model card (runtime_config.kv_event_publishing_enabled): the
     flag the real KV router reads, as written by the real mocker to the file discovery backend."""
-    cards = [json.loads(p.read_text()) for p in (state_dir / "discovery").rglob("*")
-             if p.is_file() and "/mdc/" in str(p)]
+    cards = [
+        json.loads(p.read_text()) for p in (state_dir / "discovery").rglob("*") if p.is_file() and "/mdc/" in str(p)
+    ]
     return [c["card_json"]["runtime_config"]["kv_event_publishing_enabled"] for c in cards]
 
 
@@ -99,7 +143,9 @@ def test_the_real_mocker_advertises_what_the_worker_would(tmp_path, with_events)
     dgd = copy.deepcopy(AGG_KV)
     if with_events:
         dgd["spec"]["components"][1]["podTemplate"]["spec"]["containers"][0]["args"] += [
-            "--kv-events-config", VLLM_EVENTS]
+            "--kv-events-config",
+            VLLM_EVENTS,
+        ]
     state = tmp_path / "state"
     try:
         deploy_local(dgd, model_dir=tmp_path / "model", state_dir=state)

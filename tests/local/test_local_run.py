@@ -11,10 +11,10 @@ import socket
 import pandas as pd
 import pytest
 
+from infersweep.cluster_settings import load_cluster_settings
 from infersweep.local import procs
 from infersweep.local.run import ARTIFACT_BUCKET, run_local
 from infersweep.local.standins.s3server import LocalS3
-from infersweep.cluster_settings import load_cluster_settings
 from infersweep.results.publish import verify_run
 
 pytestmark = pytest.mark.e2e
@@ -29,8 +29,13 @@ def local_run(tmp_path_factory):
         events = []
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
-            res = run_local(NEMOTRON, out_root=root / "runs", cache_root=root / "cache", s3=s3,
-                            on_event=lambda kind, node: events.append((kind, node.name, node.phase)))
+            res = run_local(
+                NEMOTRON,
+                out_root=root / "runs",
+                cache_root=root / "cache",
+                s3=s3,
+                on_event=lambda kind, node: events.append((kind, node.name, node.phase)),
+            )
         res.printed = printed.getvalue()
         report = verify_run(bucket, f"{load_cluster_settings().s3.prefix}/{NEMOTRON}/{res.run_id}", s3=s3.client())
         artifacts = [o["Key"] for o in s3.client().list_objects_v2(Bucket=ARTIFACT_BUCKET).get("Contents", [])]
@@ -43,8 +48,17 @@ def test_run_succeeds_and_table_has_one_measured_row_per_concurrency(local_run):
     df = pd.read_parquet(res.results_dir / "summary" / "results.parquet")
     assert list(df["concurrency"]) == [1, 4]
     assert (df["status"] == "ok").all()
-    for col in ("ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "itl_p50_ms", "request_latency_p99_ms", "output_throughput_tok_s",
-                "output_throughput_tok_s_per_gpu", "output_throughput_p50_tok_s_per_user", "request_throughput_req_s"):
+    for col in (
+        "ttft_p50_ms",
+        "ttft_p90_ms",
+        "ttft_p99_ms",
+        "itl_p50_ms",
+        "request_latency_p99_ms",
+        "output_throughput_tok_s",
+        "output_throughput_tok_s_per_gpu",
+        "output_throughput_p50_tok_s_per_user",
+        "request_throughput_req_s",
+    ):
         assert (df[col] > 0).all(), col
     assert (df["error_ratio"] == 0).all()
     # More concurrency, more throughput: the mocker workers really served the load.
@@ -69,15 +83,32 @@ def test_results_are_published_with_checksums_and_manifest_and_artifacts_kept(lo
     assert report["ok"]
     keys = {o.split(res.run_id + "/", 1)[1] for o in res.s3_keys}
     assert {"manifest.json", "summary/results.parquet", "summary/pareto.png", "points/c4/result.json"} <= keys
-    assert any(k.endswith("pareto.png") for k in artifacts), "summarize's output artifacts go to the artifact repository"
+    assert any(k.endswith("pareto.png") for k in artifacts), (
+        "summarize's output artifacts go to the artifact repository"
+    )
 
 
 def test_dag_ran_in_declared_order_with_exit_handler_last(local_run):
     *_, events = local_run
     ends = [n.split(".", 1)[1] for kind, n, _ in events if kind == "end" and "." in n]
-    order = [e for e in ends if e in ("ensure-pvc", "model-cache", "gpu-span.deploy", "gpu-span.wait-ready", "gpu-span",
-                                      "onExit.teardown", "onExit.scrape", "onExit.summarize", "onExit.publish",
-                                      "onExit.verdict", "onExit")]
+    order = [
+        e
+        for e in ends
+        if e
+        in (
+            "ensure-pvc",
+            "model-cache",
+            "gpu-span.deploy",
+            "gpu-span.wait-ready",
+            "gpu-span",
+            "onExit.teardown",
+            "onExit.scrape",
+            "onExit.summarize",
+            "onExit.publish",
+            "onExit.verdict",
+            "onExit",
+        )
+    ]
     assert order[:5] == ["ensure-pvc", "model-cache", "gpu-span.deploy", "gpu-span.wait-ready", "gpu-span"]
     # the bookkeeping is the exit handler's: summarised, published, then judged
     assert order[-1] == "onExit" and order.index("onExit.publish") > order.index("onExit.summarize")

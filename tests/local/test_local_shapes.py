@@ -8,9 +8,9 @@ import json
 
 import pytest
 
+from infersweep.cluster_settings import load_cluster_settings
 from infersweep.local.run import ARTIFACT_BUCKET, run_local
 from infersweep.local.standins.s3server import LocalS3
-from infersweep.cluster_settings import load_cluster_settings
 
 pytestmark = pytest.mark.e2e
 ONE_POINT = {"points": '[{"concurrency":2,"requests":12,"warmup":0}]'}
@@ -34,8 +34,14 @@ def s3():
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_local_run_of_each_shape_measures_a_point(shape, s3, tmp_path):
     name, roles, router = SHAPES[shape]
-    res = run_local(name, out_root=tmp_path / "runs", cache_root=tmp_path / "cache", s3=s3,
-                    overrides=ONE_POINT, on_event=lambda kind, node: None)
+    res = run_local(
+        name,
+        out_root=tmp_path / "runs",
+        cache_root=tmp_path / "cache",
+        s3=s3,
+        overrides=ONE_POINT,
+        on_event=lambda kind, node: None,
+    )
     assert res.phase == "Succeeded", res.message
     result = json.loads((res.results_dir / "points" / "c2" / "result.json").read_text())
     assert result["status"] == "ok" and result["requests_ok"] >= 12, result

@@ -64,10 +64,33 @@ def _with_token(token: str) -> list[int]:
 
 def _point_workflow(fake: Path, out: Path) -> dict:
     with Workflow(name="stop", entrypoint="main") as wf:
-        point = Container(name="point", image="local/step", command=["python", "-m", "steps.aiperf_point"],
-                          args=["--url", "http://127.0.0.1:9", "--model", "m", "--tokenizer", str(out.parent),
-                                "--concurrency", "4", "--requests", "40", "--isl", "128", "--osl", "32",
-                                "--out", str(out), "--aiperf", str(fake), "--grace-s", "60"])
+        point = Container(
+            name="point",
+            image="local/step",
+            command=["python", "-m", "steps.aiperf_point"],
+            args=[
+                "--url",
+                "http://127.0.0.1:9",
+                "--model",
+                "m",
+                "--tokenizer",
+                str(out.parent),
+                "--concurrency",
+                "4",
+                "--requests",
+                "40",
+                "--isl",
+                "128",
+                "--osl",
+                "32",
+                "--out",
+                str(out),
+                "--aiperf",
+                str(fake),
+                "--grace-s",
+                "60",
+            ],
+        )
         with Steps(name="main"):
             point(name="point")
     return wf.to_dict()
@@ -76,7 +99,9 @@ def _point_workflow(fake: Path, out: Path) -> dict:
 def test_ctrl_c_stops_aiperf_and_its_children_and_the_point_reports_progress(tmp_path, monkeypatch):
     token = f"infersweep-stop-test-{uuid.uuid4().hex}"
     fake = tmp_path / "aiperf"
-    fake.write_text(FAKE_AIPERF.format(python=sys.executable, token=token, records=str(FIXTURE / "profile_export.jsonl")))
+    fake.write_text(
+        FAKE_AIPERF.format(python=sys.executable, token=token, records=str(FIXTURE / "profile_export.jsonl"))
+    )
     fake.chmod(0o755)
     # The kubelet's grace (30 s) shortened so the test does not wait for it; the point's own (--grace-s 60)
     # is then longer than it, as when AIPerf is slow to stop: the step is SIGKILLed with AIPerf still there.
@@ -92,13 +117,23 @@ def test_ctrl_c_stops_aiperf_and_its_children_and_the_point_reports_progress(tmp
 
     threading.Thread(target=ctrl_c_when_measuring, daemon=True).start()
     from infersweep.local.progress_watch import ProgressWatcher
-    monkeypatch.setattr("infersweep.local.executor.ProgressWatcher",
-                        lambda argo: ProgressWatcher(argo, out=lines.append, every_s=0.2))
+
+    monkeypatch.setattr(
+        "infersweep.local.executor.ProgressWatcher", lambda argo: ProgressWatcher(argo, out=lines.append, every_s=0.2)
+    )
     try:
-        argo, _ = execute(_point_workflow(fake, tmp_path / "points" / "c4"), [], run_id="stop", run_dir=tmp_path / "run",
-                          status_file=tmp_path / "status.json", cache_root=tmp_path / "cache",
-                          pythons={"local/step": sys.executable}, env={"PATH": os.environ["PATH"]},
-                          s3_client=None, configmaps={})
+        argo, _ = execute(
+            _point_workflow(fake, tmp_path / "points" / "c4"),
+            [],
+            run_id="stop",
+            run_dir=tmp_path / "run",
+            status_file=tmp_path / "status.json",
+            cache_root=tmp_path / "cache",
+            pythons={"local/step": sys.executable},
+            env={"PATH": os.environ["PATH"]},
+            s3_client=None,
+            configmaps={},
+        )
     finally:
         left = _with_token(token)
         for pid in left:  # never leave them to the next test
@@ -120,7 +155,7 @@ def _stat(pid: int) -> tuple[int, int, int, str] | None:
         raw = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    f = raw[raw.rindex(")") + 2:].split()
+    f = raw[raw.rindex(")") + 2 :].split()
     return int(f[1]), int(f[3]), int(f[19]), f[0]
 
 
@@ -166,9 +201,21 @@ def test_ctrl_c_on_a_real_local_run_leaves_no_process(tmp_path):
     SIGINT while a point measures, and nothing the run started is left once it has exited."""
     log = tmp_path / "run.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "infersweep", "run", "--local", "nemotron-3-nano-fp8-vllm-agg-kv",
-                                 "--out", str(tmp_path / "runs")], stdout=out, stderr=subprocess.STDOUT,
-                                cwd=REPO)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "infersweep",
+                "run",
+                "--local",
+                "nemotron-3-nano-fp8-vllm-agg-kv",
+                "--out",
+                str(tmp_path / "runs"),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+        )
     seen: dict[int, tuple[int, int, str]] = {}
     try:
         deadline = time.monotonic() + 240

@@ -16,8 +16,10 @@ import pytest
 from infersweep.local import dynamo, procs
 from infersweep.local.dynamo import LocalDeployment, LocalDeploymentError, wait_ready_local
 
-EXPIRED = ("2026-12-01T13:58:03.322400Z  INFO dynamo_runtime::storage::kv::file: Expired "
-           "path=\"/tmp/x/discovery/v1/instances/dynamo%2Fbackend%2Fgenerate%2F796f627bad1494f7\"")
+EXPIRED = (
+    "2026-12-01T13:58:03.322400Z  INFO dynamo_runtime::storage::kv::file: Expired "
+    'path="/tmp/x/discovery/v1/instances/dynamo%2Fbackend%2Fgenerate%2F796f627bad1494f7"'
+)
 
 
 class _NoModels(http.server.BaseHTTPRequestHandler):
@@ -46,10 +48,18 @@ def _deployment(tmp_path, url, *, ready_before_start: bool) -> LocalDeployment:
     group = procs.ProcessGroup(tmp_path)
     group.spawn("Frontend", [sys.executable, "-c", "import time; time.sleep(120)"], {}, log)
     started = procs.read_records(tmp_path)[0]["started_at"]
-    dep = LocalDeployment(name="qwen-b535ca", state_dir=str(tmp_path), frontend_url=url, model_name="Qwen/Qwen3-32B",
-                          router_mode="round-robin", model_dir=str(tmp_path), processes=procs.read_records(tmp_path),
-                          components=[], created_at=started,
-                          ready_at=started + 60 if ready_before_start else 0.0)
+    dep = LocalDeployment(
+        name="qwen-b535ca",
+        state_dir=str(tmp_path),
+        frontend_url=url,
+        model_name="Qwen/Qwen3-32B",
+        router_mode="round-robin",
+        model_dir=str(tmp_path),
+        processes=procs.read_records(tmp_path),
+        components=[],
+        created_at=started,
+        ready_at=started + 60 if ready_before_start else 0.0,
+    )
     dep.save()
     return dep
 

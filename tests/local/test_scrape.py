@@ -12,11 +12,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from infersweep.local.standins.prometheus import LocalPrometheus, write_targets
+from infersweep.cluster_settings import load_cluster_settings
 from infersweep.local.run import ARTIFACT_BUCKET, run_local
+from infersweep.local.standins.prometheus import LocalPrometheus, write_targets
 from infersweep.local.standins.s3server import LocalS3
 from infersweep.paths import params_dir
-from infersweep.cluster_settings import load_cluster_settings
 
 NEMOTRON = "nemotron-3-nano-fp8-vllm-agg-kv"
 
@@ -48,11 +48,16 @@ def test_local_run_has_frontend_rate_and_ttft_samples_within_each_points_window(
     bucket = load_cluster_settings().s3.bucket
     t0 = time.time()
     with LocalS3(buckets=[bucket, ARTIFACT_BUCKET]) as s3:
-        res = run_local(NEMOTRON, out_root=tmp_path / "runs", cache_root=tmp_path / "cache", s3=s3,
-                        on_event=lambda *_: None)
+        res = run_local(
+            NEMOTRON, out_root=tmp_path / "runs", cache_root=tmp_path / "cache", s3=s3, on_event=lambda *_: None
+        )
     assert res.phase == "Succeeded", res.message
-    params = {p["name"]: p["value"] for p in
-              yaml.safe_load((res.run_dir / "rendered" / "workflow.yaml").read_text())["spec"]["arguments"]["parameters"]}
+    params = {
+        p["name"]: p["value"]
+        for p in yaml.safe_load((res.run_dir / "rendered" / "workflow.yaml").read_text())["spec"]["arguments"][
+            "parameters"
+        ]
+    }
     assert params["prometheus-url"].startswith("http://127.0.0.1:")
     assert not _answers(params["prometheus-url"]), "the run stops its Prometheus"
 
@@ -73,6 +78,8 @@ def test_local_run_has_frontend_rate_and_ttft_samples_within_each_points_window(
     table = pd.read_parquet(next(Path(res.results_dir).rglob("results.parquet")))
     ready = table["time_to_ready_s"].dropna().unique()
     assert len(ready) == 1, f"one time-to-ready per run, got {ready}"
-    first_point = min(json.loads(f.read_text())["profiling_start_ns"] / 1e9
-                      for f in Path(res.results_dir, "points").glob("*/result.json"))
+    first_point = min(
+        json.loads(f.read_text())["profiling_start_ns"] / 1e9
+        for f in Path(res.results_dir, "points").glob("*/result.json")
+    )
     assert 0 < ready[0] < first_point - t0, "time-to-ready after the run started and before the first point"

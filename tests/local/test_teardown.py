@@ -61,15 +61,14 @@ def run_processes(mark: str, folder: Path) -> dict[int, str]:
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         stat = _read(f"/proc/{entry.name}/stat")
-        if not stat or stat[stat.rindex(b")") + 2:][:1] == b"Z":
+        if not stat or stat[stat.rindex(b")") + 2 :][:1] == b"Z":
             continue  # gone, or a zombie waiting for its parent: not running
         cmd = _read(f"/proc/{entry.name}/cmdline").replace(b"\0", b" ").decode(errors="replace")
         try:
             cwd = os.readlink(f"/proc/{entry.name}/cwd")
         except OSError:
             cwd = ""
-        if (mark.encode() in _read(f"/proc/{entry.name}/environ") or str(folder) in cmd
-                or cwd.startswith(str(folder))):
+        if mark.encode() in _read(f"/proc/{entry.name}/environ") or str(folder) in cmd or cwd.startswith(str(folder)):
             out[int(entry.name)] = cmd
     return out
 
@@ -119,14 +118,25 @@ def still_listening(ports: set[int]) -> set[int]:
 class CliRun:
     """`infersweep run --local` in its own session, as a user's terminal would run it."""
 
-    def __init__(self, tmp: Path, points: list[dict], extra: list[str] = (), env: dict | None = None,
-                 params: dict | None = None):
+    def __init__(
+        self, tmp: Path, points: list[dict], extra: list[str] = (), env: dict | None = None, params: dict | None = None
+    ):
         self.tmp, self.mark = tmp, uuid.uuid4().hex
         self.out = tmp / "runs"
         self.log = tmp / "cli.log"
         params = {"points": json.dumps(points, separators=(",", ":")), **(params or {})}
-        argv = [sys.executable, "-c", CLI_WITH_PARAMS, json.dumps(params),
-                "run", "--local", RECIPE, "--out", str(self.out), *extra]
+        argv = [
+            sys.executable,
+            "-c",
+            CLI_WITH_PARAMS,
+            json.dumps(params),
+            "run",
+            "--local",
+            RECIPE,
+            "--out",
+            str(self.out),
+            *extra,
+        ]
         self.env = dict(os.environ if env is None else env, **{MARK: self.mark})
         self.seen: dict[int, str] = {}
         # Every command line ever seen: a pid the kernel hands to a later process must not erase what ran.
@@ -134,8 +144,15 @@ class CliRun:
         self.ports: set[int] = set()
         with open(self.log, "wb") as log:
             # cwd=tmp: the CLI's cache (.infersweep) and runs are this test's own.
-            self.proc = subprocess.Popen(argv, cwd=tmp, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
+            self.proc = subprocess.Popen(
+                argv,
+                cwd=tmp,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
 
     @property
     def run_dir(self) -> Path | None:
@@ -156,13 +173,16 @@ class CliRun:
             if what():
                 return
             if self.proc.poll() is not None:
-                raise AssertionError(f"CLI ended (rc {self.proc.returncode}) before the awaited moment:\n{self.output()[-3000:]}")
+                raise AssertionError(
+                    f"CLI ended (rc {self.proc.returncode}) before the awaited moment:\n{self.output()[-3000:]}"
+                )
             time.sleep(0.3)
         raise AssertionError(f"timed out waiting; CLI output:\n{self.output()[-3000:]}")
 
     def point_running(self) -> bool:
         return any("steps.aiperf_point" in c for c in self.seen.values()) and any(
-            "aiperf" in c and "profile" in c for c in run_processes(self.mark, self.tmp).values())
+            "aiperf" in c and "profile" in c for c in run_processes(self.mark, self.tmp).values()
+        )
 
     def finish(self, timeout: float = 240) -> int:
         deadline = time.monotonic() + timeout
@@ -199,7 +219,9 @@ POINTS_LONG = [{"concurrency": 1, "requests": 8, "warmup": 0}, {"concurrency": 2
 def assert_nothing_left(run: CliRun, expect_started=("dynamo.frontend", "dynamo.mocker", "moto_server")) -> None:
     seen = " ".join(run.ever_seen)
     for what in expect_started:  # the run really got that far: otherwise "nothing left" proves little
-        assert what in seen, f"{what} was never seen running; saw: {sorted(c for c in run.ever_seen if any(w in c for w in WATCHED))[:10]}"
+        assert what in seen, (
+            f"{what} was never seen running; saw: {sorted(c for c in run.ever_seen if any(w in c for w in WATCHED))[:10]}"
+        )
     left = run.leftovers()
     assert left == {}, f"processes of the run are still running: {left}"
     assert run.ports, "no listening port was recorded while the run was up"
@@ -217,7 +239,6 @@ def cli_run(tmp_path):
     yield start
     for r in runs:
         r.cleanup()
-
 
 
 @pytest.mark.e2e
@@ -243,9 +264,13 @@ def test_failed_step_leaves_nothing_running(cli_run):
 @pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
 def test_interrupt_mid_sweep_leaves_nothing_running(cli_run, how):
     run = cli_run(POINTS_LONG)
-    run.wait_for(lambda: run.run_dir is not None
-                 and (run.run_dir / "volumes/workdir/run/points/c1/result.json").exists()
-                 and run.point_running())
+    run.wait_for(
+        lambda: (
+            run.run_dir is not None
+            and (run.run_dir / "volumes/workdir/run/points/c1/result.json").exists()
+            and run.point_running()
+        )
+    )
     time.sleep(3)  # AIPerf of the second point is sending requests
     run.observe()
     if how == "ctrl-c":
@@ -316,21 +341,69 @@ def test_deploy_step_sets_owner_reference_through_the_kubernetes_api(tmp_path):
     with K8sStandin() as api:
         env = dict(os.environ, KUBECONFIG=str(api.kubeconfig(tmp_path)), PYTHONPATH=str(REPO))
         env.pop("KUBERNETES_SERVICE_HOST", None)
-        p = subprocess.run([sys.executable, "-m", "steps.deploy", "--dgd", dgd_yaml, "--namespace", "bench",
-                            "--owner-name", "wf-abc", "--owner-uid", uid, "--url-param", str(tmp_path / "url")],
-                           cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+        p = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "steps.deploy",
+                "--dgd",
+                dgd_yaml,
+                "--namespace",
+                "bench",
+                "--owner-name",
+                "wf-abc",
+                "--owner-uid",
+                uid,
+                "--url-param",
+                str(tmp_path / "url"),
+            ],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert p.returncode == 0, p.stderr
-        created = api.objects[("nvidia.com", b.dgd["apiVersion"].split("/")[1], "bench", "dynamographdeployments",
-                               b.dgd["metadata"]["name"])]  # no --run-id: the rendered name as is
-        assert created["metadata"]["ownerReferences"] == [{
-            "apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow", "name": "wf-abc", "uid": uid,
-            "blockOwnerDeletion": False, "controller": False}]
+        created = api.objects[
+            (
+                "nvidia.com",
+                b.dgd["apiVersion"].split("/")[1],
+                "bench",
+                "dynamographdeployments",
+                b.dgd["metadata"]["name"],
+            )
+        ]  # no --run-id: the rendered name as is
+        assert created["metadata"]["ownerReferences"] == [
+            {
+                "apiVersion": "argoproj.io/v1alpha1",
+                "kind": "Workflow",
+                "name": "wf-abc",
+                "uid": uid,
+                "blockOwnerDeletion": False,
+                "controller": False,
+            }
+        ]
         assert created["spec"] == b.dgd["spec"]
         # The teardown step deletes it; a second teardown (exit handler after the early one) is fine.
         for expect in ("deleted", "already gone"):
-            p = subprocess.run([sys.executable, "-m", "steps.teardown", "--name", b.dgd["metadata"]["name"],
-                                "--namespace", "bench", "--api-version", b.dgd["apiVersion"].split("/")[1]],
-                               cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+            p = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "steps.teardown",
+                    "--name",
+                    b.dgd["metadata"]["name"],
+                    "--namespace",
+                    "bench",
+                    "--api-version",
+                    b.dgd["apiVersion"].split("/")[1],
+                ],
+                cwd=REPO,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
             assert p.returncode == 0 and expect in p.stdout, (p.stdout, p.stderr)
         assert not [k for k in api.objects if k[3] == "dynamographdeployments"]
         verbs = [(m, path) for m, path, _ in api.requests]

@@ -89,7 +89,10 @@ def test_its_own_dgd_does_not_count_so_retry_and_ensure_redeploy(settings, monke
 
 
 def test_a_lane_of_several_runs_waits_only_when_it_is_full(settings):
-    dgd = {"apiVersion": "nvidia.com/v1beta1", "metadata": {"name": "me", "labels": {LANE_LABEL_PREFIX + "h200-1gpu": "4"}}}
+    dgd = {
+        "apiVersion": "nvidia.com/v1beta1",
+        "metadata": {"name": "me", "labels": {LANE_LABEL_PREFIX + "h200-1gpu": "4"}},
+    }
     three = Fake({f"r{i}": {LANE_LABEL_PREFIX + "h200-1gpu": "4"} for i in range(3)})
     assert operations.wait_for_lane(three, dgd, "ns") == 0.0
     four = Fake({f"r{i}": {LANE_LABEL_PREFIX + "h200-1gpu": "4"} for i in range(4)})

@@ -17,12 +17,12 @@ from infersweep.platform.select import ADAPTER_ENV, PLATFORM_ENV, get_platform
 from tests.support.paths import REPO
 
 
-
 def _step(module: str, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in (ADAPTER_ENV, PLATFORM_ENV)} | env
     env["PYTHONPATH"] = str(REPO)
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", module, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def _setenv(monkeypatch, env: dict[str, str]) -> None:
@@ -33,14 +33,22 @@ def _setenv(monkeypatch, env: dict[str, str]) -> None:
 
 
 def test_local_mode_environment_selects_the_local_adapter_as_configured(tmp_path, monkeypatch):
-    env = step_env(state_dir=tmp_path / "state", model_dir=tmp_path / "model", max_workers=3,
-                   prom_targets=tmp_path / "targets.json")
+    env = step_env(
+        state_dir=tmp_path / "state",
+        model_dir=tmp_path / "model",
+        max_workers=3,
+        prom_targets=tmp_path / "targets.json",
+    )
     assert env[PLATFORM_ENV] == "local"  # what validity profiles and the results' source read
     _setenv(monkeypatch, env)
     platform = get_platform()
     assert isinstance(platform, LocalPlatform)
     assert (platform.state_dir, platform.model_dir, platform.max_workers, platform.prom_targets) == (
-        tmp_path / "state", tmp_path / "model", 3, tmp_path / "targets.json")
+        tmp_path / "state",
+        tmp_path / "model",
+        3,
+        tmp_path / "targets.json",
+    )
     _setenv(monkeypatch, step_env(state_dir=tmp_path, model_dir=tmp_path, max_workers=2))
     assert get_platform().prom_targets is None
 
@@ -52,12 +60,15 @@ def test_a_step_run_with_that_environment_uses_the_local_adapter(tmp_path):
     assert p.returncode == 0 and "DGD bench/demo: already gone" in p.stdout, p.stderr
 
 
-@pytest.mark.parametrize("spec, why", [
-    ("infersweep.local.adapter", "must be 'module:attr'"),
-    ("infersweep.no_such_module:make", "cannot load it (ModuleNotFoundError"),
-    ("infersweep.local.adapter:no_such_factory", "cannot load it (AttributeError"),
-    ("infersweep.local.adapter:NAME", "NAME is not callable"),
-])
+@pytest.mark.parametrize(
+    "spec, why",
+    [
+        ("infersweep.local.adapter", "must be 'module:attr'"),
+        ("infersweep.no_such_module:make", "cannot load it (ModuleNotFoundError"),
+        ("infersweep.local.adapter:no_such_factory", "cannot load it (AttributeError"),
+        ("infersweep.local.adapter:NAME", "NAME is not callable"),
+    ],
+)
 def test_a_bad_adapter_name_is_one_clear_error(spec, why, monkeypatch):
     _setenv(monkeypatch, {ADAPTER_ENV: spec})
     with pytest.raises(BadInput) as e:
@@ -93,8 +104,12 @@ def test_each_environment_name_is_spelled_by_its_owner_only():
     from infersweep.platform import select
     from infersweep.predict import source
 
-    owners = {getattr(mod, n): mod.__name__ for mod in (adapter, select, source) for n in dir(mod)
-              if n.endswith("_ENV") and isinstance(getattr(mod, n), str)}
+    owners = {
+        getattr(mod, n): mod.__name__
+        for mod in (adapter, select, source)
+        for n in dir(mod)
+        if n.endswith("_ENV") and isinstance(getattr(mod, n), str)
+    }
     assert {"INFERSWEEP_PLATFORM", "INFERSWEEP_LOCAL_STATE", "INFERSWEEP_PLATFORM_ADAPTER"} <= set(owners)
     spelled: dict[str, set[str]] = {}
     for d in ("infersweep", "steps", "workflows"):

@@ -15,8 +15,8 @@ import sys
 
 import pytest
 
-from infersweep.commands.install import install_set
 from infersweep.cluster_settings import load_cluster_settings
+from infersweep.commands.install import install_set
 from tests.support.paths import REPO
 
 DGD = ("nvidia.com", "v1beta1", "bench", "dynamographdeployments")
@@ -26,22 +26,38 @@ WF = ("argoproj.io", "v1alpha1", "bench", "workflows")
 def _dgd(name: str, owner: tuple[str, str] | None) -> dict:
     meta = {"name": name, "namespace": "bench", "labels": {"infersweep.io/run": owner[0] if owner else "manual"}}
     if owner:
-        meta["ownerReferences"] = [{"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow", "name": owner[0],
-                                    "uid": owner[1], "blockOwnerDeletion": False, "controller": False}]
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "argoproj.io/v1alpha1",
+                "kind": "Workflow",
+                "name": owner[0],
+                "uid": owner[1],
+                "blockOwnerDeletion": False,
+                "controller": False,
+            }
+        ]
     return {"apiVersion": "nvidia.com/v1beta1", "kind": "DynamoGraphDeployment", "metadata": meta, "spec": {}}
 
 
 def _wf(name: str, uid: str, phase: str | None) -> dict:
-    return {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow", "metadata": {"name": name, "uid": uid},
-            "status": {"phase": phase} if phase else {}}
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {"name": name, "uid": uid},
+        "status": {"phase": phase} if phase else {},
+    }
 
 
 def test_reaper_deletes_the_dgds_of_finished_runs_only(tmp_path):
     from tests.support.k8s_standin import K8sStandin
 
     with K8sStandin() as api:
-        runs = {"running": ("wf-running", "u1", "Running"), "terminated": ("wf-terminated", "u2", "Failed"),
-                "new": ("wf-new", "u3", None), "succeeded": ("wf-ok", "u4", "Succeeded")}
+        runs = {
+            "running": ("wf-running", "u1", "Running"),
+            "terminated": ("wf-terminated", "u2", "Failed"),
+            "new": ("wf-new", "u3", None),
+            "succeeded": ("wf-ok", "u4", "Succeeded"),
+        }
         for name, uid, phase in runs.values():
             api.objects[(*WF, name)] = _wf(name, uid, phase)
         api.objects[(*WF, "wf-reused")] = _wf("wf-reused", "u-new", "Running")  # same name, a new run
@@ -52,15 +68,27 @@ def test_reaper_deletes_the_dgds_of_finished_runs_only(tmp_path):
         api.objects[(*DGD, "dgd-manual")] = _dgd("dgd-manual", None)
         env = dict(os.environ, KUBECONFIG=str(api.kubeconfig(tmp_path)), PYTHONPATH=str(REPO))
         env.pop("KUBERNETES_SERVICE_HOST", None)
-        p = subprocess.run([sys.executable, "-m", "steps.reap", "--namespace", "bench"], cwd=REPO, env=env,
-                           capture_output=True, text=True, timeout=60)
+        p = subprocess.run(
+            [sys.executable, "-m", "steps.reap", "--namespace", "bench"],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert p.returncode == 0, p.stderr
         left = {k[4] for k in api.objects if k[:4] == DGD}
         assert left == {"dgd-running", "dgd-new", "dgd-manual"}, p.stdout
         assert "wf-terminated is Failed" in p.stdout and "wf-gone no longer exists" in p.stdout
         # a second pass finds nothing to do (idempotent)
-        p = subprocess.run([sys.executable, "-m", "steps.reap", "--namespace", "bench"], cwd=REPO, env=env,
-                           capture_output=True, text=True, timeout=60)
+        p = subprocess.run(
+            [sys.executable, "-m", "steps.reap", "--namespace", "bench"],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert p.returncode == 0 and "0 DGD(s) deleted" in p.stdout
 
 
@@ -78,11 +106,17 @@ def test_install_creates_the_reaper_every_few_minutes_with_its_own_rbac(installe
     assert minutes.startswith("*/") and int(minutes[2:]) <= 5, schedule
     # what runs is the reaper's WorkflowTemplate (the CronWorkflow only references it: templateReferencing Strict)
     assert cron["spec"]["workflowSpec"] == {"workflowTemplateRef": {"name": "infersweep-reaper"}}
-    spec = next(d for d in argo if d["kind"] == "WorkflowTemplate" and d["metadata"]["name"] == "infersweep-reaper")["spec"]
+    spec = next(d for d in argo if d["kind"] == "WorkflowTemplate" and d["metadata"]["name"] == "infersweep-reaper")[
+        "spec"
+    ]
     assert spec["serviceAccountName"] == "infersweep-reaper"
     container = spec["templates"][0]["container"]
     assert container["command"] == ["python", "-m", "steps.reap"]
     kinds = {(d["kind"], d["metadata"]["name"]) for d in kube}
-    assert {("ServiceAccount", "infersweep-reaper"), ("Role", "infersweep-reaper"), ("RoleBinding", "infersweep-reaper")} <= kinds
+    assert {
+        ("ServiceAccount", "infersweep-reaper"),
+        ("Role", "infersweep-reaper"),
+        ("RoleBinding", "infersweep-reaper"),
+    } <= kinds
     binding = next(d for d in kube if d["kind"] == "RoleBinding" and d["metadata"]["name"] == "infersweep-reaper")
     assert binding["subjects"][0]["name"] == "infersweep-reaper"

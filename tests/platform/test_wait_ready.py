@@ -27,40 +27,92 @@ POLL_S = 0.1
 
 
 def dgd(state: str, ready: bool = False, message: str = "") -> dict:
-    conds = [{"type": "Ready", "status": "True" if ready else "False", "reason": "AllReady" if ready else "NotReady",
-              "message": message, "lastTransitionTime": "2025-01-01T00:00:00Z"}]
-    return {"apiVersion": "nvidia.com/v1beta1", "kind": "DynamoGraphDeployment",
-            "metadata": {"name": DGD, "namespace": NS, "uid": "d-1", "resourceVersion": "7", "generation": 1},
-            "spec": {"components": []}, "status": {"state": state, "conditions": conds, "observedGeneration": 1}}
+    conds = [
+        {
+            "type": "Ready",
+            "status": "True" if ready else "False",
+            "reason": "AllReady" if ready else "NotReady",
+            "message": message,
+            "lastTransitionTime": "2025-01-01T00:00:00Z",
+        }
+    ]
+    return {
+        "apiVersion": "nvidia.com/v1beta1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": DGD, "namespace": NS, "uid": "d-1", "resourceVersion": "7", "generation": 1},
+        "spec": {"components": []},
+        "status": {"state": state, "conditions": conds, "observedGeneration": 1},
+    }
 
 
 def pod(name: str, *, phase="Running", waiting=None, restarts=0, last_terminated=None, unschedulable=None) -> dict:
-    state = {"waiting": {"reason": waiting[0], "message": waiting[1]}} if waiting else \
-        {"running": {"startedAt": "2025-01-01T00:00:10Z"}}
-    cs = {"name": "main", "image": "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.6.1", "imageID": "", "ready": False,
-          "restartCount": restarts, "started": not waiting, "state": state, "lastState": {}}
+    state = (
+        {"waiting": {"reason": waiting[0], "message": waiting[1]}}
+        if waiting
+        else {"running": {"startedAt": "2025-01-01T00:00:10Z"}}
+    )
+    cs = {
+        "name": "main",
+        "image": "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.6.1",
+        "imageID": "",
+        "ready": False,
+        "restartCount": restarts,
+        "started": not waiting,
+        "state": state,
+        "lastState": {},
+    }
     if last_terminated:
-        cs["lastState"] = {"terminated": {"exitCode": last_terminated[1], "reason": last_terminated[0],
-                                          "startedAt": "2025-01-01T00:00:10Z", "finishedAt": "2025-01-01T00:01:10Z"}}
-    status = {"phase": phase, "qosClass": "Burstable", "startTime": "2025-01-01T00:00:05Z",
-              "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": "2025-01-01T00:00:05Z"}],
-              "containerStatuses": [cs]}
+        cs["lastState"] = {
+            "terminated": {
+                "exitCode": last_terminated[1],
+                "reason": last_terminated[0],
+                "startedAt": "2025-01-01T00:00:10Z",
+                "finishedAt": "2025-01-01T00:01:10Z",
+            }
+        }
+    status = {
+        "phase": phase,
+        "qosClass": "Burstable",
+        "startTime": "2025-01-01T00:00:05Z",
+        "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": "2025-01-01T00:00:05Z"}],
+        "containerStatuses": [cs],
+    }
     if unschedulable:
-        status = {"phase": "Pending", "qosClass": "Burstable", "conditions": [{
-            "type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": unschedulable,
-            "lastTransitionTime": "2025-01-01T00:00:05Z"}]}
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": NS, "uid": f"u-{name}", "labels": {POD_LABEL: DGD}},
-            "spec": {"containers": [{"name": "main", "image": cs["image"]}], "nodeName": "gpu-node-1"},
-            "status": status}
+        status = {
+            "phase": "Pending",
+            "qosClass": "Burstable",
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": unschedulable,
+                    "lastTransitionTime": "2025-01-01T00:00:05Z",
+                }
+            ],
+        }
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS, "uid": f"u-{name}", "labels": {POD_LABEL: DGD}},
+        "spec": {"containers": [{"name": "main", "image": cs["image"]}], "nodeName": "gpu-node-1"},
+        "status": status,
+    }
 
 
 def event(obj: str, reason: str, message: str, type_: str = "Warning") -> dict:
-    return {"apiVersion": "v1", "kind": "Event",
-            "metadata": {"name": f"{obj}.1812", "namespace": NS},
-            "involvedObject": {"kind": "Pod", "name": obj, "namespace": NS, "apiVersion": "v1"},
-            "reason": reason, "message": message, "type": type_, "count": 3,
-            "firstTimestamp": "2025-01-01T00:00:05Z", "lastTimestamp": "2025-01-01T00:00:30Z"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{obj}.1812", "namespace": NS},
+        "involvedObject": {"kind": "Pod", "name": obj, "namespace": NS, "apiVersion": "v1"},
+        "reason": reason,
+        "message": message,
+        "type": type_,
+        "count": 3,
+        "firstTimestamp": "2025-01-01T00:00:05Z",
+        "lastTimestamp": "2025-01-01T00:00:30Z",
+    }
 
 
 class FakeCluster:
@@ -95,22 +147,43 @@ class FakeCluster:
                 if p == f"/api/v1/namespaces/{NS}/pods":
                     sel = q.get("labelSelector", [""])[0]
                     items = [x for x in fc.pods if sel == f"{POD_LABEL}={DGD}"]
-                    return self._send(200, {"apiVersion": "v1", "kind": "PodList", "metadata": {"resourceVersion": "9"}, "items": items})
+                    return self._send(
+                        200,
+                        {"apiVersion": "v1", "kind": "PodList", "metadata": {"resourceVersion": "9"}, "items": items},
+                    )
                 if p == f"/api/v1/namespaces/{NS}/events":
-                    return self._send(200, {"apiVersion": "v1", "kind": "EventList", "metadata": {}, "items": fc.events})
+                    return self._send(
+                        200, {"apiVersion": "v1", "kind": "EventList", "metadata": {}, "items": fc.events}
+                    )
                 if p.startswith(f"/api/v1/namespaces/{NS}/pods/") and p.endswith("/log"):
                     name = p.split("/")[-2]
                     fc.log_queries.append({"pod": name, **{k: v[0] for k, v in q.items()}})
                     return self._send(200, fc.logs.get(name, ""), "text/plain")
                 if p == "/v1/models":
-                    return self._send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in fc.models]})
-                return self._send(404, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404})
+                    return self._send(
+                        200, {"object": "list", "data": [{"id": m, "object": "model"} for m in fc.models]}
+                    )
+                return self._send(
+                    404, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404}
+                )
 
             def do_POST(self):
                 self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 if self.path == "/v1/chat/completions":
-                    return self._send(200, {"id": "c", "object": "chat.completion", "choices": [
-                        {"index": 0, "message": {"role": "assistant", "content": "po"}, "finish_reason": "length"}]})
+                    return self._send(
+                        200,
+                        {
+                            "id": "c",
+                            "object": "chat.completion",
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "message": {"role": "assistant", "content": "po"},
+                                    "finish_reason": "length",
+                                }
+                            ],
+                        },
+                    )
                 return self._send(404, {})
 
         return H
@@ -138,8 +211,18 @@ def wait(fc: FakeCluster, tmp_path, timeout_s=20.0, **kw):
     api = client.ApiClient(client.Configuration(host=fc.url))
     t0 = time.monotonic()
     try:
-        took = wait_dgd_ready(client.CoreV1Api(api), client.CustomObjectsApi(api), DGD, NS, MODEL, timeout_s,
-                              poll_s=POLL_S, base_url=fc.url, bundle_path=tmp_path / "bundle.json", **kw)
+        took = wait_dgd_ready(
+            client.CoreV1Api(api),
+            client.CustomObjectsApi(api),
+            DGD,
+            NS,
+            MODEL,
+            timeout_s,
+            poll_s=POLL_S,
+            base_url=fc.url,
+            bundle_path=tmp_path / "bundle.json",
+            **kw,
+        )
         return took, None, time.monotonic() - t0
     except (NotReady, TimeoutError) as e:
         return None, e, time.monotonic() - t0
@@ -166,8 +249,11 @@ def test_dgd_state_failed(cluster_factory, tmp_path):
 
 def test_image_pull_backoff(cluster_factory, tmp_path):
     msg = 'Back-off pulling image "nvcr.io/nvidia/ai-dynamo/vllm-runtime:9.9"'
-    fc = cluster_factory(dgd("pending"), [pod("nemo-agg-worker-0", phase="Pending", waiting=("ImagePullBackOff", msg))],
-                         events=[event("nemo-agg-worker-0", "Failed", "Failed to pull image: not found")])
+    fc = cluster_factory(
+        dgd("pending"),
+        [pod("nemo-agg-worker-0", phase="Pending", waiting=("ImagePullBackOff", msg))],
+        events=[event("nemo-agg-worker-0", "Failed", "Failed to pull image: not found")],
+    )
     _, err, secs = wait(fc, tmp_path)
     assert isinstance(err, NotReady) and "ImagePullBackOff" in str(err) and "vllm-runtime:9.9" in str(err)
     assert secs < 2
@@ -177,9 +263,18 @@ def test_image_pull_backoff(cluster_factory, tmp_path):
 
 
 def test_crash_loop_backoff_bundles_the_previous_log(cluster_factory, tmp_path):
-    fc = cluster_factory(dgd("pending"), [pod("nemo-agg-worker-0", waiting=("CrashLoopBackOff", "back-off 40s restarting"),
-                                              restarts=3, last_terminated=("Error", 1))],
-                         logs={"nemo-agg-worker-0": "loading model\nValueError: unknown flag --enable-foo\n"})
+    fc = cluster_factory(
+        dgd("pending"),
+        [
+            pod(
+                "nemo-agg-worker-0",
+                waiting=("CrashLoopBackOff", "back-off 40s restarting"),
+                restarts=3,
+                last_terminated=("Error", 1),
+            )
+        ],
+        logs={"nemo-agg-worker-0": "loading model\nValueError: unknown flag --enable-foo\n"},
+    )
     _, err, secs = wait(fc, tmp_path)
     assert isinstance(err, NotReady) and "CrashLoopBackOff" in str(err)
     assert secs < 2
@@ -189,8 +284,11 @@ def test_crash_loop_backoff_bundles_the_previous_log(cluster_factory, tmp_path):
 
 def test_unschedulable_insufficient_gpus_after_the_grace(cluster_factory, tmp_path):
     why = "0/4 nodes are available: 4 Insufficient nvidia.com/gpu. preemption: 0/4 nodes are available"
-    fc = cluster_factory(dgd("pending"), [pod("nemo-agg-worker-0", unschedulable=why)],
-                         events=[event("nemo-agg-worker-0", "FailedScheduling", why)])
+    fc = cluster_factory(
+        dgd("pending"),
+        [pod("nemo-agg-worker-0", unschedulable=why)],
+        events=[event("nemo-agg-worker-0", "FailedScheduling", why)],
+    )
     _, err, secs = wait(fc, tmp_path, unschedulable_grace_s=1.0)
     assert isinstance(err, NotReady) and "unschedulable" in str(err) and "Insufficient nvidia.com/gpu" in str(err)
     assert 1.0 <= secs < 3, "not before the autoscaler grace, not long after it"
@@ -207,8 +305,9 @@ def test_unschedulable_while_the_workers_roll_is_not_a_failure(cluster_factory, 
 
     def finish():  # the rollout ends (old pods gone) and the new pod is scheduled and serves
         time.sleep(1.5)
-        fc.dgd = dgd("successful", ready=True) | {"status": dgd("successful", ready=True)["status"]
-                                                  | {"rollingUpdate": {"phase": "Completed"}}}
+        fc.dgd = dgd("successful", ready=True) | {
+            "status": dgd("successful", ready=True)["status"] | {"rollingUpdate": {"phase": "Completed"}}
+        }
         fc.pods = [pod("nemo-agg-worker-0")]
 
     threading.Thread(target=finish, daemon=True).start()

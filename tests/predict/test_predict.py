@@ -19,8 +19,9 @@ from infersweep.predict.target import Target, Unsupported, _worker, map_recipe, 
 from infersweep.recipe import load_recipe
 from infersweep.recipe.models import Workers
 
-needs_aic = pytest.mark.skipif(not Path(aic.aic_python()).exists(),
-                               reason="no .venv-aic (AIConfigurator): run scripts/setup.sh")
+needs_aic = pytest.mark.skipif(
+    not Path(aic.aic_python()).exists(), reason="no .venv-aic (AIConfigurator): run scripts/setup.sh"
+)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -36,17 +37,20 @@ def monkeypatch_module():
 
 
 @needs_aic
-@pytest.mark.parametrize("recipe, expected", [
-    # NVFP4 on Hopper and a draft-model speculator: both reasons, not just the first.
-    ("lightning-vllm-agg-h100-dspark", ["NVFP4 on H100", "DSPARK (a draft model)", "outside AIConfigurator"]),
-    ("lightning-vllm-agg-h100-mtp", ["NVFP4 on H100", "MTP", "nextn_accepted"]),
-    ("lightning-vllm-disagg-gb200-dflash-bf16", ["DFLASH"]),
-    # A model the matrix has only in other precisions: say which ones it has.
-    ("nemotron-3-nano-fp8-vllm-agg-kv", ["outside AIConfigurator", "Nemotron-3-Nano-30B-A3B-BF16"]),
-    ("lightning-trtllm-agg-h100-mtp", ["NVFP4 on H100", "HW_INCOMPATIBLE", "MTP"]),
-    # In the matrix but marked incompatible there: AIConfigurator's own words.
-    ("deepseek-v4-flash-fp8-sglang-agg", ["not supported by AIConfigurator", "does not support FP4"]),
-])
+@pytest.mark.parametrize(
+    "recipe, expected",
+    [
+        # NVFP4 on Hopper and a draft-model speculator: both reasons, not just the first.
+        ("lightning-vllm-agg-h100-dspark", ["NVFP4 on H100", "DSPARK (a draft model)", "outside AIConfigurator"]),
+        ("lightning-vllm-agg-h100-mtp", ["NVFP4 on H100", "MTP", "nextn_accepted"]),
+        ("lightning-vllm-disagg-gb200-dflash-bf16", ["DFLASH"]),
+        # A model the matrix has only in other precisions: say which ones it has.
+        ("nemotron-3-nano-fp8-vllm-agg-kv", ["outside AIConfigurator", "Nemotron-3-Nano-30B-A3B-BF16"]),
+        ("lightning-trtllm-agg-h100-mtp", ["NVFP4 on H100", "HW_INCOMPATIBLE", "MTP"]),
+        # In the matrix but marked incompatible there: AIConfigurator's own words.
+        ("deepseek-v4-flash-fp8-sglang-agg", ["not supported by AIConfigurator", "does not support FP4"]),
+    ],
+)
 def test_unsupported_recipes_say_why(recipe, expected):
     t = map_recipe(load_recipe(recipe))
     assert isinstance(t, Unsupported)
@@ -133,6 +137,9 @@ def test_predict_without_the_environment_names_the_fix(monkeypatch, capsys):
 def test_the_version_in_labels_and_cache_keys_is_the_installed_pin():
     from infersweep.paths import REPO_ROOT
 
-    pins = dict(line.split("==") for line in (REPO_ROOT / "images" / "aic.requirements.txt").read_text().splitlines()
-                if "==" in line and not line.startswith("#"))
+    pins = dict(
+        line.split("==")
+        for line in (REPO_ROOT / "images" / "aic.requirements.txt").read_text().splitlines()
+        if "==" in line and not line.startswith("#")
+    )
     assert pins == {"aiconfigurator": aic.AIC_VERSION, "aiconfigurator-core": aic.AIC_VERSION}

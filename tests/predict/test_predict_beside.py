@@ -18,8 +18,9 @@ from infersweep.cli import main as cli_main
 from infersweep.predict import aic
 from tests.support.run_folders import make_run_folder, summarize
 
-needs_aic = pytest.mark.skipif(not Path(aic.aic_python()).exists(),
-                               reason="no .venv-aic (AIConfigurator): run scripts/setup.sh")
+needs_aic = pytest.mark.skipif(
+    not Path(aic.aic_python()).exists(), reason="no .venv-aic (AIConfigurator): run scripts/setup.sh"
+)
 RECIPE = "qwen3-32b-fp8-vllm-agg"  # 8 x TP=2 on H100, FP8
 
 
@@ -32,8 +33,9 @@ def _context(run: Path) -> dict:
     return json.loads((run / "summary" / "run.json").read_text())["context"]
 
 
-def test_an_itl_below_the_hardware_floor_is_flagged_and_a_missing_prediction_says_why(tmp_path, aiperf_ref,
-                                                                                      monkeypatch):
+def test_an_itl_below_the_hardware_floor_is_flagged_and_a_missing_prediction_says_why(
+    tmp_path, aiperf_ref, monkeypatch
+):
     monkeypatch.setenv("INFERSWEEP_AIC_PYTHON", "/nonexistent/python")  # no AIConfigurator: must not block
     run = make_run_folder(tmp_path, aiperf_ref)
     df = summarize(run, extra=["--context", json.dumps({"recipe": RECIPE, "source": "measured"})])
@@ -66,25 +68,28 @@ def test_simulated_runs_and_unknown_recipes_are_not_judged(tmp_path, aiperf_ref)
     assert "not in this checkout's params/" in _context(run)["prediction"]
 
     run = make_run_folder(tmp_path / "c", aiperf_ref, failed=False)  # the recipe changed since the run
-    df = summarize(run, extra=["--context", json.dumps({"recipe": RECIPE, "recipe_hash": "0" * 64,
-                                                        "source": "measured"})])
+    df = summarize(
+        run, extra=["--context", json.dumps({"recipe": RECIPE, "recipe_hash": "0" * 64, "source": "measured"})]
+    )
     assert "has changed since the run" in _context(run)["prediction"] and df["implausible"].isna().all()
 
 
 @needs_aic
-def test_measured_rows_carry_the_cached_prediction_and_the_report_sets_them_side_by_side(tmp_path, aiperf_ref,
-                                                                                         capsys):
+def test_measured_rows_carry_the_cached_prediction_and_the_report_sets_them_side_by_side(tmp_path, aiperf_ref, capsys):
     assert cli_main(["predict", RECIPE, "-c", "4", "8", "16", "--json"]) == 0  # fills the cache, as a user would
     predicted = {p["concurrency"]: p for p in json.loads(capsys.readouterr().out)["points"]}
     run = make_run_folder(tmp_path, aiperf_ref)
     df = summarize(run, extra=["--context", json.dumps({"recipe": RECIPE, "source": "measured"})])
     for _, row in df.iterrows():
         p = predicted[int(row["concurrency"])]
-        assert (row["predicted_ttft_avg_ms"], row["predicted_itl_avg_ms"], row["predicted_output_throughput_tok_s"]) == \
-            (p["ttft_ms"], p["itl_ms"], p["output_tok_s"])
+        assert (
+            row["predicted_ttft_avg_ms"],
+            row["predicted_itl_avg_ms"],
+            row["predicted_output_throughput_tok_s"],
+        ) == (p["ttft_ms"], p["itl_ms"], p["output_tok_s"])
     assert _context(run)["prediction"] == "AIConfigurator 0.12.0 h100_sxm vllm 0.24.0, cached estimates"
     html = (run / "summary" / "report.html").read_text()
-    section = html[html.index("<h2>Measured vs predicted"):html.index("<h2>Pareto")]
+    section = html[html.index("<h2>Measured vs predicted") : html.index("<h2>Pareto")]
     c8 = df[df["concurrency"] == 8].iloc[0]
     assert f"{c8['itl_avg_ms'] / c8['predicted_itl_avg_ms']:.2f}" in section  # the ratio measured / predicted
     assert "IMPLAUSIBLE" in section and "plausible" in section
@@ -93,18 +98,22 @@ def test_measured_rows_carry_the_cached_prediction_and_the_report_sets_them_side
 def test_an_experiment_treatments_run_is_summarized_with_its_treatments_recipe(tmp_path, aiperf_ref, monkeypatch):
     """The context the experiment workflow hands its summarize task (workflows/experiment.py) is accepted, and
     the treatment's recipe (not in the catalog: an experiment builds it) is found for the physics check."""
-    from workflows.experiment import experiment_template
-
+    from infersweep.cluster_settings import load_cluster_settings
     from infersweep.experiment.plan import make_plan
     from infersweep.experiment.spec import load_experiment
-    from infersweep.cluster_settings import load_cluster_settings
-
     from infersweep.predict.source import SIMULATED_DEPLOYMENTS_ENV
+    from workflows.experiment import experiment_template
 
     monkeypatch.delenv(SIMULATED_DEPLOYMENTS_ENV, raising=False)  # a cluster run: measured
     doc = experiment_template(make_plan(load_experiment("qwen3-32b-tp1-vs-tp2")), load_cluster_settings()).to_dict()
-    contexts = [p["value"] for tpl in doc["spec"]["templates"] for t in (tpl.get("dag") or {}).get("tasks", [])
-                if t["name"].endswith("-summarize") for p in t["arguments"]["parameters"] if p["name"] == "context"]
+    contexts = [
+        p["value"]
+        for tpl in doc["spec"]["templates"]
+        for t in (tpl.get("dag") or {}).get("tasks", [])
+        if t["name"].endswith("-summarize")
+        for p in t["arguments"]["parameters"]
+        if p["name"] == "context"
+    ]
     context = next(c for c in contexts if json.loads(c)["treatment"] == "tp1")
     run = make_run_folder(tmp_path, aiperf_ref, failed=False)
     df = summarize(run, extra=["--context", context])
@@ -121,9 +130,16 @@ def test_an_implausible_row_is_invalid_where_the_table_has_the_validity_verdict(
     from infersweep.predict.beside import annotate
 
     monkeypatch.setenv("INFERSWEEP_AIC_PYTHON", "/nonexistent/python")
-    df = pd.DataFrame({"concurrency": [4, 8], "repetition": [0, 0], "status": ["ok", "ok"],
-                       "itl_avg_ms": [0.86, 5.8], "valid": pd.array([True, True], dtype="boolean"),
-                       "validity_reasons": ["", ""]})
+    df = pd.DataFrame(
+        {
+            "concurrency": [4, 8],
+            "repetition": [0, 0],
+            "status": ["ok", "ok"],
+            "itl_avg_ms": [0.86, 5.8],
+            "valid": pd.array([True, True], dtype="boolean"),
+            "validity_reasons": ["", ""],
+        }
+    )
     out, _ = annotate(df, {"recipe": RECIPE, "source": "measured"})
     assert list(out["valid"]) == [False, True]
     assert "implausible: ITL 0.86 ms < floor" in out.loc[0, "validity_reasons"] and out.loc[1, "validity_reasons"] == ""

@@ -15,15 +15,22 @@ import pytest
 
 from infersweep.cli import main
 from infersweep.experiment.spec import Comparison
+from infersweep.metrics import direction
 from infersweep.predict import aic
 from infersweep.predict.curve import PredictedPoint, Prediction
-from infersweep.predict.rank import (PREDICTED_METRICS, ExperimentPrediction, _check_claim, _rank, metric_value,
-                                     not_predicted_reason)
+from infersweep.predict.rank import (
+    PREDICTED_METRICS,
+    ExperimentPrediction,
+    _check_claim,
+    _rank,
+    metric_value,
+    not_predicted_reason,
+)
 from infersweep.predict.target import Target, Worker
-from infersweep.metrics import direction
 
-needs_aic = pytest.mark.skipif(not Path(aic.aic_python()).exists(),
-                               reason="no .venv-aic (AIConfigurator): run scripts/setup.sh")
+needs_aic = pytest.mark.skipif(
+    not Path(aic.aic_python()).exists(), reason="no .venv-aic (AIConfigurator): run scripts/setup.sh"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -33,8 +40,9 @@ def _cache(tmp_path_factory, monkeypatch):
 
 
 def _target(osl=100, isl=1000) -> Target:
-    return Target("Qwen/Qwen3-32B-FP8", "h100_sxm", "vllm", "0.24.0", "agg", "fp8", isl, osl, 0,
-                  {"worker": Worker(1, 2)})
+    return Target(
+        "Qwen/Qwen3-32B-FP8", "h100_sxm", "vllm", "0.24.0", "agg", "fp8", isl, osl, 0, {"worker": Worker(1, 2)}
+    )
 
 
 def _pred(name, ttft, itl, tok_s) -> Prediction:
@@ -76,16 +84,24 @@ def test_goodput_is_the_request_rate_only_where_the_point_meets_the_slos():
 
 
 def test_claims_are_judged_on_the_predictions_with_ties_and_unmodelled_treatments_named():
-    preds = {"fast": _pred("fast", 100.0, 10.0, 800.0), "slow": _pred("slow", 100.0, 20.0, 400.0),
-             "twin": _pred("twin", 100.0, 20.0, 400.0), "gone": Prediction("gone", None, "NVFP4 on H100: ...", [], {})}
+    preds = {
+        "fast": _pred("fast", 100.0, 10.0, 800.0),
+        "slow": _pred("slow", 100.0, 20.0, 400.0),
+        "twin": _pred("twin", 100.0, 20.0, 400.0),
+        "gone": Prediction("gone", None, "NVFP4 on H100: ...", [], {}),
+    }
     ep = ExperimentPrediction("x", preds, ["itl_avg_ms"], [8], {})
-    holds = _check_claim(ep, "claim", Comparison(metric="itl_avg_ms", concurrency=8, treatment="fast", baseline="slow",
-                                                 better_by_pct=40))
+    holds = _check_claim(
+        ep, "claim", Comparison(metric="itl_avg_ms", concurrency=8, treatment="fast", baseline="slow", better_by_pct=40)
+    )
     assert holds.verdict == "holds" and "50.0 % better" in holds.detail
-    short = _check_claim(ep, "seed", Comparison(metric="itl_avg_ms", concurrency=8, treatment="fast", baseline="slow",
-                                                better_by_pct=60))
+    short = _check_claim(
+        ep, "seed", Comparison(metric="itl_avg_ms", concurrency=8, treatment="fast", baseline="slow", better_by_pct=60)
+    )
     assert short.verdict == "does not hold" and "needs 60 %" in short.detail and short.text.startswith("seed:")
-    worse = _check_claim(ep, "claim", Comparison(metric="output_throughput_tok_s", concurrency=8, treatment="slow", baseline="fast"))
+    worse = _check_claim(
+        ep, "claim", Comparison(metric="output_throughput_tok_s", concurrency=8, treatment="slow", baseline="fast")
+    )
     assert worse.verdict == "does not hold" and "50.0 % worse" in worse.detail
     tie = _check_claim(ep, "claim", Comparison(metric="itl_avg_ms", concurrency=8, treatment="twin", baseline="slow"))
     assert tie.verdict == "tie"

@@ -23,8 +23,9 @@ from infersweep.predict.mocker_table import Grid, build_table, check_table
 from infersweep.predict.target import Target, map_recipe
 from infersweep.recipe import load_recipe
 
-pytestmark = pytest.mark.skipif(not Path(aic.aic_python()).exists(),
-                                reason="no .venv-aic (AIConfigurator): run scripts/setup.sh")
+pytestmark = pytest.mark.skipif(
+    not Path(aic.aic_python()).exists(), reason="no .venv-aic (AIConfigurator): run scripts/setup.sh"
+)
 
 
 @pytest.fixture
@@ -42,7 +43,12 @@ def test_table_builder_small_case(aic_cache):
     shapes = check_table(path)  # the five arrays dynamo.mocker's is_mocker_format_npz asks for
     assert shapes["prefill_isl"] == (2,) and shapes["decode_itl"] == (100, 100)
     with np.load(path) as d:
-        ttft, kv, ctx, itl = d["prefill_ttft_ms"], d["decode_active_kv_tokens"], d["decode_context_length"], d["decode_itl"]
+        ttft, kv, ctx, itl = (
+            d["prefill_ttft_ms"],
+            d["decode_active_kv_tokens"],
+            d["decode_context_length"],
+            d["decode_itl"],
+        )
         assert ttft[1] > ttft[0] > 0  # a longer prompt takes longer to prefill
         # Batch 1 at context 256 is AIConfigurator's own static_gen answer, to the rounding of the grid.
         j = int(np.searchsorted(ctx, 256))
@@ -58,8 +64,8 @@ def test_table_builder_small_case(aic_cache):
 @pytest.mark.e2e
 def test_mocker_runs_on_the_calibrated_table(aic_cache, tmp_path):
     """The real mocker loads the table local mode builds for the recipe, and AIPerf measures the table's ITL."""
-    from infersweep.local.dynamo import default_dynamo_python, deploy_local, teardown_local, wait_ready_local
     from infersweep.dgd.render import render_dgd
+    from infersweep.local.dynamo import default_dynamo_python, deploy_local, teardown_local, wait_ready_local
 
     if not Path(default_dynamo_python()).exists() or not Path(venv_python("aiperf")).exists():
         pytest.skip("needs .venv-dynamo and .venv-aiperf (scripts/setup.sh)")
@@ -76,10 +82,39 @@ def test_mocker_runs_on_the_calibrated_table(aic_cache, tmp_path):
         aiperf_bin = str(Path(venv_python("aiperf")).parent / "aiperf")
         env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"} | {"PYTHONPATH": str(REPO_ROOT)}
         proc = subprocess.run(
-            [venv_python("aiperf"), "-m", "steps.aiperf_point", "--url", dep.frontend_url, "--model", dep.model_name,
-             "--tokenizer", dep.model_dir, "--concurrency", "1", "--requests", "6", "--warmup", "1",
-             "--isl", "128", "--osl", "48", "--out", str(out), "--aiperf", aiperf_bin, "--timeout-s", "300"],
-            cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=420)
+            [
+                venv_python("aiperf"),
+                "-m",
+                "steps.aiperf_point",
+                "--url",
+                dep.frontend_url,
+                "--model",
+                dep.model_name,
+                "--tokenizer",
+                dep.model_dir,
+                "--concurrency",
+                "1",
+                "--requests",
+                "6",
+                "--warmup",
+                "1",
+                "--isl",
+                "128",
+                "--osl",
+                "48",
+                "--out",
+                str(out),
+                "--aiperf",
+                aiperf_bin,
+                "--timeout-s",
+                "300",
+            ],
+            cwd=REPO_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=420,
+        )
         result = json.loads((out / "result.json").read_text())
         assert result["status"] == "ok", (result, proc.stderr[-2000:])
         worker_argv = next(p["argv"] for p in dep.processes if "dynamo.mocker" in p["argv"])

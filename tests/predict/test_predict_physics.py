@@ -43,11 +43,17 @@ def test_the_tp_paragraph_fits_only_a_3b_active_moe_and_its_deployment_is_qwen36
     plausible = {k for k, v in fits.items() if v == [True, True]}
     assert "qwen3-32b-fp8" not in plausible and "qwen3-235b-a22b-fp8" not in plausible
     assert FIGURES["deployment"]["model"] in plausible  # qwen3.6-35b-a3b-fp8
-    assert plausible <= {"qwen3.6-35b-a3b-fp8", "nemotron-3-nano-30b-a3b-fp8", "nemotron-3.5-lightning-30b-a3b-bf16",
-                         "nemotron-3.5-lightning-30b-a3b-nvfp4", "llama-3.1-8b-instruct"}
+    assert plausible <= {
+        "qwen3.6-35b-a3b-fp8",
+        "nemotron-3-nano-30b-a3b-fp8",
+        "nemotron-3.5-lightning-30b-a3b-bf16",
+        "nemotron-3.5-lightning-30b-a3b-nvfp4",
+        "llama-3.1-8b-instruct",
+    }
     # Of the report's 4P+4D deployments (both in the catalog), only the Qwen3.6 one is physically possible.
-    four_four = [p.stem for p in (params_dir() / "recipes" / "cluster-report").glob("*4p4d*.yaml")] + \
-        [p.stem for p in (params_dir() / "recipes" / "cluster-report").glob("qwen36-*disagg*.yaml")]
+    four_four = [p.stem for p in (params_dir() / "recipes" / "cluster-report").glob("*4p4d*.yaml")] + [
+        p.stem for p in (params_dir() / "recipes" / "cluster-report").glob("qwen36-*disagg*.yaml")
+    ]
     models = {load_recipe(n).recipe.model for n in four_four}
     assert {m for m in models if fits[m] == [True, True]} == {"qwen3.6-35b-a3b-fp8"}
 
@@ -61,9 +67,13 @@ def test_missing_facts_are_named_not_guessed():
 
 def test_results_rows_are_judged_and_speculative_recipes_are_not():
     r = load_recipe("qwen3-32b-fp8-vllm-agg")  # 8 x TP=2: floor 4.9 ms
-    df = pd.DataFrame([{"concurrency": 1, "status": "ok", "itl_avg_ms": 3.52},
-                       {"concurrency": 8, "status": "ok", "itl_avg_ms": 20.1},
-                       {"concurrency": 16, "status": "failed", "itl_avg_ms": 1.0}])
+    df = pd.DataFrame(
+        [
+            {"concurrency": 1, "status": "ok", "itl_avg_ms": 3.52},
+            {"concurrency": 8, "status": "ok", "itl_avg_ms": 20.1},
+            {"concurrency": 16, "status": "failed", "itl_avg_ms": 1.0},
+        ]
+    )
     verdicts = dict(check_results(df, r))
     assert verdicts[1].plausible is False and verdicts[8].plausible is True and 16 not in verdicts
     spec = load_recipe("lightning-vllm-agg-b200-mtp-bf16")

@@ -11,13 +11,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from infersweep.dgd.render import render_dgd
+from infersweep.local.adapter import deployments_dir, step_env
 from infersweep.predict import aic
 from infersweep.predict.local_timing import timing_table_args
-from infersweep.local.adapter import deployments_dir, step_env
-from infersweep.predict.source import SIMULATED_DEPLOYMENTS_ENV, BUILTIN, MEASURED, banner, calibrated, result_source
-from infersweep.dgd.render import render_dgd
+from infersweep.predict.source import BUILTIN, MEASURED, SIMULATED_DEPLOYMENTS_ENV, banner, calibrated, result_source
 from infersweep.recipe import load_recipe
-
 from tests.support.run_folders import make_run_folder, summarize
 
 DB = "AIConfigurator 0.12.0 h100_sxm vllm 0.24.0"
@@ -50,8 +49,11 @@ def test_source_follows_the_platform_and_the_workers_timing(tmp_path):
     _timing(tmp_path, "a", {"worker": {"timing": "calibrated", "database": DB}})
     assert result_source(local) == calibrated(DB) == f"simulated (calibrated: {DB})"
     # One role on built-in timing makes the whole run built-in: a half-calibrated run is not calibrated.
-    _timing(tmp_path, "b", {"prefill": {"timing": "calibrated", "database": DB},
-                            "decode": {"timing": "built-in", "reason": "x"}})
+    _timing(
+        tmp_path,
+        "b",
+        {"prefill": {"timing": "calibrated", "database": DB}, "decode": {"timing": "built-in", "reason": "x"}},
+    )
     assert result_source(local) == BUILTIN
 
 

@@ -54,11 +54,12 @@ def test_topology_change_moves_gpu_count_and_locks(tmp_path):
     dgd16, p16 = rendered(tmp_path / "a", TP16)
     dgd8, p8 = rendered(tmp_path / "b", TP16, "topology.workers={tp: 8, nodes: 1}", "gpu.count=8")
     assert (p16["gpu-count"], p8["gpu-count"]) == ("16", "8")
-    locks = guard_arguments(load_recipe(TP16, overrides={"topology.workers.tp": 8, "topology.workers.nodes": 1,
-                                                         "gpu.count": 8}), settings)
+    locks = guard_arguments(
+        load_recipe(TP16, overrides={"topology.workers.tp": 8, "topology.workers.nodes": 1, "gpu.count": 8}), settings
+    )
     assert {k: p8[k] for k in locks} == locks
     assert {k: p8[k] for k in locks} != {k: p16[k] for k in locks}
-    assert "\"nodeCount\": 2" in json.dumps(dgd16) and "nodeCount" not in json.dumps(dgd8)
+    assert '"nodeCount": 2' in json.dumps(dgd16) and "nodeCount" not in json.dumps(dgd8)
     assert json.loads(p8["context"])["recipe_hash"] != json.loads(p16["context"])["recipe_hash"]
 
 
@@ -119,13 +120,16 @@ def test_every_pipeline_parameter_is_classified():
     assert names == set(RUN_PARAMS) | (set(DERIVED) - {"name"}) | recipe_fields | locks
 
 
-@pytest.mark.parametrize("typed, hint", [
-    ("workload.concurency=[1,2]", "did you mean workload.concurrency?"),
-    ("routr=kv", "did you mean router?"),
-    ("prometheus_url=http://p:9090", "did you mean prometheus-url?"),
-    ("max_error_rate=0.1", "did you mean workload.max_error_rate?"),
-    ("topology.worker.tp=2", "did you mean topology.workers?"),
-])
+@pytest.mark.parametrize(
+    "typed, hint",
+    [
+        ("workload.concurency=[1,2]", "did you mean workload.concurrency?"),
+        ("routr=kv", "did you mean router?"),
+        ("prometheus_url=http://p:9090", "did you mean prometheus-url?"),
+        ("max_error_rate=0.1", "did you mean workload.max_error_rate?"),
+        ("topology.worker.tp=2", "did you mean topology.workers?"),
+    ],
+)
 def test_unknown_path_did_you_mean(typed, hint):
     with pytest.raises(RecipeError) as e:
         parse_sets([typed])
@@ -133,10 +137,24 @@ def test_unknown_path_did_you_mean(typed, hint):
 
 
 def test_values_are_yaml_and_run_parameters_stay_strings():
-    s = parse_sets(["workload.concurrency=[1, 8]", "router=round-robin", "topology.workers.tp=2",
-                    "workload={isl: 1024}", "kv_offload=", "s3-prefix=runs/x", "storage-class="])
-    assert s.recipe == {"workload.concurrency": [1, 8], "router": "round-robin", "topology.workers.tp": 2,
-                        "workload": {"isl": 1024}, "kv_offload": None}
+    s = parse_sets(
+        [
+            "workload.concurrency=[1, 8]",
+            "router=round-robin",
+            "topology.workers.tp=2",
+            "workload={isl: 1024}",
+            "kv_offload=",
+            "s3-prefix=runs/x",
+            "storage-class=",
+        ]
+    )
+    assert s.recipe == {
+        "workload.concurrency": [1, 8],
+        "router": "round-robin",
+        "topology.workers.tp": 2,
+        "workload": {"isl": 1024},
+        "kv_offload": None,
+    }
     assert s.params == {"s3-prefix": "runs/x", "storage-class": ""}
 
 
@@ -145,14 +163,17 @@ def test_a_list_for_one_value_is_not_a_grid():
         parse_sets(["workload.isl=[1024,2048]"])
 
 
-@pytest.mark.parametrize("typed, expect", [
-    ("router=fastest", "router: must be one of 'kv', 'round-robin' or 'random' (got 'fastest')"),
-    ("workload.isl=0", "workload.isl: Input should be greater than 0"),
-    ("workload.concurrency=[4,4]", "concurrency values repeat: [4]"),
-    ("workload.max_error_rate=2", "workload.max_error_rate: Input should be less than or equal to 1"),
-    ("topology.workers.tp=2", "gpu.count: the topology uses 16 GPUs"),
-    ("workload={exec: rm}", "workload.exec: unknown field"),
-])
+@pytest.mark.parametrize(
+    "typed, expect",
+    [
+        ("router=fastest", "router: must be one of 'kv', 'round-robin' or 'random' (got 'fastest')"),
+        ("workload.isl=0", "workload.isl: Input should be greater than 0"),
+        ("workload.concurrency=[4,4]", "concurrency values repeat: [4]"),
+        ("workload.max_error_rate=2", "workload.max_error_rate: Input should be less than or equal to 1"),
+        ("topology.workers.tp=2", "gpu.count: the topology uses 16 GPUs"),
+        ("workload={exec: rm}", "workload.exec: unknown field"),
+    ],
+)
 def test_changed_recipe_is_validated_as_a_file_is(typed, expect):
     key, _, value = typed.partition("=")
     changes = parse_sets([typed]).recipe
@@ -166,8 +187,9 @@ def test_render_cache_keys_on_recipe_changes(tmp_path, monkeypatch):
 
     monkeypatch.setenv("INFERSWEEP_CACHE_DIR", str(tmp_path / "cache"))
     settings = load_cluster_settings()
-    key = lambda r: render_cache.bundle_key(r, settings, dgd_api="v1beta1", namespace=None, overrides=None,
-                                            workflow_name=None)
+    key = lambda r: render_cache.bundle_key(
+        r, settings, dgd_api="v1beta1", namespace=None, overrides=None, workflow_name=None
+    )
     plain, two = load_recipe(AGG), load_recipe(AGG, overrides={"workload.concurrency": [1, 2]})
     assert key(plain) != key(two) == key(load_recipe(AGG, overrides={"workload.concurrency": [1, 2]}))
     # through the CLI's cache: a hit for the same --set, a fresh render for another
@@ -179,10 +201,13 @@ def test_render_cache_keys_on_recipe_changes(tmp_path, monkeypatch):
 
 
 def test_validate_takes_set(capsys):
-    assert main(["validate", f"params/recipes/cluster-report/{AGG}.yaml", "--set", "workload.concurrency=[2]",
-                 "--no-cache"]) == 0
-    assert main(["validate", f"params/recipes/cluster-report/{AGG}.yaml", "--set", "router=fastest",
-                 "--no-cache"]) == 1
+    assert (
+        main(
+            ["validate", f"params/recipes/cluster-report/{AGG}.yaml", "--set", "workload.concurrency=[2]", "--no-cache"]
+        )
+        == 0
+    )
+    assert main(["validate", f"params/recipes/cluster-report/{AGG}.yaml", "--set", "router=fastest", "--no-cache"]) == 1
     assert "router: must be one of" in capsys.readouterr().err
 
 
@@ -206,8 +231,22 @@ def test_run_local_applies_recipe_changes(monkeypatch, tmp_path):
         raise RecipeError("stop here")
 
     monkeypatch.setattr(local_run, "run_local", fake)
-    assert main(["run", "--local", AGG, "--out", str(tmp_path / "runs"), "--set", "workload.concurrency=[1,2]",
-                 "--set", "ready-timeout-s=60"]) == 2
+    assert (
+        main(
+            [
+                "run",
+                "--local",
+                AGG,
+                "--out",
+                str(tmp_path / "runs"),
+                "--set",
+                "workload.concurrency=[1,2]",
+                "--set",
+                "ready-timeout-s=60",
+            ]
+        )
+        == 2
+    )
     assert seen["r"].recipe.workload.concurrency == [1, 2] and seen["params"] == {"ready-timeout-s": "60"}
 
 
@@ -218,8 +257,9 @@ def test_resume_refuses_other_recipe_changes(tmp_path):
 
     run_dir = tmp_path / "runs" / "r1"
     changes = {"workload.concurrency": [1, 2]}
-    render_recipe(load_recipe(AGG, overrides=changes), load_cluster_settings(), namespace="local",
-                  workflow_name="r1").write(run_dir / "rendered")
+    render_recipe(
+        load_recipe(AGG, overrides=changes), load_cluster_settings(), namespace="local", workflow_name="r1"
+    ).write(run_dir / "rendered")
     kw = dict(resume=run_dir, out_root=tmp_path / "runs", cache_root=tmp_path / "cache")
     with pytest.raises(RecipeError, match="with other recipe fields .* give the --set it was run with"):
         run_local(AGG, **kw)

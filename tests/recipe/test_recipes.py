@@ -73,8 +73,8 @@ def test_trace_runs_as_its_averages_locally():
 
 
 def test_workload_keys_are_all_known_to_the_aiperf_step():
-    from infersweep.recipe import all_recipe_paths
     from infersweep.aiperf import TRACE_KEYS, WORKLOAD_FLAGS
+    from infersweep.recipe import all_recipe_paths
 
     for p in all_recipe_paths():
         w = load_recipe(p).recipe.workload
@@ -96,6 +96,7 @@ def _set(path: str, value):
         for k in head:
             node = node.setdefault(k, {})
         node[last] = value
+
     return mutate
 
 
@@ -112,23 +113,47 @@ CASES = [
     (SPEC, _set("workload.preset", "no-such-trace"), "workload.preset", "unknown workload"),
     # GPU arithmetic
     (NEMOTRON, _set("gpu.count", 16), "gpu.count", "topology uses 8 GPUs"),
-    (NEMOTRON, lambda d: d["topology"]["workers"].update(tp=16, replicas=1) or d["gpu"].update(count=16),
-     "topology.workers.tp", "set nodes: 2"),
-    (NEMOTRON, lambda d: d["topology"]["workers"].update(replicas=1, tp=4, dp=4) or d["gpu"].update(count=16),
-     "topology.workers.tp", "TP=4 x DP=4 needs 16 GPUs"),
-    (NEMOTRON, lambda d: d["topology"]["workers"].update(replicas=1, tp=16, nodes=3) or d["gpu"].update(count=16),
-     "topology.workers.nodes", "do not split evenly"),
+    (
+        NEMOTRON,
+        lambda d: d["topology"]["workers"].update(tp=16, replicas=1) or d["gpu"].update(count=16),
+        "topology.workers.tp",
+        "set nodes: 2",
+    ),
+    (
+        NEMOTRON,
+        lambda d: d["topology"]["workers"].update(replicas=1, tp=4, dp=4) or d["gpu"].update(count=16),
+        "topology.workers.tp",
+        "TP=4 x DP=4 needs 16 GPUs",
+    ),
+    (
+        NEMOTRON,
+        lambda d: d["topology"]["workers"].update(replicas=1, tp=16, nodes=3) or d["gpu"].update(count=16),
+        "topology.workers.nodes",
+        "do not split evenly",
+    ),
     (NEMOTRON, _set("topology.workers.ep", 4), "topology.workers.ep", "set ep to 1 or 1"),
     (SGLANG_DPEP, _set("topology.decode.dp", 4), "topology.decode.dp", "must divide TP=2"),
     (SGLANG_DPEP, _set("topology.prefill.ep", 3), "topology.prefill.ep", "must divide TP=2"),
-    (TRTLLM, lambda d: d["topology"]["workers"].update(tp=4, dp=2) or d["gpu"].update(count=4),
-     "topology.workers.dp", "set dp to 1 or 4"),
+    (
+        TRTLLM,
+        lambda d: d["topology"]["workers"].update(tp=4, dp=2) or d["gpu"].update(count=4),
+        "topology.workers.dp",
+        "set dp to 1 or 4",
+    ),
     (KEDA, _set("gpu.count", 2), "gpu.count", "at max replicas"),
     (KEDA, _set("topology.workers.replicas", 3), "topology.workers.replicas", "set replicas: 1"),
-    (KEDA, _set("topology.workers.autoscaling.max_replicas", 0), "topology.workers.autoscaling.max_replicas",
-     "greater than or equal to 1"),
-    ("qwen3-235b-a22b-fp8-vllm-agg", lambda d: d["topology"]["workers"].update(replicas=16, tp=1),
-     "topology.workers.tp", "raise tp"),
+    (
+        KEDA,
+        _set("topology.workers.autoscaling.max_replicas", 0),
+        "topology.workers.autoscaling.max_replicas",
+        "greater than or equal to 1",
+    ),
+    (
+        "qwen3-235b-a22b-fp8-vllm-agg",
+        lambda d: d["topology"]["workers"].update(replicas=16, tp=1),
+        "topology.workers.tp",
+        "raise tp",
+    ),
     # shape
     (NEMOTRON, lambda d: d.update(topology={"prefill": {"replicas": 4, "tp": 2}}), "topology", "add `decode`"),
     (NEMOTRON, lambda d: d.update(topology={"decode": {"replicas": 4, "tp": 2}}), "topology", "add `prefill`"),
@@ -171,6 +196,7 @@ def test_a_catalog_file_must_carry_its_own_name(tmp_path, monkeypatch):
     import shutil
 
     from infersweep import paths
+
     pdir = tmp_path / "params"
     shutil.copytree(paths.params_dir(), pdir)
     f = pdir / "recipes" / "cluster-report" / "renamed.yaml"
@@ -179,11 +205,14 @@ def test_a_catalog_file_must_carry_its_own_name(tmp_path, monkeypatch):
         load_recipe(f, pdir)
 
 
-@pytest.mark.parametrize("text, words", [
-    ("- a\n- b\n", "must be a mapping"),
-    ("name: [unclosed\n", "not valid YAML"),
-    ("", "must be a mapping"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("- a\n- b\n", "must be a mapping"),
+        ("name: [unclosed\n", "not valid YAML"),
+        ("", "must be a mapping"),
+    ],
+)
 def test_files_that_are_not_recipes(tmp_path, text, words):
     assert words in _error(text, tmp_path)
 

@@ -28,14 +28,33 @@ def table(recipe: str, tok: dict[int, float], reps: int = 1, slo=SLO) -> pd.Data
     rows = []
     for c, t in tok.items():
         for r in range(reps):
-            rows.append({"run_id": f"wf-{recipe}", "recipe": recipe, "concurrency": c, "repetition": r, "status": "ok",
-                         "reason": "", "error_ratio": 0.0, "ttft_p50_ms": 100.0, "ttft_avg_ms": 100.0,
-                         "itl_p50_ms": 5.0, "itl_avg_ms": 5.0, "request_latency_avg_ms": 900.0,
-                         "request_latency_p50_ms": 900.0, "output_throughput_tok_s": t, "request_throughput_req_s": t / 100,
-                         "output_throughput_tok_s_per_gpu": t / 2, "output_throughput_avg_tok_s_per_user": 50.0,
-                         "output_throughput_p50_tok_s_per_user": 50.0,
-                         "goodput_req_s": t / 100, "slo_pass": True, "slo_detail": "meets", "valid": True,
-                         "validity_reasons": ""})
+            rows.append(
+                {
+                    "run_id": f"wf-{recipe}",
+                    "recipe": recipe,
+                    "concurrency": c,
+                    "repetition": r,
+                    "status": "ok",
+                    "reason": "",
+                    "error_ratio": 0.0,
+                    "ttft_p50_ms": 100.0,
+                    "ttft_avg_ms": 100.0,
+                    "itl_p50_ms": 5.0,
+                    "itl_avg_ms": 5.0,
+                    "request_latency_avg_ms": 900.0,
+                    "request_latency_p50_ms": 900.0,
+                    "output_throughput_tok_s": t,
+                    "request_throughput_req_s": t / 100,
+                    "output_throughput_tok_s_per_gpu": t / 2,
+                    "output_throughput_avg_tok_s_per_user": 50.0,
+                    "output_throughput_p50_tok_s_per_user": 50.0,
+                    "goodput_req_s": t / 100,
+                    "slo_pass": True,
+                    "slo_detail": "meets",
+                    "valid": True,
+                    "validity_reasons": "",
+                }
+            )
     return finish_table(pd.DataFrame(rows), {"recipe": recipe, "slo": slo})
 
 
@@ -43,8 +62,9 @@ def folder(root: Path, name: str, df: pd.DataFrame, **context) -> str:
     f = root / name
     (f / "summary").mkdir(parents=True)
     df.to_parquet(f / "summary" / "results.parquet")
-    (f / "summary" / "run.json").write_text(json.dumps({"context": {"run_id": f"wf-{name}", "recipe": name,
-                                                                     **CTX, **context}}))
+    (f / "summary" / "run.json").write_text(
+        json.dumps({"context": {"run_id": f"wf-{name}", "recipe": name, **CTX, **context}})
+    )
     return str(f)
 
 
@@ -52,12 +72,15 @@ A = table("a", {1: 100.0, 4: 300.0})
 B = table("b", {1: 120.0, 4: 390.0})  # +20 / +30 %: what a user acts on
 
 
-@pytest.mark.parametrize("dim,context,words", [
-    ("workload", {"workload": {"isl": 4096, "osl": 64}}, "isl=4096"),
-    ("model", {"model": "Qwen/Qwen3-8B"}, "Qwen/Qwen3-8B"),
-    ("slo", {"slo": {"ttft_p50_ms": 100}}, "ttft_p50_ms=100"),
-    ("source", {"source": "simulated (built-in timing)"}, "simulated (built-in timing)"),
-])
+@pytest.mark.parametrize(
+    "dim,context,words",
+    [
+        ("workload", {"workload": {"isl": 4096, "osl": 64}}, "isl=4096"),
+        ("model", {"model": "Qwen/Qwen3-8B"}, "Qwen/Qwen3-8B"),
+        ("slo", {"slo": {"ttft_p50_ms": 100}}, "ttft_p50_ms=100"),
+        ("source", {"source": "simulated (built-in timing)"}, "simulated (built-in timing)"),
+    ],
+)
 def test_compare_refuses_runs_that_measured_something_else(tmp_path, capsys, dim, context, words):
     a, b = folder(tmp_path, "a", A), folder(tmp_path, "b", B, **context)
     assert cli_main(["compare", a, b]) == 2
@@ -113,15 +136,27 @@ def test_the_nightly_check_fails_against_a_baseline_of_another_workload(tmp_path
     from steps import regression_check
 
     monkeypatch.setattr(regression_check, "check_against_baseline", baseline_mod.check_against_baseline)
-    assert regression_check.main(["--run-dir", str(cur), "--bucket", "results", "--baseline-prefix", "baselines/a",
-                                  "--report", str(report)]) == 1
+    assert (
+        regression_check.main(
+            ["--run-dir", str(cur), "--bucket", "results", "--baseline-prefix", "baselines/a", "--report", str(report)]
+        )
+        == 1
+    )
 
 
 def test_experiment_report_refuses_a_measured_treatment_beside_a_simulated_one(tmp_path, capsys):
     e = load_experiment("nemotron-rr-vs-kv")
-    refs = [f"{n}=" + folder(tmp_path, n, table(n, {1: 100.0, 8: 500.0}), recipe_hash=recipe_hash(e.treatment(n).recipe),
-                             **({"source": "simulated (built-in timing)"} if n == "kv" else {}))
-            for n in ("rr", "kv")]
+    refs = [
+        f"{n}="
+        + folder(
+            tmp_path,
+            n,
+            table(n, {1: 100.0, 8: 500.0}),
+            recipe_hash=recipe_hash(e.treatment(n).recipe),
+            **({"source": "simulated (built-in timing)"} if n == "kv" else {}),
+        )
+        for n in ("rr", "kv")
+    ]
     assert cli_main(["experiment", "report", "nemotron-rr-vs-kv", *refs]) == 2
     err = capsys.readouterr().err
     assert "experiment report nemotron-rr-vs-kv" in err and "different sources" in err
@@ -145,11 +180,16 @@ def test_the_nightly_runs_each_point_three_times_by_default():
 
     r = load_recipe("nemotron-3-nano-fp8-vllm-agg-kv")
     assert r.recipe.regression.repetitions == 3
-    args = {p["name"]: p["value"] for p in nightly_cron(r, load_cluster_settings())["spec"]["workflowSpec"]["arguments"]["parameters"]}
+    args = {
+        p["name"]: p["value"]
+        for p in nightly_cron(r, load_cluster_settings())["spec"]["workflowSpec"]["arguments"]["parameters"]
+    }
     points = json.loads(args["points"])
     levels = r.recipe.workload.concurrency
     assert len(points) == 3 * len(levels)
-    assert sorted((p["concurrency"], p["repetition"]) for p in points) == sorted((c, k) for c in levels for k in range(3))
+    assert sorted((p["concurrency"], p["repetition"]) for p in points) == sorted(
+        (c, k) for c in levels for k in range(3)
+    )
 
 
 def test_repetitions_land_in_folders_of_their_own_and_the_verdict_finds_them(tmp_path):

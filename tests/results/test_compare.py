@@ -19,24 +19,49 @@ SLO = {"ttft_p50_ms": 1000, "output_throughput_p50_tok_s_per_user": 30}
 def run_table(recipe: str, points: dict[int, dict[str, float]], slo=SLO) -> pd.DataFrame:
     rows = []
     for c, m in points.items():
-        row = {"run_id": f"wf-{recipe}", "recipe": recipe, "concurrency": c, "repetition": 0, "status": "ok",
-               "reason": "", "error_ratio": 0.0}
-        row.update({f"{p}_{s}_ms": m[f"{p}_ms"] for p in ("ttft", "itl", "request_latency") for s in ("avg", "p50", "p99")})
-        row.update(output_throughput_tok_s=m["tok"], request_throughput_req_s=m["tok"] / 100,
-                   output_throughput_p50_tok_s_per_user=m["user"], output_throughput_tok_s_per_gpu=m["tok"] / 8,
-                   goodput_req_s=m["tok"] / 100)
-        row["slo_pass"] = m["ttft_ms"] <= slo["ttft_p50_ms"] and m["user"] >= slo["output_throughput_p50_tok_s_per_user"]
+        row = {
+            "run_id": f"wf-{recipe}",
+            "recipe": recipe,
+            "concurrency": c,
+            "repetition": 0,
+            "status": "ok",
+            "reason": "",
+            "error_ratio": 0.0,
+        }
+        row.update(
+            {f"{p}_{s}_ms": m[f"{p}_ms"] for p in ("ttft", "itl", "request_latency") for s in ("avg", "p50", "p99")}
+        )
+        row.update(
+            output_throughput_tok_s=m["tok"],
+            request_throughput_req_s=m["tok"] / 100,
+            output_throughput_p50_tok_s_per_user=m["user"],
+            output_throughput_tok_s_per_gpu=m["tok"] / 8,
+            goodput_req_s=m["tok"] / 100,
+        )
+        row["slo_pass"] = (
+            m["ttft_ms"] <= slo["ttft_p50_ms"] and m["user"] >= slo["output_throughput_p50_tok_s_per_user"]
+        )
         rows.append(row)
     return finish_table(pd.DataFrame(rows), {"recipe": recipe, "slo": slo})
 
 
 # TP=2 wins ITL at low concurrency, TP=1 wins TTFT from c16 (seeds: 228.7 vs 317.1 ms at c16).
-TP2 = run_table("tp2", {1: dict(ttft_ms=100, itl_ms=3.52, request_latency_ms=1000, tok=247.8, user=280),
-                        16: dict(ttft_ms=317.1, itl_ms=6.0, request_latency_ms=2000, tok=2709.5, user=160),
-                        128: dict(ttft_ms=3024.6, itl_ms=14.0, request_latency_ms=9000, tok=7201.8, user=25)})
-TP1 = run_table("tp1", {1: dict(ttft_ms=90, itl_ms=4.11, request_latency_ms=1100, tok=214.6, user=240),
-                        16: dict(ttft_ms=228.7, itl_ms=6.5, request_latency_ms=1900, tok=2573.5, user=150),
-                        128: dict(ttft_ms=604.5, itl_ms=12.0, request_latency_ms=5000, tok=9435.7, user=70)})
+TP2 = run_table(
+    "tp2",
+    {
+        1: dict(ttft_ms=100, itl_ms=3.52, request_latency_ms=1000, tok=247.8, user=280),
+        16: dict(ttft_ms=317.1, itl_ms=6.0, request_latency_ms=2000, tok=2709.5, user=160),
+        128: dict(ttft_ms=3024.6, itl_ms=14.0, request_latency_ms=9000, tok=7201.8, user=25),
+    },
+)
+TP1 = run_table(
+    "tp1",
+    {
+        1: dict(ttft_ms=90, itl_ms=4.11, request_latency_ms=1100, tok=214.6, user=240),
+        16: dict(ttft_ms=228.7, itl_ms=6.5, request_latency_ms=1900, tok=2573.5, user=150),
+        128: dict(ttft_ms=604.5, itl_ms=12.0, request_latency_ms=5000, tok=9435.7, user=70),
+    },
+)
 
 
 def test_percent_changes_per_concurrency():
@@ -44,7 +69,9 @@ def test_percent_changes_per_concurrency():
     ch = cmp.changes.set_index(["concurrency", "metric"])
     assert ch.at[(16, "ttft_p50_ms"), "pct_change"] == pytest.approx((228.7 - 317.1) / 317.1 * 100)
     assert ch.at[(128, "ttft_p50_ms"), "pct_change"] == pytest.approx(-80.0, abs=0.1)  # "5x faster TTFT"
-    assert ch.at[(128, "output_throughput_tok_s"), "pct_change"] == pytest.approx(31.0, abs=0.1)  # "31% higher throughput"
+    assert ch.at[(128, "output_throughput_tok_s"), "pct_change"] == pytest.approx(
+        31.0, abs=0.1
+    )  # "31% higher throughput"
     assert bool(ch.at[(128, "output_throughput_tok_s"), "better"]) is True
     assert bool(ch.at[(1, "itl_p50_ms"), "better"]) is False
 

@@ -18,22 +18,48 @@ from infersweep.results.comparison_report import usd_per_mtok
 from infersweep.results.table import finish_table
 
 SLO = {"ttft_p50_ms": 2000, "tok_s_user_min": 20}
-CTX = {"model": "Qwen/Qwen3-0.6B", "workload": {"isl": 128, "osl": 64}, "slo": SLO, "source": "measured",
-       "gpu_type": "H100", "gpu_count": 2}
+CTX = {
+    "model": "Qwen/Qwen3-0.6B",
+    "workload": {"isl": 128, "osl": 64},
+    "slo": SLO,
+    "source": "measured",
+    "gpu_type": "H100",
+    "gpu_count": 2,
+}
 INVALID = "client-bound: AIPerf sent requests 912 ms (p99) after issuing them"
 
 
 def table(recipe: str, points: dict[int, dict]) -> pd.DataFrame:
     rows = []
     for c, p in points.items():
-        rows.append({"run_id": f"wf-{recipe}", "recipe": recipe, "concurrency": c, "repetition": 0, "status": "ok",
-                     "reason": "", "error_rate": 0.0, "ttft_ms_p50": 100.0, "ttft_ms_avg": 100.0, "itl_ms_p50": 5.0,
-                     "itl_ms_avg": 5.0, "request_latency_ms_avg": 900.0, "request_latency_ms_p50": 900.0,
-                     "output_tok_s": 2 * p["gpu"], "request_per_s": 1.0, "tok_s_per_gpu": p["gpu"],
-                     "tok_s_per_user": p["user"], "tok_s_per_user_p50": p["user"], "goodput_req_s": 1.0,
-                     "slo_pass": p.get("slo", True), "slo_detail": "meets", "valid": p["valid"],
-                     "validity_reasons": "" if p["valid"] else INVALID,
-                     **({"energy_j_per_output_token": p["j"]} if "j" in p else {})})
+        rows.append(
+            {
+                "run_id": f"wf-{recipe}",
+                "recipe": recipe,
+                "concurrency": c,
+                "repetition": 0,
+                "status": "ok",
+                "reason": "",
+                "error_rate": 0.0,
+                "ttft_ms_p50": 100.0,
+                "ttft_ms_avg": 100.0,
+                "itl_ms_p50": 5.0,
+                "itl_ms_avg": 5.0,
+                "request_latency_ms_avg": 900.0,
+                "request_latency_ms_p50": 900.0,
+                "output_tok_s": 2 * p["gpu"],
+                "request_per_s": 1.0,
+                "tok_s_per_gpu": p["gpu"],
+                "tok_s_per_user": p["user"],
+                "tok_s_per_user_p50": p["user"],
+                "goodput_req_s": 1.0,
+                "slo_pass": p.get("slo", True),
+                "slo_detail": "meets",
+                "valid": p["valid"],
+                "validity_reasons": "" if p["valid"] else INVALID,
+                **({"energy_j_per_output_token": p["j"]} if "j" in p else {}),
+            }
+        )
     return finish_table(pd.DataFrame(rows), {"recipe": recipe, "slo": SLO})
 
 
@@ -41,18 +67,28 @@ def folder(root: Path, name: str, df: pd.DataFrame, **context) -> str:
     f = root / name
     (f / "summary").mkdir(parents=True)
     df.to_parquet(f / "summary" / "results.parquet")
-    (f / "summary" / "run.json").write_text(json.dumps({"context": {"run_id": f"wf-{name}", "recipe": name,
-                                                                     **CTX, **context}}))
+    (f / "summary" / "run.json").write_text(
+        json.dumps({"context": {"run_id": f"wf-{name}", "recipe": name, **CTX, **context}})
+    )
     return str(f)
 
 
 # kv's c8 has the most tok/s/GPU of all and "meets" the SLOs in its numbers, but is invalid: never the winner.
-RR = table("rr", {1: {"gpu": 100.0, "user": 90.0, "valid": True, "j": 2.0},
-                  8: {"gpu": 500.0, "user": 60.0, "valid": True, "j": 0.5}})
-KV = table("kv", {1: {"gpu": 110.0, "user": 95.0, "valid": True, "j": 1.9},
-                  8: {"gpu": 900.0, "user": 70.0, "valid": False, "j": 0.3}})
-FP8 = table("fp8", {1: {"gpu": 120.0, "user": 99.0, "valid": True},
-                    8: {"gpu": 450.0, "user": 65.0, "valid": True}})
+RR = table(
+    "rr",
+    {
+        1: {"gpu": 100.0, "user": 90.0, "valid": True, "j": 2.0},
+        8: {"gpu": 500.0, "user": 60.0, "valid": True, "j": 0.5},
+    },
+)
+KV = table(
+    "kv",
+    {
+        1: {"gpu": 110.0, "user": 95.0, "valid": True, "j": 1.9},
+        8: {"gpu": 900.0, "user": 70.0, "valid": False, "j": 0.3},
+    },
+)
+FP8 = table("fp8", {1: {"gpu": 120.0, "user": 99.0, "valid": True}, 8: {"gpu": 450.0, "user": 65.0, "valid": True}})
 
 
 @pytest.fixture()
@@ -67,12 +103,12 @@ def page(tmp_path, capsys) -> str:
 def test_the_page_is_self_contained(page):
     assert not re.search(r"<(img|script|link|iframe)\b", page)
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", page)
-    svg = page[page.index("<svg"):page.index("</svg>") + 6]
+    svg = page[page.index("<svg") : page.index("</svg>") + 6]
     ET.fromstring(svg)  # well-formed inline SVG
 
 
 def test_valid_points_are_filled_and_invalid_ones_hollow(page):
-    svg = page[page.index("<svg"):page.index("</svg>") + 6]
+    svg = page[page.index("<svg") : page.index("</svg>") + 6]
     points = re.findall(r'<circle [^>]*fill="([^"]+)"[^>]*><title>([^<]+)</title>', svg)
     by = {t.split(":")[0]: fill for fill, t in points}
     assert by["kv c8"] == "white" and "INVALID: client-bound" in dict((t.split(":")[0], t) for _, t in points)["kv c8"]
@@ -107,7 +143,10 @@ def test_each_candidates_validity_is_shown(page):
 
 def test_no_winner_when_no_valid_point_meets_the_slos(tmp_path, capsys):
     bad = table("bad", {4: {"gpu": 900.0, "user": 70.0, "valid": False}})
-    refs = [folder(tmp_path, "a", bad), folder(tmp_path, "b", table("b", {4: {"gpu": 800.0, "user": 5.0, "valid": True, "slo": False}}))]
+    refs = [
+        folder(tmp_path, "a", bad),
+        folder(tmp_path, "b", table("b", {4: {"gpu": 800.0, "user": 5.0, "valid": True, "slo": False}})),
+    ]
     out = tmp_path / "c.html"
     assert cli_main(["compare", *refs, "--html", str(out)]) == 0
     assert "<b>none</b>: no candidate has a valid point meeting the SLOs" in out.read_text()

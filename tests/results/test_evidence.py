@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from infersweep.aiperf import read_point
 from infersweep.cli import main as cli_main
 from infersweep.experiment.report import check, experiment_report
 from infersweep.experiment.spec import load_experiment
@@ -23,7 +24,6 @@ from infersweep.results.summarize import markdown_table
 from infersweep.results.table import build_table, finish_table
 from infersweep.results.validity import load_thresholds
 from infersweep.slo_search import bisect
-from infersweep.aiperf import read_point
 from tests.support.paths import TESTS
 
 FIXTURES = TESTS / "fixtures" / "validity"
@@ -36,14 +36,32 @@ def table(recipe: str, points: dict[int, dict], slo=SLO, context: dict | None = 
     as a table written before the evidence rule carries them: slo_pass True on an invalid row too."""
     rows = []
     for c, p in points.items():
-        rows.append({"run_id": f"wf-{recipe}", "recipe": recipe, "concurrency": c, "repetition": 0, "status": "ok",
-                     "reason": "", "error_ratio": 0.0, "ttft_p50_ms": p.get("ttft", 100.0),
-                     "ttft_avg_ms": p.get("ttft", 100.0), "itl_p50_ms": 5.0, "itl_avg_ms": 5.0,
-                     "request_latency_avg_ms": 900.0, "request_latency_p50_ms": 900.0,
-                     "output_throughput_tok_s": p["tok"], "request_throughput_req_s": p["tok"] / 100, "output_throughput_tok_s_per_gpu": p["tok"] / 2,
-                     "output_throughput_p50_tok_s_per_user": 50.0, "goodput_req_s": p["tok"] / 100,
-                     "slo_pass": p.get("slo", True), "slo_detail": "meets ttft_p50_ms, output_throughput_p50_tok_s_per_user",
-                     "valid": p["valid"], "validity_reasons": "" if p["valid"] else INVALID})
+        rows.append(
+            {
+                "run_id": f"wf-{recipe}",
+                "recipe": recipe,
+                "concurrency": c,
+                "repetition": 0,
+                "status": "ok",
+                "reason": "",
+                "error_ratio": 0.0,
+                "ttft_p50_ms": p.get("ttft", 100.0),
+                "ttft_avg_ms": p.get("ttft", 100.0),
+                "itl_p50_ms": 5.0,
+                "itl_avg_ms": 5.0,
+                "request_latency_avg_ms": 900.0,
+                "request_latency_p50_ms": 900.0,
+                "output_throughput_tok_s": p["tok"],
+                "request_throughput_req_s": p["tok"] / 100,
+                "output_throughput_tok_s_per_gpu": p["tok"] / 2,
+                "output_throughput_p50_tok_s_per_user": 50.0,
+                "goodput_req_s": p["tok"] / 100,
+                "slo_pass": p.get("slo", True),
+                "slo_detail": "meets ttft_p50_ms, output_throughput_p50_tok_s_per_user",
+                "valid": p["valid"],
+                "validity_reasons": "" if p["valid"] else INVALID,
+            }
+        )
     return finish_table(pd.DataFrame(rows), {"recipe": recipe, "slo": slo, **(context or {})})
 
 
@@ -74,12 +92,17 @@ def test_report_and_compare_agree_when_no_point_counts(tmp_path):
     everything = compare_runs({"a": DEMO, "b": DEMO.assign(recipe="b")}, include_invalid=True)
     assert everything.best["meets_slo"].sum() == 0
 
+
 def test_slo_pass_is_never_true_on_an_invalid_row(tmp_path):
     # A real client-starved AIPerf point whose numbers meet a generous SLO: built fresh ...
     point = tmp_path / "points" / "c8"
     shutil.copytree(FIXTURES / "client-starved-c8", point / "aiperf")
-    result = read_point(point / "aiperf") | {"concurrency": 8, "seed": 1, "seed_policy": "per-point",
-                                             "cache_state": "fresh-prompts"}
+    result = read_point(point / "aiperf") | {
+        "concurrency": 8,
+        "seed": 1,
+        "seed_policy": "per-point",
+        "cache_state": "fresh-prompts",
+    }
     (point / "result.json").write_text(json.dumps(result))
     row = build_table(tmp_path / "points", 1, {"ttft_p50_ms": 1e9}, {"recipe": "r"}, load_thresholds("local")).iloc[0]
     assert not row["valid"]
@@ -110,10 +133,22 @@ def nemotron():
 
 def _treatments(kv_c8_valid: bool) -> dict[str, pd.DataFrame]:
     # Locally the sweep stops at c8, the claim is judged there; kv's c8 is no better than rr's.
-    rr = table("rr", {1: {"tok": 100, "ttft": 100, "valid": True}, 4: {"tok": 300, "ttft": 110, "valid": True},
-                      8: {"tok": 500, "ttft": 200, "valid": True}})
-    kv = table("kv", {1: {"tok": 100, "ttft": 60, "valid": True}, 4: {"tok": 300, "ttft": 70, "valid": True},
-                      8: {"tok": 500, "ttft": 210, "valid": kv_c8_valid}})
+    rr = table(
+        "rr",
+        {
+            1: {"tok": 100, "ttft": 100, "valid": True},
+            4: {"tok": 300, "ttft": 110, "valid": True},
+            8: {"tok": 500, "ttft": 200, "valid": True},
+        },
+    )
+    kv = table(
+        "kv",
+        {
+            1: {"tok": 100, "ttft": 60, "valid": True},
+            4: {"tok": 300, "ttft": 70, "valid": True},
+            8: {"tok": 500, "ttft": 210, "valid": kv_c8_valid},
+        },
+    )
     return {"rr": rr, "kv": kv}
 
 
@@ -142,8 +177,10 @@ def test_experiment_report_refuses_a_run_of_another_recipe(nemotron, tmp_path, c
     assert cli_main(["experiment", "report", "nemotron-rr-vs-kv", f"rr={rr}", f"kv={other}"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
-    assert f"treatment kv: run {other} (wf-other) has recipe hash {'0' * 64}, expected " \
-           f"{recipe_hash(nemotron.treatment('kv').recipe)}" in err
+    assert (
+        f"treatment kv: run {other} (wf-other) has recipe hash {'0' * 64}, expected "
+        f"{recipe_hash(nemotron.treatment('kv').recipe)}" in err
+    )
 
 
 def test_experiment_report_with_a_treatment_without_run_is_an_error(nemotron, tmp_path, capsys):
@@ -156,8 +193,10 @@ def test_experiment_report_with_a_treatment_without_run_is_an_error(nemotron, tm
 
 def test_experiment_report_of_matching_runs_exits_0(nemotron, tmp_path, capsys):
     t = _treatments(kv_c8_valid=True)
-    refs = [f"{n}=" + _run_folder(tmp_path, n, t[n], {"recipe_hash": recipe_hash(nemotron.treatment(n).recipe)})
-            for n in ("rr", "kv")]
+    refs = [
+        f"{n}=" + _run_folder(tmp_path, n, t[n], {"recipe_hash": recipe_hash(nemotron.treatment(n).recipe)})
+        for n in ("rr", "kv")
+    ]
     assert cli_main(["experiment", "report", "nemotron-rr-vs-kv", *refs]) == 0
     assert "refuted: kv beats rr on ttft_avg_ms" in capsys.readouterr().out
 
@@ -184,8 +223,15 @@ def test_slo_search_counts_an_invalid_probe_as_a_miss_and_says_so():
 
 @pytest.fixture
 def no_aws(monkeypatch, tmp_path):
-    for var in ("INFERSWEEP_STORE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
-                "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
+    for var in (
+        "INFERSWEEP_STORE",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_ENDPOINT_URL",
+        "AWS_ENDPOINT_URL_S3",
+    ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
@@ -208,8 +254,10 @@ def test_a_file_given_as_a_run_is_one_line(no_aws, tmp_path, capsys):
     f.write_bytes(b"x")
     assert cli_main(["compare", str(f), str(f)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.splitlines() == [f"infersweep: {f}: a file, not a run: give a run folder (runs/<run-id>, with summary/ "
-                                "inside) or a run id / RECIPE/RUN_ID in --store"]
+    assert err.splitlines() == [
+        f"infersweep: {f}: a file, not a run: give a run folder (runs/<run-id>, with summary/ "
+        "inside) or a run id / RECIPE/RUN_ID in --store"
+    ]
 
 
 def test_a_typo_in_a_folder_store_names_the_store(tmp_path, capsys):

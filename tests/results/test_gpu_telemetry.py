@@ -15,8 +15,18 @@ MEASURED = REPO / "benchmarks" / "measured" / "h200-2026-12-01"
 
 def test_energy_is_the_counter_difference_across_the_window_and_power_the_mean():
     s = 10**9
-    samples = [{"t_ns": (100 + t) * s, "gpu": 0, "power_w": 500.0 + t, "energy_j": 1000.0 + 500 * t, "sm_util_pct": 90,
-                "mem_util_pct": 40, "mem_used_mib": 1000 + t} for t in range(0, 11)]
+    samples = [
+        {
+            "t_ns": (100 + t) * s,
+            "gpu": 0,
+            "power_w": 500.0 + t,
+            "energy_j": 1000.0 + 500 * t,
+            "sm_util_pct": 90,
+            "mem_util_pct": 40,
+            "mem_used_mib": 1000 + t,
+        }
+        for t in range(0, 11)
+    ]
     out = window_columns(samples, 100 * s, 110 * s, output_tokens=2500)
     assert out["gpu_energy_j"] == 5000.0 and out["energy_j_per_output_token"] == 2.0
     assert out["gpu_power_w"] == 505.0 and out["gpu_count"] == 1 and out["gpu_memory_used_mib"] == 1010

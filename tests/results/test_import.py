@@ -29,8 +29,12 @@ def _team_folder(tmp: Path) -> Path:
 
 def test_import_then_compare_with_another_run(tmp_path, capsys, aiperf_ref):
     store = tmp_path / "store"
-    assert cli_main(["import", str(_team_folder(tmp_path)), "--recipe", RECIPE, "--run-id", "team-010",
-                     "--store", str(store)]) == 0
+    assert (
+        cli_main(
+            ["import", str(_team_folder(tmp_path)), "--recipe", RECIPE, "--run-id", "team-010", "--store", str(store)]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert f"imported 2 point(s) of {RECIPE} as run team-010 (AIPerf 0.10.0;" in out
 
@@ -51,8 +55,21 @@ def test_import_then_compare_with_another_run(tmp_path, capsys, aiperf_ref):
     # the imported sweep has c2 and c4, the new run c4 only: another workload, compared only when asked
     assert cli_main(["compare", "team-010", "new-013", "--store", str(store), "--include-invalid"]) == 2
     assert "different workload" in capsys.readouterr().err
-    assert cli_main(["compare", "team-010", "new-013", "--store", str(store), "--include-invalid",
-                     "--allow-different", "workload"]) == 0
+    assert (
+        cli_main(
+            [
+                "compare",
+                "team-010",
+                "new-013",
+                "--store",
+                str(store),
+                "--include-invalid",
+                "--allow-different",
+                "workload",
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "note: different workload, allowed by --allow-different workload" in text
     assert "vs" in text and "% change per concurrency" in text

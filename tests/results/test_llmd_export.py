@@ -80,7 +80,11 @@ def test_every_exported_point_validates_against_llm_ds_schema_and_model(llmd, tm
         assert agg["throughput"]["output_token_rate"]["mean"] == pytest.approx(table.at[c, "output_tok_s"])
         assert agg["requests"]["total"] == table.at[c, "requests_ok"] + table.at[c, "requests_failed"]
         engine = r["scenario"]["stack"][0]["standardized"]
-        assert (engine["model"]["name"], engine["accelerator"]["model"], engine["role"]) == ("Qwen/Qwen3-32B", "H200", "replica")
+        assert (engine["model"]["name"], engine["accelerator"]["model"], engine["role"]) == (
+            "Qwen/Qwen3-32B",
+            "H200",
+            "replica",
+        )
         assert r["run"]["eid"] == str(uuid.uuid5(uuid.NAMESPACE_URL, table.at[c, "run_id"]))
 
 

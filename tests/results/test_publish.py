@@ -203,7 +203,10 @@ def test_killed_before_manifest_is_incomplete_then_resumable(tmp_path, server, s
     tree = make_tree(tmp_path / "run")
     proc = subprocess.run(
         [sys.executable, "-c", KILL_BEFORE_MANIFEST, str(tree), BUCKET, prefix],
-        cwd=REPO, env={**os.environ, **server.env()}, capture_output=True, timeout=60,
+        cwd=REPO,
+        env={**os.environ, **server.env()},
+        capture_output=True,
+        timeout=60,
     )
     assert proc.returncode == -9, proc.stderr.decode()
     assert len(remote_snapshot(s3, prefix)) == 4  # every object landed ...

@@ -11,8 +11,13 @@ from infersweep.metrics import DEFAULT_TOLERANCES
 from infersweep.results.regression import judge_run
 
 LEVELS = (1, 4, 16, 64)
-BASE = {"ttft_p50_ms": 200.0, "ttft_p99_ms": 400.0, "itl_p50_ms": 10.0, "request_latency_p50_ms": 3000.0,
-        "output_throughput_tok_s": 1000.0}
+BASE = {
+    "ttft_p50_ms": 200.0,
+    "ttft_p99_ms": 400.0,
+    "itl_p50_ms": 10.0,
+    "request_latency_p50_ms": 3000.0,
+    "output_throughput_tok_s": 1000.0,
+}
 TOL = 0.05  # relative, every metric
 TOLERANCES = {m: TOL for m in BASE} | {"error_ratio": {"abs": 0.01}}
 
@@ -24,7 +29,7 @@ def table(rng: np.random.Generator, noise: float, reps: int, shift: dict[str, fl
         for r in range(reps):
             row = {"concurrency": c, "repetition": r, "status": "ok", "reason": "", "error_ratio": 0.0}
             for m, v in BASE.items():
-                row[m] = v * c ** 0.3 * (1 + (shift or {}).get(m, 0.0)) * (1 + rng.normal(0, noise))
+                row[m] = v * c**0.3 * (1 + (shift or {}).get(m, 0.0)) * (1 + rng.normal(0, noise))
             rows.append(row)
     return pd.DataFrame(rows)
 

@@ -18,10 +18,24 @@ def add_server_metrics(run):
     for conc, t0 in ((4, 1000.0), (8, 1030.0)):
         for i in range(6):
             for worker in ("w0", "w1"):
-                rows.append({"concurrency": conc, "metric": "kv_cache_usage", "labels": f'{{"worker": "{worker}"}}',
-                             "ts": t0 + 5 * i, "value": 0.1 * conc + 0.01 * i})
-            rows.append({"concurrency": conc, "metric": "requests_running", "labels": "{}", "ts": t0 + 5 * i,
-                         "value": float(conc)})
+                rows.append(
+                    {
+                        "concurrency": conc,
+                        "metric": "kv_cache_usage",
+                        "labels": f'{{"worker": "{worker}"}}',
+                        "ts": t0 + 5 * i,
+                        "value": 0.1 * conc + 0.01 * i,
+                    }
+                )
+            rows.append(
+                {
+                    "concurrency": conc,
+                    "metric": "requests_running",
+                    "labels": "{}",
+                    "ts": t0 + 5 * i,
+                    "value": float(conc),
+                }
+            )
     (run / "metrics").mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_parquet(run / "metrics" / "server_metrics.parquet", index=False)
 
@@ -33,8 +47,16 @@ def test_report_of_a_run_folder_has_every_section_inlined(tmp_path, aiperf_ref):
     out = tmp_path / "report"
     assert cli_main(["report", str(run), "--out", str(out), "--title", "demo report"]) == 0
     html = (out / "report.html").read_text()
-    for heading in ("Run context", "SLOs", "Results", "Pareto frontier", "TTFT, ITL and request latency",
-                    "Error rates", "Failed or partial points", "Server metrics over time"):
+    for heading in (
+        "Run context",
+        "SLOs",
+        "Results",
+        "Pareto frontier",
+        "TTFT, ITL and request latency",
+        "Error rates",
+        "Failed or partial points",
+        "Server metrics over time",
+    ):
         assert f"<h2>{heading}" in html, heading
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', html)
     assert len(images) == 4  # pareto, latency, errors, server metrics

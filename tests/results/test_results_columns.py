@@ -28,9 +28,15 @@ PINNED = {"infersweep.results/v3": "26c775ef6111f669d4fbc0c09ab02093aaa5a84046af
 def test_the_column_dictionary_in_the_docs_is_generated_and_fresh():
     doc = REPO / "docs" / "columns.md"
     assert doc.read_text(encoding="utf-8") == columns.markdown(), (
-        "docs/columns.md is stale: run `python -m infersweep.results.columns --write`")
-    proc = subprocess.run([sys.executable, "-m", "infersweep.results.columns", "--check"], cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
+        "docs/columns.md is stale: run `python -m infersweep.results.columns --write`"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "infersweep.results.columns", "--check"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
 
 
@@ -45,14 +51,17 @@ def test_columns_cannot_change_without_a_schema_version_bump():
     assert SCHEMA_VERSION in PINNED, f"new schema version {SCHEMA_VERSION}: pin its fingerprint in PINNED"
     assert PINNED[SCHEMA_VERSION] == columns_fingerprint() == columns.COLUMNS_FINGERPRINT, (
         "the results table's columns changed without a new SCHEMA_VERSION (infersweep/results/columns.py): "
-        f"bump it, set COLUMNS_FINGERPRINT = {columns_fingerprint()!r}, and pin it here")
+        f"bump it, set COLUMNS_FINGERPRINT = {columns_fingerprint()!r}, and pin it here"
+    )
     assert len(set(PINNED.values())) == len(PINNED)  # a version's columns are never another version's
 
 
 def test_a_renamed_column_changes_the_fingerprint(monkeypatch):
     before = columns_fingerprint()
-    renamed = [columns.Column("ttft_p50_msec", c.dtype, c.unit, c.group, c.description) if c.name == "ttft_p50_ms"
-               else c for c in columns.SUMMARY]
+    renamed = [
+        columns.Column("ttft_p50_msec", c.dtype, c.unit, c.group, c.description) if c.name == "ttft_p50_ms" else c
+        for c in columns.SUMMARY
+    ]
     monkeypatch.setattr(columns, "SUMMARY", renamed)
     assert columns_fingerprint() != before
 
@@ -92,8 +101,16 @@ def test_the_table_has_exactly_the_dictionarys_columns_in_order_and_type(tmp_pat
             assert got == want, (name, got, want)
 
 
-@pytest.mark.parametrize("run", ["qwen3-32b-bf16-sweep", "gpu-kv-vs-rr/treatments/kv", "gpu-kv-vs-rr/treatments/rr",
-                                 "gpu-kv-vs-rr/treatments/kv-2", "gpu-kv-vs-rr/treatments/rr-2"])
+@pytest.mark.parametrize(
+    "run",
+    [
+        "qwen3-32b-bf16-sweep",
+        "gpu-kv-vs-rr/treatments/kv",
+        "gpu-kv-vs-rr/treatments/rr",
+        "gpu-kv-vs-rr/treatments/kv-2",
+        "gpu-kv-vs-rr/treatments/rr-2",
+    ],
+)
 def test_the_measured_gpu_runs_v2_tables_read_under_the_new_names(run):
     from infersweep.results.run import load_run_folder
 
@@ -107,12 +124,14 @@ def test_the_measured_gpu_runs_v2_tables_read_under_the_new_names(run):
     assert not [c for c in t.columns if "__" in c or c in ALIASES]
     # the same numbers under their one name
     pd.testing.assert_series_equal(t["ttft_p50_ms"], old["ttft_ms_p50"], check_names=False)
-    pd.testing.assert_series_equal(t["output_throughput_p50_tok_s_per_user"], old["tok_s_per_user_p50"],
-                                   check_names=False)
+    pd.testing.assert_series_equal(
+        t["output_throughput_p50_tok_s_per_user"], old["tok_s_per_user_p50"], check_names=False
+    )
     pd.testing.assert_series_equal(t["output_throughput_tok_s_per_gpu"], old["tok_s_per_gpu"], check_names=False)
     assert (t["error_ratio"] == old["error_rate"]).all()
     assert str(t["point_start"].dt.tz) == "UTC" and t["point_start"].iloc[0] == pd.Timestamp(
-        old["point_start"].iloc[0], tz="UTC")
+        old["point_start"].iloc[0], tz="UTC"
+    )
     assert set(eval_slo(t)) <= set(SLO_KEYS)  # the run's SLO under the new keys (it said tok_s_user_min)
     # every AIPerf statistic of the wide table is in the raw table
     stats = [c for c in old.columns if "__" in c]
@@ -131,8 +150,16 @@ def eval_slo(t: pd.DataFrame) -> dict:
 def test_an_unreadable_version_is_one_clear_error():
     from infersweep.results.legacy import upgrade_table
 
-    df = pd.DataFrame({"run_id": ["r"], "recipe": ["x"], "concurrency": [1], "repetition": [0], "status": ["ok"],
-                       "schema_version": ["infersweep.results/v9"]})
+    df = pd.DataFrame(
+        {
+            "run_id": ["r"],
+            "recipe": ["x"],
+            "concurrency": [1],
+            "repetition": [0],
+            "status": ["ok"],
+            "schema_version": ["infersweep.results/v9"],
+        }
+    )
     with pytest.raises(ValueError, match=r"schema_version \['infersweep.results/v9'\], this reader knows"):
         upgrade_table(df, "t.parquet")
 
@@ -141,8 +168,9 @@ def test_recipe_slo_keys_are_metric_names_and_the_old_spelling_is_deprecated():
     from infersweep.recipe.models import Slo
 
     assert Slo(output_throughput_p50_tok_s_per_user=20).output_throughput_p50_tok_s_per_user == 20
-    with pytest.warns(FutureWarning, match="'tok_s_user_min' is the old spelling of "
-                                           "'output_throughput_p50_tok_s_per_user'"):
+    with pytest.warns(
+        FutureWarning, match="'tok_s_user_min' is the old spelling of 'output_throughput_p50_tok_s_per_user'"
+    ):
         old = Slo.model_validate({"tok_s_user_min": 20, "ttft_p50_ms": 100})
     assert old.output_throughput_p50_tok_s_per_user == 20
     with pytest.raises(ValueError, match="did you mean 'ttft_p50_ms'"):
@@ -166,8 +194,10 @@ def test_the_key_rename_leaves_recipe_hashes_alone():
     b = data["baseline"]
     b["output_tok_s_per_gpu"] = b.pop("output_throughput_tok_s_per_gpu")
     b["tok_s_per_user"] = b.pop("output_throughput_p50_tok_s_per_user")
-    data["slo"] = {"ttft_p50_ms": new.recipe.slo.ttft_p50_ms,
-                   "tok_s_user_min": new.recipe.slo.output_throughput_p50_tok_s_per_user}
+    data["slo"] = {
+        "ttft_p50_ms": new.recipe.slo.ttft_p50_ms,
+        "tok_s_user_min": new.recipe.slo.output_throughput_p50_tok_s_per_user,
+    }
     with pytest.warns(FutureWarning):
         old = parse_recipe(data, path)
     assert old.recipe.model_dump() == new.recipe.model_dump()
@@ -198,7 +228,8 @@ def test_a_v1_table_without_a_validity_verdict_reads_with_valid_na(tmp_path):
 
     v2 = pd.read_parquet(MEASURED / "qwen3-32b-bf16-sweep" / "summary" / "results.parquet")
     v1 = v2.drop(columns=["valid", "validity_reasons", "validity_profile"]).assign(
-        schema_version="infersweep.results/v1", slo_pass=True)
+        schema_version="infersweep.results/v1", slo_pass=True
+    )
     path = tmp_path / "results.parquet"
     v1.to_parquet(path)
     t = upgrade_table(pd.read_parquet(path), str(path))

@@ -44,7 +44,8 @@ def test_one_row_per_point_with_status_and_every_aiperf_statistic_in_the_raw_tab
     assert good["ttft_p50_ms"] == pytest.approx(37.199, abs=1e-3)
     assert good["output_throughput_tok_s_per_gpu"] == pytest.approx(good["output_throughput_tok_s"] / 2)
     assert good["output_throughput_p50_tok_s_per_user"] == pytest.approx(
-        summary["output_token_throughput_per_user"]["p50"])
+        summary["output_token_throughput_per_user"]["p50"]
+    )
     # one name per metric: none of the old spellings is a column
     assert not {"ttft_ms_p50", "time_to_first_token__p50", "tok_s_per_user", "latency_p50_ms"} & set(df.columns)
     failed = df.iloc[2]
@@ -103,12 +104,24 @@ def test_repetitions_are_rows_of_their_own(tmp_path, aiperf_ref):
 
 def test_context_from_the_pipeline_and_from_the_points(tmp_path, aiperf_ref):
     run = make_run_folder(tmp_path, aiperf_ref)
-    ctx = {"recipe_hash": "abc123", "engine": "vllm", "engine_image": "nvcr.io/x:1", "model_revision": "deadbeef",
-           "topology": "2xworker(tp=1)", "gpu_type": "H100", "router": "kv"}
+    ctx = {
+        "recipe_hash": "abc123",
+        "engine": "vllm",
+        "engine_image": "nvcr.io/x:1",
+        "model_revision": "deadbeef",
+        "topology": "2xworker(tp=1)",
+        "gpu_type": "H100",
+        "router": "kv",
+    }
     df = summarize(run, extra=["--context", json.dumps(ctx), "--run-id", "wf-123"])
     row = df.iloc[0]
     assert (row["run_id"], row["recipe"], row["recipe_hash"], row["gpu_type"], row["gpu_count"]) == (
-        "wf-123", "demo-prefix-kv", "abc123", "H100", 2)
+        "wf-123",
+        "demo-prefix-kv",
+        "abc123",
+        "H100",
+        2,
+    )
     assert row["aiperf_version"] == "0.13.0" and row["context_source"] == "pipeline"
     assert row["run_start"] <= row["run_end"]
     assert json.loads(row["slo"]) == SLO
@@ -118,8 +131,22 @@ def test_context_from_the_pipeline_and_from_the_points(tmp_path, aiperf_ref):
 
 def test_bad_context_is_one_clear_error(tmp_path, aiperf_ref):
     run = make_run_folder(tmp_path, aiperf_ref)
-    proc = subprocess.run([sys.executable, "-m", "steps.summarize", "--run-dir", str(run), "--gpu-count", "2",
-                           "--context", '{"recipe_hsh": "x"}'], cwd=REPO, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "steps.summarize",
+            "--run-dir",
+            str(run),
+            "--gpu-count",
+            "2",
+            "--context",
+            '{"recipe_hsh": "x"}',
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2
     assert "unknown keys ['recipe_hsh']" in proc.stderr and "Traceback" not in proc.stderr
     assert not (run / "summary").exists()
@@ -145,8 +172,9 @@ def test_the_commit_given_in_the_context_wins_over_the_file_in_the_run_dir(tmp_p
     commit_file = run / "context" / "model-commit.txt"
     commit_file.parent.mkdir(parents=True)
     commit_file.write_text("0ther0model\n")
-    given = summarize(run, extra=["--context", json.dumps({"model_commit": "abc123"}),
-                                  "--model-commit-file", str(commit_file)])
+    given = summarize(
+        run, extra=["--context", json.dumps({"model_commit": "abc123"}), "--model-commit-file", str(commit_file)]
+    )
     assert set(given["model_commit"]) == {"abc123"}
     from_file = summarize(run, extra=["--model-commit-file", str(commit_file)])
     assert set(from_file["model_commit"]) == {"0ther0model"}

@@ -14,9 +14,8 @@ import pytest
 
 import infersweep.results.publish as publish
 from infersweep.local.standins.s3server import LocalS3
-from infersweep.results.store import publish_index_entry
 from infersweep.results.manifest import ChecksumError, IncompleteRunError, RunIntegrityError
-from infersweep.results.store import RunNotFound, RunStore
+from infersweep.results.store import RunNotFound, RunStore, publish_index_entry
 from infersweep.results.table import SCHEMA_VERSION
 from tests.support.run_folders import make_run_folder, summarize
 
@@ -56,6 +55,7 @@ def publish_run(s3, base: str, run_id: str, folder, recipe: str = RECIPE) -> str
 
 def interrupted_publish(s3, base: str, run_id: str, folder, monkeypatch) -> None:
     """The real publish, failing where an interruption would: after the objects, before the manifest."""
+
     def boom(*args, **kwargs):
         raise ConnectionError("connection reset while writing the manifest")
 

@@ -13,8 +13,8 @@ import pytest
 from infersweep.cli import main
 from infersweep.local.standins.s3server import LocalS3
 from infersweep.results.baseline import check_against_baseline
-from tests.support.argo_server_standin import NS, ArgoServerStandIn, argo  # noqa: F401 (the fixture)
 from tests.results.test_results_store import BUCKET, RECIPE, publish_run
+from tests.support.argo_server_standin import NS, ArgoServerStandIn, argo  # noqa: F401 (the fixture)
 from tests.support.run_folders import make_run_folder, summarize
 
 ARTIFACTS = "artifacts"
@@ -100,9 +100,20 @@ def test_logs_of_a_local_run(tmp_path, capsys):
 
     (tmp_path / "code").mkdir()
     (tmp_path / "code" / "fakestep.py").write_text(STEP)
-    execute(build(tmp_path), [], run_id="t", run_dir=tmp_path / "run", status_file=tmp_path / "run" / "status.json",
-            cache_root=tmp_path / "cache", pythons={"local/step": sys.executable}, env={"PATH": "/usr/bin:/bin"},
-            code_root=tmp_path / "code", s3_client=None, configmaps={}, on_event=lambda kind, node: None)
+    execute(
+        build(tmp_path),
+        [],
+        run_id="t",
+        run_dir=tmp_path / "run",
+        status_file=tmp_path / "run" / "status.json",
+        cache_root=tmp_path / "cache",
+        pythons={"local/step": sys.executable},
+        env={"PATH": "/usr/bin:/bin"},
+        code_root=tmp_path / "code",
+        s3_client=None,
+        configmaps={},
+        on_event=lambda kind, node: None,
+    )
     assert main(["logs", str(tmp_path / "run")]) == 0
     out = capsys.readouterr().out
     assert "STEP" in out and "a " in out and "main.log" in out
@@ -149,12 +160,28 @@ def test_logs_of_a_cluster_run_come_from_argos_log_archive(argo, server, capsys)
     name = wf["metadata"]["name"]
     key = f"{NS}/{name}/{name}-deploy-123/main.log"  # the artifact repository's keyFormat + main.log
     s3.put_object(Bucket=ARTIFACTS, Key=key, Body=b"applying DGD...\nDGD ready after 41 s\n")
-    wf["status"] = {"phase": "Running", "nodes": {
-        f"{name}-1": {"id": f"{name}-1", "name": f"{name}.deploy", "displayName": "deploy", "type": "Pod",
-                      "templateName": "deploy", "phase": "Succeeded",
-                      "outputs": {"artifacts": [{"name": "main-logs", "s3": {"key": key}}]}},
-        f"{name}-2": {"id": f"{name}-2", "name": f"{name}.wait-ready", "displayName": "wait-ready", "type": "Pod",
-                      "templateName": "wait-ready", "phase": "Running"}}}
+    wf["status"] = {
+        "phase": "Running",
+        "nodes": {
+            f"{name}-1": {
+                "id": f"{name}-1",
+                "name": f"{name}.deploy",
+                "displayName": "deploy",
+                "type": "Pod",
+                "templateName": "deploy",
+                "phase": "Succeeded",
+                "outputs": {"artifacts": [{"name": "main-logs", "s3": {"key": key}}]},
+            },
+            f"{name}-2": {
+                "id": f"{name}-2",
+                "name": f"{name}.wait-ready",
+                "displayName": "wait-ready",
+                "type": "Pod",
+                "templateName": "wait-ready",
+                "phase": "Running",
+            },
+        },
+    }
     assert main(["logs", name]) == 0
     out = capsys.readouterr().out
     assert "deploy" in out and "archived" in out and "wait-ready" in out

@@ -28,7 +28,9 @@ from steps import scrape as scrape_step
 from tests.support.paths import TESTS
 
 SPEC = yaml.safe_load((params_dir() / "metrics.yaml").read_text())
-need_prometheus = pytest.mark.skipif(not Path(BINARY).exists(), reason=f"no Prometheus at {BINARY} (apt-get install prometheus)")
+need_prometheus = pytest.mark.skipif(
+    not Path(BINARY).exists(), reason=f"no Prometheus at {BINARY} (apt-get install prometheus)"
+)
 
 
 def _instant(url: str, query: str) -> list[dict]:
@@ -64,8 +66,11 @@ def test_every_query_names_the_runs_namespace_and_dgd():
     for name, q in queries.items():
         assert 'namespace="team-a"' in q, name
         assert "$" not in q, f"{name}: a placeholder left unfilled: {q}"
-        assert ('dynamo_namespace="team-a-sweep-7"' in q or 'dynamo_namespace=~"team-a-sweep-7"' in q
-                or 'pod=~"sweep-7-.+"' in q), name
+        assert (
+            'dynamo_namespace="team-a-sweep-7"' in q
+            or 'dynamo_namespace=~"team-a-sweep-7"' in q
+            or 'pod=~"sweep-7-.+"' in q
+        ), name
 
 
 # ---------------------------------------------------------------- workers' runtime namespaces (issue 20, item 5)
@@ -78,13 +83,31 @@ def test_worker_queries_use_the_runtime_namespaces_the_dgd_reports(tmp_path):
     The frontend stays in the base namespace."""
     from infersweep.platform.dgd import runtime_namespaces
 
-    status = {"status": {"state": "successful", "components": {
-        "Frontend": {"componentKind": "Deployment", "replicas": 1, "updatedReplicas": 1,
-                     "runtimeNamespace": "team-a-sweep-7"},
-        "VllmDecodeWorker": {"componentKind": "Deployment", "replicas": 1, "updatedReplicas": 1,
-                             "runtimeNamespace": "team-a-sweep-7-1a2b3c4d"},
-        "VllmPrefillWorker": {"componentKind": "Deployment", "replicas": 1, "updatedReplicas": 1,
-                              "runtimeNamespace": "team-a-sweep-7-1a2b3c4d"}}}}
+    status = {
+        "status": {
+            "state": "successful",
+            "components": {
+                "Frontend": {
+                    "componentKind": "Deployment",
+                    "replicas": 1,
+                    "updatedReplicas": 1,
+                    "runtimeNamespace": "team-a-sweep-7",
+                },
+                "VllmDecodeWorker": {
+                    "componentKind": "Deployment",
+                    "replicas": 1,
+                    "updatedReplicas": 1,
+                    "runtimeNamespace": "team-a-sweep-7-1a2b3c4d",
+                },
+                "VllmPrefillWorker": {
+                    "componentKind": "Deployment",
+                    "replicas": 1,
+                    "updatedReplicas": 1,
+                    "runtimeNamespace": "team-a-sweep-7-1a2b3c4d",
+                },
+            },
+        }
+    }
     ready = runtime_namespaces(status)
     assert ready["VllmDecodeWorker"] == "team-a-sweep-7-1a2b3c4d"
     (tmp_path / "ready.json").write_text(json.dumps({"dgd": "sweep-7", "runtime_namespaces": ready}))
@@ -112,8 +135,7 @@ class _FakePrometheus:
                 q = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)["query"][0]
                 fake.queries.append(q)
                 start = float(urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)["start"][0])
-                result = ([{"metric": {}, "values": [[start, "1"]]}]
-                          if any(n in q for n in needles) else [])
+                result = [{"metric": {}, "values": [[start, "1"]]}] if any(n in q for n in needles) else []
                 body = json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}}).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -136,8 +158,9 @@ def _run_dir(tmp_path: Path, runtime: dict[str, str] | None) -> Path:
     run = tmp_path / "run"
     (run / "points" / "c1").mkdir(parents=True)
     now = time.time()
-    (run / "points" / "c1" / "result.json").write_text(json.dumps(
-        {"concurrency": 1, "profiling_start_ns": int((now - 10) * 1e9), "profiling_end_ns": int(now * 1e9)}))
+    (run / "points" / "c1" / "result.json").write_text(
+        json.dumps({"concurrency": 1, "profiling_start_ns": int((now - 10) * 1e9), "profiling_end_ns": int(now * 1e9)})
+    )
     if runtime is not None:
         (run / "ready.json").write_text(json.dumps({"dgd": "sweep-7", "runtime_namespaces": runtime}))
     return run
@@ -148,8 +171,9 @@ def test_worker_series_in_the_runtime_namespace_are_scraped(tmp_path, monkeypatc
     prom = _FakePrometheus(['dynamo_namespace="team-a-sweep-7"', "team-a-sweep-7-1a2b3c4d"])
     try:
         run = _run_dir(tmp_path, {"Frontend": "team-a-sweep-7", "VllmWorker": "team-a-sweep-7-1a2b3c4d"})
-        rc = scrape_step.main(["--run-dir", str(run), "--prometheus-url", prom.url, "--namespace", "team-a",
-                               "--dgd-name", "sweep-7"])
+        rc = scrape_step.main(
+            ["--run-dir", str(run), "--prometheus-url", prom.url, "--namespace", "team-a", "--dgd-name", "sweep-7"]
+        )
     finally:
         prom.close()
     assert rc == 0
@@ -164,8 +188,9 @@ def test_a_required_query_with_no_series_fails_the_scrape_and_names_it(tmp_path,
     prom = _FakePrometheus(['dynamo_namespace="team-a-sweep-7"'])  # the frontend only
     try:
         run = _run_dir(tmp_path, None)
-        rc = scrape_step.main(["--run-dir", str(run), "--prometheus-url", prom.url, "--namespace", "team-a",
-                               "--dgd-name", "sweep-7"])
+        rc = scrape_step.main(
+            ["--run-dir", str(run), "--prometheus-url", prom.url, "--namespace", "team-a", "--dgd-name", "sweep-7"]
+        )
     finally:
         prom.close()
     assert rc == 1
@@ -189,27 +214,52 @@ def test_cost_query_is_left_out_with_a_note_when_the_gpu_type_has_no_price():
     assert server_metrics.gpu_price("H100") is not None and server_metrics.gpu_price("no-such-gpu") is None
 
 
-@pytest.mark.parametrize("spec, message", [
-    ({"selectors": {"frontend": 'namespace="${namespace}"'}, "queries": {"q": "sum(up)"}}, "whole cluster"),
-    ({"selectors": {"frontend": 'x="${cluster}"'}, "queries": {"q": "up{${frontend}}"}}, "selectors.frontend"),
-    ({"selectors": {"frontend": 'x="${dgd}"'}, "queries": {"q": "up{${frontend}} * ${price}"}}, "queries.q"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ({"selectors": {"frontend": 'namespace="${namespace}"'}, "queries": {"q": "sum(up)"}}, "whole cluster"),
+        ({"selectors": {"frontend": 'x="${cluster}"'}, "queries": {"q": "up{${frontend}}"}}, "selectors.frontend"),
+        ({"selectors": {"frontend": 'x="${dgd}"'}, "queries": {"q": "up{${frontend}} * ${price}"}}, "queries.q"),
+    ],
+)
 def test_an_unscoped_or_misspelt_query_is_one_clear_error(spec, message):
     with pytest.raises(server_metrics.ScopeError, match=message):
         server_metrics.scoped_queries(spec, namespace="ns", dgd="d")
 
 
 def test_a_name_that_would_break_out_of_the_matcher_is_refused_before_querying(tmp_path):
-    rc = scrape_step.main(["--run-dir", str(tmp_path), "--prometheus-url", "http://127.0.0.1:9",
-                           "--namespace", "ns", "--dgd-name", 'x",namespace=~".*'])
+    rc = scrape_step.main(
+        [
+            "--run-dir",
+            str(tmp_path),
+            "--prometheus-url",
+            "http://127.0.0.1:9",
+            "--namespace",
+            "ns",
+            "--dgd-name",
+            'x",namespace=~".*',
+        ]
+    )
     assert rc == 2 and not (tmp_path / "metrics" / "server_metrics.parquet").exists()
 
 
 def test_a_bad_context_is_one_clear_error_before_querying(tmp_path, capsys):
     """--context prices the GPU-hours: unreadable, it stops the step (exit 2) naming the option, with no query
     sent (port 9 would refuse it, which would be recorded as metrics/SKIPPED instead)."""
-    rc = scrape_step.main(["--run-dir", str(tmp_path), "--prometheus-url", "http://127.0.0.1:9",
-                           "--namespace", "ns", "--dgd-name", "d", "--context", "{not json"])
+    rc = scrape_step.main(
+        [
+            "--run-dir",
+            str(tmp_path),
+            "--prometheus-url",
+            "http://127.0.0.1:9",
+            "--namespace",
+            "ns",
+            "--dgd-name",
+            "d",
+            "--context",
+            "{not json",
+        ]
+    )
     assert rc == 2 and capsys.readouterr().err.startswith("scrape: --context: not JSON")
     assert not (tmp_path / "metrics" / "SKIPPED").exists()
 
@@ -220,8 +270,8 @@ def test_a_bad_context_is_one_clear_error_before_querying(tmp_path, capsys):
 @pytest.mark.e2e
 @need_prometheus
 def test_two_local_deployments_scraped_by_one_prometheus_each_see_only_their_traffic(tmp_path, monkeypatch):
-    from infersweep.local.dynamo import default_dynamo_python, deploy_local, teardown_local, wait_ready_local
     from infersweep.local import procs
+    from infersweep.local.dynamo import default_dynamo_python, deploy_local, teardown_local, wait_ready_local
 
     if not Path(default_dynamo_python()).exists():
         pytest.skip(f"no Dynamo interpreter at {default_dynamo_python()}")
@@ -234,21 +284,30 @@ def test_two_local_deployments_scraped_by_one_prometheus_each_see_only_their_tra
         for name in sent:
             dgd = json.loads(json.dumps(AGG_KV))
             dgd["metadata"]["name"] = name
-            deps[name] = deploy_local(dgd, model_dir=tmp_path / "model", state_dir=tmp_path / name,
-                                      max_workers_per_component=1)
+            deps[name] = deploy_local(
+                dgd, model_dir=tmp_path / "model", state_dir=tmp_path / name, max_workers_per_component=1
+            )
         for name in sent:
             wait_ready_local(tmp_path / name, timeout_s=60)
         prom = LocalPrometheus(tmp_path / "targets.json")
         with prom:
             # The labels infersweep/local/adapter.py gives a local frontend target (as Dynamo's PodMonitor does on a cluster).
-            _write_groups(prom.targets_file, [
-                (deps[n].frontend_url.removeprefix("http://"),
-                 {"namespace": namespace, "dynamo_namespace": f"{namespace}-{n}", "pod": f"{n}-frontend-local"})
-                for n in sent])
+            _write_groups(
+                prom.targets_file,
+                [
+                    (
+                        deps[n].frontend_url.removeprefix("http://"),
+                        {"namespace": namespace, "dynamo_namespace": f"{namespace}-{n}", "pod": f"{n}-frontend-local"},
+                    )
+                    for n in sent
+                ],
+            )
 
             def scoped_count(name: str) -> float | None:
-                count_q = {"selectors": SPEC["selectors"],
-                           "queries": {"n": "sum(dynamo_frontend_requests_total{${frontend}})"}}
+                count_q = {
+                    "selectors": SPEC["selectors"],
+                    "queries": {"n": "sum(dynamo_frontend_requests_total{${frontend}})"},
+                }
                 q = server_metrics.scoped_queries(count_q, namespace=namespace, dgd=name)[0]["n"]
                 result = _instant(prom.url, q)
                 return float(result[0]["value"][1]) if result else None
@@ -258,14 +317,22 @@ def test_two_local_deployments_scraped_by_one_prometheus_each_see_only_their_tra
                 return float(result[0]["value"][1]) if result else 0.0
 
             # wait-ready's own probe requests are already counted: measure from here.
-            before = _wait_for(lambda: (lambda c: c if None not in c.values() else None)(
-                {n: scoped_count(n) for n in sent}), 30, "both frontends scraped")
+            before = _wait_for(
+                lambda: (lambda c: c if None not in c.values() else None)({n: scoped_count(n) for n in sent}),
+                30,
+                "both frontends scraped",
+            )
             start = time.time()
             for name, count in sent.items():
                 for i in range(count):
-                    procs.http_json(f"{deps[name].frontend_url}/v1/chat/completions", {
-                        "model": deps[name].model_name, "max_tokens": 4,
-                        "messages": [{"role": "user", "content": f"hello {i}"}]})
+                    procs.http_json(
+                        f"{deps[name].frontend_url}/v1/chat/completions",
+                        {
+                            "model": deps[name].model_name,
+                            "max_tokens": 4,
+                            "messages": [{"role": "user", "content": f"hello {i}"}],
+                        },
+                    )
             total = sum(before.values()) + sum(sent.values())
             _wait_for(lambda: unscoped_count() >= total, 30, "both frontends' requests in Prometheus")
             # The old, unscoped query mixes the two deployments: this is what scoping fixes.
@@ -278,20 +345,60 @@ def test_two_local_deployments_scraped_by_one_prometheus_each_see_only_their_tra
                 run = tmp_path / f"out-{name}"
                 point = run / "points" / "c1"
                 point.mkdir(parents=True)
-                (point / "result.json").write_text(json.dumps({
-                    "concurrency": 1, "profiling_start_ns": int(start * 1e9), "profiling_end_ns": int(time.time() * 1e9)}))
-                assert scrape_step.main(["--run-dir", str(run), "--prometheus-url", prom.url,
-                                         "--namespace", namespace, "--dgd-name", name]) == 0
+                (point / "result.json").write_text(
+                    json.dumps(
+                        {
+                            "concurrency": 1,
+                            "profiling_start_ns": int(start * 1e9),
+                            "profiling_end_ns": int(time.time() * 1e9),
+                        }
+                    )
+                )
+                assert (
+                    scrape_step.main(
+                        [
+                            "--run-dir",
+                            str(run),
+                            "--prometheus-url",
+                            prom.url,
+                            "--namespace",
+                            namespace,
+                            "--dgd-name",
+                            name,
+                        ]
+                    )
+                    == 0
+                )
                 df = pd.read_parquet(run / "metrics" / "server_metrics.parquet")
                 rate = df[df["metric"] == "frontend_requests_per_s"]
                 assert len(rate) and (rate["value"] > 0).any(), name
             # A DGD nobody deployed reads as empty, not as the cluster's traffic, and the step says so.
             run = tmp_path / "out-nobody"
             (run / "points" / "c1").mkdir(parents=True)
-            (run / "points" / "c1" / "result.json").write_text(json.dumps({
-                "concurrency": 1, "profiling_start_ns": int(start * 1e9), "profiling_end_ns": int(time.time() * 1e9)}))
-            assert scrape_step.main(["--run-dir", str(run), "--prometheus-url", prom.url,
-                                     "--namespace", namespace, "--dgd-name", "run-c"]) == 1
+            (run / "points" / "c1" / "result.json").write_text(
+                json.dumps(
+                    {
+                        "concurrency": 1,
+                        "profiling_start_ns": int(start * 1e9),
+                        "profiling_end_ns": int(time.time() * 1e9),
+                    }
+                )
+            )
+            assert (
+                scrape_step.main(
+                    [
+                        "--run-dir",
+                        str(run),
+                        "--prometheus-url",
+                        prom.url,
+                        "--namespace",
+                        namespace,
+                        "--dgd-name",
+                        "run-c",
+                    ]
+                )
+                == 1
+            )
             assert pd.read_parquet(run / "metrics" / "server_metrics.parquet").empty
             assert "frontend_requests_per_s" in (run / "metrics" / "MISSING").read_text()
     finally:
@@ -344,44 +451,80 @@ def _labels(labels: dict) -> str:
 def test_gpu_queries_and_energy_and_cost_read_only_the_dgds_gpus(tmp_path, monkeypatch):
     ns, dgd = "bench", "sweep-a"
     # The DGD's two GPUs; a GPU of another DGD in the same namespace; one of a same-named DGD elsewhere.
-    mine = [({"gpu": "0", "UUID": "GPU-a0", "namespace": ns, "pod": f"{dgd}-vllmworker-0", "container": "main"},
-             {"util": 90.0, "fb": 70000.0, "power": 610.0}),
-            ({"gpu": "1", "UUID": "GPU-a1", "namespace": ns, "pod": f"{dgd}-vllmworker-1", "container": "main"},
-             {"util": 80.0, "fb": 65000.0, "power": 540.0})]
-    others = [({"gpu": "2", "UUID": "GPU-b0", "namespace": ns, "pod": "sweep-b-vllmworker-0", "container": "main"},
-               {"util": 10.0, "fb": 1000.0, "power": 100.0}),
-              ({"gpu": "0", "UUID": "GPU-c0", "namespace": "other", "pod": f"{dgd}-vllmworker-0", "container": "main"},
-               {"util": 5.0, "fb": 500.0, "power": 90.0})]
+    mine = [
+        (
+            {"gpu": "0", "UUID": "GPU-a0", "namespace": ns, "pod": f"{dgd}-vllmworker-0", "container": "main"},
+            {"util": 90.0, "fb": 70000.0, "power": 610.0},
+        ),
+        (
+            {"gpu": "1", "UUID": "GPU-a1", "namespace": ns, "pod": f"{dgd}-vllmworker-1", "container": "main"},
+            {"util": 80.0, "fb": 65000.0, "power": 540.0},
+        ),
+    ]
+    others = [
+        (
+            {"gpu": "2", "UUID": "GPU-b0", "namespace": ns, "pod": "sweep-b-vllmworker-0", "container": "main"},
+            {"util": 10.0, "fb": 1000.0, "power": 100.0},
+        ),
+        (
+            {"gpu": "0", "UUID": "GPU-c0", "namespace": "other", "pod": f"{dgd}-vllmworker-0", "container": "main"},
+            {"util": 5.0, "fb": 500.0, "power": 90.0},
+        ),
+    ]
     field = {"util": "DCGM_FI_DEV_GPU_UTIL", "fb": "DCGM_FI_DEV_FB_USED", "power": "DCGM_FI_DEV_POWER_USAGE"}
     gauges = [(field[k], labels, v) for labels, values in mine + others for k, v in values.items()]
     tok_per_s = {dgd: 250.0, "sweep-b": 4000.0}
     monkeypatch.delenv("INFERSWEEP_PLATFORM", raising=False)  # a cluster's series: required.cluster applies
-    counters = [("dynamo_frontend_output_tokens_total",
-                 {"namespace": ns, "dynamo_namespace": f"{ns}-{name}", "model": "m"}, rate)
-                for name, rate in tok_per_s.items()]
+    counters = [
+        (
+            "dynamo_frontend_output_tokens_total",
+            {"namespace": ns, "dynamo_namespace": f"{ns}-{name}", "model": "m"},
+            rate,
+        )
+        for name, rate in tok_per_s.items()
+    ]
     # What the required queries read: the frontend's requests, the worker's (in its runtime namespace).
     worker = {"namespace": ns, "dynamo_namespace": f"{ns}-{dgd}", "dynamo_component_type": "worker"}
-    counters += [("dynamo_frontend_requests_total", {"namespace": ns, "dynamo_namespace": f"{ns}-{dgd}", "model": "m"}, 2.0),
-                 ("dynamo_component_requests_total", worker, 2.0)]
+    counters += [
+        ("dynamo_frontend_requests_total", {"namespace": ns, "dynamo_namespace": f"{ns}-{dgd}", "model": "m"}, 2.0),
+        ("dynamo_component_requests_total", worker, 2.0),
+    ]
     gauges_extra = [("dynamo_component_inflight_requests", worker, 3.0)]
     exporter = _Exporter(gauges + gauges_extra, counters)
     try:
         prom = LocalPrometheus(tmp_path / "targets.json")
         with prom:
             _write_groups(prom.targets_file, [(exporter.address, {})])
+
             # rate(...[30s]) divides the increase it sees by the whole 30 s range (Prometheus extrapolates only
             # ~1 scrape interval past the first sample): wait until the counters span the full range.
             def spans_range() -> bool:
                 series = _instant(prom.url, "dynamo_frontend_output_tokens_total[40s]")
                 return len(series) == 2 and all(s["values"][-1][0] - s["values"][0][0] >= 32 for s in series)
+
             _wait_for(spans_range, 90, "32 s of scrapes of the exporter")
             run = tmp_path / "run"
             (run / "points" / "c8").mkdir(parents=True)
             now = time.time()
-            (run / "points" / "c8" / "result.json").write_text(json.dumps(
-                {"concurrency": 8, "profiling_start_ns": int((now - 2) * 1e9), "profiling_end_ns": int(now * 1e9)}))
-            rc = scrape_step.main(["--run-dir", str(run), "--prometheus-url", prom.url, "--namespace", ns,
-                                   "--dgd-name", dgd, "--context", json.dumps({"gpu_type": "H100"})])
+            (run / "points" / "c8" / "result.json").write_text(
+                json.dumps(
+                    {"concurrency": 8, "profiling_start_ns": int((now - 2) * 1e9), "profiling_end_ns": int(now * 1e9)}
+                )
+            )
+            rc = scrape_step.main(
+                [
+                    "--run-dir",
+                    str(run),
+                    "--prometheus-url",
+                    prom.url,
+                    "--namespace",
+                    ns,
+                    "--dgd-name",
+                    dgd,
+                    "--context",
+                    json.dumps({"gpu_type": "H100"}),
+                ]
+            )
             assert rc == 0
     finally:
         exporter.close()
@@ -410,7 +553,8 @@ def test_gpu_queries_and_energy_and_cost_read_only_the_dgds_gpus(tmp_path, monke
     assert last("energy_j_per_output_token") == pytest.approx(watts / tok_per_s[dgd], rel=0.03)
     price = server_metrics.gpu_price("H100")
     assert last("cost_usd_per_million_output_tokens") == pytest.approx(
-        len(want) * price / 3600 / tok_per_s[dgd] * 1e6, rel=0.03)
+        len(want) * price / 3600 / tok_per_s[dgd] * 1e6, rel=0.03
+    )
 
 
 def test_wait_ready_records_the_runtime_namespaces_for_the_scrape(tmp_path):
@@ -425,8 +569,10 @@ def test_wait_ready_records_the_runtime_namespaces_for_the_scrape(tmp_path):
             return {"Frontend": "team-a-sweep-7", "VllmWorker": "team-a-sweep-7-1a2b3c4d"}
 
     write_ready_file(Stub(), tmp_path / "ready.json", "sweep-7", "team-a", "v1beta1", waited_s=3.0)
-    assert server_metrics.worker_namespaces(tmp_path, "team-a", "sweep-7") == ["team-a-sweep-7",
-                                                                               "team-a-sweep-7-1a2b3c4d"]
+    assert server_metrics.worker_namespaces(tmp_path, "team-a", "sweep-7") == [
+        "team-a-sweep-7",
+        "team-a-sweep-7-1a2b3c4d",
+    ]
 
 
 def test_a_failed_scrape_still_lets_the_run_be_summarised_and_published():

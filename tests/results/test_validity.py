@@ -17,12 +17,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from infersweep.aiperf import read_point
 from infersweep.cli import main as cli_main
 from infersweep.results.compare import compare_runs
 from infersweep.results.regression import judge_run
 from infersweep.results.table import build_table, finish_table
 from infersweep.results.validity import load_thresholds
-from infersweep.aiperf import read_point
 from tests.support.paths import TESTS
 
 FIXTURES = TESTS / "fixtures" / "validity"
@@ -105,23 +105,39 @@ def test_aiperf_high_cpu_warning_makes_the_client_the_bottleneck(aiperf_ref, tmp
     log = point / "aiperf" / "logs" / "aiperf.log"
     log.chmod(0o644)
     with log.open("a") as f:
-        f.write("2026-11-29 16:53:54.100 - worker_manager - WARNING - CPU usage for worker_d035cdb4 is 97%. "
-                "AIPerf results may be inaccurate.\n")
+        f.write(
+            "2026-11-29 16:53:54.100 - worker_manager - WARNING - CPU usage for worker_d035cdb4 is 97%. "
+            "AIPerf results may be inaccurate.\n"
+        )
     result = read_point(point / "aiperf") | {"concurrency": 4, "cache_state": "fresh-prompts"}
     (point / "result.json").write_text(json.dumps(result))
     row = build_table(tmp_path / "points", 1, {}, {}, LOCAL).iloc[0]
     assert not row["valid"] and row["aiperf_high_cpu_warnings"] == 1
-    assert 'client-bound: AIPerf logged 1 high-CPU warning(s)' in row["validity_reasons"]
+    assert "client-bound: AIPerf logged 1 high-CPU warning(s)" in row["validity_reasons"]
 
 
 # ---------------------------------------------------------------- compare and regress use valid points
 
 
 def _table(recipe: str, valid: dict[int, bool], tok: dict[int, float]) -> pd.DataFrame:
-    rows = [{"run_id": f"wf-{recipe}", "recipe": recipe, "concurrency": c, "repetition": 0, "status": "ok",
-             "reason": "", "valid": v, "validity_reasons": "" if v else "unsteady: output tok/s changed -40%",
-             "error_ratio": 0.0, "output_throughput_tok_s": tok[c], "ttft_p50_ms": 100.0, "itl_p50_ms": 5.0,
-             "request_latency_p50_ms": 900.0} for c, v in valid.items()]
+    rows = [
+        {
+            "run_id": f"wf-{recipe}",
+            "recipe": recipe,
+            "concurrency": c,
+            "repetition": 0,
+            "status": "ok",
+            "reason": "",
+            "valid": v,
+            "validity_reasons": "" if v else "unsteady: output tok/s changed -40%",
+            "error_ratio": 0.0,
+            "output_throughput_tok_s": tok[c],
+            "ttft_p50_ms": 100.0,
+            "itl_p50_ms": 5.0,
+            "request_latency_p50_ms": 900.0,
+        }
+        for c, v in valid.items()
+    ]
     return finish_table(pd.DataFrame(rows), {"recipe": recipe})
 
 

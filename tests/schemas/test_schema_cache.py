@@ -7,12 +7,11 @@ from __future__ import annotations
 import copy
 
 import pytest
-
-from infersweep.schemas import core as schemas
-from infersweep.schemas import SchemaError, validate_document
-from tests.conftest import FIXTURES
-
 import yaml
+
+from infersweep.schemas import SchemaError, validate_document
+from infersweep.schemas import core as schemas
+from tests.conftest import FIXTURES
 
 
 @pytest.fixture
@@ -66,8 +65,15 @@ def test_a_failing_document_fails_every_time_and_a_changed_one_is_checked_again(
 
 
 def test_a_remembered_pass_is_per_argo_version_set(cache):
-    wf = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow", "metadata": {"generateName": "x-"},
-          "spec": {"entrypoint": "main", "templates": [{"name": "main", "container": {"image": "a", "command": ["true"]}}]}}
+    wf = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {"generateName": "x-"},
+        "spec": {
+            "entrypoint": "main",
+            "templates": [{"name": "main", "container": {"image": "a", "command": ["true"]}}],
+        },
+    }
     validate_document(wf, argo_versions=["v4.1.2"])
     validate_document(wf)
     (passed,) = cache.glob("passed-*")

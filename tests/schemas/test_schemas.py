@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 
 import pytest
-from pathlib import Path
 import yaml
 
-from infersweep.schemas import core as schemas
 from infersweep.schemas import (
     SchemaError,
     reference_dir,
@@ -24,6 +23,7 @@ from infersweep.schemas import (
     validate_document,
     validate_yaml_stream,
 )
+from infersweep.schemas import core as schemas
 
 ARGO_VERSIONS = ["v4.1.2", "v3.7.18"]
 from tests.conftest import FIXTURES, needs_shared, shared_dir
@@ -61,7 +61,11 @@ def test_reference_dir_is_the_copy_shipped_in_the_package(monkeypatch):
 def test_the_shipped_reference_matches_shared(monkeypatch):
     monkeypatch.delenv("INFERSWEEP_REFERENCE", raising=False)
     found = reference_dir()
-    for rel in ("argo/schema-v4.1.2.json", "argo/schema-v3.7.18.json", "dynamo/crds/nvidia.com_dynamographdeployments.yaml"):
+    for rel in (
+        "argo/schema-v4.1.2.json",
+        "argo/schema-v3.7.18.json",
+        "dynamo/crds/nvidia.com_dynamographdeployments.yaml",
+    ):
         assert (found / rel).read_bytes() == (REFERENCE / rel).read_bytes(), f"{rel} differs from shared/reference"
 
 
@@ -113,9 +117,7 @@ def test_misspelled_spec_field_is_rejected_with_its_path(version):
 def test_unknown_field_deep_in_a_container_is_rejected():
     doc = minimal_workflow()
     doc["spec"]["templates"][0]["container"]["imagePullPolicyy"] = "Always"
-    with pytest.raises(
-        SchemaError, match=r"spec\.templates\[0\]\.container\.imagePullPolicyy: unknown field"
-    ):
+    with pytest.raises(SchemaError, match=r"spec\.templates\[0\]\.container\.imagePullPolicyy: unknown field"):
         validate_document(doc)
 
 
@@ -250,9 +252,7 @@ def test_schema_error_lists_at_most_twenty_sorted_violations():
     assert len(excinfo.value.violations) == 25
     assert len(lines) == 21 and lines[-1] == "... and 5 more"
     # numeric index order: [2] after [1], [10] after [9]
-    assert lines[:3] == [
-        f"Workflow/demo-: spec.templates[{i}].bogus: unknown field (Argo v4.1.2)" for i in range(3)
-    ]
+    assert lines[:3] == [f"Workflow/demo-: spec.templates[{i}].bogus: unknown field (Argo v4.1.2)" for i in range(3)]
     assert lines[10].startswith("Workflow/demo-: spec.templates[10].bogus")
 
 
@@ -307,8 +307,7 @@ RECIPE_DGDS = _recipe_docs({"DynamoGraphDeployment"})
 # missing value that would vanish silently. Not hidden: the exact violation is asserted.
 KNOWN_UPSTREAM_NULLS = {
     "qwen3-32b/vllm/disagg-kv-router/deploy.yaml": [
-        "DynamoGraphDeployment/disagg-router-6p-2d: spec.services.Frontend.subComponentType: "
-        "expected string, got null"
+        "DynamoGraphDeployment/disagg-router-6p-2d: spec.services.Frontend.subComponentType: expected string, got null"
     ],
 }
 
@@ -416,9 +415,7 @@ def test_v1beta1_scaling_adapter_takes_no_fields(v1beta1_dgd):
     # v1beta1 `scalingAdapter` is presence-only: the API server would prune `enabled: false`
     # to `{}`, which ENABLES the adapter. Our checker must refuse the field.
     v1beta1_dgd["spec"]["components"][1]["scalingAdapter"] = {"enabled": False}
-    with pytest.raises(
-        SchemaError, match=r"scalingAdapter\.enabled: unknown field \(this object takes no fields\)"
-    ):
+    with pytest.raises(SchemaError, match=r"scalingAdapter\.enabled: unknown field \(this object takes no fields\)"):
         validate_dgd(v1beta1_dgd)
     v1beta1_dgd["spec"]["components"][1]["scalingAdapter"] = {}
     validate_dgd(v1beta1_dgd)
@@ -452,10 +449,8 @@ def test_dgd_metadata_is_checked_by_hand(v1beta1_dgd):
     prefix = "DynamoGraphDeployment/vllm-agg.v1: metadata."
     assert error_lines(excinfo) == [
         prefix + "annotation: unknown field",
-        prefix
-        + "labels[\"bad key\"]: invalid key (optional DNS prefix + '/' + name of <=63 alnum, '-', '_', '.')",
-        prefix
-        + f"labels[\"example.com/run\"]: '{'a' * 64}' is not a valid label value (<=63 alnum, '-', '_', '.')",
+        prefix + "labels[\"bad key\"]: invalid key (optional DNS prefix + '/' + name of <=63 alnum, '-', '_', '.')",
+        prefix + f"labels[\"example.com/run\"]: '{'a' * 64}' is not a valid label value (<=63 alnum, '-', '_', '.')",
     ]
 
 

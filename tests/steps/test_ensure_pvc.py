@@ -16,17 +16,40 @@ import sys
 from tests.support.paths import REPO
 
 
-
 def _event(name: str, reason: str, message: str) -> dict:
-    return {"apiVersion": "v1", "kind": "Event", "metadata": {"name": f"{name}.{reason}", "namespace": "bench"},
-            "involvedObject": {"kind": "PersistentVolumeClaim", "name": name, "namespace": "bench"},
-            "reason": reason, "message": message, "type": "Warning", "lastTimestamp": "2026-11-30T12:00:00Z"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{name}.{reason}", "namespace": "bench"},
+        "involvedObject": {"kind": "PersistentVolumeClaim", "name": name, "namespace": "bench"},
+        "reason": reason,
+        "message": message,
+        "type": "Warning",
+        "lastTimestamp": "2026-11-30T12:00:00Z",
+    }
 
 
 def _ensure(env: dict, name: str, timeout_s: str = "4") -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "steps.ensure_pvc", "--name", name, "--namespace", "bench",
-                           "--size", "10Gi", "--bound-timeout-s", timeout_s], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "steps.ensure_pvc",
+            "--name",
+            name,
+            "--namespace",
+            "bench",
+            "--size",
+            "10Gi",
+            "--bound-timeout-s",
+            timeout_s,
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_pvc_bound_pending_and_provisioning_failed(tmp_path):
@@ -40,13 +63,15 @@ def test_pvc_bound_pending_and_provisioning_failed(tmp_path):
 
         api.pvc_phase_on_create = None  # stays Pending
         api.objects[("", "v1", "bench", "events", "e1")] = _event(
-            "cache-bad", "ProvisioningFailed", 'storageclass.storage.k8s.io "fast-rwx" not found')
+            "cache-bad", "ProvisioningFailed", 'storageclass.storage.k8s.io "fast-rwx" not found'
+        )
         p = _ensure(env, "cache-bad", timeout_s="60")
         assert p.returncode == 1
         assert "PVC bench/cache-bad cannot be provisioned" in p.stderr and "fast-rwx" in p.stderr
 
-        api.objects[("", "v1", "bench", "events", "e1")] = _event("cache-wffc", "WaitForFirstConsumer",
-                                                                  "waiting for first consumer to be created before binding")
+        api.objects[("", "v1", "bench", "events", "e1")] = _event(
+            "cache-wffc", "WaitForFirstConsumer", "waiting for first consumer to be created before binding"
+        )
         p = _ensure(env, "cache-wffc")
         assert p.returncode == 0 and "first consumer" in p.stdout, p.stderr
 

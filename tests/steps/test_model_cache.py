@@ -12,24 +12,46 @@ import sys
 import time
 from pathlib import Path
 
-from infersweep.paths import REPO_ROOT
 from infersweep.model_cache import ensure_model, marker_path
+from infersweep.paths import REPO_ROOT
 
 MODEL, REV = "org/toy-model", "0123456789abcdef0123456789abcdef01234567"
 
 
 def _tree_digest(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def _step(cache: Path, src: Path, out: Path) -> subprocess.Popen:
     out.mkdir(parents=True, exist_ok=True)
     return subprocess.Popen(
-        [sys.executable, "-m", "steps.model_cache", "--model-id", MODEL, "--revision", REV, "--cache-dir", str(cache),
-         "--source", f"file://{src}", "--model-dir-param", str(out / "model-dir"), "--commit-param", str(out / "commit")],
-        cwd=REPO_ROOT, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True)
+        [
+            sys.executable,
+            "-m",
+            "steps.model_cache",
+            "--model-id",
+            MODEL,
+            "--revision",
+            REV,
+            "--cache-dir",
+            str(cache),
+            "--source",
+            f"file://{src}",
+            "--model-dir-param",
+            str(out / "model-dir"),
+            "--commit-param",
+            str(out / "commit"),
+        ],
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def test_two_concurrent_runs_one_copies_the_other_skips_and_the_cache_is_whole(tmp_path):
@@ -64,8 +86,10 @@ def test_two_concurrent_runs_one_copies_the_other_skips_and_the_cache_is_whole(t
     assert _tree_digest(model_dir) == _tree_digest(src)
     assert marker_path(cache, MODEL, REV).exists()
     assert not list(cache.rglob("*.partial")), "no half-copied folder is left behind"
-    print(f"\nmodel-cache: 64 MiB copied once, second run skipped; both done {wall:.2f} s after the lock was free; "
-          f"{downloaded[0].strip().splitlines()[-1]}; {cached[0].strip().splitlines()[-1]}")
+    print(
+        f"\nmodel-cache: 64 MiB copied once, second run skipped; both done {wall:.2f} s after the lock was free; "
+        f"{downloaded[0].strip().splitlines()[-1]}; {cached[0].strip().splitlines()[-1]}"
+    )
 
     # A third run (the next night) finds the marker at once.
     t1 = time.monotonic()
@@ -82,8 +106,18 @@ def test_draft_model_is_cached_beside_the_model(tmp_path):
     src.mkdir()
     (src / "config.json").write_text("{}")
     cache = tmp_path / "cache"
-    args = ["--model-id", "org/main-model", "--revision", "r1", "--cache-dir", str(cache), "--source", f"file://{src}",
-            "--draft-model", "org/draft-model"]
+    args = [
+        "--model-id",
+        "org/main-model",
+        "--revision",
+        "r1",
+        "--cache-dir",
+        str(cache),
+        "--source",
+        f"file://{src}",
+        "--draft-model",
+        "org/draft-model",
+    ]
     assert model_cache.main(args) == 0
     assert marker_path(cache, "org/draft-model", "main").exists()
     assert (cache / "models" / "org--draft-model" / "main" / "config.json").exists()
@@ -95,8 +129,8 @@ def test_a_failed_download_exits_75_only_when_a_rerun_can_fix_it(tmp_path, monke
     source that is not there fails at once; either way the message names the run's model@revision, also when
     it is the draft that failed, and no output parameter is written."""
     from infersweep import model_cache as cache_lib
-    from steps import model_cache
     from infersweep.step_declarations import MODEL_CACHE_STEP
+    from steps import model_cache
     from steps.runner import run
     from steps.transient import TRANSIENT_EXIT
 
@@ -110,8 +144,18 @@ def test_a_failed_download_exits_75_only_when_a_rerun_can_fix_it(tmp_path, monke
 
     monkeypatch.setattr(cache_lib, "_download_hub", hub)
     out = tmp_path / "out"
-    args = ["--model-id", "org/m", "--revision", "r1", "--cache-dir", str(tmp_path / "cache"),
-            "--model-dir-param", str(out / "model-dir"), "--commit-param", str(out / "commit")]
+    args = [
+        "--model-id",
+        "org/m",
+        "--revision",
+        "r1",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--model-dir-param",
+        str(out / "model-dir"),
+        "--commit-param",
+        str(out / "commit"),
+    ]
     missing = tmp_path / "no-such-folder"
 
     def step(argv):  # what the container runs: main through the one step runner (steps/runner.py)

@@ -10,11 +10,11 @@ import shutil
 import pandas as pd
 import pytest
 
+from infersweep.aiperf import read_point
 from infersweep.local.standins.s3server import LocalS3
 from infersweep.results import summarize
-from steps import regression_check
-from infersweep.aiperf import read_point
 from infersweep.results.publish import publish_tree
+from steps import regression_check
 
 
 def make_run(root, fixture, name):
@@ -23,8 +23,9 @@ def make_run(root, fixture, name):
     shutil.copytree(fixture, point / "aiperf")
     # As aiperf_point writes it now (seed of its own, cache state recorded); judged with the local validity
     # profile, as the mocker reference run is local (a 0.7 s point is too short for the default one).
-    (point / "result.json").write_text(json.dumps(read_point(point / "aiperf") | {"concurrency": 4,
-                                                                                  "cache_state": "fresh-prompts"}))
+    (point / "result.json").write_text(
+        json.dumps(read_point(point / "aiperf") | {"concurrency": 4, "cache_state": "fresh-prompts"})
+    )
     os.environ["INFERSWEEP_PLATFORM"] = "local"
     try:
         summarize.summarize(run, 2, {"ttft_p50_ms": 5000}, "demo", {"run_id": name})
@@ -47,7 +48,16 @@ def test_same_results_pass_and_doubled_ttft_fails_the_step(tmp_path, aiperf_ref,
     publish_tree(base, bucket="results", prefix="baselines/demo", s3=s3_env.client())
     cur = make_run(tmp_path, fixture, "cur")
     report = tmp_path / "report.md"
-    args = ["--run-dir", str(cur), "--bucket", "results", "--baseline-prefix", "baselines/demo", "--report", str(report)]
+    args = [
+        "--run-dir",
+        str(cur),
+        "--bucket",
+        "results",
+        "--baseline-prefix",
+        "baselines/demo",
+        "--report",
+        str(report),
+    ]
     assert regression_check.main(args) == 0
     assert "regressed" not in report.read_text().splitlines()[0].lower()
 
@@ -63,8 +73,17 @@ def test_same_results_pass_and_doubled_ttft_fails_the_step(tmp_path, aiperf_ref,
 def test_no_baseline_prefix_skips_and_missing_baseline_passes_with_a_note(tmp_path, aiperf_ref, s3_env):
     cur = make_run(tmp_path, aiperf_ref / "dynamo-mocker-c4", "cur")
     report = tmp_path / "r.md"
-    assert regression_check.main(["--run-dir", str(cur), "--bucket", "results", "--baseline-prefix", "", "--report", str(report)]) == 0
+    assert (
+        regression_check.main(
+            ["--run-dir", str(cur), "--bucket", "results", "--baseline-prefix", "", "--report", str(report)]
+        )
+        == 0
+    )
     assert "skipped" in report.read_text()
-    assert regression_check.main(["--run-dir", str(cur), "--bucket", "results", "--baseline-prefix", "nothing/here",
-                                  "--report", str(report)]) == 0
+    assert (
+        regression_check.main(
+            ["--run-dir", str(cur), "--bucket", "results", "--baseline-prefix", "nothing/here", "--report", str(report)]
+        )
+        == 0
+    )
     assert "no baseline" in report.read_text()

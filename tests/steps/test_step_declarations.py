@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from infersweep.commands.install import install_set
 from infersweep.cluster_settings import load_cluster_settings
+from infersweep.commands.install import install_set
 from infersweep.step_declarations import DECLARED, WORKDIR
 from infersweep.step_interface import Option, Step, json_object
 from tests.support.paths import REPO
@@ -62,8 +62,11 @@ def declared_flags(step: Step) -> set[str]:
 
 
 def parser_flags(parser: argparse.ArgumentParser) -> set[str]:
-    return {(a.option_strings[-1] if a.option_strings else a.dest) for a in parser._actions
-            if not isinstance(a, argparse._HelpAction)}
+    return {
+        (a.option_strings[-1] if a.option_strings else a.dest)
+        for a in parser._actions
+        if not isinstance(a, argparse._HelpAction)
+    }
 
 
 def placeholder(option: Option | None) -> str:
@@ -95,8 +98,14 @@ def step_containers() -> list[tuple[str, str, dict, Step]]:
             owner = next((s for s in DECLARED if s.name == t["name"]), None)
             for c in [t.get("container")] + list(t.get("initContainers") or []):
                 if c and c.get("command", [])[:2] == ["python", "-m"] and c["command"][2].startswith("steps."):
-                    found.append((f"{doc['metadata']['name']}:{t['name']}:{c.get('name', 'main')}",
-                                  c["command"][2].split(".", 1)[1], c, owner))
+                    found.append(
+                        (
+                            f"{doc['metadata']['name']}:{t['name']}:{c.get('name', 'main')}",
+                            c["command"][2].split(".", 1)[1],
+                            c,
+                            owner,
+                        )
+                    )
     return found
 
 
@@ -161,20 +170,26 @@ def test_every_template_input_is_used():
             continue
         used = {n for a in s.template_args() for n in INPUT_REF.findall(a)} | {n for n, _ in s.extra_inputs}
         # mark-start and record-ready take nothing: they stamp the run folder the workdir volume holds
-        assert ([n for n, _ in s.template_inputs()] or s.name in ("mark-start", "record-ready")) \
-            and used == {n for n, _ in s.template_inputs()}, s.name
+        assert ([n for n, _ in s.template_inputs()] or s.name in ("mark-start", "record-ready")) and used == {
+            n for n, _ in s.template_inputs()
+        }, s.name
 
 
 STUB = Step(
-    "stub-step", "stub_step", "A step declared only in this test.",
-    (Option("--model", "model to look at", required=True, input=True, note="(a Hugging Face id)"),
-     Option("--tries", "how many times", type=int, default=1, input=True),
-     Option("--namespace", "namespace", required=True, value="{{workflow.namespace}}"),
-     Option("--out", "where to write", required=True, value=f"{WORKDIR}/run/stub.json"),
-     Option("--answer-param", "the answer (Argo output parameter)", output="answer"),
-     Option("--dry-run", "change nothing", switch=True, value=True),
-     Option("--verbose", "say more", switch=True)),
-    read_only_root=True)
+    "stub-step",
+    "stub_step",
+    "A step declared only in this test.",
+    (
+        Option("--model", "model to look at", required=True, input=True, note="(a Hugging Face id)"),
+        Option("--tries", "how many times", type=int, default=1, input=True),
+        Option("--namespace", "namespace", required=True, value="{{workflow.namespace}}"),
+        Option("--out", "where to write", required=True, value=f"{WORKDIR}/run/stub.json"),
+        Option("--answer-param", "the answer (Argo output parameter)", output="answer"),
+        Option("--dry-run", "change nothing", switch=True, value=True),
+        Option("--verbose", "say more", switch=True),
+    ),
+    read_only_root=True,
+)
 
 
 def test_a_stub_step_declared_here_renders_a_valid_template_and_parses_its_args(monkeypatch):
@@ -185,8 +200,9 @@ def test_a_stub_step_declared_here_renders_a_valid_template_and_parses_its_args(
     from workflows.steps_library import Images, step_container, step_task
 
     settings = load_cluster_settings()
-    with WorkflowTemplate(name="infersweep-stub-step", entrypoint="stub-step",
-                          service_account_name=settings.service_account) as wt:
+    with WorkflowTemplate(
+        name="infersweep-stub-step", entrypoint="stub-step", service_account_name=settings.service_account
+    ) as wt:
         step_container(STUB, Images(steps="steps:1", aiperf="aiperf:1"), settings=settings.steps)
     doc = wt.to_dict()
     validate_document(doc)  # Argo's schema, unknown fields forbidden
@@ -198,8 +214,10 @@ def test_a_stub_step_declared_here_renders_a_valid_template_and_parses_its_args(
     assert t["outputs"]["parameters"] == [{"name": "answer", "valueFrom": {"path": "/tmp/outputs/answer"}}]
     assert t["container"]["command"] == ["python", "-m", "steps.stub_step"]
     assert t["activeDeadlineSeconds"] == STUB.deadline_s  # no entry in params/cluster.yaml: the declaration's
-    args = [INPUT_REF.sub(lambda mt: {"model": "m", "tries": "3"}[mt.group(1)], a)
-            .replace("{{workflow.namespace}}", "ns") for a in t["container"]["args"]]
+    args = [
+        INPUT_REF.sub(lambda mt: {"model": "m", "tries": "3"}[mt.group(1)], a).replace("{{workflow.namespace}}", "ns")
+        for a in t["container"]["args"]
+    ]
     ns = STUB.parser().parse_args(args)
     assert (ns.model, ns.tries, ns.namespace, ns.dry_run, ns.verbose) == ("m", 3, "ns", True, False)
     assert ns.answer_param == "/tmp/outputs/answer" and ns.out == "/work/run/stub.json"
@@ -259,6 +277,12 @@ def test_the_aiperf_image_holds_what_its_steps_import(tmp_path):
         for src in sources:
             shutil.copy(REPO / src, target)
     for module in ("steps.aiperf_point", "steps.aiperf_results"):
-        p = subprocess.run([sys.executable, "-S", "-m", module, "--help"], cwd=root, capture_output=True, text=True,
-                           env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}, timeout=60)
+        p = subprocess.run(
+            [sys.executable, "-S", "-m", module, "--help"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+            timeout=60,
+        )
         assert p.returncode == 0 and p.stdout.startswith("usage:"), (module, p.stderr[-800:])

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import pytest
 
-from infersweep.commands.install import install_set
 from infersweep.cluster_settings import load_cluster_settings
+from infersweep.commands.install import install_set
 from steps.transient import TRANSIENT_EXIT, is_transient
-from workflows.steps_library import STEPS, aiperf_resources
 from tests.support.paths import REPO
+from workflows.steps_library import STEPS, aiperf_resources
 
 
 def _retried(expression: str, exit_code: str, status: str) -> bool:
@@ -27,8 +27,11 @@ def _retried(expression: str, exit_code: str, status: str) -> bool:
 @pytest.fixture(scope="module")
 def step_templates():
     argo, _ = install_set(load_cluster_settings())
-    return {d["spec"]["templates"][0]["name"]: d["spec"]["templates"][0] for d in argo
-            if d["kind"] == "WorkflowTemplate" and "entrypoint" not in d["spec"]}
+    return {
+        d["spec"]["templates"][0]["name"]: d["spec"]["templates"][0]
+        for d in argo
+        if d["kind"] == "WorkflowTemplate" and "entrypoint" not in d["spec"]
+    }
 
 
 def test_transient_steps_retry_exit_75_and_errors_only(step_templates):
@@ -37,10 +40,10 @@ def test_transient_steps_retry_exit_75_and_errors_only(step_templates):
     for name in retried:
         r = step_templates[name]["retryStrategy"]
         assert r["retryPolicy"] == "Always", f"{name}: OnError never retries a non-zero exit"
-        assert _retried(r["expression"], "75", "Failed")          # an API hiccup
-        assert _retried(r["expression"], "-1", "Error")           # pod evicted / node lost
-        assert not _retried(r["expression"], "1", "Failed")       # refused DGD, bad PVC: fail at once
-        assert not _retried(r["expression"], "2", "Failed")       # bad input
+        assert _retried(r["expression"], "75", "Failed")  # an API hiccup
+        assert _retried(r["expression"], "-1", "Error")  # pod evicted / node lost
+        assert not _retried(r["expression"], "1", "Failed")  # refused DGD, bad PVC: fail at once
+        assert not _retried(r["expression"], "2", "Failed")  # bad input
     assert "retryStrategy" not in step_templates["aiperf-point"], "a benchmark point is never silently re-run"
 
 
@@ -66,7 +69,9 @@ def test_classification_of_errors():
     assert not is_transient(ApiException(status=403)) and not is_transient(ApiException(status=422))
     assert is_transient(EndpointConnectionError(endpoint_url="http://s3"))
     assert is_transient(ClientError({"Error": {"Code": "SlowDown"}}, "PutObject"))
-    assert not is_transient(ClientError({"Error": {"Code": "AccessDenied"}, "ResponseMetadata": {"HTTPStatusCode": 403}}, "PutObject"))
+    assert not is_transient(
+        ClientError({"Error": {"Code": "AccessDenied"}, "ResponseMetadata": {"HTTPStatusCode": 403}}, "PutObject")
+    )
     assert is_transient(ConnectionResetError()) and not is_transient(ValueError("bad flag"))
 
 
@@ -78,13 +83,21 @@ def test_a_step_exits_75_when_the_api_server_is_unreachable(tmp_path):
 
     repo = REPO
     kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text("apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters: [{name: c, cluster: {server: "
-                          "'http://127.0.0.1:9'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: c, "
-                          "context: {cluster: c, user: u}}]\n")
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters: [{name: c, cluster: {server: "
+        "'http://127.0.0.1:9'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: c, "
+        "context: {cluster: c, user: u}}]\n"
+    )
     env = dict(os.environ, KUBECONFIG=str(kubeconfig), PYTHONPATH=str(repo))
     env.pop("KUBERNETES_SERVICE_HOST", None)
-    p = subprocess.run([sys.executable, "-m", "steps.teardown", "--name", "x", "--namespace", "ns"], cwd=repo,
-                       env=env, capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "steps.teardown", "--name", "x", "--namespace", "ns"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == TRANSIENT_EXIT and "transient" in p.stderr, (p.returncode, p.stderr[-500:])
 
 

@@ -25,16 +25,19 @@ def _unreachable() -> Exception:
         return e
 
 
-@pytest.mark.parametrize("exc,code", [
-    (PublishError("s3 down", causes=[ConnectionRefusedError(), TimeoutError()]), TRANSIENT_EXIT),  # S3 unreachable
-    (PublishError("denied", causes=[ConnectionRefusedError(), PermissionError("AccessDenied")]), 1),  # not all
-    (PublishError("no causes"), 1),
-    (PublishConflict("other bytes"), 2),
-    (BadInput("--dgd: not YAML"), 2),
-    (DGDOwnedElsewhere("owned by wf-x"), 1),
-    (ConnectionResetError("reset"), TRANSIENT_EXIT),
-    (KeyError("bug"), 1),
-])
+@pytest.mark.parametrize(
+    "exc,code",
+    [
+        (PublishError("s3 down", causes=[ConnectionRefusedError(), TimeoutError()]), TRANSIENT_EXIT),  # S3 unreachable
+        (PublishError("denied", causes=[ConnectionRefusedError(), PermissionError("AccessDenied")]), 1),  # not all
+        (PublishError("no causes"), 1),
+        (PublishConflict("other bytes"), 2),
+        (BadInput("--dgd: not YAML"), 2),
+        (DGDOwnedElsewhere("owned by wf-x"), 1),
+        (ConnectionResetError("reset"), TRANSIENT_EXIT),
+        (KeyError("bug"), 1),
+    ],
+)
 def test_the_runner_maps_errors_to_exit_codes(exc, code):
     assert exit_code(exc) == code
 
@@ -49,8 +52,10 @@ def test_a_refusal_stays_a_refusal_when_an_api_error_caused_it():
 
 def test_publish_with_s3_unreachable_exits_75_through_the_runner(capsys):
     def main():
-        raise PublishError("publishing s3://b/p failed: local copy at /work/run is intact",
-                           causes=[ConnectionRefusedError("connect")] * 3)
+        raise PublishError(
+            "publishing s3://b/p failed: local copy at /work/run is intact",
+            causes=[ConnectionRefusedError("connect")] * 3,
+        )
 
     assert run(main, PUBLISH) == TRANSIENT_EXIT
     err = capsys.readouterr().err.strip().splitlines()[-1]

@@ -26,8 +26,13 @@ def _point(run: Path, c: int, status: str, reason: str = "") -> None:
 
 
 def _verdict(run: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "steps.verdict", "--run-dir", str(run), "--points", json.dumps(POINTS)],
-                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "steps.verdict", "--run-dir", str(run), "--points", json.dumps(POINTS)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_all_measured_passes(tmp_path):

@@ -45,8 +45,11 @@ class Node:
 
 
 def _deps(expr: str) -> set[str]:
-    return {t.split(".")[0] for t in re.findall(r"[A-Za-z0-9-]+(?:\.[A-Za-z]+)?", expr or "")
-            if t.split(".")[0] not in ("", "and", "or", "not")}
+    return {
+        t.split(".")[0]
+        for t in re.findall(r"[A-Za-z0-9-]+(?:\.[A-Za-z]+)?", expr or "")
+        if t.split(".")[0] not in ("", "and", "or", "not")
+    }
 
 
 def _eval_depends(expr: str, phases: dict[str, str]) -> bool:
@@ -55,8 +58,16 @@ def _eval_depends(expr: str, phases: dict[str, str]) -> bool:
         ph = phases[name]
         if not prop:
             return str(ph in DONE_OK)
-        return str({"Succeeded": ph == "Succeeded", "Failed": ph == "Failed", "Errored": ph == "Error",
-                    "Omitted": ph == "Omitted", "Skipped": ph == "Skipped"}[prop])
+        return str(
+            {
+                "Succeeded": ph == "Succeeded",
+                "Failed": ph == "Failed",
+                "Errored": ph == "Error",
+                "Omitted": ph == "Omitted",
+                "Skipped": ph == "Skipped",
+            }[prop]
+        )
+
     py = re.sub(r"[A-Za-z][A-Za-z0-9-]*(?:\.(?:Succeeded|Failed|Errored|Omitted|Skipped))?", sub, expr)
     return bool(eval(py.replace("&&", " and ").replace("||", " or ").replace("!", " not ")))
 
@@ -138,7 +149,11 @@ class Run:
         for leaf in leaves:
             ph = phases[leaf]
             if ph == "Omitted":
-                ph = "Failed" if any(phases[d] in ("Failed", "Error", "Omitted") for d in _deps(tasks[leaf].get("depends", ""))) else "Succeeded"
+                ph = (
+                    "Failed"
+                    if any(phases[d] in ("Failed", "Error", "Omitted") for d in _deps(tasks[leaf].get("depends", "")))
+                    else "Succeeded"
+                )
             leaf_phases.append(ph)
         dag.phase = "Failed" if "Failed" in leaf_phases else "Error" if "Error" in leaf_phases else "Succeeded"
         return dag
@@ -169,8 +184,10 @@ class Run:
     def retry(self) -> tuple[set[str], set[str]]:
         """(deleted node ids, kept pod ids). Raises on a workflow Retry refuses."""
         if self.phase not in ("Failed", "Error"):
-            raise RuntimeError(f"Cannot retry a workflow in phase {self.phase}"
-                               " (FormulateRetryWorkflow: only Failed/Error without restartSuccessful)")
+            raise RuntimeError(
+                f"Cannot retry a workflow in phase {self.phase}"
+                " (FormulateRetryWorkflow: only Failed/Error without restartSuccessful)"
+            )
         parents = {c: n.id for n in self.nodes.values() for c in n.children}
         deleted: set[str] = set()
         for n in self.nodes.values():

@@ -23,8 +23,11 @@ TOKEN = "test-token"
 NS = "bench"
 RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"
 # path regex -> (collection, body key in create/update requests)
-KINDS = {"workflow-templates": ("WorkflowTemplate", "template"), "cron-workflows": ("CronWorkflow", "cronWorkflow"),
-         "workflows": ("Workflow", "workflow")}
+KINDS = {
+    "workflow-templates": ("WorkflowTemplate", "template"),
+    "cron-workflows": ("CronWorkflow", "cronWorkflow"),
+    "workflows": ("Workflow", "workflow"),
+}
 
 
 class ArgoServerStandIn:
@@ -93,8 +96,13 @@ class ArgoServerStandIn:
                 if method == "GET" and name is None:
                     selector = parse_qs(query).get("listOptions.labelSelector", [""])[0]
                     pairs = [p.split("=", 1) for p in selector.split(",") if p]
-                    items = [o for (c, n, _), o in srv.store.items() if c == coll and n == ns
-                             and all((o["metadata"].get("labels") or {}).get(k) == v for k, v in pairs)]
+                    items = [
+                        o
+                        for (c, n, _), o in srv.store.items()
+                        if c == coll
+                        and n == ns
+                        and all((o["metadata"].get("labels") or {}).get(k) == v for k, v in pairs)
+                    ]
                     return self._send(200, {"metadata": {"resourceVersion": str(srv.rv)}, "items": items})
                 if method == "GET":
                     obj = srv.store.get((coll, ns, name))
@@ -127,9 +135,13 @@ class ArgoServerStandIn:
                         return self._error(404, 5, f'{coll} "{name}" not found')
                     rv = obj["metadata"].get("resourceVersion")
                     if not rv:
-                        return self._error(400, 3, "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update")
+                        return self._error(
+                            400, 3, "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
+                        )
                     if rv != cur["metadata"]["resourceVersion"]:
-                        return self._error(409, 10, f'Operation cannot be fulfilled on {coll} "{name}": the object has been modified')
+                        return self._error(
+                            409, 10, f'Operation cannot be fulfilled on {coll} "{name}": the object has been modified'
+                        )
                     obj["metadata"]["uid"] = cur["metadata"]["uid"]
                     obj["metadata"]["creationTimestamp"] = cur["metadata"]["creationTimestamp"]
                     obj["metadata"]["generation"] = cur["metadata"]["generation"]
@@ -151,7 +163,14 @@ class ArgoServerStandIn:
 
 @pytest.fixture
 def argo(monkeypatch, tmp_path):
-    for var in ("ARGO_SERVER", "ARGO_TOKEN", "ARGO_NAMESPACE", "ARGO_SECURE", "ARGO_INSECURE_SKIP_VERIFY", "ARGO_BASE_HREF"):
+    for var in (
+        "ARGO_SERVER",
+        "ARGO_TOKEN",
+        "ARGO_NAMESPACE",
+        "ARGO_SECURE",
+        "ARGO_INSECURE_SKIP_VERIFY",
+        "ARGO_BASE_HREF",
+    ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("INFERSWEEP_CONFIG", str(tmp_path / "none.yaml"))
     srv = ArgoServerStandIn()

@@ -15,7 +15,6 @@ import yaml
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import ResolvedRecipe, all_recipe_paths, load_recipe
 from infersweep.render import library_templates, render_recipe
-
 from tests.support.paths import TESTS
 
 GOLDEN_DIR = TESTS / "golden"
@@ -28,8 +27,14 @@ def _dump(doc: dict) -> str:
 def dgd_shape(r: ResolvedRecipe) -> tuple:
     """What changes the structure of a rendered DGD (not just its values)."""
     roles = r.recipe.topology.roles().values()
-    return (r.recipe.engine, r.recipe.topology.mode, any(w.nodes > 1 for w in roles),
-            any(w.autoscaling for w in roles), bool(r.transport and r.transport.resources), bool(r.transport and r.transport.networks))
+    return (
+        r.recipe.engine,
+        r.recipe.topology.mode,
+        any(w.nodes > 1 for w in roles),
+        any(w.autoscaling for w in roles),
+        bool(r.transport and r.transport.resources),
+        bool(r.transport and r.transport.networks),
+    )
 
 
 def golden_documents() -> dict[str, str]:

@@ -27,7 +27,9 @@ from urllib.parse import parse_qs
 
 import yaml
 
-_CUSTOM = re.compile(r"^/apis/(?P<group>[^/]+)/(?P<version>[^/]+)/namespaces/(?P<ns>[^/]+)/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?$")
+_CUSTOM = re.compile(
+    r"^/apis/(?P<group>[^/]+)/(?P<version>[^/]+)/namespaces/(?P<ns>[^/]+)/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?$"
+)
 _CORE = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?$")
 
 
@@ -89,19 +91,36 @@ class K8sStandin:
 
     def kubeconfig(self, folder: Path) -> Path:
         f = Path(folder) / "kubeconfig"
-        f.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": "standin",
-            "clusters": [{"name": "standin", "cluster": {"server": self.url}}],
-            "users": [{"name": "standin", "user": {"token": "standin-token"}}],
-            "contexts": [{"name": "standin", "context": {"cluster": "standin", "user": "standin", "namespace": "default"}}],
-        }))
+        f.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "current-context": "standin",
+                    "clusters": [{"name": "standin", "cluster": {"server": self.url}}],
+                    "users": [{"name": "standin", "user": {"token": "standin-token"}}],
+                    "contexts": [
+                        {
+                            "name": "standin",
+                            "context": {"cluster": "standin", "user": "standin", "namespace": "default"},
+                        }
+                    ],
+                }
+            )
+        )
         return f
 
     # -- API ----------------------------------------------------------------------------------------
     @staticmethod
     def _status(code: int, reason: str, message: str) -> dict:
-        return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code, "reason": reason,
-                "message": message}
+        return {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "status": "Failure",
+            "code": code,
+            "reason": reason,
+            "message": message,
+        }
 
     def _dispatch(self, method: str, path: str, body: dict | None) -> tuple[int, dict]:
         m = _CUSTOM.match(path)
@@ -155,8 +174,11 @@ class K8sStandin:
             if rv != cur["metadata"].get("resourceVersion"):
                 return 409, self._status(409, "Conflict", f"{plural} {name!r}: the object has been modified")
             obj = dict(body or {})
-            obj["metadata"] = {**obj["metadata"], "uid": cur["metadata"].get("uid"),
-                               "resourceVersion": str(len(self.requests))}
+            obj["metadata"] = {
+                **obj["metadata"],
+                "uid": cur["metadata"].get("uid"),
+                "resourceVersion": str(len(self.requests)),
+            }
             self.objects[key] = obj
             return 200, obj
         if method == "DELETE":

@@ -36,6 +36,20 @@ def make_run_folder(root: Path, aiperf_ref: Path, *, failed: bool = True) -> Pat
 
 
 def summarize(run: Path, slo=SLO, gpu_count=2, extra=()) -> pd.DataFrame:
-    assert summarize_main(["--run-dir", str(run), "--gpu-count", str(gpu_count), "--slo", json.dumps(slo),
-                           "--title", "demo-prefix-kv", *extra]) == 0
+    assert (
+        summarize_main(
+            [
+                "--run-dir",
+                str(run),
+                "--gpu-count",
+                str(gpu_count),
+                "--slo",
+                json.dumps(slo),
+                "--title",
+                "demo-prefix-kv",
+                *extra,
+            ]
+        )
+        == 0
+    )
     return pd.read_parquet(run / "summary" / "results.parquet")

@@ -12,9 +12,9 @@ from pathlib import Path
 import yaml
 
 from infersweep.cli import main
+from infersweep.cluster_settings import load_cluster_settings
 from infersweep.commands.install import install_set
 from infersweep.install_version import stamp
-from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import all_recipe_paths
 from tests.support.paths import REPO
 
@@ -23,15 +23,23 @@ HERA = Path(sys.executable).with_name("hera")
 
 def test_hera_generate_yaml_writes_what_infersweep_renders(tmp_path):
     env = os.environ | {"PYTHONPATH": str(REPO)}
-    res = subprocess.run([str(HERA), "generate", "yaml", "workflows/all_templates.py", "--to", str(tmp_path / "gen")],
-                         cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [str(HERA), "generate", "yaml", "workflows/all_templates.py", "--to", str(tmp_path / "gen")],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr
     generated = [d for d in yaml.safe_load_all((tmp_path / "gen" / "all_templates.yaml").read_text()) if d]
     templates = {d["metadata"]["name"]: d for d in generated if d["kind"] == "WorkflowTemplate"}
     workflows = [d for d in generated if d["kind"] == "Workflow"]
 
     # The templates: the set `infersweep install` creates, equal document by document.
-    installed = {d["metadata"]["name"]: d for d in install_set(load_cluster_settings())[0] if d["kind"] == "WorkflowTemplate"}
+    installed = {
+        d["metadata"]["name"]: d for d in install_set(load_cluster_settings())[0] if d["kind"] == "WorkflowTemplate"
+    }
     assert templates == installed
 
     # Every recipe's rendered templates and Workflow, as `infersweep render --all` writes them.

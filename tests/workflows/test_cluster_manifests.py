@@ -44,7 +44,13 @@ def test_role_is_namespaced_and_grants_only_what_the_steps_call():
     role = steps_role()
     assert role["kind"] == "Role"
     rules = {(g, r): set(rule["verbs"]) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
-    assert rules[("nvidia.com", "dynamographdeployments")] == {"get", "list", "create", "patch", "delete"}  # list: deploy waits for its lane
+    assert rules[("nvidia.com", "dynamographdeployments")] == {
+        "get",
+        "list",
+        "create",
+        "patch",
+        "delete",
+    }  # list: deploy waits for its lane
     assert rules[("", "pods")] == {"list"} and rules[("", "pods/log")] == {"get"}
     assert rules[("", "events")] == {"list"}
     assert rules[("", "persistentvolumeclaims")] == {"get", "create"}

@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from infersweep.local.standins.s3server import LocalS3
 from infersweep.cluster_settings import load_cluster_settings
+from infersweep.local.standins.s3server import LocalS3
 from infersweep.recipe import load_recipe
 from infersweep.schemas import validate_argo
 from steps import regression_check
@@ -32,7 +32,9 @@ def test_cron_is_a_forbid_concurrency_schedule_list_with_history(cron):
     spec = cron["spec"]
     assert spec["schedules"] == load_cluster_settings().nightly.schedules and "schedule" not in spec
     assert spec["timezone"] == "Etc/UTC" and spec["concurrencyPolicy"] == "Forbid"
-    assert spec["successfulJobsHistoryLimit"] >= 1 and spec["failedJobsHistoryLimit"] >= spec["successfulJobsHistoryLimit"]
+    assert (
+        spec["successfulJobsHistoryLimit"] >= 1 and spec["failedJobsHistoryLimit"] >= spec["successfulJobsHistoryLimit"]
+    )
 
 
 def test_each_night_is_an_ordinary_pipeline_run_with_its_gpu_locks_and_checked_against_its_baseline(cron):
@@ -43,7 +45,12 @@ def test_each_night_is_an_ordinary_pipeline_run_with_its_gpu_locks_and_checked_a
     # The GPU guard sits on the pipeline's gpu-span template, not on the Workflow (a Workflow-level lock is
     # skipped by a UI submit of the template); the night only carries its lane's keys (an 8-GPU H100 run).
     assert "synchronization" not in ws
-    assert [params[f"gpu-lock-{i}"] for i in range(1, 5)] == ["h100-8gpu", "h100-8gpu-pad2", "h100-8gpu-pad3", "h100-8gpu-pad4"]
+    assert [params[f"gpu-lock-{i}"] for i in range(1, 5)] == [
+        "h100-8gpu",
+        "h100-8gpu-pad2",
+        "h100-8gpu-pad3",
+        "h100-8gpu-pad4",
+    ]
     assert ws["workflowMetadata"]["labels"]["infersweep.io/recipe"] == RECIPE
 
 
@@ -54,8 +61,9 @@ def test_cron_names_fit_argos_52_characters():
 
 
 def test_regression_check_skips_without_a_baseline_prefix(tmp_path, capsys):
-    rc = regression_check.main(["--run-dir", str(tmp_path), "--bucket", "b", "--baseline-prefix", "",
-                                "--report", str(tmp_path / "r.md")])
+    rc = regression_check.main(
+        ["--run-dir", str(tmp_path), "--bucket", "b", "--baseline-prefix", "", "--report", str(tmp_path / "r.md")]
+    )
     assert rc == 0 and "skipped" in (tmp_path / "r.md").read_text()
 
 
@@ -63,8 +71,18 @@ def test_regression_check_passes_and_says_so_when_no_baseline_exists_yet(tmp_pat
     with LocalS3(buckets=["results"]) as s3:
         for k, v in s3.env().items():
             monkeypatch.setenv(k, v)
-        rc = regression_check.main(["--run-dir", str(tmp_path), "--bucket", "results",
-                                    "--baseline-prefix", f"baselines/{RECIPE}", "--report", str(tmp_path / "r.md")])
+        rc = regression_check.main(
+            [
+                "--run-dir",
+                str(tmp_path),
+                "--bucket",
+                "results",
+                "--baseline-prefix",
+                f"baselines/{RECIPE}",
+                "--report",
+                str(tmp_path / "r.md"),
+            ]
+        )
     assert rc == 0
     assert f"no baseline at s3://results/baselines/{RECIPE}/" in (tmp_path / "r.md").read_text()
     assert os.environ.get("AWS_ENDPOINT_URL")  # monkeypatch restores it after the test

@@ -13,7 +13,9 @@ DOCS = golden_documents()
 def test_rendered_matches_golden(rel):
     f = GOLDEN_DIR / rel
     assert f.exists(), f"{rel} is rendered but not committed: run python -m tests.support.golden"
-    assert f.read_text() == DOCS[rel], f"{rel} drifted from the golden file: review, then python -m tests.support.golden"
+    assert f.read_text() == DOCS[rel], (
+        f"{rel} drifted from the golden file: review, then python -m tests.support.golden"
+    )
 
 
 def test_no_stale_golden_files():

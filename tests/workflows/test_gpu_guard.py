@@ -15,10 +15,10 @@ import pytest
 import yaml
 
 from infersweep.cluster_settings import ClusterSettingsError, buddy_lanes, load_cluster_settings, parse_cluster_settings
+from infersweep.paths import REPO_ROOT as REPO
 from infersweep.recipe import RecipeError, all_recipe_paths, load_recipe
 from infersweep.render import render_recipe
 from infersweep.schemas import SchemaError, validate_argo, validate_document
-from infersweep.paths import REPO_ROOT as REPO
 from workflows import gpu_guard
 from workflows.cluster import kubectl_manifests
 from workflows.pipeline import pipeline_template
@@ -49,6 +49,7 @@ def _raw_with(**changes):
 
 # ------------------------------------------------------------------ where the guard sits, and Argo validity
 
+
 def test_only_the_gpu_span_holds_the_guard_and_it_validates_against_argo(settings):
     wt = pipeline_template("vllm", "agg", settings).to_dict()
     held = {t["name"]: t["synchronization"] for t in wt["spec"]["templates"] if "synchronization" in t}
@@ -62,8 +63,9 @@ def test_only_the_gpu_span_holds_the_guard_and_it_validates_against_argo(setting
         validate_argo(wt, version)
     # The strict validation catches a misspelt lock field on this template (Hera would drop it silently).
     bad = copy.deepcopy(wt)
-    next(t for t in bad["spec"]["templates"] if t["name"] == "gpu-span")["synchronization"]["semaphore"] = \
-        held["gpu-span"]["semaphores"][0]
+    next(t for t in bad["spec"]["templates"] if t["name"] == "gpu-span")["synchronization"]["semaphore"] = held[
+        "gpu-span"
+    ]["semaphores"][0]
     with pytest.raises(SchemaError, match="synchronization.semaphore"):
         validate_argo(bad, "v4.1.2")
 
@@ -72,7 +74,12 @@ def test_a_submitted_run_carries_its_lane_keys_and_no_workflow_level_lock(settin
     wf = render_recipe(load_recipe(RECIPE), settings).workflow
     assert "synchronization" not in wf["spec"]
     params = {p["name"]: p["value"] for p in wf["spec"]["arguments"]["parameters"]}
-    assert [params[p] for p in gpu_guard.LOCK_PARAMS] == ["h100-8gpu", "h100-8gpu-pad2", "h100-8gpu-pad3", "h100-8gpu-pad4"]
+    assert [params[p] for p in gpu_guard.LOCK_PARAMS] == [
+        "h100-8gpu",
+        "h100-8gpu-pad2",
+        "h100-8gpu-pad3",
+        "h100-8gpu-pad4",
+    ]
 
 
 def test_the_template_alone_cannot_run_without_its_locks(settings):
@@ -95,6 +102,7 @@ def test_install_configmap_names_every_key_every_catalog_run_takes(settings, cat
 
 
 # --------------------------------------------------------------------------------------- admission safety
+
 
 def _pool_gpus(settings):
     return {g: v.gpus for g, v in settings.gpu_pools.items()}
@@ -184,8 +192,10 @@ def test_no_fixed_lock_set_per_size_is_exact_once_a_run_can_take_the_whole_pool(
     exact = 0
     for limits in itertools.product((1, 2, 3), repeat=3):
         for a8, a16 in itertools.product(subsets, subsets):
+
             def admits(n8, n16):
                 return all(n8 * (lk in a8) + n16 * (lk in a16) <= limits[lk] for lk in locks)
+
             if admits(2, 0) and admits(0, 1) and not admits(1, 1):
                 exact += 1
     assert exact == 0
@@ -213,6 +223,7 @@ def test_default_lanes_are_the_buddy_split():
 
 # --------------------------------------------------------------------------- cluster schedulers' machinery
 
+
 @pytest.mark.parametrize("scheduler", ["kueue", "kai", "volcano"])
 def test_cluster_scheduler_labels_the_dgd_pods_and_drops_the_argo_lock(settings, catalog, scheduler):
     p = _with(settings, gpu_guard={"scheduler": scheduler})
@@ -227,11 +238,17 @@ def test_cluster_scheduler_labels_the_dgd_pods_and_drops_the_argo_lock(settings,
             assert t["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-serving"] == "true"
     elif scheduler == "kai":
         assert b.dgd["metadata"]["annotations"]["nvidia.com/kai-scheduler-queue"] == "infersweep-h100"
-        assert all(t["spec"]["schedulerName"] == "kai-scheduler" and
-                   t["metadata"]["labels"]["kai.scheduler/queue"] == "infersweep-h100" for t in pods)
+        assert all(
+            t["spec"]["schedulerName"] == "kai-scheduler"
+            and t["metadata"]["labels"]["kai.scheduler/queue"] == "infersweep-h100"
+            for t in pods
+        )
     else:
-        assert all(t["spec"]["schedulerName"] == "volcano" and
-                   t["metadata"]["annotations"]["scheduling.volcano.sh/queue-name"] == "infersweep-h100" for t in pods)
+        assert all(
+            t["spec"]["schedulerName"] == "volcano"
+            and t["metadata"]["annotations"]["scheduling.volcano.sh/queue-name"] == "infersweep-h100"
+            for t in pods
+        )
     wt = pipeline_template("vllm", "agg", p).to_dict()
     assert not any("synchronization" in t for t in wt["spec"]["templates"])
     assert gpu_guard.CONFIGMAP not in {d["metadata"]["name"] for d in kubectl_manifests(p, catalog)}
@@ -252,21 +269,39 @@ def test_argo_guard_leaves_the_dgd_alone(settings):
 GPU_TYPES = {"H100", "H200", "B200", "GB200"}
 
 
-@pytest.mark.parametrize("section, error", [
-    ({"gpu_guard": {"scheduler": "slurm"}}, "gpu_guard.scheduler: must be one of argo, kueue, kai, volcano; argo = Argo semaphores"),
-    ({"gpu_guard": {"scheduler": "argo", "queue": "x"}}, "gpu_guard.queue: unknown field"),
-    ({"gpu_pools": {"H100": {"gpus": 0}}}, "gpu_pools.H100.gpus: must be a positive integer"),
-    ({"gpu_pools": {"H100": {"gpus": "16"}}}, "gpu_pools.H100.gpus: must be a positive integer"),
-    ({"gpu_pools": {"H100": {"gpus": 16, "slot_gpus": 8}}}, "gpu_pools.H100.slot_gpus: unknown field"),
-    ({"gpu_pools": {"A100": {"gpus": 8}}}, "gpu_pools.A100: unknown GPU type"),
-    ({"gpu_pools": {"H100": {"gpus": 16, "lanes": {8: 2, 4: 1}}}}, "gpu_pools.H100.lanes: lanes take 20 GPUs (1 x 4 + 2 x 8) but the pool has 16"),
-    ({"gpu_pools": {"H100": {"gpus": 16, "lanes": {32: 1}}}}, "gpu_pools.H100.lanes.32: a lane size must be an integer from 1 to the pool's 16 GPUs"),
-    ({"gpu_pools": {"H100": {"gpus": 16, "lanes": {4: 0}}}}, "gpu_pools.H100.lanes.4: must be a positive integer"),
-    ({"gpu_pools": {"H100": {"gpus": 16, "lanes": [1, 2]}}}, "gpu_pools.H100.lanes: must map a run size"),
-    ({"gpu_pools": {"H100": {"gpus": 64, "lanes": {1: 1, 2: 1, 4: 1, 8: 1, 16: 1}}}}, "gpu_pools.H100.lanes: 5 lane sizes but the span template holds at most 4"),
-    ({"gpu_pools": {"H100": {"gpus": 16, "queue": "GPU_Queue"}}}, "gpu_pools.H100.queue: must be a Kubernetes name"),
-    ({"gpu_pools": {}}, "gpu_pools: must map each GPU type"),
-])
+@pytest.mark.parametrize(
+    "section, error",
+    [
+        (
+            {"gpu_guard": {"scheduler": "slurm"}},
+            "gpu_guard.scheduler: must be one of argo, kueue, kai, volcano; argo = Argo semaphores",
+        ),
+        ({"gpu_guard": {"scheduler": "argo", "queue": "x"}}, "gpu_guard.queue: unknown field"),
+        ({"gpu_pools": {"H100": {"gpus": 0}}}, "gpu_pools.H100.gpus: must be a positive integer"),
+        ({"gpu_pools": {"H100": {"gpus": "16"}}}, "gpu_pools.H100.gpus: must be a positive integer"),
+        ({"gpu_pools": {"H100": {"gpus": 16, "slot_gpus": 8}}}, "gpu_pools.H100.slot_gpus: unknown field"),
+        ({"gpu_pools": {"A100": {"gpus": 8}}}, "gpu_pools.A100: unknown GPU type"),
+        (
+            {"gpu_pools": {"H100": {"gpus": 16, "lanes": {8: 2, 4: 1}}}},
+            "gpu_pools.H100.lanes: lanes take 20 GPUs (1 x 4 + 2 x 8) but the pool has 16",
+        ),
+        (
+            {"gpu_pools": {"H100": {"gpus": 16, "lanes": {32: 1}}}},
+            "gpu_pools.H100.lanes.32: a lane size must be an integer from 1 to the pool's 16 GPUs",
+        ),
+        ({"gpu_pools": {"H100": {"gpus": 16, "lanes": {4: 0}}}}, "gpu_pools.H100.lanes.4: must be a positive integer"),
+        ({"gpu_pools": {"H100": {"gpus": 16, "lanes": [1, 2]}}}, "gpu_pools.H100.lanes: must map a run size"),
+        (
+            {"gpu_pools": {"H100": {"gpus": 64, "lanes": {1: 1, 2: 1, 4: 1, 8: 1, 16: 1}}}},
+            "gpu_pools.H100.lanes: 5 lane sizes but the span template holds at most 4",
+        ),
+        (
+            {"gpu_pools": {"H100": {"gpus": 16, "queue": "GPU_Queue"}}},
+            "gpu_pools.H100.queue: must be a Kubernetes name",
+        ),
+        ({"gpu_pools": {}}, "gpu_pools: must map each GPU type"),
+    ],
+)
 def test_each_gpu_guard_mistake_is_one_line_naming_the_field(section, error):
     with pytest.raises(ClusterSettingsError) as e:
         parse_cluster_settings(_raw_with(**section), gpu_types=GPU_TYPES)
@@ -275,7 +310,9 @@ def test_each_gpu_guard_mistake_is_one_line_naming_the_field(section, error):
 
 
 def test_several_mistakes_are_all_reported():
-    bad = _raw_with(gpu_guard={"scheduler": "x"}, gpu_pools={"H100": {"gpus": -1}, "B200": {"gpus": 8, "lanes": {16: 1}}})
+    bad = _raw_with(
+        gpu_guard={"scheduler": "x"}, gpu_pools={"H100": {"gpus": -1}, "B200": {"gpus": 8, "lanes": {16: 1}}}
+    )
     with pytest.raises(ClusterSettingsError) as e:
         parse_cluster_settings(bad, gpu_types=GPU_TYPES)
     assert len(str(e.value).splitlines()) == 3
@@ -290,9 +327,11 @@ def test_the_shipped_settings_file_parses(settings):
 
 # ------------------------------------------------------------------------------ the simulation's accounting
 
+
 def _sim():
     sys.path.insert(0, str(REPO / "benchmarks"))
     import gpu_guard_sim
+
     return gpu_guard_sim
 
 
@@ -335,13 +374,15 @@ def test_a_submit_cannot_set_its_own_locks(settings):
 # equal requests have no defined order, and two locks' heaps may order them differently (ArgoSemaphores
 # tie_break; benchmarks/gpu_guard_sim.scrambled_ties).
 
+
 def test_two_whole_pool_runs_of_one_second_and_priority_can_wait_for_each_other_forever(settings):
     h100 = settings.guard.pools["H100"]
     whole = gpu_guard.admission(h100, 16)
     assert len(whole.lane_keys) > 1
     eight = gpu_guard.lane_key("H100", 8)
-    sem = gpu_guard.ArgoSemaphores(gpu_guard.limits(settings),
-                                   tie_break=lambda key, hs: ("a" if key == eight else "b") if len(hs) > 1 else hs[0])
+    sem = gpu_guard.ArgoSemaphores(
+        gpu_guard.limits(settings), tie_break=lambda key, hs: ("a" if key == eight else "b") if len(hs) > 1 else hs[0]
+    )
     sem.request("a", whole.keys, priority=0, created=100)
     sem.request("b", whole.keys, priority=0, created=100)
     assert sem.admit() == [] and not sem.drains()  # a heads the 8-GPU lane, b the others: nobody holds, nobody starts
@@ -363,7 +404,7 @@ def test_every_submitted_run_and_nightly_gets_its_own_priority(settings):
     assert all(-gpu_guard.PRIORITY_BAND <= p <= -1 for p in ps)
     nightly = [c["spec"]["workflowSpec"]["priority"] for c in nightly_crons(settings, load_recipe)]
     assert len(set(nightly)) == len(nightly) and max(nightly) < -gpu_guard.PRIORITY_BAND  # behind ad-hoc runs
-    assert all(-2 ** 31 <= p for p in nightly)  # int32
+    assert all(-(2**31) <= p for p in nightly)  # int32
 
 
 def test_submit_stamps_a_distinct_priority_on_each_run(settings, monkeypatch):
@@ -433,5 +474,7 @@ def test_simulation_the_catalog_submitted_at_once_deadlocks_without_priorities_a
     for seed in range(3):
         ok = sim.simulate(runs, pools, sim.Lanes(settings, runs, tie_break=sim.scrambled_ties(seed)), ph)
         assert ok.stuck == [] and set(ok.spans) == {r.name for r in runs}
-        bad = sim.simulate(runs, pools, sim.Lanes(settings, runs, priorities={}, tie_break=sim.scrambled_ties(seed)), ph)
+        bad = sim.simulate(
+            runs, pools, sim.Lanes(settings, runs, priorities={}, tie_break=sim.scrambled_ties(seed)), ph
+        )
         assert bad.stuck, seed

@@ -23,8 +23,7 @@ from infersweep.local.argo.resource import check_template
 from infersweep.local.launch_run import ui_submit
 from infersweep.paths import params_dir
 from infersweep.recipe import RecipeError, all_recipe_paths, load_recipe
-from workflows.launcher import (EXPERIMENT_LAUNCHER, FROM_GIT, LAUNCHED_BY, LAUNCHER_SA, RECIPE_LAUNCHER,
-                                settings_text)
+from workflows.launcher import EXPERIMENT_LAUNCHER, FROM_GIT, LAUNCHED_BY, LAUNCHER_SA, RECIPE_LAUNCHER, settings_text
 from workflows.strict import violations
 
 DEMO = "demo-prefix-rr"
@@ -47,11 +46,19 @@ def _param(wt: dict, name: str) -> dict:
 
 
 def _launch(settings, tmp_path, choice=DEMO, set_text="", git=None):
-    return recipe_run(choice, git=git or {}, set_text=set_text, settings=settings, namespace="bench",
-                      launcher="infersweep-launch-x1y2z", scratch=tmp_path)
+    return recipe_run(
+        choice,
+        git=git or {},
+        set_text=set_text,
+        settings=settings,
+        namespace="bench",
+        launcher="infersweep-launch-x1y2z",
+        scratch=tmp_path,
+    )
 
 
 # ------------------------------------------------------------------------------------ the drop-downs
+
 
 def test_the_recipe_drop_down_is_the_catalog_plus_from_git(installed):
     wts, _ = installed
@@ -62,8 +69,13 @@ def test_the_recipe_drop_down_is_the_catalog_plus_from_git(installed):
     experiment = _param(wts[EXPERIMENT_LAUNCHER], "experiment")
     assert experiment["enum"] == sorted(p.stem for p in all_experiment_paths()) + [FROM_GIT]
     # the form has only choices, never a derived parameter
-    assert [p["name"] for p in wts[RECIPE_LAUNCHER]["spec"]["arguments"]["parameters"]] == \
-        ["recipe", "git-repo", "git-commit", "git-path", "set"]
+    assert [p["name"] for p in wts[RECIPE_LAUNCHER]["spec"]["arguments"]["parameters"]] == [
+        "recipe",
+        "git-repo",
+        "git-commit",
+        "git-path",
+        "set",
+    ]
 
 
 def test_a_new_recipe_file_is_in_the_next_install_drop_down(tmp_path, monkeypatch):
@@ -71,7 +83,9 @@ def test_a_new_recipe_file_is_in_the_next_install_drop_down(tmp_path, monkeypatc
     pdir = tmp_path / "params"
     shutil.copytree(params_dir(), pdir)
     src = pdir / "recipes" / "demo" / f"{DEMO}.yaml"
-    (src.parent / "demo-prefix-rr-copy.yaml").write_text(src.read_text().replace(f"name: {DEMO}", "name: demo-prefix-rr-copy"))
+    (src.parent / "demo-prefix-rr-copy.yaml").write_text(
+        src.read_text().replace(f"name: {DEMO}", "name: demo-prefix-rr-copy")
+    )
     monkeypatch.setenv("INFERSWEEP_PARAMS", str(pdir))
     argo, _ = install_set(load_cluster_settings(pdir))
     wt = next(d for d in argo if d["metadata"]["name"] == RECIPE_LAUNCHER)
@@ -79,6 +93,7 @@ def test_a_new_recipe_file_is_in_the_next_install_drop_down(tmp_path, monkeypatc
 
 
 # ------------------------------------------------------------------------------- what a launch derives
+
 
 def test_a_launch_is_the_submit_document_and_passes_strict(settings, tmp_path):
     from infersweep.render import render_recipe
@@ -99,13 +114,16 @@ def test_two_launches_queue_in_order(settings, tmp_path):
     assert b < a < 0  # distinct, first come first served (workflows/gpu_guard.py submit_priority)
 
 
-@pytest.mark.parametrize("line, says", [
-    ("gpu-count=1", "gpu-count: cannot be set"),
-    ("gpu-lock-1=h100-8gpu", "gpu-lock-1: cannot be set"),
-    ("dgd=kind: X", "dgd: cannot be set"),
-    ("points=[]", "points: cannot be set"),
-    ("model-revision=main", "model-revision: cannot be set"),
-])
+@pytest.mark.parametrize(
+    "line, says",
+    [
+        ("gpu-count=1", "gpu-count: cannot be set"),
+        ("gpu-lock-1=h100-8gpu", "gpu-lock-1: cannot be set"),
+        ("dgd=kind: X", "dgd: cannot be set"),
+        ("points=[]", "points: cannot be set"),
+        ("model-revision=main", "model-revision: cannot be set"),
+    ],
+)
 def test_set_refuses_what_follows_from_the_recipe(settings, tmp_path, line, says):
     with pytest.raises(RecipeError, match=re.escape(f"set: {says}")):
         _launch(settings, tmp_path, set_text=f"# a comment\n{line}\n")
@@ -116,15 +134,36 @@ def test_set_changes_the_recipe_and_everything_follows(settings, tmp_path):
     params = {p["name"]: p["value"] for p in launch.workflow["spec"]["arguments"]["parameters"]}
     assert [p["concurrency"] for p in json.loads(params["points"])] == [4]
     assert params["s3-prefix"] == "team-a"
-    assert json.loads(params["context"])["recipe_hash"] != json.loads(
-        {p["name"]: p["value"] for p in _launch(settings, tmp_path).workflow["spec"]["arguments"]["parameters"]}["context"])["recipe_hash"]
+    assert (
+        json.loads(params["context"])["recipe_hash"]
+        != json.loads(
+            {p["name"]: p["value"] for p in _launch(settings, tmp_path).workflow["spec"]["arguments"]["parameters"]}[
+                "context"
+            ]
+        )["recipe_hash"]
+    )
 
 
 def test_the_step_refuses_with_one_line_and_creates_nothing(settings, tmp_path, capsys):
     out = tmp_path / "manifest.json"
-    rc = step.main(["--kind", "recipe", f"--name={DEMO}", "--set=gpu-count=16", "--namespace", "bench",
-                    "--launcher", "l1", "--settings", settings_text(settings), "--out", str(out),
-                    "--scratch", str(tmp_path)])
+    rc = step.main(
+        [
+            "--kind",
+            "recipe",
+            f"--name={DEMO}",
+            "--set=gpu-count=16",
+            "--namespace",
+            "bench",
+            "--launcher",
+            "l1",
+            "--settings",
+            settings_text(settings),
+            "--out",
+            str(out),
+            "--scratch",
+            str(tmp_path),
+        ]
+    )
     assert rc == 1 and not out.exists()
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("launch refused: set: gpu-count: cannot be set")
@@ -135,8 +174,13 @@ def test_the_installed_render_args_are_what_the_step_parses(installed, tmp_path)
     wts, _ = installed
     wt = wts[RECIPE_LAUNCHER]
     render = next(t for t in wt["spec"]["templates"] if t["name"] == "render")
-    values = {"workflow.parameters.recipe": DEMO, "workflow.parameters.set": "", "workflow.namespace": "bench",
-              "workflow.name": "l1", **{f"workflow.parameters.git-{k}": "" for k in ("repo", "commit", "path")}}
+    values = {
+        "workflow.parameters.recipe": DEMO,
+        "workflow.parameters.set": "",
+        "workflow.namespace": "bench",
+        "workflow.name": "l1",
+        **{f"workflow.parameters.git-{k}": "" for k in ("repo", "commit", "path")},
+    }
     args = [re.sub(r"\{\{([^}]+)\}\}", lambda mt: values[mt.group(1)], a) for a in render["container"]["args"]]
     args = [a.replace("/scratch", str(tmp_path)) for a in args]
     assert step.main(args) == 0
@@ -149,8 +193,9 @@ def test_the_baked_settings_are_the_installs(settings):
 
 
 def test_an_experiment_launch_derives_its_workflow(settings, tmp_path):
-    launch = experiment_run("gpu-kv-vs-rr", git={}, settings=settings, namespace="bench", launcher="l2",
-                            scratch=tmp_path)
+    launch = experiment_run(
+        "gpu-kv-vs-rr", git={}, settings=settings, namespace="bench", launcher="l2", scratch=tmp_path
+    )
     doc = launch.workflow
     assert doc["metadata"]["labels"][LAUNCHED_BY] == "l2" and doc["spec"]["priority"] < 0
     assert doc["metadata"]["labels"]["infersweep.io/experiment"] == "gpu-kv-vs-rr"
@@ -158,19 +203,23 @@ def test_an_experiment_launch_derives_its_workflow(settings, tmp_path):
 
 # ------------------------------------------------------------------------------------- from Git
 
+
 @pytest.mark.parametrize("commit", ["main", "v1.0", "0123456", COMMIT[:-1], COMMIT[:-1] + "g", ""])
 def test_a_git_recipe_needs_a_full_commit_id(commit):
     with pytest.raises(RecipeError, match="git-commit .*40 hex"):
         check_git_source("https://github.com/org/repo.git", commit, "recipes/a.yaml")
 
 
-@pytest.mark.parametrize("repo, path, says", [
-    ("ext::sh -c evil", "a.yaml", "git-repo"),
-    ("", "a.yaml", "git-repo: empty"),
-    ("https://github.com/org/repo.git", "../a.yaml", "git-path"),
-    ("https://github.com/org/repo.git", "/etc/a.yaml", "git-path"),
-    ("https://github.com/org/repo.git", "recipe.json", "git-path"),
-])
+@pytest.mark.parametrize(
+    "repo, path, says",
+    [
+        ("ext::sh -c evil", "a.yaml", "git-repo"),
+        ("", "a.yaml", "git-repo: empty"),
+        ("https://github.com/org/repo.git", "../a.yaml", "git-path"),
+        ("https://github.com/org/repo.git", "/etc/a.yaml", "git-path"),
+        ("https://github.com/org/repo.git", "recipe.json", "git-path"),
+    ],
+)
 def test_a_git_source_is_checked_before_any_fetch(repo, path, says):
     with pytest.raises(RecipeError, match=re.escape(says)):
         check_git_source(repo, COMMIT, path)
@@ -183,8 +232,12 @@ def test_git_parameters_without_from_git_are_refused(settings, tmp_path):
 
 
 def _git(repo, *args):
-    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                          check=True, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs the git client")
@@ -213,6 +266,7 @@ def test_a_recipe_from_git_at_a_commit_renders_that_commit(settings, tmp_path):
 
 # ------------------------------------------------------------------------------ cluster objects
 
+
 def test_the_launcher_runs_under_its_own_least_privilege_account(installed):
     wts, kube = installed
     assert wts[RECIPE_LAUNCHER]["spec"]["serviceAccountName"] == LAUNCHER_SA
@@ -224,10 +278,13 @@ def test_the_launcher_runs_under_its_own_least_privilege_account(installed):
     assert create["resource"]["action"] == "create" and not create["resource"].get("setOwnerReference")
 
 
-@pytest.mark.parametrize("resource, says", [
-    ({"action": "apply", "manifest": "x"}, "only create runs locally"),
-    ({"action": "create", "manifest": "x", "successCondition": "status.phase == Succeeded"}, "successCondition"),
-])
+@pytest.mark.parametrize(
+    "resource, says",
+    [
+        ({"action": "apply", "manifest": "x"}, "only create runs locally"),
+        ({"action": "create", "manifest": "x", "successCondition": "status.phase == Succeeded"}, "successCondition"),
+    ],
+)
 def test_the_local_executor_refuses_resource_templates_it_does_not_run(resource, says):
     from infersweep.local.argo.errors import WorkflowError
 
@@ -250,8 +307,9 @@ def test_an_experiment_run_is_a_reference_to_its_installed_template(settings, tm
     nothing of the launcher's may leak into the run: the experiment's Workflow only references its installed
     WorkflowTemplate (workflows/experiment.py), whose {{workflow.name}} (its S3 prefix) the controller resolves
     under the run's own name."""
-    doc = experiment_run("gpu-kv-vs-rr", git={}, settings=settings, namespace="bench", launcher="l2",
-                         scratch=tmp_path).workflow
+    doc = experiment_run(
+        "gpu-kv-vs-rr", git={}, settings=settings, namespace="bench", launcher="l2", scratch=tmp_path
+    ).workflow
     assert doc["spec"]["workflowTemplateRef"] == {"name": "infersweep-experiment-gpu-kv-vs-rr"}
     assert "{{workflow." not in json.dumps(doc) and violations(doc) == []
 
@@ -259,8 +317,14 @@ def test_an_experiment_run_is_a_reference_to_its_installed_template(settings, tm
 def test_a_launcher_tag_the_run_cannot_keep_is_refused():
     from infersweep.launch.derive import resolve_launcher_tags
 
-    doc = {"metadata": {"generateName": "x-"}, "spec": {"arguments": {"parameters": [{"name": "a", "value": "{{workflow.uid}}"}]}}}
+    doc = {
+        "metadata": {"generateName": "x-"},
+        "spec": {"arguments": {"parameters": [{"name": "a", "value": "{{workflow.uid}}"}]}},
+    }
     with pytest.raises(RecipeError, match=r"\{\{workflow.uid\}\}"):
         resolve_launcher_tags(doc, "bench")
-    kept = {"metadata": {"generateName": "x-"}, "spec": {"t": "{{inputs.parameters.points}} {{tasks.a.outputs.parameters.b}}"}}
+    kept = {
+        "metadata": {"generateName": "x-"},
+        "spec": {"t": "{{inputs.parameters.points}} {{tasks.a.outputs.parameters.b}}"},
+    }
     assert resolve_launcher_tags(kept, "bench") == kept  # the run's own tags are left to the run

@@ -29,17 +29,21 @@ from infersweep.commands.install import install_set
 from tests.support.paths import REPO
 
 
-
 @pytest.fixture(scope="module")
 def installed():
     return install_set(load_cluster_settings())[0]
 
 
 def _pipelines(argo):
-    return [d for d in argo if d["kind"] == "WorkflowTemplate" and d["metadata"]["labels"].get("infersweep.io/kind") == "pipeline"]
+    return [
+        d
+        for d in argo
+        if d["kind"] == "WorkflowTemplate" and d["metadata"]["labels"].get("infersweep.io/kind") == "pipeline"
+    ]
 
 
 # ------------------------------------------------------------------ concurrent mounts of a ReadWriteOnce claim
+
 
 def _depends_on(task: dict) -> set[str]:
     if task.get("dependencies"):
@@ -62,8 +66,11 @@ def rwo_conflicts(wt: dict, by_name: dict[str, dict]) -> list[tuple[str, str, st
     """(dag, task, task, claim) for each pair of tasks of one DAG that can run at once and both mount a
     ReadWriteOnce claim of the template's volumeClaimTemplates (a task with itself: its items, in parallel)."""
     spec = wt["spec"]
-    rwo = {c["metadata"]["name"] for c in spec.get("volumeClaimTemplates") or []
-           if "ReadWriteOnce" in (c["spec"].get("accessModes") or [])}
+    rwo = {
+        c["metadata"]["name"]
+        for c in spec.get("volumeClaimTemplates") or []
+        if "ReadWriteOnce" in (c["spec"].get("accessModes") or [])
+    }
     local = {t["name"]: t for t in spec["templates"]}
 
     def resolve(task: dict) -> dict:
@@ -92,7 +99,7 @@ def rwo_conflicts(wt: dict, by_name: dict[str, dict]) -> list[tuple[str, str, st
             ma = mounts(resolve(tasks[a]))
             if ma and (tasks[a].get("withParam") or tasks[a].get("withItems")) and tmpl.get("parallelism") != 1:
                 out += [(tmpl["name"], a, a, c) for c in sorted(ma)]
-            for b in names[i + 1:]:
+            for b in names[i + 1 :]:
                 if a in anc[b] or b in anc[a]:
                     continue
                 out += [(tmpl["name"], a, b, c) for c in sorted(ma & mounts(resolve(tasks[b])))]
@@ -115,8 +122,10 @@ def test_the_check_sees_regression_check_beside_verdict(installed):
     verdict = next(t for t in tmpl["exit-handler"]["dag"]["tasks"] if t["name"] == "verdict")
     verdict["depends"] = "publish"
     tmpl["gpu-span"]["parallelism"] = 2
-    assert set(rwo_conflicts(wt, by_name)) == {("exit-handler", "regression-check", "verdict", "workdir"),
-                                               ("gpu-span", "point", "point", "workdir")}
+    assert set(rwo_conflicts(wt, by_name)) == {
+        ("exit-handler", "regression-check", "verdict", "workdir"),
+        ("gpu-span", "point", "point", "workdir"),
+    }
 
 
 def test_exit_handler_runs_the_workdir_steps_one_after_another(installed):
@@ -124,10 +133,15 @@ def test_exit_handler_runs_the_workdir_steps_one_after_another(installed):
     tasks = {t["name"]: t for t in tmpl["exit-handler"]["dag"]["tasks"]}
     assert tasks["regression-check"]["depends"] == "publish"
     # the verdict runs whatever the regression check found, and is told the phases of the non-leaf steps
-    assert tasks["verdict"]["depends"] == "regression-check.Succeeded || regression-check.Failed || regression-check.Errored"
+    assert (
+        tasks["verdict"]["depends"]
+        == "regression-check.Succeeded || regression-check.Failed || regression-check.Errored"
+    )
     args = {p["name"]: p["value"] for p in tasks["verdict"]["arguments"]["parameters"]}
-    assert json.loads(args["exit-steps"]) == {"scrape": "{{tasks.scrape.status}}",
-                                              "regression-check": "{{tasks.regression-check.status}}"}
+    assert json.loads(args["exit-steps"]) == {
+        "scrape": "{{tasks.scrape.status}}",
+        "regression-check": "{{tasks.regression-check.status}}",
+    }
     assert "depends" not in tasks["teardown"], "teardown mounts nothing: it frees the GPUs at once"
 
 
@@ -135,9 +149,23 @@ def _verdict(tmp_path: Path, exit_steps: dict) -> subprocess.CompletedProcess:
     d = tmp_path / "points" / "c1"
     d.mkdir(parents=True)
     (d / "result.json").write_text(json.dumps({"status": "ok", "concurrency": 1}))
-    return subprocess.run([sys.executable, "-m", "steps.verdict", "--run-dir", str(tmp_path),
-                           "--points", json.dumps([{"concurrency": 1}]), "--exit-steps", json.dumps(exit_steps)],
-                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "steps.verdict",
+            "--run-dir",
+            str(tmp_path),
+            "--points",
+            json.dumps([{"concurrency": 1}]),
+            "--exit-steps",
+            json.dumps(exit_steps),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_a_failed_scrape_fails_the_run_through_the_verdict(tmp_path):
@@ -156,6 +184,7 @@ def test_verdict_passes_when_every_exit_step_succeeded(tmp_path):
 
 
 # ------------------------------------------------------------------ volumeClaimGC and the deadline
+
 
 def test_workdir_is_kept_after_a_failed_or_terminated_run(installed):
     for wt in _pipelines(installed):
@@ -201,6 +230,7 @@ def test_the_wait_for_a_lane_does_not_eat_the_span_deadline(installed):
 
 # ------------------------------------------------------------------ the reaper follows --dgd-api
 
+
 def test_install_dgd_api_reaches_the_reaper_and_the_nightly_runs():
     argo, _ = install_set(load_cluster_settings(), "v1alpha1")
     reaper = next(d for d in argo if d["kind"] == "WorkflowTemplate" and d["metadata"]["name"] == "infersweep-reaper")
@@ -242,6 +272,8 @@ def test_an_experiment_keeps_its_workdir_for_retry_and_its_deadline_counts_the_l
         plan = make_plan(load_experiment(path))
         spec = experiment_template(plan, settings).to_dict()["spec"]
         assert spec["volumeClaimGC"] == {"strategy": "OnWorkflowSuccess"}, path.name
-        own = sum(len(s.treatment.recipe.recipe.workload.concurrency) * s.treatment.recipe.recipe.workload.point_timeout_s
-                  for s in plan.steps) + 3600 * len(plan.steps)
+        own = sum(
+            len(s.treatment.recipe.recipe.workload.concurrency) * s.treatment.recipe.recipe.workload.point_timeout_s
+            for s in plan.steps
+        ) + 3600 * len(plan.steps)
         assert spec["activeDeadlineSeconds"] == QUEUE_BUDGET_S + own, path.name

@@ -41,7 +41,10 @@ def test_v1alpha1_dgd_for_older_operators_validates():
     b = render_recipe(load_recipe(NEMOTRON), load_cluster_settings(), dgd_api="v1alpha1")
     assert b.dgd["apiVersion"] == "nvidia.com/v1alpha1"
     validate_dgd(b.dgd)
-    assert yaml.safe_load(dict((p["name"], p["value"]) for p in b.workflow["spec"]["arguments"]["parameters"])["dgd"]) == b.dgd
+    assert (
+        yaml.safe_load(dict((p["name"], p["value"]) for p in b.workflow["spec"]["arguments"]["parameters"])["dgd"])
+        == b.dgd
+    )
 
 
 def test_dgd_has_frontend_with_kv_router_and_eight_gpu_workers(bundle):
@@ -52,7 +55,9 @@ def test_dgd_has_frontend_with_kv_router_and_eight_gpu_workers(bundle):
     assert w["replicas"] == 8 and c["resources"]["limits"]["nvidia.com/gpu"] == "1"
     assert c["command"] == ["python3", "-m", "dynamo.vllm"]
     assert c["args"][:4] == ["--model", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-FP8", "--tensor-parallel-size", "1"]
-    assert {"name": "model-cache", "persistentVolumeClaim": {"claimName": "model-cache", "readOnly": True}} in w["podTemplate"]["spec"]["volumes"]
+    assert {"name": "model-cache", "persistentVolumeClaim": {"claimName": "model-cache", "readOnly": True}} in w[
+        "podTemplate"
+    ]["spec"]["volumes"]
 
 
 def _pipeline(bundle):
@@ -107,7 +112,9 @@ def test_credentials_come_from_secrets_not_parameters(bundle):
     for word in ("AWS_SECRET_ACCESS_KEY", "HF_TOKEN", "aws_secret", "hf_"):
         assert word not in text
     publish = next(t for t in bundle.templates if t["metadata"]["name"] == "infersweep-publish")
-    assert publish["spec"]["templates"][0]["container"]["envFrom"] == [{"secretRef": {"name": "infersweep-s3", "optional": True}}]
+    assert publish["spec"]["templates"][0]["container"]["envFrom"] == [
+        {"secretRef": {"name": "infersweep-s3", "optional": True}}
+    ]
 
 
 def test_set_override_of_an_unknown_parameter_is_refused():

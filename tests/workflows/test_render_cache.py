@@ -81,7 +81,9 @@ def test_a_changed_params_file_renders_anew(cache, params):
 
 def test_any_params_file_is_part_of_the_key(params):
     r, settings = load_recipe(RECIPE), load_cluster_settings()
-    key = lambda: render_cache.bundle_key(r, settings, dgd_api="v1beta1", namespace=None, overrides=None, workflow_name=None)
+    key = lambda: render_cache.bundle_key(
+        r, settings, dgd_api="v1beta1", namespace=None, overrides=None, workflow_name=None
+    )
     before = key()
     (params / "local.yaml").write_text((params / "local.yaml").read_text() + "\n# changed\n")
     assert key() != before  # a file no recipe field names: whatever a renderer reads from params/ counts
@@ -90,7 +92,9 @@ def test_any_params_file_is_part_of_the_key(params):
 def test_a_changed_set_renders_anew(cache):
     a = render(overrides={"s3-prefix": "runs/a"})
     b = render(overrides={"s3-prefix": "runs/b"})
-    value = lambda bundle: next(p["value"] for p in bundle.workflow["spec"]["arguments"]["parameters"] if p["name"] == "s3-prefix")
+    value = lambda bundle: next(
+        p["value"] for p in bundle.workflow["spec"]["arguments"]["parameters"] if p["name"] == "s3-prefix"
+    )
     assert (value(a), value(b)) == ("runs/a", "runs/b") and len(entries(cache)) == 2
     assert value(render(overrides={"s3-prefix": "runs/a"})) == "runs/a"
 
@@ -159,7 +163,7 @@ def test_set_is_checked_against_the_pipeline_parameters_kept_for_this_code(cache
     assert json.loads(kept.read_text()) == names
     kept.write_text('["s3-prefix"]')  # proof that the kept list is what is read
     assert render_cache.pipeline_param_names() == ["s3-prefix"]
-    for bad in ("{not json", "[]", '[1, 2]', '{"a": 1}'):
+    for bad in ("{not json", "[]", "[1, 2]", '{"a": 1}'):
         kept.write_text(bad)
         assert render_cache.pipeline_param_names() == names
     assert json.loads(kept.read_text()) == names
@@ -175,12 +179,20 @@ def test_strings_are_written_as_hera_writes_them():
 
 
 def _cli(root: Path, cache_dir: Path, out: Path, *extra: str, check_hera: bool = False) -> str:
-    code = ("import sys; from infersweep.cli import main; rc = main(sys.argv[1:]); "
-            "print('HERA', 'hera.workflows' in sys.modules); raise SystemExit(rc)")
+    code = (
+        "import sys; from infersweep.cli import main; rc = main(sys.argv[1:]); "
+        "print('HERA', 'hera.workflows' in sys.modules); raise SystemExit(rc)"
+    )
     env = os.environ | {"PYTHONPATH": str(root), "INFERSWEEP_CACHE_DIR": str(cache_dir)}
     env.pop("INFERSWEEP_RENDER_CACHE", None)
-    res = subprocess.run([sys.executable, "-c", code, "render", RECIPE, "--out", str(out), *extra], cwd=root, env=env,
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-c", code, "render", RECIPE, "--out", str(out), *extra],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr
     return res.stdout.strip().splitlines()[-1]
 

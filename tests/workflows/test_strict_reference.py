@@ -22,14 +22,30 @@ def settings():
 def test_the_rule_is_argos_allow_list():
     # merge.go allowedUserOverrideFields at v4.1.2 and v3.7.18, as WorkflowSpec JSON names
     assert strict.ALLOWED_USER_OVERRIDE_FIELDS == {
-        "arguments", "entrypoint", "shutdown", "suspend", "activeDeadlineSeconds", "priority", "ttlStrategy",
-        "podGC", "volumeClaimGC", "archiveLogs", "workflowMetadata", "workflowTemplateRef", "metrics", "artifactGC"}
+        "arguments",
+        "entrypoint",
+        "shutdown",
+        "suspend",
+        "activeDeadlineSeconds",
+        "priority",
+        "ttlStrategy",
+        "podGC",
+        "volumeClaimGC",
+        "archiveLogs",
+        "workflowMetadata",
+        "workflowTemplateRef",
+        "metrics",
+        "artifactGC",
+    }
     ref = {"workflowTemplateRef": {"name": "t"}}
     assert strict.spec_violations({**ref, "arguments": {}, "priority": -5}) == []
-    assert strict.spec_violations({**ref, "serviceAccountName": "x", "securityContext": {}}) == \
-        ["securityContext", "serviceAccountName"]
-    assert strict.spec_violations({**ref, "artifactGC": {"strategy": "OnWorkflowDeletion", "serviceAccountName": "x"}}) == \
-        ["artifactGC.serviceAccountName"]
+    assert strict.spec_violations({**ref, "serviceAccountName": "x", "securityContext": {}}) == [
+        "securityContext",
+        "serviceAccountName",
+    ]
+    assert strict.spec_violations(
+        {**ref, "artifactGC": {"strategy": "OnWorkflowDeletion", "serviceAccountName": "x"}}
+    ) == ["artifactGC.serviceAccountName"]
     assert strict.spec_violations({"entrypoint": "main", "templates": [{"name": "main"}]})  # inline: refused
 
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.support.argo_retry import Run
 
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import load_recipe
 from infersweep.render import render_recipe
+from tests.support.argo_retry import Run
 
 RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"
 NEEDS_DEPLOYMENT = {"wait-ready", "aiperf-point"}  # pods that talk to the DGD
@@ -29,8 +29,11 @@ NEEDS_DEPLOYMENT = {"wait-ready", "aiperf-point"}  # pods that talk to the DGD
 def rendered():
     b = render_recipe(load_recipe(RECIPE), load_cluster_settings())
     pipeline = next(t for t in b.templates if t["spec"].get("entrypoint") == "pipeline")["spec"]
-    steps = {t["spec"]["templates"][0]["name"]: t["spec"]["templates"][0] for t in b.templates
-             if "entrypoint" not in t["spec"]}
+    steps = {
+        t["spec"]["templates"][0]["name"]: t["spec"]["templates"][0]
+        for t in b.templates
+        if "entrypoint" not in t["spec"]
+    }
     params = {p["name"]: p["value"] for p in b.workflow["spec"]["arguments"]["parameters"]}
     return pipeline, steps, json.loads(params["points"])
 
@@ -46,6 +49,7 @@ def _run(rendered, failing: dict[str, set]) -> Run:
         if template == "aiperf-point":
             return "Failed" if item["concurrency"] in bad else "Succeeded"
         return "Failed"
+
     # The verdict fails exactly when a point failed or nothing was measured (steps/verdict.py).
     if "aiperf-point" in failing or "wait-ready" in failing:
         failing = {**failing, "verdict": set()}
@@ -74,8 +78,9 @@ def test_a_failed_point_fails_the_run_and_retry_reruns_only_it(rendered):
     for i in rerun_main:
         assert _brings_deployment_back(steps[run.nodes[i].template]), run.nodes[i].template
     # the whole exit handler runs again: teardown releases the re-created DGD, publish and verdict re-run
-    assert {n.template for i, n in run.nodes.items() if i in deleted and i.startswith("wf.onExit") and n.type == "Pod"} \
-        >= {"teardown", "publish", "verdict"}
+    assert {
+        n.template for i, n in run.nodes.items() if i in deleted and i.startswith("wf.onExit") and n.type == "Pod"
+    } >= {"teardown", "publish", "verdict"}
 
 
 def test_retry_after_a_failed_wait_ready_recreates_the_deployment(rendered):
