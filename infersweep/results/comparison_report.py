@@ -30,7 +30,7 @@ from infersweep.results.evidence import counted, is_invalid, per_point
 from infersweep.results.plots import pareto_frontier
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
-X, Y = "tok_s_per_user", "tok_s_per_gpu"
+X, Y = "output_throughput_p50_tok_s_per_user", "output_throughput_tok_s_per_gpu"  # infersweep.metrics names
 
 
 def _num(v: Any, fmt: str = "{:.1f}") -> str:
@@ -325,8 +325,8 @@ def comparison_html(runs: Mapping[str, Any], notes: list[str] | None = None) -> 
                 "yes" if r["valid"] else f'<span class="bad">NO: {esc(r["reasons"] or "invalid")}</span>',
                 _num(r.get(Y)),
                 _num(r.get(X)),
-                _num(r.get("ttft_ms_p50")),
-                _num(r.get("itl_ms_p50"), "{:.2f}"),
+                _num(r.get("ttft_p50_ms")),
+                _num(r.get("itl_p50_ms"), "{:.2f}"),
                 (
                     "NA (invalid)"
                     if not r["valid"]

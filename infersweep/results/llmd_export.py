@@ -268,12 +268,31 @@ def point_report(row: pd.Series, ctx: dict[str, Any]) -> dict[str, Any]:
     return report
 
 
+def raw_statistics(raw: pd.DataFrame | None) -> dict[tuple[int, int, float], dict[str, float]]:
+    """The raw table's AIPerf statistics per point, as AIPerf names them (`<metric>__<stat>`), which is what
+    llm-d's importer maps from (its native_to_br0_2.py import_aiperf)."""
+    out: dict[tuple[int, int, float], dict[str, float]] = {}
+    if raw is None or raw.empty:
+        return out
+    for (c, rep, rate), group in raw.groupby(["concurrency", "repetition", "request_rate"], dropna=False):
+        key = (int(c), int(rep), float(rate) if rate == rate else 0.0)
+        out[key] = {f"{m}__{st}": v for m, st, v in zip(group["metric"], group["stat"], group["value"])}
+    return out
+
+
 def export_run(run, *, include_invalid: bool = False) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """({file name: report}, one line per point not exported and why) for a Run (.table, .context)."""
     df, ctx = run.table, dict(run.context or {})
+    stats = raw_statistics(getattr(run, "raw", None))
     reports, skipped = {}, []
-    for _, row in df.iterrows():
-        c, rate, rep = int(row["concurrency"]), _f(row.get("request_rate")) or 0.0, int(row.get("repetition") or 0)
+    for _, summary in df.iterrows():
+        c, rate, rep = (
+            int(summary["concurrency"]),
+            _f(summary.get("request_rate")) or 0.0,
+            int(summary.get("repetition") or 0),
+        )
+        # AIPerf's own statistics live in the raw table since results v3 (infersweep.results.columns RAW)
+        row = pd.Series({**summary.to_dict(), **stats.get((c, rep, rate), {})})
         name = f"benchmark_report_c{c}" + (f"-rate{rate:g}" if rate else "") + (f"-r{rep}" if rep else "") + ".yaml"
         if row.get("status") not in MEASURED_STATUSES:
             skipped.append(f"{name}: not exported: the point {row.get('status')}: {str(row.get('reason') or '')[:160]}")
