@@ -141,8 +141,9 @@ def workflow_worker_modules(workflow: dict) -> set[str]:
     """The engine modules of the DGD a recipe's Workflow deploys (its `dgd` parameter)."""
     import yaml
 
-    params = {p["name"]: p.get("value") for p in workflow.get("spec", {}).get("arguments", {}).get("parameters", [])}
-    return worker_modules(yaml.safe_load(params["dgd"])) if params.get("dgd") else set()
+    # the Workflow's own arguments (a rendered DGD), not a file under params/
+    arguments = {p["name"]: p.get("value") for p in workflow.get("spec", {}).get("arguments", {}).get("parameters", [])}
+    return worker_modules(yaml.safe_load(arguments["dgd"])) if arguments.get("dgd") else set()
 
 
 def engine_stack(gpu: GpuWorkers, modules: set[str]) -> dict[str, str]:

@@ -28,6 +28,7 @@ from tests.support.k8s_standin import K8sStandin
 pytestmark = pytest.mark.skipif(
     not shutil.which(BINARY) and not __import__("os").path.exists(BINARY), reason="no prometheus binary"
 )
+pytestmark = [pytestmark, pytest.mark.slow]  # real servers or subprocesses: outside the inner loop
 PM_NS = "dynamo-system"
 
 

@@ -23,6 +23,8 @@ import yaml
 
 from tests.support.paths import REPO
 
+pytestmark = pytest.mark.slow  # real servers or subprocesses, seconds each: outside the inner loop
+
 CHECKOV = REPO / ".venv-checkov" / "bin" / "checkov"
 WAIVERS = REPO / "tests" / "checkov-waivers.yaml"
 

@@ -27,12 +27,15 @@ from infersweep.local.argo import pod as local_argo_pod
 from infersweep.local.executor import execute
 from tests.support.paths import FIXTURES, REPO
 
+pytestmark = pytest.mark.slow  # real servers or subprocesses, seconds each: outside the inner loop
+
 FIXTURE = FIXTURES / "aiperf" / "0.13.0" / "dynamo-mocker-c4"
 
 FAKE_AIPERF = """\
 #!{python}
 import os, signal, subprocess, sys, time
 from pathlib import Path
+
 signal.signal(signal.SIGINT, signal.SIG_IGN)    # a shutdown slower than anyone waits for
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 argv = sys.argv[1:]

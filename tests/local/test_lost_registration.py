@@ -16,6 +16,8 @@ import pytest
 from infersweep.local import dynamo, procs
 from infersweep.local.dynamo import LocalDeployment, LocalDeploymentError, wait_ready_local
 
+pytestmark = pytest.mark.slow  # real servers or subprocesses, seconds each: outside the inner loop
+
 EXPIRED = (
     "2026-12-01T13:58:03.322400Z  INFO dynamo_runtime::storage::kv::file: Expired "
     'path="/tmp/x/discovery/v1/instances/dynamo%2Fbackend%2Fgenerate%2F796f627bad1494f7"'

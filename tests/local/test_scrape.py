@@ -18,6 +18,8 @@ from infersweep.local.standins.prometheus import LocalPrometheus, write_targets
 from infersweep.local.standins.s3server import LocalS3
 from infersweep.paths import params_dir
 
+pytestmark = pytest.mark.slow  # real servers or subprocesses, seconds each: outside the inner loop
+
 NEMOTRON = "nemotron-3-nano-fp8-vllm-agg-kv"
 
 

@@ -19,6 +19,8 @@ from infersweep.predict.target import Target, Unsupported, _worker, map_recipe, 
 from infersweep.recipe import load_recipe
 from infersweep.recipe.models import Workers
 
+pytestmark = pytest.mark.slow  # AIConfigurator in its own environment, a subprocess per call: outside the inner loop
+
 needs_aic = pytest.mark.skipif(
     not Path(aic.aic_python()).exists(), reason="no .venv-aic (AIConfigurator): run scripts/setup.sh"
 )

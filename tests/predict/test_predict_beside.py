@@ -18,6 +18,8 @@ from infersweep.cli import main as cli_main
 from infersweep.predict import aic
 from tests.support.run_folders import make_run_folder, summarize
 
+pytestmark = pytest.mark.slow  # AIConfigurator in its own environment, a subprocess per call: outside the inner loop
+
 needs_aic = pytest.mark.skipif(
     not Path(aic.aic_python()).exists(), reason="no .venv-aic (AIConfigurator): run scripts/setup.sh"
 )

@@ -28,6 +28,8 @@ from infersweep.predict.rank import (
 )
 from infersweep.predict.target import Target, Worker
 
+pytestmark = pytest.mark.slow  # AIConfigurator in its own environment, a subprocess per call: outside the inner loop
+
 needs_aic = pytest.mark.skipif(
     not Path(aic.aic_python()).exists(), reason="no .venv-aic (AIConfigurator): run scripts/setup.sh"
 )

@@ -26,6 +26,7 @@ from infersweep.recipe import load_recipe
 pytestmark = pytest.mark.skipif(
     not Path(aic.aic_python()).exists(), reason="no .venv-aic (AIConfigurator): run scripts/setup.sh"
 )
+pytestmark = [pytestmark, pytest.mark.slow]  # real servers or subprocesses: outside the inner loop
 
 
 @pytest.fixture

@@ -19,6 +19,8 @@ from infersweep.predict.source import BUILTIN, MEASURED, SIMULATED_DEPLOYMENTS_E
 from infersweep.recipe import load_recipe
 from tests.support.run_folders import make_run_folder, summarize
 
+pytestmark = pytest.mark.slow  # AIConfigurator in its own environment, a subprocess per call: outside the inner loop
+
 DB = "AIConfigurator 0.12.0 h100_sxm vllm 0.24.0"
 
 

@@ -13,7 +13,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.support.paths import REPO
+
+pytestmark = pytest.mark.slow  # real servers or subprocesses, seconds each: outside the inner loop
 
 
 def _event(name: str, reason: str, message: str) -> dict:

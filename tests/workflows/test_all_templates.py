@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from infersweep.cli import main
@@ -17,6 +18,8 @@ from infersweep.commands.install import install_set
 from infersweep.install_version import stamp
 from infersweep.recipe import all_recipe_paths
 from tests.support.paths import REPO
+
+pytestmark = pytest.mark.slow  # real servers or subprocesses, seconds each: outside the inner loop
 
 HERA = Path(sys.executable).with_name("hera")
 
