@@ -8,6 +8,7 @@
 - slo_search.py   `infersweep slo-search --local`: one local deployment's knee.
 - adapter.py      the local DGD adapter (a DGD as processes here) and the environment that selects it.
 - dynamo.py       a DGD realised as Dynamo frontend + mocker (or engine) processes.
+- dgd_reader.py   what local mode reads from a DGD: components, command lines, engine, model name, router.
 - reconfigure.py  a DGD re-applied over a running local deployment, as the Dynamo operator would.
 - kv_reset_client.py empties a local deployment's KV caches through Dynamo's own endpoint.
 - procs.py        supervision of the processes local mode starts.
