@@ -27,11 +27,14 @@ from infersweep.params_files import RecipeError, Strict
 from infersweep.params_files import read_yaml_mapping as _read_yaml_mapping
 from infersweep.paths import params_dir
 
+# The span template holds MAX_LANES locks (its gpu-lock-N parameters, declared in infersweep/pipeline_params.py):
+# a pool may have at most this many lanes.
+from infersweep.pipeline_params import MAX_LANES
+from infersweep.pipeline_params import SETTINGS as _PARAM_SETTINGS
+
 SETTINGS_FILE = "cluster.yaml"
 OLD_SETTINGS_FILE = "platform.yaml"  # its name until the DGD adapters took the word "platform"
 SCHEDULERS = ("argo", "kueue", "kai", "volcano")
-# The span template holds this many locks (workflows/gpu_guard.py): a pool may have at most this many lanes.
-MAX_LANES = 4
 
 
 class ClusterSettingsError(RecipeError):
@@ -550,15 +553,17 @@ def load_cluster_settings(pdir: Path | None = None) -> ClusterSettings:
 
 
 # ------------------------------------------------------------------------------------ --set overrides
-# Workflow parameters whose defaults come from the settings: a --set of one is checked with that field's type.
-SET_FIELDS: dict[str, tuple[type[BaseModel], str, str]] = {
-    "model-cache-pvc": (ModelCache, "pvc", "model_cache.pvc"),
-    "model-cache-size": (ModelCache, "size", "model_cache.size"),
-    "storage-class": (ModelCache, "storage_class", "model_cache.storage_class"),
-    "s3-bucket": (S3, "bucket", "s3.bucket"),
-    "s3-prefix": (S3, "prefix", "s3.prefix"),
-    "prometheus-url": (ClusterSettings, "prometheus_url", "prometheus_url"),
-}
+# Workflow parameters whose defaults come from the settings (declared with their setting in
+# infersweep/pipeline_params.py): a --set of one is checked with that field's type.
+def _set_field(path: str) -> tuple[type[BaseModel], str, str]:
+    *parents, name = path.split(".")
+    model: type[BaseModel] = ClusterSettings
+    for part in parents:
+        model = model.model_fields[part].annotation
+    return model, name, path
+
+
+SET_FIELDS: dict[str, tuple[type[BaseModel], str, str]] = {k: _set_field(v) for k, v in _PARAM_SETTINGS.items()}
 
 
 @lru_cache(maxsize=None)

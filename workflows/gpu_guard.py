@@ -47,19 +47,11 @@ from infersweep.cluster_settings import MAX_LANES, ClusterSettings
 # The admission itself (which lanes a run holds) is Hera-free, beside the DGD's scheduling step that needs it
 # too (infersweep/dgd/lanes.py); the names stay reachable here, the guard's own vocabulary.
 from infersweep.dgd.lanes import Admission, _pad_key, admission, check_fits_pool, lane_key, pool_of, recipe_admission  # noqa: F401
+from infersweep.pipeline_params import GPU_POOLS_CONFIGMAP, LOCK_PARAMS
 from infersweep.recipe import ResolvedRecipe
 
-CONFIGMAP = "infersweep-gpu-pools"
-LOCK_PARAMS = [f"gpu-lock-{i}" for i in range(1, MAX_LANES + 1)]
-GUARD_PARAMS: list[tuple[str, str, list[str] | None]] = [
-    (
-        p,
-        f"GPU guard: semaphore key {i} of {MAX_LANES} in ConfigMap {CONFIGMAP} (set by infersweep from the recipe's "
-        "GPU count; see workflows/gpu_guard.py)",
-        None,
-    )
-    for i, p in enumerate(LOCK_PARAMS, 1)
-]
+CONFIGMAP = GPU_POOLS_CONFIGMAP
+# The gpu-lock-N parameters (LOCK_PARAMS) are declared with the pipeline's others (infersweep/pipeline_params.py).
 
 
 # ---------------------------------------------------------------------------------------------- rendering

@@ -14,6 +14,7 @@ only: GPUs are reserved from deploy to the last point, never through the downloa
 from __future__ import annotations
 
 import json
+from operator import attrgetter
 from typing import Any
 
 import yaml
@@ -26,42 +27,17 @@ from infersweep.dgd import deployable_dgd
 from infersweep.dgd.render import dgd_base_name
 from infersweep.dgd.render import labels as recipe_labels
 from infersweep.names import label_value
+from infersweep.pipeline_params import LOCK_PARAMS, PARAMS
 from infersweep.recipe import RecipeError, ResolvedRecipe
 from infersweep.recipe_context import recipe_context
-from workflows.gpu_guard import GUARD_PARAMS, LOCK_PARAMS, guard_arguments, span_synchronization
+from workflows.gpu_guard import guard_arguments, span_synchronization
 from workflows.steps_library import aiperf_resources, pod_security_context, step_task
 
-# (name, description for the Argo UI form, enum or None)
+# (name, description for the Argo UI form, enum or None): the declarations in infersweep/pipeline_params.py, in
+# their order (the GPU guard's gpu-lock-N last).
 PIPELINE_PARAMS: list[tuple[str, str, list[str] | None]] = [
-    ("recipe", "recipe name (label and S3 key component)", None),
-    ("dgd-name", "base name of the DynamoGraphDeployment; each run's DGD is <base>-<hash of the workflow name>", None),
-    ("dgd", "the DynamoGraphDeployment to benchmark, as YAML", None),
-    (
-        "dgd-api-version",
-        "DGD apiVersion: v1beta1 (Dynamo >= 1.6) or v1alpha1 (older operators)",
-        ["v1beta1", "v1alpha1"],
-    ),
-    ("model", "Hugging Face model id (also the served model name)", None),
-    ("model-revision", "model commit to pin", None),
-    ("draft-model", "speculative-decoding draft model to cache beside the model ('' = none)", None),
-    ("model-source", "'hf' (download from the hub) or file:///path on the PVC", None),
-    ("model-cache-pvc", "PVC holding the model cache (created if missing)", None),
-    ("model-cache-size", "size of the PVC if it must be created", None),
-    ("storage-class", "storage class for a new PVC ('' = cluster default)", None),
-    ("ready-timeout-s", "fail when the deployment is not serving after this many seconds", None),
-    ("points", "the sweep as JSON: [{concurrency, requests, warmup}, ...]", None),
-    ("workload", "the AIPerf workload as JSON: isl/osl, seq_dist, prefix_tokens/num_prefixes, turns, trace", None),
-    ("max-error-rate", "failed-request fraction a point may have and still count", None),
-    ("point-timeout-s", "stop a point gracefully after this many seconds", None),
-    ("gpu-count", "GPUs the deployment uses (for tok/s/GPU)", None),
-    ("slo", "SLO bounds as JSON", None),
-    ("prometheus-url", "Prometheus base URL ('' skips server metrics)", None),
-    ("s3-bucket", "bucket for published results", None),
-    ("s3-prefix", "key prefix under which runs are published", None),
-    ("baseline-prefix", "S3 prefix of the recipe's baseline run to check for regressions ('' skips)", None),
-    ("regression", "regression tolerances per metric and noise z as JSON", None),
-    ("context", "the run's context as JSON (recipe hash, images, model revision, topology)", None),
-] + GUARD_PARAMS
+    (p.name, p.help, list(p.enum) if p.enum else None) for p in PARAMS
+]
 
 
 def pipeline_name(engine: str, mode: str) -> str:
@@ -79,24 +55,24 @@ def _completed(task: str) -> str:
 
 
 def pipeline_defaults(settings: ClusterSettings) -> dict[str, str]:
-    """Values a submit may leave out: cluster settings from params/cluster.yaml and safe bounds."""
-    return {
-        "dgd-api-version": "v1beta1",
-        "model-source": "hf",
-        "model-cache-pvc": settings.model_cache.pvc,
-        "model-cache-size": settings.model_cache.size,
-        "storage-class": settings.model_cache.storage_class,
-        "ready-timeout-s": "1800",
-        "max-error-rate": "0.0",
-        "point-timeout-s": "3600",
-        "prometheus-url": settings.prometheus_url,
-        "s3-bucket": settings.s3.bucket,
-        "s3-prefix": settings.s3.prefix,
-        "baseline-prefix": "",
-        "draft-model": "",
-        "regression": "{}",
-        "context": "{}",
-    }
+    """Values a submit may leave out: each parameter's declared default, or its cluster setting from
+    params/cluster.yaml (infersweep/pipeline_params.py)."""
+    out = {}
+    for p in _DEFAULTS_ORDER:
+        if p.setting:
+            out[p.name] = attrgetter(p.setting)(settings)
+        elif p.default is not None:
+            out[p.name] = p.default
+    return out
+
+
+# The order of the defaults is the order of a rendered Workflow's arguments (recipe_arguments starts from them):
+# the declarations' order, but draft-model, which joined after the others, after baseline-prefix as it always
+# was, so that rendered Workflows stay byte-identical.
+_DEFAULTS_ORDER = [p for p in PARAMS if p.name != "draft-model"]
+_DEFAULTS_ORDER.insert(
+    [p.name for p in _DEFAULTS_ORDER].index("baseline-prefix") + 1, next(p for p in PARAMS if p.name == "draft-model")
+)
 
 
 def _param(name: str, description: str, enum: list[str] | None, defaults: dict[str, str]) -> Parameter:

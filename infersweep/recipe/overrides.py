@@ -23,46 +23,15 @@ from pydantic import BaseModel
 
 from infersweep.model_errors import closest
 from infersweep.params_files import RecipeError, read_yaml_mapping
+from infersweep.pipeline_params import LOCK_ADVICE, LOCK_PREFIX, PARAMS, RUN_PARAMS
 from infersweep.recipe.merge import patch
 
-# Workflow parameters that are settings of the run, not of the deployment (see workflows.pipeline.PIPELINE_PARAMS).
-RUN_PARAMS = (
-    "model-source",
-    "model-cache-pvc",
-    "model-cache-size",
-    "storage-class",
-    "ready-timeout-s",
-    "prometheus-url",
-    "s3-bucket",
-    "s3-prefix",
-    "baseline-prefix",
-)
-
-_TOPOLOGY = "topology.<role>.replicas / .tp / .dp (workers, or prefill + decode) and gpu.count to match"
-# Workflow parameters rendered from the recipe: what to set instead.
-DERIVED = {
-    "recipe": "it is the recipe's name; a variant under another name is a new recipe file (copy the recipe)",
-    "dgd-name": "it follows from the recipe's name; a variant under another name is a new recipe file",
-    "dgd": "the DGD is rendered from the recipe; set the fields it comes from (topology.*, router, engine_args, "
-    "worker_env, image, ...)",
-    "dgd-api-version": "use --dgd-api v1alpha1",
-    "model-revision": "it is the model's pinned revision in params/models/<model>.yaml; set model=<another "
-    "catalog model>",
-    "draft-model": "it follows from speculative; set speculative.draft_model (or speculative.mode)",
-    "points": "the sweep follows from the workload; set workload.concurrency (or workload.request_rate), "
-    "workload.requests_per_concurrency, workload.min_requests or workload.warmup_requests",
-    "max-error-rate": "set workload.max_error_rate",
-    "point-timeout-s": "set workload.point_timeout_s",
-    "gpu-count": f"the GPU count follows from the topology; set {_TOPOLOGY}",
-    "context": "the run's context is computed from the recipe; set the recipe fields",
-    "name": "it names the recipe's file and its published results; a variant under another name is a new "
-    "recipe file (copy the recipe)",
-}
-LOCK_PREFIX = "gpu-lock-"
-LOCK_ADVICE = (
-    "the GPU guard's locks follow from the recipe's GPU count; set "
-    + _TOPOLOGY
-    + " (or gpu_pools in params/cluster.yaml)"
+# Workflow parameters that are settings of the run, not of the deployment, and those rendered from the recipe
+# (with what to set instead): declared with each parameter in infersweep/pipeline_params.py.
+DERIVED = {p.name: p.derived for p in PARAMS if p.derived and not p.name.startswith(LOCK_PREFIX)}
+DERIVED["name"] = (  # a recipe field, not a parameter
+    "it names the recipe's file and its published results; a variant under another name is a new "
+    "recipe file (copy the recipe)"
 )
 # Recipe fields a mapping value cannot name one key of (its items are not fields) and keys that are not
 # model fields but the loader takes.
