@@ -7,7 +7,7 @@ the parameters follows from `PARAMS`: the template's arguments and the defaults 
 (workflows/gpu_guard.py), the run parameters a `--set` passes as they are and the derived ones it refuses with
 what to set instead (infersweep/recipe/overrides.py RUN_PARAMS, DERIVED), the cluster settings a `--set` is
 checked with (infersweep/cluster_settings.py SET_FIELDS) and the value checks (infersweep/cli_util.py
-check_sets). tests/recipe/test_pipeline_params.py holds the declarations to every rendered template.
+check_sets). tests/workflows/test_pipeline_params.py holds the declarations to every rendered template.
 
 Standard library only, no Hera and no pydantic: a `--set` is checked before anything heavy is imported. A
 parameter whose default is a cluster setting (`setting`) is checked by that setting's field, exactly as
