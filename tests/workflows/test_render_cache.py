@@ -224,9 +224,11 @@ def test_a_changed_code_file_renders_anew(tmp_path):
     cache_dir = tmp_path / "cache"
     _cli(root, cache_dir, tmp_path / "before")
     pipeline = root / "workflows" / "pipeline.py"
-    old = '"prometheus-url", "Prometheus base URL'
+    old = '"description": description'  # every template parameter's description (infersweep/pipeline_params.py)
     assert old in pipeline.read_text()
-    pipeline.write_text(pipeline.read_text().replace(old, '"prometheus-url", "CHANGED Prometheus base URL'))
+    pipeline.write_text(
+        pipeline.read_text().replace(old, '"description": description.replace("Prometheus", "CHANGED Prometheus")')
+    )
     assert _cli(root, cache_dir, tmp_path / "after") == "HERA True"  # rendered, not read
     template = next((tmp_path / "after" / "templates").glob("infersweep-vllm-agg.yaml")).read_text()
     assert "CHANGED Prometheus base URL" in template
