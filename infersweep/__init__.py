@@ -10,8 +10,9 @@ Packages (each with its own file map):
 Modules: cli.py/cli_util.py (entry point), errors.py (UserError), params_files.py + model_errors.py (data
 files and their error messages), k8s_types.py (Kubernetes field grammars), names.py, paths.py,
 cluster_settings.py (params/cluster.yaml), step_interface.py + step_declarations.py (the steps),
-pipeline_params.py (the pipeline's parameters), metrics.py, model_cache.py, recipe_context.py, render_cache.py, argo_server.py, catalog.py, slo_search.py, text_table.py. reference/ holds the upstream
-schemas shipped with the package.
+pipeline_params.py (the pipeline's parameters), metrics.py, model_cache.py, recipe_context.py, render_cache.py,
+argo_server.py, catalog.py, slo_search.py, text_table.py. reference/ holds the upstream schemas shipped with
+the package.
 
 This file is copied into the AIPerf image (images/aiperf.Dockerfile): it must stay import-free.
 """
