@@ -18,8 +18,8 @@ Any change to any of them is a new key, so a stale entry is never read. Only a b
 validation is written, atomically (a reader sees the old file or the whole new one); an unreadable or
 corrupt entry is ignored and rendered again. Entries live in $INFERSWEEP_CACHE_DIR/render, else
 $XDG_CACHE_HOME/infersweep/render, else ~/.cache/infersweep/render, one folder per code + library state
-(folders of older code are removed), with the pipeline's parameter names that `--set` is checked against
-(pipeline_param_names). INFERSWEEP_CACHE_DIR=off or INFERSWEEP_RENDER_CACHE=off turns it off,
+(folders of older code are removed). (`--set` is checked against infersweep/pipeline_params.py, which needs
+no Hera.) INFERSWEEP_CACHE_DIR=off or INFERSWEEP_RENDER_CACHE=off turns it off,
 as does the commands' --no-cache. Library callers (tests, golden files) get it only when they ask.
 """
 
@@ -181,30 +181,6 @@ def bundle_key(
         "schemas": [str(reference_dir()), _schemas_digest(str(reference_dir()))],
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
-
-
-# ----------------------------------------------------------------------------------------------
-# The pipeline's parameter names (what `--set` may name)
-
-
-def pipeline_param_names() -> list[str]:
-    """workflows.pipeline.PIPELINE_PARAMS' names. They are a pure function of the code (code_state), so
-    they are kept beside the bundles of that code: a `--set` is checked without importing workflows.pipeline,
-    which imports Hera. A missing or damaged file is rebuilt from the module."""
-    path = None if not enabled() else cache_root() / code_state() / "pipeline-params.json"
-    if path is not None:
-        try:
-            names = json.loads(path.read_text(encoding="utf-8"))
-            if isinstance(names, list) and names and all(isinstance(n, str) for n in names):
-                return names
-        except (OSError, ValueError):
-            pass
-    from workflows.pipeline import PIPELINE_PARAMS
-
-    names = [name for name, _, _ in PIPELINE_PARAMS]
-    if path is not None:
-        _write_atomic(path, json.dumps(names))
-    return names
 
 
 # ----------------------------------------------------------------------------------------------

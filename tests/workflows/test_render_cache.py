@@ -154,21 +154,6 @@ def test_off_writes_nothing(tmp_path, monkeypatch):
     assert len(list((tmp_path / "infersweep" / "render").glob("*/*.json"))) == 1  # XDG_CACHE_HOME is respected
 
 
-def test_set_is_checked_against_the_pipeline_parameters_kept_for_this_code(cache):
-    from workflows.pipeline import PIPELINE_PARAMS
-
-    names = [n for n, _, _ in PIPELINE_PARAMS]
-    assert render_cache.pipeline_param_names() == names
-    (kept,) = cache.glob("*/pipeline-params.json")
-    assert json.loads(kept.read_text()) == names
-    kept.write_text('["s3-prefix"]')  # proof that the kept list is what is read
-    assert render_cache.pipeline_param_names() == ["s3-prefix"]
-    for bad in ("{not json", "[]", "[1, 2]", '{"a": 1}'):
-        kept.write_text(bad)
-        assert render_cache.pipeline_param_names() == names
-    assert json.loads(kept.read_text()) == names
-
-
 def test_strings_are_written_as_hera_writes_them():
     """A bundle from the cache is written without importing Hera; its YAML dumper has Hera's str rule
     (hera/_yaml.py str_presenter) as its own, so both write the same bytes."""
