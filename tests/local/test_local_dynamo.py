@@ -210,11 +210,15 @@ def test_aggregated_kv_router(dirs):
     assert text.strip()
 
     pids = [p["pid"] for p in loaded.processes]
+    started = {p["pid"]: p["start_time"] for p in loaded.processes}
     stopped = teardown_local(state_dir)
     assert sorted(r["pid"] for r in stopped) == sorted(pids)
     assert procs.alive(state_dir) == []
     for pid in pids:
-        assert not Path(f"/proc/{pid}").exists(), f"pid {pid} still exists"
+        # gone (or a zombie), or the pid already reused by a process started after the teardown: the kernel
+        # wraps pids on a busy machine (seen in a fresh-clone run, where /proc/<pid> existed again)
+        stat = procs._proc_stat(pid)
+        assert stat is None or stat[0] == "Z" or stat[2] != started[pid], f"pid {pid} still runs"
     assert not port_open(loaded.frontend_url)
 
 
