@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -33,6 +34,7 @@ from infersweep.cluster_settings import load_cluster_settings
 from infersweep.local import procs
 from infersweep.local.run import ARTIFACT_BUCKET, run_local
 from infersweep.local.standins.s3server import LocalS3
+from infersweep.paths import params_dir
 from infersweep.results.manifest import IncompleteRunError
 from infersweep.results.publish import verify_run
 
@@ -169,7 +171,16 @@ def test_mocker_worker_killed_mid_point(tmp_path, s3):
     assert after == before, "the resumed run changed what the first attempt had published"
 
 
-def test_s3_unreachable_during_publish(tmp_path, s3):
+def test_s3_unreachable_during_publish(tmp_path, s3, monkeypatch):
+    # The same retryStrategy as a cluster's, with a 1 s backoff instead of params/cluster.yaml's 10 s: the three
+    # retries of the unreachable publish otherwise wait 10 + 20 + 40 s (70 of this test's 86 s).
+    params = tmp_path / "params"
+    shutil.copytree(params_dir(), params)
+    cluster = params / "cluster.yaml"
+    text = cluster.read_text()
+    assert "backoff: 10s" in text
+    cluster.write_text(text.replace("backoff: 10s", "backoff: 1s", 1))
+    monkeypatch.setenv("INFERSWEEP_PARAMS", str(params))
     seen = {}
 
     def on_event(kind, node):
