@@ -331,21 +331,9 @@ class PodExecution:
                     pass
                 for ic_name, ic_argv, ic_env in inits or []:
                     log.write(f"$ [{ic_name}] {' '.join(ic_argv)}\n".encode())
-                    try:
-                        pod.proc = subprocess.Popen(
-                            ic_argv,
-                            cwd=self.cluster.cwd,
-                            env=ic_env,
-                            stdout=log,
-                            stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL,
-                            start_new_session=True,
-                        )
-                    except OSError as e:
+                    if (e := self._start_container(pod, ic_argv, ic_env, log)) is not None:
                         pod.result = ("Error", f"failed to start container {ic_name}: {e}", {}, None)
                         return
-                    if pod.killed:
-                        self._kill(pod)
                     ic_rc = pod.proc.wait()
                     procs.stop_pod_processes(marker)
                     if ic_rc != 0 or pod.killed:
@@ -354,22 +342,10 @@ class PodExecution:
                         code = str(ic_rc if ic_rc >= 0 else 128 - ic_rc)
                         pod.result = ("Failed", f"{ic_name}: Error (exit code {code})", {}, code)
                         return
-                try:
-                    pod.proc = subprocess.Popen(
-                        argv,
-                        cwd=self.cluster.cwd,
-                        env=env,
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                        stdin=subprocess.DEVNULL,
-                        start_new_session=True,
-                    )
-                except OSError as e:
+                if (e := self._start_container(pod, argv, env, log)) is not None:
                     # the container could not start: inferFailedReason "Pod failed before main container starts"
                     pod.result = ("Error", f"failed to start container: {e}", {}, None)
                     return
-                if pod.killed:
-                    self._kill(pod)
                 rc = pod.proc.wait()
                 procs.stop_pod_processes(marker)  # the container's end: nothing it started is left
             pod.result = self._pod_result(n, tmpl, rc, mounts, root)
@@ -377,6 +353,25 @@ class PodExecution:
             pod.result = ("Error", f"local executor: {e}", {}, None)
         finally:
             self._wake.set()
+
+    def _start_container(self, pod, argv, env, log) -> OSError | None:
+        """Start one container of `pod` in its own session, its output to the pod's log; the OSError if it
+        cannot start. A pod stopped meanwhile is killed at once."""
+        try:
+            pod.proc = subprocess.Popen(
+                argv,
+                cwd=self.cluster.cwd,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except OSError as e:
+            return e
+        if pod.killed:
+            self._kill(pod)
+        return None
 
     def _pod_result(self, n: Node, tmpl: dict[str, Any], rc: int, mounts: dict[str, Path], root: Path):
         outs: dict[str, str] = {}
