@@ -469,6 +469,37 @@ REAP = Step(
     template=False,
 )
 
+# The UI launcher's render step (workflows/launcher.py builds its container: the launcher's own scratch volume
+# and settings, no workdir): writes the run Workflow a resource template then creates.
+LAUNCH = Step(
+    "launch",
+    "launch",
+    "Render the run Workflow of a recipe or experiment chosen in the Argo UI; refuse a bad choice, create nothing.",
+    (
+        Option("--kind", "what is launched", required=True, choices=("recipe", "experiment")),
+        Option("--name", "the catalog name, or from-git", required=True),
+        Option("--git-repo", "with from-git: the repository URL", default=""),
+        Option("--git-commit", "with from-git: the full 40-hex commit id", default=""),
+        Option("--git-path", "with from-git: the file inside the repository", default=""),
+        Option("--set", "recipe launches: KEY=VALUE lines", default=""),
+        Option("--namespace", "the run's namespace", required=True, value=WORKFLOW_NAMESPACE),
+        Option("--launcher", "the launcher Workflow's name (a label of the run)", required=True, value=WORKFLOW_NAME),
+        Option("--settings", "the install's cluster settings, YAML", required=True),
+        Option(
+            "--run-params",
+            "JSON: run settings fixed at install, applied before --set",
+            type=json_object,
+            default="{}",
+        ),
+        Option("--out", "where the run Workflow is written, JSON", required=True, type=Path),
+        Option("--scratch", "a writable folder (Git checkouts)", required=True, type=Path),
+    ),
+    mounts=(),
+    read_only_root=True,
+    deadline_s=900,  # a Git fetch plus one render: minutes at most
+    template=False,
+)
+
 AIPERF_RESULTS = Step(
     "aiperf-results",
     "aiperf_results",
@@ -500,5 +531,6 @@ DECLARED: tuple[Step, ...] = (
     COMPARE,
     EXPERIMENT_VERDICT,
     REAP,
+    LAUNCH,
     AIPERF_RESULTS,
 )

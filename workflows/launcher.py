@@ -8,7 +8,7 @@ The Argo UI renders a parameter with `enum` as a drop-down (ui/src/shared/compon
 displaySelectFieldForEnumValues, argo-workflows v4.1.2) and any other as a free-text box.
 
 Two steps, in the cluster, with the step image:
-  1. `render`: `python -m infersweep.launch.step` loads the recipe (the catalog of the image, or the Git
+  1. `render`: the declared step `python -m steps.launch` (infersweep/step_declarations.py LAUNCH) loads the recipe (the catalog of the image, or the Git
      file), applies `set` through the recipe-level override rule (infersweep/recipe/overrides.py: the DGD, the
      points, gpu-count, the GPU-lock keys ... cannot be set), renders and validates it with the code of
      `infersweep render`/`validate`, and writes the run's Workflow (the one `infersweep submit` creates,
@@ -39,12 +39,14 @@ garbage collector delete the run with the launcher, operator.go executeResource)
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 import yaml
 from hera.workflows import DAG, Container, Parameter, Resource, Task, WorkflowTemplate
 from hera.workflows import models as m
 
+from infersweep.step_declarations import LAUNCH
 from workflows.cluster import MANAGED
 from workflows.steps_library import _resources, container_security_context, pod_security_context
 
@@ -60,8 +62,6 @@ GIT_PARAMS = ("git-repo", "git-commit", "git-path")
 SCRATCH = "/scratch"
 MANIFEST = f"{SCRATCH}/manifest.json"
 LAUNCHED_BY = "infersweep.io/launched-by"
-STEP_MODULE = "infersweep.launch.step"
-RENDER_DEADLINE_S = 900  # a Git fetch plus one render: minutes at most
 
 
 def _wf(name: str) -> str:
@@ -111,7 +111,10 @@ def _launcher(
     run_params: dict[str, str] | None,
 ) -> WorkflowTemplate:
     steps = settings.steps
-    r = steps.resources_of("launch")
+    r = steps.resources_of(LAUNCH.name)
+    deadline_s = int(steps.deadlines_s.get(LAUNCH.name, LAUNCH.deadline_s))
+    # What the UI user typed goes as --flag=value: a value that starts with "-" stays a value to argparse.
+    # tests/workflows/test_launcher.py parses these args with LAUNCH's own parser.
     args = [
         "--kind",
         kind,
@@ -130,8 +133,8 @@ def _launcher(
     ]
     if kind == "recipe":
         args.append(f"--set={_wf('set')}")
-    for k, v in sorted((run_params or {}).items()):
-        args.append(f"--run-param={k}={v}")
+    if run_params:
+        args.append(f"--run-params={json.dumps(dict(sorted(run_params.items())), separators=(',', ':'))}")
     with WorkflowTemplate(
         name=name,
         labels={**MANAGED, "infersweep.io/kind": "launcher"},
@@ -144,7 +147,7 @@ def _launcher(
         service_account_name=LAUNCHER_SA,
         security_context=pod_security_context(steps),
         volumes=[m.Volume(name="scratch", empty_dir=m.EmptyDirVolumeSource())],
-        active_deadline_seconds=2 * RENDER_DEADLINE_S,
+        active_deadline_seconds=2 * deadline_s,
         pod_gc=m.PodGC(strategy="OnPodSuccess"),
         ttl_strategy=m.TTLStrategy(seconds_after_completion=7 * 24 * 3600),
         artifact_repository_ref=m.ArtifactRepositoryRef(
@@ -155,14 +158,16 @@ def _launcher(
         render = Container(
             name="render",
             image=settings.images.steps,
-            command=["python", "-m", STEP_MODULE],
+            command=["python", "-m", f"steps.{LAUNCH.module}"],
             args=args,
             outputs=[Parameter(name="manifest", value_from=m.ValueFrom(path=MANIFEST))],
             volume_mounts=[m.VolumeMount(name="scratch", mount_path=SCRATCH)],
             env=[m.EnvVar(name="PYTHONUNBUFFERED", value="1"), m.EnvVar(name="HOME", value=SCRATCH)],
-            security_context=container_security_context(True),
+            security_context=container_security_context(LAUNCH.read_only_root),
             resources=_resources(r.cpu, r.memory),
-            active_deadline_seconds=int(steps.deadlines_s.get("launch", RENDER_DEADLINE_S)),
+            active_deadline_seconds=deadline_s,
+            # as every step's (workflows/steps_library.py step_container): the logs outlive the pod
+            archive_location=m.ArtifactLocation(archive_logs=True),
         )
         create = Resource(
             name="create-run",

@@ -183,6 +183,8 @@ def _run(a: argparse.Namespace) -> int:
         print(f"kept from the earlier attempt: {', '.join(res.kept)}")
     print(res.report_text, end="")
     print(f"\nworkflow {res.run_id}: {res.phase} in {res.seconds:.0f} s; run folder {res.run_dir}")
+    for line in res.failed_steps:
+        print(f"failed:   {line}")
     if res.phase != "Succeeded" or res.report is None or res.report["missing"]:
         # A failed treatment does not stop the others, but the run is not done until every one has results.
         print(f"resume with: infersweep experiment run --local --resume {res.run_dir}")

@@ -56,6 +56,8 @@ def run(a: argparse.Namespace) -> int:
     print(f"run {res.run_id}: {res.phase} in {res.seconds:.1f} s" + (f" ({res.message})" if res.message else ""))
     print(f"results:  {res.results_dir}/summary/ (results.parquet, results.csv, results.md, pareto.png)")
     print(f"logs:     {res.run_dir}/nodes/")
+    for line in res.failed_steps:
+        print(f"failed:   {line}")
     if res.s3_keys:
         prefix = res.s3_keys[0].split(res.run_id, 1)[0] + res.run_id
         print(f"published {len(res.s3_keys)} objects to the local S3 server under {prefix}/")

@@ -32,6 +32,15 @@ def write_status(path: Path, status: dict[str, Any]) -> None:
         print(f"infersweep: could not write {path} ({e}); --retry of this run needs it", file=sys.stderr)
 
 
+def failed_step_lines(argo: Any) -> list[str]:
+    """The pods that ended Failed or Error, in the order they finished, with their message and log file."""
+    pods = [n for n in argo.nodes.values() if n.type == "Pod" and n.failed_or_error]
+    return [
+        f"{n.display_name or n.name}: {n.message or n.phase}" + (f" (log: {n.log})" if n.log else "")
+        for n in sorted(pods, key=lambda n: n.finished)
+    ]
+
+
 def event_printer(stream=sys.stdout) -> Callable[[str, Node], None]:
     t0 = time.monotonic()
 

@@ -16,7 +16,7 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -31,7 +31,7 @@ from infersweep.experiment.spec import load_experiment
 from infersweep.local import procs
 from infersweep.local.adapter import step_env
 from infersweep.local.argo import LocalArgo, Node
-from infersweep.local.executor import ARTIFACT_BUCKET, execute
+from infersweep.local.executor import ARTIFACT_BUCKET, execute, failed_step_lines
 from infersweep.local.run import local_profile, scaled_points, scaled_workload, simulated_gpus
 from infersweep.local.standins.s3server import LocalS3
 from infersweep.local.toy_model import build_toy_model
@@ -57,6 +57,7 @@ class LocalExperimentRun:
     root: Node
     seconds: float
     message: str = ""
+    failed_steps: list[str] = field(default_factory=list)  # as LocalRun's (infersweep/local/run.py)
 
     @property
     def report_text(self) -> str:
@@ -279,5 +280,14 @@ def run_experiment_local(
     report_file = run_dir / REPORT
     report = json.loads(report_file.read_text()) if report_file.is_file() else None
     return LocalExperimentRun(
-        run_id, run_dir, argo.phase, plan, kept, report, root, time.monotonic() - t_start, argo.message
+        run_id,
+        run_dir,
+        argo.phase,
+        plan,
+        kept,
+        report,
+        root,
+        time.monotonic() - t_start,
+        argo.message,
+        failed_step_lines(argo),
     )

@@ -13,7 +13,7 @@ import os
 import sys
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -25,7 +25,11 @@ from infersweep.cluster_settings import ClusterSettings, load_cluster_settings
 from infersweep.local import procs
 from infersweep.local.adapter import step_env
 from infersweep.local.argo import LocalArgo, Node
-from infersweep.local.executor import ARTIFACT_BUCKET, execute  # ARTIFACT_BUCKET: also imported from here
+from infersweep.local.executor import (  # ARTIFACT_BUCKET: also imported from here
+    ARTIFACT_BUCKET,
+    execute,
+    failed_step_lines,
+)
 from infersweep.local.standins.prometheus import BINARY as PROMETHEUS_BINARY
 from infersweep.local.standins.prometheus import LocalPrometheus, free_port
 from infersweep.local.standins.s3server import LocalS3
@@ -48,6 +52,10 @@ class LocalRun:
     seconds: float
     message: str = ""
     store: Path | None = None  # the on-disk results store the run was kept in (infersweep/local/disk_store.py)
+    # Each step that ended Failed or Error: "<step>: <its message> (log: <path>)". A failed workflow's own
+    # message is often empty (Argo marks a DAG failed from its leaves, dag.go assessDAGPhase, with no text),
+    # so this is what says why a run failed.
+    failed_steps: list[str] = field(default_factory=list)
 
 
 def local_profile() -> dict[str, Any]:
@@ -418,4 +426,15 @@ def run_local(
     # The workflow's verdict (operator.go operate: the entry node's phase, made Failed by a failed exit handler)
     # A stopped run says what stopped it (Ctrl-C, SIGTERM, the deadline), then the workflow's own message.
     message = "; ".join(m for m in (argo.stop_reason, argo.message) if m)
-    return LocalRun(run_id, run_dir, argo.phase, link, keys, root, time.monotonic() - t_start, message, store)
+    return LocalRun(
+        run_id,
+        run_dir,
+        argo.phase,
+        link,
+        keys,
+        root,
+        time.monotonic() - t_start,
+        message,
+        store,
+        failed_step_lines(argo),
+    )

@@ -19,6 +19,7 @@ import yaml
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.local.run import ARTIFACT_BUCKET, run_local
 from infersweep.local.standins.s3server import LocalS3
+from tests.support.run_failure import why_failed
 
 RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"
 HF_TOKEN = "hf_PLANTEDhfTokenDoNotLeak0123456789"
@@ -103,7 +104,7 @@ def test_planted_secrets_appear_in_no_output_of_a_local_run(tmp_path, monkeypatc
             s3=s3,
             overrides={"points": json.dumps([{"concurrency": 1, "requests": 8, "warmup": 0}])},
         )
-        assert res.phase == "Succeeded", res.message
+        assert res.phase == "Succeeded", why_failed(res)
         assert res.s3_keys, "nothing was published: the planted credentials were not exercised"
         leaks = []
         files = [p for p in res.run_dir.rglob("*") if p.is_file() and not p.is_symlink()]

@@ -21,6 +21,7 @@ import pytest
 from infersweep.experiment.plan import make_plan
 from infersweep.experiment.restart import RestartClass
 from infersweep.experiment.spec import load_experiment
+from tests.support.run_failure import why_failed
 
 
 def test_resume_plan_runs_only_unfinished_treatments_and_starts_with_a_fresh_deploy(tmp_path):
@@ -83,7 +84,7 @@ def test_nemotron_rr_vs_kv_runs_with_one_worker_deploy_and_two_frontends(tmp_pat
     from infersweep.local.experiment_run import run_experiment_local
 
     res = run_experiment_local("nemotron-rr-vs-kv", out_root=tmp_path / "runs", cache_root=tmp_path / "cache")
-    assert res.phase == "Succeeded", res.message
+    assert res.phase == "Succeeded", why_failed(res)
     assert [(s.treatment.name, s.transition.cls) for s in res.plan.steps] == [
         ("rr", RestartClass.FULL),
         ("kv", RestartClass.FRONTEND),
@@ -180,7 +181,7 @@ def test_a_failed_treatment_does_not_stop_the_next_and_resume_runs_only_it(tmp_p
     again = run_experiment_local(None, resume=first.run_dir, cache_root=tmp_path / "cache")
     assert again.kept == ["kv"]
     assert [s.treatment.name for s in again.plan.steps] == ["rr"]  # only the unfinished treatment ran
-    assert again.phase == "Succeeded", again.message
+    assert again.phase == "Succeeded", why_failed(again)
     assert again.report["missing"] == []
     assert hashlib.sha256(kv_table.read_bytes()).hexdigest() == kv_digest  # kv's results kept as they were
     assert (first.run_dir / TREATMENTS / "rr.attempts" / "1").is_dir()  # the failed attempt kept, not overwritten

@@ -37,6 +37,7 @@ from infersweep.local.standins.s3server import LocalS3
 from infersweep.paths import params_dir
 from infersweep.results.manifest import IncompleteRunError
 from infersweep.results.publish import verify_run
+from tests.support.run_failure import why_failed
 
 pytestmark = pytest.mark.e2e
 RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"
@@ -92,7 +93,7 @@ def manifest_keys(s3: LocalS3, run_id: str) -> set[str]:
 def assert_resumed(first, again, s3: LocalS3 | None, kept: int, redone: int, first_attempt_left: bool = True) -> None:
     """The resumed run kept point c`kept` untouched, measured c`redone`, and published everything."""
     assert again.run_dir == first.run_dir and again.run_id != first.run_id
-    assert again.phase == "Succeeded", again.message
+    assert again.phase == "Succeeded", why_failed(again)
     assert result(again.run_dir, kept)["attempt"] == 1, "the good point was measured again"
     # node folders keep the last 120 characters of the node name: match on the resumed run's "-rN" tail
     tail = again.run_id.rsplit("-", 1)[1]

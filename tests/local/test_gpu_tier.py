@@ -11,6 +11,7 @@ import pytest
 
 from infersweep.local.gpu_workers import detect_gpus
 from infersweep.paths import venv_python
+from tests.support.run_failure import why_failed
 
 GPU_PYTHON = os.environ.get("INFERSWEEP_GPU_PYTHON") or venv_python("gpu")
 READY = bool(detect_gpus()) and Path(GPU_PYTHON).exists()
@@ -34,7 +35,7 @@ def test_a_real_engine_point_measures_the_requested_tokens_on_the_server(tmp_pat
         gpu_python=GPU_PYTHON,
         recipe_overrides={"workload.concurrency": [1]},
     )
-    assert res.phase == "Succeeded", res.message
+    assert res.phase == "Succeeded", why_failed(res)
     import pandas as pd
 
     df = pd.read_parquet(res.results_dir / "summary" / "results.parquet")

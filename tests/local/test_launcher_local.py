@@ -14,6 +14,7 @@ from infersweep.local.launch_run import launch_local
 from infersweep.local.run import ARTIFACT_BUCKET
 from infersweep.local.standins.s3server import LocalS3
 from infersweep.recipe import load_recipe
+from tests.support.run_failure import why_failed
 from workflows.gpu_guard import guard_arguments
 from workflows.launcher import LAUNCHED_BY, RECIPE_LAUNCHER
 from workflows.strict import violations
@@ -41,7 +42,7 @@ def test_a_ui_submit_with_only_recipe_runs_the_pipeline_with_derived_parameters(
     assert violations(doc) == [] and set(doc["spec"]) == {"workflowTemplateRef", "arguments", "priority"}
     assert doc["spec"]["workflowTemplateRef"]["name"] == "infersweep-vllm-agg"
     assert doc["spec"]["priority"] < 0
-    assert run.phase == "Succeeded", run.message
+    assert run.phase == "Succeeded", why_failed(run)
     # derived, not typed: the DGD, the points and the lock keys follow from the recipe
     params = {p["name"]: p["value"] for p in doc["spec"]["arguments"]["parameters"]}
     r = load_recipe(RECIPE)

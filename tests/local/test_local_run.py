@@ -16,6 +16,7 @@ from infersweep.local import procs
 from infersweep.local.run import ARTIFACT_BUCKET, run_local
 from infersweep.local.standins.s3server import LocalS3
 from infersweep.results.publish import verify_run
+from tests.support.run_failure import why_failed
 
 pytestmark = pytest.mark.e2e
 NEMOTRON = "nemotron-3-nano-fp8-vllm-agg-kv"
@@ -44,7 +45,7 @@ def local_run(tmp_path_factory):
 
 def test_run_succeeds_and_table_has_one_measured_row_per_concurrency(local_run):
     res, *_ = local_run
-    assert res.phase == "Succeeded", res.message
+    assert res.phase == "Succeeded", why_failed(res)
     df = pd.read_parquet(res.results_dir / "summary" / "results.parquet")
     assert list(df["concurrency"]) == [1, 4]
     assert (df["status"] == "ok").all()

@@ -11,6 +11,7 @@ import pytest
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.local.run import ARTIFACT_BUCKET, run_local
 from infersweep.local.standins.s3server import LocalS3
+from tests.support.run_failure import why_failed
 
 pytestmark = pytest.mark.e2e
 ONE_POINT = {"points": '[{"concurrency":2,"requests":12,"warmup":0}]'}
@@ -42,7 +43,7 @@ def test_local_run_of_each_shape_measures_a_point(shape, s3, tmp_path):
         overrides=ONE_POINT,
         on_event=lambda kind, node: None,
     )
-    assert res.phase == "Succeeded", res.message
+    assert res.phase == "Succeeded", why_failed(res)
     result = json.loads((res.results_dir / "points" / "c2" / "result.json").read_text())
     assert result["status"] == "ok" and result["requests_ok"] >= 12, result
     # The DGD that ran is the recipe's shape: its roles, its router, multinode as more mocker workers.

@@ -17,6 +17,7 @@ from infersweep.local.run import ARTIFACT_BUCKET, run_local
 from infersweep.local.standins.prometheus import LocalPrometheus, write_targets
 from infersweep.local.standins.s3server import LocalS3
 from infersweep.paths import params_dir
+from tests.support.run_failure import why_failed
 
 pytestmark = pytest.mark.slow  # real servers or subprocesses, seconds each: outside the inner loop
 
@@ -53,7 +54,7 @@ def test_local_run_has_frontend_rate_and_ttft_samples_within_each_points_window(
         res = run_local(
             NEMOTRON, out_root=tmp_path / "runs", cache_root=tmp_path / "cache", s3=s3, on_event=lambda *_: None
         )
-    assert res.phase == "Succeeded", res.message
+    assert res.phase == "Succeeded", why_failed(res)
     params = {
         p["name"]: p["value"]
         for p in yaml.safe_load((res.run_dir / "rendered" / "workflow.yaml").read_text())["spec"]["arguments"][

@@ -16,13 +16,15 @@ import yaml
 from infersweep.cluster_settings import load_cluster_settings, parse_cluster_settings
 from infersweep.commands.install import install_set
 from infersweep.experiment.spec import all_experiment_paths
-from infersweep.launch import step
 from infersweep.launch.derive import SOURCE_ANNOTATION, experiment_run, recipe_run
 from infersweep.launch.git_source import check_git_source
 from infersweep.local.argo.resource import check_template
 from infersweep.local.launch_run import ui_submit
 from infersweep.paths import params_dir
 from infersweep.recipe import RecipeError, all_recipe_paths, load_recipe
+from infersweep.step_declarations import LAUNCH
+from steps import launch as step
+from steps.runner import run
 from workflows.launcher import EXPERIMENT_LAUNCHER, FROM_GIT, LAUNCHED_BY, LAUNCHER_SA, RECIPE_LAUNCHER, settings_text
 from workflows.strict import violations
 
@@ -146,27 +148,27 @@ def test_set_changes_the_recipe_and_everything_follows(settings, tmp_path):
 
 def test_the_step_refuses_with_one_line_and_creates_nothing(settings, tmp_path, capsys):
     out = tmp_path / "manifest.json"
-    rc = step.main(
-        [
-            "--kind",
-            "recipe",
-            f"--name={DEMO}",
-            "--set=gpu-count=16",
-            "--namespace",
-            "bench",
-            "--launcher",
-            "l1",
-            "--settings",
-            settings_text(settings),
-            "--out",
-            str(out),
-            "--scratch",
-            str(tmp_path),
-        ]
-    )
+    argv = [
+        "--kind",
+        "recipe",
+        f"--name={DEMO}",
+        "--set=gpu-count=16",
+        "--namespace",
+        "bench",
+        "--launcher",
+        "l1",
+        "--settings",
+        settings_text(settings),
+        "--out",
+        str(out),
+        "--scratch",
+        str(tmp_path),
+    ]
+    rc = run(lambda: step.main(argv), LAUNCH)
     assert rc == 1 and not out.exists()
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("launch refused: set: gpu-count: cannot be set")
+    # the one runner's line (steps/runner.py): the step's name, then the refusal
+    assert len(err) == 1 and err[0].startswith("launch: set: gpu-count: cannot be set")
 
 
 def test_the_installed_render_args_are_what_the_step_parses(installed, tmp_path):

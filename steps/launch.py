@@ -1,0 +1,42 @@
+"""Step of the UI launchers (workflows/launcher.py `render`): derive the run Workflow of the recipe or
+experiment chosen in the Argo UI and write it as JSON to --out, the output parameter the create-run resource
+template creates. A bad choice (a `set` of what follows from the recipe, a Git source that is not a full
+commit, a recipe that does not fit the pool) fails here with its message and creates nothing.
+
+infersweep/launch/derive.py does the deriving; it renders through infersweep.render like `infersweep submit`.
+"""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from infersweep.cluster_settings import parse_cluster_settings
+from infersweep.launch.derive import experiment_run, recipe_run
+from infersweep.step_declarations import LAUNCH
+from steps.runner import main_of
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = LAUNCH.parser().parse_args(argv)
+    git = {"git-repo": a.git_repo, "git-commit": a.git_commit, "git-path": a.git_path}
+    settings = parse_cluster_settings(yaml.safe_load(a.settings), where="launcher --settings")
+    common = {"git": git, "settings": settings, "namespace": a.namespace, "launcher": a.launcher, "scratch": a.scratch}
+    if a.kind == "recipe":
+        run_params = {k: str(v) for k, v in a.run_params.items()}
+        launch = recipe_run(a.name, set_text=a.set, run_params=run_params, **common)
+    else:
+        launch = experiment_run(a.name, **common)
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    a.out.write_text(json.dumps(launch.workflow, separators=(",", ":")))
+    print("\n".join(launch.summary))
+    print(
+        f"creating the run Workflow ({launch.workflow['metadata'].get('generateName')}...): "
+        "its name is this launcher's output run-name"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    main_of(main, LAUNCH)
