@@ -32,13 +32,28 @@ def write_status(path: Path, status: dict[str, Any]) -> None:
         print(f"infersweep: could not write {path} ({e}); --retry of this run needs it", file=sys.stderr)
 
 
+def _last_log_line(log: Path | None) -> str:
+    try:
+        with open(log, "rb") as f:  # type: ignore[arg-type]
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - 4096))
+            lines = [t.strip() for t in f.read().decode("utf-8", "replace").splitlines() if t.strip()]
+    except (OSError, TypeError):
+        return ""
+    return lines[-1][:300] if lines else ""
+
+
 def failed_step_lines(argo: Any) -> list[str]:
-    """The pods that ended Failed or Error, in the order they finished, with their message and log file."""
+    """The pods that ended Failed or Error, in the order they finished: "<step>: <message>: <the log's last
+    line> (log: <file>)". A pod's node message is its exit code (operator.go), what the step said is the last
+    line of its log (steps/runner.py ends every failure with one line naming the step)."""
     pods = [n for n in argo.nodes.values() if n.type == "Pod" and n.failed_or_error]
-    return [
-        f"{n.display_name or n.name}: {n.message or n.phase}" + (f" (log: {n.log})" if n.log else "")
-        for n in sorted(pods, key=lambda n: n.finished)
-    ]
+    lines = []
+    for n in sorted(pods, key=lambda n: n.finished):
+        said = _last_log_line(n.log)
+        text = ": ".join(t for t in (n.message or n.phase, said) if t)
+        lines.append(f"{n.display_name or n.name}: {text}" + (f" (log: {n.log})" if n.log else ""))
+    return lines
 
 
 def event_printer(stream=sys.stdout) -> Callable[[str, Node], None]:

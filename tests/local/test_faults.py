@@ -200,6 +200,10 @@ def test_s3_unreachable_during_publish(tmp_path, s3, monkeypatch):
     # The step says nothing is lost and gives the command that finishes the job.
     assert "infersweep publish" in log, log[-2000:]
     assert "The local copy at" in log and "is intact" in log
+    # The run's end names the failed step and what it said (infersweep run --local prints these lines).
+    assert first.failed_steps and all(line.startswith("publish(") for line in first.failed_steps), first.failed_steps
+    last = first.failed_steps[-1]
+    assert "exit code 75" in last and "To publish it later: infersweep publish" in last and "(log: " in last, last
     assert result(first.run_dir, 1)["status"] == "ok"
     assert (first.results_dir / "summary" / "results.parquet").exists()
 
