@@ -90,7 +90,10 @@ def run_demo(out: Path, *, points: list[dict] | None = None, log=print) -> DemoR
                 recipe_overrides={"engine_args": ENGINE_ARGS},
             )
             if res.phase != "Succeeded":
-                raise RuntimeError(f"{name}: run {res.run_id} {res.phase}: {res.message} (logs in {res.run_dir}/nodes)")
+                failed = "".join(f"\n  failed: {line}" for line in res.failed_steps)
+                raise RuntimeError(
+                    f"{name}: run {res.run_id} {res.phase}: {res.message} (logs in {res.run_dir}/nodes){failed}"
+                )
             # The publish step wrote the manifest; the index entry comes after it (idempotent if already there).
             publish_index_entry(bucket, f"{base}/{name}/{res.run_id}", s3=s3.client())
             store.copy_run_to(local_store, res.run_id)  # keep it after the in-memory S3 server stops

@@ -11,7 +11,7 @@ import pytest
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.local.run import ARTIFACT_BUCKET, run_local
 from infersweep.local.standins.s3server import LocalS3
-from tests.support.run_failure import why_failed
+from tests.support.run_failure import run_settled, why_failed
 
 pytestmark = pytest.mark.e2e
 ONE_POINT = {"points": '[{"concurrency":2,"requests":12,"warmup":0}]'}
@@ -35,13 +35,16 @@ def s3():
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_local_run_of_each_shape_measures_a_point(shape, s3, tmp_path):
     name, roles, router = SHAPES[shape]
-    res = run_local(
-        name,
-        out_root=tmp_path / "runs",
-        cache_root=tmp_path / "cache",
-        s3=s3,
-        overrides=ONE_POINT,
-        on_event=lambda kind, node: None,
+    res = run_settled(
+        lambda d: run_local(
+            name,
+            out_root=d / "runs",
+            cache_root=d / "cache",
+            s3=s3,
+            overrides=ONE_POINT,
+            on_event=lambda kind, node: None,
+        ),
+        tmp_path,
     )
     assert res.phase == "Succeeded", why_failed(res)
     result = json.loads((res.results_dir / "points" / "c2" / "result.json").read_text())
