@@ -552,7 +552,8 @@ def wait_ready_local(state_dir: Path, timeout_s: float = 60) -> float:
     # delete_expired_files); measured on the H200 with ai-dynamo 1.3.1 (benchmarks/measured/h200-2026-12-01/
     # qwen3-32b-bf16-lost-registration): the frontend logged "Expired" 10.5 s after the worker registered,
     # answered 503 to every request, and the next point waited for its 1800 s ready timeout. Nothing comes
-    # back by itself, so say so after three TTLs instead of waiting.
+    # back by itself, so say so after three TTLs instead of waiting. (Why the keep-alive skipped it is not
+    # established; docs/measured-h200.md reads file.rs's check-then-insert of a bucket's Directory as a race.)
     lost = bool(deployment.ready_at) and all(r.get("started_at", 0) < deployment.ready_at for r in deployment.processes)
 
     def check() -> None:
