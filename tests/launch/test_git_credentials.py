@@ -257,3 +257,11 @@ def test_the_launcher_mounts_the_secret_only_when_the_setting_names_one():
     assert f"--git-credentials={GIT_CREDENTIALS}" in render["container"]["args"]
     # only the render pod: the create-run pod has no business with the token
     assert all("volumeMounts" not in t.get("container", {}) or t["name"] == "render" for t in wt["spec"]["templates"])
+
+
+def test_a_secret_without_the_password_key_says_which_key_is_missing(private_repo, tmp_path, capfd):
+    server, commit = private_repo
+    settings = load_cluster_settings().changed(git_credentials_secret=SECRET)
+    creds = _secret(tmp_path / "secret", username=USER)
+    line = _refusal(tmp_path, capfd, _argv(tmp_path, f"{server.url}/recipes.git", commit, settings, creds))
+    assert f"the Secret {SECRET} (cluster setting git_credentials_secret) has no key password; it needs keys" in line
