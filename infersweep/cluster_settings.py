@@ -132,6 +132,9 @@ StorageClass = Annotated[
         lambda v: v == "" or is_dns_subdomain(v), 'must be a StorageClass name, or "" for the cluster\'s default class'
     ),
 ]
+OptionalSecret = Annotated[
+    str, _checked(lambda v: v == "" or is_dns_subdomain(v), 'must be a Secret name, or "" for none')
+]
 Quantity = Annotated[
     str, _checked(lambda v: is_quantity(v, positive=True), "must be a Kubernetes quantity like 500Gi or 512Mi")
 ]
@@ -453,6 +456,9 @@ class ClusterSettings(_Strict):
     namespace: DnsLabel
     model_cache: ModelCache
     hf_token_secret: DnsSubdomain
+    # Keys username + password (kubernetes.io/basic-auth) or ssh-privatekey + known_hosts (kubernetes.io/ssh-auth)
+    # for the UI launcher's recipes from private Git repositories (infersweep/launch/git_credentials.py).
+    git_credentials_secret: OptionalSecret = ""
     s3: S3
     service_account: DnsSubdomain
     # The Prometheus the scrape step queries unless a submit sets prometheus-url; "" = no server metrics.

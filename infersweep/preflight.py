@@ -85,7 +85,32 @@ def check_secrets(kube, settings: ClusterSettings) -> tuple[list[str], dict[str,
             lines.append(f"Secret {ns}/{name} ({what}): no value for {', '.join(absent)}; add the key(s): {create}")
         elif keys == S3_KEYS:
             s3 = data
+    if settings.git_credentials_secret:
+        lines += _check_git_secret(kube, settings.git_credentials_secret)
     return lines, s3
+
+
+def _check_git_secret(kube, name: str) -> list[str]:
+    """The optional Secret of the launcher's recipes from Git (infersweep/launch/git_credentials.py): one of
+    its two key pairs. The launcher mounts it with optional: true, so a missing one shows only at a fetch."""
+    from infersweep.launch.git_credentials import HTTPS_KEYS, SSH_KEYS
+
+    ns = kube.namespace
+    create = (
+        f"kubectl -n {ns} create secret generic {name} --type=kubernetes.io/basic-auth "
+        "--from-literal=username=... --from-literal=password=<token> (ssh: docs/ui.md)"
+    )
+    secret = kube.get("Secret", name)
+    if secret is None:
+        return [f"Secret {ns}/{name} (git_credentials_secret, recipes from Git): missing; create it: {create}"]
+    data = _secret_data(secret)
+    if not any(all(data.get(k) for k in keys) for keys in (HTTPS_KEYS, SSH_KEYS)):
+        return [
+            f"Secret {ns}/{name} (git_credentials_secret, recipes from Git): needs keys "
+            f"{' and '.join(HTTPS_KEYS)}, or {' and '.join(SSH_KEYS)}; has {', '.join(sorted(data)) or 'none'}: "
+            f"{create}"
+        ]
+    return []
 
 
 def check_install_set(kube, argo: list[dict[str, Any]], manifests: list[dict[str, Any]]) -> list[str]:

@@ -493,6 +493,7 @@ LAUNCH = Step(
         ),
         Option("--out", "where the run Workflow is written, JSON", required=True, type=Path),
         Option("--scratch", "a writable folder (Git checkouts)", required=True, type=Path),
+        Option("--git-credentials", "the mounted Secret of git_credentials_secret (a folder)", default=""),
     ),
     mounts=(),
     read_only_root=True,

@@ -9,11 +9,13 @@ infersweep/launch/derive.py does the deriving; it renders through infersweep.ren
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import yaml
 
 from infersweep.cluster_settings import parse_cluster_settings
 from infersweep.launch.derive import experiment_run, recipe_run
+from infersweep.launch.git_credentials import GitCredentials
 from infersweep.step_declarations import LAUNCH
 from steps.runner import main_of
 
@@ -22,7 +24,16 @@ def main(argv: list[str] | None = None) -> int:
     a = LAUNCH.parser().parse_args(argv)
     git = {"git-repo": a.git_repo, "git-commit": a.git_commit, "git-path": a.git_path}
     settings = parse_cluster_settings(yaml.safe_load(a.settings), where="launcher --settings")
-    common = {"git": git, "settings": settings, "namespace": a.namespace, "launcher": a.launcher, "scratch": a.scratch}
+    # The launcher mounts the Secret only when the setting names one (workflows/launcher.py).
+    creds = GitCredentials(settings.git_credentials_secret, Path(a.git_credentials)) if a.git_credentials else None
+    common = {
+        "git": git,
+        "settings": settings,
+        "namespace": a.namespace,
+        "launcher": a.launcher,
+        "scratch": a.scratch,
+        "credentials": creds,
+    }
     if a.kind == "recipe":
         run_params = {k: str(v) for k, v in a.run_params.items()}
         launch = recipe_run(a.name, set_text=a.set, run_params=run_params, **common)

@@ -61,6 +61,7 @@ FROM_GIT = "from-git"  # the enum entry that takes the file from git-repo/git-co
 GIT_PARAMS = ("git-repo", "git-commit", "git-path")
 SCRATCH = "/scratch"
 MANIFEST = f"{SCRATCH}/manifest.json"
+GIT_CREDENTIALS = "/git-credentials"  # the Secret of the cluster setting git_credentials_secret, when set
 LAUNCHED_BY = "infersweep.io/launched-by"
 
 
@@ -79,7 +80,37 @@ def settings_text(settings: ClusterSettings) -> str:
     point the run at another bucket's credentials or pool), so the launcher renders against exactly the
     settings the installed pipeline templates were rendered with. YAML, not JSON: the lanes' integer keys
     survive (tests/workflows/test_launcher.py round-trips it)."""
-    return yaml.safe_dump(settings.model_dump(mode="python", by_alias=True), sort_keys=True)
+    data = settings.model_dump(mode="python", by_alias=True)
+    if not data.get("git_credentials_secret"):  # unset: the same text as before the setting existed
+        data.pop("git_credentials_secret", None)
+    return yaml.safe_dump(data, sort_keys=True)
+
+
+def _git_credentials(secret: str) -> tuple[list[m.Volume], list[m.VolumeMount], list[str]]:
+    """The Secret of the cluster setting git_credentials_secret on the render pod, read-only, when it is set
+    (infersweep/launch/git_credentials.py says which keys and how git gets them).
+
+    optional: true: a Secret not (yet) created is an empty folder and the fetch of a private repository
+    fails with the step's one line naming the setting and the keys; without it the kubelet would not start
+    the pod and the launcher would sit in ContainerCreating ("secret not found" events) until its deadline
+    (core/v1 SecretVolumeSource.optional: "specify whether the Secret or its keys must be defined";
+    kubelet pkg/volume/secret/secret.go SetUpAt mounts an empty payload for a missing optional Secret).
+    defaultMode 0440: the kubelet gives the files group fsGroup (the pod's, workflows/steps_library.py
+    pod_security_context) and ORs 0440 into the mode of a read-only volume anyway (pkg/volume/volume_linux.go
+    SetVolumeOwnership); nobody else can read them. ssh gets its own 0600 copy of the key
+    (git_credentials.private_key_copy)."""
+    if not secret:
+        return [], [], []
+    return (
+        [
+            m.Volume(
+                name="git-credentials",
+                secret=m.SecretVolumeSource(secret_name=secret, optional=True, default_mode=0o440),
+            )
+        ],
+        [m.VolumeMount(name="git-credentials", mount_path=GIT_CREDENTIALS, read_only=True)],
+        [f"--git-credentials={GIT_CREDENTIALS}"],
+    )
 
 
 def _git_params() -> list[Parameter]:
@@ -135,6 +166,8 @@ def _launcher(
         args.append(f"--set={_wf('set')}")
     if run_params:
         args.append(f"--run-params={json.dumps(dict(sorted(run_params.items())), separators=(',', ':'))}")
+    cred_volumes, cred_mounts, cred_args = _git_credentials(settings.git_credentials_secret)
+    args += cred_args
     with WorkflowTemplate(
         name=name,
         labels={**MANAGED, "infersweep.io/kind": "launcher"},
@@ -146,7 +179,7 @@ def _launcher(
         arguments=[choice, *_git_params(), *extra],
         service_account_name=LAUNCHER_SA,
         security_context=pod_security_context(steps),
-        volumes=[m.Volume(name="scratch", empty_dir=m.EmptyDirVolumeSource())],
+        volumes=[m.Volume(name="scratch", empty_dir=m.EmptyDirVolumeSource()), *cred_volumes],
         active_deadline_seconds=2 * deadline_s,
         pod_gc=m.PodGC(strategy="OnPodSuccess"),
         ttl_strategy=m.TTLStrategy(seconds_after_completion=7 * 24 * 3600),
@@ -161,7 +194,7 @@ def _launcher(
             command=["python", "-m", f"steps.{LAUNCH.module}"],
             args=args,
             outputs=[Parameter(name="manifest", value_from=m.ValueFrom(path=MANIFEST))],
-            volume_mounts=[m.VolumeMount(name="scratch", mount_path=SCRATCH)],
+            volume_mounts=[m.VolumeMount(name="scratch", mount_path=SCRATCH), *cred_mounts],
             env=[m.EnvVar(name="PYTHONUNBUFFERED", value="1"), m.EnvVar(name="HOME", value=SCRATCH)],
             security_context=container_security_context(LAUNCH.read_only_root),
             resources=_resources(r.cpu, r.memory),

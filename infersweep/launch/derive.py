@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from infersweep.launch.git_credentials import GitCredentials
 from infersweep.launch.git_source import GitSource, check_git_source, checkout
 from infersweep.names import label_value
 from infersweep.params_files import RecipeError
@@ -47,7 +48,7 @@ def parse_set_text(text: str, run_params: dict[str, str] | None = None) -> Sets:
 
 
 def source(
-    choice: str, what: str, git: dict[str, str], scratch: Path
+    choice: str, what: str, git: dict[str, str], scratch: Path, credentials: GitCredentials | None = None
 ) -> tuple[Path | str, Path | None, GitSource | None]:
     """(file or catalog name, params folder to resolve it in or None for the image's, Git source or None)."""
     from workflows.launcher import FROM_GIT
@@ -62,7 +63,7 @@ def source(
         return choice, None, None
     src = check_git_source(git.get("git-repo", ""), git.get("git-commit", ""), git.get("git-path", ""))
     clone = scratch / "git"
-    f = checkout(src, clone)
+    f = checkout(src, clone, credentials, scratch / "git-auth")
     # A checkout of this project (or a fork) brings its own params/: the file's models, workloads and engine
     # facts are resolved there. A repository of recipes only is resolved against the image's catalog.
     pdir = clone / "params" if (clone / "params").is_dir() else None
@@ -129,6 +130,7 @@ def recipe_run(
     launcher: str,
     scratch: Path,
     run_params: dict[str, str] | None = None,
+    credentials: GitCredentials | None = None,
 ) -> Launch:
     from infersweep.recipe import load_recipe
     from infersweep.render import render_recipe
@@ -136,7 +138,7 @@ def recipe_run(
     from workflows.strict import violations
 
     sets = parse_set_text(set_text, run_params)
-    ref, pdir, src = source(choice, "recipe", git, scratch)
+    ref, pdir, src = source(choice, "recipe", git, scratch, credentials)
     r = load_recipe(ref, pdir, overrides=sets.recipe)
     check_fits_pool(r, settings)
     bundle = render_recipe(r, settings, namespace=namespace, overrides=sets.params)
@@ -167,7 +169,14 @@ def recipe_run(
 
 
 def experiment_run(
-    choice: str, *, git: dict[str, str], settings: ClusterSettings, namespace: str, launcher: str, scratch: Path
+    choice: str,
+    *,
+    git: dict[str, str],
+    settings: ClusterSettings,
+    namespace: str,
+    launcher: str,
+    scratch: Path,
+    credentials: GitCredentials | None = None,
 ) -> Launch:
     from infersweep.experiment.plan import make_plan
     from infersweep.experiment.spec import load_experiment
@@ -175,7 +184,7 @@ def experiment_run(
     from workflows.experiment import experiment_workflow
     from workflows.gpu_guard import check_fits_pool
 
-    ref, pdir, src = source(choice, "experiment", git, scratch)
+    ref, pdir, src = source(choice, "experiment", git, scratch, credentials)
     plan = make_plan(load_experiment(ref, pdir))
     for step in plan.steps:
         check_fits_pool(step.treatment.recipe, settings)

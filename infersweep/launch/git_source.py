@@ -13,12 +13,16 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from infersweep.launch.git_credentials import GitCredentials, auth_env, denial, denied_message
 from infersweep.params_files import RecipeError
 
 COMMIT_RE = re.compile(r"^[0-9a-fA-F]{40}$")
 # https, ssh and file transports, and scp-like `git@host:org/repo.git`; never `ext::` or other remote helpers
 # (git-remote-ext runs a command: gitremote-helpers(7)).
 REPO_RE = re.compile(r"^(https?://[^\s]+|ssh://[^\s]+|file:///[^\s]*|[\w.-]+@[\w.-]+:[^\s]+)$")
+# scheme://user:password@host: a token in the URL would be in the UI's form, the run's annotation and git's
+# messages. It goes into the Secret of the cluster setting git_credentials_secret instead.
+PASSWORD_IN_URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/@:]*:[^/@]*@")
 GIT_TIMEOUT_S = 300
 
 
@@ -38,6 +42,12 @@ def check_git_source(repo: str, commit: str, path: str) -> GitSource:
     errors = []
     if not repo:
         errors.append("git-repo: empty; give the repository URL (https://github.com/org/repo.git)")
+    elif PASSWORD_IN_URL_RE.match(repo):
+        errors.append(
+            "git-repo: has a password or token in the URL, which the UI and the logs would show; give the URL "
+            "without it and put username and password into the Secret of the cluster setting "
+            "git_credentials_secret (docs/ui.md)"
+        )
     elif not REPO_RE.match(repo):
         errors.append(
             f"git-repo {repo!r}: not a Git URL; give https://..., ssh://..., git@host:org/repo.git or file:///path"
@@ -59,7 +69,16 @@ def check_git_source(repo: str, commit: str, path: str) -> GitSource:
     return GitSource(repo, commit.lower(), path)
 
 
-def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+def _git(args: list[str], cwd: Path, auth: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    # A fixed environment: no GIT_TRACE/GIT_CURL_VERBOSE of the pod (they would print the Authorization
+    # header), no system gitconfig (its credential helpers or URL rewrites), never a prompt.
+    env = {
+        "HOME": str(cwd),
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "PATH": "/usr/bin:/bin:/usr/local/bin",
+        **(auth or {}),
+    }
     try:
         return subprocess.run(
             ["git", *args],
@@ -67,7 +86,7 @@ def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
             capture_output=True,
             text=True,
             timeout=GIT_TIMEOUT_S,
-            env={"HOME": str(cwd), "GIT_TERMINAL_PROMPT": "0", "PATH": "/usr/bin:/bin:/usr/local/bin"},
+            env=env,
         )
     except FileNotFoundError:
         raise RecipeError(
@@ -79,18 +98,27 @@ def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
         ) from None
 
 
-def checkout(src: GitSource, dest: Path) -> Path:
-    """Fetch exactly `src.commit` into `dest` (a fresh folder) and return the file's path there."""
+def checkout(src: GitSource, dest: Path, creds: GitCredentials | None = None, work: Path | None = None) -> Path:
+    """Fetch exactly `src.commit` into `dest` (a fresh folder) and return the file's path there. `creds`: the
+    mounted Git credentials Secret (infersweep/launch/git_credentials.py); `work`: a private folder outside
+    `dest` for what they need on disk (default: next to `dest`)."""
     dest.mkdir(parents=True, exist_ok=True)
+    auth = auth_env(src.repo, creds, work or dest.with_name(dest.name + "-auth"))
     for args in (["init", "-q"], ["remote", "add", "origin", src.repo]):
         res = _git(args, dest)
         if res.returncode:
             raise RecipeError(f"git {args[0]}: {res.stderr.strip()}")
     # Fetching one commit by id needs the server to allow it (GitHub and GitLab do:
     # uploadpack.allowReachableSHA1InWant); otherwise fetch the branches and tags and find it among them.
-    res = _git(["fetch", "-q", "--depth", "1", "origin", src.commit], dest)
+    res = _git(["fetch", "-q", "--depth", "1", "origin", src.commit], dest, auth)
+    if res.returncode and (why := denial(res.stderr)):  # no second try: the same server says the same
+        raise RecipeError(denied_message(src.repo, creds, why))
     if res.returncode:
-        res = _git(["fetch", "-q", "origin", "+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"], dest)
+        res = _git(
+            ["fetch", "-q", "origin", "+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"], dest, auth
+        )
+        if res.returncode and (why := denial(res.stderr)):
+            raise RecipeError(denied_message(src.repo, creds, why))
         if res.returncode:
             raise RecipeError(f"git-repo {src.repo}: could not fetch: {res.stderr.strip().splitlines()[-1:]}")
     res = _git(["checkout", "-q", "--detach", src.commit], dest)
