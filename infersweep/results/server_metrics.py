@@ -12,7 +12,8 @@ cluster's series carry is documented and cited there) and the queries use them a
 `${workers}`, `${gpus}`. The workers' runtime namespaces are what wait-ready read from the DGD's status
 (`ready.json` runtime_namespaces: infersweep.platform.dgd.runtime_namespaces); a query metrics.yaml marks
 `required` for the platform that returns no series in any point window fails the step (MissingSeries),
-naming the query and its selector, instead of leaving an empty column nobody notices. The
+naming the query and its selector, instead of leaving an empty column nobody notices (judged when a point
+lasts MIN_RESOLVABLE_STEPS query steps: a shorter one may fall between two scrapes). The
 derived cost query needs `${usd_per_gpu_hour}`: the run's GPU type's price from params/gpus.yaml; without
 one that query is left out and `metrics/NOTES` says so.
 """
@@ -39,6 +40,9 @@ from infersweep.results.run import METRICS_SKIPPED_FILE, SERVER_METRICS_FILE
 
 METRICS_NOTES_FILE = "metrics/NOTES"  # queries left out of this run, and why
 METRICS_MISSING_FILE = "metrics/MISSING"  # required queries that returned no series, and their queries
+# A point window shorter than this many query steps (metrics.yaml step_s) may hold no rate() sample at all:
+# the required-series check is judged on the longer windows only.
+MIN_RESOLVABLE_STEPS = 2
 
 
 class MissingSeries(RuntimeError):
@@ -243,7 +247,20 @@ def scrape_run_metrics(
         return
     df.to_parquet(run_dir / SERVER_METRICS_FILE, index=False)
     print(f"scrape: {len(df)} samples of {df['metric'].nunique() if len(df) else 0} metrics over {len(windows)} points")
-    missing = missing_series(df, required_queries(spec, queries)) if windows else []
+    step = float(spec.get("step_s", 5))
+    resolvable = [w for w in windows if w[2] - w[1] >= MIN_RESOLVABLE_STEPS * step]
+    if windows and not resolvable:
+        # A rate() needs two scrapes inside its range, and Prometheus scrapes a target every few seconds: a
+        # point shorter than that (local mode's sub-second one-point runs) may hold no sample through no fault
+        # of the scoping, so its absence proves nothing. Said in NOTES; the required check needs a longer point.
+        note = (
+            f"required series not checked: every point window is shorter than {MIN_RESOLVABLE_STEPS} query "
+            f"steps ({MIN_RESOLVABLE_STEPS * step:g} s), too short for Prometheus to resolve"
+        )
+        with open(run_dir / METRICS_NOTES_FILE, "a") as f:
+            f.write(note + "\n")
+        print(f"scrape: {note}")
+    missing = missing_series(df, required_queries(spec, queries)) if resolvable else []
     if missing:
         (run_dir / METRICS_MISSING_FILE).write_text("".join(f"{q}: {queries[q]}\n" for q in missing))
         raise MissingSeries(

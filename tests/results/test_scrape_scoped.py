@@ -154,12 +154,14 @@ class _FakePrometheus:
         self.server.server_close()
 
 
-def _run_dir(tmp_path: Path, runtime: dict[str, str] | None) -> Path:
+def _run_dir(tmp_path: Path, runtime: dict[str, str] | None, window_s: float = 10) -> Path:
     run = tmp_path / "run"
     (run / "points" / "c1").mkdir(parents=True)
     now = time.time()
     (run / "points" / "c1" / "result.json").write_text(
-        json.dumps({"concurrency": 1, "profiling_start_ns": int((now - 10) * 1e9), "profiling_end_ns": int(now * 1e9)})
+        json.dumps(
+            {"concurrency": 1, "profiling_start_ns": int((now - window_s) * 1e9), "profiling_end_ns": int(now * 1e9)}
+        )
     )
     if runtime is not None:
         (run / "ready.json").write_text(json.dumps({"dgd": "sweep-7", "runtime_namespaces": runtime}))
@@ -199,6 +201,25 @@ def test_a_required_query_with_no_series_fails_the_scrape_and_names_it(tmp_path,
     missing = (run / "metrics" / "MISSING").read_text()
     assert "worker_requests_per_s: " in missing and "frontend_requests_per_s" not in missing
     assert (run / "metrics" / "server_metrics.parquet").exists()  # what was scraped is kept
+
+
+def test_points_too_short_for_prometheus_do_not_fail_the_scrape_and_say_so(tmp_path, monkeypatch, capsys):
+    """A sub-second point (local mode's one-point runs) may fall between two scrapes: no rate() sample in its
+    window proves nothing about the scoping, so the required check waits for a point Prometheus can resolve."""
+    monkeypatch.delenv("INFERSWEEP_PLATFORM", raising=False)
+    prom = _FakePrometheus(['dynamo_namespace="team-a-sweep-7"'])  # the frontend only, as in the test above
+    try:
+        run = _run_dir(tmp_path, None, window_s=0.8)
+        rc = scrape_step.main(
+            ["--run-dir", str(run), "--prometheus-url", prom.url, "--namespace", "team-a", "--dgd-name", "sweep-7"]
+        )
+    finally:
+        prom.close()
+    assert rc == 0
+    assert not (run / "metrics" / "MISSING").exists()
+    notes = (run / "metrics" / "NOTES").read_text()
+    assert "required series not checked" in notes and "10 s" in notes
+    assert "required series not checked" in capsys.readouterr().out
 
 
 def test_local_mode_requires_only_what_its_prometheus_scrapes():
@@ -372,14 +393,15 @@ def test_two_local_deployments_scraped_by_one_prometheus_each_see_only_their_tra
                 df = pd.read_parquet(run / "metrics" / "server_metrics.parquet")
                 rate = df[df["metric"] == "frontend_requests_per_s"]
                 assert len(rate) and (rate["value"] > 0).any(), name
-            # A DGD nobody deployed reads as empty, not as the cluster's traffic, and the step says so.
+            # A DGD nobody deployed reads as empty, not as the cluster's traffic, and the step says so (over a
+            # window long enough for Prometheus to resolve: server_metrics.MIN_RESOLVABLE_STEPS).
             run = tmp_path / "out-nobody"
             (run / "points" / "c1").mkdir(parents=True)
             (run / "points" / "c1" / "result.json").write_text(
                 json.dumps(
                     {
                         "concurrency": 1,
-                        "profiling_start_ns": int(start * 1e9),
+                        "profiling_start_ns": int(min(start, time.time() - 12) * 1e9),
                         "profiling_end_ns": int(time.time() * 1e9),
                     }
                 )
