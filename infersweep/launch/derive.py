@@ -168,6 +168,37 @@ def recipe_run(
     return Launch(doc, summary)
 
 
+def check_installed_as_in_git(plan: Any, settings: ClusterSettings, src: GitSource) -> None:
+    """An experiment's run is a reference to its installed WorkflowTemplate (workflows/experiment.py
+    experiment_workflow: Strict reference mode allows nothing else, merge.go), and the launcher may create
+    Workflows only. So an experiment file from Git runs as that template: the install's rendering of the
+    catalog experiment of the same name. Refuse it unless the Git file renders to that same template, else the
+    run would silently measure the installed treatments instead of the file's (or fail: no such template)."""
+    from infersweep.experiment.plan import make_plan
+    from infersweep.experiment.spec import all_experiment_paths, load_experiment
+    from workflows.experiment import experiment_template, template_name
+
+    name = plan.experiment.name
+    installed = next((p for p in all_experiment_paths() if load_experiment(p).name == name), None)
+    fix = (
+        "install it from that commit (a checkout at the commit: `infersweep install`), then choose it from the "
+        "experiment drop-down"
+    )
+    if installed is None:
+        raise RecipeError(
+            f"experiment {name} ({src.describe()}): no WorkflowTemplate {template_name(name)} is installed from the "
+            f"catalog, and this launcher creates Workflows only; {fix}"
+        )
+    if (
+        experiment_template(plan, settings).to_dict()
+        != experiment_template(make_plan(load_experiment(installed)), settings).to_dict()
+    ):
+        raise RecipeError(
+            f"experiment {name} ({src.describe()}): differs from the installed {template_name(name)} (the catalog's "
+            f"{installed.name}), which is what the run would execute; {fix}"
+        )
+
+
 def experiment_run(
     choice: str,
     *,
@@ -186,6 +217,8 @@ def experiment_run(
 
     ref, pdir, src = source(choice, "experiment", git, scratch, credentials)
     plan = make_plan(load_experiment(ref, pdir))
+    if src is not None:
+        check_installed_as_in_git(plan, settings, src)
     for step in plan.steps:
         check_fits_pool(step.treatment.recipe, settings)
     doc = experiment_workflow(plan, settings, namespace=namespace).to_dict()

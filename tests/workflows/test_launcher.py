@@ -330,3 +330,40 @@ def test_a_launcher_tag_the_run_cannot_keep_is_refused():
         "spec": {"t": "{{inputs.parameters.points}} {{tasks.a.outputs.parameters.b}}"},
     }
     assert resolve_launcher_tags(kept, "bench") == kept  # the run's own tags are left to the run
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs the git client")
+def test_an_experiment_from_git_runs_only_as_the_installed_template(settings, tmp_path):
+    """An experiment's run references its installed WorkflowTemplate and the launcher creates Workflows only:
+    a Git file that renders otherwise would run the installed treatments (or no template at all), so it is
+    refused with the fix; the same content as the catalog's runs."""
+    text = (params_dir() / "experiments" / "nemotron-rr-vs-kv.yaml").read_text()
+    repo = tmp_path / "repo"
+    (repo / "experiments").mkdir(parents=True)
+    files = {
+        "same.yaml": text,
+        "changed.yaml": text.replace("osl: 256", "osl: 128", 1),
+        "new.yaml": text.replace("name: nemotron-rr-vs-kv", "name: my-rr-vs-kv", 1),
+    }
+    assert len(set(files.values())) == 3
+    for name, body in files.items():
+        (repo / "experiments" / name).write_text(body)
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "three")
+    commit = _git(repo, "rev-parse", "HEAD")
+
+    def launch(path: str):
+        git = {"git-repo": f"file://{repo}", "git-commit": commit, "git-path": f"experiments/{path}"}
+        return experiment_run(
+            FROM_GIT, git=git, settings=settings, namespace="bench", launcher="l1", scratch=tmp_path / path
+        )
+
+    doc = launch("same.yaml").workflow
+    assert doc["spec"]["workflowTemplateRef"]["name"] == "infersweep-experiment-nemotron-rr-vs-kv"
+    with pytest.raises(
+        RecipeError, match=r"differs from the installed infersweep-experiment-nemotron-rr-vs-kv .*install it"
+    ):
+        launch("changed.yaml")
+    with pytest.raises(RecipeError, match=r"no WorkflowTemplate infersweep-experiment-my-rr-vs-kv is installed"):
+        launch("new.yaml")
