@@ -179,7 +179,8 @@ def check_installed_as_in_git(plan: Any, settings: ClusterSettings, src: GitSour
     from workflows.experiment import experiment_template, template_name
 
     name = plan.experiment.name
-    installed = next((p for p in all_experiment_paths() if load_experiment(p).name == name), None)
+    # A catalog experiment's name is its file's (infersweep/experiment/spec.py load_experiment refuses others).
+    installed = next((p for p in all_experiment_paths() if p.stem == name), None)
     fix = (
         "install it from that commit (a checkout at the commit: `infersweep install`), then choose it from the "
         "experiment drop-down"

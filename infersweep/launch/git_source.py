@@ -108,17 +108,18 @@ def checkout(src: GitSource, dest: Path, creds: GitCredentials | None = None, wo
         res = _git(args, dest)
         if res.returncode:
             raise RecipeError(f"git {args[0]}: {res.stderr.strip()}")
+
+    def fetch(*refspecs: str) -> subprocess.CompletedProcess:
+        res = _git(["fetch", "-q", *refspecs], dest, auth)
+        if res.returncode and (why := denial(res.stderr)):  # no second try: the same server says the same
+            raise RecipeError(denied_message(src.repo, creds, why))
+        return res
+
     # Fetching one commit by id needs the server to allow it (GitHub and GitLab do:
     # uploadpack.allowReachableSHA1InWant); otherwise fetch the branches and tags and find it among them.
-    res = _git(["fetch", "-q", "--depth", "1", "origin", src.commit], dest, auth)
-    if res.returncode and (why := denial(res.stderr)):  # no second try: the same server says the same
-        raise RecipeError(denied_message(src.repo, creds, why))
+    res = fetch("--depth", "1", "origin", src.commit)
     if res.returncode:
-        res = _git(
-            ["fetch", "-q", "origin", "+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"], dest, auth
-        )
-        if res.returncode and (why := denial(res.stderr)):
-            raise RecipeError(denied_message(src.repo, creds, why))
+        res = fetch("origin", "+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*")
         if res.returncode:
             raise RecipeError(f"git-repo {src.repo}: could not fetch: {res.stderr.strip().splitlines()[-1:]}")
     res = _git(["checkout", "-q", "--detach", src.commit], dest)

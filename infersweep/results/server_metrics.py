@@ -239,15 +239,15 @@ def scrape_run_metrics(
         print("scrape: no Prometheus URL; server metrics skipped")
         return
     windows = point_windows(run_dir / "points")
+    step = float(spec.get("step_s", 5))
     try:
-        df = scrape_windows(prometheus_url, windows, queries, float(spec.get("step_s", 5)))
+        df = scrape_windows(prometheus_url, windows, queries, step)
     except Exception as e:  # Prometheus down: keep the run, say why metrics are missing
         (run_dir / METRICS_SKIPPED_FILE).write_text(f"Prometheus at {prometheus_url} failed: {e}\n")
         print(f"scrape: Prometheus failed, metrics skipped: {e}", file=sys.stderr)
         return
     df.to_parquet(run_dir / SERVER_METRICS_FILE, index=False)
     print(f"scrape: {len(df)} samples of {df['metric'].nunique() if len(df) else 0} metrics over {len(windows)} points")
-    step = float(spec.get("step_s", 5))
     resolvable = [w for w in windows if w[2] - w[1] >= MIN_RESOLVABLE_STEPS * step]
     if windows and not resolvable:
         # A rate() needs two scrapes inside its range, and Prometheus scrapes a target every few seconds: a
