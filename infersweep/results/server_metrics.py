@@ -250,7 +250,8 @@ def scrape_run_metrics(
     print(f"scrape: {len(df)} samples of {df['metric'].nunique() if len(df) else 0} metrics over {len(windows)} points")
     resolvable = [w for w in windows if w[2] - w[1] >= MIN_RESOLVABLE_STEPS * step]
     if windows and not resolvable:
-        # A rate() needs two scrapes inside its range, and Prometheus scrapes a target every few seconds: a
+        # A rate() needs two samples inside its range (prometheus promql/functions.go extrapolatedRate returns
+        # nothing for fewer), and Prometheus scrapes a target every few seconds: a
         # point shorter than that (local mode's sub-second one-point runs) may hold no sample through no fault
         # of the scoping, so its absence proves nothing. Said in NOTES; the required check needs a longer point.
         note = (
