@@ -78,6 +78,21 @@ class LocalDeploymentError(RuntimeError):
     """A local deployment could not start or died while starting."""
 
 
+class UnownedDiscoveryEntries(LocalDeploymentError):
+    """A fresh deployment serves, but some of its discovery entries have no owner keeping them alive: they
+    expire at 10 s and take their worker (or its KV-reset endpoint) out of the frontend
+    (infersweep.local.discovery_owners). A restart of the deployment registers them afresh."""
+
+    def __init__(self, name: str, entries: list[str]) -> None:
+        self.entries = entries
+        super().__init__(
+            f"{name}: {len(entries)} discovery entr{'y' if len(entries) == 1 else 'ies'} written at start "
+            f"{'is' if len(entries) == 1 else 'are'} kept alive by no process and will expire 10 s after "
+            f"{'its' if len(entries) == 1 else 'their'} write (Dynamo's file store touches each owned entry "
+            f"every 3.3 s; lib/runtime/src/storage/kv/file.rs): {', '.join(entries)}"
+        )
+
+
 def default_dynamo_python() -> str:
     """The interpreter with ai-dynamo installed: $INFERSWEEP_DYNAMO_PYTHON or <repo>/.venv-dynamo."""
     repo = Path(__file__).resolve().parents[2]
@@ -240,6 +255,11 @@ class LocalDeployment:
     components: list[dict] = field(default_factory=list)  # what each mocker realises
     created_at: float = 0.0
     ready_at: float = 0.0  # when wait_ready_local first saw it serve (time to ready = ready_at - spawn)
+    # Real engine deployments: after serving, check that every discovery entry has a living owner
+    # (infersweep.local.discovery_owners; 8.3 s, next to starts of 1-4 minutes). Mocker runs skip it.
+    check_owners: bool = False
+    owners_checked_at: float = 0.0  # processes started after this have entries not yet checked
+    restarts: list[dict] = field(default_factory=list)  # earlier starts of this deployment given up, and why
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -289,9 +309,13 @@ def deploy_local(
     max_workers_per_component: int = 2,
     python: str | None = None,
     gpu: GpuWorkers | None = None,
+    check_owners: bool | None = None,
 ) -> LocalDeployment:
     """Start the frontend and one mocker process per worker component (or, with `gpu`, one real engine
     process per replica on its GPUs: infersweep.local.gpu_workers); do not wait for ready.
+
+    `check_owners` (default: with `gpu`) makes wait_ready_local check, once it serves, that every discovery
+    entry has a living owner (LocalDeployment.check_owners).
 
     `model_dir` is built as a toy model if it has no config.json. Raises if processes recorded
     under `state_dir` still run (teardown first); with `gpu`, raises GpuShortfall before starting
@@ -331,6 +355,7 @@ def deploy_local(
         router_mode=router_mode_of(frontend),
         model_dir=str(model_dir),
         created_at=time.time(),
+        check_owners=gpu is not None if check_owners is None else check_owners,
     )
     group = procs.ProcessGroup(state_dir)
     if gpu is not None:
@@ -584,5 +609,15 @@ def wait_ready_local(state_dir: Path, timeout_s: float = 60) -> float:
     )
     if not deployment.ready_at:
         deployment.ready_at = time.time()
+        deployment.save()
+    fresh = [r["started_at"] for r in deployment.processes if r.get("started_at", 0) > deployment.owners_checked_at]
+    if deployment.check_owners and fresh:
+        from infersweep.local.discovery_owners import unowned_entries
+
+        checked_at = time.time()
+        unowned = unowned_entries(Path(state_dir) / "discovery", since=min(fresh))
+        if unowned:
+            raise UnownedDiscoveryEntries(deployment.name, unowned)
+        deployment.owners_checked_at = checked_at
         deployment.save()
     return time.monotonic() - start

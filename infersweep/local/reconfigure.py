@@ -64,6 +64,40 @@ def _stop(state_dir: Path, names: set[str], grace_s: float = 5) -> None:
         procs._write_records(state_dir, [r for r in records if r["name"] not in names])
 
 
+def restart_local(
+    state_dir: Path,
+    *,
+    why: str,
+    max_workers_per_component: int = 2,
+    python: str | None = None,
+    gpu: GpuWorkers | None = None,
+) -> LocalDeployment:
+    """Stop every process of a deployment and start the DGD it last applied (dgd.json) afresh, on a new
+    discovery store. Nothing of the given-up start is lost: its logs stay beside the new ones as
+    `<name>.attempt<N>.log`, and `deployment.json` keeps when it started and why it was given up (`restarts`)."""
+    state_dir = Path(state_dir).resolve()
+    old = load_local(state_dir)
+    dgd = json.loads((state_dir / DGD_FILE).read_text())
+    teardown_local(state_dir)
+    attempt = len(old.restarts) + 1
+    kept = []
+    for log in sorted((state_dir / "logs").glob("*.log")):
+        if ".attempt" not in log.name:
+            kept.append(str(log.rename(log.with_name(f"{log.stem}.attempt{attempt}.log"))))
+    dep = deploy_local(
+        dgd,
+        model_dir=Path(old.model_dir),
+        state_dir=state_dir,
+        max_workers_per_component=max_workers_per_component,
+        python=python,
+        gpu=gpu,
+        check_owners=old.check_owners,
+    )
+    dep.restarts = old.restarts + [{"started_at": old.created_at, "given_up_at": time.time(), "why": why, "logs": kept}]
+    dep.save()
+    return dep
+
+
 def _num_workers(comp, cap: int) -> int:
     return max(1, min(comp.replicas * comp.node_count, cap))
 
