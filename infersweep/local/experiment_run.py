@@ -158,8 +158,6 @@ def run_experiment_local(
         plan = make_plan(e)
         run_id = dns_label(f"{e.name[:40]}-{datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S')}")
         run_dir = (out_root / run_id).resolve()
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / SPEC_PATH).write_text(str(e.path.resolve()))  # what --resume loads again
     prof = local_profile()
     settings = load_cluster_settings()
     cache_root = cache_root.resolve()
@@ -196,6 +194,9 @@ def run_experiment_local(
 
         ready_timeout_s = 1800
 
+    if resume is None:  # only now: a refusal above (no GPU, workers that do not fit) leaves nothing behind
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / SPEC_PATH).write_text(str(e.path.resolve()))  # what --resume loads again
     from workflows.experiment import experiment_template, experiment_workflow
 
     # The experiment's template, scaled down here, and the Workflow that only references it: the two documents

@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
+from infersweep.errors import UserError
+
 
 class PlatformError(RuntimeError):
     """A DGD operation that will not succeed as asked; the message says why (shown as the step's message).
@@ -33,8 +35,9 @@ class NotServing(PlatformError):
     """Waiting for the deployment failed (NotReady, a timeout, ...): the message names the DGD and why."""
 
 
-class BadInput(ValueError):
-    """A step's input is unusable (exit 2); the message names the flag and the fix."""
+class BadInput(UserError, ValueError):
+    """A step's input is unusable (exit 2); the message names the flag and the fix. A UserError, so the CLI
+    prints it as one line too (`run --local --workers gpu` on a machine without GPUs: GpuShortfall)."""
 
     exit_code = 2
 
