@@ -6,6 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
+from infersweep.commands.run import add_worker_options
 from infersweep.metrics import SLO_KEYS, canonical  # the results table's metric names (docs/columns.md)
 from infersweep.recipe import RecipeError
 
@@ -41,7 +42,19 @@ def slo_search(a: argparse.Namespace) -> int:
     from infersweep.local.slo_search import slo_search_local
 
     out = Path(a.out) / f"slo-search-{time.strftime('%Y%m%d-%H%M%S')}"
-    search, _ = slo_search_local(a.recipe, out=out, lo=a.lo, hi=a.hi, axis=a.axis, slo=slo, rel_tol=a.rel_tol)
+    search, _ = slo_search_local(
+        a.recipe,
+        out=out,
+        lo=a.lo,
+        hi=a.hi,
+        axis=a.axis,
+        slo=slo,
+        rel_tol=a.rel_tol,
+        workers=a.workers,
+        weights=a.weights,
+        gpu_python=a.gpu_python,
+        engine_cache=Path(a.engine_cache) if a.engine_cache else None,
+    )
     print(search.summary())
     print(f"probes and verdicts: {out}/slo-search.json; points: {out}/points/")
     return 0 if search.best is not None else 1
@@ -50,7 +63,11 @@ def slo_search(a: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("slo-search", help="bisect for the highest load meeting the recipe's SLOs")
     p.add_argument("recipe", help="recipe name or file")
-    p.add_argument("--local", action="store_true", help="against one local deployment (Dynamo mocker + AIPerf)")
+    p.add_argument(
+        "--local",
+        action="store_true",
+        help="against one local deployment (Dynamo mocker or, --workers gpu, real engines)",
+    )
     p.add_argument("--axis", choices=["concurrency", "request_rate"], default="concurrency")
     p.add_argument("--lo", type=float, default=1, help="lowest load to try (default 1)")
     p.add_argument("--hi", type=float, default=64, help="highest load to try (default 64)")
@@ -63,4 +80,5 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=f"an SLO bound instead of the recipe's ({', '.join(SLO_KEYS)})",
     )
     p.add_argument("--out", default="runs", help="folder for the search (default ./runs)")
+    add_worker_options(p)
     p.set_defaults(fn=slo_search)

@@ -12,7 +12,6 @@ The Dynamo-process modules are imported where they are used: `step_env` and a te
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -34,9 +33,6 @@ GPU_PYTHON_ENV = "INFERSWEEP_GPU_PYTHON"  # gpu workers: the interpreter with ai
 ENGINE_CACHE_ENV = "INFERSWEEP_ENGINE_CACHE"  # gpu workers: compile caches kept between runs
 WORKER_KINDS = ("mocker", "gpu")
 DEFAULT_MAX_WORKERS = 2
-# A fresh start whose discovery entries have no owner (infersweep.local.discovery_owners) is restarted this
-# many times before the deploy step fails: two of the eight H200 worker starts whose logs were kept lost one entry.
-RESTARTS_FOR_UNOWNED_ENTRIES = 2
 
 
 def deployments_dir(state_dir: Path) -> Path:
@@ -213,27 +209,15 @@ class LocalPlatform:
         bundle_path: Path | None = None,
     ) -> float:
         # Local processes have no API objects to bundle: the runner keeps their logs under the run dir.
-        from infersweep.local.dynamo import LocalDeploymentError, UnownedDiscoveryEntries, wait_ready_local
-        from infersweep.local.reconfigure import restart_local
+        from infersweep.local import reconfigure
 
-        start = time.monotonic()
-        for attempt in range(RESTARTS_FOR_UNOWNED_ENTRIES + 1):
-            try:
-                wait_ready_local(self._dgd_dir(name), max(1.0, timeout_s - (time.monotonic() - start)))
-                return time.monotonic() - start
-            except UnownedDiscoveryEntries as e:
-                # Those entries expire at 10 s and nothing brings them back (the owner cannot be made to
-                # adopt them from outside): measuring now would measure a deployment that loses its worker
-                # mid-point. A restart registers everything afresh; the points measured so far are kept.
-                if attempt == RESTARTS_FOR_UNOWNED_ENTRIES:
-                    raise LocalDeploymentError(f"{e}\nstill so after {attempt} restart(s): not measuring it") from e
-                print(
-                    f"local deploy: {e}\nlocal deploy: restarting {name} ({attempt + 1} of "
-                    f"{RESTARTS_FOR_UNOWNED_ENTRIES}; the given-up start's logs are kept as *.attempt{attempt + 1}.log)",
-                    flush=True,
-                )
-                restart_local(self._dgd_dir(name), why=str(e), max_workers_per_component=self.max_workers, gpu=self.gpu)
-        raise AssertionError("unreachable")
+        return reconfigure.wait_ready_restarting(
+            self._dgd_dir(name),
+            timeout_s,
+            max_workers_per_component=self.max_workers,
+            gpu=self.gpu,
+            log=lambda line: print(line, flush=True),
+        )
 
     def image_ids(self, name: str, namespace: str) -> dict[str, str]:
         return {}  # processes on this machine: no images, no digests

@@ -1,7 +1,7 @@
 """`infersweep slo-search RECIPE --local`: the knee of one local deployment.
 
-One deployment (the recipe's DGD on Dynamo's frontend + mocker workers, as `infersweep run --local` starts
-it: infersweep.local.dynamo.deploy_local) stays up while infersweep.slo_search.bisect chooses the loads; each
+One deployment (the recipe's DGD on Dynamo's frontend + mocker workers, or with `--workers gpu` real engine
+workers on this machine's GPUs, as `infersweep run --local` starts it: infersweep.local.dynamo.deploy_local) stays up while infersweep.slo_search.bisect chooses the loads; each
 probe is one real `steps.aiperf_point` run (the step the pipeline runs) in OUT/points/, judged by the
 results table's own SLO check (infersweep.results.table.point_row). The deployment is torn down at the end,
 whatever happens.
@@ -15,6 +15,7 @@ load while the bracket is wider than the tolerance); it is not rendered yet, see
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import time
@@ -25,7 +26,8 @@ import yaml
 
 from infersweep.aiperf import point_folder
 from infersweep.cluster_settings import load_cluster_settings
-from infersweep.local.dynamo import deploy_local, teardown_local, wait_ready_local
+from infersweep.local.dynamo import deploy_local, load_local, teardown_local
+from infersweep.local.reconfigure import DGD_FILE, wait_ready_restarting
 from infersweep.local.run import local_profile, local_workload, scaled_lengths, simulated_gpus
 from infersweep.paths import REPO_ROOT, venv_python
 from infersweep.recipe import RecipeError, load_recipe
@@ -46,37 +48,97 @@ def slo_search_local(
     slo: dict[str, float] | None = None,
     rel_tol: float = 0.1,
     log=print,
+    workers: str = "mocker",
+    weights: str = "dummy",
+    gpu_python: str | None = None,
+    engine_cache: Path | None = None,
+    cache_root: Path = Path(".infersweep"),
 ) -> tuple[Search, list[dict[str, Any]]]:
+    """`workers`: "mocker" (the recipe scaled down by params/local.yaml, as `run --local`) or "gpu": real
+    engine workers on this machine's GPUs, as `run --local --workers gpu` starts them (infersweep.local.gpu_run):
+    the recipe's own lengths and request counts, tokens counted by the server, the GPUs checked before
+    anything starts, and the search's record saying which GPU and stack ran."""
     r = load_recipe(recipe_ref)
     slo = slo if slo is not None else {k: v for k, v in r.recipe.slo.model_dump().items() if v is not None}
     if not slo:
         raise RecipeError(f"{recipe_ref}: slo: the recipe states no SLO to search under; add slo: or give --slo")
+    if workers not in ("mocker", "gpu"):
+        raise RecipeError(f"--workers {workers!r}: choose mocker (simulated, the default) or gpu (real engines)")
     prof = local_profile()
     w = r.recipe.workload
-    workload, _ = local_workload(r, prof, *scaled_lengths(r, prof))
-    if workload.get("fixed_schedule"):
+    if w.trace is not None and w.trace.fixed_schedule:
         raise RecipeError(
             f"{recipe_ref}: workload.trace.fixed_schedule: a replay has one load; search a recipe "
             "whose load is concurrency or request_rate"
         )
     dgd = yaml.safe_load(recipe_arguments(r, load_cluster_settings())["dgd"])
     out = Path(out).resolve()
-    state_dir, model_dir = out / "deployment", out / "toy-model"
+    state_dir = out / "dgd" / dgd["metadata"]["name"]  # the layout the NVML sampler reads (<state>/dgd/<name>)
+    gpu = None
+    if workers == "gpu":
+        from infersweep.local.gpu_run import check_fits, gpu_workers, model_folder
+
+        gpu = gpu_workers(gpu_python, weights, engine_cache, Path(cache_root))  # no GPU here: refused now
+        model_dir = model_folder(r.model.id, weights, Path(cache_root).resolve())
+        # The GPUs the workers take, checked before anything starts (a shortfall names what is missing).
+        gpus = check_fits(dgd, list(gpu.gpus), python=gpu.python, model_dir=model_dir, weights=weights)
+        workload = w.aiperf_workload() | {"server_token_count": True}  # random weights: count as the server does
+        cap = max(w.concurrency)
+
+        def requests_of(load: float) -> int:
+            return max(w.min_requests, math.ceil(load * w.requests_per_concurrency))
+
+        def warmup_of(conc: int) -> int:
+            return min(w.warmup_requests, max(conc, 1) * 4)  # the recipe's rule (ResolvedRecipe's sweep)
+
+        ready_timeout_s, point_timeout_s = 1800, 1200
+    else:
+        model_dir = out / "toy-model"
+        gpus = simulated_gpus(r, prof)
+        workload, _ = local_workload(r, prof, *scaled_lengths(r, prof))
+        cap = prof["max_concurrency"]
+
+        def requests_of(load: float) -> int:
+            return max(prof["min_requests"], int(load * prof["requests_per_concurrency"]) + 1)
+
+        def warmup_of(conc: int) -> int:
+            return min(prof["max_warmup"], conc)
+
+        ready_timeout_s, point_timeout_s = 120, 600
     state_dir.mkdir(parents=True, exist_ok=True)
-    gpus = simulated_gpus(r, prof)
     thresholds = load_thresholds("local")
     rows: list[dict[str, Any]] = []
+    measured_on, step_env, sampler = "Dynamo mocker (simulated)", {}, None
     dep = deploy_local(
-        dgd, model_dir=model_dir, state_dir=state_dir, max_workers_per_component=prof["max_workers_per_component"]
+        dgd,
+        model_dir=model_dir,
+        state_dir=state_dir,
+        max_workers_per_component=prof["max_workers_per_component"],
+        gpu=gpu,
     )
+    (state_dir / DGD_FILE).write_text(json.dumps(dgd))  # what a restart of this deployment starts again
     try:
-        log(f"deployed {dep.name} at {dep.frontend_url}; ready in {wait_ready_local(state_dir, 120):.1f} s")
+        if gpu is not None:
+            from infersweep.local.gpu_run import start_gpu_side, worker_modules
+            from infersweep.predict.source import MEASURED_ON_ENV
+
+            sampler, step_env = start_gpu_side(out, gpu, str(gpus), out, modules=worker_modules(dgd))
+            measured_on = step_env[MEASURED_ON_ENV]
+        ready = wait_ready_restarting(
+            state_dir,
+            ready_timeout_s,
+            max_workers_per_component=prof["max_workers_per_component"],
+            gpu=gpu,
+            log=log,
+        )
+        log(f"deployed {dep.name} at {dep.frontend_url}; ready in {ready:.1f} s")
+        dep = load_local(state_dir)  # a restart moves the frontend to another port
 
         def measure(load: float) -> tuple[bool | None, str]:
             # a rate's in-flight cap: the recipe's (highest) concurrency, within what this machine takes
-            conc = int(load) if axis == "concurrency" else min(max(w.concurrency), prof["max_concurrency"])
+            conc = int(load) if axis == "concurrency" else min(max(w.concurrency), cap)
             rate = 0.0 if axis == "concurrency" else float(load)
-            requests = max(prof["min_requests"], int(load * prof["requests_per_concurrency"]) + 1)
+            requests = requests_of(load)
             point = out / "points" / f"c{conc}"
             # the step's options from its declaration (a renamed or new required option fails here, by name)
             argv = [
@@ -91,10 +153,10 @@ def slo_search_local(
                         "concurrency": str(conc),
                         "request_rate": f"{rate:g}",
                         "requests": str(requests),
-                        "warmup": str(min(prof["max_warmup"], conc)),
+                        "warmup": str(warmup_of(conc)),
                         "workload": json.dumps(workload),
                         "max_error_rate": str(w.max_error_rate),
-                        "timeout_s": "600",
+                        "timeout_s": str(point_timeout_s),
                         "out": str(point),
                         "aiperf": str(Path(venv_python("aiperf")).parent / "aiperf"),
                     }
@@ -103,7 +165,7 @@ def slo_search_local(
             t0 = time.monotonic()
             subprocess.run(
                 argv,
-                env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+                env={**os.environ, **step_env, "PYTHONPATH": str(REPO_ROOT)},
                 cwd=REPO_ROOT,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -121,11 +183,14 @@ def slo_search_local(
 
         search = bisect(measure, lo, hi, axis=axis, rel_tol=rel_tol)
     finally:
+        if sampler is not None:
+            sampler.stop()
         teardown_local(state_dir)
     (out / "slo-search.json").write_text(
         json.dumps(
             {
                 "recipe": r.name,
+                "measured_on": measured_on,
                 "axis": axis,
                 "slo": slo,
                 "best": search.best,

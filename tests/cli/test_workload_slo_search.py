@@ -93,3 +93,53 @@ def test_one_open_loop_point_against_a_local_deployment(tmp_path):
     assert search.best == 4 and rows[0]["request_rate"] == 4.0 and rows[0]["arrival"] == "poisson"
     result = json.loads((tmp_path / "s" / "points" / "c8-rate4" / "result.json").read_text())
     assert result["status"] == "ok" and result["argv"][result["argv"].index("--request-rate") + 1] == "4"
+
+
+def _no_gpu_here() -> bool:
+    from infersweep.local.gpu_workers import detect_gpus
+
+    return not detect_gpus()
+
+
+@pytest.mark.skipif(not _no_gpu_here(), reason="this machine has a GPU: --workers gpu would start engines")
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "--local", "--workers", "gpu", "qwen3-32b-bf16-vllm-h200-tp1"],
+        ["slo-search", "qwen3-32b-bf16-vllm-h200-tp1", "--local", "--workers", "gpu"],
+        ["experiment", "run", "--local", "gpu-kv-vs-rr", "--workers", "gpu"],
+    ],
+    ids=["run", "slo-search", "experiment-run"],
+)
+def test_gpu_workers_on_a_machine_without_a_gpu_is_one_line_and_nothing_written(argv, capsys, tmp_path):
+    from infersweep.cli import main
+
+    assert main([*argv, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no GPU is visible here" in err and "--workers mocker" in err, err
+    assert "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_gpu_search_whose_workers_do_not_fit_is_refused_before_anything_starts(tmp_path, monkeypatch):
+    """The search checks the process plan against the GPUs here (infersweep.local.gpu_run.check_fits) before
+    it deploys: a TP=2 worker on one H200 is one error naming what is missing, and no process or folder."""
+    import yaml
+
+    from infersweep.local import gpu_run
+    from infersweep.local.gpu_workers import Gpu, GpuShortfall
+    from infersweep.local.slo_search import slo_search_local
+    from infersweep.paths import params_dir
+
+    h200 = params_dir() / "recipes" / "h200"
+    recipe = yaml.safe_load((h200 / "qwen3-32b-bf16-vllm-h200-tp1.yaml").read_text())
+    recipe["gpu"] = {"type": "H200", "count": 2}  # the type comes from the folder's _defaults.yaml
+    recipe["topology"]["workers"]["tp"] = 2
+    path = tmp_path / "tp2.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    monkeypatch.setattr(gpu_run, "detect_gpus", lambda: [Gpu(0, "NVIDIA H200", 143771)])
+    with pytest.raises(GpuShortfall, match="needs 2 GPUs"):
+        slo_search_local(
+            str(path), out=tmp_path / "s", lo=1, hi=8, workers="gpu", cache_root=tmp_path / "cache", log=lambda *_: None
+        )
+    assert not (tmp_path / "s").exists()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from infersweep.local import adapter, discovery_owners
+from infersweep.local import discovery_owners, reconfigure
 from infersweep.local.adapter import LocalPlatform
 from infersweep.local.discovery_owners import entry_mtimes, unowned_entries
 from infersweep.local.dynamo import (
@@ -183,7 +183,7 @@ def test_a_live_dynamo_deployment_owns_every_entry_and_a_planted_one_gets_it_res
 @needs_dynamo
 @pytest.mark.e2e
 def test_a_deployment_that_keeps_losing_owners_fails_the_deploy_step_naming_the_entries(tmp_path, monkeypatch):
-    monkeypatch.setattr(adapter, "RESTARTS_FOR_UNOWNED_ENTRIES", 1)
+    monkeypatch.setattr(reconfigure, "RESTARTS_FOR_UNOWNED_ENTRIES", 1)
     monkeypatch.setattr(discovery_owners, "WINDOW_S", 4.5)
     state_dir, platform = _deploy(tmp_path, check_owners=True)
     key = "dynamo%2Fbackend%2Fgenerate%2F00000000000000fe"
