@@ -64,6 +64,20 @@ def _two_tp1(fraction: str | None):
     return patch
 
 
+def test_the_h200_sglang_twin_runs_one_dynamo_sglang_worker_on_one_gpu_like_its_vllm_twin():
+    """The recipe the next GPU session runs for SGLang: the same shape as the measured vLLM sweep, one worker
+    on GPU 0 with random weights, in the SGLang site's interpreter."""
+    (w,) = plan("qwen3-32b-bf16-sglang-h200-tp1", H200S[:1])
+    (v,) = plan("qwen3-32b-bf16-vllm-h200-tp1", H200S[:1])
+    assert w.argv[:3] == [SGLANG_PY, "-m", "dynamo.sglang"] and v.argv[2] == "dynamo.vllm"
+    assert w.gpus == v.gpus == [0] and w.env["CUDA_VISIBLE_DEVICES"] == "0"
+    a = w.argv
+    assert a[a.index("--load-format") + 1] == "dummy" and a[a.index("--served-model-name") + 1] == "Qwen/Qwen3-32B"
+    assert load_recipe("qwen3-32b-bf16-sglang-h200-tp1").recipe.workload == load_recipe(
+        "qwen3-32b-bf16-vllm-h200-tp1"
+    ).recipe.workload
+
+
 def test_sglang_workers_with_mem_fraction_static_share_a_gpu():
     ws = plan("qwen3-32b-fp8-sglang-agg", H200S[:1], patch=_two_tp1("0.42"))
     assert [(w.gpus, w.memory_fraction) for w in ws] == [([0], 0.42), ([0], 0.42)]
@@ -115,6 +129,7 @@ def test_without_an_sglang_interpreter_the_default_one_runs_it():
         "qwen3-32b-fp8-sglang-disagg-6p2d-kv",
         "qwen36-35b-a3b-fp8-sglang-disagg-dpep-offload",
         "llama-3-1-8b-vllm-h200-2w-kv",
+        "qwen3-32b-bf16-sglang-h200-tp1",
     ],
 )
 def test_every_planned_flag_is_one_dynamo_1_3_1s_parser_has(recipe):
