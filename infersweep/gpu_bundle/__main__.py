@@ -47,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
             m = build(load_profile(name), args.host_packages, args.arch, part, args.out, args.cache)
             size = sum(p["bytes"] for p in m["parts"])
             print(
-                f"gpu-bundle: {m['site']}: {len(m['wheels'])} wheels, {len(m['trimmed'])} files trimmed, "
+                f"gpu-bundle: {m['site']}: {len(m['wheels'])} wheels, {sum(t['files'] for t in m['trimmed'])} files "
+                f"({sum(t['bytes'] for t in m['trimmed']) / 2**20:.0f} MiB) trimmed, "
                 f"{size / 2**20:.0f} MiB in {len(m['parts'])} parts -> {args.out}"
             )
     except BundleError as e:

@@ -105,12 +105,24 @@ def install_site(wheels: list[Path], site: Path) -> None:
 
 
 def trim_site(site: Path, rules: list[dict[str, str]]) -> list[dict[str, object]]:
+    """Delete what each rule's glob matches under `site`; one record per rule: how many files, how many bytes,
+    the first few paths and why (a rule over a kernel library can match thousands of files)."""
     dropped = []
     for rule in rules:
-        for path in sorted(site.glob(rule["path"])):
-            size = path.stat().st_size
+        paths = [p for p in sorted(site.glob(rule["path"])) if p.is_file()]
+        size = 0
+        for path in paths:
+            size += path.stat().st_size
             path.unlink()
-            dropped.append({"path": str(path.relative_to(site)), "bytes": size, "why": rule["why"]})
+        dropped.append(
+            {
+                "path": rule["path"],
+                "files": len(paths),
+                "bytes": size,
+                "examples": [str(p.relative_to(site)) for p in paths[:3]],
+                "why": rule["why"],
+            }
+        )
     return dropped
 
 

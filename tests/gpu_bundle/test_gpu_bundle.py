@@ -73,10 +73,27 @@ def _site(tmp_path: Path) -> Path:
     return site
 
 
+def test_a_rule_over_a_kernel_library_drops_only_the_other_architectures_and_is_one_record(tmp_path):
+    # flashinfer-cubin 0.6.12 ships 15,241 Blackwell-only cubins (Sm100a/Sm100f/Sm103a in their names) beside
+    # DeepGEMM's, which carry no architecture in theirs: the sglang profile's sm90 rule keeps those.
+    cubins = tmp_path / "site" / "flashinfer_cubin" / "cubins" / "158f"
+    names = ["fmha/trtllm-gen/fmhaSm100fKernel_Q.cubin", "gemm/Gemm_Bfloat16_sm100f.cubin", "fmha/x_Sm103aKernel.cubin"]
+    keep = ["deep-gemm/kernel.fp8_m_grouped_gemm.ed11.cubin", "fmha/cute-dsl/x86_64/sm_100a/checksums.txt"]
+    for n in names + keep:
+        (cubins / n).parent.mkdir(parents=True, exist_ok=True)
+        (cubins / n).write_bytes(b"k" * 10)
+    rule = load_profile("sglang-0.5.14-dynamo-1.3").trim["sm90"][0]
+    (record,) = trim_site(tmp_path / "site", [rule])
+    assert (record["files"], record["bytes"], len(record["examples"])) == (3, 30, 3)
+    assert all((cubins / n).exists() for n in keep) and not any((cubins / n).exists() for n in names)
+
+
 def test_parts_verify_join_and_unpack_and_a_corrupt_part_is_named(tmp_path):
     site = _site(tmp_path)
     dropped = trim_site(site, [{"path": "vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so", "why": "FA2: not on sm90"}])
-    assert [d["path"] for d in dropped] == ["vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so"]
+    assert [(d["path"], d["files"], d["bytes"]) for d in dropped] == [
+        ("vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so", 1, 1000)
+    ]
     out = tmp_path / "bundle"
     out.mkdir()
     parts = pack(site, out, part_bytes=20_000)
