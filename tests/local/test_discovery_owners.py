@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import threading
 import time
 from pathlib import Path
 
@@ -187,25 +186,18 @@ def test_a_deployment_that_keeps_losing_owners_fails_the_deploy_step_naming_the_
     monkeypatch.setattr(discovery_owners, "WINDOW_S", 4.5)
     state_dir, platform = _deploy(tmp_path, check_owners=True)
     key = "dynamo%2Fbackend%2Fgenerate%2F00000000000000fe"
-    stop = threading.Event()
+    real_check = discovery_owners.unowned_entries
 
-    def keep_planting() -> None:  # after every start, as soon as the worker has registered
-        while not stop.wait(0.2):
-            bucket = state_dir / "discovery" / "v1" / "instances"
-            try:
-                if not (bucket / key).exists() and any("generate" in p.name for p in bucket.iterdir()):
-                    _plant_unowned(state_dir, key)
-            except (OSError, StopIteration):
-                continue
+    def every_start_leaves_one(discovery_dir, **kw):
+        # Each start, once it serves, gets an entry nobody owns just before the (real) check looks.
+        _plant_unowned(state_dir, key)
+        return real_check(discovery_dir, **kw)
 
-    planter = threading.Thread(target=keep_planting, daemon=True)
-    planter.start()
+    monkeypatch.setattr(discovery_owners, "unowned_entries", every_start_leaves_one)
     try:
         with pytest.raises(LocalDeploymentError) as e:
             platform.wait_ready("owners", "default", "unused", 120)
         assert key in str(e.value) and "still so after 1 restart(s)" in str(e.value)
         assert len(load_local(state_dir).restarts) == 1
     finally:
-        stop.set()
-        planter.join(5)
         teardown_local(state_dir)

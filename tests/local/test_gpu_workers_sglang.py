@@ -73,9 +73,10 @@ def test_the_h200_sglang_twin_runs_one_dynamo_sglang_worker_on_one_gpu_like_its_
     assert w.gpus == v.gpus == [0] and w.env["CUDA_VISIBLE_DEVICES"] == "0"
     a = w.argv
     assert a[a.index("--load-format") + 1] == "dummy" and a[a.index("--served-model-name") + 1] == "Qwen/Qwen3-32B"
-    assert load_recipe("qwen3-32b-bf16-sglang-h200-tp1").recipe.workload == load_recipe(
-        "qwen3-32b-bf16-vllm-h200-tp1"
-    ).recipe.workload
+    assert (
+        load_recipe("qwen3-32b-bf16-sglang-h200-tp1").recipe.workload
+        == load_recipe("qwen3-32b-bf16-vllm-h200-tp1").recipe.workload
+    )
 
 
 def test_sglang_workers_with_mem_fraction_static_share_a_gpu():
