@@ -21,6 +21,9 @@ case "${1:-}" in
     shift
     export INFERSWEEP_GPU_PYTHON="$SITES/venv-site-vllm/bin/python"
     export INFERSWEEP_AIPERF_PYTHON="$SITES/venv-site-aiperf/bin/python"
+    # dynamo.sglang workers run in the SGLang site's own interpreter when that site was assembled
+    # (infersweep/local/gpu_workers.py engine_pythons).
+    if [ -x "$SITES/venv-site-sglang/bin/python" ]; then export INFERSWEEP_GPU_PYTHON_SGLANG="$SITES/venv-site-sglang/bin/python"; fi
     export PYTHONPATH="$PWD" PYTHONUNBUFFERED=1
     exec "$SITES/venv-site-tool/bin/python" -m infersweep "$@" ;;
   *) sed -n 2,6p "$0"; exit 2 ;;
