@@ -30,6 +30,7 @@ class _Pod:
     proc: subprocess.Popen | None = None
     thread: threading.Thread | None = None
     killed: str = ""
+    killed_at: float = 0.0  # time.monotonic() of the first SIGTERM (the grace period counts from it)
     result: tuple[str, str, dict[str, str], str | None] | None = None  # phase, message, outputs, exit code
     deadline: float | None = None
     on_exit: bool = False
@@ -123,6 +124,7 @@ class PodExecution:
         pod.killed = "killed"
         p = pod.proc
         if p is not None and p.poll() is None:
+            pod.killed_at = pod.killed_at or time.monotonic()
             try:
                 os.killpg(p.pid, signal.SIGTERM)
             except ProcessLookupError:
@@ -143,11 +145,31 @@ class PodExecution:
             threading.Thread(target=hard_kill, daemon=True).start()
 
     def _kill_all(self, why: str) -> None:
-        for pod in list(self._pods.values()):
+        pods = list(self._pods.values())
+        for pod in pods:
             self._kill(pod)
-        for pod in list(self._pods.values()):
+        for pod in pods:
             if pod.thread is not None:
                 pod.thread.join(timeout=15)
+        # Nothing outlives the workflow. A step still inside its grace period when the workflow ends gets the
+        # kubelet's SIGKILL when that period ends, here: the hard-kill threads are daemons and would die with
+        # this process, leaving the step and its children (AIPerf's system_controller) running. Measured: a
+        # run stopped by SIGINT on a loaded 2-core machine left both behind (tests/local/test_local_stop.py).
+        for pod in pods:
+            p = pod.proc
+            if p is None or p.poll() is not None:
+                continue
+            try:
+                p.wait(timeout=max(0.0, TERMINATION_GRACE_S - (time.monotonic() - pod.killed_at)))
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    pass
 
     def _execute_container(
         self,
