@@ -36,6 +36,25 @@ class _Pod:
     on_exit: bool = False
 
 
+def _sigkill_after_grace(pod: _Pod) -> None:
+    """The kubelet's SIGKILL to the pod's process group, terminationGracePeriodSeconds after its SIGTERM
+    (default 30 s, k8s.io/api core/v1 DefaultTerminationGracePeriodSeconds), unless it has exited by then.
+    The AIPerf point's own grace (aiperf/point_run.py DEFAULT_GRACE_S, 20 s) fits inside it, so its partial
+    summary is kept."""
+    proc = pod.proc
+    try:
+        proc.wait(timeout=max(0.0, TERMINATION_GRACE_S - (time.monotonic() - pod.killed_at)))
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+
 # A mount key ending in "\0file" maps exactly that file path (no prefix).
 def _under(path: str, mounts: dict[str, Path]) -> bool:
     return any(path == m or path.startswith(m.rstrip("/") + "/") for m in mounts if not m.endswith("\0file"))
@@ -129,20 +148,7 @@ class PodExecution:
                 os.killpg(p.pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
-
-            def hard_kill(proc=p):
-                try:
-                    # The kubelet's SIGKILL comes terminationGracePeriodSeconds after the SIGTERM (default 30 s,
-                    # k8s.io/api core/v1 DefaultTerminationGracePeriodSeconds); the AIPerf point's own grace
-                    # (aiperf/point_run.py DEFAULT_GRACE_S, 20 s) fits inside it, so its partial summary is kept.
-                    proc.wait(timeout=TERMINATION_GRACE_S)
-                except subprocess.TimeoutExpired:
-                    try:
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-
-            threading.Thread(target=hard_kill, daemon=True).start()
+            threading.Thread(target=_sigkill_after_grace, args=(pod,), daemon=True).start()
 
     def _kill_all(self, why: str) -> None:
         pods = list(self._pods.values())
@@ -151,25 +157,13 @@ class PodExecution:
         for pod in pods:
             if pod.thread is not None:
                 pod.thread.join(timeout=15)
-        # Nothing outlives the workflow. A step still inside its grace period when the workflow ends gets the
-        # kubelet's SIGKILL when that period ends, here: the hard-kill threads are daemons and would die with
-        # this process, leaving the step and its children (AIPerf's system_controller) running. Measured: a
-        # run stopped by SIGINT on a loaded 2-core machine left both behind (tests/local/test_local_stop.py).
+        # Nothing outlives the workflow: the hard-kill threads are daemons and would die with this process,
+        # leaving a step still inside its grace period (and its children, AIPerf's system_controller) running.
+        # Measured: a run stopped by SIGINT on a loaded 2-core machine left both behind
+        # (tests/local/test_local_stop.py). So the grace is waited out here, then the kill comes.
         for pod in pods:
-            p = pod.proc
-            if p is None or p.poll() is not None:
-                continue
-            try:
-                p.wait(timeout=max(0.0, TERMINATION_GRACE_S - (time.monotonic() - pod.killed_at)))
-            except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                try:
-                    p.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    pass
+            if pod.proc is not None and pod.proc.poll() is None:
+                _sigkill_after_grace(pod)
 
     def _execute_container(
         self,
