@@ -1,10 +1,10 @@
 """`infersweep slo-search RECIPE --local`: the knee of one local deployment.
 
 One deployment (the recipe's DGD on Dynamo's frontend + mocker workers, or with `--workers gpu` real engine
-workers on this machine's GPUs, as `infersweep run --local` starts it: infersweep.local.dynamo.deploy_local) stays up while infersweep.slo_search.bisect chooses the loads; each
-probe is one real `steps.aiperf_point` run (the step the pipeline runs) in OUT/points/, judged by the
-results table's own SLO check (infersweep.results.table.point_row). The deployment is torn down at the end,
-whatever happens.
+workers on this machine's GPUs, as `infersweep run --local` starts it: infersweep.local.dynamo.deploy_local)
+stays up while infersweep.slo_search.bisect chooses the loads; each probe is one real `steps.aiperf_point` run
+(the step the pipeline runs) in OUT/points/, judged by the results table's own SLO check
+(infersweep.results.table.point_row). The deployment is torn down at the end, whatever happens.
 
 On a cluster the same search maps to one Argo Workflow whose sweep is driven by the search instead of a
 list: deploy + wait-ready once, then a loop of aiperf-point steps whose next load depends on the last
@@ -15,7 +15,6 @@ load while the bracket is wider than the tolerance); it is not rendered yet, see
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import time
@@ -25,6 +24,7 @@ from typing import Any
 import yaml
 
 from infersweep.aiperf import point_folder
+from infersweep.aiperf.point import Point
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.local.dynamo import deploy_local, load_local, teardown_local
 from infersweep.local.reconfigure import DGD_FILE, wait_ready_restarting
@@ -85,11 +85,9 @@ def slo_search_local(
         workload = w.aiperf_workload() | {"server_token_count": True}  # random weights: count as the server does
         cap = max(w.concurrency)
 
-        def requests_of(load: float) -> int:
-            return max(w.min_requests, math.ceil(load * w.requests_per_concurrency))
-
-        def warmup_of(conc: int) -> int:
-            return min(w.warmup_requests, max(conc, 1) * 4)  # the recipe's rule (ResolvedRecipe's sweep)
+        def point_of(conc: int, rate: float) -> Point:
+            # the recipe's own request and warm-up counts for this one load (Workload.points, aiperf/point.py sweep)
+            return w.model_copy(update={"concurrency": [conc], "request_rate": [rate] if rate else []}).points()[0]
 
         ready_timeout_s, point_timeout_s = 1800, 1200
     else:
@@ -98,11 +96,10 @@ def slo_search_local(
         workload, _ = local_workload(r, prof, *scaled_lengths(r, prof))
         cap = prof["max_concurrency"]
 
-        def requests_of(load: float) -> int:
-            return max(prof["min_requests"], int(load * prof["requests_per_concurrency"]) + 1)
-
-        def warmup_of(conc: int) -> int:
-            return min(prof["max_warmup"], conc)
+        def point_of(conc: int, rate: float) -> Point:
+            load = conc if not rate else rate
+            requests = max(prof["min_requests"], int(load * prof["requests_per_concurrency"]) + 1)
+            return Point(conc, requests, min(prof["max_warmup"], conc), rate)
 
         ready_timeout_s, point_timeout_s = 120, 600
     state_dir.mkdir(parents=True, exist_ok=True)
@@ -138,7 +135,7 @@ def slo_search_local(
             # a rate's in-flight cap: the recipe's (highest) concurrency, within what this machine takes
             conc = int(load) if axis == "concurrency" else min(max(w.concurrency), cap)
             rate = 0.0 if axis == "concurrency" else float(load)
-            requests = requests_of(load)
+            p = point_of(conc, rate)
             point = out / "points" / f"c{conc}"
             # the step's options from its declaration (a renamed or new required option fails here, by name)
             argv = [
@@ -152,8 +149,8 @@ def slo_search_local(
                         "tokenizer": str(model_dir),
                         "concurrency": str(conc),
                         "request_rate": f"{rate:g}",
-                        "requests": str(requests),
-                        "warmup": str(warmup_of(conc)),
+                        "requests": str(p.requests),
+                        "warmup": str(p.warmup),
                         "workload": json.dumps(workload),
                         "max_error_rate": str(w.max_error_rate),
                         "timeout_s": str(point_timeout_s),
