@@ -28,6 +28,7 @@ whose fresh entries have no owner (the owner cannot be made to adopt them from o
 
 from __future__ import annotations
 
+import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -49,11 +50,11 @@ def entry_mtimes(discovery_dir: Path) -> dict[str, int]:
         if path.name.startswith(TEMP_FILE_PREFIX):
             continue
         try:
-            stat = path.stat()
+            st = path.stat()
         except FileNotFoundError:  # deleted between the listing and the stat: not an entry any more
             continue
-        if path.is_file():
-            out[str(path.relative_to(root))] = stat.st_mtime_ns
+        if stat.S_ISREG(st.st_mode):
+            out[str(path.relative_to(root))] = st.st_mtime_ns
     return out
 
 

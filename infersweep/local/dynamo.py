@@ -610,8 +610,10 @@ def wait_ready_local(state_dir: Path, timeout_s: float = 60) -> float:
     if not deployment.ready_at:
         deployment.ready_at = time.time()
         deployment.save()
-    fresh = [r["started_at"] for r in deployment.processes if r.get("started_at", 0) > deployment.owners_checked_at]
-    if deployment.check_owners and fresh:
+    fresh = deployment.check_owners and [
+        r["started_at"] for r in deployment.processes if r.get("started_at", 0) > deployment.owners_checked_at
+    ]
+    if fresh:
         from infersweep.local.discovery_owners import unowned_entries
 
         checked_at = time.time()

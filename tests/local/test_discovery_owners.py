@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from infersweep.cluster_settings import load_cluster_settings
+from infersweep.dgd import deployable_dgd
 from infersweep.local import discovery_owners, reconfigure
 from infersweep.local.adapter import LocalPlatform
 from infersweep.local.discovery_owners import entry_mtimes, unowned_entries
@@ -28,6 +30,7 @@ from infersweep.local.dynamo import (
     wait_ready_local,
 )
 from infersweep.local.reconfigure import DGD_FILE
+from infersweep.recipe import load_recipe
 
 
 def _touching(paths: list[Path]):
@@ -90,51 +93,14 @@ needs_dynamo = pytest.mark.skipif(
     not Path(default_dynamo_python()).exists(), reason=f"no Dynamo interpreter at {default_dynamo_python()}"
 )
 
-AGG = {
-    "apiVersion": "nvidia.com/v1beta1",
-    "kind": "DynamoGraphDeployment",
-    "metadata": {"name": "owners"},
-    "spec": {
-        "components": [
-            {
-                "name": "Frontend",
-                "type": "frontend",
-                "replicas": 1,
-                "podTemplate": {
-                    "spec": {
-                        "containers": [
-                            {"name": "main", "image": "x", "command": ["python3"], "args": ["-m", "dynamo.frontend"]}
-                        ]
-                    }
-                },
-            },
-            {
-                "name": "VllmWorker",
-                "type": "worker",
-                "replicas": 1,
-                "podTemplate": {
-                    "spec": {
-                        "containers": [
-                            {
-                                "name": "main",
-                                "image": "x",
-                                "command": ["python3", "-m", "dynamo.vllm"],
-                                "args": ["--model", "Qwen/Qwen3-0.6B"],
-                            }
-                        ]
-                    }
-                },
-            },
-        ]
-    },
-}
-
 
 def _deploy(tmp_path: Path, *, check_owners: bool) -> tuple[Path, LocalPlatform]:
     state_dir = tmp_path / "state" / "dgd" / "owners"  # where LocalPlatform keeps a DGD of that name
     state_dir.mkdir(parents=True)
-    deploy_local(AGG, model_dir=tmp_path / "model", state_dir=state_dir, check_owners=check_owners)
-    (state_dir / DGD_FILE).write_text(json.dumps(AGG))  # what apply_local keeps: the DGD to restart
+    # A catalog recipe's DGD as the pipeline renders it (aggregated, KV router): one mocker process locally.
+    dgd = deployable_dgd(load_recipe("demo-prefix-kv"), load_cluster_settings(), name="owners")
+    deploy_local(dgd, model_dir=tmp_path / "model", state_dir=state_dir, check_owners=check_owners)
+    (state_dir / DGD_FILE).write_text(json.dumps(dgd))  # what apply_local keeps: the DGD to restart
     return state_dir, LocalPlatform(tmp_path / "state", model_dir=tmp_path / "model")
 
 
