@@ -18,44 +18,28 @@ frontend, after which every request got 503). A vLLM worker registers its endpoi
 get_perf_metrics), all into one bucket, `v1/instances`, and `FileStore::get_or_create_bucket` looks the bucket
 up in `active_dirs`, unlocks, builds a new `Directory` with its own `owned_files` and inserts it: two
 registrations that miss at once each build one, the later insert replaces the earlier, and a key written
-through the replaced one is touched by nobody. That reading fits both losses but is not reproduced: the
-same concurrent registrations through ai-dynamo 1.3.1's runtime on this 2-core machine lost nothing (see
-docs/measured-h200.md for the count), so the check below looks for the symptom, whatever its cause.
+through the replaced one is touched by nobody. `scripts/discovery_race.py` reproduces it through ai-dynamo
+1.3.1's own runtime on the H200 host's 16 cores (2 of 100 processes lost an entry; none of 208 on a 2-core
+machine), and on the third H200 session every one of 5 vLLM worker starts lost one.
 
-This module only observes (the mtimes of the store's files); infersweep.local.adapter restarts a deployment
-whose fresh entries have no owner (the owner cannot be made to adopt them from outside).
+infersweep.local.discovery_keeper keeps such an entry alive while its writer lives (a process of every
+deployment this check runs for), so this check finds nothing to hold against a start whose writer is alive;
+what it still catches is an entry nobody keeps at all, and infersweep.local.reconfigure restarts such a start.
 """
 
 from __future__ import annotations
 
-import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-TTL_S = 10.0  # file.rs DEFAULT_TTL
-KEEP_ALIVE_S = max(TTL_S / 3, 1.0)  # file.rs expiry_thread: max(ttl / 3, MIN_KEEP_ALIVE)
+# The store's constants and listing are the keeper's (standard library only, so it runs as a script).
+from infersweep.local.discovery_keeper import KEEP_ALIVE_S, TTL_S, entry_mtimes  # noqa: F401 (re-exported)
+
 # Two and a half keep-alive intervals: every owned file is touched at least twice in the window, so a file
 # whose mtime did not move is unowned even when one touch comes late on a loaded machine; and the window
 # (8.3 s) ends before such a file, written at most a second before the check starts, reaches the TTL.
 WINDOW_S = 2.5 * KEEP_ALIVE_S
-TEMP_FILE_PREFIX = ".tmp_"  # file.rs: atomic writes go through these; never an entry
-
-
-def entry_mtimes(discovery_dir: Path) -> dict[str, int]:
-    """Every entry of the store (bucket path / key file) with its mtime in ns; temp files left out."""
-    root = Path(discovery_dir)
-    out: dict[str, int] = {}
-    for path in root.rglob("*"):
-        if path.name.startswith(TEMP_FILE_PREFIX):
-            continue
-        try:
-            st = path.stat()
-        except FileNotFoundError:  # deleted between the listing and the stat: not an entry any more
-            continue
-        if stat.S_ISREG(st.st_mode):
-            out[str(path.relative_to(root))] = st.st_mtime_ns
-    return out
 
 
 def unowned_entries(

@@ -17,6 +17,7 @@ import os
 import shlex
 import shutil
 import socket
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -358,6 +359,8 @@ def deploy_local(
         check_owners=gpu is not None if check_owners is None else check_owners,
     )
     group = procs.ProcessGroup(state_dir)
+    if deployment.check_owners:
+        _spawn_discovery_keeper(group, state_dir, env, logs)
     if gpu is not None:
         return _deploy_gpu(
             deployment,
@@ -410,6 +413,28 @@ def deploy_local(
     deployment.processes = group.records()
     deployment.save()
     return deployment
+
+
+DISCOVERY_KEEPER = "DiscoveryKeeper"
+ADOPTIONS_FILE = "discovery-adoptions.jsonl"
+
+
+def _spawn_discovery_keeper(group: "procs.ProcessGroup", state_dir: Path, env: dict[str, str], logs: Path) -> None:
+    """The deployment's keeper of discovery entries its living workers lost (infersweep.local.discovery_keeper:
+    Dynamo 1.3.1's file store orphans one in a few starts). A process of the deployment like the others:
+    torn down with them, and its exit fails the wait like theirs."""
+    from infersweep.local import discovery_keeper
+
+    (state_dir / ADOPTIONS_FILE).unlink(missing_ok=True)  # a fresh store: nothing of it adopted yet
+    argv = [
+        sys.executable,
+        discovery_keeper.__file__,  # standard library only: runs as a script under the tool's interpreter
+        "--store",
+        str(state_dir / "discovery"),
+        "--adoptions",
+        str(state_dir / ADOPTIONS_FILE),
+    ]
+    group.spawn(DISCOVERY_KEEPER, argv, env, logs / f"{DISCOVERY_KEEPER}.log", cwd=state_dir)
 
 
 def _deploy_gpu(
@@ -620,6 +645,14 @@ def wait_ready_local(state_dir: Path, timeout_s: float = 60) -> float:
         unowned = unowned_entries(Path(state_dir) / "discovery", since=min(fresh))
         if unowned:
             raise UnownedDiscoveryEntries(deployment.name, unowned)
+        from infersweep.local.discovery_keeper import read_adoptions
+
+        for a in read_adoptions(Path(state_dir) / ADOPTIONS_FILE):
+            print(
+                f"local deploy: {deployment.name}: discovery entry {a['entry']} was lost by its living writer "
+                f"({a['age_s']} s without a touch) and is kept alive by infersweep's keeper "
+                "(infersweep/local/discovery_keeper.py)"
+            )
         deployment.owners_checked_at = checked_at
         deployment.save()
     return time.monotonic() - start

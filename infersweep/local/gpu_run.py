@@ -203,9 +203,11 @@ def write_gpu_record(run_dir: Path, state_dir: Path) -> None:
     for dep_file in sorted((state_dir / "dgd").glob("*/deployment.json")):
         dep = json.loads(dep_file.read_text())
         ready_at = dep.get("ready_at")
+        # Engine workers only: not the frontend, not the discovery keeper (infersweep.local.discovery_keeper).
+        workers = {w["name"] for c in dep.get("components", []) for w in c.get("workers", [])}
         for rec in dep.get("processes", []):
             log = Path(rec.get("log_path", ""))
-            if not log.is_file() or "dynamo.frontend" in " ".join(rec.get("argv", [])):
+            if not log.is_file() or rec.get("name") not in workers:
                 continue
             phases = parse_startup(log.read_text(errors="replace"))
             ready_s = (ready_at - rec["started_at"]) if ready_at and rec.get("started_at") else None

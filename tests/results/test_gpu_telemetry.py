@@ -66,3 +66,36 @@ def test_a_point_that_delivered_far_fewer_tokens_than_asked_is_invalid_and_the_h
     # what client-side counting of random weights' output gave on the probe: 52 of 256 tokens
     _, reasons = judge_point(m | {"osl_delivered": 52.0}, t)
     assert any(r.startswith("output length off: 52 tokens delivered on average, 256 requested") for r in reasons)
+
+
+def test_the_startup_record_splits_engine_workers_only(tmp_path):
+    # The frontend and the discovery keeper are processes of the deployment too, but have no engine start-up;
+    # the keeper once showed up in startup.json as a worker with no phases (H200, 2026-12-01, third H200 session).
+    from infersweep.local.gpu_run import write_gpu_record
+
+    dep_dir = tmp_path / "state" / "dgd" / "qwen3"
+    (dep_dir / "logs").mkdir(parents=True)
+    worker_log = dep_dir / "logs" / "VllmWorker-0.log"
+    worker_log.write_text(
+        (MEASURED / "qwen3-32b-bf16-cold-start" / "logs" / "VllmWorker-0.log").read_text(errors="replace")
+    )
+    processes = []
+    for name, argv in (
+        ("VllmWorker-0", ["python", "-m", "dynamo.vllm"]),
+        ("Frontend", ["python", "-m", "dynamo.frontend"]),
+        ("DiscoveryKeeper", ["python", "discovery_keeper.py"]),
+    ):
+        log = dep_dir / "logs" / f"{name}.log"
+        if not log.exists():
+            log.write_text("discovery keeper: watching ...\n")
+        processes.append({"name": name, "argv": argv, "log_path": str(log), "started_at": 1000.0})
+    dep = {
+        "ready_at": 1210.0,
+        "processes": processes,
+        "components": [{"name": "VllmWorker", "workers": [{"name": "VllmWorker-0"}]}],
+    }
+    (dep_dir / "deployment.json").write_text(json.dumps(dep))
+    write_gpu_record(tmp_path / "run", tmp_path / "state")
+    startup = json.loads((tmp_path / "run" / "telemetry" / "startup.json").read_text())
+    assert list(startup) == ["qwen3/VllmWorker-0"]
+    assert startup["qwen3/VllmWorker-0"]["ready_s"] == 210.0 and startup["qwen3/VllmWorker-0"]["compile_s"] > 0
