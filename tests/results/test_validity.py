@@ -23,7 +23,7 @@ from infersweep.results.compare import compare_runs
 from infersweep.results.regression import judge_run
 from infersweep.results.table import build_table, finish_table
 from infersweep.results.validity import load_thresholds
-from tests.support.paths import TESTS
+from tests.support.paths import REPO, TESTS
 
 FIXTURES = TESTS / "fixtures" / "validity"
 LOCAL = load_thresholds("local")
@@ -199,3 +199,32 @@ def test_the_profile_follows_the_platform_the_steps_run_on(tmp_path, monkeypatch
     assert load_thresholds(path=f) == {"min_requests": 3, "profile": "kind"}
     monkeypatch.setenv(PLATFORM_ENV, "minikube")
     assert load_thresholds(path=f) == {"min_requests": 10, "profile": "default"}
+
+
+# ---------------------------------------------------------------- real engines (benchmarks/measured, H200)
+
+H200 = REPO / "benchmarks" / "measured" / "h200-2026-12-01"
+
+
+@pytest.mark.parametrize("concurrency", [4, 8, 16])
+def test_a_closed_loop_of_lockstep_waves_on_a_real_engine_is_steady(concurrency):
+    # vLLM on the H200, OSL 256 for every request: each round starts and ends together. Counting a request's
+    # tokens at its end read +33 %, +50 % and +49 % between the halves (whole waves' ends in one half, not the
+    # other); spread over each request's decode span, the server's constant stream reads as it is.
+    from infersweep.results.validity import window_measures
+
+    records = H200 / "qwen3-32b-bf16-c2-c16" / "points" / f"c{concurrency}" / "aiperf" / "profile_export.jsonl"
+    m = window_measures(records, concurrency)
+    assert abs(m["steady_throughput_change"]) < LOCAL["steady_state"]["max_throughput_change"] / 2
+    assert min(m["half_requests"]) >= 15
+
+
+def test_a_cold_prefix_cache_filling_inside_the_window_is_still_unsteady():
+    # KV-aware routing from emptied caches: hits grow during the window, TTFT falls by three quarters and tok/s
+    # rises; that is a real ramp, and the point stays invalid.
+    from infersweep.results.validity import window_measures
+
+    records = H200 / "gpu-kv-vs-rr" / "treatments" / "kv" / "points" / "c16" / "aiperf" / "profile_export.jsonl"
+    m = window_measures(records, 16)
+    assert m["steady_throughput_change"] > LOCAL["steady_state"]["max_throughput_change"]
+    assert m["steady_ttft_change"] < -0.5
