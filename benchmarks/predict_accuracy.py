@@ -4,6 +4,8 @@ Cases:
 - the Nemotron-3.5-Lightning expected-performance table (seeds/004; each recipe's `baseline`): TTFT p50,
   output tok/s per GPU, tok/s per user at the published concurrency, Mooncake trace modelled at its
   averages (9300 / 339 tokens: the page names no trace, see the folder's _defaults.yaml);
+- the H200 runs infersweep itself measured (benchmarks/measured/h200-*: vLLM 0.23 + ai-dynamo 1.3.1, random
+  weights): every valid point of `qwen3-32b-bf16-vllm-h200-tp1`, TTFT and ITL means and output tok/s;
 - the cluster report's TP=1 vs TP=2 paragraph (seeds/000; params/measured/cluster-report-tp1-vs-tp2.yaml):
   Qwen3.6-35B-A3B FP8 on SGLang, 4P+4D at TP=1 and TP=2 (plain TP; the workload is not stated: modelled
   at the report's sequence mix, weighted mean 6502 / 512 tokens).
@@ -132,8 +134,48 @@ def physics_rows() -> list[tuple]:
     return rows
 
 
+H200_RECIPE = "qwen3-32b-bf16-vllm-h200-tp1"
+
+
+def h200_rows() -> list[tuple]:
+    """Every valid point of the H200 sweeps (the runs' own results.csv) beside the recipe's prediction."""
+    import pandas as pd
+
+    from infersweep.results.legacy import upgrade_table
+
+    measured = Path(__file__).resolve().parent / "measured"
+    # Older sessions' tables are schema v2: read through the upgrade every reader uses.
+    frames = [
+        upgrade_table(pd.read_parquet(f), str(f)) for f in sorted(measured.glob("h200-*/*/summary/results.parquet"))
+    ]
+    df = pd.concat([f for f in frames if (f["recipe"] == H200_RECIPE).any()])
+    df = df[(df["recipe"] == H200_RECIPE) & (df["valid"] == True)].sort_values("concurrency")  # noqa: E712
+    pred = predict_recipe(load_recipe(H200_RECIPE), sorted(int(c) for c in df["concurrency"]))
+    by_c = {p.concurrency: p for p in pred.points}
+    rows, note = [], "; ".join([*pred.target.notes, "valid points only"])
+    for _, m in df.iterrows():
+        pt = by_c[int(m["concurrency"])]
+        for metric, value, predicted in (
+            ("TTFT mean ms", m["ttft_avg_ms"], pt.ttft_ms),
+            ("ITL mean ms", m["itl_avg_ms"], pt.itl_ms),
+            ("output tok/s", m["output_throughput_tok_s"], pt.output_tok_s),
+        ):
+            rows.append(
+                (
+                    f"H200 {H200_RECIPE} c{int(m['concurrency'])}",
+                    metric,
+                    _fmt(value),
+                    _fmt(predicted),
+                    _ratio(value, predicted),
+                    note,
+                )
+            )
+            note = ""
+    return rows
+
+
 def main() -> int:
-    rows = tp_rows() + lightning_rows()
+    rows = h200_rows() + tp_rows() + lightning_rows()
     print(table(["case", "metric", "measured", "predicted", "ratio", "note"], rows))
     modelled = [r for r in rows if r[4] != "-"]
     print(f"{len(modelled)} comparisons, {sum(1 for r in rows if r[5].startswith('not modelled'))} cases not modelled")
