@@ -11,8 +11,9 @@ and what was written through the replaced one is touched by nobody. The process 
 only its entry expires, and the frontend drops the worker (or its KV-reset endpoint) mid-run.
 
 Measured with ai-dynamo 1.3.1 (docs/measured-h200.md): on the H200's 16 cores `scripts/discovery_race.py`
-lost an entry in 2 of 100 fresh processes; real vLLM workers lost one in 2 of 8 starts on one day and in 3 of
-3 on the next, so restarting until a start keeps everything is no way to get a measurement.
+lost an entry in 2 of 100 fresh processes; real vLLM workers lost one in 2 of 8 starts in the first two
+sessions and in 5 of 5 in the third (three of them a start and its two restarts), so restarting until a start
+keeps everything is no way to get a measurement.
 
 What this process does about it: every second it reads the mtimes of the store's files. An entry's key ends
 in its writer's instance id (`dynamo%2Fbackend%2Fgenerate%2F<id>`), shared by every entry that process

@@ -359,8 +359,6 @@ def deploy_local(
         check_owners=gpu is not None if check_owners is None else check_owners,
     )
     group = procs.ProcessGroup(state_dir)
-    if deployment.check_owners:
-        _spawn_discovery_keeper(group, state_dir, env, logs)
     if gpu is not None:
         return _deploy_gpu(
             deployment,
@@ -375,6 +373,8 @@ def deploy_local(
             state_dir=state_dir,
         )
     try:
+        if deployment.check_owners:
+            _spawn_discovery_keeper(group, state_dir, env, logs)
         for comp in workers:
             # A multinode replica spans nodeCount pods; each counts as a worker here.
             num_workers = max(1, min(comp.replicas * comp.node_count, max_workers_per_component))
@@ -421,7 +421,7 @@ ADOPTIONS_FILE = "discovery-adoptions.jsonl"
 
 def _spawn_discovery_keeper(group: "procs.ProcessGroup", state_dir: Path, env: dict[str, str], logs: Path) -> None:
     """The deployment's keeper of discovery entries its living workers lost (infersweep.local.discovery_keeper:
-    Dynamo 1.3.1's file store orphans one in a few starts). A process of the deployment like the others:
+    ai-dynamo 1.3.1's file store orphaned one in 5 of 5 H200 starts). A process of the deployment like the others:
     torn down with them, and its exit fails the wait like theirs."""
     from infersweep.local import discovery_keeper
 
@@ -466,6 +466,9 @@ def _deploy_gpu(
         pythons=engine_pythons(),
     )
     try:
+        # After the plan: a GpuShortfall above has started nothing, the keeper included.
+        if deployment.check_owners:
+            _spawn_discovery_keeper(group, state_dir, env, logs)
         for w in plan:
             group.spawn(w.name, w.argv, w.env, logs / f"{w.name}.log", cwd=state_dir)
         for comp in workers:

@@ -134,3 +134,21 @@ def test_a_live_workers_lost_entry_outlives_the_ttl_and_goes_with_its_worker(tmp
     finally:
         teardown_local(state_dir)
     assert json.loads((state_dir / "deployment.json").read_text())["name"] == "keeper"
+
+
+def test_a_gpu_deployment_that_does_not_fit_starts_no_keeper_either(tmp_path, monkeypatch):
+    # deploy_local refuses before starting anything when the workers do not fit the GPUs here; the keeper is a
+    # process of the deployment and must not be left running after the refusal.
+    import sys
+
+    from infersweep.dgd.render import render_dgd
+    from infersweep.local import gpu_workers, procs
+    from infersweep.local.dynamo import GpuWorkers
+    from infersweep.local.gpu_workers import GpuShortfall
+
+    monkeypatch.setattr(gpu_workers, "detect_gpus", lambda: [])
+    dgd = render_dgd(load_recipe("qwen3-32b-bf16-vllm-h200-tp1"), name="nofit")
+    state_dir = tmp_path / "state"
+    with pytest.raises(GpuShortfall):
+        deploy_local(dgd, model_dir=tmp_path / "model", state_dir=state_dir, gpu=GpuWorkers(python=sys.executable))
+    assert not procs.alive(state_dir) and procs.read_records(state_dir) == []
