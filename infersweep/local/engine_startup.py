@@ -1,4 +1,6 @@
-"""Where a vLLM worker's time to ready went, read from its own log lines (vLLM 0.23.0).
+"""Where an engine worker's time to ready went, read from its own log lines (vLLM 0.23.0, SGLang 0.5.14).
+
+vLLM 0.23.0:
 
 - weights: "Loading weights took %.2f seconds" (model_executor/model_loader/default_loader.py; with
   --load-format dummy the dummy loader logs none, and weights are in model loading)
@@ -10,6 +12,16 @@
 - CUDA graph capture: "Graph capturing finished in %.0f secs, took %.2f GiB" (gpu_model_runner.py capture_model)
 - KV cache: "GPU KV cache size: %s tokens" (v1/core/kv_cache_utils.py)
 Import and process start-up are what remains of the wall time from spawn to the "init engine" line's end.
+
+SGLang 0.5.14 (sglang/srt/model_executor/model_runner.py, mem_cache/memory_pool.py):
+- model loading: "Load weight end. elapsed=%.2f s" (ModelRunner.load_model, timed from its start)
+- CUDA graph capture: "Capture target prefill CUDA graph end. elapsed=%.2f s" (init_prefill_cuda_graph: the
+  tc_piecewise prefill graphs, one per token count of --cuda-graph-bs-prefill) plus "Capture target decode CUDA
+  graph end. elapsed=%.2f s" (init_decode_cuda_graph), each also kept on its own
+- KV cache: "KV Cache is allocated. dtype: ..., #tokens: %d" (memory_pool.py)
+SGLang logs no "init engine" span and runs no torch.compile by default (--enable-torch-compile off), so compile
+and "other engine init" stay empty and the rest of the wall time (import, scheduler start, memory profiling,
+registration) is import_and_registration_s.
 """
 
 from __future__ import annotations
@@ -26,6 +38,12 @@ PATTERNS = {
     "kv_cache_tokens": re.compile(r"GPU KV cache size: ([\d,]+) tokens"),
 }
 CACHE_HIT = re.compile(r"Directly load the compiled graph")
+SGLANG_PATTERNS = {
+    "model_loading_s": re.compile(r"Load weight end\. elapsed=([\d.]+) s"),
+    "prefill_graph_capture_s": re.compile(r"Capture target prefill CUDA graph end\. elapsed=([\d.]+) s"),
+    "decode_graph_capture_s": re.compile(r"Capture target decode CUDA graph end\. elapsed=([\d.]+) s"),
+    "kv_cache_tokens": re.compile(r"KV Cache is allocated\. .*?#tokens: (\d+)"),
+}
 
 
 def parse_startup(log: str) -> dict[str, Any]:
@@ -35,6 +53,14 @@ def parse_startup(log: str) -> dict[str, Any]:
         if m:
             out[key] = float(m.group(1).replace(",", ""))
     out["compile_cache_hit"] = bool(CACHE_HIT.search(log))
+    if "init_engine_s" not in out:  # not vLLM's log: SGLang's lines, where present
+        for key, pat in SGLANG_PATTERNS.items():
+            m = pat.search(log)
+            if m:
+                out[key] = float(m.group(1))
+        graphs = [out[k] for k in ("prefill_graph_capture_s", "decode_graph_capture_s") if k in out]
+        if graphs:
+            out["graph_capture_s"] = sum(graphs)
     return out
 
 
@@ -52,4 +78,8 @@ def split_ready(phases: dict[str, Any], ready_s: float | None) -> dict[str, floa
     }
     if ready_s is not None and load is not None and init is not None:
         out["import_and_registration_s"] = ready_s - load - init
+    elif ready_s is not None and load is not None and phases.get("graph_capture_s") is not None:
+        # SGLang: no init-engine span; the graphs are timed on their own (see the module docstring)
+        out["graph_capture_s"] = graphs
+        out["import_and_registration_s"] = ready_s - load - graphs
     return out

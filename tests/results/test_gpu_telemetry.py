@@ -99,3 +99,19 @@ def test_the_startup_record_splits_engine_workers_only(tmp_path):
     startup = json.loads((tmp_path / "run" / "telemetry" / "startup.json").read_text())
     assert list(startup) == ["qwen3/VllmWorker-0"]
     assert startup["qwen3/VllmWorker-0"]["ready_s"] == 210.0 and startup["qwen3/VllmWorker-0"]["compile_s"] > 0
+
+
+def test_an_sglang_cold_start_log_splits_into_loading_graph_capture_and_the_rest():
+    # The SGLang 0.5.14 worker of the fourth H200 session: ready after 188.6 s, of which 122.1 s went to
+    # capturing the tc_piecewise prefill CUDA graphs (58 token counts) and 7.8 s to the decode graphs.
+    run = REPO / "benchmarks" / "measured" / "h200-2026-12-02" / "sglang-qwen3-32b-bf16-c16-c32"
+    phases = parse_startup((run / "logs" / "start1-cold" / "SglangWorker-0.log").read_text(errors="replace"))
+    assert phases["model_loading_s"] == 0.2 and phases["kv_cache_tokens"] == 264513
+    assert phases["prefill_graph_capture_s"] == 122.1 and phases["decode_graph_capture_s"] == 7.77
+    split = split_ready(phases, 188.6)
+    assert math.isclose(split["graph_capture_s"], 129.87)
+    assert math.isclose(split["import_and_registration_s"], 188.6 - 0.2 - 129.87)
+    assert split["compile_s"] is None and split["other_engine_init_s"] is None
+    # a vLLM log keeps its own reading: no SGLang key leaks into it
+    vllm = parse_startup((MEASURED / "qwen3-32b-bf16-cold-start" / "logs" / "VllmWorker-0.log").read_text())
+    assert "prefill_graph_capture_s" not in vllm
