@@ -1,7 +1,8 @@
 """`--workers gpu` with dynamo.sglang workers: the process plan (infersweep.local.gpu_workers) for rendered
 SGLang DGDs -- GPUs (DP attention inside TP), memory-fraction sharing, the SGLang interpreter, local flags --
-and every flag of the planned command line is one Dynamo 1.3.1's dynamo.sglang parser has. CPU only:
-nothing is started (no GPU was available to run one in this session)."""
+and every flag of the planned command line is one Dynamo 1.3.1's dynamo.sglang parser has. CPU only: nothing is
+started here; the H200 twin's planned worker ran on the H200 (benchmarks/measured/h200-2026-12-02/
+sglang-qwen3-32b-bf16-c16-c32)."""
 
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ def _two_tp1(fraction: str | None):
 
 
 def test_the_h200_sglang_twin_runs_one_dynamo_sglang_worker_on_one_gpu_like_its_vllm_twin():
-    """The recipe the next GPU session runs for SGLang: the same shape as the measured vLLM sweep, one worker
+    """The recipe the fourth H200 session ran for SGLang: the same shape as the measured vLLM sweep, one worker
     on GPU 0 with random weights, in the SGLang site's interpreter."""
     (w,) = plan("qwen3-32b-bf16-sglang-h200-tp1", H200S[:1])
     (v,) = plan("qwen3-32b-bf16-vllm-h200-tp1", H200S[:1])
