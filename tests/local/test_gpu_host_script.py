@@ -1,0 +1,45 @@
+"""scripts/gpu_host.sh, the offline GPU host's entry point: which interpreter runs infersweep or pytest, and which
+engine interpreters it hands them (the SGLang one only once that site is assembled). A stand-in interpreter
+prints what it was given; nothing else runs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+from tests.support.paths import REPO
+
+SCRIPT = REPO / "scripts" / "gpu_host.sh"
+
+
+def _fake_python(path):
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        '#!/bin/sh\necho "$0 $*"\n'
+        'echo "gpu=$INFERSWEEP_GPU_PYTHON aiperf=$INFERSWEEP_AIPERF_PYTHON sglang=${INFERSWEEP_GPU_PYTHON_SGLANG:-none}"\n'
+    )
+    path.chmod(0o755)
+
+
+def _call(sites, *args):
+    env = {**os.environ, "SITES": str(sites)}
+    env.pop("INFERSWEEP_GPU_PYTHON_SGLANG", None)
+    return subprocess.run([str(SCRIPT), *args], env=env, capture_output=True, text=True, check=True).stdout
+
+
+def test_run_and_test_use_the_tool_site_with_the_engine_interpreters_of_the_bundle(tmp_path):
+    tool = tmp_path / "venv-site-tool" / "bin" / "python"
+    _fake_python(tool)
+    out = _call(tmp_path, "run", "run", "--local", "--workers", "gpu", "r")
+    assert out.splitlines()[0] == f"{tool} -m infersweep run --local --workers gpu r"
+    assert f"gpu={tmp_path}/venv-site-vllm/bin/python aiperf={tmp_path}/venv-site-aiperf/bin/python" in out
+    assert "sglang=none" in out  # no SGLang site assembled: no SGLang interpreter is handed on
+    out = _call(tmp_path, "test", "-m", "gpu", "-q")
+    assert out.splitlines()[0] == f"{tool} -m pytest -m gpu -q"
+    _fake_python(tmp_path / "venv-site-sglang" / "bin" / "python")
+    assert f"sglang={tmp_path}/venv-site-sglang/bin/python" in _call(tmp_path, "test", "-m", "gpu")
+
+
+def test_an_unknown_verb_prints_the_usage_and_fails():
+    proc = subprocess.run([str(SCRIPT), "bogus"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "gpu_host.sh test ARGS" in proc.stdout
