@@ -69,17 +69,16 @@ def split_ready(phases: dict[str, Any], ready_s: float | None) -> dict[str, floa
     engine init (profiling, KV cache allocation, warm-up) and registration (what is left after the engine)."""
     load, init = phases.get("model_loading_s"), phases.get("init_engine_s")
     comp, graphs = phases.get("compile_s") or 0.0, phases.get("graph_capture_s") or 0.0
+    # The engine's own timed span after loading: vLLM's "init engine" line, or (SGLang, which logs none) its
+    # graph captures alone (see the module docstring).
+    engine = init if init is not None else phases.get("graph_capture_s")
     out = {
         "ready_s": ready_s,
         "model_loading_s": load,
         "compile_s": comp if init is not None else None,
-        "graph_capture_s": graphs if init is not None else None,
+        "graph_capture_s": graphs if engine is not None else None,
         "other_engine_init_s": (init - comp - graphs) if init is not None else None,
     }
-    if ready_s is not None and load is not None and init is not None:
-        out["import_and_registration_s"] = ready_s - load - init
-    elif ready_s is not None and load is not None and phases.get("graph_capture_s") is not None:
-        # SGLang: no init-engine span; the graphs are timed on their own (see the module docstring)
-        out["graph_capture_s"] = graphs
-        out["import_and_registration_s"] = ready_s - load - graphs
+    if ready_s is not None and load is not None and engine is not None:
+        out["import_and_registration_s"] = ready_s - load - engine
     return out
