@@ -34,46 +34,68 @@ fi
 # them instead of reinstalling ~12 GB. `.venv` has the project installed editable, so it stays per checkout.
 ENV_CACHE=${INFERSWEEP_ENV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/infersweep/envs}
 
-venv() {  # venv DIR STAMP_INPUTS... ; returns 0 when DIR must be (re)built, then run its installs + done_venv
+# A cached environment is built and populated at its cache path, never through the checkout's link: pip writes
+# every console script's shebang from the interpreter path it ran under, so a build through `.venv-aiperf/bin/python`
+# names this checkout in `aiperf`'s first line, and every other checkout breaks once this one is deleted.
+# env_ok is what a cached environment passes before it is reused: its entry points name its own path, and it starts.
+env_ok() {  # env_ok TARGET
+  local t=$1 f line
+  [ -x "$t/bin/python" ] || return 1
+  for f in "$t"/bin/*; do
+    { [ -f "$f" ] && [ ! -L "$f" ]; } || continue
+    line=$(head -c 400 "$f" | head -n 3 | tr -d '\0') || true
+    case "$line" in
+      "#!$t/bin/"*|"#!/bin/sh"*"exec' '$t/bin/"*) ;;  # its own interpreter (pip's long-path /bin/sh form too)
+      "#!"*python*|"#!/bin/sh"*"exec'"*)
+        echo "setup: $t/bin/${f##*/} starts another environment's python: rebuilding" >&2; return 1 ;;
+    esac
+  done
+  "$t/bin/python" -m pip --version >/dev/null 2>&1
+}
+V=""  # the resolved directory of the environment venv() is building: its installs run from there
+venv() {  # venv DIR STAMP_INPUTS... ; returns 0 when DIR must be (re)built at $V, then run its installs + done_venv
   local dir=$1; shift
   local want; want=$(stamp "$@")
-  if [ -f "$dir/.infersweep-stamp" ] && [ "$(cat "$dir/.infersweep-stamp")" = "$want" ]; then return 1; fi
-  if [ "$dir" != .venv ]; then
+  V=$dir
+  if [ "$dir" = .venv ]; then
+    if [ -f "$dir/.infersweep-stamp" ] && [ "$(cat "$dir/.infersweep-stamp")" = "$want" ]; then return 1; fi
+  else
     local target="$ENV_CACHE/${dir#.venv-}-$want"
     [ -L "$dir" ] || rm -rf "$dir"  # an old in-checkout copy with another stamp
     ln -sfn "$target" "$dir"
-    if [ -f "$target/.infersweep-stamp" ]; then echo "setup: $dir from $target"; return 1; fi
-    rm -rf "$target"  # a build that died half-way (no stamp): start clean
+    V=$target
+    if [ -f "$target/.infersweep-stamp" ] && env_ok "$target"; then echo "setup: $dir from $target"; return 1; fi
+    rm -rf "$target"  # a build that died half-way (no stamp) or whose entry points name another path: start clean
     mkdir -p "$ENV_CACHE"
   fi
   echo "setup: building $dir"
-  [ -x "$dir/bin/python" ] || "$PY" -m venv "$(readlink -f "$dir" 2>/dev/null || echo "$dir")"
-  "$dir/bin/python" -m pip install -q --disable-pip-version-check -U pip
-  echo "$want" > "$dir/.infersweep-stamp.new"
+  [ -x "$V/bin/python" ] || "$PY" -m venv "$V"
+  "$V/bin/python" -m pip install -q --disable-pip-version-check -U pip
+  echo "$want" > "$V/.infersweep-stamp.new"
   return 0
 }
-done_venv() { mv "$1/.infersweep-stamp.new" "$1/.infersweep-stamp"; }
+done_venv() { mv "$V/.infersweep-stamp.new" "$V/.infersweep-stamp"; }
 
 if venv .venv pyproject.toml; then
-  .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
-  done_venv .venv
+  "$V/bin/pip" install -q --disable-pip-version-check -e '.[test]'
+  done_venv
 fi
 if venv .venv-aiperf images/aiperf.requirements.txt; then
-  .venv-aiperf/bin/pip install -q --disable-pip-version-check -r images/aiperf.requirements.txt
-  done_venv .venv-aiperf
+  "$V/bin/pip" install -q --disable-pip-version-check -r images/aiperf.requirements.txt
+  done_venv
 fi
 if venv .venv-dynamo images/dynamo-local.requirements.txt; then
-  .venv-dynamo/bin/pip install -q --disable-pip-version-check -r images/dynamo-local.requirements.txt
-  .venv-dynamo/bin/pip install -q --disable-pip-version-check --no-deps ai-dynamo==1.6.1
-  done_venv .venv-dynamo
+  "$V/bin/pip" install -q --disable-pip-version-check -r images/dynamo-local.requirements.txt
+  "$V/bin/pip" install -q --disable-pip-version-check --no-deps ai-dynamo==1.6.1
+  done_venv
 fi
 if venv .venv-aic images/aic.requirements.txt; then
-  .venv-aic/bin/pip install -q --disable-pip-version-check -r images/aic.requirements.txt
-  done_venv .venv-aic
+  "$V/bin/pip" install -q --disable-pip-version-check -r images/aic.requirements.txt
+  done_venv
 fi
 if venv .venv-checkov images/checkov.requirements.txt; then
-  .venv-checkov/bin/pip install -q --disable-pip-version-check -r images/checkov.requirements.txt
-  done_venv .venv-checkov
+  "$V/bin/pip" install -q --disable-pip-version-check -r images/checkov.requirements.txt
+  done_venv
 fi
 GPU=${INFERSWEEP_GPU:-0}
 case " $* " in *" --gpu "*) GPU=1 ;; esac
@@ -92,7 +114,7 @@ ENGINES=${INFERSWEEP_ENGINES:-0}
 case " $* " in *" --engines "*) ENGINES=1 ;; esac
 if [ "$ENGINES" = 1 ] && venv .venv-engines images/dynamo-local.requirements.txt images/engines.requirements.txt \
     images/engines-nodeps.requirements.txt; then
-  E=.venv-engines/bin/pip
+  E="$V/bin/pip"
   $E install -q --disable-pip-version-check -r images/dynamo-local.requirements.txt -r images/engines.requirements.txt
   # ai-dynamo (aisimulate cannot be fetched) and SGLang (its pins conflict with vLLM's; see the file) without deps.
   $E install -q --disable-pip-version-check --no-deps -r images/engines-nodeps.requirements.txt
@@ -104,7 +126,7 @@ if [ "$ENGINES" = 1 ] && venv .venv-engines images/dynamo-local.requirements.txt
   $E install -q --disable-pip-version-check torch==2.13.0 torchvision==0.28.0  # + its CUDA libraries
   # torchaudio 2.11 / torchcodec (vLLM's pins) do not load with torch 2.13 and transformers imports them when present.
   $E uninstall -q -y torchaudio torchcodec || true
-  done_venv .venv-engines
+  done_venv
 fi
 # The Dynamo 1.3.1 release's parsers (images/engines-1.3.requirements.txt): not an environment but a folder of
 # modules installed --no-deps that the tier puts before .venv-engines on PYTHONPATH. Cached like the others.
@@ -116,7 +138,7 @@ if [ "$ENGINES" = 1 ]; then
   if [ -f "$target/.infersweep-stamp" ]; then echo "setup: .venv-engines-1.3 from $target"; else
     echo "setup: building .venv-engines-1.3 (ai-dynamo 1.3.1 + vLLM 0.23.0 + SGLang 0.5.14 parsers, --no-deps)"
     rm -rf "$target" && mkdir -p "$target"
-    .venv-engines/bin/pip install -q --disable-pip-version-check --no-deps --target "$target" \
+    "$(readlink -f .venv-engines)/bin/pip" install -q --disable-pip-version-check --no-deps --target "$target" \
       -r images/engines-1.3.requirements.txt
     echo "$want" > "$target/.infersweep-stamp"
   fi
