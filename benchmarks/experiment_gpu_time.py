@@ -91,9 +91,9 @@ def main(argv: list[str] | None = None) -> list[Figure]:
         "setup GPU-h",
         "wall h",
     ]
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
     for row in [header, *rows]:
-        print("  ".join(str(x).ljust(w) for x, w in zip(row, widths)))
+        print("  ".join(str(x).ljust(w) for x, w in zip(row, widths, strict=False)))
     print()
     report("experiment_gpu_time", figures)
     return figures

@@ -247,7 +247,7 @@ def bench_parse(n: int) -> list[Figure]:
                     f"{detail}; {res['fast_json']}; CPU {cpu:.1f} s (load-independent)",
                 )
             )
-            figs.append(Figure("scale", f"  peak RSS of that process", rss / 2**30, "GiB", "< 2"))
+            figs.append(Figure("scale", "  peak RSS of that process", rss / 2**30, "GiB", "< 2"))
     figs.append(Figure("scale", "  (generating the jsonl, cached after the first run)", gen_s, "s"))
     return figs
 

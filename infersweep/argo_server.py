@@ -121,7 +121,7 @@ def _diff_paths(sent: Any, back: Any, path: str = "") -> list[str]:
                 out += _diff_paths(sent[k], back[k], f"{path}.{k}")
         return out
     if isinstance(sent, list) and isinstance(back, list) and len(sent) == len(back):
-        return [p for i, (a, b) in enumerate(zip(sent, back)) for p in _diff_paths(a, b, f"{path}[{i}]")]
+        return [p for i, (a, b) in enumerate(zip(sent, back, strict=False)) for p in _diff_paths(a, b, f"{path}[{i}]")]
     return [] if sent == back else [path.lstrip(".") or "(root)"]
 
 

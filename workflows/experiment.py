@@ -237,7 +237,7 @@ def experiment_template(
             treatments = [s.treatment.recipe for s in plan.steps]
             largest = max(treatments, key=lambda t: t.gpu_capacity)
             exact = pool_is_exact(treatments, settings)
-            for i, (s, dgd_name) in enumerate(zip(plan.steps, names)):
+            for i, (s, dgd_name) in enumerate(zip(plan.steps, names, strict=True)):
                 r: ResolvedRecipe = for_dgd_api(s.treatment.recipe, dgd_api)  # its release's images
                 t = f"t{i}"
                 w = r.recipe.workload

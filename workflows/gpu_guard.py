@@ -93,7 +93,7 @@ def guard_arguments(r: ResolvedRecipe, settings: ClusterSettings) -> dict[str, s
     """The gpu-lock-N workflow parameters of a recipe (the keys its span holds)."""
     if settings.guard.scheduler != "argo":
         return {p: "" for p in LOCK_PARAMS}  # unused: the span holds no Argo lock (span_synchronization is None)
-    return dict(zip(LOCK_PARAMS, recipe_admission(r, settings).keys))
+    return dict(zip(LOCK_PARAMS, recipe_admission(r, settings).keys, strict=False))
 
 
 # ------------------------------------------------------------------------------------- the queue order

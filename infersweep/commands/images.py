@@ -21,7 +21,7 @@ def _build(a: argparse.Namespace) -> int:
         raise RecipeError("images build: give --registry, e.g. --registry ghcr.io/my-org")
     plan = images.commands(a.registry, a.tag, push=not a.no_push)
     if a.dry_run:
-        for img, cmds in plan:
+        for _img, cmds in plan:
             for c in cmds:
                 print(shlex.join(c))
         refs = " ".join(f"{img.key}={img.ref(images.check_registry(a.registry))}@sha256:..." for img, _ in plan)

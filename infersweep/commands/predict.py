@@ -113,7 +113,7 @@ def run_experiment(a: argparse.Namespace) -> int:
         slo = [slo_verdict(p, ep.slo) for p in pred.points]
         rows = [
             (*row[:-1], "-" if ok is None else ("pass" if ok else "fail: " + why), row[-1])
-            for row, (ok, why) in zip(_curve_rows(pred), slo)
+            for row, (ok, why) in zip(_curve_rows(pred), slo, strict=True)
         ]
         print(table(CURVE_HEAD[:-1] + ["SLO (predicted)", "error"], rows))
         for n in pred.target.notes:

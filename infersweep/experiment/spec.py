@@ -176,7 +176,9 @@ def _rows(spec: ExperimentSpec, path: Path) -> list[dict[str, str]]:
     """The design's rows (factor -> level), checked against the factors."""
     if spec.design == "full":
         names = list(spec.factors)
-        return [dict(zip(names, combo)) for combo in itertools.product(*(list(spec.factors[f]) for f in names))]
+        return [
+            dict(zip(names, combo, strict=True)) for combo in itertools.product(*(list(spec.factors[f]) for f in names))
+        ]
     rows = []
     seen = set()
     for i, row in enumerate(spec.design):

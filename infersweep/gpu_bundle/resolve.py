@@ -188,7 +188,7 @@ class Walk:
             while todo:
                 names = sorted(todo)
                 todo = set()
-                for name, whl in zip(names, pool.map(self.fetch, names)):
+                for name, whl in zip(names, pool.map(self.fetch, names), strict=True):
                     for line in wheel_requirements(whl):
                         nxt = self.add(line, self.extras.get(name, set()), parent=whl.name)
                         if nxt:

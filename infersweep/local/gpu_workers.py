@@ -260,7 +260,7 @@ def plan_workers(
             replicas.append((c, r, frac))
     assigned = assign_gpus(demands, gpus)
     plan = []
-    for (c, r, frac), gpu_ids in zip(replicas, assigned):
+    for (c, r, frac), gpu_ids in zip(replicas, assigned, strict=True):
         kv_port = free_port() if flag_value(c.args, KV_EVENTS_FLAG) is not None else None
         bootstrap = free_port() if _sglang_prefill(c.module, c.args) else None
         argv = worker_argv(

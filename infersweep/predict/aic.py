@@ -104,7 +104,7 @@ def estimate_points(points: list[dict[str, Any]], *, cache_only: bool = False) -
         raise NotCached(f"{len(missing)} of {len(points)} estimates are not in the cache {cache_dir()}")
     if missing:
         out = run_worker({"points": [points[i] for i in missing]})
-        for i, ans in zip(missing, out["points"]):
+        for i, ans in zip(missing, out["points"], strict=True):
             answers[i] = ans
             f = _cache_file(point_key(points[i]))
             f.parent.mkdir(parents=True, exist_ok=True)
@@ -128,7 +128,7 @@ def support_rows(queries: list[dict[str, str]], *, cache_only: bool = False) -> 
         raise NotCached(f"the support-matrix rows of {queries[missing[0]]} are not in the cache {cache_dir()}")
     if missing:
         out = run_worker({"support": [queries[i] for i in missing]}, timeout_s=120)
-        for i, rows in zip(missing, out["support"]):
+        for i, rows in zip(missing, out["support"], strict=True):
             answers[i] = rows
             f = _cache_file(point_key({"support": queries[i]}))
             f.parent.mkdir(parents=True, exist_ok=True)

@@ -153,14 +153,14 @@ def predict_recipes(
     for p in flat:
         unique.setdefault(aic.point_key(p), p)
     answers, stats = aic.estimate_points(list(unique.values()), cache_only=cache_only)
-    by_key = dict(zip(unique, answers))
+    by_key = dict(zip(unique, answers, strict=True))
     out = []
     for r, cs, t, per_c in prepared:
         if isinstance(t, Unsupported):
             out.append(Prediction(r.name, None, t.reason, [], {}))
             continue
         pts, mine = [], []
-        for c, ps in zip(cs, per_c):
+        for c, ps in zip(cs, per_c, strict=True):
             a = [by_key[aic.point_key(p)] for p in ps]
             mine += a
             pts.append(_combine(t, c, a, r.gpu_count))

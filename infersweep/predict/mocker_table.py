@@ -135,7 +135,7 @@ def build_table(t: Target, role: str, grid: Grid, out: Path | None = None) -> Ta
         return TableInfo(**json.loads(meta_file.read_text()))
     prefill, decode = design_points(t, role, grid)
     answers, stats = aic.estimate_points(prefill + decode)
-    bad = [(p, a) for p, a in zip(prefill + decode, answers) if not a.get("ok")]
+    bad = [(p, a) for p, a in zip(prefill + decode, answers, strict=True) if not a.get("ok")]
     if bad:
         p, a = bad[0]
         raise TableError(

@@ -233,7 +233,7 @@ def predict_treatments(
     """Predict every treatment at the question's concurrencies (default: each treatment's own) and rank.
     `claims`: (kind, comparison) pairs, e.g. ("claim", spec.claim), ("seed", an item of spec.seed.expect)."""
     preds = predict_recipes([(r, concurrencies) for _, r in treatments])
-    by_name = {n: p for (n, _), p in zip(treatments, preds)}
+    by_name = {n: p for (n, _), p in zip(treatments, preds, strict=True)}
     if concurrencies is None:
         concurrencies = sorted({c for _, r in treatments for c in r.recipe.workload.concurrency})
     if slo is None:

@@ -331,7 +331,7 @@ def comparison_plot(runs: dict[str, pd.DataFrame], cmp: Comparison, path: Path) 
         ("goodput_req_s", "goodput (req/s)"),
     ]
     fig, axes = plt.subplots(2, 3, figsize=(14, 7.5), dpi=100)
-    for ax, (metric, name) in zip(axes.flat, shown):
+    for ax, (metric, name) in zip(axes.flat, shown, strict=False):
         for i, (label, df) in enumerate(runs.items()):
             pts = per_point(df)
             if not pts.empty and metric in pts.columns:

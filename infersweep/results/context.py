@@ -95,7 +95,7 @@ def workload_from_argv(points: list[dict[str, Any]]) -> dict[str, Any] | None:
     for p in points:
         argv = p.get("argv") or []
         found = {}
-        for flag, value in zip(argv, argv[1:]):
+        for flag, value in zip(argv, argv[1:], strict=False):
             if flag in by_flag:
                 found[by_flag[flag]] = int(value) if value.isdigit() else value
         if found:

@@ -56,7 +56,7 @@ def enforce(df: pd.DataFrame) -> pd.DataFrame:
         judged = bad & df["slo_pass"].notna()
         df.loc[judged, "slo_detail"] = [
             judge_slo(None, str(d), False, str(r or ""))[1]
-            for d, r in zip(df.loc[judged, "slo_detail"], reasons[judged])
+            for d, r in zip(df.loc[judged, "slo_detail"], reasons[judged], strict=True)
         ]
     df.loc[bad, "slo_pass"] = pd.NA
     return df

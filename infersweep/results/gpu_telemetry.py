@@ -66,7 +66,7 @@ def window_columns(
         else:  # trapezoids over the power samples
             e = sum(
                 (b["t_ns"] - a["t_ns"]) / 1e9 * (a.get("power_w", 0) + b.get("power_w", 0)) / 2
-                for a, b in zip(ss, ss[1:])
+                for a, b in zip(ss, ss[1:], strict=False)
             )
         # Scale the sampled span to the whole window (the first and last sample sit inside it).
         window_s = (end_ns - start_ns) / 1e9

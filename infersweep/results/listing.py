@@ -23,10 +23,10 @@ def run_status(measured, points) -> str:
 
 def list_runs(store: RunStore, *, recipe: str | None = None, incomplete: bool = False) -> pd.DataFrame:
     df = store.runs(recipe=recipe).copy()
-    df["status"] = [run_status(m, p) for m, p in zip(df["measured_points"], df["points"])]
+    df["status"] = [run_status(m, p) for m, p in zip(df["measured_points"], df["points"], strict=True)]
     df["date"] = df["manifest_created_at"]
     if incomplete:
-        listed = set(zip(df["recipe"], df["run_id"]))
+        listed = set(zip(df["recipe"], df["run_id"], strict=True))
         rows = []
         recipes = [recipe] if recipe else [r for r in store.backend.children(store._prefix()) if r != ix.INDEX_DIR]
         for rec in recipes:

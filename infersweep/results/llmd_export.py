@@ -276,7 +276,7 @@ def raw_statistics(raw: pd.DataFrame | None) -> dict[tuple[int, int, float], dic
         return out
     for (c, rep, rate), group in raw.groupby(["concurrency", "repetition", "request_rate"], dropna=False):
         key = (int(c), int(rep), float(rate) if rate == rate else 0.0)
-        out[key] = {f"{m}__{st}": v for m, st, v in zip(group["metric"], group["stat"], group["value"])}
+        out[key] = {f"{m}__{st}": v for m, st, v in zip(group["metric"], group["stat"], group["value"], strict=True)}
     return out
 
 

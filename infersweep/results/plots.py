@@ -10,7 +10,6 @@ from pathlib import Path
 import pandas as pd
 
 from infersweep.results.evidence import per_point  # noqa: F401  (its home; plots and reports use it)
-from infersweep.results.table import measured
 
 COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:olive"]
 
@@ -117,7 +116,9 @@ def latency_plot(runs: dict[str, pd.DataFrame], path: Path, title: str) -> Path:
     """TTFT, ITL and request latency against concurrency: p50 solid, p99 dashed, mean dotted."""
     plt = _plt()
     fig, axes = plt.subplots(1, 3, figsize=(13, 4.2), dpi=110)
-    for ax, (prefix, name) in zip(axes, [("ttft", "TTFT"), ("itl", "ITL"), ("request_latency", "request latency")]):
+    for ax, (prefix, name) in zip(
+        axes, [("ttft", "TTFT"), ("itl", "ITL"), ("request_latency", "request latency")], strict=False
+    ):
         for i, (label, df) in enumerate(runs.items()):
             pts = per_point(df)
             if pts.empty:
@@ -184,7 +185,7 @@ def server_metrics_plot(metrics: pd.DataFrame, path: Path, title: str, max_serie
     fig, axes = plt.subplots(len(names), 1, figsize=(10, 2.4 * len(names)), dpi=100, sharex=True, squeeze=False)
     t0 = metrics["ts"].min()
     windows = metrics.groupby("concurrency")["ts"].agg(["min", "max"])
-    for ax, name in zip(axes[:, 0], names):
+    for ax, name in zip(axes[:, 0], names, strict=False):
         sub = metrics[metrics["metric"] == name]
         for j, (labels, series) in enumerate(sub.groupby("labels")):
             if j >= max_series:

@@ -149,7 +149,7 @@ class RunStore:
         with ThreadPoolExecutor(max_workers=8) as pool:
             bodies = list(pool.map(self.backend.get, keys))
         rows = []
-        for key, body in zip(keys, bodies):
+        for body in bodies:
             if body is None:
                 continue  # deleted between LIST and GET
             entry = json.loads(body)

@@ -337,7 +337,7 @@ def mark_saturation(df: pd.DataFrame, t: dict[str, Any]) -> pd.DataFrame:
                 idx = df.index[df["concurrency"] == c]
                 df.loc[idx, "valid"] = False
                 df.loc[idx, "validity_reasons"] = df.loc[idx, "validity_reasons"].map(
-                    lambda r: why if not r else f"{r}; {why}"
+                    lambda r, why=why: why if not r else f"{r}; {why}"
                 )
         prev = (c, row)
     return df

@@ -296,7 +296,7 @@ def test_argv_is_a_list_and_recipe_values_never_reach_a_shell(aiperf_ref, tmp_pa
     assert aiperf_point.main(args) == 0
     called = json.loads((tmp_path / "called.json").read_text())["argv"]
     assert not (tmp_path / "pwned").exists()
-    flags = dict(zip(called, called[1:]))
+    flags = dict(zip(called, called[1:], strict=False))
     assert called[0] == "profile"
     assert flags["--model"] == evil
     assert flags["--endpoint-type"] == "chat" and "--streaming" in called

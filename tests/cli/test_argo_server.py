@@ -20,7 +20,7 @@ import pytest
 from infersweep.argo_server import ArgoConfigError, ArgoServerError, load_config, to_hera_model
 from infersweep.cli import main
 from infersweep.schemas import SchemaError, validate_document
-from tests.support.argo_server_standin import NS, RECIPE, SWAGGER, argo  # noqa: F401 (the fixture)
+from tests.support.argo_server_standin import NS, RECIPE, SWAGGER
 
 
 def test_the_stand_in_follows_the_swagger_paths():

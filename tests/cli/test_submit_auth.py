@@ -16,7 +16,7 @@ import pytest
 from infersweep.cli import main
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.install_version import HASH_LABEL, VERSION_LABEL
-from tests.support.argo_server_standin import NS, RECIPE, TOKEN, argo  # noqa: F401 - the Argo Server stand-in fixture
+from tests.support.argo_server_standin import NS, RECIPE, TOKEN
 from tests.support.k8s_standin import K8sStandin
 from workflows.install_set import install_set
 

@@ -11,7 +11,7 @@ from infersweep.argo_server import ArgoServer, load_config
 from infersweep.cli import main
 from infersweep.commands.watch import queue_position, watch
 from infersweep.schemas import validate_document
-from tests.support.argo_server_standin import NS, RECIPE, argo  # noqa: F401 (the fixture)
+from tests.support.argo_server_standin import NS, RECIPE
 
 LOCK = f"{NS}/ConfigMap/infersweep-gpu-pools/h100-8gpu"
 WAIT_MSG = f"Waiting for {LOCK} lock. Lock status: 0/1"  # workflow/sync/semaphore.go checkAcquire

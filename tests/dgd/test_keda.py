@@ -175,7 +175,7 @@ def test_deploy_applies_the_scaled_object_and_teardown_deletes_it(tmp_path):
         api.objects[("keda.sh", "v1alpha1", "bench", "scaledobjects", "other")] = {
             "metadata": {"name": "other", "labels": {"infersweep.io/dgd": "another-dgd"}}
         }
-        for attempt in (1, 2):  # a retried deploy step (same run: same owner) finds both objects and patches them
+        for _attempt in (1, 2):  # a retried deploy step (same run: same owner) finds both objects and patches them
             p = _step(
                 "steps.deploy",
                 [

@@ -63,7 +63,7 @@ def test_no_catalog_recipe_surges_beyond_the_gpus_it_holds(name):
     dgd = render_dgd(r, spare_gpus=spare)
     roles = r.recipe.topology.roles()
     surge_gpus = 0
-    for comp, w in zip(_workers(dgd), roles.values()):
+    for comp, w in zip(_workers(dgd), roles.values(), strict=True):
         if w.nodes > 1:
             continue  # Grove/LWS-backed: no surge
         annotations = (comp["podTemplate"].get("metadata") or {}).get("annotations") or {}

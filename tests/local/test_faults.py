@@ -250,7 +250,7 @@ def test_aiperf_sigterm_mid_point_keeps_the_partial_summary(tmp_path, s3):
     assert result(first.run_dir, 1)["status"] == "ok"
     assert published(s3, first.run_id)["ok"]
     df = pd.read_parquet(first.results_dir / "summary" / "results.parquet")
-    assert dict(zip(df["concurrency"], df["status"])) == {1: "ok", 2: r2["status"]}
+    assert dict(zip(df["concurrency"], df["status"], strict=True)) == {1: "ok", 2: r2["status"]}
 
     again = _run(tmp_path, s3, [C1, {"concurrency": 2, "requests": 16, "warmup": 0}], resume=first.run_dir)
     assert_resumed(first, again, s3, kept=1, redone=2)

@@ -33,7 +33,9 @@ def demo(tmp_path_factory):
     # The two runs go one after the other on 2 shared cores: a process of an earlier test still exiting during
     # one of them moves its TTFT by tens of percent (seen once in CI: +20 %). Measure the pair once more, as
     # one would on a noisy machine, and judge that; the cache-hit cause is checked on it too.
-    warnings.warn(f"KV-vs-RR demo: TTFT p50 {p50:+.1f}%, mean {mean:+.1f}% on the first pair; measuring again")
+    warnings.warn(
+        f"KV-vs-RR demo: TTFT p50 {p50:+.1f}%, mean {mean:+.1f}% on the first pair; measuring again", stacklevel=2
+    )
     return run_demo(tmp_path_factory.mktemp("kv-demo-again"), log=lambda *_: None)
 
 

@@ -7,9 +7,7 @@ import json
 import re
 from pathlib import Path
 
-import pytest
-
-from infersweep.local.argo import LocalArgo, LocalCluster, WorkflowError
+from infersweep.local.argo import LocalArgo, LocalCluster
 from infersweep.local.argo.text import go_quote, pod_name
 
 

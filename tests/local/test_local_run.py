@@ -75,7 +75,7 @@ def test_points_are_real_aiperf_measurements_against_the_frontend(local_run):
     for c in (1, 4):
         result = json.loads((res.results_dir / "points" / f"c{c}" / "result.json").read_text())
         assert result["status"] == "ok" and result["aiperf_version"] == "0.13.0"
-        assert f"--concurrency" in result["argv"] and str(c) in result["argv"]
+        assert "--concurrency" in result["argv"] and str(c) in result["argv"]
         assert result["requests_ok"] >= 24
 
 

@@ -10,7 +10,6 @@ profile_export.jsonl while it runs (a real AIPerf 0.13.0 run's records, one by o
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess

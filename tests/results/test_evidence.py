@@ -116,7 +116,7 @@ def test_results_md_shows_valid_and_why_and_na_as_na():
     text = markdown_table(MAIN.assign(ttft_p99_ms=float("nan")))
     head, _, row1, row4 = text.strip().splitlines()[:4]
     assert "| valid |" in head and "| validity_reasons |" in head
-    cells4 = dict(zip([c.strip() for c in head.split("|")], [c.strip() for c in row4.split("|")]))
+    cells4 = dict(zip([c.strip() for c in head.split("|")], [c.strip() for c in row4.split("|")], strict=False))
     assert cells4["valid"] == "False" and cells4["validity_reasons"].startswith("client-bound")
     assert cells4["slo_pass"] == "NA"  # an invalid point: not judged
     assert cells4["ttft_p99_ms"] == "NA"

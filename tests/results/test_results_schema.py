@@ -99,7 +99,7 @@ def test_repetitions_are_rows_of_their_own(tmp_path, aiperf_ref):
     add_point(run, "c4", aiperf_ref / "dynamo-mocker-c4", 4)
     add_point(run, "c4-r1", aiperf_ref / "dynamo-mocker-c4", 4)
     df = summarize(run)
-    assert list(zip(df["concurrency"], df["repetition"])) == [(4, 0), (4, 1)]
+    assert list(zip(df["concurrency"], df["repetition"], strict=True)) == [(4, 0), (4, 1)]
 
 
 def test_context_from_the_pipeline_and_from_the_points(tmp_path, aiperf_ref):

@@ -14,7 +14,7 @@ from infersweep.cli import main
 from infersweep.local.standins.s3server import LocalS3
 from infersweep.results.baseline import check_against_baseline
 from tests.results.test_results_store import BUCKET, RECIPE, publish_run
-from tests.support.argo_server_standin import NS, ArgoServerStandIn, argo  # noqa: F401 (the fixture)
+from tests.support.argo_server_standin import NS, ArgoServerStandIn
 from tests.support.run_folders import make_run_folder, summarize
 
 ARTIFACTS = "artifacts"

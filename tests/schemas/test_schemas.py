@@ -9,7 +9,6 @@ Every negative test asserts the offending path is named, so a validator that sil
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 
 import pytest

@@ -130,7 +130,7 @@ def test_rendered_args_parse_with_the_steps_own_parser(where, module, container,
     feeds = {o.input_name: o for o in (owner or step).options if o.input_name}
     by_flag = {o.flag: o for o in step.options}
     raw = container.get("args", [])
-    for flag, value in zip(raw, raw[1:]):
+    for flag, value in zip(raw, raw[1:], strict=False):
         if flag in by_flag and (whole := INPUT_REF.fullmatch(value)):
             feeds[whole.group(1)] = by_flag[flag]
     args = []

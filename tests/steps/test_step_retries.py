@@ -79,7 +79,6 @@ def test_a_step_exits_75_when_the_api_server_is_unreachable(tmp_path):
     import os
     import subprocess
     import sys
-    from pathlib import Path
 
     repo = REPO
     kubeconfig = tmp_path / "kubeconfig"

@@ -34,5 +34,8 @@ def run_settled(run: Callable[[Path], Any], root: Path, attempts: int = 2) -> An
         res = run(root / f"attempt-{attempt}")
         if res.phase == "Succeeded" or attempt == attempts:
             return res
-        warnings.warn(f"local run attempt {attempt} of {attempts} did not succeed, running again:\n{why_failed(res)}")
+        warnings.warn(
+            f"local run attempt {attempt} of {attempts} did not succeed, running again:\n{why_failed(res)}",
+            stacklevel=2,
+        )
     raise AssertionError("unreachable")

@@ -193,7 +193,7 @@ def test_no_fixed_lock_set_per_size_is_exact_once_a_run_can_take_the_whole_pool(
     for limits in itertools.product((1, 2, 3), repeat=3):
         for a8, a16 in itertools.product(subsets, subsets):
 
-            def admits(n8, n16):
+            def admits(n8, n16, a8=a8, a16=a16, limits=limits):
                 return all(n8 * (lk in a8) + n16 * (lk in a16) <= limits[lk] for lk in locks)
 
             if admits(2, 0) and admits(0, 1) and not admits(1, 1):

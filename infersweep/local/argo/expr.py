@@ -144,7 +144,7 @@ def eval_bool(expr: str, scope: dict[str, Any]) -> bool:
             return n.value
         if isinstance(n, ast.Compare):
             left = ev(n.left)
-            for op, right_n in zip(n.ops, n.comparators):
+            for op, right_n in zip(n.ops, n.comparators, strict=False):
                 right = ev(right_n)
                 if isinstance(op, ast.Eq):
                     ok = (
