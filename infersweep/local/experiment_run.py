@@ -35,6 +35,7 @@ from infersweep.local.argo import LocalArgo, Node
 from infersweep.local.executor import ARTIFACT_BUCKET, execute, failed_step_lines
 from infersweep.local.run import local_profile, scaled_points, scaled_workload, simulated_gpus
 from infersweep.local.standins.s3server import LocalS3
+from infersweep.local.toolchain import check_before_deploying
 from infersweep.local.toy_model import build_toy_model
 from infersweep.names import dns_label
 from infersweep.paths import venv_python
@@ -165,6 +166,8 @@ def run_experiment_local(
     model_dir = cache_root / "toy-model"
     state_dir = run_dir / "state"
     treatment_args, ready_timeout_s, gpu = _scaled(prof), 120, None
+    if workers != "gpu":
+        check_before_deploying(None)  # one line naming a tool that would not start, and the fix
     if workers == "gpu":
         from infersweep.dgd import deployable_dgd
         from infersweep.local.gpu_run import check_fits, gpu_workers, model_folder
@@ -176,6 +179,7 @@ def run_experiment_local(
                 "a local GPU experiment serves one model folder: give every treatment the same model"
             )
         gpu = gpu_workers(gpu_python, weights, engine_cache, cache_root)
+        check_before_deploying(gpu.python)
         model_dir = model_folder(models.pop(), weights, cache_root)
         used = {
             s.treatment.name: check_fits(

@@ -33,6 +33,7 @@ from infersweep.local.executor import (  # ARTIFACT_BUCKET: also imported from h
 from infersweep.local.standins.prometheus import BINARY as PROMETHEUS_BINARY
 from infersweep.local.standins.prometheus import LocalPrometheus, free_port
 from infersweep.local.standins.s3server import LocalS3
+from infersweep.local.toolchain import check_before_deploying, prometheus_warning
 from infersweep.local.toy_model import build_toy_model
 from infersweep.names import dns_label
 from infersweep.params_files import read_yaml_mapping
@@ -210,6 +211,7 @@ def run_local(
         from infersweep.local.gpu_run import gpu_workers
 
         gpu = gpu_workers(gpu_python, weights, engine_cache, cache_root)
+    check_before_deploying(gpu.python if gpu else None)  # one line naming a tool that would not start, and the fix
     rendered = "rendered"
     if earlier is not None:
         if retry is not None:
@@ -313,6 +315,8 @@ def run_local(
         if "prometheus-url" not in (overrides or {}) and Path(PROMETHEUS_BINARY).exists():
             prom = LocalPrometheus(state_dir / "prometheus-targets.json", port=free_port())
             local_overrides["prometheus-url"] = prom.url
+        elif "prometheus-url" not in (overrides or {}):
+            print(prometheus_warning(PROMETHEUS_BINARY), file=sys.stderr, flush=True)
         bundle = render_recipe(
             r,
             settings,
