@@ -85,7 +85,11 @@ def test_local_knee_search_brackets_a_real_deployment(tmp_path):
 @pytest.mark.e2e
 def test_one_open_loop_point_against_a_local_deployment(tmp_path):
     """A request_rate point end to end (~30 s): AIPerf gets --request-rate, the row says the rate it ran at,
-    and the point lives in its own c<N>-rate<R> folder."""
+    and the point lives in its own c<N>-rate<R> folder.
+
+    Whether the mocker keeps up with 4 requests/s depends on the machine's load (a busy 2-core machine once made
+    it "queue building up", and the search found no best): that verdict is the validity rules' business, tested
+    on recorded records. Here the search must only agree with the probe's own verdict, whichever it is."""
     import json
 
     from infersweep.local.slo_search import slo_search_local
@@ -99,7 +103,12 @@ def test_one_open_loop_point_against_a_local_deployment(tmp_path):
         slo={"ttft_p50_ms": 1e6},
         log=lambda *_: None,
     )
-    assert search.best == 4 and rows[0]["request_rate"] == 4.0 and rows[0]["arrival"] == "poisson"
+    assert rows[0]["status"] == "ok" and rows[0]["request_rate"] == 4.0 and rows[0]["arrival"] == "poisson"
+    (probe,) = search.probes
+    if probe.passed is True:  # every point meets a 1,000 s TTFT: a valid point passes
+        assert search.best == 4
+    else:  # a point the validity rules refused (the machine's load) is a miss, never a pass
+        assert search.best is None and probe.detail.startswith("not judged: invalid point"), probe.detail
     result = json.loads((tmp_path / "s" / "points" / "c8-rate4" / "result.json").read_text())
     assert result["status"] == "ok" and result["argv"][result["argv"].index("--request-rate") + 1] == "4"
 
