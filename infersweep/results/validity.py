@@ -344,6 +344,15 @@ def judge_point(m: dict[str, Any], t: dict[str, Any]) -> tuple[bool, list[str]]:
     state = m.get("cache_state") or "unknown"
     if cache.get("require_known_state") and state not in KNOWN_CACHE_STATES:
         reasons.append(f"prefix-cache state at point start {state}: neither reset nor a seed of its own")
+    # An experiment treatment run on the caches the previous treatment left (experiment run without a reset
+    # between treatments: infersweep.experiment records the run's context kv_cache_state "warm after <treatment>")
+    # starts from a state nobody chose: what it holds depends on the order, whatever its own seed policy says.
+    inherited = str(m.get("kv_cache_state") or "")
+    if cache.get("require_known_state") and inherited.startswith("warm after"):
+        reasons.append(
+            f"prefix-cache state at point start inherited from another treatment (kv_cache_state {inherited!r}): "
+            "not a known state; reset the caches between treatments"
+        )
     read = m["prompt_cache_read_pct"]
     if state != "reused-prompts" and math.isfinite(read) and read > cache["max_unintended_cache_read_pct"]:
         reasons.append(
