@@ -260,3 +260,29 @@ def test_the_fourth_h200_sessions_points_are_judged_over_whole_cycles(point, con
     assert ok is valid, reasons
     assert valid or any(r.startswith(why) for r in reasons), reasons
     assert 250 <= m["osl_delivered"] <= 256
+
+
+def test_warm_up_prompts_replayed_in_the_window_fail_the_cache_check():
+    # c1 on the H200: the 4 warm-up prompts come back as the last 4 of 32 requests, full prefix-cache hits
+    # (12.45 % of prompt tokens); the 20 % allowed before passed them (issue 32).
+    from infersweep.results.table import SUMMARY_FILE, aiperf_statistics, read_result
+    from infersweep.results.validity import judge_point, point_measures
+
+    d = H200 / "qwen3-32b-bf16-c1-c2" / "points" / "c1"
+    m = point_measures(d, {**read_result(d), "concurrency": 1}, aiperf_statistics(d / "aiperf" / SUMMARY_FILE))
+    ok, reasons = judge_point(m, load_thresholds(None))
+    assert not ok and any(r.startswith("prefix cache served 12.5% of prompt tokens") for r in reasons), reasons
+
+
+def test_a_treatment_on_another_treatments_cache_is_not_a_known_state():
+    from infersweep.results.table import read_result
+    from infersweep.results.validity import judge_point, point_measures
+
+    d = H200 / "gpu-kv-vs-rr-no-reset" / "treatments" / "kv-2" / "points" / "c16"
+    m = point_measures(d, {**read_result(d), "concurrency": 16})
+    assert m["cache_state"] == "reused-prompts"  # what the point itself recorded
+    m["kv_cache_state"] = "warm after kv"  # what the experiment recorded (its summary/run.json context)
+    _, reasons = judge_point(m, LOCAL)
+    assert "prefix-cache state at point start inherited from another treatment (kv_cache_state 'warm after kv')" in (
+        "; ".join(reasons)
+    )
