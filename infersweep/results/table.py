@@ -235,6 +235,7 @@ def point_row(
     # The validity verdict (infersweep.results.validity; thresholds in params/validity.yaml).
     t = thresholds or load_thresholds()
     measures = point_measures(point_dir, {**result, "concurrency": conc}, stats)
+    measures["kv_cache_state"] = context.get("kv_cache_state")  # an experiment treatment's inherited cache
     row["valid"], reasons = judge_point(measures, t)
     row["validity_reasons"] = "; ".join(reasons)
     row["validity_profile"] = t["profile"]

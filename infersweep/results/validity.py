@@ -104,7 +104,7 @@ def point_measures(
         "prompt_cache_read_pct": stats.get("overall_usage_prompt_cache_read_pct__avg", math.nan),
         "request_rate": _num(result.get("request_rate")),
     }
-    m.update(window_measures(art / RECORDS_FILE, m["concurrency"]))
+    m.update(window_measures(art / RECORDS_FILE, m["concurrency"], m["request_rate"]))
     m["osl_requested"] = requested_osl(result.get("argv") or [])
     m["aiperf_high_cpu_warnings"] = high_cpu_warnings(art / LOG_FILE)
     return m
@@ -121,24 +121,55 @@ def requested_osl(argv: list[str]) -> float:
     return math.nan
 
 
-def window_measures(records_path: Path, concurrency: int | None) -> dict[str, Any]:
+def window_measures(records_path: Path, concurrency: int | None, request_rate: float | None = None) -> dict[str, Any]:
     """Steady state, delivered load and send delay from the profiling records of profile_export.jsonl.
 
-    The issuing window is [first request start, last request start]: while AIPerf still issues requests a
-    closed loop holds `concurrency` requests in flight; after the last start only the drain remains.
+    Delivered load and send delay are read over the issuing window [first request start, last request start]:
+    while AIPerf still issues requests a closed loop holds `concurrency` requests in flight; after the last
+    start only the drain remains. Steady state is judged over whole cycles of the loop (`cycle_measures`).
     """
     out = {
         "osl_delivered": math.nan,
         "delivered_concurrency": math.nan,
         "steady_throughput_change": math.nan,
         "steady_ttft_change": math.nan,
+        "steady_first_cycle_ttft_excess": math.nan,
+        "steady_cycles": 0,
+        "steady_cycle_size": 0,
         "send_delay_p99_ms": math.nan,
-        "half_requests": (0, 0),
         "records": 0,
     }
     if not Path(records_path).exists():
         return out
-    reqs = []  # (start, end, ttft ms, output tokens, send delay ms)
+    reqs = read_requests(records_path)
+    out["records"] = len(reqs)
+    lengths = [r[3] for r in reqs if math.isfinite(r[2]) and math.isfinite(r[3]) and r[3] > 0]
+    out["osl_delivered"] = sum(lengths) / len(lengths) if lengths else math.nan
+    if len(reqs) < 2:
+        return out
+    a = min(r[0] for r in reqs)
+    b = max(r[0] for r in reqs)
+    if b > a:
+        busy = sum(max(0, min(e, b) - max(s, a)) for s, e, *_ in reqs)
+        out["delivered_concurrency"] = busy / (b - a)
+    delays = sorted(d for *_, d in reqs if math.isfinite(d))
+    if delays:
+        out["send_delay_p99_ms"] = delays[min(len(delays) - 1, math.ceil(0.99 * len(delays)) - 1)]
+    open_loop = request_rate is not None and math.isfinite(request_rate) and request_rate > 0
+    if open_loop or not concurrency:
+        # An open loop has no rounds: its cycle is the requests the server holds at once (Little's law: the
+        # arrivals over one mean latency), which is what the delivered concurrency measures.
+        dc = out["delivered_concurrency"]
+        size = max(1, round(dc)) if math.isfinite(dc) else 1
+    else:
+        size = int(concurrency)
+    out.update(cycle_measures(reqs, size, closed_loop=not (open_loop or not concurrency)))
+    return out
+
+
+def read_requests(records_path: Path) -> list[tuple[int, int, float, float, float]]:
+    """(start ns, end ns, TTFT ms, output tokens, send delay ms) of each profiling request, by start time."""
+    reqs = []
     for rec in iter_profiling_records(records_path):
         meta = rec.get("metadata") or {}
         start, end = meta.get("request_start_ns"), meta.get("request_end_ns")
@@ -153,50 +184,94 @@ def window_measures(records_path: Path, concurrency: int | None) -> dict[str, An
         reqs.append(
             (start, end, _value(metrics, "time_to_first_token"), _value(metrics, "output_sequence_length"), delay)
         )
-    out["records"] = len(reqs)
-    lengths = [r[3] for r in reqs if math.isfinite(r[2]) and math.isfinite(r[3]) and r[3] > 0]
-    out["osl_delivered"] = sum(lengths) / len(lengths) if lengths else math.nan
-    if len(reqs) < 2:
+    return sorted(reqs)
+
+
+def cycle_measures(reqs: list[tuple], size: int, closed_loop: bool = True) -> dict[str, Any]:
+    """Steady state over whole cycles of the loop: drift of the output rate and of TTFT from the first cycle
+    to the last, and the first cycle's weight in the mean TTFT.
+
+    A closed loop's cycle k is the k-th request of every slot: AIPerf issues the first `size` requests at once
+    and each later one when an earlier one ends (concurrency mode), so the i-th request issued after the first
+    `size` follows the i-th to end, one cycle later. In a lockstep loop a cycle is a round; when the slots
+    drift apart (c128 on the H200) it still holds one request of each. An open loop's cycle is `size`
+    consecutive arrivals (the requests it holds at once). Per cycle: the output rate, output tokens over
+    request time (sum of tokens / sum of latencies: a closed loop's throughput is `size` times it, by
+    Little's law), and the TTFT median.
+
+    Why whole requests: the rule this replaces cut [first start, last start] at its midpoint and counted the
+    tokens streamed in each half. In a lockstep loop of R rounds that window holds R-1 rounds and the
+    midpoint falls inside one, so one half got that round's prefill (no tokens) and the other its decode: a
+    perfectly periodic 6-round loop read +10.5 % at TTFT = 20 % of request latency, +24 % at 35 % and +31 % at
+    40 % (issue 32), and a steady server failed once TTFT passed about 36 % of latency. Any time window has
+    such edges while the loop is locked (and while it fills); a cycle holds every request whole, so a
+    periodic loop reads the same in every cycle at any TTFT share and what is left to see is the server.
+
+    Drift is the least-squares line through the per-cycle figures, read across the whole span of the
+    cycles (from the first cycle's leading edge to the last one's trailing edge) relative to its start: a
+    server whose output rate falls evenly by 20 % reads -20 % whatever the number of cycles, where halves read
+    about half of it. The first cycle's excess is how much it alone raises the point's mean TTFT (mean over
+    all requests / mean without the first cycle - 1): a cold start (a whole batch's prefills at once, caches
+    empty) that the warm-up did not absorb, which a line through few cycles only partly shows.
+    """
+    out: dict[str, Any] = {
+        "steady_throughput_change": math.nan,
+        "steady_ttft_change": math.nan,
+        "steady_first_cycle_ttft_excess": math.nan,
+        "steady_cycles": 0,
+        "steady_cycle_size": size,
+    }
+    cycle = _closed_loop_cycles(reqs, size) if closed_loop else [i // size for i in range(len(reqs))]
+    groups: list[list[tuple]] = [[] for _ in range(max(cycle) + 1 if cycle else 0)]
+    for r, k in zip(reqs, cycle, strict=True):
+        groups[k].append(r)
+    # whole cycles only: the slots that drifted ahead started a cycle the others had not reached
+    groups = [g for g in groups if len(g) >= max(1, size // 2)]
+    out["steady_cycles"] = len(groups)
+    if len(groups) < 2:  # a line needs two cycles; judge_point asks for steady_state.min_cycles
         return out
-    a = min(r[0] for r in reqs)
-    b = max(r[0] for r in reqs)
-    if b > a:
-        busy = sum(max(0, min(e, b) - max(s, a)) for s, e, *_ in reqs)
-        out["delivered_concurrency"] = busy / (b - a)
-    delays = sorted(d for *_, d in reqs if math.isfinite(d))
-    if delays:
-        out["send_delay_p99_ms"] = delays[min(len(delays) - 1, math.ceil(0.99 * len(delays)) - 1)]
-    if b <= a:
-        return out
-    mid = (a + b) / 2
-    halves = []
-    for lo, hi in ((a, mid), (mid, b)):
-        toks = sum(_tokens_within(s, e, f, t, lo, hi) for s, e, f, t, _ in reqs)
-        ttfts = [f for s, e, f, *_ in reqs if lo <= s < hi and math.isfinite(f)]
-        halves.append((toks / ((hi - lo) / 1e9), statistics.median(ttfts) if ttfts else math.nan, len(ttfts)))
-    (t1, f1, n1), (t2, f2, n2) = halves
-    out["half_requests"] = (n1, n2)
-    out["steady_throughput_change"] = (t2 - t1) / t1 if t1 > 0 else math.nan
-    out["steady_ttft_change"] = (f2 - f1) / f1 if f1 > 0 else math.nan
+    rate, ttft, ttfts = [], [], []
+    for g in groups:
+        toks = sum(t for _, _, f, t, _ in g if math.isfinite(t) and math.isfinite(f))
+        busy = sum(e - s for s, e, f, t, _ in g if math.isfinite(t) and math.isfinite(f)) / 1e9
+        rate.append(toks / busy if busy > 0 else math.nan)
+        fs = [f for _, _, f, *_ in g if math.isfinite(f)]
+        ttfts.append(fs)
+        ttft.append(statistics.median(fs) if fs else math.nan)
+    out["steady_throughput_change"] = _drift(rate)
+    out["steady_ttft_change"] = _drift(ttft)
+    first, rest = ttfts[0], [f for fs in ttfts[1:] for f in fs]
+    if first and rest and statistics.fmean(rest) > 0:
+        out["steady_first_cycle_ttft_excess"] = statistics.fmean(first + rest) / statistics.fmean(rest) - 1
     return out
 
 
-def _tokens_within(start: int, end: int, ttft_ms: float, tokens: float, lo: float, hi: float) -> float:
-    """The part of one request's output tokens streamed within [lo, hi): its tokens spread evenly over its
-    decode span, first token to last (request start + TTFT to request end).
+def _closed_loop_cycles(reqs: list[tuple], size: int) -> list[int]:
+    """The cycle of each request (sorted by start) of a closed loop of `size` slots: the first `size` are
+    cycle 0; the i-th one after them follows the i-th request to end."""
+    by_end = sorted(range(len(reqs)), key=lambda i: reqs[i][1])
+    cycle = [0] * len(reqs)
+    for i in range(size, len(reqs)):
+        cycle[i] = cycle[by_end[i - size]] + 1
+    return cycle
 
-    Counting a request's whole output at its end time, as this did before, measured lockstep waves instead
-    of the server: a closed loop whose requests all have one length starts and ends them together, so a half
-    of the window holds a whole number of waves' ends. On the H200 (vLLM 0.23, OSL 256, 6 rounds per point)
-    that read +33 % to +100 % between the halves at every concurrency from 4 up, while the server streamed at
-    a constant rate (docs/measured-h200.md); the mocker's requests drift apart and never showed it."""
-    if not math.isfinite(tokens) or tokens <= 0:
-        return 0.0
-    end = float(end)  # ns since the epoch: as floats, so the span below is never a rounding of ints
-    first = min(max(start + ttft_ms * 1e6 if math.isfinite(ttft_ms) else start, start), end)
-    if end - first <= 0:
-        return tokens if lo <= end < hi else 0.0
-    return tokens * max(0.0, min(end, hi) - max(first, lo)) / (end - first)
+
+def _drift(values: list[float]) -> float:
+    """Relative change of the least-squares line through `values` (one per cycle, in order) from the first
+    cycle's leading edge (x = -0.5) to the last one's trailing edge; +inf when the line starts at or below
+    zero and rises (a queue from nothing)."""
+    pts = [(i, v) for i, v in enumerate(values) if math.isfinite(v)]
+    if len(pts) < 2 or len(pts) < len(values) / 2:
+        return math.nan
+    mx = statistics.fmean(i for i, _ in pts)
+    my = statistics.fmean(v for _, v in pts)
+    var = sum((i - mx) ** 2 for i, _ in pts)
+    slope = sum((i - mx) * (v - my) for i, v in pts) / var
+    first = my + slope * (-0.5 - mx)
+    last = my + slope * (len(values) - 0.5 - mx)
+    if first <= 0:
+        return math.inf if last > first else math.nan
+    return last / first - 1
 
 
 def high_cpu_warnings(log_path: Path) -> int:
@@ -233,34 +308,7 @@ def judge_point(m: dict[str, Any], t: dict[str, Any]) -> tuple[bool, list[str]]:
             "(--use-server-token-count) or check that the engine does not stop early"
         )
 
-    s = t["steady_state"]
-    tput, ttft = m["steady_throughput_change"], m["steady_ttft_change"]
-    n1, n2 = m.get("half_requests", (0, 0))
-    if min(n1, n2) < s["min_requests_per_half"]:
-        reasons.append(
-            f"cannot tell steady state: {n1}/{n2} requests in the two halves of the window "
-            f"(< min_requests_per_half {s['min_requests_per_half']})"
-        )
-    else:
-        growth = 1 + ttft if math.isfinite(ttft) else math.nan
-        tput_flat = math.isfinite(tput) and abs(tput) <= s["max_throughput_change"]
-        if tput_flat and math.isfinite(growth) and growth > t["overload"]["max_ttft_growth"]:
-            reasons.append(
-                f"overloaded: TTFT p50 grew {growth:.2f}x from the first to the second half of the window "
-                f"while output tok/s changed {tput:+.0%} (queue building up; overload.max_ttft_growth "
-                f"{t['overload']['max_ttft_growth']:g})"
-            )
-        else:
-            if not math.isfinite(tput) or abs(tput) > s["max_throughput_change"]:
-                reasons.append(
-                    f"unsteady: output tok/s changed {_pct(tput)} between the halves of the window "
-                    f"(max_throughput_change ±{s['max_throughput_change']:.0%})"
-                )
-            if not math.isfinite(ttft) or abs(ttft) > s["max_ttft_change"]:
-                reasons.append(
-                    f"unsteady: TTFT p50 changed {_pct(ttft)} between the halves of the window "
-                    f"(max_ttft_change ±{s['max_ttft_change']:.0%})"
-                )
+    reasons += steady_state_reasons(m, t)
 
     conc, got = m.get("concurrency"), m["delivered_concurrency"]
     frac = t["delivered_load"]["min_concurrency_fraction"]
@@ -296,6 +344,15 @@ def judge_point(m: dict[str, Any], t: dict[str, Any]) -> tuple[bool, list[str]]:
     state = m.get("cache_state") or "unknown"
     if cache.get("require_known_state") and state not in KNOWN_CACHE_STATES:
         reasons.append(f"prefix-cache state at point start {state}: neither reset nor a seed of its own")
+    # An experiment treatment run on the caches the previous treatment left (experiment run without a reset
+    # between treatments: infersweep.experiment records the run's context kv_cache_state "warm after <treatment>")
+    # starts from a state nobody chose: what it holds depends on the order, whatever its own seed policy says.
+    inherited = str(m.get("kv_cache_state") or "")
+    if cache.get("require_known_state") and inherited.startswith("warm after"):
+        reasons.append(
+            f"prefix-cache state at point start inherited from another treatment (kv_cache_state {inherited!r}): "
+            "not a known state; reset the caches between treatments"
+        )
     read = m["prompt_cache_read_pct"]
     if state != "reused-prompts" and math.isfinite(read) and read > cache["max_unintended_cache_read_pct"]:
         reasons.append(
@@ -303,6 +360,47 @@ def judge_point(m: dict[str, Any], t: dict[str, Any]) -> tuple[bool, list[str]]:
             f"(max_unintended_cache_read_pct {cache['max_unintended_cache_read_pct']:g})"
         )
     return not reasons, reasons
+
+
+def steady_state_reasons(m: dict[str, Any], t: dict[str, Any]) -> list[str]:
+    """The steady-state check over whole cycles of the loop (`cycle_measures`; thresholds: steady_state and
+    overload in params/validity.yaml)."""
+    s = t["steady_state"]
+    cycles, size = m.get("steady_cycles", 0), m.get("steady_cycle_size", 0)
+    if cycles < s["min_cycles"]:
+        return [
+            f"cannot tell steady state: {cycles} whole cycle(s) of {size} requests "
+            f"(< steady_state.min_cycles {s['min_cycles']})"
+        ]
+    over = f"over {cycles} whole cycles of {size} requests"
+    tput, ttft = m["steady_throughput_change"], m["steady_ttft_change"]
+    reasons = []
+    growth = 1 + ttft  # nan stays nan, +inf (TTFT from zero) stays +inf
+    tput_flat = math.isfinite(tput) and abs(tput) <= s["max_throughput_drift"]
+    if tput_flat and not math.isnan(growth) and growth > t["overload"]["max_ttft_growth"]:
+        reasons.append(
+            f"overloaded: TTFT p50 grew {growth:.2f}x from the first cycle to the last (trend {over}) while "
+            f"output tok/s changed {tput:+.0%} (queue building up; overload.max_ttft_growth "
+            f"{t['overload']['max_ttft_growth']:g})"
+        )
+    else:
+        if not math.isfinite(tput) or abs(tput) > s["max_throughput_drift"]:
+            reasons.append(
+                f"unsteady: output tok/s drifted {_pct(tput)} from the first cycle to the last (trend {over}; "
+                f"steady_state.max_throughput_drift ±{s['max_throughput_drift']:.0%})"
+            )
+        if math.isnan(ttft) or abs(ttft) > s["max_ttft_drift"]:
+            reasons.append(
+                f"unsteady: TTFT p50 drifted {_pct(ttft)} from the first cycle to the last (trend {over}; "
+                f"steady_state.max_ttft_drift ±{s['max_ttft_drift']:.0%})"
+            )
+    excess = m.get("steady_first_cycle_ttft_excess", math.nan)
+    if math.isfinite(excess) and excess > s["max_first_cycle_ttft_excess"]:
+        reasons.append(
+            f"unsteady: the first cycle raises the mean TTFT by {excess:+.0%} (a cold start inside the window; "
+            f"steady_state.max_first_cycle_ttft_excess {s['max_first_cycle_ttft_excess']:.0%})"
+        )
+    return reasons
 
 
 def mark_saturation(df: pd.DataFrame, t: dict[str, Any]) -> pd.DataFrame:
@@ -367,4 +465,6 @@ def _fmt(x: float) -> str:
 
 
 def _pct(x: float) -> str:
+    if math.isinf(x):
+        return "+inf (from zero)" if x > 0 else "-inf"
     return f"{x:+.0%}" if math.isfinite(x) else "(unknown)"

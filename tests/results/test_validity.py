@@ -51,8 +51,8 @@ def _row(tmp: Path, case: str, concurrency: int, thresholds=LOCAL, **extra) -> d
 def test_an_unsteady_point_is_invalid_because_it_is_unsteady(tmp_path):
     row = _row(tmp_path, "unsteady-c4", 4)
     assert not row["valid"]
-    assert "unsteady: output tok/s changed" in row["validity_reasons"]
-    assert row["steady_throughput_change"] < -0.25
+    assert "unsteady: output tok/s drifted" in row["validity_reasons"]
+    assert row["steady_throughput_change"] < -LOCAL["steady_state"]["max_throughput_drift"]
 
 
 def test_a_client_starved_point_is_invalid_because_of_the_client(tmp_path):
@@ -209,14 +209,16 @@ H200 = REPO / "benchmarks" / "measured" / "h200-2026-12-01"
 @pytest.mark.parametrize("concurrency", [4, 8, 16])
 def test_a_closed_loop_of_lockstep_waves_on_a_real_engine_is_steady(concurrency):
     # vLLM on the H200, OSL 256 for every request: each round starts and ends together. Counting a request's
-    # tokens at its end read +33 %, +50 % and +49 % between the halves (whole waves' ends in one half, not the
-    # other); spread over each request's decode span, the server's constant stream reads as it is.
+    # tokens at its end read +33 %, +50 % and +49 % between the halves of a time window (whole waves' ends in
+    # one half, not the other); judged per round (cycle), the server's constant stream reads as it is. What
+    # drift is left (+5 %, +6 %, +9 %) is the last round: the 4 warm-up prompts come back there as prefix-cache
+    # hits and finish early (issue 32).
     from infersweep.results.validity import window_measures
 
     records = H200 / "qwen3-32b-bf16-c2-c16" / "points" / f"c{concurrency}" / "aiperf" / "profile_export.jsonl"
     m = window_measures(records, concurrency)
-    assert abs(m["steady_throughput_change"]) < LOCAL["steady_state"]["max_throughput_change"] / 2
-    assert min(m["half_requests"]) >= 15
+    assert abs(m["steady_throughput_change"]) < LOCAL["steady_state"]["max_throughput_drift"]
+    assert m["steady_cycles"] >= 6 and m["steady_cycle_size"] == concurrency
 
 
 def test_a_cold_prefix_cache_filling_inside_the_window_is_still_unsteady():
@@ -226,7 +228,7 @@ def test_a_cold_prefix_cache_filling_inside_the_window_is_still_unsteady():
 
     records = H200 / "gpu-kv-vs-rr" / "treatments" / "kv" / "points" / "c16" / "aiperf" / "profile_export.jsonl"
     m = window_measures(records, 16)
-    assert m["steady_throughput_change"] > LOCAL["steady_state"]["max_throughput_change"]
+    assert m["steady_throughput_change"] > LOCAL["steady_state"]["max_throughput_drift"]
     assert m["steady_ttft_change"] < -0.5
 
 
@@ -234,18 +236,21 @@ FOURTH = REPO / "benchmarks" / "measured" / "h200-2026-12-02"
 
 
 @pytest.mark.parametrize(
-    ("point", "concurrency", "valid"),
+    ("point", "concurrency", "valid", "why"),
     [
-        ("qwen3-32b-bf16-c32-c64/points/c32", 32, True),
-        ("qwen3-32b-bf16-c32-c64/points/c64", 64, True),
-        ("qwen3-32b-bf16-c128/points/c128", 128, True),
-        ("sglang-qwen3-32b-bf16-c16-c32/points/c16", 16, True),
-        ("sglang-qwen3-32b-bf16-c16-c32/points/c32", 32, False),
+        ("qwen3-32b-bf16-c32-c64/points/c32", 32, False, "unsteady: output tok/s drifted +15%"),
+        ("qwen3-32b-bf16-c32-c64/points/c64", 64, False, "unsteady: output tok/s drifted +25%"),
+        ("qwen3-32b-bf16-c128/points/c128", 128, False, "unsteady: the first cycle raises the mean TTFT by +22%"),
+        ("sglang-qwen3-32b-bf16-c16-c32/points/c16", 16, True, ""),
+        ("sglang-qwen3-32b-bf16-c16-c32/points/c32", 32, True, ""),
     ],
 )
-def test_the_fourth_h200_sessions_points_are_judged_as_their_runs_printed(point, concurrency, valid):
-    # Every rule, on the committed records of real engines: vLLM c32-c128 pass (tok/s +14-16 % between halves,
-    # inside the local profile's 25 %); SGLang's c32 reads +27 % and is refused as unsteady, its c16 passes.
+def test_the_fourth_h200_sessions_points_are_judged_over_whole_cycles(point, concurrency, valid, why):
+    # Every rule, on the committed records of real engines. The halves rule judged vLLM c32-c128 valid and
+    # SGLang c32 unsteady (+27 %): its window opened on a prefill burst and closed before one (issue 32).
+    # Over whole rounds SGLang c32 is flat (rounds locked, TTFT 2.8-3.3 s per round) and valid; vLLM's per-round
+    # TTFT falls (c32 3,076 -> 1,802 ms) so its output rate rises over the rounds, and c128's first round is a
+    # cold burst (9.9 s TTFT against 4.1-4.6 s after).
     from infersweep.results.table import read_result
     from infersweep.results.validity import judge_point, load_thresholds, point_measures
 
@@ -253,5 +258,31 @@ def test_the_fourth_h200_sessions_points_are_judged_as_their_runs_printed(point,
     m = point_measures(d, {**read_result(d), "concurrency": concurrency})
     ok, reasons = judge_point(m, load_thresholds(profile="local"))
     assert ok is valid, reasons
-    assert valid or any(r.startswith("unsteady: output tok/s changed +27%") for r in reasons)
+    assert valid or any(r.startswith(why) for r in reasons), reasons
     assert 250 <= m["osl_delivered"] <= 256
+
+
+def test_warm_up_prompts_replayed_in_the_window_fail_the_cache_check():
+    # c1 on the H200: the 4 warm-up prompts come back as the last 4 of 32 requests, full prefix-cache hits
+    # (12.45 % of prompt tokens); the 20 % allowed before passed them (issue 32).
+    from infersweep.results.table import SUMMARY_FILE, aiperf_statistics, read_result
+    from infersweep.results.validity import judge_point, point_measures
+
+    d = H200 / "qwen3-32b-bf16-c1-c2" / "points" / "c1"
+    m = point_measures(d, {**read_result(d), "concurrency": 1}, aiperf_statistics(d / "aiperf" / SUMMARY_FILE))
+    ok, reasons = judge_point(m, load_thresholds(None))
+    assert not ok and any(r.startswith("prefix cache served 12.5% of prompt tokens") for r in reasons), reasons
+
+
+def test_a_treatment_on_another_treatments_cache_is_not_a_known_state():
+    from infersweep.results.table import read_result
+    from infersweep.results.validity import judge_point, point_measures
+
+    d = H200 / "gpu-kv-vs-rr-no-reset" / "treatments" / "kv-2" / "points" / "c16"
+    m = point_measures(d, {**read_result(d), "concurrency": 16})
+    assert m["cache_state"] == "reused-prompts"  # what the point itself recorded
+    m["kv_cache_state"] = "warm after kv"  # what the experiment recorded (its summary/run.json context)
+    _, reasons = judge_point(m, LOCAL)
+    assert "prefix-cache state at point start inherited from another treatment (kv_cache_state 'warm after kv')" in (
+        "; ".join(reasons)
+    )

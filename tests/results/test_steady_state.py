@@ -1,0 +1,172 @@
+"""The steady-state rule (infersweep.results.validity.cycle_measures, steady_state in params/validity.yaml) on
+synthetic loops written as AIPerf 0.13 profile_export.jsonl records, the shape of the committed H200 records
+(benchmarks/measured/h200-2026-12-0*/*/points/*/aiperf/profile_export.jsonl): metadata request_start_ns,
+request_end_ns, credit_issued_ns and benchmark_phase; metrics time_to_first_token and output_sequence_length.
+
+A perfectly steady server must pass at any share of latency its TTFT takes (the rule this replaced read
++10.5 % at 20 %, +24 % at 35 % and +31 % at 40 % on a periodic 6-round loop and failed a steady server past
+about 36 %: issue 32); a server that slows down, a cold first round and a queue that builds up must fail.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from infersweep.results.validity import judge_point, load_thresholds, point_measures, steady_state_reasons
+
+DEFAULT = load_thresholds(None)
+LATENCY_S = 8.0  # one request, prefill + 256 decode steps: the H200's c32 latency (docs/measured-h200.md)
+OSL = 256
+T0 = 1_796_189_151_758_338_060  # ns, a profiling start of the committed SGLang c32 point
+
+
+def _record(start_s: float, ttft_s: float, end_s: float, phase: str = "profiling", n: int = 0) -> dict:
+    start, end = T0 + round(start_s * 1e9), T0 + round(end_s * 1e9)
+    return {
+        "metadata": {
+            "session_num": n,
+            "conversation_id": f"session_{n:06d}",
+            "credit_issued_ns": start - 200_000,
+            "request_start_ns": start,
+            "request_end_ns": end,
+            "benchmark_phase": phase,
+            "phase_kind": phase,
+            "was_cancelled": False,
+        },
+        "metrics": {
+            "time_to_first_token": {"value": ttft_s * 1e3, "unit": "ms"},
+            "request_latency": {"value": (end_s - start_s) * 1e3, "unit": "ms"},
+            "output_sequence_length": {"value": OSL, "unit": "tokens"},
+        },
+    }
+
+
+def closed_loop(
+    concurrency: int,
+    rounds: int,
+    ttft_share: float,
+    jitter: float = 0.03,
+    slowdown: float = 0.0,
+    cold_first_round: float = 1.0,
+    seed: int = 0,
+) -> list[dict]:
+    """A closed loop: `concurrency` slots, each issuing its next request when the last one ends (AIPerf's
+    concurrency mode). Each request takes LATENCY_S, TTFT `ttft_share` of it, both times (1 + U(-jitter,
+    jitter)); the slots start together, as AIPerf issues a profiling phase's first `concurrency` requests, and
+    stay in lockstep (a few % of jitter, as vLLM and SGLang ran on the H200) or drift apart. `slowdown`: the server's speed falls linearly with time, by
+    that fraction at the end of the run (a request's times divided by 1 - slowdown x its start / the run). `cold_first_round`: the first round's
+    TTFT times that (a cold batch prefill inside the window). Four warm-up requests come first, as AIPerf
+    writes them into the same file."""
+    rng = random.Random(seed)
+    recs = [_record(-LATENCY_S + i * 0.01, 0.1, -0.5 + i * 0.01, "warmup", i) for i in range(4)]
+    run_s = rounds * LATENCY_S
+    for _slot in range(concurrency):
+        t = rng.uniform(0, 0.002)
+        for k in range(rounds):
+            scale = 1 / (1 - slowdown * t / run_s)
+            ttft = ttft_share * LATENCY_S * scale * (1 + rng.uniform(-jitter, jitter))
+            decode = (1 - ttft_share) * LATENCY_S * scale * (1 + rng.uniform(-jitter, jitter))
+            if k == 0:
+                ttft *= cold_first_round
+            recs.append(_record(t, ttft, t + ttft + decode, n=len(recs)))
+            t += ttft + decode + 0.001  # the client's turnaround to the next request
+    return recs
+
+
+def open_loop(rate_over_capacity: float, slots: int = 16, requests: int = 192, ttft_share: float = 0.2) -> list[dict]:
+    """An open loop at constant arrivals: a server of `slots` concurrent sequences, each LATENCY_S long,
+    fed `rate_over_capacity` times what it can serve; a request waits for a free slot, and its TTFT counts
+    the wait."""
+    rate = rate_over_capacity * slots / LATENCY_S
+    free = [0.0] * slots
+    recs = []
+    for i in range(requests):
+        arrival = i / rate
+        j = min(range(slots), key=free.__getitem__)
+        begin = max(arrival, free[j])
+        free[j] = begin + LATENCY_S
+        recs.append(_record(arrival, begin - arrival + ttft_share * LATENCY_S, free[j], n=i))
+    return recs
+
+
+def _judge(tmp: Path, recs: list[dict], concurrency: int | None, request_rate: float = 0.0) -> tuple[dict, list]:
+    (tmp / "aiperf").mkdir(parents=True, exist_ok=True)
+    (tmp / "aiperf" / "profile_export.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    prof = [r["metadata"] for r in recs if r["metadata"]["benchmark_phase"] == "profiling"]
+    duration = (max(m["request_end_ns"] for m in prof) - min(m["request_start_ns"] for m in prof)) / 1e9
+    result = {
+        "status": "ok",
+        "concurrency": concurrency,
+        "request_rate": request_rate,
+        "duration_s": duration,
+        "requests_ok": len(prof),
+        "error_rate": 0.0,
+        "cache_state": "fresh-prompts",
+        "argv": ["aiperf", "profile", "--osl", str(OSL)],
+    }
+    m = point_measures(tmp, result)
+    return m, steady_state_reasons(m, DEFAULT)
+
+
+@pytest.mark.parametrize("ttft_share", [0.05, 0.2, 0.35, 0.4, 0.5, 0.6])
+@pytest.mark.parametrize(("concurrency", "rounds"), [(1, 40), (4, 10), (16, 6), (32, 6), (128, 6)])
+def test_a_perfectly_periodic_closed_loop_is_steady_at_any_ttft_share(tmp_path, concurrency, rounds, ttft_share):
+    m, reasons = _judge(tmp_path, closed_loop(concurrency, rounds, ttft_share), concurrency)
+    assert reasons == [], reasons
+    assert m["steady_cycles"] == rounds  # a lockstep loop's cycle is a round
+    assert abs(m["steady_throughput_change"]) < 0.05
+
+
+@pytest.mark.parametrize("ttft_share", [0.05, 0.35, 0.6])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_loop_that_desynchronises_is_steady(tmp_path, ttft_share, seed):
+    # +-25 % per request: the slots drift apart within a few rounds, as c128's did on the H200
+    recs = closed_loop(64, 8, ttft_share, jitter=0.25, seed=seed)
+    m, reasons = _judge(tmp_path, recs, 64)
+    assert reasons == [], reasons
+
+
+def test_a_steady_closed_loop_is_a_valid_point(tmp_path):
+    # every rule, not only steady state: 6 rounds of 32 at TTFT = 40 % of latency (the old rule read +31 %)
+    m, _ = _judge(tmp_path, closed_loop(32, 6, 0.4), 32)
+    ok, reasons = judge_point(m, DEFAULT)
+    assert ok, reasons
+
+
+@pytest.mark.parametrize("ttft_share", [0.05, 0.2, 0.4, 0.6])
+@pytest.mark.parametrize(("concurrency", "rounds"), [(4, 10), (16, 6), (64, 6)])
+def test_a_server_slowing_down_by_a_fifth_is_unsteady(tmp_path, concurrency, rounds, ttft_share):
+    m, reasons = _judge(tmp_path, closed_loop(concurrency, rounds, ttft_share, slowdown=0.2), concurrency)
+    assert any(r.startswith("unsteady: output tok/s drifted -") for r in reasons), reasons
+    assert -0.25 < m["steady_throughput_change"] < -0.15
+
+
+@pytest.mark.parametrize("ttft_share", [0.05, 0.2, 0.4, 0.6])
+@pytest.mark.parametrize(("concurrency", "rounds"), [(8, 6), (32, 6), (128, 6)])
+def test_a_cold_first_round_is_unsteady(tmp_path, concurrency, rounds, ttft_share):
+    m, reasons = _judge(tmp_path, closed_loop(concurrency, rounds, ttft_share, cold_first_round=2.0), concurrency)
+    assert any(r.startswith("unsteady: the first cycle raises the mean TTFT by +") for r in reasons), reasons
+
+
+@pytest.mark.parametrize("overload", [1.25, 1.5, 2.0])
+def test_a_queue_building_up_in_an_open_loop_is_refused(tmp_path, overload):
+    rate = overload * 16 / LATENCY_S
+    m, reasons = _judge(tmp_path, open_loop(overload), None, request_rate=rate)
+    assert m["steady_ttft_change"] > 1.0
+    # requests wait longer and longer: TTFT grows, and the output rate over request time falls with it
+    assert any(r.startswith(("overloaded: TTFT p50 grew", "unsteady: TTFT p50 drifted +")) for r in reasons), reasons
+
+
+def test_an_open_loop_within_capacity_is_steady(tmp_path):
+    rate = 0.8 * 16 / LATENCY_S
+    _, reasons = _judge(tmp_path, open_loop(0.8), None, request_rate=rate)
+    assert reasons == [], reasons
+
+
+def test_too_few_cycles_cannot_be_judged(tmp_path):
+    m, reasons = _judge(tmp_path, closed_loop(64, 2, 0.3), 64)
+    assert reasons == ["cannot tell steady state: 2 whole cycle(s) of 64 requests (< steady_state.min_cycles 3)"]
