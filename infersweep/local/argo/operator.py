@@ -109,6 +109,7 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
         self._pods: dict[str, _Pod] = {}
         self._requeue_at: float | None = None
         self._sync_held: dict[str, dict[str, Any]] = {}
+        self._execution_deadlines: dict[str, float | None] = {}  # Retry node id -> its attempts' ARGO_DEADLINE
         self.locks = LocalLocks(
             cluster.state_dir or Path.home() / ".cache" / "infersweep" / "argo-local", cluster.configmaps
         )
@@ -405,6 +406,8 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
                 "_local": rp,
             }
             flags = {**(flags or {}), "retried": True}
+            if node is None and self._execution_deadlines.get(rnode.id):
+                ptmpl["_execution_deadline"] = self._execution_deadlines[rnode.id]
 
         try:
             if "container" in ptmpl or "script" in ptmpl:
@@ -548,6 +551,8 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
                 node.message = f"Backoff for {_humanize(wait)}"
                 return False
             node.message = ""
+            # operator.go :1146-1147: the next attempt's pod gets executionDeadline = first start + maxDuration
+            self._execution_deadlines[node.id] = max_deadline
         policy = rs.get("retryPolicy") or ("OnFailure" if not rs.get("expression") else "Always")
         if policy == "Always":
             on_failed, on_error = True, True
