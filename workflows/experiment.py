@@ -237,7 +237,7 @@ def experiment_template(
             treatments = [s.treatment.recipe for s in plan.steps]
             largest = max(treatments, key=lambda t: t.gpu_capacity)
             exact = pool_is_exact(treatments, settings)
-            for i, (s, dgd_name) in enumerate(zip(plan.steps, names)):
+            for i, (s, dgd_name) in enumerate(zip(plan.steps, names, strict=True)):
                 r: ResolvedRecipe = for_dgd_api(s.treatment.recipe, dgd_api)  # its release's images
                 t = f"t{i}"
                 w = r.recipe.workload
@@ -286,7 +286,9 @@ def experiment_template(
                 Task(
                     name=f"{t}-sweep",
                     template="sweep",
-                    depends=f"{t}-wait-ready",
+                    # after record-ready, whatever its outcome: both mount the run's ReadWriteOnce workdir, and
+                    # two pods on different nodes cannot (the attach-detach controller's Multi-Attach error)
+                    depends=f"{t}-wait-ready && {_any(f'{t}-record-ready')}",
                     arguments={
                         "points": points_json(parse_points(args["points"]), settings),
                         "ready-timeout-s": str(ready_timeout_s),
