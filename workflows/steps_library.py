@@ -153,8 +153,28 @@ def _duration_s(v: str) -> float:
     return parse_duration(v)
 
 
+# What deploy does after its lane wait: apply the DGD and save it (seconds, with room for a slow API server).
+DEPLOY_AFTER_LANE_S = 120
+
+
 def step_deadline_s(step: Step, settings: StepSettings) -> int:
-    return int(settings.deadlines_s.get(step.name, step.deadline_s))
+    """The step pod's activeDeadlineSeconds (params/cluster.yaml steps.deadlines_s, else the declaration's).
+
+    deploy's must outlast its lane wait (infersweep/platform/operations.py LANE_WAIT_S) plus the apply: with
+    both at 600 s the kubelet killed the pod ("Pod was active on the node longer than the specified
+    deadline") before LaneHeld could name the DGDs holding the lane, and the node failed without its reason."""
+    d = int(settings.deadlines_s.get(step.name, step.deadline_s))
+    if step.name == "deploy":
+        from infersweep.params_files import RecipeError
+        from infersweep.platform.operations import LANE_WAIT_S
+
+        need = int(LANE_WAIT_S) + DEPLOY_AFTER_LANE_S
+        if d < need:
+            raise RecipeError(
+                f"params/cluster.yaml steps.deadlines_s.deploy: {d} s is shorter than deploy's GPU-lane wait "
+                f"({LANE_WAIT_S:.0f} s) plus {DEPLOY_AFTER_LANE_S} s to apply the DGD; set it to at least {need}"
+            )
+    return d
 
 
 def _retry(settings: StepSettings, deadline_s: int) -> m.RetryStrategy:
