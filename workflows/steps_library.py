@@ -148,9 +148,15 @@ def retry_max_duration_s(deadline_s: int, settings: StepSettings) -> int:
 
 
 def _duration_s(v: str) -> float:
-    from infersweep.local.argo.templates import parse_duration  # wfv1.ParseStringToDuration
+    """Argo's wfv1.ParseStringToDuration: a bare number is seconds, else a Go duration ("10s", "1m30s"; the
+    forms params/cluster.yaml's Duration accepts)."""
+    import re
 
-    return parse_duration(v)
+    s = str(v).strip()
+    if re.fullmatch(r"\d+(\.\d+)?", s):
+        return float(s)
+    units = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+    return sum(float(n) * units[u] for n, u in re.findall(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)", s))
 
 
 # What deploy does after its lane wait: apply the DGD and save it (seconds, with room for a slow API server).
