@@ -384,7 +384,9 @@ class Retry(_Strict):
     limit: Annotated[int, _checked(lambda v: _is_int(v) and v >= 0, "must be an integer >= 0, the retries")]
     backoff: Duration
     factor: _number("the backoff's growth per retry", 1, strict_min=False)  # type: ignore[valid-type]
-    max_duration: Duration
+    # Optional: by default each retried step's maxDuration covers all its attempts at their full deadlines
+    # (workflows/steps_library.py retry_max_duration_s); a value here only lengthens it.
+    max_duration: Duration | None = None
 
 
 StepName = Annotated[str, _checked(is_dns_label, "must be a step name (as in workflows/steps_library.py STEPS)")]

@@ -118,6 +118,7 @@ DEPLOY = Step(
         Option("--timeout-s", "with --ensure: readiness timeout", type=float, default=1800),
     ),
     retry=True,
+    deadline_s=900,  # the GPU-lane wait (platform/operations.py LANE_WAIT_S) + the apply
 )
 
 WAIT_READY = Step(

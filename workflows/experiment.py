@@ -286,7 +286,9 @@ def experiment_template(
                 Task(
                     name=f"{t}-sweep",
                     template="sweep",
-                    depends=f"{t}-wait-ready",
+                    # after record-ready, whatever its outcome: both mount the run's ReadWriteOnce workdir, and
+                    # two pods on different nodes cannot (the attach-detach controller's Multi-Attach error)
+                    depends=f"{t}-wait-ready && {_any(f'{t}-record-ready')}",
                     arguments={
                         "points": points_json(parse_points(args["points"]), settings),
                         "ready-timeout-s": str(ready_timeout_s),

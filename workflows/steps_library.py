@@ -131,13 +131,67 @@ def aiperf_resources(concurrency: int, settings: StepSettings | None = None) -> 
     return {"cpu": str(cpu), "memory": f"{memory_mi}Mi"}
 
 
-def _retry(settings: StepSettings) -> m.RetryStrategy:
+def retry_max_duration_s(deadline_s: int, settings: StepSettings) -> int:
+    """backoff.maxDuration for a step whose every attempt may run its whole deadline: (limit + 1) deadlines
+    plus every backoff wait.
+
+    Argo v4.1.2 (16a52d6) counts maxDuration from the *first* attempt's start: past it no retry starts ("Max
+    duration limit exceeded", workflow/controller/operator.go processNodeRetries :1078-1092, and a backoff
+    ending past it is not waited for, :1134-1137), and a retry that starts gets ARGO_DEADLINE = first start +
+    maxDuration (:1146-1147, workflowpod.go getDeadline :993-1001), where argoexec kills it (executor.go
+    monitorDeadline). A fixed 10m therefore left a model-cache download (6 h deadline) no retry after its first
+    10 minutes. An explicit `steps.retry.max_duration` still applies when it is longer."""
+    r = settings.retry
+    waits = sum(_duration_s(r.backoff) * float(r.factor) ** i for i in range(int(r.limit)))
+    derived = (int(r.limit) + 1) * int(deadline_s) + math.ceil(waits)
+    return max(derived, math.ceil(_duration_s(r.max_duration))) if r.max_duration else derived
+
+
+def _duration_s(v: str) -> float:
+    """Argo's wfv1.ParseStringToDuration: a bare number is seconds, else a Go duration ("10s", "1m30s"; the
+    forms params/cluster.yaml's Duration accepts)."""
+    import re
+
+    s = str(v).strip()
+    if re.fullmatch(r"\d+(\.\d+)?", s):
+        return float(s)
+    units = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+    return sum(float(n) * units[u] for n, u in re.findall(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)", s))
+
+
+# What deploy does after its lane wait: apply the DGD and save it (seconds, with room for a slow API server).
+DEPLOY_AFTER_LANE_S = 120
+
+
+def step_deadline_s(step: Step, settings: StepSettings) -> int:
+    """The step pod's activeDeadlineSeconds (params/cluster.yaml steps.deadlines_s, else the declaration's).
+
+    deploy's must outlast its lane wait (infersweep/platform/operations.py LANE_WAIT_S) plus the apply: with
+    both at 600 s the kubelet killed the pod ("Pod was active on the node longer than the specified
+    deadline") before LaneHeld could name the DGDs holding the lane, and the node failed without its reason."""
+    d = int(settings.deadlines_s.get(step.name, step.deadline_s))
+    if step.name == "deploy":
+        from infersweep.params_files import RecipeError
+        from infersweep.platform.operations import LANE_WAIT_S
+
+        need = int(LANE_WAIT_S) + DEPLOY_AFTER_LANE_S
+        if d < need:
+            raise RecipeError(
+                f"params/cluster.yaml steps.deadlines_s.deploy: {d} s is shorter than deploy's GPU-lane wait "
+                f"({LANE_WAIT_S:.0f} s) plus {DEPLOY_AFTER_LANE_S} s to apply the DGD; set it to at least {need}"
+            )
+    return d
+
+
+def _retry(settings: StepSettings, deadline_s: int) -> m.RetryStrategy:
     r = settings.retry
     return m.RetryStrategy(
         limit=str(r.limit),
         retry_policy="Always",
         expression=TRANSIENT_RETRY_EXPRESSION,
-        backoff=m.Backoff(duration=r.backoff, factor=str(r.factor), max_duration=r.max_duration),
+        backoff=m.Backoff(
+            duration=r.backoff, factor=str(r.factor), max_duration=f"{retry_max_duration_s(deadline_s, settings)}s"
+        ),
     )
 
 
@@ -202,13 +256,13 @@ def step_container(
         env=[m.EnvVar(name="PYTHONUNBUFFERED", value="1")]
         + [m.EnvVar(name=k, value=v) for k, v in step.env.items()]
         + [m.EnvVar(name=k, value=v) for k, v in s3_env.items()],
-        retry_strategy=_retry(settings) if step.retry else None,
+        retry_strategy=_retry(settings, step_deadline_s(step, settings)) if step.retry else None,
         init_containers=[ensure_deployed_container(images)] if step.name == "aiperf-point" else None,
         security_context=container_security_context(step.read_only_root),
         pod_security_context=pod_security_context(settings),
         resources=resources,
         # the cluster's deadline for the step (params/cluster.yaml steps.deadlines_s), else the declaration's
-        active_deadline_seconds=int(settings.deadlines_s.get(step.name, step.deadline_s)),
+        active_deadline_seconds=step_deadline_s(step, settings),
         # Logs of every step pod go to the artifact repository: a finished run's logs outlive its pods.
         archive_location=m.ArtifactLocation(archive_logs=True),
     )

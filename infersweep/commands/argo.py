@@ -49,6 +49,7 @@ def run_workflow_file(
     state_dir: Path | None = None,
     params: dict[str, str] | None = None,
     on_started=None,
+    template_referencing: str = "",
 ):
     """Run FILE's Workflow to the end; returns the LocalArgo (its `.status()` is the JSON printed)."""
     from infersweep.local.argo import LocalArgo, LocalCluster
@@ -79,6 +80,9 @@ def run_workflow_file(
         unmapped_on_host=True,
         configmaps=cms,
         state_dir=state_dir,
+        template_referencing=template_referencing,
+        # Secure re-reads the installed templates on every reconcile: the files as they are now
+        current_templates=(lambda: load_documents(path, templates_dir)[1]) if template_referencing else None,
     )
     argo = LocalArgo(wf, templates, cluster)
     if on_started:
@@ -119,6 +123,7 @@ def run(a: argparse.Namespace) -> int:
             on_started=started,
             state_dir=Path(a.state_dir) if a.state_dir else None,
             params=dict(p.split("=", 1) for p in a.parameter),
+            template_referencing=a.template_referencing or "",
         )
     except WorkflowError as e:
         # What `argo submit` would refuse: nothing ran.
@@ -154,5 +159,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="DIR",
         help="where semaphore/mutex holders live; runs sharing it share "
         "their locks (default ~/.cache/infersweep/argo-local)",
+    )
+    p.add_argument(
+        "--template-referencing",
+        choices=["Strict", "Secure"],
+        help="the controller's workflowRestrictions.templateReferencing: Strict errors a Workflow without "
+        "workflowTemplateRef; Secure also errors a running one whose WorkflowTemplate (re-read from FILE and "
+        "--templates on every pass) changes",
     )
     p.set_defaults(fn=run)

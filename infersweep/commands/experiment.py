@@ -142,7 +142,20 @@ def _submit(a: argparse.Namespace) -> int:
     check_installed(server, step_templates(settings, []))
 
     # The template first (updated in place when `infersweep install` put it there), then a Workflow that only
-    # references it: what a controller in templateReferencing Strict/Secure runs (workflows/strict.py).
+    # references it: what a controller in templateReferencing Strict/Secure runs (workflows/strict.py). Never
+    # a template a live run of this experiment still reads (infersweep/template_holds.py: Secure errors it).
+    from infersweep.install_version import MANAGED_SELECTOR, stamp
+    from infersweep.recipe import RecipeError
+    from infersweep.template_holds import LIVE_SELECTOR, held_line, split_updates
+
+    template = stamp(template)  # the labels `infersweep install` puts on it, so both compare equal
+    _, held = split_updates([template], server.list_templates(MANAGED_SELECTOR), server.list_workflows(LIVE_SELECTOR))
+    if held:
+        (_, runs), name = held[0], template["metadata"]["name"]
+        raise RecipeError(
+            f"experiment {plan.experiment.name}: {held_line('WorkflowTemplate', name, runs)}; wait for them to end "
+            f"(or `argo stop` them), then submit again"
+        )
     verb, _ = server.apply(template)
     print(f"{verb} WorkflowTemplate/{template['metadata']['name']}")
     wf = server.create_workflow(doc)

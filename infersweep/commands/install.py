@@ -8,6 +8,10 @@
   commit DIR and let Argo CD / Flux sync it, or `kubectl apply -n NS -k DIR`.
 - `--dry-run`: the whole set as one validated YAML stream; touches nothing.
 
+A WorkflowTemplate that a live run references (directly or through its templates) and that this checkout
+renders differently is deferred, with whatever references it, and install exits 1 naming the runs: under
+`templateReferencing: Secure` changing it would error them (infersweep/template_holds.py).
+
 Idempotent: a second install updates each object in place (with the server's resourceVersion), never
 duplicates it. Every Argo object carries infersweep.io/version and infersweep.io/template-hash
 (infersweep/install_version.py), which `submit` and `preflight` check against this checkout.
@@ -86,6 +90,8 @@ def _is_ours(path: Path) -> bool:
 def run(a: argparse.Namespace) -> int:
     from infersweep.argo_kube import KubeArgo
     from infersweep.cluster_settings import load_cluster_settings
+    from infersweep.install_version import MANAGED_SELECTOR
+    from infersweep.template_holds import LIVE_SELECTOR, held_line, split_updates
 
     settings = load_cluster_settings()
     if a.out and a.dry_run:
@@ -107,15 +113,27 @@ def run(a: argparse.Namespace) -> int:
     server = server_from_args(a)  # bad settings fail here, before any request
     ns = server.cfg.namespace
     through_kube = isinstance(server, KubeArgo)
-    for doc in (kube if through_kube else []) + argo:
+    # Never change a template a live run reads (infersweep/template_holds.py: templateReferencing Secure
+    # errors the run, and its exit handler never tears the DGD down).
+    now, deferred = split_updates(argo, server.list_templates(MANAGED_SELECTOR), server.list_workflows(LIVE_SELECTOR))
+    for doc in (kube if through_kube else []) + now:
         verb, rv = server.apply(doc)
         print(f"{verb:8} {doc['kind']}/{doc['metadata']['name']} (resourceVersion {rv})")
+    for doc, runs in deferred:
+        print(f"deferred {held_line(doc['kind'], doc['metadata']['name'], runs)}")
     if not through_kube:
         kinds = ", ".join(f"{d['kind']}/{d['metadata']['name']}" for d in kube)
         print(
             f"\nThe Argo Server does not create these; apply them once with kubectl (namespace {ns}):\n  {kinds}\n"
             f"  infersweep install --dry-run --only kubectl | kubectl apply -n {ns} -f -"
         )
+    if deferred:
+        print(
+            f"\n{len(deferred)} object(s) deferred while runs use them; run `infersweep install` again once those "
+            "runs end (`infersweep list` shows them)",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

@@ -52,20 +52,59 @@ def for_run(dgd: dict[str, Any], run_id: str) -> dict[str, Any]:
     return dgd
 
 
+# The Dynamo planner's own fallback when the operator reports no runtimeNamespace (ai-dynamo 1.6.1
+# dynamo/planner/connectors/kubernetes.py get_worker_runtime_namespace :114-143, and as issue 34 cites,
+# 1.3.1's at :92-121): the DGD's active worker hash annotation, appended only for Deployment- or
+# LeaderWorkerSet-backed workers (WORKER_SUFFIX_COMPONENT_KINDS).
+WORKER_HASH_ANNOTATIONS = ("nvidia.com/current-worker-hash", "nvidia.com/current-worker-hash-v2")
+WORKER_TYPES = {"worker", "prefill", "decode"}  # kubernetes.py WORKER_COMPONENT_TYPES
+SUFFIX_KINDS = {"Deployment", "LeaderWorkerSet"}  # kubernetes.py WORKER_SUFFIX_COMPONENT_KINDS
+
+
+def _spec_components(dgd: dict[str, Any]) -> dict[str, str]:
+    """Component name -> its type: v1beta1 `spec.components[] {name, type}` (planner monitoring/dgd_services.py
+    get_components_by_name), v1alpha1 `spec.services.<name>.componentType`."""
+    spec = dgd.get("spec") or {}
+    if isinstance(spec.get("components"), list):
+        return {c["name"]: c.get("type", "") for c in spec["components"] if isinstance(c, dict) and c.get("name")}
+    return {n: (c or {}).get("componentType", "") for n, c in (spec.get("services") or {}).items()}
+
+
 def runtime_namespaces(dgd: dict[str, Any]) -> dict[str, str]:
     """Component name -> the Dynamo runtime namespace it registers in, from the DGD's status: v1beta1
     `status.components.<name>.runtimeNamespace`, v1alpha1 `status.services.<name>.runtimeNamespace`
     (DynamoGraphDeployment CRD, nvidia.com_dynamographdeployments.yaml). Deployment-backed workers get
     `<k8s ns>-<dgd>-<worker hash>`: the operator sets DYN_NAMESPACE_WORKER_SUFFIX and the worker appends it
     (ai-dynamo 1.6.1 dynamo/common/utils/namespace.py get_worker_namespace); the frontend, and Grove-backed
-    workers, keep the base `<k8s ns>-<dgd>`. Empty when the operator reports none (before 1.6)."""
+    workers, keep the base `<k8s ns>-<dgd>`.
+
+    A component without a reported runtimeNamespace gets what Dynamo's planner derives: the base namespace,
+    or for a worker whose status says it is Deployment/LeaderWorkerSet-backed, base + "-" + the
+    `nvidia.com/current-worker-hash` annotation. A worker with a hash but no status yet is left out (the
+    planner calls it indeterminate). Empty when there is neither status nor annotation."""
     status = dgd.get("status") or {}
     comps = status.get("components") or status.get("services") or {}
-    return {
+    out = {
         name: c["runtimeNamespace"]
         for name, c in sorted(comps.items())
         if isinstance(c, dict) and c.get("runtimeNamespace")
     }
+    meta = dgd.get("metadata") or {}
+    annotations = meta.get("annotations") or {}
+    worker_hash = next((annotations[k] for k in WORKER_HASH_ANNOTATIONS if annotations.get(k)), None)
+    if not comps and not worker_hash:
+        return out
+    base = f"{meta.get('namespace', '')}-{meta.get('name', '')}"  # graph.go ComputeDynamoNamespace
+    for name, ctype in sorted(_spec_components(dgd).items()):
+        if name in out:
+            continue
+        comp = comps.get(name) if isinstance(comps.get(name), dict) else None
+        is_worker = (ctype or name) in WORKER_TYPES
+        if not is_worker or not worker_hash:
+            out[name] = base
+        elif comp is not None:
+            out[name] = f"{base}-{worker_hash}" if comp.get("componentKind") in SUFFIX_KINDS else base
+    return out
 
 
 def workflow_owner(dgd: dict[str, Any]) -> dict[str, str] | None:

@@ -107,3 +107,20 @@ def test_a_whole_pool_run_waits_for_any_lane_of_its_pool(settings):
     fake = Fake({"small-run": {LANE_LABEL_PREFIX + "h100-1gpu": "1"}})
     with pytest.raises(operations.LaneHeld, match="h100-1gpu"):
         operations.wait_for_lane(fake, dgd, "ns", timeout_s=0)
+
+
+def test_deploys_pod_deadline_outlasts_its_lane_wait(settings):
+    """The kubelet kills a pod at its activeDeadlineSeconds; deploy's must leave LaneHeld time to name the DGDs
+    (issue 34, item 4: both were 600 s)."""
+    from workflows.install_set import step_templates
+    from workflows.steps_library import DEPLOY_AFTER_LANE_S, step_deadline_s
+
+    (deploy,) = [t for t in step_templates(settings, []) if t["metadata"]["name"] == "infersweep-deploy"]
+    (tmpl,) = [t for t in deploy["spec"]["templates"] if t.get("container")]
+    assert tmpl["activeDeadlineSeconds"] >= operations.LANE_WAIT_S + DEPLOY_AFTER_LANE_S
+    # a cluster.yaml that sets it shorter is refused, naming the field and the value that works
+    from infersweep.step_declarations import DEPLOY
+
+    short = settings.steps.model_copy(update={"deadlines_s": {**settings.steps.deadlines_s, "deploy": 600}})
+    with pytest.raises(ValueError, match=r"steps.deadlines_s.deploy: 600 s .* at least 720"):
+        step_deadline_s(DEPLOY, short)

@@ -30,6 +30,21 @@ KINDS = {
 }
 
 
+def _selects(selector: str, labels: dict) -> bool:
+    """Kubernetes equality-based label selectors (apimachinery labels.Parse): `k=v`, `k==v`, `k!=v`; a `!=`
+    requirement also matches an object without the label."""
+    for term in (t for t in selector.split(",") if t):
+        if "!=" in term:
+            k, v = term.split("!=", 1)
+            if labels.get(k) == v:
+                return False
+        else:
+            k, v = term.replace("==", "=").split("=", 1)
+            if labels.get(k) != v:
+                return False
+    return True
+
+
 class ArgoServerStandIn:
     def __init__(self) -> None:
         self.store: dict[tuple[str, str, str], dict] = {}  # (collection, ns, name) -> object
@@ -95,13 +110,10 @@ class ArgoServerStandIn:
             def _dispatch(self, method, coll, kind, key, ns, name, body, query):
                 if method == "GET" and name is None:
                     selector = parse_qs(query).get("listOptions.labelSelector", [""])[0]
-                    pairs = [p.split("=", 1) for p in selector.split(",") if p]
                     items = [
                         o
                         for (c, n, _), o in srv.store.items()
-                        if c == coll
-                        and n == ns
-                        and all((o["metadata"].get("labels") or {}).get(k) == v for k, v in pairs)
+                        if c == coll and n == ns and _selects(selector, o["metadata"].get("labels") or {})
                     ]
                     return self._send(200, {"metadata": {"resourceVersion": str(srv.rv)}, "items": items})
                 if method == "GET":

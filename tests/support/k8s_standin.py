@@ -134,11 +134,15 @@ class K8sStandin:
         ns, plural, name = m["ns"], m["plural"], m["name"]
         if method == "GET" and name is None:
             items = [o for k, o in self.objects.items() if k[:4] == (group, version, ns, plural)]
-            for sel in self._query.get("labelSelector", [""])[0].split(","):  # `key=value` and `key` (exists)
+            # `key=value`, `key!=value` (also matches objects without the key) and `key` (exists)
+            for sel in self._query.get("labelSelector", [""])[0].split(","):
                 if sel:
                     k, eq, v = sel.partition("=")
                     labels_of = lambda o: o.get("metadata", {}).get("labels") or {}  # noqa: E731
-                    items = [o for o in items if (labels_of(o).get(k) == v if eq else k in labels_of(o))]
+                    if k.endswith("!"):
+                        items = [o for o in items if labels_of(o).get(k[:-1]) != v]
+                    else:
+                        items = [o for o in items if (labels_of(o).get(k) == v if eq else k in labels_of(o))]
             return 200, {"kind": "List", "apiVersion": "v1", "metadata": {}, "items": items}
         if method == "POST" and name is None:
             meta = (body or {}).setdefault("metadata", {})

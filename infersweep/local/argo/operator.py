@@ -18,6 +18,8 @@ wait container fails: inferFailedReason).
 
 from __future__ import annotations
 
+import copy
+import json
 import threading
 import time
 import uuid
@@ -53,6 +55,10 @@ class LocalCluster:
     configmaps: dict[str, dict[str, str]] = field(default_factory=dict)  # "namespace/name" -> data
     state_dir: Path | None = None  # shared by concurrent local runs (semaphores); default ~/.cache/infersweep
     objects: argo_resource.LocalObjects | None = None  # the local Kubernetes API of resource templates
+    # The controller's `workflowRestrictions.templateReferencing` ("", "Strict" or "Secure"), and the
+    # WorkflowTemplates as installed now (Secure re-reads them on every reconcile; None: never changed).
+    template_referencing: str = ""
+    current_templates: Callable[[], list[dict[str, Any]]] | None = None
 
 
 def _humanize(seconds: float) -> str:
@@ -81,6 +87,7 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
         self.workflow = workflow
         self.wts = {t["metadata"]["name"]: t for t in templates if t.get("kind") == "WorkflowTemplate"}
         self.spec = self._merged_spec(workflow)
+        self._stored_spec = copy.deepcopy(self.spec)  # status.storedWorkflowSpec, what Secure compares with
         meta = workflow.get("metadata", {})
         self.name = meta.get("name") or (meta.get("generateName", "wf-") + uuid.uuid4().hex[:5])
         self.namespace = meta.get("namespace", "default")
@@ -102,6 +109,7 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
         self._pods: dict[str, _Pod] = {}
         self._requeue_at: float | None = None
         self._sync_held: dict[str, dict[str, Any]] = {}
+        self._execution_deadlines: dict[str, float | None] = {}  # Retry node id -> its attempts' ARGO_DEADLINE
         self.locks = LocalLocks(
             cluster.state_dir or Path.home() / ".cache" / "infersweep" / "argo-local", cluster.configmaps
         )
@@ -173,8 +181,40 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
         d = self.deadline()
         return d is not None and time.time() > d
 
+    def _reference_mode_error(self) -> str | None:
+        """operator.go setExecWorkflow (v4.1.2 :4482-4505) and setStoredWfSpec (:4595-4643): in reference mode
+        (Strict or Secure) a Workflow without workflowTemplateRef is errored; under Secure every reconcile
+        re-merges the WorkflowTemplate as installed now and errors the Workflow when the result differs from
+        the spec stored at its first reconcile. operate returns on that error before the DAG and the exit
+        handler (:235-238): the exit handler never runs."""
+        mode = self.cluster.template_referencing
+        if mode not in ("Strict", "Secure"):
+            return None
+        if not self.workflow.get("spec", {}).get("workflowTemplateRef"):
+            return "workflows must use workflowTemplateRef to be executed when the controller is in reference mode"
+        if mode == "Secure" and self.cluster.current_templates is not None:
+            now = {
+                t["metadata"]["name"]: t
+                for t in self.cluster.current_templates()
+                if t.get("kind") == "WorkflowTemplate"
+            }
+            saved, self.wts = self.wts, now
+            try:
+                merged = self._merged_spec(self.workflow)
+            except WorkflowError as e:  # fetchWorkflowSpec: the template is gone
+                return str(e)
+            finally:
+                self.wts = saved
+            if json.dumps(merged, sort_keys=True) != json.dumps(self._stored_spec, sort_keys=True):
+                return "WorkflowSpec may not change during execution when the controller is set `templateReferencing: Secure`"
+        return None
+
     def operate(self) -> None:
         """operator.go operate, one reconciliation pass."""
+        err = self._reference_mode_error()
+        if err:
+            self.phase, self.message = "Error", err  # markWorkflowError
+            return
         # Workflow-level synchronization (operate: TryAcquire before anything runs).
         if self.spec.get("synchronization") and self.phase in ("Pending", ""):
             try:
@@ -366,6 +406,8 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
                 "_local": rp,
             }
             flags = {**(flags or {}), "retried": True}
+            if node is None and self._execution_deadlines.get(rnode.id):
+                ptmpl["_execution_deadline"] = self._execution_deadlines[rnode.id]
 
         try:
             if "container" in ptmpl or "script" in ptmpl:
@@ -509,6 +551,8 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
                 node.message = f"Backoff for {_humanize(wait)}"
                 return False
             node.message = ""
+            # operator.go :1146-1147: the next attempt's pod gets executionDeadline = first start + maxDuration
+            self._execution_deadlines[node.id] = max_deadline
         policy = rs.get("retryPolicy") or ("OnFailure" if not rs.get("expression") else "Always")
         if policy == "Always":
             on_failed, on_error = True, True

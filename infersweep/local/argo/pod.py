@@ -33,6 +33,10 @@ class _Pod:
     killed_at: float = 0.0  # time.monotonic() of the first SIGTERM (the grace period counts from it)
     result: tuple[str, str, dict[str, str], str | None] | None = None  # phase, message, outputs, exit code
     deadline: float | None = None
+    # ARGO_DEADLINE (workflowpod.go getDeadline :993-1001): a retry attempt's executionDeadline, the first
+    # attempt's start + backoff.maxDuration (operator.go processNodeRetries :1146-1147); argoexec kills the
+    # main container then (executor.go monitorDeadline :1473-1496, "Step exceeded its deadline").
+    exec_deadline: float | None = None
     on_exit: bool = False
 
 
@@ -116,12 +120,17 @@ class PodExecution:
             elif self._deadline_passed() and not pod.on_exit:
                 self._kill(pod)
                 self._mark(n, "Failed", "Step exceeded its deadline")
+            elif pod.exec_deadline is not None and now > pod.exec_deadline:
+                self._kill(pod)
+                self._mark(n, "Failed", "Step exceeded its deadline")
             elif pod.deadline is not None and now > pod.deadline:
                 # the pod's own activeDeadlineSeconds: the kubelet kills it and the pod fails with this message
                 self._kill(pod)
                 self._mark(n, "Failed", "Pod was active on the node longer than the specified deadline")
-            elif pod.deadline is not None:
-                self._requeue(pod.deadline - now)
+            else:
+                for d in (pod.deadline, pod.exec_deadline):
+                    if d is not None:
+                        self._requeue(d - now)
 
     def _fail_unstarted_after_deadline_or_shutdown(self) -> None:
         # operator.go failNodesWithoutCreatedPodsAfterDeadlineOrShutdown
@@ -202,6 +211,9 @@ class PodExecution:
         if tdl is not None and str(tdl) != "":
             pod.deadline = time.time() + parse_duration(tdl)
             self._requeue(pod.deadline - time.time())
+        if tmpl.get("_execution_deadline"):
+            pod.exec_deadline = tmpl["_execution_deadline"]
+            self._requeue(pod.exec_deadline - time.time())
         self._pods[n.id] = pod
         pod.thread = threading.Thread(
             target=self._run_pod, args=(pod, n, tmpl, argv, env, mounts, root, inits), daemon=True
