@@ -447,7 +447,10 @@ class TrustSettings(_Strict):
         Annotated[str, _checked(_str_re(_GIT_HOST, 255), "must be a Git host[:port] like github.com (https only)")]
     ] = Field(default_factory=list, description="https hosts the Git credentials are given to")
     ui_set: list[
-        Annotated[str, _checked(_str_re(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*", 128), "must be a recipe field path or a run parameter")]
+        Annotated[
+            str,
+            _checked(_str_re(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*", 128), "must be a recipe field path or a run parameter"),
+        ]
     ] = Field(default_factory=lambda: list(DEFAULT_UI_SET))
 
 

@@ -111,7 +111,9 @@ def _pods(dgd: dict[str, Any], policy: DgdPolicy) -> Iterator[_Pod]:
         containers = _containers(pod, f"{where}.extraPodSpec")
         if pod.get("mainContainer"):
             # v1alpha1: the service's `resources` are the main container's (gpu, custom: the fabric's)
-            containers.append((f"{where}.extraPodSpec.mainContainer", pod["mainContainer"], _device(svc.get("resources"))))
+            containers.append(
+                (f"{where}.extraPodSpec.mainContainer", pod["mainContainer"], _device(svc.get("resources")))
+            )
         extra = []
         if svc.get("envFromSecret"):
             extra.append(f"{where}.envFromSecret: no Secret reaches a DGD pod (workers run from the model cache)")
