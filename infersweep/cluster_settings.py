@@ -427,7 +427,8 @@ DEFAULT_UI_SET = (
     "baseline-prefix",
 )
 _REGISTRY = r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]+)?/([a-z0-9]+([._-][a-z0-9]+)*/)*"
-_GIT_HOST = r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]{1,5})?"
+# an https host[:port]; http://127.0.0.1:PORT / http://localhost:PORT for a server on the same machine only
+_GIT_HOST = r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]{1,5})?|http://(127\.0\.0\.1|localhost):[0-9]{1,5}"
 
 
 class TrustSettings(_Strict):

@@ -263,7 +263,7 @@ def test_the_admission_policy_cel_agrees_with_the_deploy_check(settings, policy)
     forged += [(f"frontend-caps-{a}", _forge(settings, a, caps_on_frontend)) for a in API_VERSIONS]
     objects = forged + rendered + rdma
     results = _cel(vap, [o for _, o in objects])
-    for (name, obj), verdicts in zip(objects, results):
+    for (name, obj), verdicts in zip(objects, results, strict=True):
         errors = [v for v in verdicts if v is not True and v is not False]
         assert not errors, f"{name}: {errors[:2]}"
         allowed = all(v is True for v in verdicts)
