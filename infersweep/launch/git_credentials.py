@@ -88,7 +88,6 @@ def auth_env(repo: str, creds: GitCredentials | None, work: Path) -> dict[str, s
         host = credential_host(repo)
         if host is None or host not in creds.hosts:
             return {}  # http://, or a host the cluster settings do not list: fetched without credentials
-        parts = urlsplit(repo)
         # gitcredentials(7) "CREDENTIAL CONTEXTS": credential.<url>.helper applies to that scheme, host and
         # port only. The first entry, an empty helper, "resets the helper list to empty" (gitcredentials(7)
         # "credential.helper"): no helper of a system gitconfig gets asked or told. GIT_CONFIG_COUNT/KEY/VALUE

@@ -24,7 +24,6 @@ from infersweep.launch.git_credentials import (
     auth_env,
     denial,
     denied_message,
-    private_key_copy,
     ssh_command,
 )
 from infersweep.launch.git_source import check_git_source
