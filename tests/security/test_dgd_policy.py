@@ -269,3 +269,13 @@ def test_the_admission_policy_cel_agrees_with_the_deploy_check(settings, policy)
         allowed = all(v is True for v in verdicts)
         assert allowed == (not violations(obj, policy)), f"{name}: CEL {verdicts}, Python {violations(obj, policy)}"
     assert all(violations(o, policy) for _, o in forged)
+
+
+def test_install_out_ships_the_admission_policy_outside_the_kustomization(settings, tmp_path):
+    from infersweep.commands.install import ADMISSION_FILE, write_admission_policy
+
+    f = write_admission_policy(tmp_path, settings)
+    assert f == tmp_path / ADMISSION_FILE
+    docs = list(yaml.safe_load_all(f.read_text()))
+    assert [d["kind"] for d in docs] == ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]
+    assert docs[0] == admission_policy(settings)[0]
