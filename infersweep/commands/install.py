@@ -57,7 +57,7 @@ def write_gitops(out: Path, argo: list[dict[str, Any]], kube: list[dict[str, Any
         if old.name not in names and old.name != KUSTOMIZATION and _is_ours(old):
             old.unlink()
     files = []
-    for name, doc in zip(names, docs):
+    for name, doc in zip(names, docs, strict=True):
         f = out / name
         f.write_text(yaml.safe_dump(doc, sort_keys=False, width=120))
         files.append(f)
