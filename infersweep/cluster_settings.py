@@ -416,6 +416,47 @@ class StepSettings(_Strict):
         return self.resources.get(step) or self.resources["default"]
 
 
+# What a UI user may change through the launcher's `set` (workflows/launcher.py, infersweep/launch/derive.py):
+# recipe field paths (a path covers its sub-fields) and run parameters. Images, env, placement, transport
+# annotations, the bucket, the PVC, the Prometheus and the model source are not in it: they decide what runs
+# on the GPU nodes with which credentials, which is the namespace admins' call (docs/security.md).
+DEFAULT_UI_SET = (
+    "workload",
+    "router",
+    "slo",
+    "regression",
+    "ready-timeout-s",
+    "baseline-prefix",
+)
+_REGISTRY = r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]+)?/([a-z0-9]+([._-][a-z0-9]+)*/)*"
+# an https host[:port]; http://127.0.0.1:PORT / http://localhost:PORT for a server on the same machine only
+_GIT_HOST = r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]{1,5})?|http://(127\.0\.0\.1|localhost):[0-9]{1,5}"
+
+
+class TrustSettings(_Strict):
+    """Who may ask for what (docs/security.md): the registries DGD images come from, the Git hosts the
+    launcher's credentials are given to, the changes a UI user may make."""
+
+    image_registries: list[
+        Annotated[
+            str,
+            _checked(
+                _str_re(_REGISTRY, 255),
+                "must be a registry path ending in '/', like nvcr.io/nvidia/ai-dynamo/ (a DGD image must start with it)",
+            ),
+        ]
+    ] = Field(default_factory=lambda: ["nvcr.io/nvidia/ai-dynamo/"], min_length=1)
+    git_credential_hosts: list[
+        Annotated[str, _checked(_str_re(_GIT_HOST, 255), "must be a Git host[:port] like github.com (https only)")]
+    ] = Field(default_factory=list, description="https hosts the Git credentials are given to")
+    ui_set: list[
+        Annotated[
+            str,
+            _checked(_str_re(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*", 128), "must be a recipe field path or a run parameter"),
+        ]
+    ] = Field(default_factory=lambda: list(DEFAULT_UI_SET))
+
+
 class Reaper(_Strict):
     schedule: Cron
     service_account: DnsSubdomain
@@ -479,6 +520,7 @@ class ClusterSettings(_Strict):
     nightly: Nightly
     steps: StepSettings
     reaper: Reaper
+    trust: TrustSettings = TrustSettings()
 
     @cached_property
     def guard(self) -> GpuGuardConfig:

@@ -25,7 +25,13 @@ def main(argv: list[str] | None = None) -> int:
     git = {"git-repo": a.git_repo, "git-commit": a.git_commit, "git-path": a.git_path}
     settings = parse_cluster_settings(yaml.safe_load(a.settings), where="launcher --settings")
     # The launcher mounts the Secret only when the setting names one (workflows/launcher.py).
-    creds = GitCredentials(settings.git_credentials_secret, Path(a.git_credentials)) if a.git_credentials else None
+    creds = (
+        GitCredentials(
+            settings.git_credentials_secret, Path(a.git_credentials), tuple(settings.trust.git_credential_hosts)
+        )
+        if a.git_credentials
+        else None
+    )
     common = {
         "git": git,
         "settings": settings,

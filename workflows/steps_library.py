@@ -195,7 +195,9 @@ def _retry(settings: StepSettings, deadline_s: int) -> m.RetryStrategy:
     )
 
 
-def ensure_deployed_container(images: Images, read_only_root: bool = True) -> m.UserContainer:
+def ensure_deployed_container(
+    images: Images, read_only_root: bool = True, pinned: dict[str, str] | None = None
+) -> m.UserContainer:
     """The points' init container: bring the run's DGD back when it is missing (a UI Retry re-runs failed
     points but not deploy; steps/deploy.py --ensure), then wait until it serves. A no-op GET + readiness
     check on a first run."""
@@ -213,7 +215,8 @@ def ensure_deployed_container(images: Images, read_only_root: bool = True) -> m.
             }
         ),
         volume_mounts=[m.VolumeMount(name="workdir", mount_path=WORKDIR)],
-        env=[m.EnvVar(name="PYTHONUNBUFFERED", value="1")],
+        env=[m.EnvVar(name="PYTHONUNBUFFERED", value="1")]
+        + [m.EnvVar(name=k, value=v) for k, v in (pinned or {}).items()],
         security_context=container_security_context(read_only_root),
         resources=_resources("100m", "256Mi"),
     )
@@ -225,6 +228,7 @@ def step_container(
     secrets: dict[str, str] | None = None,
     settings: StepSettings | None = None,
     s3_env: dict[str, str] | None = None,
+    pinned: dict[str, str] | None = None,
 ) -> Container:
     secrets = secrets or SECRETS
     # An S3-compatible endpoint (MinIO: params/cluster.yaml s3.endpoint) reaches the S3 steps as env.
@@ -255,9 +259,12 @@ def step_container(
         env_from=env_from,
         env=[m.EnvVar(name="PYTHONUNBUFFERED", value="1")]
         + [m.EnvVar(name=k, value=v) for k, v in step.env.items()]
-        + [m.EnvVar(name=k, value=v) for k, v in s3_env.items()],
+        + [m.EnvVar(name=k, value=v) for k, v in s3_env.items()]
+        + [m.EnvVar(name=k, value=v) for k, v in pinned_env(step.name, pinned).items()],
         retry_strategy=_retry(settings, step_deadline_s(step, settings)) if step.retry else None,
-        init_containers=[ensure_deployed_container(images)] if step.name == "aiperf-point" else None,
+        init_containers=[ensure_deployed_container(images, pinned=pinned_env("deploy", pinned))]
+        if step.name == "aiperf-point"
+        else None,
         security_context=container_security_context(step.read_only_root),
         pod_security_context=pod_security_context(settings),
         resources=resources,
@@ -266,6 +273,28 @@ def step_container(
         # Logs of every step pod go to the artifact repository: a finished run's logs outlive its pods.
         archive_location=m.ArtifactLocation(archive_logs=True),
     )
+
+
+# Values a step takes from the installed settings, fixed in its template's env: a Workflow that references
+# the template can change its parameters but not its container (templateReferencing Strict/Secure), so a
+# submitter cannot widen them (docs/security.md). deploy/wait-ready (and the points' ensure-deployed init
+# container): the DGD policy; scrape: the one Prometheus it may query.
+PINNED_BY_STEP = {
+    "deploy": ("INFERSWEEP_DGD_POLICY",),
+    "wait-ready": ("INFERSWEEP_DGD_POLICY",),
+    "scrape": ("INFERSWEEP_PROMETHEUS_URL",),
+}
+
+
+def pinned_values(settings: ClusterSettings) -> dict[str, str]:
+    from infersweep.dgd.policy import POLICY_ENV, DgdPolicy
+    from infersweep.results.server_metrics import PROMETHEUS_ENV
+
+    return {POLICY_ENV: DgdPolicy.from_settings(settings).to_json(), PROMETHEUS_ENV: settings.prometheus_url}
+
+
+def pinned_env(step: str, pinned: dict[str, str] | None) -> dict[str, str]:
+    return {k: pinned[k] for k in PINNED_BY_STEP.get(step, ()) if pinned and k in pinned}
 
 
 def step_task(step: str, **task: Any) -> Task:
@@ -304,6 +333,6 @@ def step_workflow_templates(
             service_account_name=settings.service_account,
             security_context=pod_security_context(steps),
         ) as wt:
-            step_container(step, images, secrets=secrets, settings=steps, s3_env=s3_env)
+            step_container(step, images, secrets=secrets, settings=steps, s3_env=s3_env, pinned=pinned_values(settings))
         wts.append(wt)
     return wts

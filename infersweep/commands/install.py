@@ -76,6 +76,24 @@ def write_gitops(out: Path, argo: list[dict[str, Any]], kube: list[dict[str, Any
     return [*files, out / KUSTOMIZATION]
 
 
+ADMISSION_FILE = "optional/dgd-admission-policy.yaml"
+
+
+def write_admission_policy(out: Path, settings: Any) -> Path:
+    """The DGD ValidatingAdmissionPolicy and its binding (workflows/admission.py): cluster-scoped, so outside
+    the kustomization, for a cluster admin to apply (docs/security.md)."""
+    from workflows.admission import admission_policy
+
+    f = out / ADMISSION_FILE
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text(
+        "# Optional (Kubernetes >= 1.30, cluster admin): kubectl apply -f " + ADMISSION_FILE + "\n"
+        "# The same rules the deploy step checks (infersweep/dgd/policy.py), for every DGD in the namespace.\n"
+        + _stream(admission_policy(settings))
+    )
+    return f
+
+
 def _is_ours(path: Path) -> bool:
     try:
         doc = yaml.safe_load(path.read_text()) or {}
@@ -99,6 +117,7 @@ def run(a: argparse.Namespace) -> int:
     argo, kube = install_set(settings, a.dgd_api)
     if a.out:
         files = write_gitops(Path(a.out), argo, kube, settings.namespace)
+        write_admission_policy(Path(a.out), settings)
         print(
             f"wrote {len(files) - 1} objects and {KUSTOMIZATION} to {a.out} ({len(argo)} Argo, {len(kube)} "
             f"RBAC/ConfigMaps; no namespace, no run Workflows)\n"

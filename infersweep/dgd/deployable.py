@@ -42,7 +42,6 @@ def deployable_dgd(
         api_version=api_version,
         name=name,
         pvc=settings.model_cache.pvc,
-        hf_secret=settings.hf_token_secret,
         spare_gpus=spare,
     )
     return apply_to_dgd(dgd, r, settings, held_for)

@@ -9,7 +9,7 @@ infersweep/reference/dynamo/crds, nvidia.com_dynamographdeployments.yaml):
 | pod annotations (Multus networks) | `podTemplate.metadata.annotations`             | `extraPodMetadata.annotations`          |
 | node affinity, tolerations,       | `podTemplate.spec.{affinity,tolerations,       | `extraPodSpec.{affinity,tolerations,    |
 | nodeSelector, imagePullSecrets    |  nodeSelector,imagePullSecrets}`               |  nodeSelector,imagePullSecrets}`        |
-| capabilities (IPC_LOCK)           | `containers[main].securityContext`             | `extraPodSpec.mainContainer.securityContext` |
+| securityContext, capabilities     | `containers[main].securityContext`             | `extraPodSpec.mainContainer.securityContext` |
 | memory request                    | `containers[main].resources.requests.memory`   | `resources.requests.memory`             |
 | /dev/shm size                     | `sharedMemorySize` (operator mounts a Memory   | `sharedMemory.size`                     |
 |                                   |  emptyDir at /dev/shm; nil = 8Gi)              |                                         |
@@ -63,9 +63,23 @@ def worker_memory(r: ResolvedRecipe, w: Workers, args: list[str]) -> str | None:
     return f"{math.ceil(tier + WORKER_BASE_MEMORY_GIB)}Gi" if tier else None
 
 
-def _security_context(r: ResolvedRecipe) -> dict[str, Any] | None:
+# Pod Security "baseline" or better for every DGD pod (kubernetes.io/docs/concepts/security/
+# pod-security-standards): seccomp RuntimeDefault on the pod; each main container without privilege
+# escalation, every capability dropped and only the recipe's RDMA transport capabilities added back
+# (IPC_LOCK / SYS_RESOURCE / NET_RAW are beyond baseline: those workers need the exemption docs/security.md
+# states). Not runAsNonRoot: the Dynamo runtime images run as root (their Dockerfiles set no USER).
+POD_SECURITY = {"seccompProfile": {"type": "RuntimeDefault"}}
+# The frontend (HTTP server, tokenizer, router) asks for a CPU and a few GiB: a pod without requests is
+# BestEffort, the first evicted on a busy node. Memory limit = request, as the step pods'.
+FRONTEND_RESOURCES = {"requests": {"cpu": "1", "memory": "4Gi"}, "limits": {"memory": "4Gi"}}
+
+
+def _security_context(r: ResolvedRecipe) -> dict[str, Any]:
     t = r.transport
-    return {"capabilities": {"add": list(t.capabilities)}} if t and t.capabilities else None
+    caps: dict[str, Any] = {"drop": ["ALL"]}
+    if t and t.capabilities:
+        caps["add"] = list(t.capabilities)
+    return {"allowPrivilegeEscalation": False, "capabilities": caps}
 
 
 def _scheduling(r: ResolvedRecipe) -> dict[str, Any]:
@@ -92,8 +106,8 @@ def worker_v1beta1(comp: dict[str, Any], r: ResolvedRecipe, w: Workers) -> None:
     if pod_annotations(r):  # metadata first, as a reader expects it
         comp["podTemplate"] = {"metadata": {"annotations": pod_annotations(r)}, **pod}
     spec.update(_scheduling(r) | _pull_secrets(r))
-    if _security_context(r):
-        main["securityContext"] = _security_context(r)
+    spec["securityContext"] = dict(POD_SECURITY)
+    main["securityContext"] = _security_context(r)
     memory = worker_memory(r, w, main.get("args", []))
     if memory:
         main["resources"]["requests"]["memory"] = memory
@@ -102,8 +116,12 @@ def worker_v1beta1(comp: dict[str, Any], r: ResolvedRecipe, w: Workers) -> None:
 
 
 def frontend_v1beta1(comp: dict[str, Any], r: ResolvedRecipe) -> None:
-    # The frontend needs no GPU node, only the image: pull secrets, nothing else.
-    comp["podTemplate"]["spec"].update(_pull_secrets(r))
+    # The frontend needs no GPU node, only the image: pull secrets, its resources and the pod security.
+    spec = comp["podTemplate"]["spec"]
+    spec.update(_pull_secrets(r))
+    spec["securityContext"] = dict(POD_SECURITY)
+    spec["containers"][0]["resources"] = {k: dict(v) for k, v in FRONTEND_RESOURCES.items()}
+    spec["containers"][0]["securityContext"] = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 
 
 def worker_v1alpha1(svc: dict[str, Any], r: ResolvedRecipe, w: Workers) -> None:
@@ -112,8 +130,8 @@ def worker_v1alpha1(svc: dict[str, Any], r: ResolvedRecipe, w: Workers) -> None:
     if pod_annotations(r):
         svc["extraPodMetadata"] = {"annotations": pod_annotations(r)}
     extra.update(_scheduling(r) | _pull_secrets(r))
-    if _security_context(r):
-        main["securityContext"] = _security_context(r)
+    extra["securityContext"] = dict(POD_SECURITY)
+    main["securityContext"] = _security_context(r)
     memory = worker_memory(r, w, main.get("args", []))
     if memory:
         svc["resources"]["requests"]["memory"] = memory
@@ -123,3 +141,10 @@ def worker_v1alpha1(svc: dict[str, Any], r: ResolvedRecipe, w: Workers) -> None:
 
 def frontend_v1alpha1(svc: dict[str, Any], r: ResolvedRecipe) -> None:
     svc["extraPodSpec"].update(_pull_secrets(r))
+    svc["extraPodSpec"]["securityContext"] = dict(POD_SECURITY)
+    svc["extraPodSpec"]["mainContainer"]["securityContext"] = {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    # v1alpha1 resources are the service's (cpu/memory/gpu), the CRD's Resources type
+    svc["resources"] = {k: dict(v) for k, v in FRONTEND_RESOURCES.items()}

@@ -89,7 +89,10 @@ def _gpus_per_pod(w: Workers) -> int:
 
 
 def _worker_env(r: ResolvedRecipe, args: list[str]) -> list[dict[str, Any]]:
-    # The model-cache step has put the pinned revision on the PVC; workers must never reach the hub.
+    # The model-cache step has put the pinned revision on the PVC; workers must never reach the hub. So no
+    # worker gets the HF token either (huggingface_hub 2.4 with HF_HUB_OFFLINE=1 sends nothing: constants.py
+    # HF_HUB_OFFLINE, utils/_http.py raises OfflineModeIsEnabled before any request); the model-cache step
+    # is the only pod with it (workflows/steps_library.py, infersweep/step_declarations.py MODEL_CACHE).
     env: list[dict[str, Any]] = [
         {"name": "HF_HOME", "value": MODEL_CACHE_MOUNT},
         {"name": "HF_HUB_OFFLINE", "value": "1"},
@@ -162,7 +165,6 @@ def render_dgd(
     api_version: str = "v1beta1",
     name: str | None = None,
     pvc: str = "model-cache",
-    hf_secret: str = "hf-token-secret",
     spare_gpus: int | None = None,
 ) -> dict[str, Any]:
     """The bare render, before the scheduling step: call `infersweep.dgd.deployable_dgd` for what is applied.
@@ -174,9 +176,9 @@ def render_dgd(
     r = for_dgd_api(r, api_version)
     rollout = rollout_annotations(r, spare_gpus)
     if api_version == "v1beta1":
-        spec = _spec_v1beta1(r, pvc, hf_secret, rollout)
+        spec = _spec_v1beta1(r, pvc, rollout)
     elif api_version == "v1alpha1":
-        spec = _spec_v1alpha1(r, pvc, hf_secret, rollout)
+        spec = _spec_v1alpha1(r, pvc, rollout)
     else:
         raise ValueError(f"DGD apiVersion {api_version!r}: use v1beta1 (Dynamo >= 1.6) or v1alpha1 (older operators)")
     metadata: dict[str, Any] = {"name": name or dgd_base_name(r.name), "labels": labels(r)}
@@ -190,7 +192,7 @@ def render_dgd(
     }
 
 
-def _spec_v1beta1(r: ResolvedRecipe, pvc: str, hf_secret: str, rollout: dict[str, str]) -> dict[str, Any]:
+def _spec_v1beta1(r: ResolvedRecipe, pvc: str, rollout: dict[str, str]) -> dict[str, Any]:
     frontend = {
         "name": "Frontend",
         "type": "frontend",
@@ -227,7 +229,6 @@ def _spec_v1beta1(r: ResolvedRecipe, pvc: str, hf_secret: str, rollout: dict[str
                             "args": worker_args(r, role, w),
                             "workingDir": r.engine.working_dir,
                             "env": _worker_env(r, worker_args(r, role, w)),
-                            "envFrom": [{"secretRef": {"name": hf_secret}}],
                             "resources": {"limits": dict(res), "requests": dict(res)},
                             "volumeMounts": [{"name": "model-cache", "mountPath": MODEL_CACHE_MOUNT, "readOnly": True}],
                         }
@@ -256,7 +257,7 @@ def _spec_v1beta1(r: ResolvedRecipe, pvc: str, hf_secret: str, rollout: dict[str
     return {"backendFramework": r.engine.backend_framework, "components": components}
 
 
-def _spec_v1alpha1(r: ResolvedRecipe, pvc: str, hf_secret: str, rollout: dict[str, str]) -> dict[str, Any]:
+def _spec_v1alpha1(r: ResolvedRecipe, pvc: str, rollout: dict[str, str]) -> dict[str, Any]:
     services: dict[str, Any] = {
         "Frontend": {
             "componentType": "frontend",
@@ -276,7 +277,6 @@ def _spec_v1alpha1(r: ResolvedRecipe, pvc: str, hf_secret: str, rollout: dict[st
         svc: dict[str, Any] = {
             "componentType": "worker",
             "replicas": w.replicas,
-            "envFromSecret": hf_secret,
             "envs": _worker_env(r, worker_args(r, role, w)),
             "resources": {"limits": {"gpu": gpus}, "requests": {"gpu": gpus}},
             "volumeMounts": [{"name": pvc, "mountPoint": MODEL_CACHE_MOUNT}],

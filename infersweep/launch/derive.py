@@ -34,13 +34,31 @@ class Launch:
     summary: list[str] = field(default_factory=list)
 
 
-def parse_set_text(text: str, run_params: dict[str, str] | None = None) -> Sets:
+def check_ui_set(keys: list[str], allowed: list[str]) -> None:
+    """RecipeError naming each `set` key outside the cluster settings' trust.ui_set (a listed path covers its
+    sub-fields). Why: the launcher's account runs what the UI user asks for on GPU nodes with the cluster's
+    credentials; the image, env, placement, annotations, bucket, PVC and Prometheus are the namespace
+    admins' choice, never a UI user's (docs/security.md)."""
+    bad = [k for k in keys if not any(k == a or k.startswith(a + ".") for a in allowed)]
+    if bad:
+        raise RecipeError(
+            f"set: {', '.join(sorted(bad))}: not settable from the UI; the cluster settings allow "
+            f"{', '.join(allowed) or 'nothing'} (params/cluster.yaml trust.ui_set; a namespace admin changes the "
+            "recipe or the list)"
+        )
+
+
+def parse_set_text(text: str, run_params: dict[str, str] | None = None, allowed: list[str] | None = None) -> Sets:
     """The `set` parameter (the UI's text box: one KEY=VALUE a line; blank lines and `#` comments skipped)
-    after the install's run parameters, each checked as a `--set` is (infersweep.cli_util.parse_sets)."""
+    after the install's run parameters, each checked as a `--set` is (infersweep.cli_util.parse_sets).
+    `allowed`: the keys the UI may set (trust.ui_set); the install's run parameters are not the user's."""
     from infersweep.cli_util import parse_sets
 
     lines = [f"{k}={v}" for k, v in (run_params or {}).items()]
-    lines += [s for s in (ln.strip() for ln in text.splitlines()) if s and not s.startswith("#")]
+    user = [s for s in (ln.strip() for ln in text.splitlines()) if s and not s.startswith("#")]
+    if allowed is not None:
+        check_ui_set([ln.split("=", 1)[0].strip() for ln in user], allowed)
+    lines += user
     try:
         return parse_sets(lines)
     except RecipeError as e:
@@ -137,7 +155,7 @@ def recipe_run(
     from workflows.gpu_guard import check_fits_pool, recipe_admission
     from workflows.strict import violations
 
-    sets = parse_set_text(set_text, run_params)
+    sets = parse_set_text(set_text, run_params, allowed=list(settings.trust.ui_set))
     ref, pdir, src = source(choice, "recipe", git, scratch, credentials)
     r = load_recipe(ref, pdir, overrides=sets.recipe)
     check_fits_pool(r, settings)

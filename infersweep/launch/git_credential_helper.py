@@ -14,11 +14,27 @@ import sys
 from pathlib import Path
 
 
+def _asked(text: str) -> dict[str, str]:
+    # git-credential(1) "INPUT/OUTPUT FORMAT": key=value lines (protocol, host with :port, path, ...)
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or argv[1] != "get":
+    # argv: <secret folder> <host[,host...]> get   (older configs: <secret folder> get)
+    if len(argv) not in (2, 3) or argv[-1] != "get":
         return 0  # store / erase / an unknown operation: "ignore the request" (git-credential(1))
     folder = Path(argv[0])
-    sys.stdin.read()  # git's description of the URL (protocol, host, path); the config scopes us to one host
+    hosts = {h for h in (argv[1].split(",") if len(argv) == 3 else []) if h}
+    asked = _asked(sys.stdin.read())
+    # The config scopes the helper to one URL; it still answers only an https request for a listed host
+    # (params/cluster.yaml trust.git_credential_hosts), whatever git asks: nothing for http or another host.
+    host = asked.get("host", "").lower()
+    if asked.get("protocol") == "http" and host.split(":")[0] in ("127.0.0.1", "localhost"):
+        host = "http://" + host  # this machine's loopback only, listed as such (git_credentials.credential_host)
+    elif asked.get("protocol") != "https":
+        return 0
+    if host not in hosts:
+        return 0
     out = []
     for key in ("username", "password"):
         f = folder / key

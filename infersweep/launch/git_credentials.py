@@ -39,6 +39,27 @@ NEEDS = f"keys {' and '.join(HTTPS_KEYS)} (a token) for https://, or {' and '.jo
 class GitCredentials:
     secret: str  # the Secret's name, for messages
     folder: Path  # where the render pod mounts it
+    # https hosts ([host[:port]]) the username and token are given to: params/cluster.yaml
+    # trust.git_credential_hosts. None listed: the token goes nowhere (a URL the UI user types is not trusted).
+    hosts: tuple[str, ...] = ()
+
+
+LOOPBACK = ("127.0.0.1", "localhost")
+
+
+def credential_host(repo: str) -> str | None:
+    """The key the listed hosts are matched with: host[:port] of an https:// URL, lowercased; None for any
+    other scheme (http:// would send the token in clear, to whoever answers), except a server on this
+    machine's loopback, listed as http://127.0.0.1:PORT (local mode and the tests: nothing leaves the host)."""
+    parts = urlsplit(repo)
+    if not parts.hostname:
+        return None
+    host = parts.hostname.lower() + (f":{parts.port}" if parts.port else "")
+    if parts.scheme.lower() == "https":
+        return host
+    if parts.scheme.lower() == "http" and parts.hostname in LOOPBACK:
+        return f"http://{host}"
+    return None
 
 
 def transport(repo: str) -> str:
@@ -64,17 +85,19 @@ def auth_env(repo: str, creds: GitCredentials | None, work: Path) -> dict[str, s
     if kind == "https":
         if len(_present(creds, HTTPS_KEYS)) < len(HTTPS_KEYS):
             return {}
-        parts = urlsplit(repo)
+        host = credential_host(repo)
+        if host is None or host not in creds.hosts:
+            return {}  # http://, or a host the cluster settings do not list: fetched without credentials
         # gitcredentials(7) "CREDENTIAL CONTEXTS": credential.<url>.helper applies to that scheme, host and
         # port only. The first entry, an empty helper, "resets the helper list to empty" (gitcredentials(7)
         # "credential.helper"): no helper of a system gitconfig gets asked or told. GIT_CONFIG_COUNT/KEY/VALUE
         # (git-config(1) ENVIRONMENT): command-line scope, without putting anything on git's command line.
-        helper = "!" + shlex.join([sys.executable, str(HELPER), str(creds.folder)])
+        helper = "!" + shlex.join([sys.executable, str(HELPER), str(creds.folder), ",".join(creds.hosts)])
         return {
             "GIT_CONFIG_COUNT": "2",
             "GIT_CONFIG_KEY_0": "credential.helper",
             "GIT_CONFIG_VALUE_0": "",
-            "GIT_CONFIG_KEY_1": f"credential.{parts.scheme}://{parts.netloc.rsplit('@', 1)[-1]}.helper",
+            "GIT_CONFIG_KEY_1": f"credential.{host if host.startswith('http://') else 'https://' + host}.helper",
             "GIT_CONFIG_VALUE_1": helper,
         }
     if kind != "ssh":

@@ -48,6 +48,12 @@ def check_git_source(repo: str, commit: str, path: str) -> GitSource:
             "without it and put username and password into the Secret of the cluster setting "
             "git_credentials_secret (docs/ui.md)"
         )
+    elif "://" in repo and "@" in repo.split("://", 1)[1].split("/", 1)[0] and not repo.startswith("ssh://"):
+        errors.append(
+            "git-repo: has a user name in the URL (a token there would be in the UI's form, the run's "
+            "annotation and git's output); give the URL without it and put username and password into the "
+            "Secret of the cluster setting git_credentials_secret (docs/ui.md)"
+        )
     elif not REPO_RE.match(repo):
         errors.append(
             f"git-repo {repo!r}: not a Git URL; give https://..., ssh://..., git@host:org/repo.git or file:///path"

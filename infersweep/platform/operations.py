@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
 import yaml
 
+from infersweep.dgd.policy import POLICY_ENV, DgdPolicy, violations
 from infersweep.platform.dgd import dgd_name, for_run, lane_labels, workflow_owner
 from infersweep.platform.protocol import BadInput, NotServing, Platform, PlatformError
 from infersweep.platform.select import get_platform
@@ -77,6 +79,33 @@ def wait_for_lane(
         time.sleep(poll_s)
 
 
+class DgdRefused(BadInput):
+    """The DGD asks for more than the installed policy allows (infersweep/dgd/policy.py); nothing is applied."""
+
+
+def installed_policy() -> DgdPolicy:
+    """The policy the deploy template carries (env INFERSWEEP_DGD_POLICY, fixed at install from the cluster
+    settings: a Workflow cannot change a referenced template's container), else the step image's settings."""
+    text = os.environ.get(POLICY_ENV)
+    if text:
+        return DgdPolicy.from_json(text)
+    from infersweep.cluster_settings import load_cluster_settings
+
+    return DgdPolicy.from_settings(load_cluster_settings())
+
+
+def check_dgd(dgd: dict, policy: DgdPolicy | None = None) -> None:
+    """DgdRefused naming every field of `dgd` the policy refuses (the DGD is a workflow parameter, so its
+    submitter could otherwise ask the operator for any pod)."""
+    bad = violations(dgd, policy or installed_policy())
+    if bad:
+        raise DgdRefused(
+            "refused DynamoGraphDeployment: "
+            + "; ".join(bad)
+            + " (render it from a recipe: infersweep render; docs/security.md)"
+        )
+
+
 def deploy(
     *,
     dgd_text: str | None,
@@ -91,6 +120,7 @@ def deploy(
     model: str = "",
     timeout_s: float = 1800.0,
     lane_wait_s: float = LANE_WAIT_S,
+    policy: DgdPolicy | None = None,
 ) -> str:
     """Apply the run's DGD (the rendered YAML renamed for `run_id`, or as this run's deploy saved it) and
     return the frontend URL, also written to `url_param`. With `ensure`: never patch, and wait until it
@@ -102,6 +132,7 @@ def deploy(
         raise BadInput("--dgd is not a DynamoGraphDeployment document")
     if ensure and not model:
         raise BadInput("--ensure needs --model (what the deployment must serve)")
+    check_dgd(dgd, policy)  # the saved file too: the workdir volume is writable by every step of the run
     if dgd_file:  # saved by this run's deploy: already renamed and owned
         owner = workflow_owner(dgd)
     else:
@@ -148,6 +179,7 @@ def wait_ready(
     platform = get_platform()
     if ensure_from and Path(ensure_from).is_file():
         saved = yaml.safe_load(Path(ensure_from).read_text())
+        check_dgd(saved)
         platform.apply_dgd(saved, namespace, workflow_owner(saved), patch_own=False)
     try:
         took = platform.wait_ready(

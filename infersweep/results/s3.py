@@ -46,6 +46,22 @@ def s3_client(endpoint_url: str | None = None, *, connect_timeout: float = 3, re
     return boto3.client("s3", endpoint_url=endpoint_url, config=config)
 
 
+class UnsafeKey(ValueError):
+    """An S3 key that would land outside the destination folder."""
+
+
+def contained(dest: Path, rel: str) -> Path:
+    """dest/rel, refusing a key that climbs out of dest (`..`, an absolute part, a NUL): whoever can write to
+    the bucket must not choose which local file a download overwrites."""
+    parts = rel.split("/")
+    if not rel or "\0" in rel or rel.startswith("/") or any(p in ("..",) for p in parts):
+        raise UnsafeKey(f"S3 key part {rel[:120]!r} would leave {dest}; refused")
+    target = (dest / rel).resolve()
+    if not target.is_relative_to(dest.resolve()):
+        raise UnsafeKey(f"S3 key part {rel[:120]!r} resolves outside {dest}; refused")
+    return target
+
+
 def download_prefix(bucket: str, prefix: str, dest: Path) -> int:
     """Download every object under s3://bucket/prefix/ into dest (keys relative to the prefix); return how many."""
     s3 = s3_client()  # fails in seconds when S3 is unreachable
@@ -53,7 +69,9 @@ def download_prefix(bucket: str, prefix: str, dest: Path) -> int:
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix.rstrip("/") + "/"):
         for obj in page.get("Contents", []):
             rel = obj["Key"][len(prefix.rstrip("/")) + 1 :]
-            target = dest / rel
+            if not rel or rel.endswith("/"):
+                continue  # a "folder" marker object
+            target = contained(dest, rel)
             target.parent.mkdir(parents=True, exist_ok=True)
             s3.download_file(bucket, obj["Key"], str(target))
             n += 1

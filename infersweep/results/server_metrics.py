@@ -25,6 +25,7 @@ import os
 import re
 import string
 import sys
+import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -166,12 +167,60 @@ def point_windows(points_dir: Path) -> list[tuple[int, float, float]]:
     return wins
 
 
+# The scrape step's copy of params/cluster.yaml prometheus_url, fixed in its template at install
+# (workflows/steps_library.py): a Workflow's `prometheus-url` must name that server and nothing else.
+PROMETHEUS_ENV = "INFERSWEEP_PROMETHEUS_URL"
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _configured_prometheus() -> str:
+    if PROMETHEUS_ENV in os.environ:
+        return os.environ[PROMETHEUS_ENV]
+    from infersweep.cluster_settings import load_cluster_settings
+
+    return load_cluster_settings().prometheus_url
+
+
+def check_prometheus_url(url: str, configured: str | None = None, platform: str | None = None) -> None:
+    """ScopeError unless `url` is the configured Prometheus (local mode: also one on this machine's loopback,
+    where infersweep starts its own). The URL is the scrape's only outbound address: any other would let a
+    submitter point the step at, e.g., a cloud metadata endpoint and read the answer in the run's files."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ScopeError(f"prometheus-url {url[:80]!r}: give an http(s):// URL (params/cluster.yaml prometheus_url)")
+    if parts.username is not None or parts.password is not None or parts.query or parts.fragment or "?" in url:
+        raise ScopeError("prometheus-url: no user, query or fragment in the URL; give the server's base URL")
+    configured = _configured_prometheus() if configured is None else configured
+    if url.rstrip("/") == configured.rstrip("/") and configured:
+        return
+    if (platform or os.environ.get(PLATFORM_ENV)) == "local" and parts.hostname in _LOOPBACK:
+        return
+    raise ScopeError(
+        f"prometheus-url {url[:80]!r} is not the cluster's Prometheus "
+        f"({configured or 'none configured'}); the scrape talks only to params/cluster.yaml prometheus_url "
+        "(set it there and reinstall, or leave prometheus-url empty)"
+    )
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # never follow Prometheus elsewhere
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
 def range_query(base: str, query: str, start: float, end: float, step: float, timeout: float = 30) -> list[dict]:
     qs = urllib.parse.urlencode({"query": query, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"})
-    with urllib.request.urlopen(f"{base.rstrip('/')}/api/v1/query_range?{qs}", timeout=timeout) as r:
-        body = json.load(r)
-    if body.get("status") != "success":
-        raise RuntimeError(f"{query}: {body.get('error', body)}")
+    with _OPENER.open(f"{base.rstrip('/')}/api/v1/query_range?{qs}", timeout=timeout) as r:
+        try:
+            body = json.load(r)
+        except ValueError:
+            body = None
+    if not isinstance(body, dict) or body.get("status") != "success":
+        # The answer is not echoed (it lands in SKIPPED, the report and S3): only what kind of answer it was.
+        kind = body.get("errorType", "error") if isinstance(body, dict) else "not a Prometheus API response"
+        raise RuntimeError(f"{query}: Prometheus answered {kind}")
     return body["data"]["result"]
 
 
@@ -205,6 +254,17 @@ def scrape_windows(
     return pd.DataFrame(rows, columns=["concurrency", "metric", "labels", "ts", "value"])
 
 
+def _failure(e: Exception) -> str:
+    """Why a scrape failed, without anything the server sent back (an HTTPError's str is its code and reason)."""
+    if isinstance(e, urllib.error.HTTPError):
+        return f"HTTP {e.code}"
+    if isinstance(e, urllib.error.URLError):
+        return f"unreachable ({type(e.reason).__name__})"
+    if isinstance(e, RuntimeError):
+        return str(e)
+    return type(e).__name__
+
+
 def scrape_run_metrics(
     run_dir: Path, *, prometheus_url: str, queries_file: Path, namespace: str, dgd_base: str, run_id: str, context: str
 ) -> None:
@@ -234,6 +294,8 @@ def scrape_run_metrics(
         raise ScopeError(str(e)) from None
     if notes:
         (run_dir / METRICS_NOTES_FILE).write_text("\n".join(notes) + "\n")
+    if prometheus_url:
+        check_prometheus_url(prometheus_url)
     if not prometheus_url:
         (run_dir / METRICS_SKIPPED_FILE).write_text("no Prometheus URL was given (parameter prometheus-url)\n")
         print("scrape: no Prometheus URL; server metrics skipped")
@@ -243,8 +305,9 @@ def scrape_run_metrics(
     try:
         df = scrape_windows(prometheus_url, windows, queries, step)
     except Exception as e:  # Prometheus down: keep the run, say why metrics are missing
-        (run_dir / METRICS_SKIPPED_FILE).write_text(f"Prometheus at {prometheus_url} failed: {e}\n")
-        print(f"scrape: Prometheus failed, metrics skipped: {e}", file=sys.stderr)
+        why = _failure(e)
+        (run_dir / METRICS_SKIPPED_FILE).write_text(f"Prometheus at {prometheus_url} failed: {why}\n")
+        print(f"scrape: Prometheus failed, metrics skipped: {why}", file=sys.stderr)
         return
     df.to_parquet(run_dir / SERVER_METRICS_FILE, index=False)
     print(f"scrape: {len(df)} samples of {df['metric'].nunique() if len(df) else 0} metrics over {len(windows)} points")

@@ -167,14 +167,15 @@ def test_recipes_that_move_data_between_pods_get_the_roce_data_path(name, api):
         assert env["UCX_NET_DEVICES"] == "mlx5_8:1" and "cuda_ipc" in env["UCX_TLS"]
         assert pod["requests"]["rdma/ib"] == "1"
     frontend = next(p for p in pods.values() if p["type"] == "frontend")
-    assert MULTUS_NETWORKS not in frontend["annotations"] and "securityContext" not in frontend["main"]
+    assert MULTUS_NETWORKS not in frontend["annotations"]
+    assert "add" not in frontend["main"]["securityContext"]["capabilities"]  # the transport is the workers'
 
 
 @pytest.mark.parametrize("api", API_VERSIONS)
 def test_a_single_node_aggregated_recipe_asks_for_no_fabric(api):
     for pod in worker_pods(render(load_recipe("qwen3-32b-fp8-vllm-agg"), api)).values():
         assert MULTUS_NETWORKS not in pod["annotations"]
-        assert "rdma/ib" not in pod["requests"] and "securityContext" not in pod["main"]
+        assert "rdma/ib" not in pod["requests"] and "add" not in pod["main"]["securityContext"]["capabilities"]
         assert "UCX_NET_DEVICES" not in env_of(pod)
 
 
@@ -198,7 +199,8 @@ def test_memory_request_follows_the_cpu_kv_tier(api):
     ):
         assert pod["requests"]["memory"] == "64Gi"
     for pod in worker_pods(render(load_recipe("qwen3-32b-fp8-vllm-disagg-4p4d-kv"), api)).values():
-        assert "memory" not in pod["requests"]
+        # the frontend asks for its own (pod_extras.FRONTEND_RESOURCES), a worker without a tier none
+        assert ("memory" in pod["requests"]) == (pod["type"] == "frontend")
 
 
 def test_hicache_memory_goes_only_where_hicache_is_on():

@@ -77,6 +77,13 @@ def _secret(folder: Path, **keys: str) -> Path:
     return folder
 
 
+def _listing(*hosts: str):
+    """The settings with the Secret and the hosts its token may go to (trust.git_credential_hosts)."""
+    base = load_cluster_settings()
+    trust = base.trust.model_dump() | {"git_credential_hosts": list(hosts)}
+    return base.changed(git_credentials_secret=SECRET, trust=trust)
+
+
 def _argv(tmp_path, repo, commit, settings, creds: Path | None):
     argv = [
         "--kind",
@@ -111,7 +118,7 @@ def _refusal(tmp_path, capfd, argv) -> str:
 
 def test_a_private_recipe_renders_with_the_secrets_username_and_token(private_repo, tmp_path, capfd):
     server, commit = private_repo
-    settings = load_cluster_settings().changed(git_credentials_secret=SECRET)
+    settings = _listing(server.url)
     creds = _secret(tmp_path / "secret", username=USER, password=TOKEN + "\n")  # kubectl --from-file's newline
     repo = f"{server.url}/recipes.git"
     assert step.main(_argv(tmp_path, repo, commit, settings, creds)) == 0
@@ -126,7 +133,7 @@ def test_a_private_recipe_renders_with_the_secrets_username_and_token(private_re
 
 def test_a_wrong_token_is_one_line_naming_the_secret_and_its_keys(private_repo, tmp_path, capfd):
     server, commit = private_repo
-    settings = load_cluster_settings().changed(git_credentials_secret=SECRET)
+    settings = _listing(server.url)
     wrong = TOKEN[:-4] + "XXXX"
     creds = _secret(tmp_path / "secret", username=USER, password=wrong)
     line = _refusal(tmp_path, capfd, _argv(tmp_path, f"{server.url}/recipes.git", commit, settings, creds))
@@ -147,7 +154,7 @@ def test_no_credentials_says_which_setting_and_keys_a_private_repository_needs(p
 def test_a_secret_not_created_yet_is_named_not_a_stuck_pod(private_repo, tmp_path, capfd):
     """optional: true mounts a missing Secret as an empty folder: the fetch says so."""
     server, commit = private_repo
-    settings = load_cluster_settings().changed(git_credentials_secret=SECRET)
+    settings = _listing(server.url)
     empty = _secret(tmp_path / "secret")
     line = _refusal(tmp_path, capfd, _argv(tmp_path, f"{server.url}/recipes.git", commit, settings, empty))
     assert (
@@ -163,7 +170,9 @@ def test_a_token_in_the_url_is_refused_before_any_fetch():
 
 
 def test_the_helper_is_scoped_to_the_repositorys_host_and_nothing_secret_is_in_the_environment(tmp_path):
-    creds = GitCredentials(SECRET, _secret(tmp_path / "secret", username=USER, password=TOKEN))
+    creds = GitCredentials(
+        SECRET, _secret(tmp_path / "secret", username=USER, password=TOKEN), ("git.example.com:8443",)
+    )
     env = auth_env("https://git.example.com:8443/team/recipes.git", creds, tmp_path / "work")
     assert env["GIT_CONFIG_KEY_0"] == "credential.helper" and env["GIT_CONFIG_VALUE_0"] == ""
     assert env["GIT_CONFIG_KEY_1"] == "credential.https://git.example.com:8443.helper"
@@ -260,7 +269,48 @@ def test_the_launcher_mounts_the_secret_only_when_the_setting_names_one():
 
 def test_a_secret_without_the_password_key_says_which_key_is_missing(private_repo, tmp_path, capfd):
     server, commit = private_repo
-    settings = load_cluster_settings().changed(git_credentials_secret=SECRET)
+    settings = _listing(server.url)
     creds = _secret(tmp_path / "secret", username=USER)
     line = _refusal(tmp_path, capfd, _argv(tmp_path, f"{server.url}/recipes.git", commit, settings, creds))
     assert f"the Secret {SECRET} (cluster setting git_credentials_secret) has no key password; it needs keys" in line
+
+
+# ------------------------------------------------------------------ issue 42 High 2: only listed https hosts
+def _helper(folder: Path, hosts: str, asked: str) -> str:
+    from infersweep.launch.git_credentials import HELPER
+
+    return subprocess.run(
+        ["python3", str(HELPER), str(folder), hosts, "get"], input=asked, capture_output=True, text=True, check=True
+    ).stdout
+
+
+def test_the_helper_answers_only_an_https_request_for_a_listed_host(tmp_path):
+    folder = _secret(tmp_path / "secret", username=USER, password=TOKEN)
+    assert TOKEN in _helper(folder, "git.example.com", "protocol=https\nhost=git.example.com\n")
+    assert _helper(folder, "git.example.com", "protocol=http\nhost=git.example.com\n") == ""
+    assert _helper(folder, "git.example.com", "protocol=https\nhost=evil.example.net\n") == ""
+    assert _helper(folder, "", "protocol=https\nhost=git.example.com\n") == ""
+
+
+def test_no_helper_for_an_unlisted_or_http_host(tmp_path):
+    creds = GitCredentials(SECRET, _secret(tmp_path / "secret", username=USER, password=TOKEN), ("github.com",))
+    assert auth_env("https://github.com/org/r.git", creds, tmp_path / "w")
+    assert auth_env("http://github.com/org/r.git", creds, tmp_path / "w") == {}
+    assert auth_env("https://attacker.example/org/r.git", creds, tmp_path / "w") == {}
+    assert auth_env("https://github.com/org/r.git", GitCredentials(SECRET, creds.folder), tmp_path / "w") == {}
+
+
+def test_a_listener_on_an_unlisted_host_receives_no_token(private_repo, tmp_path, capfd):
+    """The reviewer's reproduction: a launch from a URL the UI user typed handed the Secret's token to that
+    server (Authorization: Basic). Unlisted, the server sees no Authorization at all."""
+    server, commit = private_repo
+    settings = _listing("git.example.com")  # the token is for another host
+    creds = _secret(tmp_path / "secret", username=USER, password=TOKEN)
+    _refusal(tmp_path, capfd, _argv(tmp_path, f"{server.url}/recipes.git", commit, settings, creds))
+    assert server.authorizations == [] or not any(a.startswith("Basic ") for a in server.authorizations)
+
+
+def test_a_user_name_in_an_https_url_is_refused():
+    with pytest.raises(RecipeError, match="user name in the URL") as e:
+        check_git_source("https://ghp_PLANTED0123@github.com/org/r.git", "a" * 40, "r.yaml")
+    assert "ghp_PLANTED0123" not in str(e.value)

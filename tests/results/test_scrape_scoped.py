@@ -171,6 +171,7 @@ def _run_dir(tmp_path: Path, runtime: dict[str, str] | None, window_s: float = 1
 def test_worker_series_in_the_runtime_namespace_are_scraped(tmp_path, monkeypatch):
     monkeypatch.delenv("INFERSWEEP_PLATFORM", raising=False)
     prom = _FakePrometheus(['dynamo_namespace="team-a-sweep-7"', "team-a-sweep-7-1a2b3c4d"])
+    monkeypatch.setenv("INFERSWEEP_PROMETHEUS_URL", prom.url)  # the installed scrape template's
     try:
         run = _run_dir(tmp_path, {"Frontend": "team-a-sweep-7", "VllmWorker": "team-a-sweep-7-1a2b3c4d"})
         rc = scrape_step.main(
@@ -188,6 +189,7 @@ def test_a_required_query_with_no_series_fails_the_scrape_and_names_it(tmp_path,
     find nothing, and the step says so instead of saving an empty column."""
     monkeypatch.delenv("INFERSWEEP_PLATFORM", raising=False)
     prom = _FakePrometheus(['dynamo_namespace="team-a-sweep-7"'])  # the frontend only
+    monkeypatch.setenv("INFERSWEEP_PROMETHEUS_URL", prom.url)  # the installed scrape template's
     try:
         run = _run_dir(tmp_path, None)
         rc = scrape_step.main(
@@ -208,6 +210,7 @@ def test_points_too_short_for_prometheus_do_not_fail_the_scrape_and_say_so(tmp_p
     window proves nothing about the scoping, so the required check waits for a point Prometheus can resolve."""
     monkeypatch.delenv("INFERSWEEP_PLATFORM", raising=False)
     prom = _FakePrometheus(['dynamo_namespace="team-a-sweep-7"'])  # the frontend only, as in the test above
+    monkeypatch.setenv("INFERSWEEP_PROMETHEUS_URL", prom.url)  # the installed scrape template's
     try:
         run = _run_dir(tmp_path, None, window_s=0.8)
         rc = scrape_step.main(

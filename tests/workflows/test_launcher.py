@@ -127,12 +127,43 @@ def test_two_launches_queue_in_order(settings, tmp_path):
     ],
 )
 def test_set_refuses_what_follows_from_the_recipe(settings, tmp_path, line, says):
+    # even where the cluster settings let the UI name the key, a derived value stays derived
+    wide = _ui_set(settings, line.split("=", 1)[0])
     with pytest.raises(RecipeError, match=re.escape(f"set: {says}")):
-        _launch(settings, tmp_path, set_text=f"# a comment\n{line}\n")
+        _launch(wide, tmp_path, set_text=f"# a comment\n{line}\n")
+
+
+def _ui_set(settings, *extra: str):
+    trust = settings.trust.model_dump()
+    return settings.changed(trust=trust | {"ui_set": trust["ui_set"] + list(extra)})
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "image=docker.io/attacker/evil:latest",
+        "worker_env.LD_PRELOAD=/model-cache/evil.so",
+        "engine_args=[--trust-remote-code]",
+        "placement.tolerations=[{operator: Exists}]",
+        "placement.node_selector={kubernetes.io/hostname: n1}",
+        "transport.pod_annotations={container.apparmor.security.beta.kubernetes.io/main: unconfined}",
+        "s3-bucket=attacker-bucket",
+        "prometheus-url=http://169.254.169.254/latest/meta-data/iam#",
+        "model-cache-pvc=other",
+        "model-source=file:///model-cache/x",
+    ],
+)
+def test_set_refuses_what_the_cluster_settings_do_not_give_the_ui(settings, tmp_path, line):
+    """Issue 42 Medium 3: the reviewer's `set image=...` ran that image on GPU nodes with the HF token."""
+    key = line.split("=", 1)[0]
+    with pytest.raises(RecipeError, match=re.escape(f"set: {key}: not settable from the UI")):
+        _launch(settings, tmp_path, set_text=f"{line}\n")
 
 
 def test_set_changes_the_recipe_and_everything_follows(settings, tmp_path):
-    launch = _launch(settings, tmp_path, set_text="workload.concurrency=[4]\n\ns3-prefix=team-a\n")
+    launch = _launch(
+        _ui_set(settings, "s3-prefix"), tmp_path, set_text="workload.concurrency=[4]\n\ns3-prefix=team-a\n"
+    )
     params = {p["name"]: p["value"] for p in launch.workflow["spec"]["arguments"]["parameters"]}
     assert [p["concurrency"] for p in json.loads(params["points"])] == [4]
     assert params["s3-prefix"] == "team-a"
@@ -168,7 +199,7 @@ def test_the_step_refuses_with_one_line_and_creates_nothing(settings, tmp_path, 
     assert rc == 1 and not out.exists()
     err = capsys.readouterr().err.strip().splitlines()
     # the one runner's line (steps/runner.py): the step's name, then the refusal
-    assert len(err) == 1 and err[0].startswith("launch: set: gpu-count: cannot be set")
+    assert len(err) == 1 and err[0].startswith("launch: set: gpu-count: not settable from the UI")
 
 
 def test_the_installed_render_args_are_what_the_step_parses(installed, tmp_path):
