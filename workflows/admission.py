@@ -1,4 +1,4 @@
-"""The DGD admission policy: the deploy step's check (infersweep/dgd/policy.py) as a Kubernetes
+"""The DGD admission policy: the deploy step's check (infersweep/platform/dgd_policy.py) as a Kubernetes
 ValidatingAdmissionPolicy, so a DGD created by anyone in the namespace (kubectl, another tool, a forged
 Workflow that skips the deploy step) meets the same rules.
 
@@ -7,7 +7,7 @@ binding are cluster-scoped, so a cluster admin applies them (`infersweep install
 DIR/optional/, outside the kustomization; docs/security.md). Without them the deploy step's check still holds
 for every infersweep run.
 
-Each validation is one rule of infersweep/dgd/policy.py with the same meaning; tests/house/test_dgd_policy.py
+Each validation is one rule of infersweep/platform/dgd_policy.py with the same meaning; tests/house/test_dgd_policy.py
 evaluates these CEL expressions (cel-python, when installed) on the same forged and rendered DGDs as the Python
 check and requires the same verdicts. CEL kept to the standard macros (has, all, exists, startsWith) so that
 evaluator and the API server read it alike.
@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from infersweep.dgd.policy import ALLOWED_VOLUMES, APPARMOR_ANNOTATION, RDMA_CAPABILITIES, DgdPolicy
+from infersweep.platform.dgd_policy import ALLOWED_VOLUMES, APPARMOR_ANNOTATION, RDMA_CAPABILITIES, DgdPolicy
 
 NAME = "infersweep-dgd-policy"
 

@@ -287,8 +287,8 @@ PINNED_BY_STEP = {
 
 
 def pinned_values(settings: ClusterSettings) -> dict[str, str]:
-    from infersweep.dgd.policy import POLICY_ENV, DgdPolicy
-    from infersweep.results.server_metrics import PROMETHEUS_ENV
+    from infersweep.platform.dgd_policy import POLICY_ENV, DgdPolicy
+    from infersweep.platform.select import PROMETHEUS_ENV
 
     return {POLICY_ENV: DgdPolicy.from_settings(settings).to_json(), PROMETHEUS_ENV: settings.prometheus_url}
 

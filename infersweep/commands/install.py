@@ -88,7 +88,7 @@ def write_admission_policy(out: Path, settings: Any) -> Path:
     f.parent.mkdir(parents=True, exist_ok=True)
     f.write_text(
         "# Optional (Kubernetes >= 1.30, cluster admin): kubectl apply -f " + ADMISSION_FILE + "\n"
-        "# The same rules the deploy step checks (infersweep/dgd/policy.py), for every DGD in the namespace.\n"
+        "# The same rules the deploy step checks (infersweep/platform/dgd_policy.py), for every DGD in the namespace.\n"
         + _stream(admission_policy(settings))
     )
     return f

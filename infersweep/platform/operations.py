@@ -16,8 +16,8 @@ from pathlib import Path
 
 import yaml
 
-from infersweep.dgd.policy import POLICY_ENV, DgdPolicy, violations
 from infersweep.platform.dgd import dgd_name, for_run, lane_labels, workflow_owner
+from infersweep.platform.dgd_policy import POLICY_ENV, DgdPolicy, violations
 from infersweep.platform.protocol import BadInput, NotServing, Platform, PlatformError
 from infersweep.platform.select import get_platform
 
@@ -80,7 +80,7 @@ def wait_for_lane(
 
 
 class DgdRefused(BadInput):
-    """The DGD asks for more than the installed policy allows (infersweep/dgd/policy.py); nothing is applied."""
+    """The DGD asks for more than the installed policy allows (infersweep/platform/dgd_policy.py); nothing is applied."""
 
 
 def installed_policy() -> DgdPolicy:

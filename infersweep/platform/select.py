@@ -19,6 +19,9 @@ ADAPTER_ENV = "INFERSWEEP_PLATFORM_ADAPTER"
 # The platform's name ("local" in local mode; unset in a cluster): the validity profile of that name applies
 # (infersweep.results.validity). Whether results are simulated is said by infersweep.predict.source's variable.
 PLATFORM_ENV = "INFERSWEEP_PLATFORM"
+# The one Prometheus the scrape step may query, fixed in its template at install (infersweep.results.server_metrics
+# reads it; workflows/steps_library.py pins it): here so that rendering need not import results/.
+PROMETHEUS_ENV = "INFERSWEEP_PROMETHEUS_URL"
 
 
 def load_adapter(spec: str) -> Callable[[], Platform]:

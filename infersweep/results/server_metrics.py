@@ -35,7 +35,7 @@ import pandas as pd
 from infersweep.params_files import read_yaml_mapping
 from infersweep.paths import params_dir
 from infersweep.platform.dgd import dgd_name
-from infersweep.platform.select import PLATFORM_ENV
+from infersweep.platform.select import PLATFORM_ENV, PROMETHEUS_ENV
 from infersweep.results.context import READY_FILE, parse_context_arg
 from infersweep.results.run import METRICS_SKIPPED_FILE, SERVER_METRICS_FILE
 
@@ -169,7 +169,6 @@ def point_windows(points_dir: Path) -> list[tuple[int, float, float]]:
 
 # The scrape step's copy of params/cluster.yaml prometheus_url, fixed in its template at install
 # (workflows/steps_library.py): a Workflow's `prometheus-url` must name that server and nothing else.
-PROMETHEUS_ENV = "INFERSWEEP_PROMETHEUS_URL"
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 

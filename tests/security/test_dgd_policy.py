@@ -20,8 +20,8 @@ import yaml
 
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.dgd import deployable_dgd
-from infersweep.dgd.policy import DgdPolicy, violations
 from infersweep.platform import operations
+from infersweep.platform.dgd_policy import DgdPolicy, violations
 from infersweep.recipe import all_recipe_paths, load_recipe
 from tests.support.paths import REPO
 from workflows.admission import admission_policy
@@ -248,7 +248,7 @@ def test_the_admission_policy_is_bound_to_the_namespace_and_covers_both_apis(set
 
 def test_the_admission_policy_cel_agrees_with_the_deploy_check(settings, policy):
     """Each forged DGD is refused by at least one validation and every rendered one passes all of them: the
-    same verdicts as infersweep.dgd.policy.violations, evaluated with cel-python."""
+    same verdicts as infersweep.platform.dgd_policy.violations, evaluated with cel-python."""
     vap = admission_policy(settings)[0]
     forged = [(f"{w}-{api}", _forge(settings, api, FORGED[w])) for w in sorted(FORGED) for api in API_VERSIONS]
     rendered = list(_all_rendered(settings))
