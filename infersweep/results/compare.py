@@ -136,8 +136,8 @@ def compare_runs(
     decide: list[str] | None = None,
     decided_by: str | None = None,
 ) -> Comparison:
-    """Every run after the first against the first. `decide`: the metrics judged (default: the runs' SLOs,
-    else DEFAULT_DECISIONS); `decided_by` says where they came from in the output."""
+    """Every run after the first against the first. `decide`: the metrics judged (default: the `metrics`
+    named, else the runs' SLOs, else DEFAULT_DECISIONS); `decided_by` says where they came from."""
     if len(runs) < 2:
         raise ValueError("compare needs at least two runs")
     left_out: list[str] = []
@@ -155,6 +155,8 @@ def compare_runs(
             ):
                 invalid_at.setdefault(int(c), []).append(label)
     runs = kept
+    if metrics and not decide:  # a caller that names the metrics shown (the experiment report) judges them
+        decide, decided_by = [m for m, _ in metrics], decided_by or "the metrics asked for"
     judged, decided_by = _judged(decide, decided_by, runs)
     metrics = list(metrics or METRICS)
     metrics += [(m, metric_label(m)) for m in judged if m not in dict(metrics)]
