@@ -297,7 +297,7 @@ def best_meeting_slo(runs: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 
 def _best_reps(df: pd.DataFrame, concurrency: int) -> np.ndarray:
-    kept, _ = counted(df)
+    kept, _ = counted(df[df["concurrency"] == concurrency])
     return _levels(kept, [BEST_METRIC]).get(BEST_METRIC, {}).get(int(concurrency), np.array([]))
 
 
