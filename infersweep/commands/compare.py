@@ -26,7 +26,7 @@ def run(a: argparse.Namespace) -> int:
     if a.html:
         from infersweep.results.comparison_report import write_comparison_report
 
-        print(f"html: {write_comparison_report(runs, Path(a.html), notes=notes)}")
+        print(f"html: {write_comparison_report(runs, Path(a.html), notes=notes, cmp=cmp)}")
     if a.csv:
         Path(a.csv).parent.mkdir(parents=True, exist_ok=True)
         cmp.changes.to_csv(a.csv, index=False)
