@@ -177,6 +177,8 @@ def test_best_under_the_slos_is_a_tie_when_the_repetitions_do_not_tell_the_runs_
     b = run_table("b", twin, spread=(0.97, 1.0, 1.03))
     best = compare_runs({"a": a, "b": b}).best_choice
     assert best.winner is None and best.tied == ["b", "a"]
-    assert "b or a: not told apart at n = 3" in best.line and re.search(r"about \d+ repetitions per point would decide", best.line)
+    assert "b or a: not told apart at n = 3" in best.line and re.search(
+        r"about \d+ repetitions per point would decide", best.line
+    )
     far = run_table("b", {c: {k: v * 1.5 if k == "tok" else v for k, v in m.items()} for c, m in POINTS_TP1.items()})
     assert compare_runs({"a": a, "b": far}).best_choice.winner == "b"
