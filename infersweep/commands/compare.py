@@ -16,14 +16,17 @@ def run(a: argparse.Namespace) -> int:
     # Same workload, model, SLOs and source, or a flag that says otherwise (infersweep.results.comparable).
     notes = check_comparable(runs, allowed(a))
     tables = {label: r.table for label, r in runs.items()}
-    cmp = compare_runs(tables, include_invalid=a.include_invalid)
+    from infersweep.metrics import canonical
+
+    judged = [canonical(m, f"--metric {m}") for m in a.metric or []]  # ValueError: one line (clean_errors)
+    cmp = compare_runs(tables, include_invalid=a.include_invalid, decide=judged or None)
     for note in notes:
         print(f"note: {note}")
     print(cmp.text())
     if a.html:
         from infersweep.results.comparison_report import write_comparison_report
 
-        print(f"html: {write_comparison_report(runs, Path(a.html), notes=notes)}")
+        print(f"html: {write_comparison_report(runs, Path(a.html), notes=notes, cmp=cmp)}")
     if a.csv:
         Path(a.csv).parent.mkdir(parents=True, exist_ok=True)
         cmp.changes.to_csv(a.csv, index=False)
@@ -39,6 +42,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="compare runs: %% changes per concurrency, crossovers, best under the SLOs")
     p.add_argument("runs", nargs="+", metavar="RUN", help="the first is the baseline; folders or ids in --store")
     p.add_argument("--csv", help="write the per-concurrency changes here")
+    p.add_argument(
+        "--metric",
+        action="append",
+        metavar="METRIC",
+        help="judge this metric (repeatable; default: the runs' SLO metrics); the others are described, with "
+        "their intervals, not judged (docs/statistics.md)",
+    )
     p.add_argument(
         "--include-invalid",
         action="store_true",

@@ -2,9 +2,9 @@
 configuration meeting the SLOs (infersweep.results.compare), the claim's verdict with its noise, and, per
 seed finding, whether this run's direction agrees.
 
-The claim and the seed checks use the regression judge's noise model (infersweep.results.regression):
-repetitions reduced to their median, the noise of one repetition pooled over all points of the metric in
-both treatments, the standard error of the relative change from it. A claim "T beats B on M at cN by at
+The claim and the seed checks use the per-point test of `compare` and `regress` (infersweep.results.noise):
+repetitions reduced to their median, the noise of one repetition from the judged point's own repetitions
+(never pooled with other points), the standard error of the relative change from it. A claim "T beats B on M at cN by at
 least X %" is
 - supported: T is at least X % better and the change is beyond z standard errors of noise;
 - refuted: T misses X % by more than z standard errors (or, with unknown noise, misses it at all);
@@ -28,7 +28,8 @@ from infersweep.experiment.spec import Experiment
 from infersweep.metrics import DEFAULT_Z, direction
 from infersweep.results.compare import TIE, Comparison, compare_runs, format_comparison
 from infersweep.results.evidence import counted, why_not_counted
-from infersweep.results.regression import MEDIAN_SE, _levels, _pooled_sigma
+from infersweep.results.noise import point_test
+from infersweep.results.regression import _levels
 
 
 @dataclass
@@ -105,8 +106,7 @@ def check(claim: Claim, tables: dict[str, pd.DataFrame], z: float = DEFAULT_Z) -
         return ClaimCheck(claim, "inconclusive", nan, nan, bv, tv, at)
     sign = 1.0 if direction(claim.metric) == "lower" else -1.0
     improvement = sign * (bv - tv) / abs(bv)
-    sigma = _pooled_sigma(list(t_all.values()) + list(b_all.values()), relative=True)
-    noise = MEDIAN_SE * sigma * math.sqrt(1 / len(t) + 1 / len(b)) if math.isfinite(sigma) else math.nan
+    noise = point_test(b, t).se  # the judged point's own repetitions; nan when a side ran once
     need = claim.better_by_pct / 100
     margin = z * noise if math.isfinite(noise) else 0.0
     if improvement >= need and improvement > margin:
@@ -165,7 +165,13 @@ def experiment_report(e: Experiment, tables: dict[str, pd.DataFrame], z: float =
     comparison = None
     if e.baseline in present and len(present) >= 2:
         ordered = {e.baseline: present[e.baseline]} | {k: v for k, v in present.items() if k != e.baseline}
-        comparison = compare_runs(ordered, [(m, m) for m in e.spec.question.metrics])
+        judged = [e.spec.claim.metric] if e.spec.claim else None  # one decision per question: the claim's
+        comparison = compare_runs(
+            ordered,
+            [(m, m) for m in e.spec.question.metrics],
+            decide=judged,
+            decided_by="the experiment's claim" if judged else "the experiment's question",
+        )
     claim = check(e.spec.claim, present, z) if e.spec.claim else None
     seed = [(x, agrees(x, present)) for x in (e.spec.seed.expect if e.spec.seed else [])]
     return ExperimentReport(e, comparison, claim, seed, missing)

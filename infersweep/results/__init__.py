@@ -16,7 +16,9 @@ s3.py          the S3 client every reader and writer uses, and download_prefix
 store.py       RunStore: S3 or a local folder; refuses runs without a manifest
 report.py      the self-contained HTML report (+ PNGs)
 plots.py       the figures report and compare share
-compare.py     per-concurrency changes, crossovers, best configuration meeting the SLOs
+compare.py     per-concurrency changes, verdicts on the judged metrics, crossovers, best configuration meeting the SLOs
 regression.py  judge_run: pass / regressed / improved / inconclusive, with the evidence
+noise.py       the per-point test both use: medians, Student's t on the point's own repetitions, Holm
+calibration.py synthetic repetitions of known noise and the error rates measured on them (docs/statistics.md)
 baseline.py    a run judged against its recipe's baseline run in S3 (the regression-check step)
 """

@@ -1,23 +1,32 @@
-"""Compare runs: per-concurrency percentage changes against the first run, the concurrency where one
-configuration overtakes another on each metric, and the best configuration meeting the SLOs.
+"""Compare runs: per-concurrency percentage changes against the first run, each with its 95 % interval,
+verdicts on the metrics the runs are judged on (their SLOs, the experiment's claim or `--metric`), the
+concurrency where one configuration overtakes another, and the best configuration meeting the SLOs.
 
-Repetitions are reduced to their median per point first, and only concurrencies both runs measured are
-compared (a point one run lacks is reported, never interpolated). Only valid points are used unless
-`include_invalid` (infersweep.results.validity); what was left out is listed in `left_out`.
+Statistics (infersweep.results.noise, docs/statistics.md): each point is tested on its own repetitions
+(medians, Student's t with the degrees of freedom used); the decisions of one candidate against the
+baseline are one family, Holm-corrected so the chance of any false "better" among them is at most 5 %;
+every other metric is a description (change and interval, no verdict). A point that ran once decides
+nothing: no star, no winner, no crossover. Only concurrencies both runs measured are compared (a point one
+run lacks is reported, never interpolated); only valid points unless `include_invalid`
+(infersweep.results.validity); what was left out is listed in `left_out`.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from infersweep.metrics import direction
+from infersweep.metrics import label as metric_label
 from infersweep.results.evidence import best_point, counted
+from infersweep.results.noise import ADVISED_N, ALPHA, holm, point_test, repetitions_to_decide
 from infersweep.results.plots import COLORS, _plt, _save, per_point
-from infersweep.results.regression import MEDIAN_SE, _levels, _pooled_sigma  # the regression judge's noise model
+from infersweep.results.regression import _levels
 
 METRICS = [
     ("ttft_avg_ms", "TTFT mean"),
@@ -32,23 +41,38 @@ METRICS = [
     ("output_throughput_p50_tok_s_per_user", "tok/s/user"),
     ("goodput_req_s", "goodput req/s"),
 ]
+# Judged when the runs have no SLOs and nobody named a metric: the regression check's headline metrics.
+DEFAULT_DECISIONS = ["ttft_p50_ms", "itl_p50_ms", "output_throughput_tok_s"]
 TIE = 0.005  # relative differences below 0.5% are ties: they neither win nor make a crossover
-Z95 = 1.96  # the confidence interval shown beside a change: 95 %, normal
-NOISE = "within noise"  # a change inside its confidence interval: no winner, no crossover
+NOISE = "within noise"  # a judged change not told from noise: no winner, no crossover
+UNKNOWN = "n too small"  # a judged change at a point that ran once on a side: nothing decided
+DESCRIBED = "described"  # a metric not judged: its change and interval, no verdict
+BEST_METRIC = "output_throughput_tok_s_per_gpu"  # what "best under the SLOs" maximizes
+
+
+@dataclass
+class Best:
+    """The best configuration meeting the SLOs, decided on the repetitions, not on the medians alone."""
+
+    rows: pd.DataFrame  # per run its best valid point meeting the SLOs (best_meeting_slo), best first
+    winner: str | None  # the run told apart from every other run meeting the SLOs (None: none or a tie)
+    tied: list[str]  # runs not told apart from the top one (winner is None then)
+    line: str  # the sentence the text and the HTML print
 
 
 @dataclass
 class Comparison:
     baseline: str
-    changes: (
-        pd.DataFrame
-    )  # run, concurrency, metric, baseline_value, value, pct_change, ci95_pct, n_baseline, n, better
+    changes: pd.DataFrame  # run, concurrency, metric, baseline_value, value, pct_change, ci95_pct, n, verdict ...
     crossovers: pd.DataFrame  # run, metric, concurrency, winner_before, winner_from
-    winners: pd.DataFrame  # run, metric, summary ("A better at c1-c4, B better from c8")
-    best: pd.DataFrame  # the best point meeting the SLOs, per run (first row: overall best)
+    winners: pd.DataFrame  # run, metric, summary ("A better at c1-c4, B better from c8"), judged metrics only
+    best: pd.DataFrame  # the best point meeting the SLOs, per run (first row: the top by median)
     missing: list[str]
     left_out: list[str] = field(default_factory=list)  # invalid points not compared (one line each)
     included_invalid: list[str] = field(default_factory=list)  # invalid points compared (--include-invalid)
+    decisions: list[str] = field(default_factory=list)  # the judged metrics
+    decided_by: str = ""  # where they came from: "the runs' SLOs", "--metric", ...
+    best_choice: Best | None = None
 
     def text(self) -> str:
         return format_comparison(self)
@@ -58,16 +82,62 @@ def _pct(a: float, b: float) -> float:
     return (b - a) / a * 100 if a and math.isfinite(a) and math.isfinite(b) else math.nan
 
 
-def _winner(metric: str, a: float, b: float, la: str, lb: str) -> str | None:
-    if not (math.isfinite(a) and math.isfinite(b)) or abs(b - a) <= TIE * max(abs(a), abs(b)):
-        return None
-    b_better = b < a if direction(metric) == "lower" else b > a
-    return lb if b_better else la
+def slo_metrics(tables: list[pd.DataFrame]) -> list[str]:
+    """The metrics the runs' SLOs bound (the results table's `slo` column, JSON, canonical names)."""
+    out: list[str] = []
+    for df in tables:
+        if "slo" not in df.columns:
+            continue
+        for text in df["slo"].dropna().unique():
+            try:
+                slo = json.loads(text) if isinstance(text, str) else dict(text)
+            except (ValueError, TypeError):
+                continue
+            out += [m for m in slo if m not in out]
+    return out
+
+
+def _judged(decide: list[str] | None, decided_by: str | None, runs: dict[str, pd.DataFrame]) -> tuple[list[str], str]:
+    if decide:
+        return list(dict.fromkeys(decide)), decided_by or "--metric"
+    from_slo = [m for m in slo_metrics(list(runs.values())) if _has_direction(m)]
+    if from_slo:
+        return from_slo, "the runs' SLOs"
+    return list(DEFAULT_DECISIONS), "the default (no SLOs, no --metric)"
+
+
+def _has_direction(metric: str) -> bool:
+    try:
+        direction(metric)
+    except ValueError:
+        return False
+    return True
+
+
+def _verdict(metric: str, t, rejected: bool, judged: bool) -> tuple[str, bool | None]:
+    """(verdict, better) of one cell: better is True when the candidate is better, False when the
+    baseline is, None when nothing was decided."""
+    if not judged:
+        return DESCRIBED, None
+    if not t.known:
+        return UNKNOWN, None
+    if not rejected:
+        return NOISE, None
+    if abs(t.change) <= TIE:
+        return "tie", None
+    b_better = t.change < 0 if direction(metric) == "lower" else t.change > 0
+    return ("better" if b_better else "worse"), b_better
 
 
 def compare_runs(
-    runs: dict[str, pd.DataFrame], metrics: list[tuple[str, str]] | None = None, include_invalid: bool = False
+    runs: dict[str, pd.DataFrame],
+    metrics: list[tuple[str, str]] | None = None,
+    include_invalid: bool = False,
+    decide: list[str] | None = None,
+    decided_by: str | None = None,
 ) -> Comparison:
+    """Every run after the first against the first. `decide`: the metrics judged (default: the `metrics`
+    named, else the runs' SLOs, else DEFAULT_DECISIONS); `decided_by` says where they came from."""
     if len(runs) < 2:
         raise ValueError("compare needs at least two runs")
     left_out: list[str] = []
@@ -85,7 +155,11 @@ def compare_runs(
             ):
                 invalid_at.setdefault(int(c), []).append(label)
     runs = kept
-    metrics = metrics or METRICS
+    if metrics and not decide:  # a caller that names the metrics shown (the experiment report) judges them
+        decide, decided_by = [m for m, _ in metrics], decided_by or "the metrics asked for"
+    judged, decided_by = _judged(decide, decided_by, runs)
+    metrics = list(metrics or METRICS)
+    metrics += [(m, metric_label(m)) for m in judged if m not in dict(metrics)]
     labels = list(runs)
     base_label = labels[0]
     points = {label: per_point(df).set_index("concurrency") for label, df in runs.items()}
@@ -102,45 +176,48 @@ def compare_runs(
         ):
             if only:
                 missing.append(f"{who} has no valid measured point at concurrency {sorted(int(c) for c in only)}")
+        cells = []  # (metric, concurrency, a, b, test)
         for metric, _ in metrics:
             if metric not in base.columns or metric not in other.columns:
                 continue
-            seq = []
             cur_reps, base_reps = reps[label].get(metric, {}), reps[base_label].get(metric, {})
-            # The noise of one repetition, pooled over every point of the metric in both runs (as regress
-            # judges it, infersweep.results.regression); unknown (nan) with one repetition per point.
-            sigma = _pooled_sigma(list(cur_reps.values()) + list(base_reps.values()), relative=True)
             for c in common:
                 a, b = float(base.at[c, metric]), float(other.at[c, metric])
-                na, nb = len(base_reps.get(int(c), ())), len(cur_reps.get(int(c), ()))
-                ci = (
-                    100 * Z95 * MEDIAN_SE * sigma * math.sqrt(1 / na + 1 / nb)
-                    if na and nb and math.isfinite(sigma)
-                    else math.nan
-                )
-                w = _winner(metric, a, b, base_label, label)
-                if w is not None and math.isfinite(ci) and abs(_pct(a, b)) <= ci:
-                    w = NOISE  # beyond a tie, inside the confidence interval: not a winner
-                changes.append(
-                    {
-                        "run": label,
-                        "baseline": base_label,
-                        "concurrency": int(c),
-                        "metric": metric,
-                        "baseline_value": a,
-                        "value": b,
-                        "pct_change": _pct(a, b),
-                        "ci95_pct": ci,
-                        "n_baseline": na,
-                        "n": nb,
-                        "better": None if w in (None, NOISE) else w == label,
-                        "valid": not ({base_label, label} & set(invalid_at.get(int(c), []))),
-                    }
-                )
-                seq.append((int(c), w))
+                cells.append((metric, int(c), a, b, point_test(base_reps.get(int(c), ()), cur_reps.get(int(c), ()))))
+        # One family per candidate: its judged cells, Holm-corrected (noise.holm).
+        family = [i for i, cell in enumerate(cells) if cell[0] in judged]
+        rejected = dict(zip(family, holm([cells[i][4].p for i in family], ALPHA), strict=True))
+        seqs: dict[str, list] = {}
+        for i, (metric, c, a, b, t) in enumerate(cells):
+            verdict, better = _verdict(metric, t, rejected.get(i, False), metric in judged)
+            changes.append(
+                {
+                    "run": label,
+                    "baseline": base_label,
+                    "concurrency": c,
+                    "metric": metric,
+                    "baseline_value": a,
+                    "value": b,
+                    "pct_change": _pct(a, b),
+                    "ci95_pct": 100 * t.half_width,
+                    "n_baseline": t.n_a,
+                    "n": t.n_b,
+                    "df": t.df,
+                    "sigma_pct": 100 * t.sigma,  # the spread of one repetition, % of the baseline median
+                    "p_value": t.p,
+                    "judged": metric in judged,
+                    "verdict": verdict,
+                    "better": better,
+                    "valid": not ({base_label, label} & set(invalid_at.get(c, []))),
+                }
+            )
+            if metric in judged:
+                who = label if better is True else base_label if better is False else verdict
+                seqs.setdefault(metric, []).append((c, who))
+        for metric, seq in seqs.items():
             last = None
             for c, w in seq:
-                if w is None or w == NOISE:
+                if w not in (label, base_label):
                     continue
                 if last is not None and w != last:
                     crossovers.append(
@@ -155,39 +232,41 @@ def compare_runs(
                     )
                 last = w
             winners.append({"run": label, "metric": metric, "summary": _runs_text(seq)})
+    best = decide_best(runs)
     return Comparison(
         base_label,
         pd.DataFrame(changes),
         pd.DataFrame(crossovers, columns=["run", "baseline", "metric", "concurrency", "winner_before", "winner_from"]),
-        pd.DataFrame(winners),
-        best_meeting_slo(runs),
+        pd.DataFrame(winners, columns=["run", "metric", "summary"]),
+        best.rows,
         missing,
         left_out,
         included,
+        judged,
+        decided_by,
+        best,
     )
 
 
-def _runs_text(seq: list[tuple[int, str | None]]) -> str:
-    """'A better at c1-c4, B better at c8-c16' from [(1, A), (4, A), (8, B), (16, B)] (ties as 'tie')."""
+def _runs_text(seq: list[tuple[int, str]]) -> str:
+    """'A better at c1-c4, B better at c8-c16' from [(1, A), (4, A), (8, B), (16, B)]; cells without a
+    winner by their verdict ('within noise', 'n too small', 'tie')."""
     parts: list[list] = []
     for c, w in seq:
-        who = w or "tie"
-        if parts and parts[-1][0] == who:
+        if parts and parts[-1][0] == w:
             parts[-1][2] = c
         else:
-            parts.append([who, c, c])
+            parts.append([w, c, c])
+    plain = (NOISE, UNKNOWN, "tie")
     return (
-        ", ".join(
-            f"{w} {'better' if w not in ('tie', NOISE) else ''} at c{a}{'' if a == b else f'-c{b}'}".replace("  ", " ")
-            for w, a, b in parts
-        )
+        ", ".join(f"{w}{'' if w in plain else ' better'} at c{a}{'' if a == b else f'-c{b}'}" for w, a, b in parts)
         or "no common points"
     )
 
 
 def best_meeting_slo(runs: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """Per run, its best point (infersweep.results.evidence.best_point: valid, meeting every SLO, most tok/s
-    per GPU); sorted best first."""
+    per GPU); sorted best first by median. Which run is best is decide_best's answer, not this order's."""
     rows = []
     for label, df in runs.items():
         top = best_point(df)  # valid points only (infersweep.results.evidence)
@@ -217,6 +296,99 @@ def best_meeting_slo(runs: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return df.sort_values(["meets_slo", "output_throughput_tok_s_per_gpu"], ascending=False).reset_index(drop=True)
 
 
+def _best_reps(df: pd.DataFrame, concurrency: int) -> np.ndarray:
+    kept, _ = counted(df[df["concurrency"] == concurrency])
+    return _levels(kept, [BEST_METRIC]).get(BEST_METRIC, {}).get(int(concurrency), np.array([]))
+
+
+def decide_best(runs: dict[str, pd.DataFrame]) -> Best:
+    """The best configuration meeting the SLOs: the top run by median tok/s/GPU at its best point wins
+    only when its repetitions tell it apart from every other run meeting the SLOs (noise.point_test,
+    Holm over those comparisons); otherwise the runs it is not told apart from are a tie, with the
+    repetitions per side that would decide (80 % power at the difference seen)."""
+    rows = best_meeting_slo(runs)
+    ok = rows[rows["meets_slo"].astype(bool)] if not rows.empty else rows
+    if ok.empty:
+        return Best(
+            rows, None, [], "best configuration meeting the SLOs: none of the runs has a valid point meeting them"
+        )
+    top = ok.iloc[0]
+    head = f"{top['run']} at concurrency {int(top['concurrency'])}"
+    if len(ok) == 1:
+        return Best(
+            rows,
+            str(top["run"]),
+            [],
+            f"best configuration meeting the SLOs: {head} (the only run with a valid "
+            f"point meeting them; {_point_text(top)})",
+        )
+    top_reps = _best_reps(runs[top["run"]], top["concurrency"])
+    tests = [(r, point_test(top_reps, _best_reps(runs[r["run"]], r["concurrency"]))) for _, r in ok.iloc[1:].iterrows()]
+    rejected = holm([t.p for _, t in tests], ALPHA)
+    tied = [(r, t) for (r, t), rej in zip(tests, rejected, strict=True) if not rej or t.change >= 0]
+    n_top = len(top_reps)
+    if not tied:
+        worst = max(tests, key=lambda rt: rt[1].p)[1]
+        return Best(
+            rows,
+            str(top["run"]),
+            [],
+            f"best configuration meeting the SLOs: {head} ({_point_text(top)}); told apart from every other run "
+            f"meeting them (tok/s/GPU, 95 % Holm over {len(tests)} comparison(s); closest "
+            f"{100 * worst.change:+.1f} % ±{100 * worst.half_width:.1f}, n={worst.n_a}/{worst.n_b})",
+        )
+    names = [str(top["run"])] + [str(r["run"]) for r, _ in tied]
+    unknown = [t for _, t in tied if not t.known]
+    ns = sorted({n_top} | {t.n_b for _, t in tied})
+    n_text = "/".join(str(n) for n in ns)
+    if unknown:
+        why = (
+            f"one repetition per point (n = {n_text}) has no spread, so no median tells them apart; run at "
+            f"least {ADVISED_N} repetitions per point"
+        )
+    else:
+        need = [repetitions_to_decide(t.change, t.sigma) for _, t in tied]
+        close = min(tied, key=lambda rt: abs(rt[1].change))[1]
+        why = (
+            f"not told apart at n = {n_text} (tok/s/GPU {100 * close.change:+.1f} % ±{100 * close.half_width:.1f}, "
+            "95 %); "
+            + (
+                f"about {max(need)} repetitions per point would decide a difference this size (80 % power)"
+                if all(n is not None for n in need)
+                else "more than 100 repetitions per point would be needed: for these purposes they are equal"
+            )
+        )
+    return Best(
+        rows,
+        None,
+        names,
+        f"best configuration meeting the SLOs: {' or '.join(names)}: {why}. By median: {head} ({_point_text(top)})",
+    )
+
+
+def _point_text(r) -> str:
+    return (
+        f"{r['output_throughput_tok_s_per_gpu']:.1f} tok/s/GPU, {r['output_throughput_p50_tok_s_per_user']:.1f} "
+        f"tok/s/user, goodput {r['goodput_req_s']:.2f} req/s"
+    )
+
+
+MARK = {True: "*", False: "!"}  # * = the candidate better beyond noise, ! = the baseline better
+
+
+def family_text(cmp: Comparison, label: str) -> str:
+    """The line that states what is judged and the error rate it is judged at."""
+    names = dict(METRICS)
+    sub = cmp.changes[(cmp.changes["run"] == label) & cmp.changes["judged"]]
+    tested = int(sub["p_value"].map(math.isfinite).sum()) if not sub.empty else 0
+    judged = ", ".join(names.get(m, m) for m in cmp.decisions)
+    return (
+        f"judged: {judged} (from {cmp.decided_by}): {tested} test(s) over the common points, Holm-corrected so the "
+        f"chance of any false verdict among them is at most {ALPHA:.0%}; the other metrics are described "
+        "(change and its own 95 % interval), not judged"
+    )
+
+
 def format_comparison(cmp: Comparison) -> str:
     from infersweep.text_table import table
 
@@ -225,7 +397,8 @@ def format_comparison(cmp: Comparison) -> str:
     for label in cmp.changes["run"].unique() if not cmp.changes.empty else []:
         sub = cmp.changes[cmp.changes["run"] == label]
         metrics = list(dict.fromkeys(sub["metric"]))
-        head = ["concurrency", "valid", "n"] + [names.get(m, m) for m in metrics]
+        judged = set(sub[sub["judged"]]["metric"])
+        head = ["concurrency", "valid", "n"] + [names.get(m, m) + (" [judged]" if m in judged else "") for m in metrics]
         rows = []
         for c, g in sub.groupby("concurrency"):
             by = g.set_index("metric")
@@ -239,18 +412,22 @@ def format_comparison(cmp: Comparison) -> str:
                 )
             )
         out.append(
-            f"{label} vs {cmp.baseline}: % change per concurrency (+ = higher; ± = 95 % confidence interval; "
-            f"* = {label} better beyond it; n = repetitions {cmp.baseline}/{label})"
+            f"{label} vs {cmp.baseline}: % change per concurrency (+ = higher; ± = 95 % interval, Student's t on the "
+            f"point's own repetitions; * = {label} better, ! = {cmp.baseline} better, beyond noise on a judged "
+            f"metric; n = repetitions {cmp.baseline}/{label})"
         )
         out.append(table(head, rows))
-        if not sub["ci95_pct"].map(math.isfinite).any():
+        out.append(family_text(cmp, label))
+        unknown = sub[sub["judged"] & (sub["verdict"] == UNKNOWN)]
+        if not unknown.empty:
+            where = ", ".join(f"c{c}" for c in sorted(set(unknown["concurrency"])))
             out.append(
-                f"noise unknown: {_n_text(sub)} repetition(s) per point, so no change here is told from "
-                "run-to-run noise (no confidence interval); 'better' only means beyond a 0.5 % tie. Run "
-                "each point more than once (a recipe's regression.repetitions) for intervals"
+                f"nothing decided at {where}: one repetition per point (n = {_n_text(unknown)}) has no spread, so no "
+                f"change there is told from run-to-run noise: no verdict, no winner, no crossover. Run at least "
+                f"{ADVISED_N} repetitions per point (a recipe's regression.repetitions)" + _plan_text(sub)
             )
         out.append("")
-        out.append("who is better, by metric:")
+        out.append("who is better, by judged metric:")
         for _, w in cmp.winners[cmp.winners["run"] == label].iterrows():
             out.append(f"  {names.get(w['metric'], w['metric']):<14} {w['summary']}")
         xs = cmp.crossovers[cmp.crossovers["run"] == label]
@@ -274,26 +451,30 @@ def format_comparison(cmp: Comparison) -> str:
     if cmp.left_out:
         out.append(f"left out {len(cmp.left_out)} invalid point(s) (--include-invalid compares them too):")
         out += [f"  {line}" for line in cmp.left_out]
-    best = cmp.best
-    if best.empty or not best.iloc[0]["meets_slo"]:
-        out.append("best configuration meeting the SLOs: none of the runs has a valid point meeting them")
-    else:
-        b = best.iloc[0]
-        out.append(
-            f"best configuration meeting the SLOs: {b['run']} at concurrency {int(b['concurrency'])} "
-            f"({b['output_throughput_tok_s_per_gpu']:.1f} tok/s/GPU, {b['output_throughput_p50_tok_s_per_user']:.1f} tok/s/user, "
-            f"goodput {b['goodput_req_s']:.2f} req/s)"
-        )
-        for _, r in best.iloc[1:].iterrows():
+    best = cmp.best_choice
+    if best is not None:
+        out.append(best.line)
+        for _, r in best.rows.iloc[1:].iterrows():
             out.append(
                 f"  {r['run']}: "
                 + (
-                    f"c{int(r['concurrency'])}, {r['output_throughput_tok_s_per_gpu']:.1f} tok/s/GPU"
+                    f"c{int(r['concurrency'])}, {r['output_throughput_tok_s_per_gpu']:.1f} tok/s/GPU (median)"
                     if r["meets_slo"]
                     else "no valid point meets the SLOs"
                 )
             )
     return "\n".join(out)
+
+
+def _plan_text(sub: pd.DataFrame) -> str:
+    """'; about N repetitions ...' from the noise seen at the points that were repeated, if any."""
+    seen = sub[sub["judged"] & sub["p_value"].map(math.isfinite)]
+    if seen.empty:
+        return ""
+    # Planning only, never a verdict: the typical spread of one repetition at the repeated points.
+    sigma = float(np.median(seen["sigma_pct"])) / 100
+    n = repetitions_to_decide(0.10, sigma)
+    return f"; with the noise seen at the repeated points, about {n} per point would tell a 10 % change" if n else ""
 
 
 def _n_text(g: pd.DataFrame) -> str:
@@ -312,11 +493,8 @@ def _n_text(g: pd.DataFrame) -> str:
 def _pct_text(pct: float, better, ci: float = math.nan) -> str:
     if not math.isfinite(pct):
         return "NA"
-    return (
-        f"{pct:+.1f}%"
-        + (f" ±{ci:.1f}" if math.isfinite(ci) else "")
-        + ("*" if better is not None and not pd.isna(better) and bool(better) else "")
-    )
+    mark = MARK.get(bool(better), "") if better is not None and not pd.isna(better) else ""
+    return f"{pct:+.1f}%" + (f" ±{ci:.1f}" if math.isfinite(ci) else "") + mark
 
 
 def comparison_plot(runs: dict[str, pd.DataFrame], cmp: Comparison, path: Path) -> Path:

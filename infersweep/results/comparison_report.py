@@ -5,7 +5,11 @@ What it shows, per candidate (a run; labels as `compare` gives them):
   hollow (and never on a frontier: only valid points count, infersweep.results.evidence), each candidate's
   valid frontier as a line (plots.pareto_frontier), the winner ringed;
 - the winner at the SLOs: the valid point meeting every SLO with the most tok/s per GPU over all candidates
-  (compare.best_meeting_slo, i.e. evidence.best_point per run), or "none";
+  (compare.best_meeting_slo, i.e. evidence.best_point per run), named only when its repetitions tell it
+  apart from the others (compare.decide_best); otherwise the tie, and how many repetitions would decide;
+- the per-concurrency changes against the first candidate (compare.compare_runs): each change with its
+  95 % interval, the judged metrics' verdicts marked both ways (green * = the candidate better, red ! =
+  the baseline better), the other metrics described without verdict;
 - each candidate's validity: points measured, valid, invalid (with their reasons), failed;
 - $/Mtok where the GPU type has a price (params/gpus.yaml `usd_per_gpu_hour`): GPU-hours per million output
   tokens, price / 3600 / (tok/s/GPU) * 1e6, the formula of params/metrics.yaml's
@@ -25,7 +29,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from infersweep.results.compare import best_meeting_slo
+from infersweep.results.compare import MARK, METRICS, Comparison, compare_runs, family_text
 from infersweep.results.evidence import counted, is_invalid, per_point
 from infersweep.results.plots import pareto_frontier
 
@@ -212,7 +216,7 @@ CSS = (
     "body{font-family:sans-serif;margin:24px;max-width:1200px;color:#222}table{border-collapse:collapse;"
     "margin:8px 0 18px}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:right}"
     "th{background:#f3f3f3}td.l,th.l{text-align:left}.bad{color:#b00}.note{color:#555;font-size:13px}"
-    ".win{background:#e9f7e9}"
+    ".win{background:#e9f7e9}td.better{background:#e9f7e9;color:#060}td.worse{background:#fbeaea;color:#900}"
 )
 
 
@@ -227,12 +231,54 @@ def _table(head: list[str], rows: list[list[str]], left: int = 1, classes: list[
     return f"<table><tr>{th}</tr>{body}</table>"
 
 
-def comparison_html(runs: Mapping[str, Any], notes: list[str] | None = None) -> str:
-    """The page for `runs` (label -> Run: .table, .context, .run_id)."""
+def changes_html(cmp: Comparison) -> str:
+    """Per candidate, the % change of every metric per concurrency with its 95 % interval; judged cells
+    marked both ways (class better / worse and * / !), described ones plain."""
+    esc = html.escape
+    names = dict(METRICS)
+    parts = []
+    for label in cmp.changes["run"].unique() if not cmp.changes.empty else []:
+        sub = cmp.changes[cmp.changes["run"] == label]
+        metrics = list(dict.fromkeys(sub["metric"]))
+        judged = set(sub[sub["judged"]]["metric"])
+        head = ["load", "n"] + [esc(names.get(m, m)) + (" <b>[judged]</b>" if m in judged else "") for m in metrics]
+        body = []
+        for c, g in sub.groupby("concurrency"):
+            by = g.set_index("metric")
+            n = f"{int(g['n_baseline'].min())}/{int(g['n'].min())}"
+            cells = []
+            for m in metrics:
+                pct, ci, better = by.at[m, "pct_change"], by.at[m, "ci95_pct"], by.at[m, "better"]
+                text = "NA" if not math.isfinite(pct) else f"{pct:+.1f}%" + (f" ±{ci:.1f}" if math.isfinite(ci) else "")
+                decided = better is not None and not pd.isna(better)
+                cls = ("better" if bool(better) else "worse") if decided else ""
+                title = esc(
+                    f"{by.at[m, 'verdict']}; p={by.at[m, 'p_value']:.2g}"
+                    if math.isfinite(by.at[m, "p_value"])
+                    else by.at[m, "verdict"]
+                )
+                cells.append(f'<td class="{cls}" title="{title}">{text}{MARK[bool(better)] if decided else ""}</td>')
+            body.append(f'<tr><td class="l">c{int(c)}</td><td>{n}</td>{"".join(cells)}</tr>')
+        th = "".join(f'<th class="l">{h}</th>' if i == 0 else f"<th>{h}</th>" for i, h in enumerate(head))
+        parts.append(
+            f"<h3>{esc(label)} against {esc(cmp.baseline)}</h3><table><tr>{th}</tr>{''.join(body)}</table>"
+            f'<p class="note">* (green) = {esc(label)} better, ! (red) = {esc(cmp.baseline)} better, beyond noise on '
+            f"a judged metric; ± = 95 % interval (Student's t on the point's own repetitions); n = repetitions "
+            f"{esc(cmp.baseline)}/{esc(label)}. {esc(family_text(cmp, label))}.</p>"
+        )
+    return "<h2>Changes per concurrency</h2>" + "".join(parts) if parts else ""
+
+
+def comparison_html(runs: Mapping[str, Any], notes: list[str] | None = None, cmp: Comparison | None = None) -> str:
+    """The page for `runs` (label -> Run: .table, .context, .run_id); `cmp`: their comparison (computed
+    here when not given)."""
     esc = html.escape
     points = {label: candidate_points(run) for label, run in runs.items()}
-    best = best_meeting_slo({label: run.table for label, run in runs.items()})
-    top = best.iloc[0] if not best.empty and bool(best.iloc[0]["meets_slo"]) else None
+    if cmp is None:
+        cmp = compare_runs({label: run.table for label, run in runs.items()})
+    best = cmp.best
+    choice = cmp.best_choice
+    top = best.iloc[0] if choice is not None and choice.winner else None
     winner = (str(top["run"]), int(top["concurrency"])) if top is not None else None
     slos = {
         esc(", ".join(f"{k}={v:g}" for k, v in sorted(run.context["slo"].items())) or "none")
@@ -255,6 +301,11 @@ def comparison_html(runs: Mapping[str, Any], notes: list[str] | None = None) -> 
             f"J/token. The valid point meeting every SLO ({' / '.join(slos) or 'none recorded'}) with the "
             "most tok/s per GPU over all candidates; invalid points are never candidates.</p>"
         )
+    elif choice is not None and choice.tied:
+        parts.append(
+            f"<h2>Winner at the SLOs</h2><p><b>none told apart</b>: {esc(choice.line)}. SLOs: "
+            f"{' / '.join(slos) or 'none recorded'}.</p>"
+        )
     else:
         parts.append(
             "<h2>Winner at the SLOs</h2><p><b>none</b>: no candidate has a valid point meeting the SLOs "
@@ -267,6 +318,7 @@ def comparison_html(runs: Mapping[str, Any], notes: list[str] | None = None) -> 
         "(measured, but not a valid measurement: hover for why); lines join each candidate's valid "
         "Pareto frontier.</p>"
     )
+    parts.append(changes_html(cmp))
     rows, classes = [], []
     for label, run in runs.items():
         v = validity_summary(run)
@@ -379,8 +431,10 @@ def comparison_html(runs: Mapping[str, Any], notes: list[str] | None = None) -> 
     return "\n".join(parts)
 
 
-def write_comparison_report(runs: Mapping[str, Any], path: Path, notes: list[str] | None = None) -> Path:
+def write_comparison_report(
+    runs: Mapping[str, Any], path: Path, notes: list[str] | None = None, cmp: Comparison | None = None
+) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(comparison_html(runs, notes), encoding="utf-8")
+    path.write_text(comparison_html(runs, notes, cmp), encoding="utf-8")
     return path

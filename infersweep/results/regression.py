@@ -5,15 +5,20 @@
     v.verdict   # "pass" | "regressed" | "improved" | "inconclusive"
     v.report    # the evidence, one line per finding
 
-Method, per (metric, concurrency):
+Method, per (metric, concurrency), the per-point test `compare` uses (infersweep.results.noise,
+docs/statistics.md):
 1. repetitions are reduced to their median, on each side;
 2. d = relative change of the medians, signed so that d > 0 is worse (direction from infersweep.metrics);
-3. the noise of d comes from the repetitions themselves: sigma of one repetition pooled over all points of
-   the metric in both runs, and the standard error of a median is about 1.2533 * sigma / sqrt(n); with
-   one repetition per point the noise is unknown and the tolerance alone decides;
-4. a change is *regressed* only if it is beyond the tolerance AND beyond z standard errors of noise;
-   beyond the tolerance but within the noise is *inconclusive* (rerun with more repetitions);
-   within the tolerance is *pass*; beyond it in the good direction (and the noise) is *improved*.
+3. the noise of d comes from that point's own repetitions (nA + nB - 2 degrees of freedom; never pooled
+   with other points, whose request counts and so noise differ), the standard error of a median from the
+   exact small-n factor, the p-value of "no change" from Student's t;
+4. every cell of the run is one family: Holm's correction keeps the chance of any false "regressed" or
+   "improved" among them at 5 %; a change is *regressed* only if it is beyond the tolerance AND rejected
+   by that test AND beyond z standard errors (the recipe's `z`, a floor kept from before);
+   beyond the tolerance but not told from the noise is *inconclusive* (rerun with more repetitions);
+   within the tolerance is *pass*; beyond it in the good direction (and the noise) is *improved*;
+5. a point that ran once on a side decides nothing: beyond the tolerance it is *inconclusive*, never
+   regressed (one value has no spread to tell a change from noise).
 The run verdict: regressed if any cell regressed (or a point measured in the baseline failed now), else
 inconclusive if any cell is, else improved if any cell improved, else pass.
 
@@ -33,9 +38,12 @@ import pandas as pd
 
 from infersweep.metrics import DEFAULT_Z, direction, normalize_tolerances
 from infersweep.results.evidence import counted
+from infersweep.results.noise import ADVISED_N, ALPHA, PointTest, holm, point_test
 from infersweep.results.table import OK_STATUSES
 
-MEDIAN_SE = 1.2533  # se(median) / (sigma / sqrt(n)) for normal noise
+# se(median) / (sigma / sqrt(n)) for normal noise at large n; the per-point test uses the exact small-n
+# factors (infersweep.results.noise.MEDIAN_SD). Kept for the experiment report's older callers.
+MEDIAN_SE = 1.2533
 
 VERDICTS = ("pass", "regressed", "improved", "inconclusive")
 
@@ -53,16 +61,17 @@ class Finding:
     n_current: int
     n_baseline: int
     kind: str  # "rel" | "abs"
+    p: float = math.nan  # two-sided p-value of "no change" (infersweep.results.noise.point_test)
 
     def line(self) -> str:
         unit = "%" if self.kind == "rel" else ""
         scale = 100 if self.kind == "rel" else 1
         worse = "worse" if self.change > 0 else "better" if self.change < 0 else "no change"
         noise = (
-            f"noise ±{scale * self.noise:.2g}{unit} (1 se, n={self.n_current}/{self.n_baseline})"
+            f"noise ±{scale * self.noise:.2g}{unit} (1 se, n={self.n_current}/{self.n_baseline}, p={self.p:.2g})"
             if math.isfinite(self.noise)
-            else f"noise unknown: one repetition per point (n={self.n_current}/{self.n_baseline}), so the tolerance "
-            "alone decides and run-to-run noise can flip it"
+            else f"noise unknown: one repetition per point (n={self.n_current}/{self.n_baseline}), so nothing is "
+            f"decided here; run at least {ADVISED_N} repetitions"
         )
         size = f"{scale * abs(self.change):.2f}{unit} " if self.change else ""
         return (
@@ -99,29 +108,27 @@ def _pooled_sigma(cells: list[np.ndarray], relative: bool) -> float:
     return math.sqrt(ss / dof) if dof else math.nan
 
 
-def _cell(
-    metric: str, conc: int, cur: np.ndarray, base: np.ndarray, tol: dict[str, float], z: float, sigma: dict[str, float]
-) -> Finding:
+def _test(metric: str, cur: np.ndarray, base: np.ndarray, tol: dict[str, float]) -> tuple[str, float, PointTest]:
+    """(kind, tolerance, the point test of current against baseline); relative unless the baseline is 0."""
     ((kind, tolerance),) = tol.items()
-    sign = 1.0 if direction(metric) == "lower" else -1.0  # change > 0 means worse
-    b, c = float(np.median(base)), float(np.median(cur))
-    if kind == "rel" and b == 0:
+    if kind == "rel" and float(np.median(base)) == 0:
         kind = "abs"  # no relative change from 0: judge the absolute one
-    if kind == "rel":
-        change = sign * (c - b) / abs(b)
-    else:
-        change = sign * (c - b)
-    s = sigma["rel" if kind == "rel" else "abs"]
-    noise = MEDIAN_SE * s * math.sqrt(1 / len(cur) + 1 / len(base)) if math.isfinite(s) else math.nan
-    # Unknown noise (single runs): the tolerance alone decides; the report says the noise is unknown.
-    beyond_noise = True if not math.isfinite(noise) else abs(change) > z * noise
+    return kind, tolerance, point_test(base, cur, relative=kind == "rel")
+
+
+def _cell(
+    metric: str, conc: int, kind: str, tolerance: float, t: PointTest, rejected: bool, z: float, n: tuple[int, int]
+) -> Finding:
+    sign = 1.0 if direction(metric) == "lower" else -1.0  # change > 0 means worse
+    change = sign * t.change
+    beyond_noise = t.known and rejected and abs(change) > z * t.se
     if abs(change) <= tolerance:
         verdict = "pass"
     elif not beyond_noise:
-        verdict = "inconclusive"
+        verdict = "inconclusive"  # not told from noise, or a side ran once (nothing decided)
     else:
         verdict = "regressed" if change > 0 else "improved"
-    return Finding(metric, conc, verdict, b, c, change, tolerance, noise, len(cur), len(base), kind)
+    return Finding(metric, conc, verdict, t.a, t.b, change, tolerance, t.se, n[0], n[1], kind, t.p)
 
 
 def _levels(df: pd.DataFrame, metrics: list[str]) -> dict[str, dict[int, np.ndarray]]:
@@ -175,12 +182,17 @@ def judge_run(
         if m not in metrics:
             notes.append(f"     skipped  {m}: not in both tables")
     cur_all, base_all = _levels(current_table, metrics), _levels(baseline_table, metrics)
+    cells = []
     for metric in metrics:
         cur, base = cur_all[metric], base_all[metric]
-        cells = list(cur.values()) + list(base.values())
-        sigma = {"rel": _pooled_sigma(cells, relative=True), "abs": _pooled_sigma(cells, relative=False)}
         for conc in sorted(set(cur) & set(base)):
-            findings.append(_cell(metric, conc, cur[conc], base[conc], tols[metric], z, sigma))
+            cells.append(
+                (metric, conc, *_test(metric, cur[conc], base[conc], tols[metric]), (len(cur[conc]), len(base[conc])))
+            )
+    # The run's cells are one family: Holm keeps the chance of any false verdict among them at ALPHA.
+    rejected = holm([cell[4].p for cell in cells], ALPHA)
+    for (metric, conc, kind, tolerance, t, n), rej in zip(cells, rejected, strict=True):
+        findings.append(_cell(metric, conc, kind, tolerance, t, rej, z, n))
     if not findings and not lost:
         # Nothing valid to judge (infersweep.results.evidence): inconclusive, never pass.
         why = (
@@ -204,14 +216,16 @@ def judge_run(
     )
     head = (
         f"{verdict}: {len(findings)} checks over {len({f.concurrency for f in findings})} concurrency points "
-        f"({counts}); a change counts when beyond its tolerance and {z:g} standard errors of noise"
+        f"({counts}); a change counts when beyond its tolerance and beyond the noise of its own point's "
+        f"repetitions (Student's t, Holm over the {sum(math.isfinite(f.p) for f in findings)} tested checks: "
+        f"at most {ALPHA:.0%} chance of any false verdict; and at least {z:g} standard errors)"
     )
     unknown = sum(not math.isfinite(f.noise) for f in findings)
     if unknown:  # why: the spread of one repetition cannot be measured from one value per point
         head += (
-            f"; noise unknown for {unknown} of {len(findings)} checks: their points ran once (n=1), so a run "
-            "cannot tell a change from noise; set the recipe's regression.repetitions to 2 or more (the nightly "
-            "default is 3)"
+            f"; noise unknown for {unknown} of {len(findings)} checks: their points ran once (n=1), so nothing is "
+            f"decided there (a change beyond its tolerance is inconclusive); set the recipe's regression.repetitions "
+            f"to at least {ADVISED_N} (the nightly default)"
         )
     order = {"regressed": 0, "inconclusive": 1, "improved": 2, "pass": 3}
     lines = (

@@ -210,10 +210,11 @@ def test_a_verdict_from_one_repetition_says_why_its_noise_is_unknown():
     from infersweep.results.regression import judge_run
 
     v = judge_run(table("a", {1: 100.0, 4: 200.0}), A, {"output_throughput_tok_s": 0.05})
-    assert v.verdict == "regressed"
-    assert "noise unknown for 10 of 10 checks: their points ran once (n=1)" in v.report
-    assert "regression.repetitions to 2 or more" in v.report
-    assert "one repetition per point (n=1/1), so the tolerance alone decides" in v.report
+    # inconclusive, was regressed (issue 43): one repetition per point decides nothing, however large the change
+    assert v.verdict == "inconclusive"
+    assert "noise unknown for 10 of 10 checks: their points ran once (n=1), so nothing is decided" in v.report
+    assert "regression.repetitions to at least 3" in v.report
+    assert "one repetition per point (n=1/1), so nothing is decided here; run at least 3 repetitions" in v.report
 
 
 def test_compare_shows_n_and_a_confidence_interval_and_calls_a_change_inside_it_noise():
@@ -238,7 +239,10 @@ def test_compare_of_single_runs_says_the_noise_is_unknown():
     from infersweep.results.compare import compare_runs
 
     text = compare_runs({"a": A, "b": B}).text()
-    assert " 1/1 " in text and "noise unknown: 1/1 repetition(s) per point" in text
+    # issue 43: the line says nothing is decided (it said "noise unknown" and still starred the changes)
+    assert " 1/1 " in text and "nothing decided at c1, c4: one repetition per point (n = 1/1)" in text
+    table_rows = text.split("judged:")[0].splitlines()[1:]
+    assert "Run at least 3 repetitions per point" in text and not any("*" in r or "!" in r for r in table_rows)
 
 
 def test_two_runs_of_one_recipe_and_run_id_are_both_compared(tmp_path, capsys):

@@ -29,15 +29,19 @@ CTX = {
 INVALID = "client-bound: AIPerf sent requests 912 ms (p99) after issuing them"
 
 
-def table(recipe: str, points: dict[int, dict]) -> pd.DataFrame:
+SPREAD = (0.99, 1.0, 1.01)  # three repetitions: a winner is named only from repetitions (issue 43)
+
+
+def table(recipe: str, points: dict[int, dict], spread=SPREAD) -> pd.DataFrame:
     rows = []
-    for c, p in points.items():
+    for (c, p0), (rep, f) in ((pt, rf) for pt in points.items() for rf in enumerate(spread)):
+        p = {k: v * f if k in ("gpu", "user") else v for k, v in p0.items()}
         rows.append(
             {
                 "run_id": f"wf-{recipe}",
                 "recipe": recipe,
                 "concurrency": c,
-                "repetition": 0,
+                "repetition": rep,
                 "status": "ok",
                 "reason": "",
                 "error_ratio": 0.0,
@@ -120,7 +124,7 @@ def test_valid_points_are_filled_and_invalid_ones_hollow(page):
 def test_the_winner_at_the_slos_is_a_valid_point(page):
     winner = page.split("<h2>Winner at the SLOs</h2>", 1)[1].split("</p>", 1)[0]
     assert "<b>rr</b> at concurrency 8" in winner and "500.0 tok/s/GPU" in winner  # not kv's invalid c8 (900)
-    assert "n=1 repetition(s)" in winner and "output_throughput_p50_tok_s_per_user=20, ttft_p50_ms=2000" in winner
+    assert "n=3 repetition(s)" in winner and "output_throughput_p50_tok_s_per_user=20, ttft_p50_ms=2000" in winner
 
 
 def test_cost_and_energy_per_token_where_known_na_where_not(page):
@@ -135,8 +139,8 @@ def test_cost_and_energy_per_token_where_known_na_where_not(page):
 def test_each_candidates_validity_is_shown(page):
     cands = page.split("<h2>Candidates</h2>", 1)[1].split("</table>", 1)[0]
     rows = {re.search(r'<td class="l">([^<]+)</td>', r).group(1): r for r in cands.split("<tr")[2:]}
-    assert 'class="win"' in rows["rr"] and "2 of 2" in rows["rr"] and "c8" in rows["rr"]
-    assert "1 of 2" in rows["kv"] and "(1 invalid)" in rows["kv"] and 'class="win"' not in rows["kv"]
+    assert 'class="win"' in rows["rr"] and "6 of 6" in rows["rr"] and "c8" in rows["rr"]  # repetitions counted
+    assert "3 of 6" in rows["kv"] and "(3 invalid)" in rows["kv"] and 'class="win"' not in rows["kv"]
     kv_points = page.split("<h3>kv</h3>", 1)[1].split("</table>", 1)[0]
     assert "NO: client-bound" in kv_points and "NA (invalid)" in kv_points
 
@@ -150,3 +154,27 @@ def test_no_winner_when_no_valid_point_meets_the_slos(tmp_path, capsys):
     out = tmp_path / "c.html"
     assert cli_main(["compare", *refs, "--html", str(out)]) == 0
     assert "<b>none</b>: no candidate has a valid point meeting the SLOs" in out.read_text()
+
+
+def test_changes_are_marked_both_ways(page):
+    changes = page.split("<h2>Changes per concurrency</h2>", 1)[1]
+    kv = changes.split("<h3>kv against rr</h3>", 1)[1].split("</table>", 1)[0]
+    # tok/s/user is judged (an SLO): kv's c1 +5.6 % beyond noise is kv better, green and starred
+    assert re.search(r'<td class="better" title="better; p=[^"]+">\+5\.6% ±[0-9.]+\*</td>', kv)
+    fp8 = changes.split("<h3>fp8 against rr</h3>", 1)[1].split("</table>", 1)[0]
+    # fp8's c8 has 65 tok/s/user against rr's 60: better; its tok/s/GPU is a description (not judged): plain
+    assert 'class="worse"' in fp8 or 'class="better"' in fp8
+    assert "[judged]" in changes and "! (red) = rr better" in changes
+
+
+def test_a_tie_names_no_winner_and_says_what_would_decide(tmp_path, capsys):
+    near = {8: {"gpu": 500.0, "user": 60.0, "valid": True}}
+    twin = {8: {"gpu": 505.0, "user": 60.0, "valid": True}}
+    refs = [
+        folder(tmp_path, "a", table("a", near, (0.95, 1.0, 1.05))),
+        folder(tmp_path, "b", table("b", twin, (0.95, 1.0, 1.05))),
+    ]
+    out = tmp_path / "c.html"
+    assert cli_main(["compare", *refs, "--html", str(out)]) == 0
+    winner = out.read_text().split("<h2>Winner at the SLOs</h2>", 1)[1].split("</p>", 1)[0]
+    assert "<b>none told apart</b>" in winner and "b or a: not told apart at n = 3" in winner

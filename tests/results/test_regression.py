@@ -61,7 +61,11 @@ def test_a_shift_of_twice_the_tolerance_is_detected(metric):
     r = rates(200, noise=0.02, reps=5, shift={metric: worse}, seed=3)
     assert r["regressed"] > 0.95, r
     better = rates(50, noise=0.02, reps=5, shift={metric: -worse}, seed=4)
-    assert better["improved"] > 0.95, better
+    # > 0.6, was > 0.95 (issue 43): each point's noise now comes from its own 5 + 5 repetitions (8 degrees of
+    # freedom, not 38 pooled over points of different noise) and the 20 checks are Holm-corrected, so one of
+    # the 4 improved cells is sometimes not told from noise, and one inconclusive cell makes the run
+    # inconclusive (never "pass", never "regressed"). Measured: 0.68-0.88 at this seed.
+    assert better["improved"] > 0.6 and better["pass"] == better["regressed"] == 0, better
 
 
 def test_noise_above_the_tolerance_is_inconclusive_not_a_verdict():

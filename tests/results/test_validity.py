@@ -158,7 +158,10 @@ def test_regress_judges_valid_points_only_unless_told():
     v = judge_run(B, A)
     assert v.verdict == "pass"  # the -43% at c4 was measured on an unsteady point
     assert "left out  current: left out b@wf-b concurrency 4" in v.report
-    assert judge_run(B, A, include_invalid=True).verdict == "regressed"
+    # judged when told: inconclusive, not regressed, because these points ran once (issue 43: n = 1 decides
+    # nothing); the check is there, beyond its tolerance
+    judged = judge_run(B, A, include_invalid=True)
+    assert judged.verdict == "inconclusive" and "inconclusive  output_throughput_tok_s @c4" in judged.report
 
 
 def test_tables_without_a_verdict_are_compared_whole():
@@ -178,7 +181,7 @@ def test_cli_flags(tmp_path, capsys):
     assert cli_main(["compare", *folders]) == 0
     assert "left out 1 invalid point(s)" in capsys.readouterr().out
     assert cli_main(["regress", folders[1], "--baseline", folders[0]]) == 0
-    assert cli_main(["regress", folders[1], "--baseline", folders[0], "--include-invalid"]) == 1
+    assert cli_main(["regress", folders[1], "--baseline", folders[0], "--include-invalid"]) == 3  # n = 1
 
 
 def test_the_profile_follows_the_platform_the_steps_run_on(tmp_path, monkeypatch):
