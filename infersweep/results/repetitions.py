@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from infersweep.aiperf.adaptive import TARGET_REL
 from infersweep.results.evidence import enforce
 
 LEVEL = 0.95
@@ -103,14 +104,40 @@ def by_load(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def markdown(df: pd.DataFrame) -> str:
-    """The per-load table: mean ± 95 % Student-t half-width over the valid repetitions, n in every cell."""
+def stop_text(results: list[dict]) -> str:
+    """Why a load's repetitions stopped where they did (their result.json `stop_reason`, infersweep.aiperf.adaptive):
+    `target met 3/3`, or `budget spent 3/3 (±22 % in-point; ~132 more requests)` with the widest interval."""
+    reasons = [str(r.get("stop_reason")) for r in results if r.get("stop_reason")]
+    if not reasons:
+        return "NA"
+    parts = [f"{k} {reasons.count(k)}/{len(results)}" for k in sorted(set(reasons))]
+    widths = [r["adaptive_ci_rel"] for r in results if isinstance(r.get("adaptive_ci_rel"), (int, float))]
+    more = [r["adaptive_more_requests"] for r in results if r.get("stop_reason") == "budget spent"]
+    extra = [f"±{max(widths):.0%} in-point"] if widths else []
+    if more and any(more):
+        extra.append(f"~{max(more)} more requests")
+    return ", ".join(parts) + (f" ({'; '.join(extra)})" if extra else "")
+
+
+def markdown(df: pd.DataFrame, results: list[dict] | None = None) -> str:
+    """The per-load table: mean ± 95 % Student-t half-width over the valid repetitions, n in every cell; with
+    the points' result.json records, why each load's points stopped (`length`)."""
     t = by_load(df)
     if t.empty:
         return ""
     shown = [(c, label) for c, label in METRICS if f"{c}_text" in t.columns]
     rate = "request_rate" in t.columns and t["request_rate"].fillna(0).astype(float).any()
-    head = ["concurrency"] + (["request_rate"] if rate else []) + ["n valid"] + [label for _, label in shown]
+    stops: dict[tuple, list[dict]] = {}
+    for res in results or []:
+        key = (int(res.get("concurrency") or 0), float(res.get("request_rate") or 0))
+        stops.setdefault(key, []).append(res)
+    head = (
+        ["concurrency"]
+        + (["request_rate"] if rate else [])
+        + ["n valid"]
+        + [label for _, label in shown]
+        + (["length"] if results else [])
+    )
     lines = [
         "| " + " | ".join(head) + " |",
         "|" + "---|" * len(head),
@@ -118,8 +145,19 @@ def markdown(df: pd.DataFrame) -> str:
     for _, r in t.iterrows():
         n = f"{int(r['n'])}" + (f" ({int(r['left_out'])} left out)" if r["left_out"] else "")
         cells = [str(int(r["concurrency"]))] + ([f"{float(r['request_rate']):g}"] if rate else []) + [n]
-        lines.append("| " + " | ".join(cells + [str(r[f"{c}_text"]) for c, _ in shown]) + " |")
+        key = (int(r["concurrency"]), float(r.get("request_rate") or 0))
+        length = [stop_text(stops.get(key, []))] if results else []
+        lines.append("| " + " | ".join(cells + [str(r[f"{c}_text"]) for c, _ in shown] + length) + " |")
     return (
         "Over repetitions: mean ± half-width of the 95 % Student-t confidence interval over the valid "
-        "repetitions of each load (n = how many; n=1: no interval, one measurement).\n\n" + "\n".join(lines) + "\n"
+        "repetitions of each load (n = how many; n=1: no interval, one measurement)."
+        + (
+            f" `length`: whether each point's own TTFT and latency, as round means, reached a ±{TARGET_REL:.0%} interval "
+            "(infersweep/aiperf/adaptive.py)."
+            if results
+            else ""
+        )
+        + "\n\n"
+        + "\n".join(lines)
+        + "\n"
     )

@@ -134,7 +134,7 @@ def summarize(
         lambda p: p.write_text(
             f"# {title}\n\n"
             + (f"> {note}\n\n" if note else "")
-            + (f"{loads}\nEach repetition:\n\n" if (loads := load_markdown(df)) else "")
+            + (f"{loads}\nEach repetition:\n\n" if (loads := load_markdown(df, points)) else "")
             + markdown_table(df)
         ),
     )

@@ -56,3 +56,14 @@ def test_the_results_markdown_leads_with_each_loads_interval(tmp_path, aiperf_re
     assert "| 4 | 0 (3 left out) | NA (n=0) |" in md
     loads = pd.read_csv(run / "summary" / "results_by_load.csv")
     assert list(loads["n"]) == [0] and "ttft_p99_ms_ci95" in loads.columns
+
+
+def test_the_per_load_table_says_why_each_loads_points_stopped():
+    df = pd.DataFrame({"concurrency": [16, 16], "request_rate": [0.0, 0.0], "repetition": [0, 1], "valid": [True] * 2})
+    results = [
+        {"concurrency": 16, "stop_reason": "target met", "adaptive_ci_rel": 0.06},
+        {"concurrency": 16, "stop_reason": "budget spent", "adaptive_ci_rel": 0.21, "adaptive_more_requests": 336},
+    ]
+    md = markdown(df.assign(ttft_avg_ms=[1300.0, 1330.0]), results)
+    assert "| length |" in md
+    assert "budget spent 1/2, target met 1/2 (±21% in-point; ~336 more requests)" in md
