@@ -76,3 +76,13 @@ def test_a_mocker_run_measures_once_unless_repetitions_are_asked_for_and_says_so
     note = "\n".join(scale_note(r3, prof, {}, thrice, 1))
     # one row per load, not one per repetition
     assert f"-> [{', '.join(str(c) for c, _ in _loads(once))}]" in note and "-> 3" in note
+
+
+def test_the_repetition_count_is_not_part_of_the_recipe_hash():
+    """More repetitions measure the same deployment: `--resume` with a higher count adds the missing ones
+    (infersweep.local.run checks the hash), and runs of different counts stay comparable."""
+    from infersweep.recipe_context import recipe_hash
+
+    hashes = {recipe_hash(load_recipe(H200, overrides={"regression.repetitions": n})) for n in (1, 2, 3, 5)}
+    assert hashes == {recipe_hash(load_recipe(H200))}
+    assert recipe_hash(load_recipe(H200, overrides=C1_16_64)) not in hashes  # what is measured still counts
