@@ -67,3 +67,13 @@ def test_the_per_load_table_says_why_each_loads_points_stopped():
     md = markdown(df.assign(ttft_avg_ms=[1300.0, 1330.0]), results)
     assert "| length |" in md
     assert "budget spent 1/2, target met 1/2 (±21% in-point; ~336 more requests)" in md
+
+
+def test_the_html_report_shows_each_loads_interval_and_n():
+    from infersweep.results.report import by_load_html
+
+    df = pd.DataFrame(
+        {"concurrency": [1, 1, 1], "request_rate": [0.0] * 3, "valid": [True] * 3, "ttft_avg_ms": [170.0, 175.0, 180.0]}
+    )
+    html = by_load_html(df)
+    assert "<td>175.0 ± 12.4 (n=3)</td>" in html and "Student-t" in html
