@@ -5,7 +5,9 @@ Cases:
   output tok/s per GPU, tok/s per user at the published concurrency, Mooncake trace modelled at its
   averages (9300 / 339 tokens: the page names no trace, see the folder's _defaults.yaml);
 - the H200 runs infersweep itself measured (benchmarks/measured/h200-*: vLLM 0.23 + ai-dynamo 1.3.1, random
-  weights): every valid point of `qwen3-32b-bf16-vllm-h200-tp1`, TTFT and ITL means and output tok/s;
+  weights): every valid point of `qwen3-32b-bf16-vllm-h200-tp1`, TTFT and ITL means and output tok/s; TTFT
+  both against the static (zero-queue) estimate and the closed loop's lockstep queue, and whether it lies in
+  the band between them (infersweep.predict.queueing);
 - the cluster report's TP=1 vs TP=2 paragraph (seeds/000; params/measured/cluster-report-tp1-vs-tp2.yaml):
   Qwen3.6-35B-A3B FP8 on SGLang, 4P+4D at TP=1 and TP=2 (plain TP; the workload is not stated: modelled
   at the report's sequence mix, weighted mean 6502 / 512 tokens).
@@ -93,6 +95,7 @@ def tp_rows() -> list[tuple]:
             for key, metric, predicted in (
                 ("itl_ms", "ITL ms", pt.itl_ms),
                 ("ttft_ms", "TTFT ms", pt.ttft_ms),
+                ("ttft_ms", "TTFT ms, lockstep queue", pt.ttft_lockstep_ms),
                 ("output_tok_s", "output tok/s", pt.output_tok_s),
             ):
                 if key in m:
@@ -155,11 +158,17 @@ def h200_rows() -> list[tuple]:
     rows, note = [], "; ".join([*pred.target.notes, "valid points only"])
     for _, m in df.iterrows():
         pt = by_c[int(m["concurrency"])]
+        band = pt.ttft_band()
         for metric, value, predicted in (
             ("TTFT mean ms", m["ttft_avg_ms"], pt.ttft_ms),
+            ("TTFT mean ms, lockstep queue", m["ttft_avg_ms"], pt.ttft_lockstep_ms),
             ("ITL mean ms", m["itl_avg_ms"], pt.itl_ms),
             ("output tok/s", m["output_throughput_tok_s"], pt.output_tok_s),
         ):
+            if metric.endswith("lockstep queue") and band is not None:
+                v = float(value)
+                where = "inside" if band.contains(v) else "above" if v > band.high_ms else "below"
+                note = f"closed-loop band {band.text()} ms: measured {where}"
             rows.append(
                 (
                     f"H200 {H200_RECIPE} c{int(m['concurrency'])}",

@@ -29,9 +29,18 @@ LATER_TRACE_DEFAULTS = {"fixed_schedule": False, "block_size": None}
 CHANGED_DEFAULTS = {("regression", "repetitions"): (3, 1)}
 
 
+# Fields that change how often a deployment is measured, not what is deployed or measured, hashed at one
+# value: a run with more repetitions is the same recipe, so `--resume --set regression.repetitions=5` adds
+# repetitions to a run of 3, and `compare` takes runs of different counts (n says how sure each is).
+NOT_HASHED = {("regression", "repetitions"): 1}
+
+
 def _drop_later_defaults(recipe: dict) -> None:
     for (block, key), (new, hashed) in CHANGED_DEFAULTS.items():
         if (recipe.get(block) or {}).get(key) == new:
+            recipe[block][key] = hashed
+    for (block, key), hashed in NOT_HASHED.items():
+        if key in (recipe.get(block) or {}):
             recipe[block][key] = hashed
     w = recipe.get("workload") or {}
     for key, default in LATER_WORKLOAD_DEFAULTS.items():

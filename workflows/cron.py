@@ -18,7 +18,6 @@ at install time: re-run `infersweep install` after changing a recipe.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 from typing import Any
 
@@ -47,15 +46,13 @@ def cron_name(recipe: str) -> str:
 
 def nightly_cron(r: ResolvedRecipe, settings: ClusterSettings, dgd_api: str = "v1beta1") -> dict[str, Any]:
     nightly = settings.nightly
-    # Each point `regression.repetitions` times (default 3): the regression check judges a change against the
-    # spread of the repetitions (infersweep.results.regression); one run per point leaves the noise unknown.
-    reps = r.recipe.regression.repetitions
-    points = [dataclasses.replace(p, repetition=k) for k in range(reps) for p in r.recipe.workload.points()]
+    # Each point `regression.repetitions` times (default 3), as every submitted run (pipeline.recipe_points):
+    # the regression check judges a change against the spread of the repetitions
+    # (infersweep.results.regression); one run per point leaves the noise unknown.
     args = recipe_arguments(
         r,
         settings,
         dgd_api=dgd_api,
-        points=points,
         overrides={"baseline-prefix": f"{nightly.baselines_prefix}/{r.name}"},
     )
     labels = {**workflow_labels(r), "infersweep.io/suite": "nightly"}

@@ -21,7 +21,7 @@ import yaml
 from hera.workflows import DAG, Parameter, Task, Workflow, WorkflowTemplate
 from hera.workflows import models as m
 
-from infersweep.aiperf.point import Point, PointError, parse_points
+from infersweep.aiperf.point import Point, PointError, parse_points, repeated
 from infersweep.cluster_settings import ClusterSettings
 from infersweep.dgd import deployable_dgd
 from infersweep.dgd.render import dgd_base_name
@@ -330,7 +330,7 @@ def recipe_arguments(
             "model": r.model.id,
             "model-revision": r.model.revision,
             "draft-model": r.draft_model or "",
-            "points": points_json(points if points is not None else w.points(), settings),
+            "points": points_json(points if points is not None else recipe_points(r), settings),
             "workload": json.dumps(w.aiperf_workload(), separators=(",", ":")),
             "max-error-rate": str(w.max_error_rate),
             "point-timeout-s": str(w.point_timeout_s),
@@ -361,6 +361,13 @@ def recipe_arguments(
         except PointError as e:
             raise RecipeError(f"--set points: {e}") from None
     return args
+
+
+def recipe_points(r: ResolvedRecipe) -> list[Point]:
+    """The recipe's sweep, each point `regression.repetitions` times (default 3) in interleaved rounds
+    (infersweep.aiperf.point.repeated): a submitted run presents its numbers as results, so each carries the
+    spread of its repetitions (a confidence interval, and the noise a regression verdict is judged against)."""
+    return repeated(r.recipe.workload.points(), r.recipe.regression.repetitions)
 
 
 def points_json(points: list[Point], settings: ClusterSettings | None = None) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable
 
 MAX_POINTS = 64  # a sweep holds its GPUs for every point; more is a search, not a sweep
@@ -114,6 +114,33 @@ def sweep(
         cap = concurrency[0]
         return [Point(cap, max(min_requests, math.ceil(r * requests_per_concurrency)), warmup(cap), r) for r in rates]
     return [Point(c, max(min_requests, c * requests_per_concurrency), warmup(c), 0) for c in concurrency]
+
+
+def repeated(points: Iterable[Point], repetitions: int) -> list[Point]:
+    """Each point `repetitions` times, interleaved in rounds: c1 r0, c16 r0, c64 r0, c1 r1, c16 r1, ...
+
+    Why rounds and not each load's repetitions back to back: consecutive runs of one load share the server's
+    state (a filled KV and prefix cache, compiled graphs, the GPU's clocks and temperature) and sample the
+    same few minutes of the machine, so their spread understates the real run-to-run noise; and any slow
+    drift over the sweep (thermal throttling, allocator fragmentation, a neighbour on the host) would become
+    a bias between loads. In rounds, every repetition of a load is separated by the whole rest of the sweep
+    and starts from the state other loads left, and drift shows up as spread between repetitions, inside
+    the confidence interval, rather than as a difference between loads. (A serpentine order, c1 c16 c64 |
+    c64 c16 c1 | ..., would balance a linear drift only for an even count, and puts two runs of one load
+    back to back at every turn.)
+
+    This is also why repetitions are infersweep points and not AIPerf 0.13's `--num-profile-runs` trials:
+    AIPerf runs a variation's trials back to back (aiperf/orchestrator/strategies.py FixedTrialsStrategy),
+    warms up only before the first (`profile_run_disable_warmup_after_first`, default True), gives every
+    trial the variation's seed (config/sweep/multi_run.py `vary_seed_per_trial`, default False), so trials
+    2..N resend the prompts trial 1 already left in the prefix cache, with no cooldown between them
+    (`profile_run_cooldown_seconds` 0). Here each repetition is its own point: its own warm-up, its own
+    seed (aiperf/flags.py point_seed of load and repetition), its own validity verdict and folder
+    (`c<N>-r<K>`), so a repetition that failed is rerun alone by `--resume`."""
+    pts = list(points)
+    if not 1 <= repetitions <= MAX_REPETITIONS:
+        raise PointError(f"repetitions must be 1 to {MAX_REPETITIONS}, not {repetitions}")
+    return [replace(p, repetition=k) for k in range(repetitions) for p in pts]
 
 
 def points_text(points: Iterable[Point]) -> str:

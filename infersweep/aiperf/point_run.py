@@ -31,6 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from infersweep.aiperf.adaptive import decide, series_from_records
 from infersweep.aiperf.artifacts import RECORDS_FILE, RecordCounter, read_point
 from infersweep.aiperf.flags import (
     ARTIFACT_SUBDIR,
@@ -253,6 +254,22 @@ def run_point(args: argparse.Namespace) -> int:
         attempt=attempt,
         stopped_by=stopped_by,
     )
+    if result["status"] == "ok":
+        # Whether this point measured enough (infersweep.aiperf.adaptive): its fixed request count is its budget,
+        # so the decision is recorded (stop_reason) rather than acted on; never fails the point.
+        try:
+            series = series_from_records(out / ARTIFACT_SUBDIR / RECORDS_FILE)
+            decision = decide(
+                series,
+                args.concurrency,
+                steady=None,  # steadiness is judged at summarize time (infersweep.results.validity)
+                requests_done=len(series["ttft"]),
+                budget_requests=args.requests,
+            )
+            result.update(decision.as_result())
+            print(f"length: {decision.stop_reason}: {decision.detail}")
+        except (OSError, ValueError) as e:
+            result["stop_reason"] = f"unknown ({e})"
     write_json(result_path, result)
     write_result_param(args.result_param, result)
 

@@ -45,6 +45,7 @@ def _curve_rows(pred) -> list[tuple]:
         (
             p.concurrency,
             _fmt(p.ttft_ms),
+            p.ttft_band().text() if p.ttft_band() else "-",
             _fmt(p.itl_ms, 2),
             _fmt(p.output_tok_s),
             _fmt(p.tok_s_per_user),
@@ -55,7 +56,16 @@ def _curve_rows(pred) -> list[tuple]:
     ]
 
 
-CURVE_HEAD = ["concurrency", "TTFT ms", "ITL ms", "output tok/s", "tok/s/user", "tok/s/GPU", "error"]
+CURVE_HEAD = [
+    "concurrency",
+    "TTFT ms",
+    "TTFT closed loop ms",
+    "ITL ms",
+    "output tok/s",
+    "tok/s/user",
+    "tok/s/GPU",
+    "error",
+]
 
 
 def _where(t) -> str:
@@ -174,8 +184,11 @@ def run(a: argparse.Namespace) -> int:
     print(table(CURVE_HEAD, _curve_rows(pred)))
     for n in t.notes:
         print(f"note: {n}")
-    if t.mode == "disagg":
-        print("note: disaggregated TTFT is a zero-queue estimate; queueing under load comes on top")
+    print(
+        "note: TTFT ms is the zero-queue estimate; a closed-loop sweep (AIPerf --concurrency, fixed lengths) "
+        "queues its prefills: its mean TTFT lies in 'TTFT closed loop ms', from that estimate up to the lockstep "
+        "queue t_prefill x (c/replicas + 1) / 2 (infersweep/predict/queueing.py)"
+    )
     print(f"({pred.stats.get('cached', 0)} estimates from cache, {pred.stats.get('computed', 0)} computed)")
     return 1 if any(p.error for p in pred.points) else 0
 

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import yaml
 
-from infersweep.aiperf.point import Point, points_text, sweep
+from infersweep.aiperf.point import Point, points_text, repeated, sweep
 from infersweep.cluster_settings import ClusterSettings, load_cluster_settings
 from infersweep.local import procs
 from infersweep.local.adapter import step_env
@@ -80,6 +80,22 @@ def scaled_points(r: ResolvedRecipe, prof: dict[str, Any]) -> list[Point]:
         min_requests=prof["min_requests"],
         warmup=lambda c: min(prof["max_warmup"], c),
     )
+
+
+def local_repetitions(r: ResolvedRecipe, workers: str) -> int:
+    """How often each point runs here: the recipe's `regression.repetitions` (default 3, `--set
+    regression.repetitions=N`) on real GPUs, whose numbers are results; on the mocker 1 unless the recipe or
+    a --set names it (a simulated point is a check of the pipeline, not a result: the table says n=1)."""
+    reg = r.recipe.regression
+    return reg.repetitions if workers == "gpu" or "repetitions" in reg.model_fields_set else 1
+
+
+def run_points(r: ResolvedRecipe, prof: dict[str, Any], workers: str, isl: int, osl: int) -> list[Point]:
+    """The points `run --local` measures, each repetition (local_repetitions) in interleaved rounds
+    (infersweep.aiperf.point.repeated): on real GPUs the recipe's own sweep, as a submit renders it
+    (workflows/pipeline.py recipe_points); on the mocker the sweep scaled to this machine (local_workload)."""
+    points = r.recipe.workload.points() if workers == "gpu" else local_workload(r, prof, isl, osl)[1]
+    return repeated(points, local_repetitions(r, workers))
 
 
 def local_workload(r: ResolvedRecipe, prof: dict[str, Any], isl: int, osl: int) -> tuple[dict[str, Any], list[Point]]:
@@ -255,7 +271,8 @@ def run_local(
     cache_root = cache_root.resolve()
     model_dir = cache_root / "toy-model"  # built only once the recipe and overrides have rendered
 
-    workload, points = local_workload(r, prof, isl, osl)
+    points = run_points(r, prof, workers, isl, osl)
+    workload, _ = local_workload(r, prof, isl, osl)
     local_overrides = {
         "model-source": f"file://{model_dir}",
         "workload": json.dumps(workload, separators=(",", ":")),
@@ -276,6 +293,7 @@ def run_local(
             "workload": json.dumps(workload, separators=(",", ":")),
             "ready-timeout-s": "1800",
             "point-timeout-s": "1200",
+            "points": points_text(points),
         }
     # A real Prometheus scrapes the local frontend every second (the local platform's deploy writes its
     # address into the targets file); its URL is a parameter like a cluster's. No binary: no server metrics.

@@ -18,6 +18,8 @@ def scale_note(
 ) -> list[str]:
     """Lines that compare the recipe's sweep, lengths and workers with what this run measures."""
     w = r.recipe.workload
+    reps = 1 + max((p.repetition for p in points), default=0)
+    points = [p for p in points if p.repetition == 0]  # one per load; the repetitions have their own row
     lines = [f"local mode runs a scaled-down copy of {r.name} (params/local.yaml); on a cluster it runs as written:"]
 
     def row(what: str, cluster: str, here: str) -> None:
@@ -29,6 +31,12 @@ def scale_note(
     else:
         row("concurrency", _levels(w.concurrency), _levels([p.concurrency for p in points]))
     row("requests", _levels([p.requests for p in w.points()]), _levels([p.requests for p in points]))
+    row(
+        "repetitions",
+        str(r.recipe.regression.repetitions),
+        f"{reps}"
+        + (" (a simulated point is not a result; --set regression.repetitions=N for more)" if reps == 1 else ""),
+    )
     if workload.get("trace"):
         row("workload", "trace", f"trace {workload['trace']} (replayed as is)")
     elif w.isl and w.osl:

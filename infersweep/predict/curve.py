@@ -4,6 +4,9 @@
   of aiconfigurator/sdk/backends/base_backend.py run_agg) for one replica at batch size
   ceil(concurrency / replicas): the router spreads requests evenly. Its tokens/s/user times the
   concurrency is the output throughput.
+- Closed loop: every point also gets `ttft_lockstep_ms`, the lockstep prefill queue of a closed loop from
+  one request's prefill estimate (infersweep.predict.queueing); the static TTFT and it bound the band a
+  closed-loop sweep's measured TTFT falls in.
 - Disaggregated: one prefill step (mode="static_ctx", batch 1: each request is prefilled alone, no
   queueing) plus decode steps (mode="static_gen") at batch ceil(concurrency / decode replicas) and the
   mid-generation context isl + osl/2. Zero-queue: under heavy load measured TTFT is higher (the mocker
@@ -16,6 +19,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from infersweep.predict import aic
+from infersweep.predict.queueing import lockstep_ttft_ms
 from infersweep.predict.target import Target, Unsupported, map_recipe
 from infersweep.recipe import ResolvedRecipe
 
@@ -29,6 +33,16 @@ class PredictedPoint:
     tok_s_per_user: float | None
     tok_s_per_gpu: float | None
     error: str | None = None
+    # The closed loop's TTFT band (infersweep.predict.queueing): ttft_ms, the static estimate, is its low end;
+    # this, the lockstep prefill queue t_prefill x (c' + 1) / 2, its high end.
+    ttft_lockstep_ms: float | None = None
+
+    def ttft_band(self):
+        from infersweep.predict.queueing import Band
+
+        if self.ttft_ms is None or self.ttft_lockstep_ms is None:
+            return None
+        return Band(min(self.ttft_ms, self.ttft_lockstep_ms), max(self.ttft_ms, self.ttft_lockstep_ms))
 
 
 @dataclass
@@ -104,6 +118,14 @@ def points_for(t: Target, concurrencies: list[int]) -> list[list[dict]]:
     return out
 
 
+def prefill_estimate(t: Target) -> tuple[dict, int]:
+    """The AIConfigurator estimate whose TTFT is one request's prefill alone, and how many workers prefill
+    (the lockstep queue of infersweep.predict.queueing forms on each of them)."""
+    if t.mode == "agg":
+        return points_for(t, [1])[0][0], t.workers["worker"].replicas
+    return points_for(t, [1])[0][0], t.workers["prefill"].replicas  # static_ctx at batch 1
+
+
 def _combine(t: Target, c: int, answers: list[dict], gpus: int) -> PredictedPoint:
     bad = next((a for a in answers if not a.get("ok")), None)
     if bad:
@@ -147,23 +169,29 @@ def predict_recipes(
         cs = list(concurrencies or r.recipe.workload.concurrency)
         t = map_recipe(r, cache_only=cache_only)
         per_c = [] if isinstance(t, Unsupported) else points_for(t, cs)
-        prepared.append((r, cs, t, per_c))
-        flat += [p for ps in per_c for p in ps]
+        prefill = None if isinstance(t, Unsupported) else prefill_estimate(t)
+        prepared.append((r, cs, t, per_c, prefill))
+        flat += [p for ps in per_c for p in ps] + ([prefill[0]] if prefill else [])
     unique: dict[str, dict] = {}
     for p in flat:
         unique.setdefault(aic.point_key(p), p)
     answers, stats = aic.estimate_points(list(unique.values()), cache_only=cache_only)
     by_key = dict(zip(unique, answers, strict=True))
     out = []
-    for r, cs, t, per_c in prepared:
+    for r, cs, t, per_c, prefill in prepared:
         if isinstance(t, Unsupported):
             out.append(Prediction(r.name, None, t.reason, [], {}))
             continue
         pts, mine = [], []
+        one = by_key[aic.point_key(prefill[0])]
+        t_prefill = one.get("ttft_ms") if one.get("ok") else None
         for c, ps in zip(cs, per_c, strict=True):
             a = [by_key[aic.point_key(p)] for p in ps]
             mine += a
-            pts.append(_combine(t, c, a, r.gpu_count))
+            pt = _combine(t, c, a, r.gpu_count)
+            if t_prefill and pt.error is None:
+                pt.ttft_lockstep_ms = round(lockstep_ttft_ms(t_prefill, c, prefill[1]), 2)
+            pts.append(pt)
         versions = {a.get("backend_version") for a in mine if a.get("ok")}
         if versions and versions != {t.version}:
             t.notes.append(f"database answered for version {sorted(versions)}")

@@ -207,6 +207,11 @@ A run's `summary/` holds two tables, readable with plain pandas (`pd.read_parque
 - `results_raw.parquet`: every statistic AIPerf reported, long format (one row per point, metric and stat),
   schema `{RAW_SCHEMA_VERSION}`; join it to the summary on {", ".join(f"`{k}`" for k in RAW_KEY)}.
 
+Beside them, `results_by_load.csv` reduces each load's repetitions (a run measures each point
+`regression.repetitions` times, default 3, in interleaved rounds) to `n` (valid repetitions), `left_out`, and per
+headline metric its mean, `<metric>_ci95` (half-width of the 95 % Student-t interval; empty when n < 2) and the
+cell `results.md` shows (infersweep/results/repetitions.py).
+
 Metric names follow `<metric>_<stat>_<unit>` (a distribution's statistic: `ttft_p50_ms`) or `<metric>_<unit>`
 (one number per point: `output_throughput_tok_s`). The unit is always the last part. Timestamps are UTC
 (`timestamp[us, tz=UTC]` in parquet). Missing values are NA (null in parquet), shown as `NA` in printed tables.

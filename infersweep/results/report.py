@@ -105,6 +105,28 @@ def results_table_html(df: pd.DataFrame) -> str:
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
 
+def by_load_html(df: pd.DataFrame) -> str:
+    """Each load's mean over its valid repetitions, ± the 95 % Student-t half-width, n in every cell
+    (infersweep.results.repetitions)."""
+    from infersweep.results.repetitions import METRICS, by_load
+
+    t = by_load(df)
+    if t.empty:
+        return '<p class="muted">No points.</p>'
+    shown = [(c, label) for c, label in METRICS if f"{c}_text" in t.columns]
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in ["concurrency", "n valid"] + [lb for _, lb in shown])
+    body = []
+    for _, r in t.iterrows():
+        n = f"{int(r['n'])}" + (f" ({int(r['left_out'])} left out)" if r["left_out"] else "")
+        cells = [str(int(r["concurrency"])), n] + [str(r[f"{c}_text"]) for c, _ in shown]
+        body.append("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in cells) + "</tr>")
+    return (
+        '<p class="muted">Mean ± half-width of the 95 % Student-t confidence interval over the valid repetitions '
+        "of each load; n = how many (n=1: one measurement, no interval).</p>"
+        f"<table><tr>{head}</tr>{''.join(body)}</table>"
+    )
+
+
 def _context_html(run: Run) -> str:
     rows = []
     for key in CONTEXT_ROWS:
@@ -239,7 +261,9 @@ def write_report(run: Run, out_dir: Path, title: str | None = None) -> Path:
         _context_html(run),
         "<h2>SLOs</h2>",
         _slo_html(run),
-        "<h2>Results</h2>",
+        "<h2>Results over repetitions</h2>",
+        by_load_html(run.table),
+        "<h2>Each repetition</h2>",
         results_table_html(run.table),
         "<h2>Measured vs predicted</h2>",
         predicted_html(run),

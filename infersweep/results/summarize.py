@@ -4,7 +4,10 @@ Writes into <run-dir>/summary/:
   results.parquet   the results table (infersweep.results.table, one row per point and repetition; its
                     columns: docs/columns.md)
   results_raw.parquet  every statistic AIPerf reported, long format, keyed to the table's rows
-  results.csv/.md   the same table for eyes and spreadsheets (results.md: the headline columns, valid and why)
+  results.csv/.md   the same table for eyes and spreadsheets (results.md: first each load's mean over its valid
+                    repetitions with a 95 % Student-t interval and n, then every repetition's headline columns,
+                    valid and why)
+  results_by_load.csv  the per-load means, interval half-widths and n (infersweep.results.repetitions)
   run.json          the run context, SLOs and schema version: what the run index is built from
   report.html       the self-contained report, with pareto.png, latency.png, errors.png[, server_metrics.png]
 
@@ -30,6 +33,8 @@ from infersweep.results.context import RUN_FILE, build_context
 from infersweep.results.evidence import enforce
 from infersweep.results.gpu_telemetry import GPU_TELEMETRY_ENV
 from infersweep.results.gpu_telemetry import add_columns as add_gpu_columns
+from infersweep.results.repetitions import by_load
+from infersweep.results.repetitions import markdown as load_markdown
 from infersweep.results.report import write_report
 from infersweep.results.run import load_run_folder
 from infersweep.results.table import (
@@ -126,8 +131,15 @@ def summarize(
     note = banner(ctx.get("source"))  # simulated runs say so above their numbers (infersweep.predict.source)
     _write_atomic(
         out / "results.md",
-        lambda p: p.write_text(f"# {title}\n\n" + (f"> {note}\n\n" if note else "") + markdown_table(df)),
+        lambda p: p.write_text(
+            f"# {title}\n\n"
+            + (f"> {note}\n\n" if note else "")
+            + (f"{loads}\nEach repetition:\n\n" if (loads := load_markdown(df, points)) else "")
+            + markdown_table(df)
+        ),
     )
+    # the per-load means with their 95 % intervals and n, for spreadsheets (infersweep.results.repetitions)
+    _write_atomic(out / "results_by_load.csv", lambda p: by_load(df).to_csv(p, index=False))
     record = {
         "schema_version": SCHEMA_VERSION,
         "context": ctx,

@@ -18,18 +18,18 @@ def verdict(run_dir: Path, points: list[dict]) -> tuple[bool, str]:
     failed, measured = [], 0
     for p in points:
         c = p["concurrency"]
+        rep = int(p.get("repetition") or 0)
+        label = f"c{c}" + (f" r{rep}" if rep else "")
         # where aiperf-point put it: c<N>, c<N>-rate<R>, c<N>[...]-r<K> (infersweep.aiperf.point_folder)
-        d = point_folder(
-            str(run_dir / "points" / f"c{c}"), float(p.get("request_rate") or 0), int(p.get("repetition") or 0)
-        )
+        d = point_folder(str(run_dir / "points" / f"c{c}"), float(p.get("request_rate") or 0), rep)
         if not (d / "result.json").exists():
-            failed.append(f"c{c}: not run")
+            failed.append(f"{label}: not run")
             continue
         r = read_result(d)
         if r.get("status") in OK_STATUSES:
             measured += 1
         else:
-            failed.append(f"c{c}: {r.get('status', 'failed')}: {str(r.get('reason') or '')[:160]}")
+            failed.append(f"{label}: {r.get('status', 'failed')}: {str(r.get('reason') or '')[:160]}")
     if not measured:
         # A deployment that never served is the usual cause: wait-ready wrote why (steps/wait_ready.py --failure).
         not_serving = run_dir / "deploy" / "not-serving.txt"

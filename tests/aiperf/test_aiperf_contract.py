@@ -153,6 +153,8 @@ def test_a_whole_point_runs_with_only_the_image_files(image_root, tmp_path):
     assert ran["code"] == 0 and ran["foreign"] == [] and ran["file"].startswith(str(image_root))
     result = json.loads((out / "result.json").read_text())
     assert result["status"] == "ok" and result["attempt"] == 1 and result["argv"][0] == str(fake)
+    # every measured point records why it stopped where it did (infersweep.aiperf.adaptive)
+    assert result["stop_reason"] in ("target met", "budget spent") and "adaptive_ci_rel" in result
 
 
 def _top_modules(nodes) -> set[str]:
@@ -165,7 +167,7 @@ def _top_modules(nodes) -> set[str]:
     return out
 
 
-@pytest.mark.parametrize("name", ["__init__.py", "flags.py", "artifacts.py", "point.py"])
+@pytest.mark.parametrize("name", ["__init__.py", "flags.py", "artifacts.py", "point.py", "adaptive.py"])
 def test_the_contract_imports_only_the_standard_library(name):
     """Its import statements, read from the source. orjson is tried and optional (AIPerf brings it)."""
     tree = ast.parse((REPO / "infersweep" / "aiperf" / name).read_text())
@@ -191,7 +193,8 @@ def test_the_point_runner_imports_only_the_standard_library_and_the_contract():
     tree = ast.parse((REPO / "infersweep" / "aiperf" / "point_run.py").read_text())
     ours = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module.startswith("infersweep")}
     foreign = {m for m in _top_modules(ast.walk(tree)) if m not in sys.stdlib_module_names and m != "__future__"}
-    assert ours == {"infersweep.aiperf.flags", "infersweep.aiperf.artifacts"} and foreign == {"infersweep"}
+    assert ours == {"infersweep.aiperf.flags", "infersweep.aiperf.artifacts", "infersweep.aiperf.adaptive"}
+    assert foreign == {"infersweep"}
 
 
 def test_the_metric_vocabulary_names_exactly_what_read_point_gives():

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from infersweep.aiperf.point import Point, PointError, parse_points, points_text, sweep
+from infersweep.aiperf.point import Point, PointError, parse_points, points_text, repeated, sweep
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import RecipeError, load_recipe
 from infersweep.render import render_recipe
@@ -57,15 +57,13 @@ def test_the_recipe_sweep_and_the_rendered_points_agree():
     bundle = render_recipe(r, load_cluster_settings(), cache=False)
     wf = next(d for d in bundle.documents() if d.get("kind") == "Workflow")
     rendered = next(p["value"] for p in wf["spec"]["arguments"]["parameters"] if p["name"] == "points")
-    assert (
-        parse_points(
-            [
-                {k: v for k, v in p.items() if k in ("concurrency", "requests", "warmup", "request_rate")}
-                for p in json.loads(rendered)
-            ]
-        )
-        == r.recipe.workload.points()
-    )
+    # each point regression.repetitions times (tests/aiperf/test_repetitions.py)
+    assert parse_points(
+        [
+            {k: v for k, v in p.items() if k in ("concurrency", "requests", "warmup", "request_rate", "repetition")}
+            for p in json.loads(rendered)
+        ]
+    ) == repeated(r.recipe.workload.points(), r.recipe.regression.repetitions)
 
 
 def test_one_sweep_formula():

@@ -165,7 +165,7 @@ def test_set_changes_the_recipe_and_everything_follows(settings, tmp_path):
         _ui_set(settings, "s3-prefix"), tmp_path, set_text="workload.concurrency=[4]\n\ns3-prefix=team-a\n"
     )
     params = {p["name"]: p["value"] for p in launch.workflow["spec"]["arguments"]["parameters"]}
-    assert [p["concurrency"] for p in json.loads(params["points"])] == [4]
+    assert [(p["concurrency"], p["repetition"]) for p in json.loads(params["points"])] == [(4, 0), (4, 1), (4, 2)]
     assert params["s3-prefix"] == "team-a"
     assert (
         json.loads(params["context"])["recipe_hash"]
@@ -289,7 +289,9 @@ def test_a_recipe_from_git_at_a_commit_renders_that_commit(settings, tmp_path):
     doc = _launch(settings, tmp_path / "s1", choice=FROM_GIT, git=git).workflow
     params = {p["name"]: p["value"] for p in doc["spec"]["arguments"]["parameters"]}
     # the pinned commit's file, not the branch's newer one
-    assert params["recipe"] == "my-demo" and [p["concurrency"] for p in json.loads(params["points"])] == [4, 8]
+    assert params["recipe"] == "my-demo" and [
+        p["concurrency"] for p in json.loads(params["points"]) if p["repetition"] == 0
+    ] == [4, 8]
     assert doc["metadata"]["annotations"][SOURCE_ANNOTATION] == f"file://{repo}@{first}:recipes/mine.yaml"
     with pytest.raises(RecipeError, match="git-commit .*not in"):
         _launch(settings, tmp_path / "s2", choice=FROM_GIT, git={**git, "git-commit": "f" * 40})

@@ -94,7 +94,11 @@ def test_pipeline_dag_order_and_exit_handler(bundle):
 def test_points_parameter_is_the_recipe_sweep(bundle):
     params = {p["name"]: p["value"] for p in bundle.workflow["spec"]["arguments"]["parameters"]}
     points = json.loads(params["points"])
-    assert [p["concurrency"] for p in points] == load_recipe(NEMOTRON).recipe.workload.concurrency
+    r = load_recipe(NEMOTRON).recipe
+    # the sweep, once per repetition (regression.repetitions, default 3), in rounds
+    assert [(p["concurrency"], p["repetition"]) for p in points] == [
+        (c, k) for k in range(r.regression.repetitions) for c in r.workload.concurrency
+    ]
     assert bundle.workflow["spec"]["workflowTemplateRef"] == {"name": "infersweep-vllm-agg"}
 
 

@@ -1,0 +1,118 @@
+"""When a point has measured enough: the decision an adaptive point takes after each chunk of requests, and
+the `stop_reason` every point records (issue 32 item 4, "adaptive length").
+
+A point is long enough when it is steady and the 95 % confidence interval of its mean TTFT and mean request
+latency is within a target (TARGET_REL of the mean); otherwise it may be extended (more requests of the
+same prompt distribution) up to its budget. The interval is over *round means*, not requests: in a closed
+loop the requests of one round (`concurrency` of them, started together) share their queue, so they are not
+independent; consecutive rounds are close to it. A round is max(concurrency, MIN_BATCH) requests in start
+order (at c1 a "round" of one request would make the interval over single requests again).
+
+Today every point runs its fixed request count, so its budget is that count and the decision is recorded,
+not acted on: `target met`, or `budget spent` with how many more requests the interval says would meet the
+target (a re-run with that `requests` does). The point step (infersweep.aiperf.point_run) writes it into
+result.json; results.md's per-load table shows it. Standard library only (the AIPerf image copies this
+package).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterable
+
+TARGET_REL = 0.10  # the 95 % half-width a point aims for, relative to its mean
+MIN_BATCH = 4
+MIN_ROUNDS = 3  # fewer round means than this make no interval worth a decision
+# t(0.975, df) for df = 1..10; past 10 the normal 1.96 is within 12 % (a decision, not a published interval)
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
+
+
+@dataclass(frozen=True)
+class Decision:
+    stop_reason: str  # "target met" | "budget spent" | "extend"
+    ci_rel: float | None  # the widest relative half-width over the judged metrics (None: too few rounds)
+    rounds: int
+    more_requests: int  # extend: how many to add now; budget spent: how many the target would need (0: unknown)
+    detail: str
+
+    def as_result(self) -> dict:
+        d = asdict(self)
+        d["ci_rel"] = None if self.ci_rel is None else round(self.ci_rel, 4)
+        return {f"adaptive_{k}" if k != "stop_reason" else k: v for k, v in d.items()}
+
+
+def batch_size(concurrency: int) -> int:
+    return max(int(concurrency), MIN_BATCH)
+
+
+def round_means(values: Iterable[float], concurrency: int) -> list[float]:
+    """Means of consecutive rounds of batch_size(concurrency) values (start order); a partial last round is
+    dropped (its requests started while the next round's had not come back: a different queue)."""
+    v = [float(x) for x in values if x is not None and math.isfinite(float(x))]
+    b = batch_size(concurrency)
+    return [sum(v[i : i + b]) / b for i in range(0, len(v) - b + 1, b)]
+
+
+def rel_half_width(means: list[float]) -> float | None:
+    n = len(means)
+    if n < MIN_ROUNDS:
+        return None
+    mean = sum(means) / n
+    if mean <= 0:
+        return None
+    sd = math.sqrt(sum((x - mean) ** 2 for x in means) / (n - 1))
+    t = _T975[n - 2] if n - 1 <= len(_T975) else 1.96
+    return t * sd / math.sqrt(n) / mean
+
+
+def decide(
+    series: dict[str, list[float]],
+    concurrency: int,
+    *,
+    steady: bool | None,
+    requests_done: int,
+    budget_requests: int,
+    target_rel: float = TARGET_REL,
+) -> Decision:
+    """`series`: per-request values in start order, by metric name (ttft, latency). Stop when steady and
+    every metric's round-mean interval is within target_rel; else extend, or stop with `budget spent`."""
+    b = batch_size(concurrency)
+    widths = {k: rel_half_width(round_means(v, concurrency)) for k, v in series.items()}
+    rounds = min((len(round_means(v, concurrency)) for v in series.values()), default=0)
+    known = [w for w in widths.values() if w is not None]
+    worst = max(known) if known and len(known) == len(widths) else None
+    left = max(0, budget_requests - requests_done)
+    if worst is None:
+        need = max(b * MIN_ROUNDS - requests_done, b)
+        why = f"{rounds} round(s) of {b} requests: too few for an interval (needs {MIN_ROUNDS})"
+    elif worst <= target_rel and steady is not False:
+        return Decision("target met", worst, rounds, 0, f"±{worst:.1%} <= target ±{target_rel:.0%}, {rounds} rounds")
+    elif steady is False:
+        need = requests_done  # unsteady: the same again, to see whether it settles
+        why = f"not steady (±{worst:.1%} over {rounds} rounds)"
+    else:
+        # the half-width shrinks with the square root of the rounds
+        need = math.ceil(requests_done * ((worst / target_rel) ** 2 - 1) / b) * b
+        why = f"±{worst:.1%} > target ±{target_rel:.0%} over {rounds} rounds"
+    if left <= 0:
+        return Decision("budget spent", worst, rounds, need, f"{why}; about {need} more requests would do")
+    return Decision("extend", worst, rounds, min(need, left), why)
+
+
+def series_from_records(records_path: Path) -> dict[str, list[float]]:
+    """Per-request TTFT and latency (ms) in start order from profile_export.jsonl (failed requests left out)."""
+    from infersweep.aiperf.artifacts import iter_profiling_records
+
+    rows = []
+    for rec in iter_profiling_records(records_path):
+        meta, metrics = rec.get("metadata") or {}, rec.get("metrics") or {}
+        start = meta.get("request_start_ns")
+        if rec.get("error") or not isinstance(start, int):
+            continue
+        vals = [(metrics.get(k) or {}).get("value") for k in ("time_to_first_token", "request_latency")]
+        if all(isinstance(v, (int, float)) for v in vals):
+            rows.append((start, float(vals[0]), float(vals[1])))
+    rows.sort()
+    return {"ttft": [r[1] for r in rows], "latency": [r[2] for r in rows]}
