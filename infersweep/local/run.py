@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import yaml
 
-from infersweep.aiperf.point import Point, points_text, sweep
+from infersweep.aiperf.point import Point, points_text, round_warmup, sweep
 from infersweep.cluster_settings import ClusterSettings, load_cluster_settings
 from infersweep.local import procs
 from infersweep.local.adapter import step_env
@@ -77,7 +77,7 @@ def scaled_points(r: ResolvedRecipe, prof: dict[str, Any]) -> list[Point]:
         rates,
         requests_per_concurrency=prof["requests_per_concurrency"],
         min_requests=prof["min_requests"],
-        warmup=lambda c: min(prof["max_warmup"], c),
+        warmup=lambda c: round_warmup(c, prof["max_warmup"]),
     )
 
 
