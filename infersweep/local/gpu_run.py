@@ -1,8 +1,8 @@
 """What `run --local --workers gpu` adds to a local run: the GPUs, the model folder, the stack, telemetry.
 
-- `config_only_model`: the toy tokenizer (infersweep.local.toy_model) beside the model's real architecture
-  config (params/model-configs/<org>--<name>.json), for `--weights dummy`: real kernels, memory and KV-cache
-  size, random weights, no download. With `--weights cache` the folder must hold the weights already.
+- `config_only_model`: a word-level tokenizer covering the model's whole vocabulary (infersweep.local.toy_model
+  full_vocab) beside the model's real architecture config (params/model-configs/<org>--<name>.json), for
+  `--weights dummy`: real kernels, memory and KV-cache size, random weights, no download. With `--weights cache` the folder must hold the weights already.
 - `stack_versions` / `engine_stack`: vLLM or SGLang / ai-dynamo / torch as the workers' interpreters import
   them, for every row's provenance.
 - `measured_on`: the words every table and report shows (infersweep.predict.source.MEASURED_ON_ENV).
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from infersweep.local.dynamo import GpuWorkers
 from infersweep.local.gpu_workers import Gpu, GpuShortfall, detect_gpus, engine_pythons, plan_workers
-from infersweep.local.toy_model import build_toy_model
+from infersweep.local.toy_model import build_toy_model, special_ids_of, vocab_size_of
 from infersweep.paths import params_dir, venv_python
 from infersweep.recipe import RecipeError
 
@@ -45,8 +45,10 @@ def config_only_model(hf_id: str, cache_root: Path) -> Path:
             "or run with --weights cache on a model folder that holds its weights"
         )
     out = Path(cache_root) / "models" / f"{src.stem}-config-only"
-    build_toy_model(out)
     config = json.loads(src.read_text())
+    # Every id the model can emit is a word the tokenizer decodes to visible text (toy_model.full_vocab), so
+    # the client's first chunk is the first token; the specials sit at the ids config.json names.
+    build_toy_model(out, name=hf_id, vocab_size=vocab_size_of(config), special_ids=special_ids_of(config))
     if json.loads((out / "config.json").read_text()) != config:
         (out / "config.json").write_text(json.dumps(config, indent=1) + "\n")
     return out
