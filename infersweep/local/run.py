@@ -254,6 +254,7 @@ def run_local(
     model_dir = cache_root / "toy-model"  # built only once the recipe and overrides have rendered
 
     workload, points = local_workload(r, prof, isl, osl)
+    gpu_versions = None  # the GPU workers' stack, read once the DGD names their engines
     local_overrides = {
         "model-source": f"file://{model_dir}",
         "workload": json.dumps(workload, separators=(",", ":")),
@@ -338,6 +339,19 @@ def run_local(
                     overrides=local_overrides | (overrides or {}),
                     workflow_name=run_id,
                 )
+        if gpu is not None:
+            # The workers run from this machine's interpreters, not the DGD's image: rendered/dgd.yaml says so.
+            from infersweep.local.gpu_run import (
+                annotate_dgd,
+                engine_python_of,
+                engine_ran,
+                engine_stack,
+                worker_modules,
+            )
+
+            modules = worker_modules(bundle.dgd)
+            gpu_versions = engine_stack(gpu, modules)
+            annotate_dgd(bundle.dgd, engine_ran(gpu_versions, engine_python_of(gpu, modules), None))
         bundle.write(run_dir / rendered)
         workflow, templates, retry_status = bundle.workflow, bundle.templates, None
     if gpu is None:
@@ -368,10 +382,16 @@ def run_local(
             gpu=gpu,
         )
         if gpu is not None:
-            from infersweep.local.gpu_run import start_gpu_side, workflow_worker_modules
+            from infersweep.local.gpu_run import dgd_images, start_gpu_side, workflow_dgd, workflow_worker_modules
 
             sampler, gpu_env = start_gpu_side(
-                run_dir, gpu, local_overrides.get("gpu-count"), state_dir, modules=workflow_worker_modules(workflow)
+                run_dir,
+                gpu,
+                local_overrides.get("gpu-count"),
+                state_dir,
+                modules=workflow_worker_modules(workflow),
+                versions=gpu_versions,
+                rendered_image=", ".join(dgd_images(workflow_dgd(workflow))) or None,
             )
             env |= gpu_env
         s3c = s3.client()

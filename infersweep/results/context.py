@@ -12,6 +12,7 @@ Sources, strongest first:
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -95,12 +96,25 @@ def workload_from_argv(points: list[dict[str, Any]]) -> dict[str, Any] | None:
     for p in points:
         argv = p.get("argv") or []
         found = {}
-        for flag, value in zip(argv, argv[1:]):
+        for flag, value in zip(argv, argv[1:], strict=False):
             if flag in by_flag:
                 found[by_flag[flag]] = int(value) if value.isdigit() else value
         if found:
             return found
     return None
+
+
+def engine_ran_from_env(env: dict[str, str] | None = None) -> dict[str, Any]:
+    """What ran in place of the rendered engine image (ENGINE_RAN_ENV, set by local mode's GPU side), {} when
+    the deployment ran its images."""
+    from infersweep.predict.source import ENGINE_RAN_ENV
+
+    text = (os.environ if env is None else env).get(ENGINE_RAN_ENV)
+    try:
+        value = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def build_context(
@@ -147,6 +161,9 @@ def build_context(
         from infersweep.predict.source import result_source
 
         ctx["source"] = result_source()
+    ran = engine_ran_from_env()
+    if ran.get("engine_image"):  # the engine that served, not the image rendered (local GPU workers: local wheels)
+        ctx["engine_image"] = ran["engine_image"]
     images_file = run_dir / IMAGES_RAN_FILE
     if images_file.exists():
         try:
