@@ -96,6 +96,23 @@ def workload_argv(workload: dict) -> list[str]:
     return argv
 
 
+def dataset_entries(workload: dict, requests: int, warmup: int, *, trace: bool = False) -> int | None:
+    """How many distinct prompts AIPerf generates for a synthetic point: one per warm-up request and one per
+    measured request, so no measured request repeats a warm-up prompt. None where the prompts come from
+    elsewhere (a trace) or the workload sets its own count of sessions to reuse (`sessions`).
+
+    Why: AIPerf 0.13 sizes a synthetic dataset from --request-count alone when --num-dataset-entries is not
+    given (aiperf/config/flags/_converter_dataset.py _resolve_entries), and the warm-up and profiling phases
+    draw from one sampler (aiperf/timing/phase_orchestrator.py builds one ConversationSource for all phases),
+    sequential by default for synthetic data (aiperf/config/dataset/config.py SyntheticDataset.sampling;
+    aiperf/dataset/dataset_samplers.py SequentialSampler wraps to the start). So with W warm-up requests the
+    last W measured requests were the warm-up prompts again, served from the prefix cache (measured: 4/N
+    of every point's prompt tokens read from cache)."""
+    if trace or workload.get("trace") or workload.get("sessions"):
+        return None
+    return requests + warmup
+
+
 def build_argv(args: argparse.Namespace) -> list[str]:
     """The AIPerf command line, as a list. Every value is a separate item, never shell-parsed."""
     argv = [
@@ -120,6 +137,9 @@ def build_argv(args: argparse.Namespace) -> list[str]:
         argv += ["--request-count", str(args.requests)]
         if args.warmup > 0:
             argv += ["--warmup-request-count", str(args.warmup)]
+        entries = dataset_entries(workload, args.requests, args.warmup, trace=bool(args.trace))
+        if entries:
+            argv += ["--num-dataset-entries", str(entries)]
     if args.request_rate:
         # Open loop: AIPerf schedules arrivals at this rate; --concurrency stays as the in-flight cap
         # (AIPerf 0.13 aiperf/config/flags/cli_config.py, CLIConfig.request_rate: "Can be combined with

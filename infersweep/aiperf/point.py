@@ -96,6 +96,14 @@ def parse_points(value: str | list[Any]) -> list[Point]:
     return points
 
 
+def round_warmup(concurrency: int, warmup: int) -> int:
+    """Warm-up requests of a point at `concurrency` (or rate cap) when `warmup` are asked for: at least one
+    full round, so every slot of the batch has run once before the window opens (4 warm-up requests at
+    c128 left the first measured round a cold, synchronised burst: its mean TTFT was twice the next
+    rounds'). 0 stays 0: a point that asks for no warm-up (a cold-cache study) gets none."""
+    return max(warmup, concurrency) if warmup > 0 else 0
+
+
 def sweep(
     concurrency: Iterable[int],
     request_rate: Iterable[float],

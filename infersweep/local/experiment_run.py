@@ -253,10 +253,15 @@ def run_experiment_local(
             gpu=gpu,
         )
         if gpu is not None:
-            from infersweep.local.gpu_run import start_gpu_side, worker_modules
+            from infersweep.dgd.render import render_dgd
+            from infersweep.local.gpu_run import dgd_images, start_gpu_side, worker_modules
 
-            modules = set().union(*(worker_modules(render_dgd(s.treatment.recipe, name="fit")) for s in plan.steps))
-            sampler, gpu_env = start_gpu_side(run_dir, gpu, str(max(used.values())), state_dir, modules=modules)
+            dgds = [render_dgd(s.treatment.recipe, name="fit") for s in plan.steps]
+            modules = set().union(*(worker_modules(d) for d in dgds))
+            images = ", ".join(sorted({i for d in dgds for i in dgd_images(d)})) or None
+            sampler, gpu_env = start_gpu_side(
+                run_dir, gpu, str(max(used.values())), state_dir, modules=modules, rendered_image=images
+            )
             env |= gpu_env
         # `argo stop` on Ctrl-C / SIGTERM: the exit handler still tears the deployment down
         argo, root = execute(

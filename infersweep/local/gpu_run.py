@@ -1,14 +1,16 @@
 """What `run --local --workers gpu` adds to a local run: the GPUs, the model folder, the stack, telemetry.
 
-- `config_only_model`: the toy tokenizer (infersweep.local.toy_model) beside the model's real architecture
-  config (params/model-configs/<org>--<name>.json), for `--weights dummy`: real kernels, memory and KV-cache
-  size, random weights, no download. With `--weights cache` the folder must hold the weights already.
+- `config_only_model`: a word-level tokenizer covering the model's whole vocabulary (infersweep.local.toy_model
+  full_vocab) beside the model's real architecture config (params/model-configs/<org>--<name>.json), for
+  `--weights dummy`: real kernels, memory and KV-cache size, random weights, no download. With `--weights cache` the folder must hold the weights already.
 - `stack_versions` / `engine_stack`: vLLM or SGLang / ai-dynamo / torch as the workers' interpreters import
   them, for every row's provenance.
 - `measured_on`: the words every table and report shows (infersweep.predict.source.MEASURED_ON_ENV).
 - `gpu_workers` / `model_folder`: what `run --local` and `experiment run --local` hand the adapter.
 - `start_gpu_side` / `write_gpu_record`: the NVML sampler and the words that say what ran; each worker's
   start-up phases after the run.
+- `engine_ran` / `annotate_dgd`: the engine release and wheels that ran instead of the rendered image, for
+  run.json (ENGINE_RAN_ENV, read by infersweep.results.context and .summarize), rendered/dgd.yaml and the banner.
 - `check_fits`: the process plan (infersweep.local.gpu_workers) of the rendered DGD against the GPUs here,
   before any service or process starts: a shortfall is one error naming the GPUs missing.
 """
@@ -20,11 +22,13 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from infersweep.local.dynamo import GpuWorkers
 from infersweep.local.gpu_workers import Gpu, GpuShortfall, detect_gpus, engine_pythons, plan_workers
-from infersweep.local.toy_model import build_toy_model
+from infersweep.local.toy_model import build_toy_model, special_ids_of, vocab_size_of
 from infersweep.paths import params_dir, venv_python
+from infersweep.predict.source import ENGINE_RAN_ENV
 from infersweep.recipe import RecipeError
 
 STACK_PACKAGES = ("vllm", "ai-dynamo", "ai-dynamo-runtime", "sglang", "torch")
@@ -45,8 +49,10 @@ def config_only_model(hf_id: str, cache_root: Path) -> Path:
             "or run with --weights cache on a model folder that holds its weights"
         )
     out = Path(cache_root) / "models" / f"{src.stem}-config-only"
-    build_toy_model(out)
     config = json.loads(src.read_text())
+    # Every id the model can emit is a word the tokenizer decodes to visible text (toy_model.full_vocab), so
+    # the client's first chunk is the first token; the specials sit at the ids config.json names.
+    build_toy_model(out, name=hf_id, vocab_size=vocab_size_of(config), special_ids=special_ids_of(config))
     if json.loads((out / "config.json").read_text()) != config:
         (out / "config.json").write_text(json.dumps(config, indent=1) + "\n")
     return out
@@ -103,6 +109,63 @@ def measured_on(gpus: list[Gpu], used: int, versions: dict[str, str], weights: s
     )
 
 
+DID_NOT_RUN_ANNOTATION = "infersweep.io/image-did-not-run"
+RAN_ANNOTATION = "infersweep.io/engine-ran"
+
+
+def engine_ran(versions: dict[str, str], python: str, rendered_image: str | None) -> dict[str, Any]:
+    """The engine release and wheels that ran, in the words run.json, the DGD and the banner use.
+
+    Local GPU mode runs `python -m dynamo.<engine>` from the workers' interpreters (engine_stack), never the
+    recipe's image: a run of ai-dynamo 1.3.1 + vLLM 0.23.0 must not say vllm-runtime:1.6.1 ran."""
+    wheels = {k: v for k, v in versions.items() if k != "ai-dynamo-runtime"}
+    release = f"dynamo {versions['ai-dynamo']}" if versions.get("ai-dynamo") else None
+    stack = ", ".join(f"{k} {v}" for k, v in wheels.items()) or "versions unknown"
+    ran = f"local python {python} ({stack})"
+    return {
+        "engine_release": release,
+        "engine_wheels": wheels,
+        "engine_python": python,
+        "rendered_image": rendered_image,
+        # the column keeps its meaning (the engine that served) and says the rendered image did not
+        "engine_image": ran + (f"; rendered image {rendered_image} did not run" if rendered_image else ""),
+    }
+
+
+def dgd_images(dgd: dict) -> list[str]:
+    """The distinct container images a DGD's components name (v1alpha1 extraPodSpec.mainContainer.image or
+    v1beta1 podTemplate containers)."""
+    found: list[str] = []
+
+    def walk(node: Any, key: str | None = None) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, k)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v, key)
+        elif key == "image" and isinstance(node, str) and node not in found:
+            found.append(node)
+
+    walk(dgd.get("spec", {}))
+    return found
+
+
+def annotate_dgd(dgd: dict, ran: dict[str, Any]) -> dict:
+    """The DGD as rendered, with annotations saying its images did not run here and what did (rendered/dgd.yaml
+    of a local GPU run is a record: it is not what the workers were started from)."""
+    meta = dgd.setdefault("metadata", {})
+    meta.setdefault("annotations", {}).update(
+        {
+            DID_NOT_RUN_ANNOTATION: ", ".join(dgd_images(dgd)) or "none",
+            RAN_ANNOTATION: json.dumps(
+                {k: ran[k] for k in ("engine_release", "engine_wheels", "engine_python")}, sort_keys=True
+            ),
+        }
+    )
+    return dgd
+
+
 def require_gpus(gpus: list[Gpu] | None = None) -> list[Gpu]:
     gpus = detect_gpus() if gpus is None else gpus
     if not gpus:
@@ -137,13 +200,25 @@ def worker_modules(dgd: dict) -> set[str]:
     return {c.module for c in read_components(dgd) if c.role != "frontend" and c.module}
 
 
-def workflow_worker_modules(workflow: dict) -> set[str]:
-    """The engine modules of the DGD a recipe's Workflow deploys (its `dgd` parameter)."""
+def workflow_dgd(workflow: dict) -> dict:
+    """The DGD a recipe's Workflow deploys (its `dgd` parameter), {} when it has none."""
     import yaml
 
     # the Workflow's own arguments (a rendered DGD), not a file under params/
     arguments = {p["name"]: p.get("value") for p in workflow.get("spec", {}).get("arguments", {}).get("parameters", [])}
-    return worker_modules(yaml.safe_load(arguments["dgd"])) if arguments.get("dgd") else set()
+    return yaml.safe_load(arguments["dgd"]) if arguments.get("dgd") else {}
+
+
+def workflow_worker_modules(workflow: dict) -> set[str]:
+    """The engine modules of the DGD a recipe's Workflow deploys (its `dgd` parameter)."""
+    dgd = workflow_dgd(workflow)
+    return worker_modules(dgd) if dgd else set()
+
+
+def engine_python_of(gpu: GpuWorkers, modules: set[str]) -> str:
+    """The interpreter(s) the engine workers run (engine_pythons per module, else the GPU python)."""
+    pythons = engine_pythons()
+    return ", ".join(sorted({pythons.get(m, gpu.python) for m in modules} or {gpu.python}))
 
 
 def engine_stack(gpu: GpuWorkers, modules: set[str]) -> dict[str, str]:
@@ -158,17 +233,26 @@ def engine_stack(gpu: GpuWorkers, modules: set[str]) -> dict[str, str]:
 
 
 def start_gpu_side(
-    run_dir: Path, gpu: GpuWorkers, gpu_count: str | None, state_dir: Path, modules: set[str] | None = None
+    run_dir: Path,
+    gpu: GpuWorkers,
+    gpu_count: str | None,
+    state_dir: Path,
+    modules: set[str] | None = None,
+    versions: dict[str, str] | None = None,
+    rendered_image: str | None = None,
 ):
     """The NVML sampler and the environment that tells the steps what ran (GPU, stack, weights); `modules`:
-    the workers' engine modules (worker_modules), whose interpreters' versions are the stack."""
+    the workers' engine modules (worker_modules), whose interpreters' versions are the stack (`versions` when
+    the caller read them already); `rendered_image`: the DGD's image, which does not run here."""
     from infersweep.local.gpu_telemetry import NvmlSampler
     from infersweep.predict.source import MEASURED_ON_ENV
     from infersweep.results.gpu_telemetry import GPU_TELEMETRY_ENV
 
-    versions = engine_stack(gpu, modules or set())
+    versions = engine_stack(gpu, modules or set()) if versions is None else versions
     words = measured_on(list(gpu.gpus), int(gpu_count or len(gpu.gpus)), versions, gpu.weights, driver_version())
+    ran = engine_ran(versions, engine_python_of(gpu, modules or set()), rendered_image)
     print(f"workers: real engines ({words})", flush=True)
+    print(f"engine: {ran['engine_image']}", flush=True)
     samples = run_dir / "telemetry" / "gpu-samples.jsonl"
     (run_dir / "telemetry").mkdir(parents=True, exist_ok=True)
     (run_dir / "telemetry" / "stack.json").write_text(
@@ -176,6 +260,7 @@ def start_gpu_side(
             {
                 "measured_on": words,
                 "versions": versions,
+                "engine_ran": ran,
                 "gpus": [g.__dict__ for g in gpu.gpus],
                 "weights": gpu.weights,
                 "python": gpu.python,
@@ -192,7 +277,7 @@ def start_gpu_side(
         ).start()
     except Exception as e:  # no NVML binding: the run goes on without the GPU columns
         print(f"NVML telemetry off: {e}", file=sys.stderr)
-    return sampler, {MEASURED_ON_ENV: words, GPU_TELEMETRY_ENV: str(samples)}
+    return sampler, {MEASURED_ON_ENV: words, GPU_TELEMETRY_ENV: str(samples), ENGINE_RAN_ENV: json.dumps(ran)}
 
 
 def write_gpu_record(run_dir: Path, state_dir: Path) -> None:

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import yaml
 
-from infersweep.aiperf.point import Point, points_text, repeated, sweep
+from infersweep.aiperf.point import Point, points_text, repeated, round_warmup, sweep
 from infersweep.cluster_settings import ClusterSettings, load_cluster_settings
 from infersweep.local import procs
 from infersweep.local.adapter import step_env
@@ -78,7 +78,7 @@ def scaled_points(r: ResolvedRecipe, prof: dict[str, Any]) -> list[Point]:
         rates,
         requests_per_concurrency=prof["requests_per_concurrency"],
         min_requests=prof["min_requests"],
-        warmup=lambda c: min(prof["max_warmup"], c),
+        warmup=lambda c: round_warmup(c, prof["max_warmup"]),
     )
 
 
@@ -273,6 +273,7 @@ def run_local(
 
     points = run_points(r, prof, workers, isl, osl)
     workload, _ = local_workload(r, prof, isl, osl)
+    gpu_versions = None  # the GPU workers' stack, read once the DGD names their engines
     local_overrides = {
         "model-source": f"file://{model_dir}",
         "workload": json.dumps(workload, separators=(",", ":")),
@@ -360,6 +361,19 @@ def run_local(
                     overrides=local_overrides | (overrides or {}),
                     workflow_name=run_id,
                 )
+        if gpu is not None:
+            # The workers run from this machine's interpreters, not the DGD's image: rendered/dgd.yaml says so.
+            from infersweep.local.gpu_run import (
+                annotate_dgd,
+                engine_python_of,
+                engine_ran,
+                engine_stack,
+                worker_modules,
+            )
+
+            modules = worker_modules(bundle.dgd)
+            gpu_versions = engine_stack(gpu, modules)
+            annotate_dgd(bundle.dgd, engine_ran(gpu_versions, engine_python_of(gpu, modules), None))
         bundle.write(run_dir / rendered)
         workflow, templates, retry_status = bundle.workflow, bundle.templates, None
     if gpu is None:
@@ -390,10 +404,16 @@ def run_local(
             gpu=gpu,
         )
         if gpu is not None:
-            from infersweep.local.gpu_run import start_gpu_side, workflow_worker_modules
+            from infersweep.local.gpu_run import dgd_images, start_gpu_side, workflow_dgd, workflow_worker_modules
 
             sampler, gpu_env = start_gpu_side(
-                run_dir, gpu, local_overrides.get("gpu-count"), state_dir, modules=workflow_worker_modules(workflow)
+                run_dir,
+                gpu,
+                local_overrides.get("gpu-count"),
+                state_dir,
+                modules=workflow_worker_modules(workflow),
+                versions=gpu_versions,
+                rendered_image=", ".join(dgd_images(workflow_dgd(workflow))) or None,
             )
             env |= gpu_env
         s3c = s3.client()

@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from infersweep.aiperf import point_folder
-from infersweep.aiperf.point import Point
+from infersweep.aiperf.point import Point, round_warmup
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.local.dynamo import deploy_local, load_local, teardown_local
 from infersweep.local.reconfigure import DGD_FILE, wait_ready_restarting
@@ -99,7 +99,7 @@ def slo_search_local(
         def point_of(conc: int, rate: float) -> Point:
             load = conc if not rate else rate
             requests = max(prof["min_requests"], int(load * prof["requests_per_concurrency"]) + 1)
-            return Point(conc, requests, min(prof["max_warmup"], conc), rate)
+            return Point(conc, requests, round_warmup(conc, prof["max_warmup"]), rate)
 
         ready_timeout_s, point_timeout_s = 120, 600
     state_dir.mkdir(parents=True, exist_ok=True)

@@ -24,6 +24,7 @@ MARKER = ".complete"
 UNK, BOS, EOS, PAD = "[UNK]", "<s>", "</s>", "<pad>"
 ROLE_TOKENS = ("<|system|>", "<|user|>", "<|assistant|>")
 SPECIAL_TOKENS = (UNK, BOS, EOS, PAD, *ROLE_TOKENS)
+SPECIAL_TOKENS_MAP = ("bos_token", "eos_token", "unk_token", "pad_token")
 
 # Common English words (lowercase: the tokenizer lowercases its input) and punctuation. Benchmark
 # prompts are English text; mapping their words to real ids, not [UNK], keeps token sequences and
@@ -94,7 +95,34 @@ def build_vocab(vocab_size: int) -> dict[str, int]:
     return vocab
 
 
-def _added_token(token_id: int, content: str) -> dict:
+def full_vocab(vocab_size: int, special_ids: dict[str, int]) -> dict[str, int]:
+    """Every id in [0, vocab_size) a token, with the specials at the ids a real config.json names.
+
+    For real engines on random weights (`--load-format dummy`): the model emits ids across its whole vocabulary
+    (Qwen3: 151,936), and an id the tokenizer does not know decodes to nothing, so the frontend sends no text
+    for it (Dynamo's DecodeStream, lib/llm/src/tokenizers.rs, emits a chunk only when the decoded text grows)
+    and the client saw its first token late. Here every id decodes to a lowercase word or punctuation run,
+    which the space-joining WordLevel decode turns into visible text. special_ids: {"<s>": bos, "</s>": eos,
+    ...} as the model's config names them; they keep their ids so the engine's stop ids and the tokenizer's
+    agree. Deterministic."""
+    if vocab_size < len(SPECIAL_TOKENS) + 1:
+        raise ValueError(f"vocab_size must be > {len(SPECIAL_TOKENS)}, got {vocab_size}")
+    bad = {t: i for t, i in special_ids.items() if not 0 <= i < vocab_size}
+    if bad:
+        raise ValueError(f"special token ids {bad} are outside the vocabulary [0, {vocab_size})")
+    vocab = dict(special_ids)
+    taken = set(special_ids.values())
+    words = (w for w in (*SPECIAL_TOKENS, *COMMON_WORDS, *_filler_words()) if w not in vocab)
+    for token_id in range(vocab_size):
+        if token_id not in taken:
+            word = next(words)
+            while word in vocab:
+                word = next(words)
+            vocab[word] = token_id
+    return dict(sorted(vocab.items(), key=lambda kv: kv[1]))
+
+
+def _added_token(token_id: int, content: str, special: bool = True) -> dict:
     return {
         "id": token_id,
         "content": content,
@@ -102,22 +130,29 @@ def _added_token(token_id: int, content: str) -> dict:
         "lstrip": False,
         "rstrip": False,
         "normalized": False,
-        "special": True,
+        "special": special,
     }
 
 
-def tokenizer_json(vocab: dict[str, int]) -> dict:
+def _added_tokens(vocab: dict[str, int], hidden: set[str] | None) -> list[dict]:
+    """The added tokens (matched whole before pre-tokenization, so "<|user|>" stays one token); `hidden`: the
+    ones decoding skips (special), all of them when None. Extra stop ids (Llama 3.1's eos list) come last."""
+    tokens = [*SPECIAL_TOKENS, *(t for t in vocab if t.startswith("<|stop_"))]
+    return [_added_token(vocab[t], t, hidden is None or t in hidden) for t in tokens if t in vocab]
+
+
+def tokenizer_json(vocab: dict[str, int], hidden: set[str] | None = None) -> dict:
     """HF `tokenizers` serialisation of a WordLevel model with a Whitespace pre-tokenizer.
 
     No decoder on purpose: without one, `tokenizers` joins decoded tokens with single spaces,
-    which is exactly what a word-level vocabulary needs.
+    which is exactly what a word-level vocabulary needs. `hidden`: the added tokens that are special (skipped
+    when decoding); None: all of them (the mocker's toy model).
     """
     return {
         "version": "1.0",
         "truncation": None,
         "padding": None,
-        # Added tokens are matched before pre-tokenization, so "<|user|>" stays one token.
-        "added_tokens": [_added_token(vocab[t], t) for t in SPECIAL_TOKENS],
+        "added_tokens": _added_tokens(vocab, hidden),
         # Lowercase first: "The" and "the" are one token, and far fewer words fall to [UNK].
         "normalizer": {"type": "Lowercase"},
         "pre_tokenizer": {"type": "Whitespace"},
@@ -141,18 +176,21 @@ CHAT_TEMPLATE = (
 )
 
 
-def tokenizer_config_json(vocab: dict[str, int]) -> dict:
+def tokenizer_config_json(vocab: dict[str, int], hidden: set[str] | None = None) -> dict:
+    """`hidden` (a full vocabulary): only the specials the config names are named here, since transformers
+    skips every named special when decoding (PreTrainedTokenizerBase.all_special_ids)."""
+    named = {t: t if hidden is None or t in hidden else None for t in (BOS, EOS, UNK, PAD)}
     return {
         "tokenizer_class": "PreTrainedTokenizerFast",
-        "bos_token": BOS,
-        "eos_token": EOS,
-        "unk_token": UNK,
-        "pad_token": PAD,
+        "bos_token": named[BOS],
+        "eos_token": named[EOS],
+        "unk_token": named[UNK],
+        "pad_token": named[PAD],
         "model_max_length": 32768,
         "clean_up_tokenization_spaces": False,
         "add_bos_token": False,  # the chat template adds it
         "added_tokens_decoder": {
-            str(vocab[t]): {k: v for k, v in _added_token(vocab[t], t).items() if k != "id"} for t in SPECIAL_TOKENS
+            str(a["id"]): {k: v for k, v in a.items() if k != "id"} for a in _added_tokens(vocab, hidden)
         },
         "chat_template": CHAT_TEMPLATE,
     }
@@ -193,24 +231,72 @@ def generation_config_json(vocab: dict[str, int]) -> dict:
     return {"bos_token_id": vocab[BOS], "eos_token_id": vocab[EOS], "pad_token_id": vocab[PAD]}
 
 
-def build_toy_model(dest: Path, *, name: str = "infersweep/toy-model", vocab_size: int = 32000) -> Path:
+def special_ids_of(config: dict) -> dict[str, int]:
+    """{token: id} of the specials a model's config.json names: bos, eos (the first of a list; the others as
+    extra stop tokens "<|stop_ID|>"), pad."""
+    out: dict[str, int] = {}
+    eos = config.get("eos_token_id")
+    eos_ids = [e for e in (eos if isinstance(eos, list) else [eos]) if isinstance(e, int)]
+    for token, value in ((BOS, config.get("bos_token_id")), (EOS, eos_ids[0] if eos_ids else None)):
+        if isinstance(value, int):
+            out[token] = value
+    if isinstance(config.get("pad_token_id"), int) and config["pad_token_id"] not in out.values():
+        out[PAD] = config["pad_token_id"]
+    out |= {f"<|stop_{e}|>": e for e in eos_ids[1:] if e not in out.values()}
+    return out
+
+
+def vocab_size_of(config: dict) -> int:
+    """The embedding rows a config.json declares (a multimodal model's text_config may declare more)."""
+    sizes = [c.get("vocab_size") for c in (config, config.get("text_config") or {}) if isinstance(c, dict)]
+    sizes = [s for s in sizes if isinstance(s, int)]
+    if not sizes:
+        raise ValueError("config.json declares no vocab_size")
+    return max(sizes)
+
+
+def build_toy_model(
+    dest: Path,
+    *,
+    name: str = "infersweep/toy-model",
+    vocab_size: int = 32000,
+    special_ids: dict[str, int] | None = None,
+) -> Path:
     """Write the toy model into `dest` (created if needed) and return `dest`.
 
-    Deterministic: same arguments, same bytes. Skips work when `dest/.complete` exists, so
-    concurrent steps can share one dir. Files go to a temp dir first and are moved in, then the
-    marker is written last, so a crash never leaves a dir that looks complete but is not.
+    `special_ids` (special_ids_of a real config.json): a full vocabulary (full_vocab) whose specials sit at
+    those ids and are the only tokens decoding skips, for real engines on random weights. None: the mocker's
+    toy model (specials first, 32k words).
+
+    Deterministic: same arguments, same bytes. Skips work when `dest/.complete` exists and records the same
+    arguments, so concurrent steps can share one dir (and a folder built with other arguments is rebuilt).
+    Files go to a temp dir first and are moved in, then the marker is written last, so a crash never leaves
+    a dir that looks complete but is not.
     """
     dest = Path(dest)
-    if (dest / MARKER).exists():
-        return dest
+    marker = {"name": name, "vocab_size": vocab_size} | ({"special_ids": special_ids} if special_ids else {})
+    try:
+        if json.loads((dest / MARKER).read_text()) == marker:
+            return dest
+    except (OSError, ValueError):
+        pass
+    (dest / MARKER).unlink(missing_ok=True)
     dest.mkdir(parents=True, exist_ok=True)
-    vocab = build_vocab(vocab_size)
+    if special_ids:
+        vocab, hidden = full_vocab(vocab_size, special_ids), set(special_ids)
+        stops = [special_ids[t] for t in special_ids if t == EOS or t.startswith("<|stop_")]
+        generation = {k: special_ids[t] for k, t in (("bos_token_id", BOS), ("pad_token_id", PAD)) if t in special_ids}
+        generation |= {"eos_token_id": stops if len(stops) > 1 else stops[0]} if stops else {}
+    else:
+        vocab, hidden = build_vocab(vocab_size), None
+        generation = generation_config_json(vocab)
+    tok_config = tokenizer_config_json(vocab, hidden)
     files = {
-        "tokenizer.json": tokenizer_json(vocab),
-        "tokenizer_config.json": tokenizer_config_json(vocab),
+        "tokenizer.json": tokenizer_json(vocab, hidden),
+        "tokenizer_config.json": tok_config,
         "config.json": config_json(vocab, vocab_size, name),
-        "generation_config.json": generation_config_json(vocab),
-        "special_tokens_map.json": {"bos_token": BOS, "eos_token": EOS, "unk_token": UNK, "pad_token": PAD},
+        "generation_config.json": generation,
+        "special_tokens_map.json": {k: tok_config[k] for k in SPECIAL_TOKENS_MAP if tok_config[k]},
     }
     tmp = Path(tempfile.mkdtemp(prefix=".toy-", dir=dest))
     try:
@@ -220,5 +306,5 @@ def build_toy_model(dest: Path, *, name: str = "infersweep/toy-model", vocab_siz
             os.replace(tmp / filename, dest / filename)  # atomic per file
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    (dest / MARKER).write_text(json.dumps({"name": name, "vocab_size": vocab_size}) + "\n")
+    (dest / MARKER).write_text(json.dumps(marker) + "\n")
     return dest

@@ -26,6 +26,9 @@ BUILTIN = "simulated (built-in timing)"
 CALIBRATED_PREFIX = "simulated (calibrated"
 SIMULATED_DEPLOYMENTS_ENV = "INFERSWEEP_SIMULATED_DEPLOYMENTS"
 MEASURED_ON_ENV = "INFERSWEEP_MEASURED_ON"  # what ran, when local mode's workers were real engines on GPUs
+# JSON {engine_image, engine_release, engine_wheels, ...}: the engine that ran in place of the rendered image
+# (local mode's real engine workers: infersweep.local.gpu_run.engine_ran; read by infersweep.results.context)
+ENGINE_RAN_ENV = "INFERSWEEP_ENGINE_RAN"
 
 
 def calibrated(database: str) -> str:

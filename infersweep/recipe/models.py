@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from infersweep.aiperf.point import Point, sweep
+from infersweep.aiperf.point import Point, round_warmup, sweep
 from infersweep.k8s_types import DNS_LABEL
 from infersweep.params_files import Strict as _Strict
 from infersweep.paths import params_dir
@@ -186,7 +186,12 @@ class Workload(_Strict):
     )
     requests_per_concurrency: int = Field(default=10, gt=0, le=10_000)
     min_requests: int = Field(default=32, gt=0)
-    warmup_requests: int = Field(default=8, ge=0)
+    warmup_requests: int = Field(
+        default=8,
+        ge=0,
+        description="warm-up requests per point, raised to the point's concurrency (one full round: "
+        "infersweep/aiperf/point.py round_warmup); 0 = no warm-up",
+    )
     request_timeout_s: int = Field(default=1200, gt=0)
     max_error_rate: float = Field(
         default=0.0, ge=0, le=1, description="fraction of failed requests a point may have and still count"
@@ -330,7 +335,7 @@ class Workload(_Strict):
             self.request_rate or [],
             requests_per_concurrency=self.requests_per_concurrency,
             min_requests=self.min_requests,
-            warmup=lambda c: min(self.warmup_requests, max(c, 1) * 4),
+            warmup=lambda c: round_warmup(c, self.warmup_requests),
         )
 
 

@@ -22,10 +22,10 @@ from infersweep.metrics import ALIASES, METRICS, SLO_KEYS, UNITS
 # The results table's schema version (summary/results.parquet: the `schema_version` column and the parquet's
 # key-value metadata). v3: canonical metric names with units, the raw AIPerf statistics moved to
 # results_raw.parquet, UTC timestamps as timestamp types. v1/v2 tables still read (infersweep.results.legacy).
-SCHEMA_VERSION = "infersweep.results/v3"
+SCHEMA_VERSION = "infersweep.results/v4"
 # sha256 of the summary table's names and types (columns_fingerprint()): a column added, removed, renamed or
 # retyped changes it, and tests/results/test_results_columns.py then asks for a new SCHEMA_VERSION with this value.
-COLUMNS_FINGERPRINT = "26c775ef6111f669d4fbc0c09ab02093aaa5a84046af011b5fd3729aa9291545"
+COLUMNS_FINGERPRINT = "0081651a2d8a6aecce34eb39777d07aad8c52c7bc8f56e38dc5b425ed25b25ee"
 RAW_SCHEMA_VERSION = "infersweep.results-raw/v1"
 
 
@@ -95,6 +95,32 @@ VALIDITY_MEASURES = [
     Column("osl_requested", "float64", "tok", "validity", "output tokens the workload asked for"),
     Column("osl_delivered", "float64", "tok", "validity", "output tokens the server returned, mean"),
 ]
+# The server's own figures over the point's window, beside the client's (infersweep.results.server_figures):
+# window means from the engine's (or the Dynamo frontend's) cumulative histograms.
+SERVER = [
+    Column(
+        "server_ttft_avg_ms",
+        "float64",
+        "ms",
+        "server",
+        "mean time to first token the server measured (beside ttft_avg_ms)",
+    ),
+    Column(
+        "server_itl_avg_ms",
+        "float64",
+        "ms",
+        "server",
+        "mean inter-token latency the server measured (beside itl_avg_ms)",
+    ),
+    Column("server_output_tokens", "Int64", "tok", "server", "output tokens the server counted in the point's window"),
+    Column(
+        "server_figures_source",
+        "string",
+        "",
+        "server",
+        "whose histograms: engine (vllm:/sglang:) or frontend (dynamo_frontend_), and the first tokens counted",
+    ),
+]
 CONTEXT = [
     Column("recipe_hash", "string", "", "context", "sha256 of the resolved recipe (infersweep.recipe_context)"),
     Column("engine", "string", "", "context", "vllm / sglang / trtllm"),
@@ -152,7 +178,7 @@ PREDICTION = [
 TAIL = [Column("schema_version", "string", "", "key", f"the table's schema version ({SCHEMA_VERSION})")]
 
 SUMMARY: list[Column] = (
-    KEY + POINT + _metric_columns() + VERDICT + VALIDITY_MEASURES + CONTEXT + TELEMETRY + PREDICTION + TAIL
+    KEY + POINT + _metric_columns() + VERDICT + VALIDITY_MEASURES + SERVER + CONTEXT + TELEMETRY + PREDICTION + TAIL
 )
 SUMMARY_COLUMNS = [c.name for c in SUMMARY]
 BY_NAME = {c.name: c for c in SUMMARY}

@@ -12,6 +12,7 @@ Sources, strongest first:
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +104,19 @@ def workload_from_argv(points: list[dict[str, Any]]) -> dict[str, Any] | None:
     return None
 
 
+def engine_ran_from_env(env: dict[str, str] | None = None) -> dict[str, Any]:
+    """What ran in place of the rendered engine image (ENGINE_RAN_ENV, set by local mode's GPU side), {} when
+    the deployment ran its images."""
+    from infersweep.predict.source import ENGINE_RAN_ENV
+
+    text = (os.environ if env is None else env).get(ENGINE_RAN_ENV)
+    try:
+        value = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 def build_context(
     run_dir: Path,
     *,
@@ -147,6 +161,9 @@ def build_context(
         from infersweep.predict.source import result_source
 
         ctx["source"] = result_source()
+    ran = engine_ran_from_env()
+    if ran.get("engine_image"):  # the engine that served, not the image rendered (local GPU workers: local wheels)
+        ctx["engine_image"] = ran["engine_image"]
     images_file = run_dir / IMAGES_RAN_FILE
     if images_file.exists():
         try:

@@ -29,7 +29,7 @@ import pandas as pd
 from infersweep.predict.beside import annotate
 from infersweep.predict.source import banner
 from infersweep.results.columns import RAW_SCHEMA_VERSION, SCHEMA_VERSION
-from infersweep.results.context import RUN_FILE, build_context
+from infersweep.results.context import RUN_FILE, build_context, engine_ran_from_env
 from infersweep.results.evidence import enforce
 from infersweep.results.gpu_telemetry import GPU_TELEMETRY_ENV
 from infersweep.results.gpu_telemetry import add_columns as add_gpu_columns
@@ -147,6 +147,11 @@ def summarize(
         "points": len(df),
         "measured_points": int(df["status"].isin(["ok", "partial"]).sum()),
     }
+    ran = engine_ran_from_env()
+    if ran:  # local GPU workers: the Dynamo release, wheels and interpreter that ran instead of the image
+        record["engine_ran"] = {
+            k: ran.get(k) for k in ("engine_release", "engine_wheels", "engine_python", "rendered_image")
+        }
     _write_atomic(
         out / RUN_FILE, lambda p: p.write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
     )

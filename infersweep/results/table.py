@@ -39,6 +39,7 @@ from infersweep.results.columns import (
     SUMMARY_COLUMNS,
 )
 from infersweep.results.evidence import MEASURED_STATUSES, enforce, judge_slo
+from infersweep.results.server_figures import point_figures
 from infersweep.results.validity import MEASURE_COLUMNS, judge_point, load_thresholds, mark_saturation, point_measures
 
 KEY = ["run_id", "recipe", "concurrency", "repetition"]
@@ -234,8 +235,11 @@ def point_row(
     stats = aiperf_statistics(point_dir / "aiperf" / SUMMARY_FILE)
     # The validity verdict (infersweep.results.validity; thresholds in params/validity.yaml).
     t = thresholds or load_thresholds()
-    measures = point_measures(point_dir, {**result, "concurrency": conc}, stats)
+    # the server's own TTFT / ITL / output tokens over the window, for the checks and the row (server_figures)
+    server = point_figures(point_dir, result)
+    measures = point_measures(point_dir, {**result, "concurrency": conc}, stats) | server
     measures["kv_cache_state"] = context.get("kv_cache_state")  # an experiment treatment's inherited cache
+    row |= server
     row["valid"], reasons = judge_point(measures, t)
     row["validity_reasons"] = "; ".join(reasons)
     row["validity_profile"] = t["profile"]

@@ -43,3 +43,18 @@ def test_a_real_engine_point_measures_the_requested_tokens_on_the_server(tmp_pat
     assert row["status"] == "ok" and str(row["source"]).startswith("measured (local GPU:")
     assert 250 <= row["osl_delivered"] <= 256 and 5 < row["itl_avg_ms"] < 100
     assert row["gpu_power_total_w"] > 50 and row["energy_j_per_output_token"] > 0
+    # provenance names what ran (the GPU python's ai-dynamo + vLLM), not the rendered image (issue 32 item 7)
+    import json
+
+    import yaml
+
+    stack = json.loads((res.run_dir / "telemetry" / "stack.json").read_text())["versions"]
+    record = json.loads((res.results_dir / "summary" / "run.json").read_text())
+    assert f"ai-dynamo {stack['ai-dynamo']}" in record["context"]["engine_image"]
+    assert "did not run" in record["context"]["engine_image"]
+    ran = record["engine_ran"]
+    assert ran["engine_release"] == f"dynamo {stack['ai-dynamo']}" and ran["engine_wheels"]["vllm"] == stack["vllm"]
+    dgd = yaml.safe_load((res.run_dir / "rendered" / "dgd.yaml").read_text())
+    assert (
+        json.loads(dgd["metadata"]["annotations"]["infersweep.io/engine-ran"])["engine_wheels"] == ran["engine_wheels"]
+    )

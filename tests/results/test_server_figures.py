@@ -1,0 +1,106 @@
+"""The server's own first-token figures per point (issue 32, item 1): window means from cumulative histograms
+(infersweep.results.server_figures), the engine's preferred over the Dynamo frontend's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from infersweep.results.server_figures import COLUMNS, figures, point_figures, window_delta
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "server_figures"
+
+
+def series(metric: str, points: list[tuple[float, float]], labels: str = "{}") -> list[dict]:
+    return [{"concurrency": 1, "metric": metric, "labels": labels, "ts": t, "value": v} for t, v in points]
+
+
+def samples(*rows: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame([r for rs in rows for r in rs])
+
+
+# a window from t=100 s to t=160 s, sampled every 5 s with one step of padding (as the scrape step does)
+GRID = [95.0 + 5 * k for k in range(15)]  # 95 .. 165
+
+
+def cumulative(before: float, during: float, start: float = 100.0, end: float = 160.0) -> list[tuple[float, float]]:
+    """A counter at `before` until the window opens, growing linearly by `during` to its end, then flat."""
+    return [(t, before + during * min(max((t - start) / (end - start), 0.0), 1.0)) for t in GRID]
+
+
+def test_the_window_mean_is_the_difference_of_sum_and_count_between_start_and_end():
+    # 4 warm-up requests (sum 0.8 s) before the window; 32 measured requests with a mean TTFT of 120 ms in it
+    df = samples(
+        series("frontend_ttft_sum_s", cumulative(0.8, 32 * 0.120)),
+        series("frontend_ttft_count", cumulative(4, 32)),
+        series("frontend_itl_sum_s", cumulative(2.0, 32 * 255 * 0.018)),
+        series("frontend_itl_count", cumulative(1020, 32 * 255)),
+        series("frontend_output_tokens", cumulative(1024, 32 * 256)),
+    )
+    got = figures(df, 100.0, 160.0)
+    assert got["server_ttft_avg_ms"] == pytest.approx(120.0)
+    assert got["server_itl_avg_ms"] == pytest.approx(18.0)
+    assert got["server_output_tokens"] == 32 * 256
+    assert got["server_figures_source"] == "frontend (32 first tokens in the window)"
+
+
+def test_the_engines_histograms_win_over_the_frontends_and_label_sets_add_up():
+    df = samples(
+        series("frontend_ttft_sum_s", cumulative(0, 10 * 0.2)),
+        series("frontend_ttft_count", cumulative(0, 10)),
+        # two workers, one series each
+        series("engine_ttft_sum_s", cumulative(0, 6 * 0.1), '{"pod":"a"}'),
+        series("engine_ttft_sum_s", cumulative(0, 4 * 0.1), '{"pod":"b"}'),
+        series("engine_ttft_count", cumulative(0, 6), '{"pod":"a"}'),
+        series("engine_ttft_count", cumulative(0, 4), '{"pod":"b"}'),
+    )
+    got = figures(df, 100.0, 160.0)
+    assert got["server_ttft_avg_ms"] == pytest.approx(100.0)
+    assert got["server_figures_source"].startswith("engine (10 first tokens")
+    assert got["server_itl_avg_ms"] is None and got["server_output_tokens"] is None  # not scraped: not invented
+
+
+def test_a_counter_reset_or_a_run_without_series_gives_no_figure():
+    reset = [(t, v if t < 130 else 0.0) for t, v in cumulative(100, 50)]
+    assert window_delta(samples(series("frontend_ttft_count", reset)), "frontend_ttft_count", 100.0, 160.0) is None
+    assert figures(
+        pd.DataFrame(columns=["concurrency", "metric", "labels", "ts", "value"]), 100.0, 160.0
+    ) == dict.fromkeys(COLUMNS)
+
+
+def test_a_point_reads_its_runs_scraped_series(tmp_path):
+    run = tmp_path / "run"
+    (run / "points" / "c1").mkdir(parents=True)
+    (run / "metrics").mkdir()
+    samples(
+        series("frontend_ttft_sum_s", cumulative(0, 8 * 0.05)), series("frontend_ttft_count", cumulative(0, 8))
+    ).to_parquet(run / "metrics" / "server_metrics.parquet")
+    result = {"profiling_start_ns": int(100e9), "profiling_end_ns": int(160e9)}
+    assert point_figures(run / "points" / "c1", result)["server_ttft_avg_ms"] == pytest.approx(50.0)
+    assert point_figures(tmp_path / "other" / "points" / "c1", result) == dict.fromkeys(COLUMNS)
+
+
+@pytest.mark.skipif(not FIXTURE.is_dir(), reason="recorded mocker run not present")
+def test_a_recorded_local_run_has_the_frontends_figures_beside_the_clients():
+    """A real `run --local` (Dynamo 1.6.1 frontend + mocker, real Prometheus, real AIPerf): the frontend counted the
+    point's measured requests and their tokens. At c4 the whole 4-request warm-up (under 1 s) fell into the last
+    scrape interval before the window opened and counts in it too: the source column says how many first tokens
+    were counted, so a reader (and a validity rule) sees it. The client's TTFT is higher than the frontend's by
+    the client's own overhead (AIPerf on 2 busy cores: send delay p99 over 200 ms at the time)."""
+    seen = {}
+    for point in sorted((FIXTURE / "points").iterdir()):
+        result = json.loads((point / "result.json").read_text())
+        argv = result["argv"]
+        warmup, osl = int(argv[argv.index("--warmup-request-count") + 1]), result["metrics"]["osl_avg_tok"]
+        got = point_figures(point, result)
+        assert got["server_figures_source"].startswith("frontend (")
+        n = int(got["server_figures_source"].split("(")[1].split()[0])
+        assert result["requests_ok"] <= n <= result["requests_ok"] + warmup, point.name
+        assert got["server_output_tokens"] == pytest.approx(n * osl, abs=osl), point.name
+        assert 0 < got["server_ttft_avg_ms"] < result["metrics"]["ttft_avg_ms"], point.name
+        assert got["server_itl_avg_ms"] == pytest.approx(result["metrics"]["itl_avg_ms"], rel=0.15), point.name
+        seen[point.name] = n
+    assert seen == {"c1": 24, "c4": 36}
