@@ -191,10 +191,28 @@ class LocalPlatform:
             from infersweep.local.standins.prometheus import write_targets
 
             name = dgd["metadata"]["name"]
+            # Real engine workers (--workers gpu) are scraped too, through their Dynamo system port, labelled as
+            # Dynamo's PodMonitor dynamo-worker labels a cluster's (dynamo_component_type from the component's
+            # role): the engine's own first-token histograms (params/metrics.yaml `engine`) then come from the
+            # engine, not only from the frontend. The mocker's workers expose no engine series.
+            workers = [
+                (
+                    [f"127.0.0.1:{w['system_port']}"],
+                    {
+                        "namespace": namespace,
+                        "pod": f"{name}-{c['name'].lower()}-{w['name']}",
+                        "dynamo_component_type": str(c.get("role") or "worker"),
+                    },
+                )
+                for c in dep.components
+                for w in c.get("workers", [])
+                if w.get("system_port")
+            ]
             write_targets(
                 self.prom_targets,
                 [dep.frontend_url.removeprefix("http://")],
                 {"namespace": namespace, "dynamo_namespace": f"{namespace}-{name}", "pod": f"{name}-frontend-local"},
+                more=workers,
             )
         return dep.frontend_url
 

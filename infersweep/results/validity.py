@@ -27,6 +27,11 @@ import pandas as pd
 from infersweep.aiperf import LOG_FILE, RECORDS_FILE, iter_profiling_records
 from infersweep.platform.select import PLATFORM_ENV
 
+# Set by local mode for its steps (infersweep/local/adapter.py WORKERS_ENV, infersweep/local/fake_gpu.py
+# FAKE_GPU_ENV); named here because results/ imports no local mode (pyproject.toml's layer contracts).
+LOCAL_WORKERS_ENV = "INFERSWEEP_LOCAL_WORKERS"
+FAKE_GPU_ENV = "INFERSWEEP_FAKE_GPU"
+
 THRESHOLDS_FILE = "validity.yaml"
 # The warning AIPerf's worker manager logs when a worker's CPU passes Environment.WORKER.HIGH_LOAD_CPU_USAGE
 # (85 %): aiperf/workers/worker_group_state.py update_worker_status in 0.13.0, aiperf/workers/worker_manager.py
@@ -67,6 +72,16 @@ def load_thresholds(profile: str | None = None, path: Path | None = None) -> dic
     profiles = data.pop("profiles", {}) or {}
     if profile is None and os.environ.get(PLATFORM_ENV) in profiles:
         profile = os.environ[PLATFORM_ENV]
+        # Local mode with real engine workers measures a real server: the mocker's allowances (second-long
+        # points, the toy tokenizer's identical prompts) do not apply (local/adapter.py step_env sets the
+        # workers kind; local/fake_gpu.py the fake GPU count, whose engines are the mocker again).
+        if (
+            profile == "local"
+            and os.environ.get(LOCAL_WORKERS_ENV) == "gpu"
+            and not os.environ.get(FAKE_GPU_ENV)
+            and "local-gpu" in profiles
+        ):
+            profile = "local-gpu"
     if profile:
         if profile not in profiles:
             raise ValueError(f"{path}: no validity profile {profile!r}; profiles: {sorted(profiles)}")
@@ -102,6 +117,10 @@ def point_measures(
         "seed_policy": result.get("seed_policy"),
         "cache_state": result.get("cache_state") or "unknown",
         "prompt_cache_read_pct": stats.get("overall_usage_prompt_cache_read_pct__avg", math.nan),
+        # the client's own figures, for the client-vs-server agreement check (AIPerf summary blocks)
+        "client_ttft_avg_ms": stats.get("time_to_first_token__avg", math.nan),
+        "client_itl_avg_ms": stats.get("inter_token_latency__avg", math.nan),
+        "client_output_tokens": stats.get("total_output_tokens__avg", math.nan),
         "request_rate": _num(result.get("request_rate")),
     }
     m.update(window_measures(art / RECORDS_FILE, m["concurrency"], m["request_rate"]))
@@ -285,6 +304,37 @@ def high_cpu_warnings(log_path: Path) -> int:
 # ---------------------------------------------------------------- verdicts
 
 
+# The client's figure, the server's column, the tolerance key, and what a disagreement means.
+AGREEMENT = (
+    ("client_ttft_avg_ms", "server_ttft_avg_ms", "max_ttft_relative_error", "TTFT mean", "ms"),
+    ("client_itl_avg_ms", "server_itl_avg_ms", "max_itl_relative_error", "ITL mean", "ms"),
+    ("client_output_tokens", "server_output_tokens", "max_output_tokens_relative_error", "output tokens", ""),
+)
+
+
+def server_agreement_reasons(m: dict[str, Any], t: dict[str, Any]) -> list[str]:
+    """The client's TTFT / ITL / output tokens against the server's own over the same window (issue 32 item 1:
+    TTFT was measured at the first *visible* chunk, +45 % at c1, and nothing noticed). A figure the server did
+    not give (no histograms scraped: no Prometheus, or an older run) is not judged, neither a pass nor a fail;
+    a disagreement beyond the tolerance makes the point invalid, naming both figures."""
+    tol = t.get("server_agreement") or {}
+    out = []
+    for client_key, server_key, tol_key, what, unit in AGREEMENT:
+        limit = tol.get(tol_key)
+        client, server = m.get(client_key), m.get(server_key)
+        if limit is None or not isinstance(client, (int, float)) or not isinstance(server, (int, float)):
+            continue
+        if not (math.isfinite(client) and math.isfinite(server)) or server <= 0:
+            continue
+        if abs(client / server - 1) > limit:
+            src = m.get("server_figures_source") or "server"
+            out.append(
+                f"client and server disagree: {what} {client:.1f}{unit} by the client, {server:.1f}{unit} by the "
+                f"{src} ({client / server - 1:+.0%} > server_agreement.{tol_key} {limit:.0%})"
+            )
+    return out
+
+
 def judge_point(m: dict[str, Any], t: dict[str, Any]) -> tuple[bool, list[str]]:
     """(valid, reasons) of one point; reasons name the check, the value and the threshold."""
     reasons: list[str] = []
@@ -309,6 +359,7 @@ def judge_point(m: dict[str, Any], t: dict[str, Any]) -> tuple[bool, list[str]]:
         )
 
     reasons += steady_state_reasons(m, t)
+    reasons += server_agreement_reasons(m, t)
 
     conc, got = m.get("concurrency"), m["delivered_concurrency"]
     frac = t["delivered_load"]["min_concurrency_fraction"]

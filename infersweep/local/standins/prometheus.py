@@ -31,11 +31,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def write_targets(path: Path, targets: list[str], labels: dict[str, str] | None = None) -> None:
-    """Atomically (re)write a file_sd file: Prometheus must never read half of it."""
+def write_targets(
+    path: Path,
+    targets: list[str],
+    labels: dict[str, str] | None = None,
+    more: list[tuple[list[str], dict[str, str]]] = (),
+) -> None:
+    """Atomically (re)write a file_sd file: Prometheus must never read half of it. `more`: further target groups
+    (targets, labels), e.g. each real engine worker's system port."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps([{"targets": targets, "labels": labels or {}}]))
+    groups = [{"targets": targets, "labels": labels or {}}] + [{"targets": t, "labels": lb} for t, lb in more]
+    tmp.write_text(json.dumps(groups))
     tmp.replace(path)
 
 

@@ -1,0 +1,61 @@
+"""Client vs server (issue 32 item 1): a client TTFT that is not the server's first token makes the point invalid,
+naming both figures; a figure the server did not give is not judged; local GPU runs are judged as a cluster's."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from infersweep.results.validity import load_thresholds, server_agreement_reasons
+
+
+def _m(**kw):
+    base = {
+        "client_ttft_avg_ms": 122.0,
+        "server_ttft_avg_ms": 118.0,
+        "client_itl_avg_ms": 18.3,
+        "server_itl_avg_ms": 18.2,
+        "client_output_tokens": 8192.0,
+        "server_output_tokens": 8200.0,
+        "server_figures_source": "engine",
+    }
+    return base | kw
+
+
+def test_agreeing_figures_pass():
+    assert server_agreement_reasons(_m(), load_thresholds(None)) == []
+
+
+def test_the_first_visible_chunk_is_caught():
+    """The H200's c1 before the full-vocabulary tokenizer: 175 ms at the client, ~120 ms first token (+45 %)."""
+    (why,) = server_agreement_reasons(_m(client_ttft_avg_ms=175.0, server_ttft_avg_ms=120.0), load_thresholds(None))
+    assert "TTFT mean 175.0ms by the client, 120.0ms by the engine" in why and "+46%" in why
+
+
+def test_tokens_the_client_did_not_see_are_caught():
+    """54 visible chunks per 256 server-counted tokens: a client count 5x short."""
+    why = server_agreement_reasons(_m(client_output_tokens=1728.0, server_output_tokens=8192.0), load_thresholds(None))
+    assert len(why) == 1 and "output tokens" in why[0]
+
+
+@pytest.mark.parametrize("missing", [None, math.nan])
+def test_no_server_figure_is_not_judged(missing):
+    m = _m(server_ttft_avg_ms=missing, server_itl_avg_ms=missing, server_output_tokens=missing)
+    assert server_agreement_reasons(m, load_thresholds(None)) == []
+
+
+def test_the_mocker_profile_leaves_it_out_and_local_gpu_runs_are_judged_as_a_cluster(monkeypatch):
+    monkeypatch.setenv("INFERSWEEP_PLATFORM", "local")
+    monkeypatch.delenv("INFERSWEEP_FAKE_GPU", raising=False)
+    monkeypatch.setenv("INFERSWEEP_LOCAL_WORKERS", "mocker")
+    mocker = load_thresholds()
+    assert mocker["profile"] == "local" and server_agreement_reasons(_m(client_ttft_avg_ms=500.0), mocker) == []
+    monkeypatch.setenv("INFERSWEEP_LOCAL_WORKERS", "gpu")
+    gpu = load_thresholds()
+    default = load_thresholds(None)
+    assert gpu["profile"] == "local-gpu"
+    assert gpu["min_requests"] == default["min_requests"] and gpu["cache"] == default["cache"]
+    assert server_agreement_reasons(_m(client_ttft_avg_ms=500.0), gpu)
+    monkeypatch.setenv("INFERSWEEP_FAKE_GPU", "1")  # a fake GPU's engines are the mocker: simulated
+    assert load_thresholds()["profile"] == "local"
