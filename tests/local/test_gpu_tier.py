@@ -26,19 +26,35 @@ pytestmark = [
 
 
 def test_a_real_engine_point_measures_the_requested_tokens_on_the_server(tmp_path):
+    """The recipe's run at $INFERSWEEP_GPU_TIER_CONCURRENCY (default 1; the H200 session ran 1,16,64) with its
+    repetitions (regression.repetitions, default 3), kept in $INFERSWEEP_GPU_TIER_OUT when set (what
+    benchmarks/measured/ commits). Needs a Prometheus ($INFERSWEEP_PROMETHEUS) for the server's own figures."""
     from infersweep.local.run import run_local
 
+    conc = [int(c) for c in os.environ.get("INFERSWEEP_GPU_TIER_CONCURRENCY", "1").split(",")]
+    out = Path(os.environ.get("INFERSWEEP_GPU_TIER_OUT") or tmp_path)
     res = run_local(
         "qwen3-32b-bf16-vllm-h200-tp1",
-        out_root=tmp_path,
+        out_root=out,
         workers="gpu",
         gpu_python=GPU_PYTHON,
-        recipe_overrides={"workload.concurrency": [1]},
+        engine_cache=Path(os.environ["INFERSWEEP_GPU_TIER_ENGINE_CACHE"])
+        if os.environ.get("INFERSWEEP_GPU_TIER_ENGINE_CACHE")
+        else None,
+        recipe_overrides={"workload.concurrency": conc},
     )
     assert res.phase == "Succeeded", why_failed(res)
     import pandas as pd
 
     df = pd.read_parquet(res.results_dir / "summary" / "results.parquet")
+    assert sorted(set(df["concurrency"])) == conc and len(df) == 3 * len(conc)  # three repetitions of each load
+    # warm-up prompts never come back as measured ones: no prompt-cache reads on fresh random prompts
+    assert (df["prompt_cache_read_pct"] < 3).all(), df[["concurrency", "repetition", "prompt_cache_read_pct"]]
+    c1 = df[df["concurrency"] == conc[0]]
+    # TTFT is the first token: the client's agrees with the engine's own histogram (issue 32's 15 %)
+    if Path(os.environ.get("INFERSWEEP_PROMETHEUS", "/usr/bin/prometheus")).exists():
+        ratio = c1["ttft_avg_ms"] / c1["server_ttft_avg_ms"]
+        assert ((ratio - 1).abs() < 0.15).all(), c1[["ttft_avg_ms", "server_ttft_avg_ms", "server_figures_source"]]
     row = df.iloc[0]
     assert row["status"] == "ok" and str(row["source"]).startswith("measured (local GPU:")
     assert 250 <= row["osl_delivered"] <= 256 and 5 < row["itl_avg_ms"] < 100
