@@ -25,6 +25,7 @@ import yaml
 
 from infersweep.aiperf.point import points_text
 from infersweep.cluster_settings import load_cluster_settings
+from infersweep.dgd.render import render_dgd
 from infersweep.experiment.plan import Plan, Step, make_plan
 from infersweep.experiment.restart import RestartClass, Transition, classify
 from infersweep.experiment.spec import load_experiment
