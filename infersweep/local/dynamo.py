@@ -287,6 +287,9 @@ class GpuWorkers:
     weights: str = "dummy"
     engine_cache: str | None = None
     gpus: tuple = ()  # infersweep.local.gpu_workers.Gpu; empty: detect with nvidia-smi
+    # INFERSWEEP_FAKE_GPU (infersweep.local.fake_gpu): the fake GPUs' type; each engine process is replaced by
+    # Dynamo's mocker at spawn, everything else runs as for real GPUs. None: real GPUs.
+    fake_gpu_type: str | None = None
 
 
 def engine_cache_env(engine_cache: str | None) -> dict[str, str]:
@@ -452,7 +455,7 @@ def _deploy_gpu(
 ) -> LocalDeployment:
     from infersweep.local.gpu_workers import detect_gpus, engine_pythons, plan_workers
 
-    gpus = list(gpu.gpus) or detect_gpus()
+    gpus = list(gpu.gpus) or detect_gpus(gpu_type=gpu.fake_gpu_type)
     base_env = env | engine_cache_env(gpu.engine_cache) | {"HF_HOME": str(state_dir / "hf-home")}
     plan = plan_workers(
         workers,
@@ -469,8 +472,24 @@ def _deploy_gpu(
         # After the plan: a GpuShortfall above has started nothing, the keeper included.
         if deployment.check_owners:
             _spawn_discovery_keeper(group, state_dir, env, logs)
+        by_name = {c.name: c for c in workers}
+        runs = {w.name: w.argv for w in plan}
+        if gpu.fake_gpu_type:
+            from infersweep.local.fake_gpu import mocker_command
+
+            # The last moment: the rendered engine command stays recorded (rendered_argv) as what would have run.
+            runs = {
+                w.name: mocker_command(
+                    by_name[w.component],
+                    w.argv,
+                    python=default_dynamo_python(),
+                    model_dir=str(model_dir),
+                    kv_router=router_mode_of(frontend) == "kv",
+                )
+                for w in plan
+            }
         for w in plan:
-            group.spawn(w.name, w.argv, w.env, logs / f"{w.name}.log", cwd=state_dir)
+            group.spawn(w.name, runs[w.name], w.env, logs / f"{w.name}.log", cwd=state_dir)
         for comp in workers:
             mine = [w for w in plan if w.component == comp.name]
             deployment.components.append(
@@ -493,6 +512,15 @@ def _deploy_gpu(
                             "kv_events_port": w.kv_events_port,
                             "weights": gpu.weights,
                         }
+                        | (
+                            {
+                                "fake_gpu": True,
+                                "rendered_argv": w.argv,
+                                "cuda_visible_devices": w.env["CUDA_VISIBLE_DEVICES"],
+                            }
+                            if gpu.fake_gpu_type
+                            else {}
+                        )
                         for w in mine
                     ],
                 }

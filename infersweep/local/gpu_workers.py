@@ -260,7 +260,7 @@ def plan_workers(
             replicas.append((c, r, frac))
     assigned = assign_gpus(demands, gpus)
     plan = []
-    for (c, r, frac), gpu_ids in zip(replicas, assigned):
+    for (c, r, frac), gpu_ids in zip(replicas, assigned, strict=True):
         kv_port = free_port() if flag_value(c.args, KV_EVENTS_FLAG) is not None else None
         bootstrap = free_port() if _sglang_prefill(c.module, c.args) else None
         argv = worker_argv(
@@ -286,8 +286,14 @@ def plan_workers(
     return plan
 
 
-def detect_gpus(nvidia_smi: str = "nvidia-smi") -> list[Gpu]:
-    """The GPUs this process can see (nvidia-smi's CSV query); [] without a driver."""
+def detect_gpus(nvidia_smi: str = "nvidia-smi", gpu_type: str | None = None) -> list[Gpu]:
+    """The GPUs this process can see (nvidia-smi's CSV query); [] without a driver. Under $INFERSWEEP_FAKE_GPU=N:
+    N fake GPUs of `gpu_type` (else $INFERSWEEP_FAKE_GPU_TYPE, else H200), whatever this machine has
+    (infersweep.local.fake_gpu)."""
+    from infersweep.local.fake_gpu import fake_gpu_count, fake_gpu_type, fake_gpus
+
+    if n := fake_gpu_count():
+        return fake_gpus(n, fake_gpu_type(recipe_type=gpu_type))
     exe = shutil.which(nvidia_smi)
     if not exe:
         return []

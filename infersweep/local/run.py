@@ -209,7 +209,7 @@ def run_local(
     if workers == "gpu":
         from infersweep.local.gpu_run import gpu_workers
 
-        gpu = gpu_workers(gpu_python, weights, engine_cache, cache_root)
+        gpu = gpu_workers(gpu_python, weights, engine_cache, cache_root, gpu_type=r.recipe.gpu.type)
     rendered = "rendered"
     if earlier is not None:
         if retry is not None:
