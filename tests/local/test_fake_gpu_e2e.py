@@ -109,6 +109,8 @@ def test_experiment_run_resets_kv_caches_through_the_workers_endpoint_in_balance
     assert logs.count("kv reset: 2 of 2 workers emptied their KV cache") == 3, logs[-3000:]
     assert "restarting the deployment instead" not in logs
     assert res.report["claim"]["verdict"] in ("supported", "refuted", "inconclusive")
+    assert res.report["sources"] and all(s.startswith("simulated (fake GPU") for s in res.report["sources"])
+    assert "Simulated run on a fake GPU" in (res.run_dir / "volumes/workdir/run/experiment-report.md").read_text()
     for t in ("t0", "t3"):
         (run_json,) = res.run_dir.glob(f"volumes/workdir/treatments/{t}*/summary/run.json")
         assert json.loads(run_json.read_text())["context"]["source"].startswith("simulated (fake GPU")
