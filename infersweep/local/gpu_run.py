@@ -117,7 +117,8 @@ def require_gpus(gpus: list[Gpu] | None = None) -> list[Gpu]:
     gpus = detect_gpus() if gpus is None else gpus
     if not gpus:
         raise GpuShortfall(
-            "--workers gpu: no GPU is visible here (nvidia-smi found none); run on a GPU host, or use --workers mocker"
+            "--workers gpu: no GPU is visible here (nvidia-smi found none); run on a GPU host, or use --workers mocker "
+            "(INFERSWEEP_FAKE_GPU=1 takes this path on a fake GPU with Dynamo's mocker, to test it: docs/gpu.md)"
         )
     return gpus
 
