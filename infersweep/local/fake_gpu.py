@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from infersweep.local.gpu_workers import Gpu
 from infersweep.platform.protocol import BadInput
 
 FAKE_GPU_ENV = "INFERSWEEP_FAKE_GPU"  # N: this many fake GPUs of the recipe's GPU type
@@ -56,9 +57,8 @@ def fake_gpu_type(environ: Mapping[str, str] | None = None, recipe_type: str | N
     return recipe_type or env.get(FAKE_GPU_TYPE_ENV) or DEFAULT_TYPE
 
 
-def fake_gpus(n: int, gpu_type: str) -> list:
+def fake_gpus(n: int, gpu_type: str) -> list[Gpu]:
     """N GPUs of `gpu_type` as nvidia-smi would list them, each named `(fake GPU)`; memory from params/gpus.yaml."""
-    from infersweep.local.gpu_workers import Gpu
     from infersweep.recipe.resolve import gpu_types
 
     types = gpu_types()
@@ -72,17 +72,11 @@ def is_fake(gpus: Sequence) -> bool:
     return any(f"({WORDS})" in g.name for g in gpus)
 
 
-def mocker_command(comp, rendered: Sequence[str], *, python: str, model_dir: str, kv_router: bool) -> list[str]:
-    """What runs instead of the rendered engine command `rendered`: the fake engine launcher around Dynamo's mocker,
-    one simulated engine (one process per replica, as planned), the component's engine flags translated."""
-    from infersweep.local.dgd_reader import engine_of
-    from infersweep.local.dynamo import mocker_argv
-
-    mocker = mocker_argv(
-        comp, python=python, model_dir=Path(model_dir), num_workers=1, kv_router=kv_router, engine=engine_of(comp)
-    )
+def engine_launcher(role: str, rendered: Sequence[str], mocker: Sequence[str], *, python: str) -> list[str]:
+    """What runs instead of the rendered engine command `rendered`: the fake engine launcher around `mocker` (Dynamo's
+    mocker for that component, one simulated engine: infersweep.local.dynamo.mocker_argv with num_workers=1)."""
     # -I: the launcher sits beside infersweep/local/dynamo.py, which would shadow ai-dynamo's `dynamo` package.
-    component = "prefill" if comp.role == "prefill" else "backend"  # the mocker's endpoint (dynamo/mocker/args.py)
+    component = "prefill" if role == "prefill" else "backend"  # the mocker's endpoint (dynamo/mocker/args.py)
     return [python, "-I", str(FAKE_ENGINE), "--component", component, "--rendered", shlex.join(rendered), "--", *mocker]
 
 

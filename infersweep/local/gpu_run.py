@@ -59,10 +59,10 @@ def gpu_workers(
     `gpu_type`: the recipe's (params/gpus.yaml), the type of fake GPUs under $INFERSWEEP_FAKE_GPU
     (infersweep.local.fake_gpu), whose Dynamo processes run in the Dynamo interpreter unless one is given."""
     from infersweep.local.dynamo import default_dynamo_python
-    from infersweep.local.fake_gpu import fake_gpu_count, fake_gpu_type
+    from infersweep.local.fake_gpu import fake_gpu_count, fake_gpu_type, fake_gpus
 
     fake = fake_gpu_type(recipe_type=gpu_type) if fake_gpu_count() else None
-    gpus = require_gpus(detect_gpus(gpu_type=fake) if fake else None)
+    gpus = require_gpus(fake_gpus(fake_gpu_count(), fake) if fake else None)
     return GpuWorkers(
         # $INFERSWEEP_GPU_PYTHON or .venv-gpu (fake GPUs: .venv-dynamo, which runs the frontend and the mocker)
         python=gpu_python or (default_dynamo_python() if fake else venv_python("gpu")),

@@ -286,14 +286,9 @@ def plan_workers(
     return plan
 
 
-def detect_gpus(nvidia_smi: str = "nvidia-smi", gpu_type: str | None = None) -> list[Gpu]:
-    """The GPUs this process can see (nvidia-smi's CSV query); [] without a driver. Under $INFERSWEEP_FAKE_GPU=N:
-    N fake GPUs of `gpu_type` (else $INFERSWEEP_FAKE_GPU_TYPE, else H200), whatever this machine has
-    (infersweep.local.fake_gpu)."""
-    from infersweep.local.fake_gpu import fake_gpu_count, fake_gpu_type, fake_gpus
-
-    if n := fake_gpu_count():
-        return fake_gpus(n, fake_gpu_type(recipe_type=gpu_type))
+def detect_gpus(nvidia_smi: str = "nvidia-smi") -> list[Gpu]:
+    """The GPUs this process can see (nvidia-smi's CSV query); [] without a driver. (Fake GPUs under
+    $INFERSWEEP_FAKE_GPU replace this call in its callers: infersweep.local.fake_gpu.)"""
     exe = shutil.which(nvidia_smi)
     if not exe:
         return []

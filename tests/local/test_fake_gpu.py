@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 
 from infersweep.dgd.render import render_dgd
-from infersweep.local.dynamo import read_components
-from infersweep.local.fake_gpu import FAKE_GPU_ENV, FakeNvml, fake_gpu_count, mocker_command
+from infersweep.local.dynamo import default_dynamo_python, fake_engine_argv, read_components
+from infersweep.local.fake_gpu import FAKE_GPU_ENV, FakeNvml, fake_gpu_count, fake_gpus
 from infersweep.local.gpu_run import check_fits, gpu_workers
-from infersweep.local.gpu_workers import GpuShortfall, detect_gpus
+from infersweep.local.gpu_workers import GpuShortfall
 from infersweep.platform.protocol import BadInput
 from infersweep.predict.source import banner, check_same_source, is_simulated, result_source, source_class
 from infersweep.recipe import RecipeError, load_recipe
@@ -20,11 +21,15 @@ from infersweep.recipe import RecipeError, load_recipe
 
 def test_the_switch_gives_n_gpus_of_the_recipes_type_named_fake(monkeypatch, tmp_path):
     monkeypatch.setenv(FAKE_GPU_ENV, "2")
-    gpus = detect_gpus(nvidia_smi="no-such-binary", gpu_type="H100")
-    assert [g.index for g in gpus] == [0, 1]
-    assert all(g.name == "NVIDIA H100 (fake GPU)" and g.memory_mib == 80 * 1024 for g in gpus)
-    gpu = gpu_workers(None, "dummy", None, tmp_path, gpu_type="H200")
-    assert gpu.fake_gpu_type == "H200" and len(gpu.gpus) == 2 and gpu.python.endswith(".venv-dynamo/bin/python")
+    gpu = gpu_workers(None, "dummy", None, tmp_path, gpu_type="H100")
+    assert gpu.fake_gpu_type == "H100" and gpu.python.endswith(".venv-dynamo/bin/python")
+    assert [g.index for g in gpu.gpus] == [0, 1]
+    assert all(g.name == "NVIDIA H100 (fake GPU)" and g.memory_mib == 80 * 1024 for g in gpu.gpus)
+    # the steps' deploys find the same GPUs from the environment the run gives them
+    from infersweep.local.adapter import gpu_workers_from_env, step_env
+
+    env = step_env(state_dir=tmp_path, model_dir=tmp_path, max_workers=2, gpu=gpu)
+    assert gpu_workers_from_env(env).fake_gpu_type == "H100" and env[FAKE_GPU_ENV] == "2"
     monkeypatch.delenv(FAKE_GPU_ENV)
     assert fake_gpu_count() == 0
 
@@ -33,12 +38,11 @@ def test_the_switch_gives_n_gpus_of_the_recipes_type_named_fake(monkeypatch, tmp
 def test_a_bad_count_is_one_error_naming_the_variable(monkeypatch, raw):
     monkeypatch.setenv(FAKE_GPU_ENV, raw)
     with pytest.raises(BadInput, match=f"{FAKE_GPU_ENV}='{raw}'.*whole number of at least 1"):
-        detect_gpus()
+        gpu_workers(None, "dummy", None, Path("/nowhere"), gpu_type="H200")
 
 
-def test_the_plan_refuses_on_fake_gpus_as_on_real_ones(monkeypatch, tmp_path):
-    monkeypatch.setenv(FAKE_GPU_ENV, "1")
-    gpus = detect_gpus(gpu_type="H200")
+def test_the_plan_refuses_on_fake_gpus_as_on_real_ones(tmp_path):
+    gpus = fake_gpus(1, "H200")
     # two workers at 0.42 of the memory share one GPU; a whole-GPU worker pair does not fit on one
     fits = check_fits(
         render_dgd(load_recipe("llama-3-1-8b-vllm-h200-2w-kv"), name="t"),
@@ -60,11 +64,12 @@ def test_the_plan_refuses_on_fake_gpus_as_on_real_ones(monkeypatch, tmp_path):
 def test_the_engine_command_becomes_the_mocker_at_the_last_moment_keeping_what_would_run(recipe, engine):
     comp = next(c for c in read_components(render_dgd(load_recipe(recipe), name="t")) if c.role != "frontend")
     rendered = ["/gpu/python", "-m", f"dynamo.{engine}", *comp.args]
-    argv = mocker_command(comp, rendered, python="/dyn/python", model_dir="/m", kv_router=True)
-    assert argv[:3] == ["/dyn/python", "-I", argv[2]] and argv[2].endswith("infersweep/local/fake_engine.py")
+    argv = fake_engine_argv(comp, rendered, Path("/m"), None)
+    python = default_dynamo_python()
+    assert argv[:3] == [python, "-I", argv[2]] and argv[2].endswith("infersweep/local/fake_engine.py")
     assert argv[argv.index("--rendered") + 1].startswith(f"/gpu/python -m dynamo.{engine} ")
     mocker = argv[argv.index("--") + 1 :]
-    assert mocker[:3] == ["/dyn/python", "-m", "dynamo.mocker"]
+    assert mocker[:3] == [python, "-m", "dynamo.mocker"]
     assert mocker[mocker.index("--engine-type") + 1] == engine and mocker[mocker.index("--num-workers") + 1] == "1"
     assert mocker[mocker.index("--model-path") + 1] == "/m"
     if engine == "vllm":  # the simulated KV cache keeps the recipe's size (the KV-vs-RR study depends on it)
