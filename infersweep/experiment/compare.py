@@ -58,6 +58,7 @@ def write_report(experiment_yaml: str, treatments_dir: Path, out: Path) -> str:
             {
                 "experiment": e.name,
                 "missing": report.missing,
+                "sources": report.sources,
                 "time_to_ready": ready,
                 "order": order.as_dict(),
                 "claim": None

@@ -18,7 +18,7 @@ compare.TIE are ties.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -138,10 +138,15 @@ class ExperimentReport:
     claim: ClaimCheck | None
     seed: list[tuple[Claim, str]]
     missing: list[str]  # treatments without results (failed or not run)
+    sources: list[str] = field(default_factory=list)  # the treatments' row sources (infersweep.predict.source)
 
     def text(self) -> str:
+        from infersweep.predict.source import banner
+
         e = self.experiment
         out = [f"# Experiment {e.name}", "", e.spec.description, ""]
+        # A simulated or fake-GPU experiment says so above its numbers, as every run's table does.
+        out += [line for b in map(banner, self.sources) if b for line in (f"> {b}", "")]
         for name in self.missing:
             out.append(f"treatment {name}: no measured results (failed or not run); compared without it")
         if self.comparison is not None:
@@ -174,4 +179,5 @@ def experiment_report(e: Experiment, tables: dict[str, pd.DataFrame], z: float =
         )
     claim = check(e.spec.claim, present, z) if e.spec.claim else None
     seed = [(x, agrees(x, present)) for x in (e.spec.seed.expect if e.spec.seed else [])]
-    return ExperimentReport(e, comparison, claim, seed, missing)
+    sources = sorted({str(s) for df in present.values() if "source" in df for s in df["source"].dropna().unique()})
+    return ExperimentReport(e, comparison, claim, seed, missing, sources)

@@ -13,6 +13,7 @@
 - kv_reset_client.py empties a local deployment's KV caches through Dynamo's own endpoint.
 - procs.py        supervision of the processes local mode starts.
 - gpu_run.py, gpu_workers.py, gpu_telemetry.py  `--workers gpu`: GPUs, process plan, NVML telemetry.
+- fake_gpu.py, fake_engine.py  INFERSWEEP_FAKE_GPU=N: `--workers gpu` on fake GPUs, the mocker in each engine's place.
 - engine_flags.py, engine_startup.py  reading an engine's command line and its start-up log.
 - toy_model.py    the weightless tokenizer-only model the mocker serves.
 """

@@ -65,6 +65,10 @@ def step_env(
         env |= {WORKERS_ENV: "gpu", WEIGHTS_ENV: gpu.weights, GPU_PYTHON_ENV: gpu.python}
         if gpu.engine_cache:
             env[ENGINE_CACHE_ENV] = gpu.engine_cache
+        if gpu.fake_gpu_type:  # the steps' deploys find the same fake GPUs (infersweep.local.fake_gpu)
+            from infersweep.local.fake_gpu import FAKE_GPU_ENV, FAKE_GPU_TYPE_ENV
+
+            env |= {FAKE_GPU_ENV: str(len(gpu.gpus)), FAKE_GPU_TYPE_ENV: gpu.fake_gpu_type}
     if prom_targets:
         env[PROM_TARGETS_ENV] = str(prom_targets)
     return env
@@ -77,6 +81,7 @@ def gpu_workers_from_env(env: Mapping[str, str]) -> "GpuWorkers | None":
     if kind == "mocker":
         return None
     from infersweep.local.dynamo import GpuWorkers
+    from infersweep.local.fake_gpu import fake_gpu_count, fake_gpu_type
 
     if not env.get(GPU_PYTHON_ENV):
         raise BadInput(
@@ -87,6 +92,7 @@ def gpu_workers_from_env(env: Mapping[str, str]) -> "GpuWorkers | None":
         python=env[GPU_PYTHON_ENV],
         weights=env.get(WEIGHTS_ENV) or "dummy",
         engine_cache=env.get(ENGINE_CACHE_ENV) or None,
+        fake_gpu_type=fake_gpu_type(env) if fake_gpu_count(env) else None,
     )
 
 

@@ -287,6 +287,9 @@ class GpuWorkers:
     weights: str = "dummy"
     engine_cache: str | None = None
     gpus: tuple = ()  # infersweep.local.gpu_workers.Gpu; empty: detect with nvidia-smi
+    # INFERSWEEP_FAKE_GPU (infersweep.local.fake_gpu): the fake GPUs' type; each engine process is replaced by
+    # Dynamo's mocker at spawn, everything else runs as for real GPUs. None: real GPUs.
+    fake_gpu_type: str | None = None
 
 
 def engine_cache_env(engine_cache: str | None) -> dict[str, str]:
@@ -450,9 +453,13 @@ def _deploy_gpu(
     http_port: int,
     state_dir: Path,
 ) -> LocalDeployment:
+    from infersweep.local.fake_gpu import fake_gpu_count, fake_gpus
     from infersweep.local.gpu_workers import detect_gpus, engine_pythons, plan_workers
 
-    gpus = list(gpu.gpus) or detect_gpus()
+    if gpu.gpus:
+        gpus = list(gpu.gpus)
+    else:  # a step's deploy: the GPUs here, or the fake ones the run was started with
+        gpus = fake_gpus(fake_gpu_count(), gpu.fake_gpu_type) if gpu.fake_gpu_type else detect_gpus()
     base_env = env | engine_cache_env(gpu.engine_cache) | {"HF_HOME": str(state_dir / "hf-home")}
     plan = plan_workers(
         workers,
@@ -469,8 +476,13 @@ def _deploy_gpu(
         # After the plan: a GpuShortfall above has started nothing, the keeper included.
         if deployment.check_owners:
             _spawn_discovery_keeper(group, state_dir, env, logs)
+        by_name = {c.name: c for c in workers}
+        runs = {w.name: w.argv for w in plan}
+        if gpu.fake_gpu_type:
+            # The last moment: the rendered engine command stays recorded (rendered_argv) as what would have run.
+            runs = {w.name: fake_engine_argv(by_name[w.component], w.argv, model_dir, frontend) for w in plan}
         for w in plan:
-            group.spawn(w.name, w.argv, w.env, logs / f"{w.name}.log", cwd=state_dir)
+            group.spawn(w.name, runs[w.name], w.env, logs / f"{w.name}.log", cwd=state_dir)
         for comp in workers:
             mine = [w for w in plan if w.component == comp.name]
             deployment.components.append(
@@ -493,6 +505,15 @@ def _deploy_gpu(
                             "kv_events_port": w.kv_events_port,
                             "weights": gpu.weights,
                         }
+                        | (
+                            {
+                                "fake_gpu": True,
+                                "rendered_argv": w.argv,
+                                "cuda_visible_devices": w.env["CUDA_VISIBLE_DEVICES"],
+                            }
+                            if gpu.fake_gpu_type
+                            else {}
+                        )
                         for w in mine
                     ],
                 }
@@ -511,6 +532,23 @@ def _deploy_gpu(
     deployment.processes = group.records()
     deployment.save()
     return deployment
+
+
+def fake_engine_argv(comp: Component, rendered: list[str], model_dir: Path, frontend: Component | None) -> list[str]:
+    """Under INFERSWEEP_FAKE_GPU: the rendered engine command of one replica replaced by Dynamo's mocker (one
+    simulated engine, the component's engine flags translated) behind infersweep/local/fake_engine.py."""
+    from infersweep.local.fake_gpu import engine_launcher
+
+    python = default_dynamo_python()
+    mocker = mocker_argv(
+        comp,
+        python=python,
+        model_dir=Path(model_dir),
+        num_workers=1,
+        kv_router=router_mode_of(frontend) == "kv",
+        engine=engine_of(comp),
+    )
+    return engine_launcher(comp.role, rendered, mocker, python=python)
 
 
 def load_local(state_dir: Path) -> LocalDeployment:

@@ -177,7 +177,9 @@ def run_experiment_local(
                 f"--workers gpu: the treatments use {len(models)} models ({', '.join(sorted(models))}); "
                 "a local GPU experiment serves one model folder: give every treatment the same model"
             )
-        gpu = gpu_workers(gpu_python, weights, engine_cache, cache_root)
+        gpu = gpu_workers(
+            gpu_python, weights, engine_cache, cache_root, gpu_type=plan.steps[0].treatment.recipe.recipe.gpu.type
+        )
         check_before_deploying(gpu.python)
         model_dir = model_folder(models.pop(), weights, cache_root)
         used = {

@@ -58,14 +58,24 @@ def config_only_model(hf_id: str, cache_root: Path) -> Path:
     return out
 
 
-def gpu_workers(gpu_python: str | None, weights: str, engine_cache: Path | None, cache_root: Path) -> GpuWorkers:
-    """The adapter's real-engine settings for this machine (refuses at once where no GPU is visible)."""
-    gpus = require_gpus()
+def gpu_workers(
+    gpu_python: str | None, weights: str, engine_cache: Path | None, cache_root: Path, gpu_type: str | None = None
+) -> GpuWorkers:
+    """The adapter's real-engine settings for this machine (refuses at once where no GPU is visible).
+    `gpu_type`: the recipe's (params/gpus.yaml), the type of fake GPUs under $INFERSWEEP_FAKE_GPU
+    (infersweep.local.fake_gpu), whose Dynamo processes run in the Dynamo interpreter unless one is given."""
+    from infersweep.local.dynamo import default_dynamo_python
+    from infersweep.local.fake_gpu import fake_gpu_count, fake_gpu_type, fake_gpus
+
+    fake = fake_gpu_type(recipe_type=gpu_type) if fake_gpu_count() else None
+    gpus = require_gpus(fake_gpus(fake_gpu_count(), fake) if fake else None)
     return GpuWorkers(
-        python=gpu_python or venv_python("gpu"),  # $INFERSWEEP_GPU_PYTHON or .venv-gpu
+        # $INFERSWEEP_GPU_PYTHON or .venv-gpu (fake GPUs: .venv-dynamo, which runs the frontend and the mocker)
+        python=gpu_python or (default_dynamo_python() if fake else venv_python("gpu")),
         weights=weights,
         engine_cache=str((engine_cache or cache_root / "engine-cache").resolve()),
         gpus=tuple(gpus),
+        fake_gpu_type=fake,
     )
 
 
@@ -170,7 +180,8 @@ def require_gpus(gpus: list[Gpu] | None = None) -> list[Gpu]:
     gpus = detect_gpus() if gpus is None else gpus
     if not gpus:
         raise GpuShortfall(
-            "--workers gpu: no GPU is visible here (nvidia-smi found none); run on a GPU host, or use --workers mocker"
+            "--workers gpu: no GPU is visible here (nvidia-smi found none); run on a GPU host, or use --workers mocker "
+            "(INFERSWEEP_FAKE_GPU=1 takes this path on a fake GPU with Dynamo's mocker, to test it: docs/gpu.md)"
         )
     return gpus
 
@@ -249,9 +260,17 @@ def start_gpu_side(
     from infersweep.results.gpu_telemetry import GPU_TELEMETRY_ENV
 
     versions = engine_stack(gpu, modules or set()) if versions is None else versions
-    words = measured_on(list(gpu.gpus), int(gpu_count or len(gpu.gpus)), versions, gpu.weights, driver_version())
+    used = int(gpu_count or len(gpu.gpus))
     ran = engine_ran(versions, engine_python_of(gpu, modules or set()), rendered_image)
-    print(f"workers: real engines ({words})", flush=True)
+    if gpu.fake_gpu_type:
+        from infersweep.local.fake_gpu import FakeNvml, measured_on_words
+
+        engines = {m.split(".", 1)[1] for m in modules or set()}
+        words = measured_on_words(list(gpu.gpus), used, versions, engines, gpu.weights)
+        print(f"workers: {words}; NOT a measurement", flush=True)
+    else:
+        words = measured_on(list(gpu.gpus), used, versions, gpu.weights, driver_version())
+        print(f"workers: real engines ({words})", flush=True)
     print(f"engine: {ran['engine_image']}", flush=True)
     samples = run_dir / "telemetry" / "gpu-samples.jsonl"
     (run_dir / "telemetry").mkdir(parents=True, exist_ok=True)
@@ -265,6 +284,7 @@ def start_gpu_side(
                 "weights": gpu.weights,
                 "python": gpu.python,
                 "engine_cache": gpu.engine_cache,
+                "fake_gpu": bool(gpu.fake_gpu_type),
             },
             indent=1,
         )
@@ -274,7 +294,7 @@ def start_gpu_side(
     try:
         sampler = NvmlSampler(
             samples, workers_dir=state_dir / "dgd", workers_out=run_dir / "telemetry" / "worker-metrics.jsonl"
-        ).start()
+        ).start(nvml=FakeNvml(len(gpu.gpus)) if gpu.fake_gpu_type else None)
     except Exception as e:  # no NVML binding: the run goes on without the GPU columns
         print(f"NVML telemetry off: {e}", file=sys.stderr)
     return sampler, {MEASURED_ON_ENV: words, GPU_TELEMETRY_ENV: str(samples), ENGINE_RAN_ENV: json.dumps(ran)}

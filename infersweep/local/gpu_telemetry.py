@@ -101,9 +101,12 @@ class NvmlSampler:
         self.error: str | None = None
         self.samples = 0
 
-    def start(self) -> "NvmlSampler":
-        import pynvml  # nvidia-ml-py: the host's NVML binding
-
+    def start(self, nvml=None) -> "NvmlSampler":
+        """`nvml`: the NVML binding (default: nvidia-ml-py's pynvml); infersweep.local.fake_gpu.FakeNvml for fake GPUs,
+        whose samples say `"fake": true`."""
+        if nvml is None:
+            import pynvml as nvml  # nvidia-ml-py: the host's NVML binding
+        pynvml = nvml
         pynvml.nvmlInit()
         count = pynvml.nvmlDeviceGetCount()
         self._handles = [
@@ -120,7 +123,7 @@ class NvmlSampler:
         now = time.time_ns()
         rows = []
         for i, h in self._handles:
-            row = {"t_ns": now, "gpu": i}
+            row = {"t_ns": now, "gpu": i} | ({"fake": True} if getattr(nv, "FAKE", False) else {})
             row.update(_fields(nv, h))
             rows.append(row)
         return rows

@@ -287,7 +287,8 @@ def plan_workers(
 
 
 def detect_gpus(nvidia_smi: str = "nvidia-smi") -> list[Gpu]:
-    """The GPUs this process can see (nvidia-smi's CSV query); [] without a driver."""
+    """The GPUs this process can see (nvidia-smi's CSV query); [] without a driver. (Fake GPUs under
+    $INFERSWEEP_FAKE_GPU replace this call in its callers: infersweep.local.fake_gpu.)"""
     exe = shutil.which(nvidia_smi)
     if not exe:
         return []

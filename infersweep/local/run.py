@@ -226,7 +226,7 @@ def run_local(
     if workers == "gpu":
         from infersweep.local.gpu_run import gpu_workers
 
-        gpu = gpu_workers(gpu_python, weights, engine_cache, cache_root)
+        gpu = gpu_workers(gpu_python, weights, engine_cache, cache_root, gpu_type=r.recipe.gpu.type)
     check_before_deploying(gpu.python if gpu else None)  # one line naming a tool that would not start, and the fix
     rendered = "rendered"
     if earlier is not None:

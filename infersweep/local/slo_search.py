@@ -78,7 +78,8 @@ def slo_search_local(
     if workers == "gpu":
         from infersweep.local.gpu_run import check_fits, gpu_workers, model_folder
 
-        gpu = gpu_workers(gpu_python, weights, engine_cache, Path(cache_root))  # no GPU here: refused now
+        # no GPU here: refused now
+        gpu = gpu_workers(gpu_python, weights, engine_cache, Path(cache_root), gpu_type=r.recipe.gpu.type)
         model_dir = model_folder(r.model.id, weights, Path(cache_root).resolve())
         # The GPUs the workers take, checked before anything starts (a shortfall names what is missing).
         gpus = check_fits(dgd, list(gpu.gpus), python=gpu.python, model_dir=model_dir, weights=weights)

@@ -3,6 +3,10 @@
 - `measured`: a real deployment on GPUs (any platform but local);
 - `measured (local GPU: 1x NVIDIA H200, driver ..., vLLM 0.23.0, ai-dynamo 1.3.1, random weights)`: local
   mode's real engine workers (``--workers gpu``); MEASURED_ON_ENV carries the words in brackets;
+- `simulated (fake GPU: 1 of 1x NVIDIA H200 (fake GPU) (INFERSWEEP_FAKE_GPU), vllm workers rendered as for a GPU
+  and replaced by Dynamo's mocker, ...)`: local mode's `--workers gpu` path on fake GPUs (infersweep.local.fake_gpu):
+  the GPU path's plan and records, the mocker's numbers; MEASURED_ON_ENV carries the words in brackets, starting
+  with FAKE_GPU;
 - `simulated (built-in timing)`: local mode's mocker with its own timing model: shapes and direction,
   not this GPU's numbers;
 - `simulated (calibrated: AIConfigurator 0.12.0 h100_sxm vllm 0.24.0)`: local mode's mocker on a timing
@@ -29,6 +33,8 @@ MEASURED_ON_ENV = "INFERSWEEP_MEASURED_ON"  # what ran, when local mode's worker
 # JSON {engine_image, engine_release, engine_wheels, ...}: the engine that ran in place of the rendered image
 # (local mode's real engine workers: infersweep.local.gpu_run.engine_ran; read by infersweep.results.context)
 ENGINE_RAN_ENV = "INFERSWEEP_ENGINE_RAN"
+FAKE_GPU = "fake GPU"  # MEASURED_ON_ENV's words start so under INFERSWEEP_FAKE_GPU: the source is then simulated
+FAKE_GPU_PREFIX = f"simulated ({FAKE_GPU}"
 
 
 def calibrated(database: str) -> str:
@@ -58,7 +64,10 @@ def result_source(env: Mapping[str, str] | None = None) -> str:
     """The source of the results this process summarizes (see the module docstring)."""
     env = os.environ if env is None else env
     if SIMULATED_DEPLOYMENTS_ENV not in env:
-        return f"{MEASURED} ({env[MEASURED_ON_ENV]})" if env.get(MEASURED_ON_ENV) else MEASURED
+        words = env.get(MEASURED_ON_ENV)
+        if words and words.startswith(FAKE_GPU):  # the GPU path on fake GPUs: the mocker's numbers
+            return f"simulated ({words})"
+        return f"{MEASURED} ({words})" if words else MEASURED
     folder = env[SIMULATED_DEPLOYMENTS_ENV]
     entries = timing_entries(Path(folder)) if folder else []
     if entries and all(e.get("timing") == "calibrated" for e in entries):
@@ -73,6 +82,11 @@ def banner(source: str | None) -> str | None:
         if source and str(source).startswith(f"{MEASURED} ("):
             return f"Measured on real engines: {str(source)[len(MEASURED) + 2 : -1]}."
         return None
+    if str(source).startswith(FAKE_GPU_PREFIX):
+        return (
+            f"Simulated run on a fake GPU: {source}. No GPU ran: the GPU path's plan and records are real, the "
+            "numbers are Dynamo's mocker's (its own timing model), NOT a measurement of any GPU."
+        )
     if str(source).startswith(CALIBRATED_PREFIX):
         return (
             f"Simulated run: {source}. Numbers are the mocker's, timed by that database for the recipe's GPU, "
@@ -85,9 +99,11 @@ def banner(source: str | None) -> str | None:
 
 
 def source_class(source: str | None) -> str | None:
-    """measured / built-in / calibrated (None: a run from before sources were recorded)."""
+    """measured / built-in / calibrated / fake GPU (None: a run from before sources were recorded)."""
     if not source:
         return None
+    if str(source).startswith(FAKE_GPU_PREFIX):
+        return FAKE_GPU
     if str(source).startswith(CALIBRATED_PREFIX):
         return "calibrated"
     return "built-in" if is_simulated(source) else "measured"

@@ -117,3 +117,13 @@ def test_a_failed_top_point_is_not_replaced_by_a_lower_one(nemotron):
     kv.loc[kv["concurrency"] == 128, "status"] = "failed"  # c128 was in the sweep and failed
     c = check(nemotron.spec.claim, {"rr": rr, "kv": kv})
     assert c.verdict == "inconclusive" and c.at is None and "not measured" in c.line()
+
+
+def test_a_simulated_or_fake_gpu_experiment_says_so_above_its_numbers(nemotron):
+    fake = "simulated (fake GPU: 1 of 1x NVIDIA H200 (fake GPU) (INFERSWEEP_FAKE_GPU), vllm workers ...)"
+    rr, kv = table({c: [1000, 1010, 990] for c in CS}), table({c: [600, 606, 594] for c in CS})
+    text = experiment_report(nemotron, {"rr": rr.assign(source=fake), "kv": kv.assign(source=fake)}).text()
+    assert text.index("Simulated run on a fake GPU") < text.index("## Claim")
+    assert "NOT a measurement" in text
+    measured = experiment_report(nemotron, {"rr": rr.assign(source="measured"), "kv": kv}).text()
+    assert "Simulated" not in measured and "fake GPU" not in measured

@@ -9,12 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from infersweep.local.fake_gpu import fake_gpu_count
 from infersweep.local.gpu_workers import detect_gpus
 from infersweep.paths import venv_python
 from tests.support.run_failure import why_failed
 
 GPU_PYTHON = os.environ.get("INFERSWEEP_GPU_PYTHON") or venv_python("gpu")
-READY = bool(detect_gpus()) and Path(GPU_PYTHON).exists()
+# Fake GPUs (INFERSWEEP_FAKE_GPU) are the CPU tier's stand-in, not a GPU to measure on.
+READY = not fake_gpu_count() and bool(detect_gpus()) and Path(GPU_PYTHON).exists()
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(
