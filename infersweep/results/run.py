@@ -15,12 +15,10 @@ from typing import Any
 import pandas as pd
 
 from infersweep.results.context import RUN_FILE
+from infersweep.results.files import METRICS_SKIPPED_FILE, RAW_FILE, RESULTS_FILE, SERVER_METRICS_FILE
 from infersweep.results.legacy import upgrade_table
 
-RESULTS_FILE = "summary/results.parquet"
-RAW_FILE = "summary/results_raw.parquet"  # every AIPerf statistic, long format (infersweep.results.columns.RAW)
-SERVER_METRICS_FILE = "metrics/server_metrics.parquet"
-METRICS_SKIPPED_FILE = "metrics/SKIPPED"
+__all__ = ["METRICS_SKIPPED_FILE", "RAW_FILE", "RESULTS_FILE", "SERVER_METRICS_FILE", "Run"]
 
 
 @dataclass

@@ -25,7 +25,7 @@ from typing import Any
 
 import pandas as pd
 
-from infersweep.results.run import SERVER_METRICS_FILE
+from infersweep.results.files import SERVER_METRICS_FILE
 
 COLUMNS = ("server_ttft_avg_ms", "server_itl_avg_ms", "server_output_tokens", "server_figures_source")
 SOURCES = ("engine", "frontend")  # strongest first
