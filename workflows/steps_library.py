@@ -43,6 +43,7 @@ from infersweep.step_declarations import (  # noqa: F401
     RUN_DIR,
     WORKDIR,
 )
+from infersweep.platform.select import PROMETHEUS_ENV
 from infersweep.step_interface import OUT, WORKFLOW_NAMESPACE, Step, input_ref  # noqa: F401
 
 STEP_PREFIX = "infersweep-"
@@ -282,14 +283,12 @@ def step_container(
 PINNED_BY_STEP = {
     "deploy": ("INFERSWEEP_DGD_POLICY",),
     "wait-ready": ("INFERSWEEP_DGD_POLICY",),
-    "scrape": ("INFERSWEEP_PROMETHEUS_URL",),
+    "scrape": (PROMETHEUS_ENV,),
 }
 
 
 def pinned_values(settings: ClusterSettings) -> dict[str, str]:
     from infersweep.platform.dgd_policy import POLICY_ENV, DgdPolicy
-    from infersweep.platform.select import PROMETHEUS_ENV
-
     return {POLICY_ENV: DgdPolicy.from_settings(settings).to_json(), PROMETHEUS_ENV: settings.prometheus_url}
 
 

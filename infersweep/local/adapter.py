@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from infersweep.platform.protocol import BadInput
-from infersweep.platform.select import ADAPTER_ENV, PLATFORM_ENV
+from infersweep.platform.select import ADAPTER_ENV, LOCAL_WORKERS_ENV, PLATFORM_ENV
 from infersweep.predict.source import SIMULATED_DEPLOYMENTS_ENV
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ STATE_ENV = "INFERSWEEP_LOCAL_STATE"  # where each deployment's processes are re
 MODEL_DIR_ENV = "INFERSWEEP_LOCAL_MODEL_DIR"  # the toy model the mocker workers serve
 MAX_WORKERS_ENV = "INFERSWEEP_LOCAL_MAX_WORKERS"  # workers per component (local mode scales replicas down)
 PROM_TARGETS_ENV = "INFERSWEEP_LOCAL_PROM_TARGETS"  # the local Prometheus's file_sd targets file (optional)
-WORKERS_ENV = "INFERSWEEP_LOCAL_WORKERS"  # mocker (default) | gpu: real engine workers on this machine's GPUs
+WORKERS_ENV = LOCAL_WORKERS_ENV  # mocker (default) | gpu: real engine workers on this machine's GPUs
 WEIGHTS_ENV = "INFERSWEEP_LOCAL_WEIGHTS"  # gpu workers: dummy (random weights, real kernels) | cache
 GPU_PYTHON_ENV = "INFERSWEEP_GPU_PYTHON"  # gpu workers: the interpreter with ai-dynamo + the engine
 ENGINE_CACHE_ENV = "INFERSWEEP_ENGINE_CACHE"  # gpu workers: compile caches kept between runs

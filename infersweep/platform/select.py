@@ -22,6 +22,10 @@ PLATFORM_ENV = "INFERSWEEP_PLATFORM"
 # The one Prometheus the scrape step may query, fixed in its template at install (infersweep.results.server_metrics
 # reads it; workflows/steps_library.py pins it): here so that rendering need not import results/.
 PROMETHEUS_ENV = "INFERSWEEP_PROMETHEUS_URL"
+# Which workers local mode runs (mocker, the default, or gpu: real engines on this machine's GPUs); set by
+# infersweep.local.adapter for its steps and read by infersweep.results.validity (the local-gpu profile), which
+# may not import local mode: here, below both.
+LOCAL_WORKERS_ENV = "INFERSWEEP_LOCAL_WORKERS"
 
 
 def load_adapter(spec: str) -> Callable[[], Platform]:

@@ -25,11 +25,10 @@ from typing import Any
 import pandas as pd
 
 from infersweep.aiperf import LOG_FILE, RECORDS_FILE, iter_profiling_records
-from infersweep.platform.select import PLATFORM_ENV
+from infersweep.platform.select import LOCAL_WORKERS_ENV, PLATFORM_ENV
 
-# Set by local mode for its steps (infersweep/local/adapter.py WORKERS_ENV, infersweep/local/fake_gpu.py
-# FAKE_GPU_ENV); named here because results/ imports no local mode (pyproject.toml's layer contracts).
-LOCAL_WORKERS_ENV = "INFERSWEEP_LOCAL_WORKERS"
+# Set by local mode for its steps (infersweep/local/fake_gpu.py FAKE_GPU_ENV); named here because results/
+# imports no local mode (pyproject.toml's layer contracts).
 FAKE_GPU_ENV = "INFERSWEEP_FAKE_GPU"
 
 THRESHOLDS_FILE = "validity.yaml"

@@ -131,8 +131,12 @@ def test_it_says_what_it_scaled_before_running(local_run):
     note = res.printed.splitlines()
     assert note[0].startswith(f"local mode runs a scaled-down copy of {NEMOTRON}")
     assert "  concurrency  [1, 4, 16, 32, 64, 128]" in note[1] and note[1].endswith("-> [1, 4]")
-    assert note[3].split() == ["isl", "/", "osl", "1024", "/", "256", "->", "256", "/", "64"]
-    assert "8 x 1 GPU" in note[4] and note[4].endswith("-> 2 mocker workers")
+    row = {line.split("  ")[1].strip(): line for line in note[1:] if line.startswith("  ")}
+    assert row["isl / osl"].split() == ["isl", "/", "osl", "1024", "/", "256", "->", "256", "/", "64"]
+    # the recipe's repetitions and the one a simulated point gets, with how to ask for more
+    assert row["repetitions"].split()[1:4] == ["3", "->", "1"] and "regression.repetitions=N" in row["repetitions"]
+    workers = [line for line in note if "8 x 1 GPU" in line]
+    assert len(workers) == 1 and workers[0].endswith("-> 2 mocker workers")
 
 
 def test_the_results_store_is_on_disk_and_readable_after_the_run(local_run, capsys):
