@@ -31,6 +31,7 @@ from hera.workflows import models as m
 if TYPE_CHECKING:  # annotations only: the settings are loaded where needed
     from infersweep.cluster_settings import ClusterSettings, StepSettings
 
+from infersweep.platform.select import PROMETHEUS_ENV
 from infersweep.step_declarations import (  # noqa: F401
     DECLARED,
     DEPLOY,
@@ -43,7 +44,6 @@ from infersweep.step_declarations import (  # noqa: F401
     RUN_DIR,
     WORKDIR,
 )
-from infersweep.platform.select import PROMETHEUS_ENV
 from infersweep.step_interface import OUT, WORKFLOW_NAMESPACE, Step, input_ref  # noqa: F401
 
 STEP_PREFIX = "infersweep-"
@@ -289,6 +289,7 @@ PINNED_BY_STEP = {
 
 def pinned_values(settings: ClusterSettings) -> dict[str, str]:
     from infersweep.platform.dgd_policy import POLICY_ENV, DgdPolicy
+
     return {POLICY_ENV: DgdPolicy.from_settings(settings).to_json(), PROMETHEUS_ENV: settings.prometheus_url}
 
 

@@ -47,7 +47,11 @@ def test_a_ui_submit_with_only_recipe_runs_the_pipeline_with_derived_parameters(
     params = {p["name"]: p["value"] for p in doc["spec"]["arguments"]["parameters"]}
     r = load_recipe(RECIPE)
     assert params["recipe"] == RECIPE and params["gpu-count"] == "2"
-    assert [p["concurrency"] for p in json.loads(params["points"])] == r.recipe.workload.concurrency
+    # every load, each repeated as the recipe asks (regression.repetitions), in interleaved rounds
+    points = json.loads(params["points"])
+    reps = r.recipe.regression.repetitions
+    assert reps > 1 and [p["concurrency"] for p in points] == r.recipe.workload.concurrency * reps
+    assert sorted({p["repetition"] for p in points}) == list(range(reps))
     assert {k: params[k] for k in guard_arguments(r, settings)} == guard_arguments(r, settings)
     assert "kind: DynamoGraphDeployment" in params["dgd"]
     # the run measured every point and published them under its own name

@@ -520,6 +520,7 @@ def test_gpu_queries_and_energy_and_cost_read_only_the_dgds_gpus(tmp_path, monke
         prom = LocalPrometheus(tmp_path / "targets.json")
         with prom:
             _write_groups(prom.targets_file, [(exporter.address, {})])
+            monkeypatch.setenv("INFERSWEEP_PROMETHEUS_URL", prom.url)  # the installed scrape template's
 
             # rate(...[30s]) divides the increase it sees by the whole range (Prometheus extrapolates only ~1
             # scrape interval past the first sample), so a rate is right once the counters span its range. The
