@@ -112,7 +112,8 @@ def series_from_records(records_path: Path) -> dict[str, list[float]]:
         if rec.get("error") or not isinstance(start, int):
             continue
         vals = [(metrics.get(k) or {}).get("value") for k in ("time_to_first_token", "request_latency")]
-        if all(isinstance(v, (int, float)) for v in vals):
-            rows.append((start, float(vals[0]), float(vals[1])))
+        ttft, latency = vals
+        if isinstance(ttft, (int, float)) and isinstance(latency, (int, float)):
+            rows.append((start, float(ttft), float(latency)))
     rows.sort()
     return {"ttft": [r[1] for r in rows], "latency": [r[2] for r in rows]}

@@ -250,12 +250,13 @@ def _fill(result: dict, artifact_dir: Path, max_error_rate: float, exit_code: in
     ok = _int(_stat(summary, "request_count"))
     completed = _int(_stat(summary, "completed_request_count"))
     errors = _errors_from_summary(summary.get("error_summary"))
+    failed: int
     if completed is not None and ok is not None:
         failed = max(completed - ok, 0)
+    elif (counted := _int(_stat(summary, "error_request_count"))) is not None:
+        failed = counted
     else:
-        failed = _int(_stat(summary, "error_request_count"))
-        if failed is None:
-            failed = sum(e["count"] for e in errors)
+        failed = sum(e["count"] for e in errors)
     ok = ok or 0
     rate_pct = _num(_stat(summary, "request_error_rate"))
     if rate_pct is not None:
@@ -361,7 +362,8 @@ def _fill_without_summary(result: dict, artifact_dir: Path, exit_code: int | Non
         return
     ok = failed = 0
     groups: dict[tuple, int] = {}
-    starts, ends = [], []
+    starts: list[int] = []
+    ends: list[int] = []
     for meta, err in _profiling_meta(records):
         _collect_window(meta, starts, ends)
         if err:
@@ -471,8 +473,8 @@ def _cancel_cause(log_path: Path) -> str | None:
     for line in _read_lines(log_path):
         if "--failed-request-threshold exceeded" in line:
             cause = _log_message(line).split(". Requesting")[0]
-        elif re.search(r"Signal \d+ received", line):
-            number = int(re.search(r"Signal (\d+)", line).group(1))
+        elif signal := re.search(r"Signal (\d+) received", line):
+            number = int(signal.group(1))
             cause = {2: "SIGINT received", 15: "SIGTERM received"}.get(number, f"signal {number} received")
     return cause
 

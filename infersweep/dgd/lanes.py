@@ -40,6 +40,7 @@ class Admission:
 def admission(pool: GpuPool, gpus: int, recipe: str = "run") -> Admission:
     """The smallest lane that holds the run, else the whole pool (every lane); RecipeError if neither."""
     fits = [s for s in pool.lanes if s >= gpus]
+    lanes: tuple[int, ...]
     if fits:
         lanes, reserved, owner = (min(fits),), min(fits), f"{min(fits)}gpu"
     elif gpus <= pool.gpus and pool.whole_pool_runs:

@@ -84,7 +84,7 @@ def _security_context(r: ResolvedRecipe) -> dict[str, Any]:
 
 def _scheduling(r: ResolvedRecipe) -> dict[str, Any]:
     """Pod-spec fields that decide where a worker may run."""
-    p, out = r.placement, {}
+    p, out = r.placement, dict[str, Any]()
     if node_affinity(r):
         out["affinity"] = node_affinity(r)
     if p.node_selector:

@@ -144,7 +144,7 @@ def _extra_resources(r: ResolvedRecipe) -> dict[str, str]:
     return {k: str(v) for k, v in sorted((t.resources if t else {}).items())}
 
 
-def annotations(r: ResolvedRecipe) -> dict[str, str]:
+def dgd_annotations(r: ResolvedRecipe) -> dict[str, str]:
     """What the DGD itself cannot say: the autoscaling KEDA must be given (JSON; infersweep/platform/keda.py turns
     it into ScaledObjects on the component's scaling adapter when the DGD is applied)."""
     names = {role: _component_name(r, role) for role in r.recipe.topology.roles()}
@@ -182,8 +182,8 @@ def render_dgd(
     else:
         raise ValueError(f"DGD apiVersion {api_version!r}: use v1beta1 (Dynamo >= 1.6) or v1alpha1 (older operators)")
     metadata: dict[str, Any] = {"name": name or dgd_base_name(r.name), "labels": labels(r)}
-    if annotations(r):
-        metadata["annotations"] = annotations(r)
+    if notes := dgd_annotations(r):
+        metadata["annotations"] = notes
     return {
         "apiVersion": f"nvidia.com/{api_version}",
         "kind": "DynamoGraphDeployment",

@@ -13,11 +13,13 @@ missing field.
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import os
 import pkgutil
 import sys
 from functools import lru_cache
 from pathlib import Path
+from typing import cast
 
 import infersweep.engines as _package
 from infersweep.engines.base import Engine
@@ -43,7 +45,9 @@ def engine_modules(dirs: tuple[str, ...] | None = None) -> dict[str, str]:
     out: dict[str, str] = {}
     for info in pkgutil.iter_modules(list(dirs or _search_path())):
         if info.name not in NOT_ENGINES and not info.name.startswith("_") and info.name not in out:
-            out[info.name] = str(Path(info.module_finder.path) / f"{info.name}.py")  # type: ignore[attr-defined]
+            # iter_modules over a list of folders yields FileFinders (each has .path); the union type does not say so
+            finder = cast(importlib.machinery.FileFinder, info.module_finder)
+            out[info.name] = str(Path(finder.path) / f"{info.name}.py")
     return out
 
 

@@ -2,7 +2,9 @@
 infersweep/recipe, not even for type checking: the recipe package calls the engines while it resolves a
 recipe (recipe/resolved.py holds an `Engine`), and the engines sit below it. The recipe's own models
 (recipe/models.py Workers, KvOffload, Speculative; recipe/facts.py Transport; recipe/resolved.py
-ResolvedRecipe) have these attributes; a new rule that reads another adds it here."""
+ResolvedRecipe) have these attributes; a new rule that reads another adds it here.
+Every member is a read-only property: a Protocol's plain attribute is invariant (it could be assigned through the
+view), so a recipe model whose field is a subtype (GpuType for _GpuType) would not satisfy it (mypy arg-type)."""
 
 from __future__ import annotations
 
@@ -12,10 +14,17 @@ from typing import Literal, Protocol
 class Workers(Protocol):
     """recipe/models.py Workers: one role's parallelism."""
 
-    tp: int
-    dp: int
-    ep: int
-    nodes: int
+    @property
+    def tp(self) -> int: ...
+
+    @property
+    def dp(self) -> int: ...
+
+    @property
+    def ep(self) -> int: ...
+
+    @property
+    def nodes(self) -> int: ...
 
     @property
     def gpus_per_replica(self) -> int: ...
@@ -24,44 +33,65 @@ class Workers(Protocol):
 class KvOffload(Protocol):
     """recipe/models.py KvOffload."""
 
-    cpu_gib: float | None
-    hicache_ratio: float | None
-    write_policy: str | None
+    @property
+    def cpu_gib(self) -> float | None: ...
+
+    @property
+    def hicache_ratio(self) -> float | None: ...
+
+    @property
+    def write_policy(self) -> str | None: ...
 
 
 class Speculative(Protocol):
     """recipe/models.py Speculative."""
 
-    mode: Literal["none", "mtp", "eagle", "dflash", "dspark"]
-    num_tokens: int
-    engine_config: dict[str, str | int | float | bool]
+    @property
+    def mode(self) -> Literal["none", "mtp", "eagle", "dflash", "dspark"]: ...
+
+    @property
+    def num_tokens(self) -> int: ...
+
+    @property
+    def engine_config(self) -> dict[str, str | int | float | bool]: ...
 
 
 class Transport(Protocol):
     """recipe/facts.py Transport."""
 
-    nixl_backend: Literal["UCX", "LIBFABRIC"]
+    @property
+    def nixl_backend(self) -> Literal["UCX", "LIBFABRIC"]: ...
 
 
 class _Recipe(Protocol):
-    kv_offload: KvOffload | None
-    speculative: Speculative | None
+    @property
+    def kv_offload(self) -> KvOffload | None: ...
+
+    @property
+    def speculative(self) -> Speculative | None: ...
 
 
 class _Model(Protocol):
-    size_gib: float
+    @property
+    def size_gib(self) -> float: ...
 
 
 class _GpuType(Protocol):
-    memory_gib: float
+    @property
+    def memory_gib(self) -> float: ...
 
 
 class ResolvedRecipe(Protocol):
     """recipe/resolved.py ResolvedRecipe: the recipe with the facts it names."""
 
-    recipe: _Recipe
-    model: _Model
-    gpu_type: _GpuType
+    @property
+    def recipe(self) -> _Recipe: ...
+
+    @property
+    def model(self) -> _Model: ...
+
+    @property
+    def gpu_type(self) -> _GpuType: ...
 
     @property
     def transport(self) -> Transport | None: ...

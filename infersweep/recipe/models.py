@@ -306,7 +306,7 @@ class Workload(_Strict):
         """What the benchmark-point step sends (keys of infersweep.aiperf.WORKLOAD_FLAGS + trace, trace_type)."""
         arrival = {"arrival": self.arrival or "poisson"} if self.request_rate else {}
         if self.trace:
-            fixed = {"fixed_schedule": True} if self.trace.fixed_schedule else {}
+            fixed: dict[str, Any] = {"fixed_schedule": True} if self.trace.fixed_schedule else {}
             if self.trace.block_size:
                 fixed["block_size"] = self.trace.block_size
             return {"trace": self.trace.url, "trace_type": self.trace.type} | fixed | arrival
