@@ -85,7 +85,9 @@ VALIDITY_MEASURES = [
         "float64",
         "pct",
         "validity",
-        "prompt tokens served from the engine's prefix cache, percent (AIPerf overall_usage_prompt_cache_read_pct)",
+        "prompt tokens served from the engine's prefix cache, percent (AIPerf overall_usage_prompt_cache_read_pct; "
+        "where no response carried cached_tokens, the Dynamo frontend's dynamo_frontend_cached_tokens over "
+        "dynamo_frontend_input_sequence_tokens in AIPerf's server_metrics_export.json; NA when neither exists)",
     ),
     Column("seed", "Int64", "", "validity", "AIPerf --random-seed of the point"),
     Column("seed_policy", "string", "", "validity", "how the seed was chosen"),

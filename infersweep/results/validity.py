@@ -25,6 +25,8 @@ from typing import Any
 import pandas as pd
 
 from infersweep.aiperf import LOG_FILE, RECORDS_FILE, iter_profiling_records
+from infersweep.aiperf.server_export import SOURCE as FRONTEND_CACHE_SOURCE
+from infersweep.aiperf.server_export import frontend_cache_read_pct
 from infersweep.platform.select import LOCAL_WORKERS_ENV, PLATFORM_ENV
 
 # Set by local mode for its steps (infersweep/local/fake_gpu.py FAKE_GPU_ENV); named here because results/
@@ -122,6 +124,11 @@ def point_measures(
         "client_output_tokens": stats.get("total_output_tokens__avg", math.nan),
         "request_rate": _num(result.get("request_rate")),
     }
+    m["prompt_cache_read_source"] = "AIPerf usage (cached_tokens)"
+    if not math.isfinite(m["prompt_cache_read_pct"]):
+        # No response carried cached_tokens: the frontend's own count (infersweep/aiperf/server_export.py)
+        m["prompt_cache_read_pct"] = frontend_cache_read_pct(art)
+        m["prompt_cache_read_source"] = FRONTEND_CACHE_SOURCE if math.isfinite(m["prompt_cache_read_pct"]) else "none"
     m.update(window_measures(art / RECORDS_FILE, m["concurrency"], m["request_rate"]))
     m["osl_requested"] = requested_osl(result.get("argv") or [])
     m["aiperf_high_cpu_warnings"] = high_cpu_warnings(art / LOG_FILE)
@@ -407,7 +414,8 @@ def judge_point(m: dict[str, Any], t: dict[str, Any]) -> tuple[bool, list[str]]:
     if state != "reused-prompts" and math.isfinite(read) and read > cache["max_unintended_cache_read_pct"]:
         reasons.append(
             f"prefix cache served {read:.1f}% of prompt tokens though the workload reuses no prompts "
-            f"(max_unintended_cache_read_pct {cache['max_unintended_cache_read_pct']:g})"
+            f"(max_unintended_cache_read_pct {cache['max_unintended_cache_read_pct']:g}; read from "
+            f"{m.get('prompt_cache_read_source', 'AIPerf usage')})"
         )
     return not reasons, reasons
 

@@ -1,0 +1,56 @@
+"""The Dynamo frontend's own prompt-cache count, from the server metrics AIPerf scraped during the point.
+
+AIPerf reads prompt-cache hits from each response's `usage.prompt_tokens_details.cached_tokens`
+(aiperf 0.13.0 metrics/types/usage_cache_metrics.py) and, when no response carries it, reports no
+prompt-cache metric at all (metrics/cache_reporting_hint.py CACHE_REPORTING_HINT). The Dynamo frontend
+(ai-dynamo 1.3.1) leaves `prompt_tokens_details` out of a response whose prompt had no cached tokens, so a
+point whose prompts all missed the cache reads as "unknown", not 0 %: the warm-up check could not tell a
+clean point from one it never judged. The frontend's `dynamo_frontend_cached_tokens` histogram ("Number of
+cached tokens (prefix cache hits) per request") and `dynamo_frontend_input_sequence_tokens` say the same thing
+from the server, and AIPerf 0.13 scrapes them into `server_metrics_export.json`, split by phase: `metrics` is
+the profiling phase, `warmup_metrics` the warm-up (aiperf 0.13.0 server_metrics/json_exporter.py
+`_build_hybrid_metrics` over endpoint_summaries / warmup_endpoint_summaries). On every committed H200 point
+where both exist they agree exactly (tests/aiperf/test_server_export.py).
+
+Standard library only (this package runs in the AIPerf image)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+SERVER_METRICS_FILE = "server_metrics_export.json"
+CACHED = "dynamo_frontend_cached_tokens"
+INPUT = "dynamo_frontend_input_sequence_tokens"
+SOURCE = f"Dynamo frontend {CACHED} / {INPUT} over the profiling phase (AIPerf {SERVER_METRICS_FILE})"
+
+
+def _histogram_sum(metrics: dict[str, Any], name: str) -> float | None:
+    """The sum over every series of a histogram in the export; None when the frontend did not export it. A
+    histogram nothing was observed into has stats {"count": 0} and no sum: 0."""
+    family = metrics.get(name)
+    if not isinstance(family, dict) or family.get("type") != "histogram":
+        return None
+    total = 0.0
+    for series in family.get("series") or []:
+        stats = series.get("stats") or {}
+        total += float(stats.get("sum") or 0.0) if stats.get("count") else 0.0
+    return total
+
+
+def frontend_cache_read_pct(aiperf_dir: Path) -> float:
+    """Percent of the measured prompts' tokens the frontend saw served from the prefix cache; NaN when the
+    point has no server-metrics export or the frontend exported neither histogram (another server)."""
+    try:
+        export = json.loads((Path(aiperf_dir) / SERVER_METRICS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return math.nan
+    if not isinstance(export, dict) or export.get("metrics_phase", "profiling") != "profiling":
+        return math.nan
+    metrics = export.get("metrics") or {}
+    cached, prompt = _histogram_sum(metrics, CACHED), _histogram_sum(metrics, INPUT)
+    if cached is None or not prompt:
+        return math.nan
+    return 100.0 * cached / prompt
