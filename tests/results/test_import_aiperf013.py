@@ -1,0 +1,183 @@
+"""`infersweep import` on folders real AIPerf 0.13.0 wrote (tests/fixtures/aiperf/import/, README there: a plain run
+with phases/, a `--concurrency 2,4 --num-profile-runs 3` tree, a prefix-prompt run): a run is one point, a multi-run
+tree's trials are repetitions, the workload and what is known of the deployment come from the artifact, and AIPerf's
+own confidence intervals are shown beside infersweep's."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from infersweep.cli import main as cli_main
+from infersweep.results.import_layout import find_runs
+from infersweep.results.store import RunStore
+from tests.conftest import copy_tree
+from tests.support.paths import FIXTURES
+
+IMPORT = FIXTURES / "aiperf" / "import"
+RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"  # serves nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-FP8, as AIPerf asked for
+OTHER_RECIPE = "qwen3-32b-fp8-vllm-agg"  # serves Qwen/Qwen3-32B-FP8
+
+
+def _import(capsys, folder, store, run_id, *extra, recipe=RECIPE) -> tuple[int, str, str]:
+    rc = cli_main(["import", str(folder), "--recipe", recipe, "--run-id", run_id, "--store", str(store), *extra])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_a_plain_013_run_is_one_point_its_phases_are_part_of_it(tmp_path, capsys):
+    rc, out, _ = _import(capsys, IMPORT / "plain-c4", tmp_path / "store", "plain")
+    assert rc == 0
+    assert "found 1 AIPerf run(s)" in out and "2 per-phase summaries under phases/ read as part of their run" in out
+    assert "-> 1 concurrency(ies), 1 point(s): c4" in out
+    run = RunStore(tmp_path / "store").load("plain")
+    assert len(run.table) == 1
+    row = run.table.iloc[0]
+    # the run's own summary: the 24 profiling requests, not the 4 of its warm-up phase
+    assert (row["concurrency"], row["repetition"], row["requests_ok"]) == (4, 0, 24)
+
+
+def test_a_multi_run_tree_is_two_concurrencies_of_three_repetitions(tmp_path, capsys):
+    rc, out, _ = _import(capsys, IMPORT / "multirun-c2-c4", tmp_path / "store", "multi")
+    assert rc == 0
+    assert "2 multi-run variation(s) (concurrency_2, concurrency_4) x 3 trial(s), each trial a repetition" in out
+    assert "-> 2 concurrency(ies), 6 point(s): c2 x3, c4 x3" in out
+    t = RunStore(tmp_path / "store").load("multi").table
+    assert {c: sorted(g["repetition"]) for c, g in t.groupby("concurrency")} == {2: [0, 1, 2], 4: [0, 1, 2]}
+    assert set(t["requests_ok"]) == {12}  # each trial's profiling phase, never a warm-up
+
+
+def test_the_same_tree_one_folder_up_groups_the_same(tmp_path, capsys):
+    root = tmp_path / "team"
+    copy_tree(IMPORT / "multirun-c2-c4", root / "nightly" / "multirun-c2-c4")
+    layout = find_runs(root)
+    assert sorted({r.variation for r in layout.runs}) == [
+        "nightly/multirun-c2-c4/concurrency_2",
+        "nightly/multirun-c2-c4/concurrency_4",
+    ]
+    assert sorted(r.trial for r in layout.runs) == [1, 1, 2, 2, 3, 3]
+    assert len(layout.aggregates) == 2  # aggregate/concurrency_N/, AIPerf's own
+
+
+def test_other_013_multi_run_layouts_group_by_variation(tmp_path):
+    """The layouts of aiperf/orchestrator/orchestrator.py _resolve_artifact_dir, built from one real run each."""
+    run = IMPORT / "plain-c4"
+    for trial in (1, 2):
+        copy_tree(run, tmp_path / "indep" / "concurrency_4" / "profile_runs" / f"trial_{trial:04d}")
+        copy_tree(run, tmp_path / "single" / "profile_runs" / f"run_{trial:04d}")
+    indep = find_runs(tmp_path / "indep")
+    assert {(r.variation, r.trial) for r in indep.runs} == {("concurrency_4", 1), ("concurrency_4", 2)}
+    single = find_runs(tmp_path / "single")
+    assert {(r.variation, r.trial) for r in single.runs} == {("", 1), ("", 2)}
+    assert indep.phases_skipped == single.phases_skipped == 4
+
+
+def test_a_prefix_prompt_workload_is_reuse_on_purpose_not_a_warm_cache(tmp_path, capsys):
+    store = tmp_path / "store"
+    rc, out, _ = _import(capsys, IMPORT / "prefix-c4", store, "prefix")
+    assert rc == 0
+    assert "workload (from AIPerf's input_config): isl=64, osl=16, prefix_tokens=48, num_prefixes=2" in out
+    run = RunStore(store).load("prefix")
+    assert run.context["workload"] == {"isl": 64, "osl": 16, "prefix_tokens": 48, "num_prefixes": 2}
+    row = run.table.iloc[0]
+    assert row["prompt_cache_read_pct"] > 40  # the shared prefixes were served from the cache, as meant
+    assert row["cache_state"] == "reused-prompts"
+    assert "reuses no prompts" not in row["validity_reasons"]
+    # the plain run's cache hits (its warm-up prompts sent again) are still called out
+    assert _import(capsys, IMPORT / "plain-c4", store, "plain")[0] == 0
+    assert "though the workload reuses no prompts" in RunStore(store).load("plain").table.iloc[0]["validity_reasons"]
+
+
+def test_compare_refuses_two_imports_of_different_isl(tmp_path, capsys, aiperf_ref):
+    store = tmp_path / "store"
+    assert _import(capsys, IMPORT / "plain-c4", store, "isl64")[0] == 0
+    # AIPerf 0.13.0's reference run at c4: --isl 128 --osl 32, model tiny-mock
+    assert _import(capsys, aiperf_ref / "dynamo-mocker-c4", store, "isl128", "--model-mismatch-ok")[0] == 0
+    rc = cli_main(
+        ["compare", "isl64", "isl128", "--store", str(store), "--include-invalid", "--allow-different", "model"]
+    )
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "different workload" in err and "isl=64" in err and "isl=128" in err
+
+
+def test_a_model_mismatch_is_refused_in_one_line_or_recorded_when_accepted(tmp_path, capsys):
+    store = tmp_path / "store"
+    rc, _, err = _import(capsys, IMPORT / "plain-c4", store, "mm", recipe=OTHER_RECIPE)
+    assert rc == 2
+    assert err.strip().count("\n") == 0
+    assert "'nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-FP8'" in err and "'Qwen/Qwen3-32B-FP8'" in err
+    assert "--model-mismatch-ok" in err
+
+    rc, out, _ = _import(capsys, IMPORT / "plain-c4", store, "mm", "--model-mismatch-ok", recipe=OTHER_RECIPE)
+    assert rc == 0
+    run = RunStore(store).load("mm")
+    assert run.context["model"] == "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-FP8"  # what AIPerf measured
+    imported = run.context["imported"]
+    assert imported["model_mismatch_ok"] is True and imported["recipe_model"] == "Qwen/Qwen3-32B-FP8"
+    assert "accepted as a mismatch (--model-mismatch-ok)" in out
+
+
+def test_hardware_engine_and_router_are_unknown_unless_stated(tmp_path, capsys):
+    store = tmp_path / "store"
+    rc, out, _ = _import(capsys, IMPORT / "plain-c4", store, "bare")
+    assert rc == 0
+    ctx = RunStore(store).load("bare").context
+    assert (ctx["gpu_type"], ctx["gpu_count"], ctx["engine_image"], ctx["router"]) == (
+        "unknown",
+        None,
+        "unknown",
+        "unknown",
+    )
+    assert ctx["imported"]["recipe_said"]["gpu_type"] == "H100"  # what the recipe meant, kept apart
+    assert "unknown (not in the artifact, not stated): engine_image, gpu_count, gpu_type, router" in out
+
+    rc, _, _ = _import(
+        capsys,
+        IMPORT / "plain-c4",
+        store,
+        "stated",
+        "--gpu-type",
+        "H200",
+        "--gpu-count",
+        "1",
+        "--router",
+        "round-robin",
+    )
+    assert rc == 0
+    run = RunStore(store).load("stated")
+    ctx = run.context
+    assert (ctx["gpu_type"], ctx["gpu_count"], ctx["router"], ctx["engine_image"]) == (
+        "H200",
+        1,
+        "round-robin",
+        "unknown",
+    )
+    assert ctx["imported"]["sources"]["gpu_type"] == "--gpu-type"
+    assert run.table.iloc[0]["output_throughput_tok_s_per_gpu"] > 0  # a stated count divides; unknown leaves NA
+
+
+def test_aiperf_confidence_intervals_are_shown_beside_infersweeps(tmp_path, capsys):
+    store = tmp_path / "store"
+    rc, out, _ = _import(capsys, IMPORT / "multirun-c2-c4", store, "multi")
+    assert rc == 0
+    agg = json.loads(
+        (IMPORT / "multirun-c2-c4/aggregate/concurrency_2/profile_export_aiperf_aggregate.json").read_text()
+    )
+    ttft = agg["metrics"]["time_to_first_token_p50"]
+    shown = f"{ttft['mean']:.2f} ± {(ttft['ci_high'] - ttft['ci_low']) / 2:.2f} (95%, n=3)"
+    assert f"c2 TTFT p50 ms: AIPerf {shown}; infersweep {ttft['mean']:.2f} ±" in out
+    assert "c2: AIPerf's intervals match infersweep's over the same runs" in out
+    where = store / RECIPE / "multi"
+    for page in ("summary/results.md", "summary/report.html"):
+        text = (where / page).read_text()
+        assert "AIPerf's own confidence intervals" in text and shown in text, page
+
+
+def test_a_trial_left_out_makes_the_intervals_disagree_and_says_why(tmp_path, capsys):
+    tree = copy_tree(IMPORT / "multirun-c2-c4", tmp_path / "tree")
+    shutil.rmtree(tree / "profile_runs" / "trial_0003" / "concurrency_4")
+    rc, out, _ = _import(capsys, tree, tmp_path / "store", "two")
+    assert rc == 0
+    assert "c4: AIPerf's and infersweep's intervals over the same runs disagree beyond rounding on" in out
+    assert "AIPerf aggregated 3 run(s), 2 were imported measured" in out
