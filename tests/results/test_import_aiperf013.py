@@ -12,7 +12,7 @@ from infersweep.cli import main as cli_main
 from infersweep.results.import_layout import find_runs
 from infersweep.results.store import RunStore
 from tests.conftest import copy_tree
-from tests.support.paths import FIXTURES
+from tests.support.paths import FIXTURES, REPO
 
 IMPORT = FIXTURES / "aiperf" / "import"
 RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"  # serves nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-FP8, as AIPerf asked for
@@ -70,6 +70,19 @@ def test_other_013_multi_run_layouts_group_by_variation(tmp_path):
     single = find_runs(tmp_path / "single")
     assert {(r.variation, r.trial) for r in single.runs} == {("", 1), ("", 2)}
     assert indep.phases_skipped == single.phases_skipped == 4
+    # a sweep without repetitions: <base>/concurrency_C/, one point each
+    copy_tree(run, tmp_path / "sweep" / "concurrency_4")
+    sweep = find_runs(tmp_path / "sweep")
+    assert [(r.variation, r.trial, r.kind) for r in sweep.runs] == [("concurrency_4", None, "folder")]
+
+
+def test_the_import_page_shows_what_import_prints(tmp_path, capsys):
+    """docs/import.md's examples are the command's own first lines on these fixtures."""
+    page = (REPO / "docs" / "import.md").read_text()
+    for folder in ("plain-c4", "multirun-c2-c4"):
+        rc, out, _ = _import(capsys, IMPORT / folder, tmp_path / "store", folder)
+        assert rc == 0
+        assert out.splitlines()[0].replace(str(IMPORT / folder), folder) in page, folder
 
 
 def test_a_prefix_prompt_workload_is_reuse_on_purpose_not_a_warm_cache(tmp_path, capsys):
