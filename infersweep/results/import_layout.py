@@ -1,12 +1,13 @@
 """Which folders under an import root are AIPerf *runs*, and how they group into points and repetitions.
 
 A run is a folder holding AIPerf's summary (`profile_export_aiperf.json`) or, for a run that failed before
-writing one, its per-request records (`profile_export.jsonl`). Two kinds of folder hold those files too and
+writing one, its per-request records (`profile_export.jsonl`) or its `phase_manifest.json` (0.13). Two kinds of folder hold those files too and
 are never runs:
 
 - `<run>/phases/<phase>/`: AIPerf 0.13 writes each phase's own summary below its run (warm-up and profiling
-  phases of one run; aiperf/records/records_manager_export.py writes `phase_manifest.json` beside them). The
-  run's own summary is the profiling phase's measurement; the warm-up is never a measurement.
+  phases of one run: aiperf 0.13.0 aiperf/exporters/exporter_manager.py:309 `artifacts.dir / "phases" /
+  phase_name`, listed in the run's `phase_manifest.json`, :236-260). The run's own summary is the profiling
+  phase's measurement; the warm-up is never a measurement.
 - infersweep's own point folders' `attempts/` (earlier tries of a point, kept by steps/aiperf_point.py).
 
 How AIPerf 0.13 lays out a multi-run or sweep artifact dir (aiperf 0.13.0
@@ -38,7 +39,11 @@ from pathlib import Path
 
 from infersweep.aiperf import RECORDS_FILE, SUMMARY_FILE
 
-RUN_MARKERS = (SUMMARY_FILE, RECORDS_FILE)
+# phase_manifest.json marks a 0.13 run folder too (aiperf/exporters/exporter_manager.py:236-260 writes it beside
+# the run's phases/): a folder holding only it and its phases is a run that wrote no summary (read as failed),
+# and its warm-up is still never a point of its own.
+PHASE_MANIFEST = "phase_manifest.json"
+RUN_MARKERS = (SUMMARY_FILE, RECORDS_FILE, PHASE_MANIFEST)
 AGGREGATE_FILE = "profile_export_aiperf_aggregate.json"  # aiperf/orchestrator/strategies.py:276-278
 PHASES_DIR = "phases"  # a 0.13 run's per-phase summaries
 NOT_RUNS = ("attempts", "aggregate", "sweep_aggregate")  # folders whose contents are never a run of their own
@@ -154,7 +159,10 @@ def find_runs(root: Path) -> Layout:
         variation, trial = _place(rel)
         runs.append(FoundRun(folder, variation, trial, "multi-run" if trial is not None else "folder"))
     if not runs:
-        raise LayoutError(f"{root}: no AIPerf run under it (no folder holds {SUMMARY_FILE} or {RECORDS_FILE})")
+        raise LayoutError(
+            f"{root}: no AIPerf run under it (no folder holds {SUMMARY_FILE}, {RECORDS_FILE} or {PHASE_MANIFEST}); "
+            "give the folder AIPerf's --artifact-dir wrote into"
+        )
     layout = Layout(root, runs, phases_skipped=skipped)
     for v in sorted({r.variation for r in runs if r.kind == "multi-run"}):
         agg = _aggregate_of(root, v, multi=True)

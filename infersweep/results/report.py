@@ -134,6 +134,10 @@ def _context_html(run: Run) -> str:
         value = run.context.get(key)
         if key == "run_id":
             value = value or run.run_id
+        if key == "imported" and value:  # where each fact came from, in words (its aggregate has a section)
+            from infersweep.results.import_context import provenance_text
+
+            value = f"{provenance_text(value)}. {value.get('layout') or ''}".strip()
         if isinstance(value, (dict, list)):
             value = json.dumps(value, sort_keys=True)
         shown = html.escape(str(value)) if value not in (None, "") else '<span class="muted">not recorded</span>'

@@ -9,7 +9,9 @@ import json
 import shutil
 
 from infersweep.cli import main as cli_main
+from infersweep.results.import_context import provenance
 from infersweep.results.import_layout import find_runs
+from infersweep.results.llmd_export import export_run
 from infersweep.results.store import RunStore
 from tests.conftest import copy_tree
 from tests.support.paths import FIXTURES, REPO
@@ -83,6 +85,18 @@ def test_the_import_page_shows_what_import_prints(tmp_path, capsys):
         rc, out, _ = _import(capsys, IMPORT / folder, tmp_path / "store", folder)
         assert rc == 0
         assert out.splitlines()[0].replace(str(IMPORT / folder), folder) in page, folder
+
+
+def test_a_013_run_without_its_own_summary_is_a_failed_point_never_its_warm_up(tmp_path, capsys):
+    run = copy_tree(IMPORT / "plain-c4", tmp_path / "stopped-c4")
+    (run / "profile_export_aiperf.json").unlink()
+    (run / "profile_export.jsonl").unlink()  # what is left: phase_manifest.json and phases/
+    layout = find_runs(tmp_path / "stopped-c4")
+    assert [r.folder for r in layout.runs] == [run] and layout.phases_skipped == 2
+    rc, _, _ = _import(capsys, run, tmp_path / "store", "stopped")
+    assert rc == 0
+    t = RunStore(tmp_path / "store").load("stopped").table
+    assert len(t) == 1 and t.iloc[0]["status"] == "failed"
 
 
 def test_a_prefix_prompt_workload_is_reuse_on_purpose_not_a_warm_cache(tmp_path, capsys):
@@ -168,6 +182,45 @@ def test_hardware_engine_and_router_are_unknown_unless_stated(tmp_path, capsys):
     )
     assert ctx["imported"]["sources"]["gpu_type"] == "--gpu-type"
     assert run.table.iloc[0]["output_throughput_tok_s_per_gpu"] > 0  # a stated count divides; unknown leaves NA
+
+
+def test_the_report_and_the_export_of_an_import_say_so_and_what_was_unknown(tmp_path, capsys):
+    store = tmp_path / "store"
+    assert _import(capsys, IMPORT / "plain-c4", store, "bare")[0] == 0
+    said = (
+        "imported from AIPerf artifacts; unknown (not in the artifact, not stated): engine_image, gpu_count, gpu_type"
+    )
+    assert said in (store / RECIPE / "bare" / "summary" / "report.html").read_text()
+    assert said in (store / RECIPE / "bare" / "summary" / "results.md").read_text()
+    reports, _ = export_run(RunStore(store).load("bare"), include_invalid=True)
+    assert reports and all(said in r["run"]["description"] for r in reports.values())
+
+
+def test_gpus_come_from_aiperf_telemetry_when_the_summary_has_some():
+    """AIPerf's telemetry_data shape (aiperf/operator/runs_index.py _summarize_telemetry reads it so); no GPU here
+    to make a real one, so the summary is the plain run's with two GPUs' telemetry added."""
+    summary = json.loads((IMPORT / "plain-c4" / "profile_export_aiperf.json").read_text())
+    gpus = {f"GPU-{i}": {"gpu_name": "NVIDIA H200", "gpu_index": i} for i in range(2)}
+    summary["telemetry_data"] = {"endpoints": {"http://node:9401/metrics": {"gpus": gpus}}}
+    ctx = provenance(
+        [summary],
+        {"recipe": RECIPE, "model": summary["input_config"]["models"]["items"][0]["name"]},
+        stated={},
+        model_mismatch_ok=False,
+    )
+    assert (ctx["gpu_type"], ctx["gpu_count"]) == ("NVIDIA H200", 2)
+    assert ctx["imported"]["sources"]["gpu_type"] == "AIPerf GPU telemetry"
+    assert ctx["imported"]["unknown"] == ["engine_image", "router"]
+
+
+def test_aiperf_0_11_and_0_12_folders_keep_importing(tmp_path, capsys):
+    root = tmp_path / "team"
+    copy_tree(FIXTURES / "aiperf" / "0.11.0" / "c2", root / "c2")
+    copy_tree(FIXTURES / "aiperf" / "0.12.0" / "c4", root / "c4")
+    rc, out, _ = _import(capsys, root, tmp_path / "store", "old", "--model-mismatch-ok")  # they asked for model "x"
+    assert rc == 0
+    assert "-> 2 concurrency(ies), 2 point(s): c2, c4" in out and "(AIPerf 0.11.0, 0.12.0;" in out
+    assert RunStore(tmp_path / "store").load("old").context["workload"] == {"isl": 64, "osl": 16}
 
 
 def test_aiperf_confidence_intervals_are_shown_beside_infersweeps(tmp_path, capsys):
