@@ -224,7 +224,7 @@ def provenance(
         "recipe_model": recipe_model,
         "model_mismatch_ok": bool(model_mismatch_ok and model and recipe_model and model != recipe_model),
         "recipe_said": {k: recipe_ctx.get(k) for k in ("gpu_type", "gpu_count", "engine_image", "router")},
-        "aiperf": run_details(summaries[0]) if summaries else {},
+        "aiperf": run_details(next((s for s in summaries if s), {})),
     }
     return ctx
 

@@ -93,18 +93,20 @@ def detect_concurrency(art: Path, name: str | None = None) -> tuple[int, str]:
     )
 
 
-def _one_workload(entries: list[tuple]) -> dict[str, Any] | None:
-    """The workload every run measured; ImportError_ naming two runs that measured different ones."""
-    shapes: dict[str, Path] = {}
-    for run, *_rest, summary in entries:
-        shapes.setdefault(json.dumps(workload_of(summary), sort_keys=True), run.folder)
+def one_workload(folders_summaries: list[tuple[Path, dict]]) -> dict[str, Any] | None:
+    """The workload every run that recorded one measured (a run that failed before its summary records none);
+    ImportError_ naming two runs that measured different ones."""
+    shapes: dict[str, tuple[Path, dict[str, Any]]] = {}
+    for folder, summary in folders_summaries:
+        if (w := workload_of(summary)) is not None:
+            shapes.setdefault(json.dumps(w, sort_keys=True), (folder, w))
     if len(shapes) > 1:
-        (a, fa), (b, fb) = list(shapes.items())[:2]
+        (a, (fa, _)), (b, (fb, _)) = list(shapes.items())[:2]
         raise ImportError_(
             f"the AIPerf runs under one import measured different workloads ({fa}: {a}; {fb}: {b}); "
             "import each workload as a run of its own"
         )
-    return json.loads(next(iter(shapes))) if shapes else None
+    return next(iter(shapes.values()))[1] if shapes else None
 
 
 def stage_run(root: Path, run_dir: Path, layout: Layout | None = None) -> list[dict]:
@@ -119,7 +121,7 @@ def stage_run(root: Path, run_dir: Path, layout: Layout | None = None) -> list[d
         entries.append((run, conc, found_in, read_point(run.folder), read_summary(run.folder)))
     # the order they ran in: the cache saw earlier points first
     entries.sort(key=lambda e: (e[3].get("start_time") or "", e[1], e[0].trial or 0))
-    workload = _one_workload(entries)
+    workload = one_workload([(e[0].folder, e[4]) for e in entries])
     reuse = reuse_of(workload)
     reps: dict[int, int] = {}
     seen_seeds: dict[Any, int] = {}
@@ -230,7 +232,7 @@ def import_run(
         run_dir = Path(keep) if keep else Path(tmp) / run_id
         run_dir.mkdir(parents=True, exist_ok=True)
         results = stage_run(Path(root), run_dir, layout)
-        workload = workload_of(summaries[0]) if summaries else None
+        workload = one_workload([(r.folder, sm) for r, sm in zip(layout.runs, summaries, strict=True)])
         line = layout.describe([(r["concurrency"], r["repetition"]) for r in results])
         known["imported"] |= {"layout": line, "aiperf_aggregate": aggregates or None}
         ctx = (

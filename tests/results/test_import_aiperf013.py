@@ -247,3 +247,12 @@ def test_a_trial_left_out_makes_the_intervals_disagree_and_says_why(tmp_path, ca
     assert rc == 0
     assert "c4: AIPerf's and infersweep's intervals over the same runs disagree beyond rounding on" in out
     assert "AIPerf aggregated 3 run(s), 2 were imported measured" in out
+
+
+def test_runs_of_different_workloads_under_one_import_are_refused(tmp_path, capsys):
+    root = tmp_path / "mixed"
+    copy_tree(IMPORT / "plain-c4", root / "plain-c4")
+    copy_tree(IMPORT / "prefix-c4", root / "prefix-c4")
+    rc, _, err = _import(capsys, root, tmp_path / "store", "mixed")
+    assert rc == 2
+    assert "measured different workloads" in err and "import each workload as a run of its own" in err
