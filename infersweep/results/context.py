@@ -58,6 +58,9 @@ FIELDS = (
     "order_pass",
     "base_treatment",
     "time_to_ready_s",
+    # `infersweep import`: where each deployment fact came from (AIPerf's artifact, the importer's flags, or
+    # unknown), the layout found and AIPerf's own aggregate (infersweep.results.import_context)
+    "imported",
 )
 # source: measured / simulated (built-in timing) / simulated (calibrated: database) (infersweep.predict.source);
 # "imported" for AIPerf folders brought in by `infersweep import` (a measurement: classed as measured).

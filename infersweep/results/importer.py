@@ -1,12 +1,15 @@
 """Bring existing AIPerf artifact folders into the results store, as a run of a recipe.
 
-Teams keep one AIPerf artifact folder per concurrency (`--artifact-dir runs/c16`, ...). `import_run` finds
-them under a folder, reads each one with the same reader the pipeline uses (infersweep.aiperf, any
+Teams keep AIPerf artifact folders as AIPerf writes them: one folder per concurrency (`--artifact-dir
+runs/c16`, any AIPerf 0.10-0.13), a 0.13 sweep (`--concurrency 2,4`) or multi-run tree (`--num-profile-runs 3`).
+`import_run` finds the runs under a folder (infersweep.results.import_layout: a 0.13 run's phases/ are part of
+it, a multi-run tree's trials are repetitions of their point), reads each one with the same reader the pipeline uses (infersweep.aiperf, any
 AIPerf 0.10-0.13), lays them out as a run folder (`points/c<N>[-r<K>]/aiperf/` + `result.json`), summarises
 it as the pipeline's summarize step does (same table, validity verdicts, report), and publishes it to the
 store (S3 or a local folder) with a manifest and an index entry, so `compare` and `regress` treat it like
-any other run. The context says `source: imported`, the AIPerf version each point was written by, and
-where the folders came from.
+any other run. The context says `source: imported`, the AIPerf version each point was written by, the
+workload AIPerf ran and what is known of the deployment (infersweep.results.import_context), and AIPerf's
+own confidence intervals where it computed them (infersweep.results.import_aggregate).
 
 Concurrency of a folder: the profiling phase of AIPerf's input_config (0.10-0.13), else `--concurrency`
 in its run_info.cli_command, else a folder name like `c16` / `concurrency_16`.
@@ -22,38 +25,35 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from infersweep.aiperf import RECORDS_FILE, SUMMARY_FILE, read_point
+from infersweep.aiperf import SUMMARY_FILE, read_point
 from infersweep.recipe_context import recipe_context
 from infersweep.results import index as ix
+from infersweep.results.import_aggregate import read_aggregate, side_by_side
+from infersweep.results.import_context import (
+    UNKNOWN,
+    ProvenanceError,
+    provenance,
+    read_summary,
+    reuse_of,
+    workload_of,
+)
+from infersweep.results.import_layout import RUN_MARKERS, Layout, LayoutError, find_runs
 from infersweep.results.store import RunNotFound, RunStore
 from infersweep.results.summarize import summarize
 
-ARTIFACT_MARKERS = (SUMMARY_FILE, RECORDS_FILE)
+ARTIFACT_MARKERS = RUN_MARKERS
 
 
 class ImportError_(ValueError):
     """Bad input to import: one clear message naming the folder and the fix."""
 
 
-def find_artifact_dirs(root: Path, max_depth: int = 4) -> list[Path]:
-    """Folders under root (root included) holding an AIPerf summary or per-request export."""
-    root = Path(root)
-    if not root.is_dir():
-        raise ImportError_(f"{root}: not a folder")
-    found = []
-    for path in sorted(root.rglob("*")):
-        if path.name in ARTIFACT_MARKERS and len(path.relative_to(root).parts) <= max_depth + 1:
-            if path.parent not in found and "attempts" not in path.relative_to(root).parts:
-                found.append(path.parent)
-    return found
-
-
-def _summary(art: Path) -> dict:
+def find_artifact_dirs(root: Path) -> list[Path]:
+    """The AIPerf run folders under root (infersweep.results.import_layout: never a run's phases/)."""
     try:
-        data = json.loads((art / SUMMARY_FILE).read_text(encoding="utf-8"))
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
+        return [r.folder for r in find_runs(root).runs]
+    except LayoutError as e:
+        raise ImportError_(str(e)) from None
 
 
 def _profiling_phase(summary: dict) -> dict:
@@ -64,18 +64,18 @@ def _profiling_phase(summary: dict) -> dict:
 
 
 def _from_inputs(art: Path, key: str) -> Any:
-    """A value of the first dataset in inputs.json/summary input_config (random_seed)."""
-    cfg = _summary(art).get("input_config") or {}
-    for ds in cfg.get("datasets") or []:
+    """A value of the first dataset in the summary's input_config (random_seed), else of its run_info."""
+    summary = read_summary(art)
+    for ds in (summary.get("input_config") or {}).get("datasets") or []:
         if isinstance(ds, dict) and key in ds:
             return ds[key]
-    run_info = _summary(art).get("run_info") or {}
-    return run_info.get(key)
+    return (summary.get("run_info") or {}).get(key)
 
 
-def detect_concurrency(art: Path) -> tuple[int, str]:
-    """(concurrency, where it was found) of one artifact folder; ImportError_ when nowhere."""
-    summary = _summary(art)
+def detect_concurrency(art: Path, name: str | None = None) -> tuple[int, str]:
+    """(concurrency, where it was found) of one artifact folder; ImportError_ when nowhere. `name`: the folder
+    name to read it from last (a multi-run trial's variation, `concurrency_4`, rather than `trial_0002`)."""
+    summary = read_summary(art)
     c = _profiling_phase(summary).get("concurrency")
     if isinstance(c, int) and c > 0:
         return c, "input_config"
@@ -83,7 +83,7 @@ def detect_concurrency(art: Path) -> tuple[int, str]:
     m = re.search(r"--concurrency['\"]?\s+['\"]?(\d+)", cli)
     if m:
         return int(m.group(1)), "run_info.cli_command"
-    m = re.search(r"(?:^|[^a-z])(?:c|conc|concurrency)[-_]?(\d+)$", art.name, re.IGNORECASE)
+    m = re.search(r"(?:^|[^a-z])(?:c|conc|concurrency)[-_]?(\d+)$", name or art.name, re.IGNORECASE)
     if m:
         return int(m.group(1)), "folder name"
     raise ImportError_(
@@ -93,49 +93,90 @@ def detect_concurrency(art: Path) -> tuple[int, str]:
     )
 
 
-def stage_run(root: Path, run_dir: Path) -> list[dict]:
-    """Lay the artifact folders under root out as run_dir/points/c<N>[-r<K>]/; return the result dicts."""
-    arts = find_artifact_dirs(root)
-    if not arts:
-        raise ImportError_(f"{root}: no AIPerf artifact folder (none holds {SUMMARY_FILE} or {RECORDS_FILE})")
-    points = []
-    for art in arts:
-        conc, found_in = detect_concurrency(art)
-        result = read_point(art)
-        points.append((result.get("start_time") or "", conc, found_in, art, result))
-    points.sort(key=lambda p: (p[0], p[1]))  # the order they ran in: the cache saw earlier points first
+def one_workload(folders_summaries: list[tuple[Path, dict]]) -> dict[str, Any] | None:
+    """The workload every run that recorded one measured (a run that failed before its summary records none);
+    ImportError_ naming two runs that measured different ones."""
+    shapes: dict[str, tuple[Path, dict[str, Any]]] = {}
+    for folder, summary in folders_summaries:
+        if (w := workload_of(summary)) is not None:
+            shapes.setdefault(json.dumps(w, sort_keys=True), (folder, w))
+    if len(shapes) > 1:
+        (a, (fa, _)), (b, (fb, _)) = list(shapes.items())[:2]
+        raise ImportError_(
+            f"the AIPerf runs under one import measured different workloads ({fa}: {a}; {fb}: {b}); "
+            "import each workload as a run of its own"
+        )
+    return next(iter(shapes.values()))[1] if shapes else None
+
+
+def stage_run(root: Path, run_dir: Path, layout: Layout | None = None) -> list[dict]:
+    """Lay the AIPerf runs under root out as run_dir/points/c<N>[-r<K>]/; return the result dicts.
+
+    A multi-run tree's trials of one variation are repetitions of its point, as are two run folders at one
+    concurrency, numbered in the order they ran (infersweep.results.import_layout)."""
+    layout = layout or _layout(root)
+    entries = []
+    for run in layout.runs:
+        conc, found_in = detect_concurrency(run.folder, Path(run.variation).name or None)
+        entries.append((run, conc, found_in, read_point(run.folder), read_summary(run.folder)))
+    # the order they ran in: the cache saw earlier points first
+    entries.sort(key=lambda e: (e[3].get("start_time") or "", e[1], e[0].trial or 0))
+    workload = one_workload([(e[0].folder, e[4]) for e in entries])
+    reuse = reuse_of(workload)
     reps: dict[int, int] = {}
     seen_seeds: dict[Any, int] = {}
     out = []
-    for _, conc, found_in, art, result in points:
+    for run, conc, found_in, result, _summary in entries:
         rep = reps.get(conc, 0)
         reps[conc] = rep + 1
-        seed = _from_inputs(art, "random_seed")
-        if seed is None:
-            cache_state = "unknown"
+        seed = _from_inputs(run.folder, "random_seed")
+        if reuse:
+            # Shared prefixes, sessions or a trace: requests reuse prompts on purpose (infersweep.aiperf
+            # REUSE_KEYS), so cache hits are the workload, not a cache left warm by an earlier point.
+            cache_state, policy = "reused-prompts", f"imported: the workload reuses prompts ({', '.join(reuse)})"
+        elif seed is None:
+            cache_state, policy = "unknown", "imported (as the team ran it)"
         elif seed in seen_seeds:
             # Same seed, same synthetic prompts: the prefix cache may still hold them from that point.
-            cache_state = f"warm-from-c{seen_seeds[seed]}-same-seed"
+            cache_state, policy = f"warm-from-c{seen_seeds[seed]}-same-seed", "imported (as the team ran it)"
         else:
-            cache_state = "fresh-prompts"
+            cache_state, policy = "fresh-prompts", "imported (as the team ran it)"
         if seed is not None:
             seen_seeds.setdefault(seed, conc)
         name = f"c{conc}" if rep == 0 else f"c{conc}-r{rep}"
         point = run_dir / "points" / name
-        shutil.copytree(art, point / "aiperf")
+        # the run folder as AIPerf wrote it, less the runs nested in it (a sweep's base holds its variations)
+        nested = {r.folder for r in layout.runs if r.folder != run.folder and run.folder in r.folder.parents}
+        shutil.copytree(run.folder, point / "aiperf", ignore=_skip(nested))
         result.update(
             concurrency=conc,
             repetition=rep,
             seed=seed,
-            seed_policy="imported (as the team ran it)",
+            seed_policy=policy,
             cache_state=cache_state,
             source="imported",
-            source_dir=str(art),
+            source_dir=str(run.folder),
             concurrency_from=found_in,
+            aiperf_trial=run.trial,
+            aiperf_variation=run.variation or None,
         )
         (point / "result.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
         out.append(result)
     return out
+
+
+def _skip(nested: set[Path]):
+    def ignore(folder: str, names: list[str]) -> list[str]:
+        return [n for n in names if Path(folder, n) in nested or n in ("profile_runs", "aggregate")]
+
+    return ignore if nested else None
+
+
+def _layout(root: Path) -> Layout:
+    try:
+        return find_runs(Path(root))
+    except LayoutError as e:
+        raise ImportError_(str(e)) from None
 
 
 def default_run_id(root: Path) -> str:
@@ -149,21 +190,61 @@ def default_run_id(root: Path) -> str:
     return "imported-" + h.hexdigest()[:12]
 
 
+def _aggregates(layout: Layout) -> dict[str, dict[str, Any]]:
+    """AIPerf's per-variation aggregates, keyed by the concurrency they measured (JSON keys: text)."""
+    out = {}
+    for variation, path in layout.aggregates.items():
+        agg = read_aggregate(path)
+        trial = next(r for r in layout.runs if r.variation == variation)
+        conc, _ = detect_concurrency(trial.folder, Path(variation).name or None)
+        out[str(conc)] = agg
+    return out
+
+
 def import_run(
-    root: Path, recipe_name: str, store: str, run_id: str | None = None, s3=None, keep: Path | None = None
+    root: Path,
+    recipe_name: str,
+    store: str,
+    run_id: str | None = None,
+    s3=None,
+    keep: Path | None = None,
+    *,
+    stated: dict[str, Any] | None = None,
+    model_mismatch_ok: bool = False,
 ) -> dict[str, Any]:
-    """Import the AIPerf folders under root as run `run_id` of `recipe_name` into `store`. Returns a summary."""
+    """Import the AIPerf runs under root as run `run_id` of `recipe_name` into `store`. Returns a summary.
+
+    `stated`: what the user states about the deployment (gpu_type, gpu_count, engine_image, router); the rest
+    is "unknown" unless the artifact holds it (infersweep.results.import_context.provenance)."""
     resolved = _resolve_recipe(recipe_name)
+    layout = _layout(Path(root))
     run_id = run_id or default_run_id(root)
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,120}", run_id):
         raise ImportError_(f"--run-id {run_id!r}: letters, digits, '.', '_', '-' only")
+    recipe_ctx = recipe_context(resolved)
+    summaries = [read_summary(r.folder) for r in layout.runs]
+    try:
+        known = provenance(summaries, recipe_ctx, stated=stated or {}, model_mismatch_ok=model_mismatch_ok)
+    except ProvenanceError as e:
+        raise ImportError_(str(e)) from None
+    aggregates = _aggregates(layout)
     with tempfile.TemporaryDirectory(prefix="infersweep-import-") as tmp:
         run_dir = Path(keep) if keep else Path(tmp) / run_id
         run_dir.mkdir(parents=True, exist_ok=True)
-        results = stage_run(Path(root), run_dir)
-        ctx = recipe_context(resolved) | {"run_id": run_id, "source": "imported", "context_source": "import"}
+        results = stage_run(Path(root), run_dir, layout)
+        workload = one_workload([(r.folder, sm) for r, sm in zip(layout.runs, summaries, strict=True)])
+        line = layout.describe([(r["concurrency"], r["repetition"]) for r in results])
+        known["imported"] |= {"layout": line, "aiperf_aggregate": aggregates or None}
+        ctx = (
+            recipe_ctx
+            | {"topology": UNKNOWN}  # the recipe's topology is what was meant, not what the artifact shows
+            | known
+            | {"run_id": run_id, "source": "imported", "context_source": "import", "workload": workload}
+        )
+        if known["model"] != recipe_ctx.get("model"):
+            ctx["model_revision"] = None  # the recipe's revision is of another model
         slo = ctx.get("slo") or {}
-        df = summarize(run_dir, resolved.gpu_count, slo, resolved.name, ctx)
+        df = summarize(run_dir, ctx["gpu_count"], slo, resolved.name, ctx)
         where = _publish(run_dir, resolved.name, run_id, store, s3)
     return {
         "run_id": run_id,
@@ -173,6 +254,10 @@ def import_run(
         "aiperf_versions": sorted({r.get("aiperf_version") or "unknown" for r in results}),
         "valid_points": int(df["valid"].fillna(False).astype(bool).sum()),
         "table": df,
+        "layout": line,
+        "imported": known["imported"],
+        "workload": workload,
+        "aggregate_rows": side_by_side(df, aggregates),
     }
 
 

@@ -35,6 +35,7 @@ from typing import Any
 import pandas as pd
 
 from infersweep.results.evidence import MEASURED_STATUSES, is_invalid
+from infersweep.results.import_context import provenance_text
 
 VERSION = "0.2.1"
 SOURCE = "https://github.com/llm-d/llm-d-benchmark/tree/8bc9f1ddd873a24f1657d6cca2e0d0fb6947dd36/llmdbenchmark/analysis/benchmark_report"
@@ -164,6 +165,8 @@ def point_report(row: pd.Series, ctx: dict[str, Any]) -> dict[str, Any]:
     description = f"{recipe} [{run_id}] {load}" + (
         f"; INVALID measurement: {row.get('validity_reasons') or 'invalid'}" if invalid else ""
     )
+    if imported := provenance_text(ctx.get("imported")):  # an import says so, and what was not known
+        description += f"; {imported}"
     duration = _f(row.get("duration_s"))
     workload = dict(ctx.get("workload") or {})
     isl, osl = aiperf_stats(row, "input_sequence_length"), aiperf_stats(row, "output_sequence_length")

@@ -63,6 +63,7 @@ CONTEXT_ROWS = [
     "context_source",
     "source",
     "prediction",
+    "imported",
 ]
 
 CSS = """
@@ -133,6 +134,10 @@ def _context_html(run: Run) -> str:
         value = run.context.get(key)
         if key == "run_id":
             value = value or run.run_id
+        if key == "imported" and value:  # where each fact came from, in words (its aggregate has a section)
+            from infersweep.results.import_context import provenance_text
+
+            value = f"{provenance_text(value)}. {value.get('layout') or ''}".strip()
         if isinstance(value, (dict, list)):
             value = json.dumps(value, sort_keys=True)
         shown = html.escape(str(value)) if value not in (None, "") else '<span class="muted">not recorded</span>'
@@ -235,6 +240,22 @@ def predicted_html(run: Run) -> str:
     return "".join(parts)
 
 
+def _imported_html(run: Run) -> list[str]:
+    """An imported run says so above everything, with what was unknown or stated (import_context)."""
+    from infersweep.results.import_context import provenance_text
+
+    text = provenance_text(run.context.get("imported"))
+    return [f"<p><b>{html.escape(text)}</b></p>"] if text else []
+
+
+def _aiperf_intervals_html(run: Run) -> list[str]:
+    """AIPerf's own intervals of an imported multi-run tree beside infersweep's (import_aggregate)."""
+    from infersweep.results.import_aggregate import html_section
+
+    section = html_section(run.table, (run.context.get("imported") or {}).get("aiperf_aggregate"))
+    return ["<h2>AIPerf's own confidence intervals</h2>", section] if section else []
+
+
 def write_report(run: Run, out_dir: Path, title: str | None = None) -> Path:
     """Write report.html and its PNGs into out_dir; return the HTML path."""
     out_dir = Path(out_dir)
@@ -257,12 +278,14 @@ def write_report(run: Run, out_dir: Path, title: str | None = None) -> Path:
         f"<h1>{html.escape(title)}</h1>",
         *simulated_banner_html(run.context.get("source")),
         f'<p class="muted">run {html.escape(run.run_id)} · {html.escape(run.source)}</p>',
+        *_imported_html(run),
         "<h2>Run context</h2>",
         _context_html(run),
         "<h2>SLOs</h2>",
         _slo_html(run),
         "<h2>Results over repetitions</h2>",
         by_load_html(run.table),
+        *_aiperf_intervals_html(run),
         "<h2>Each repetition</h2>",
         results_table_html(run.table),
         "<h2>Measured vs predicted</h2>",

@@ -33,6 +33,8 @@ from infersweep.results.context import RUN_FILE, build_context, engine_ran_from_
 from infersweep.results.evidence import enforce
 from infersweep.results.gpu_telemetry import GPU_TELEMETRY_ENV
 from infersweep.results.gpu_telemetry import add_columns as add_gpu_columns
+from infersweep.results.import_aggregate import markdown as aggregate_markdown
+from infersweep.results.import_context import provenance_text
 from infersweep.results.repetitions import by_load
 from infersweep.results.repetitions import markdown as load_markdown
 from infersweep.results.report import write_report
@@ -134,7 +136,14 @@ def summarize(
         lambda p: p.write_text(
             f"# {title}\n\n"
             + (f"> {note}\n\n" if note else "")
-            + (f"{loads}\nEach repetition:\n\n" if (loads := load_markdown(df, points)) else "")
+            + (f"> {imported}\n\n" if (imported := provenance_text(ctx.get("imported"))) else "")
+            + (f"{loads}\n" if (loads := load_markdown(df, points)) else "")
+            + (
+                f"{aiperf}\n"
+                if (aiperf := aggregate_markdown(df, (ctx.get("imported") or {}).get("aiperf_aggregate")))
+                else ""
+            )
+            + ("Each repetition:\n\n" if loads else "")
             + markdown_table(df)
         ),
     )

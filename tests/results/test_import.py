@@ -31,7 +31,17 @@ def test_import_then_compare_with_another_run(tmp_path, capsys, aiperf_ref):
     store = tmp_path / "store"
     assert (
         cli_main(
-            ["import", str(_team_folder(tmp_path)), "--recipe", RECIPE, "--run-id", "team-010", "--store", str(store)]
+            [
+                "import",
+                str(_team_folder(tmp_path)),
+                "--recipe",
+                RECIPE,
+                "--run-id",
+                "team-010",
+                "--store",
+                str(store),
+                "--model-mismatch-ok",  # these AIPerf runs asked the mocker for model "x"
+            ]
         )
         == 0
     )
@@ -50,7 +60,22 @@ def test_import_then_compare_with_another_run(tmp_path, capsys, aiperf_ref):
 
     other = tmp_path / "new-run"
     copy_tree(aiperf_ref / "dynamo-mocker-c4", other / "c4")
-    assert cli_main(["import", str(other), "--recipe", RECIPE, "--run-id", "new-013", "--store", str(store)]) == 0
+    assert (
+        cli_main(
+            [
+                "import",
+                str(other),
+                "--recipe",
+                RECIPE,
+                "--run-id",
+                "new-013",
+                "--store",
+                str(store),
+                "--model-mismatch-ok",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     # the imported sweep has c2 and c4, the new run c4 only: another workload, compared only when asked
     assert cli_main(["compare", "team-010", "new-013", "--store", str(store), "--include-invalid"]) == 2
@@ -66,6 +91,8 @@ def test_import_then_compare_with_another_run(tmp_path, capsys, aiperf_ref):
                 "--include-invalid",
                 "--allow-different",
                 "workload",
+                "--allow-different",
+                "model",  # "x" and "tiny-mock", each accepted with --model-mismatch-ok
             ]
         )
         == 0
@@ -79,9 +106,10 @@ def test_import_then_compare_with_another_run(tmp_path, capsys, aiperf_ref):
 
 def test_importing_the_same_run_twice_is_refused(tmp_path, capsys):
     root, store = _team_folder(tmp_path), tmp_path / "store"
-    assert cli_main(["import", str(root), "--recipe", RECIPE, "--store", str(store)]) == 0
+    argv = ["import", str(root), "--recipe", RECIPE, "--store", str(store), "--model-mismatch-ok"]
+    assert cli_main(argv) == 0
     capsys.readouterr()
-    assert cli_main(["import", str(root), "--recipe", RECIPE, "--store", str(store)]) == 2
+    assert cli_main(argv) == 2
     assert "already exists (imported before?)" in capsys.readouterr().err
 
 
