@@ -97,7 +97,7 @@ def _render(a: argparse.Namespace) -> int:
 
     plan = make_plan(load_experiment(a.file))
     settings = load_cluster_settings()
-    template = experiment_template(plan, settings, dgd_api=a.dgd_api).to_dict()
+    template = experiment_template(plan, settings, dgd_api=a.dgd_api or "v1beta1").to_dict()
     doc = experiment_workflow(plan, settings).to_dict()
     for d in (template, doc):
         validate_document(d)  # Hera drops unknown fields silently: the strict Argo schemas catch what it would hide
@@ -131,7 +131,14 @@ def _submit(a: argparse.Namespace) -> int:
     for step in plan.steps:
         check_fits_pool(step.treatment.recipe, settings)
     server = server_from_args(a)
-    template = experiment_template(plan, settings, dgd_api=a.dgd_api).to_dict()
+    from infersweep.install_version import MANAGED_SELECTOR, stamp
+    from infersweep.recipe import RecipeError
+    from workflows.experiment import template_name
+    from workflows.install_set import installed_dgd_api
+
+    installed_templates = server.list_templates(MANAGED_SELECTOR)
+    dgd_api = _submit_dgd_api(a.dgd_api, installed_dgd_api(installed_templates, template_name(plan.experiment.name)))
+    template = experiment_template(plan, settings, dgd_api=dgd_api).to_dict()
     doc = experiment_workflow(plan, settings, namespace=server.cfg.namespace).to_dict()
     for d in (template, doc):
         validate_document(d)
@@ -144,12 +151,10 @@ def _submit(a: argparse.Namespace) -> int:
     # The template first (updated in place when `infersweep install` put it there), then a Workflow that only
     # references it: what a controller in templateReferencing Strict/Secure runs (workflows/strict.py). Never
     # a template a live run of this experiment still reads (infersweep/template_holds.py: Secure errors it).
-    from infersweep.install_version import MANAGED_SELECTOR, stamp
-    from infersweep.recipe import RecipeError
     from infersweep.template_holds import LIVE_SELECTOR, held_line, split_updates
 
     template = stamp(template)  # the labels `infersweep install` puts on it, so both compare equal
-    _, held = split_updates([template], server.list_templates(MANAGED_SELECTOR), server.list_workflows(LIVE_SELECTOR))
+    _, held = split_updates([template], installed_templates, server.list_workflows(LIVE_SELECTOR))
     if held:
         (_, runs), name = held[0], template["metadata"]["name"]
         raise RecipeError(
@@ -170,6 +175,21 @@ def _submit(a: argparse.Namespace) -> int:
     return 0 if watch(server, name) == "Succeeded" else 1
 
 
+def _submit_dgd_api(given: str | None, installed: str | None) -> str:
+    """The DGD apiVersion an experiment submit renders: the install's unless --dgd-api says otherwise, and a
+    --dgd-api that contradicts the install is refused (it would replace a template the install rendered for
+    the cluster's operator with one that operator does not serve)."""
+    from infersweep.recipe import RecipeError
+
+    if given and installed and given != installed:
+        raise RecipeError(
+            f"--dgd-api {given}: the cluster's templates were installed with --dgd-api {installed} (the apiVersion "
+            f"its Dynamo operator serves); submit without --dgd-api (or with --dgd-api {installed}), or re-install "
+            f"with `infersweep install --dgd-api {given}` when the operator changed"
+        )
+    return given or installed or "v1beta1"
+
+
 def _run(a: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -185,7 +205,7 @@ def _run(a: argparse.Namespace) -> int:
     res = run_experiment_local(
         ref,
         resume=Path(a.resume) if a.resume else None,
-        dgd_api=a.dgd_api,
+        dgd_api=a.dgd_api or "v1beta1",
         out_root=Path(a.out or "runs"),
         workers=a.workers,
         weights=a.weights,
@@ -265,7 +285,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     from infersweep.commands.run import add_worker_options
 
     add_worker_options(p)
-    p.add_argument("--dgd-api", default="v1beta1", choices=["v1beta1", "v1alpha1"], help="render: DGD apiVersion")
+    p.add_argument(
+        "--dgd-api",
+        default=None,
+        choices=["v1beta1", "v1alpha1"],
+        help="render/run: DGD apiVersion (default v1beta1); submit: the install's (infersweep install --dgd-api)",
+    )
     p.add_argument("--watch", action="store_true", help="submit: follow the run until it ends")
     add_store_arg(p)
     from infersweep.results.comparable import add_allow_arg
