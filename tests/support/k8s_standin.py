@@ -6,7 +6,10 @@ patch / delete of namespaced custom objects and PersistentVolumeClaims (404 for 
 a duplicate create, a uid and resourceVersion on create, generateName), replace (PUT, 409 on a stale
 resourceVersion), and list of any collection (pods, events, workflows: what was put in
 `objects`; equality and existence label selectors). A created PVC is Bound at once (`pvc_phase_on_create`). Not a
-real API server: no validation, no watch, no field selectors.
+real API server: no validation, no watch, no field selectors. A PATCH is a JSON merge patch (RFC 7386: objects
+merged key by key, null deletes, lists replaced), what the client sends for a dict body. One admission rule is
+kept, Dynamo's DGD webhook on replicas a scaling adapter owns (`dgd_replica_webhook`), since every request
+here comes from a step's account, never the operator's.
 
     with K8sStandin() as api:
         env["KUBECONFIG"] = str(api.kubeconfig(tmp_path))
@@ -31,6 +34,43 @@ _CUSTOM = re.compile(
     r"^/apis/(?P<group>[^/]+)/(?P<version>[^/]+)/namespaces/(?P<ns>[^/]+)/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?$"
 )
 _CORE = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?$")
+
+
+def merge_patch(target, patch):
+    """RFC 7386 JSON merge patch (the API server's application/merge-patch+json)."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge_patch(out.get(k), v)
+    return out
+
+
+def dgd_replica_webhook(version: str, old: dict, new: dict) -> str | None:
+    """Dynamo's validating webhook on a DGD update from an account other than the operator's or the
+    planner's (ai-dynamo/dynamo deploy/operator/internal/webhook/validation/dynamographdeployment.go
+    validateReplicasChanges): a component with a scaling adapter may not change `replicas` (absent reads
+    as 1). The refusal message, or None."""
+
+    def comps(spec):
+        if isinstance(spec.get("components"), list):
+            return {c.get("name"): c for c in spec["components"]}
+        return dict(spec.get("services") or {})
+
+    was = comps(old.get("spec") or {})
+    for name, c in comps(new.get("spec") or {}).items():
+        sa = c.get("scalingAdapter")
+        owned = sa is not None if version == "v1beta1" else isinstance(sa, dict) and bool(sa.get("enabled"))
+        if owned and name in was and int(was[name].get("replicas", 1)) != int(c.get("replicas", 1)):
+            return (
+                f"admission webhook denied the request: spec.components[{name}].replicas cannot be modified "
+                "directly when scaling adapter is enabled; scale or update the related "
+                "DynamoGraphDeploymentScalingAdapter instead"
+            )
+    return None
 
 
 class K8sStandin:
@@ -168,15 +208,18 @@ class K8sStandin:
         if method == "GET":
             return 200, self.objects[key]
         if method == "PATCH":
-            obj = self.objects[key]
-            for k, v in (body or {}).items():  # merge patch, one level deep is all the steps send
-                obj[k] = {**obj.get(k, {}), **v} if isinstance(v, dict) else v
+            obj = merge_patch(self.objects[key], body or {})
+            if plural == "dynamographdeployments" and (why := dgd_replica_webhook(version, self.objects[key], obj)):
+                return 403, self._status(403, "Forbidden", why)
+            self.objects[key] = obj
             return 200, obj
         if method == "PUT":  # replace: optimistic concurrency on metadata.resourceVersion, as the API server
             cur = self.objects[key]
             rv = (body or {}).get("metadata", {}).get("resourceVersion")
             if rv != cur["metadata"].get("resourceVersion"):
                 return 409, self._status(409, "Conflict", f"{plural} {name!r}: the object has been modified")
+            if plural == "dynamographdeployments" and (why := dgd_replica_webhook(version, cur, body or {})):
+                return 403, self._status(403, "Forbidden", why)
             obj = dict(body or {})
             obj["metadata"] = {
                 **obj["metadata"],
