@@ -23,6 +23,15 @@ LANE_LABEL_PREFIX = "gpu-lane.infersweep.io/"
 # one value are one group, admitted together against the group's declared total count
 # (`kueue.x-k8s.io/pod-group-total-count`). infersweep/dgd/scheduling.py sets it to the DGD's name.
 KUEUE_POD_GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"
+# How teardown and the reaper delete a DGD: Foreground cascading deletion. The API server then keeps the DGD
+# (deletionTimestamp set, finalizer `foregroundDeletion`) until the garbage collector has deleted every
+# dependent whose ownerReference blocks owner deletion, transitively: the operator's DCDs / Deployments /
+# ReplicaSets / PodCliques and, last, the pods once the kubelet has stopped them (kubernetes.io docs,
+# concepts/architecture/garbage-collection "Foreground cascading deletion"; controllers set
+# blockOwnerDeletion: true on the ownerReferences they write, controller-runtime SetControllerReference).
+# With the default (Background) the DGD vanishes at once while its pods still terminate on their GPUs, so the
+# next run's lane wait (which lists DGDs, operations.wait_for_lane) would deploy onto GPUs still in use.
+DELETE_PROPAGATION = "Foreground"
 
 
 def lane_labels(dgd: dict[str, Any]) -> dict[str, int]:

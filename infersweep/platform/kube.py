@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from infersweep.platform.dgd import DGD_GROUP, DGD_PLURAL, frontend_url
+from infersweep.platform.dgd import DELETE_PROPAGATION, DGD_GROUP, DGD_PLURAL, frontend_url
 from infersweep.platform.keda import DGD_LABEL, scaled_objects
 from infersweep.platform.keda import GROUP as KEDA_GROUP
 from infersweep.platform.keda import PLURAL as KEDA_PLURAL
@@ -287,7 +287,10 @@ class KubernetesPlatform:
                         f"not to this run: not deleting it"
                     )
             self.delete_scaled_objects(name, namespace)  # first, so KEDA stops scaling a DGD on its way out
-            self.custom.delete_namespaced_custom_object(DGD_GROUP, api_version, namespace, DGD_PLURAL, name)
+            # Foreground: the DGD stays listed until its pods are gone (infersweep/platform/dgd.py DELETE_PROPAGATION)
+            self.custom.delete_namespaced_custom_object(
+                DGD_GROUP, api_version, namespace, DGD_PLURAL, name, body={"propagationPolicy": DELETE_PROPAGATION}
+            )
             return True
         except ApiException as e:
             if e.status == 404:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from infersweep.platform.dgd import DGD_GROUP, DGD_PLURAL, RUN_LABEL
+from infersweep.platform.dgd import DELETE_PROPAGATION, DGD_GROUP, DGD_PLURAL, RUN_LABEL
 
 WORKFLOW_GROUP = "argoproj.io"
 WORKFLOW_VERSION = "v1alpha1"
@@ -64,7 +64,10 @@ def reap(custom: Any, namespace: str, api_version: str) -> list[str]:
     deleted = []
     for name, why in stale_dgds(dgds, workflows):
         try:
-            custom.delete_namespaced_custom_object(DGD_GROUP, api_version, namespace, DGD_PLURAL, name)
+            # Foreground, as teardown's: listed until its pods are gone (infersweep/platform/dgd.py DELETE_PROPAGATION)
+            custom.delete_namespaced_custom_object(
+                DGD_GROUP, api_version, namespace, DGD_PLURAL, name, body={"propagationPolicy": DELETE_PROPAGATION}
+            )
         except ApiException as e:
             if e.status != 404:
                 raise

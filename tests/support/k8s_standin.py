@@ -9,7 +9,9 @@ resourceVersion), and list of any collection (pods, events, workflows: what was 
 real API server: no validation, no watch, no field selectors. A PATCH is a JSON merge patch (RFC 7386: objects
 merged key by key, null deletes, lists replaced), what the client sends for a dict body. One admission rule is
 kept, Dynamo's DGD webhook on replicas a scaling adapter owns (`dgd_replica_webhook`), since every request
-here comes from a step's account, never the operator's.
+here comes from a step's account, never the operator's. A DELETE with `propagationPolicy: Foreground` keeps the
+object (deletionTimestamp, finalizer foregroundDeletion) while an object whose ownerReference blocks it exists
+(the garbage collector's part, `collect_garbage`, runs before every request).
 
     with K8sStandin() as api:
         env["KUBECONFIG"] = str(api.kubeconfig(tmp_path))
@@ -162,7 +164,27 @@ class K8sStandin:
             "message": message,
         }
 
+    def _dependents(self, obj: dict) -> list[dict]:
+        """Objects whose ownerReferences name `obj` (the stand-in keeps the owner chain one level deep: a
+        test puts a DGD's pods here owned by the DGD itself)."""
+        uid = obj.get("metadata", {}).get("uid")
+        return [
+            o
+            for o in self.objects.values()
+            if any(
+                r.get("uid") == uid and r.get("blockOwnerDeletion")
+                for r in o.get("metadata", {}).get("ownerReferences") or []
+            )
+        ]
+
+    def collect_garbage(self) -> None:
+        """The garbage collector's part: an object in foreground deletion goes once no dependent blocks it."""
+        for key, obj in list(self.objects.items()):
+            if "foregroundDeletion" in (obj.get("metadata", {}).get("finalizers") or []) and not self._dependents(obj):
+                self.objects.pop(key)
+
     def _dispatch(self, method: str, path: str, body: dict | None) -> tuple[int, dict]:
+        self.collect_garbage()
         m = _CUSTOM.match(path)
         if m:
             group, version = m["group"], m["version"]
@@ -229,6 +251,13 @@ class K8sStandin:
             self.objects[key] = obj
             return 200, obj
         if method == "DELETE":
+            obj = self.objects[key]
+            if (body or {}).get("propagationPolicy") == "Foreground" and self._dependents(obj):
+                # Foreground cascading deletion: kept, marked, until its blocking dependents are gone
+                # (kubernetes.io docs concepts/architecture/garbage-collection)
+                obj["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+                obj["metadata"]["finalizers"] = ["foregroundDeletion", *obj["metadata"].get("finalizers", [])]
+                return 200, obj
             self.objects.pop(key)
             return 200, self._status(200, "Deleted", "deleted") | {"status": "Success"}
         return 405, self._status(405, "MethodNotAllowed", method)
