@@ -5,7 +5,7 @@ the exact request the client sends: path, verb and body. It implements what the 
 patch / delete of namespaced custom objects and PersistentVolumeClaims (404 for a missing object, 409 for
 a duplicate create, a uid and resourceVersion on create, generateName), replace (PUT, 409 on a stale
 resourceVersion), and list of any collection (pods, events, workflows: what was put in
-`objects`; equality and existence label selectors). A created PVC is Bound at once (`pvc_phase_on_create`). Not a
+`objects`; equality and existence label selectors, fieldSelector metadata.name, limit/continue pages). A created PVC is Bound at once (`pvc_phase_on_create`). Not a
 real API server: no validation, no watch, no field selectors. A PATCH is a JSON merge patch (RFC 7386: objects
 merged key by key, null deletes, lists replaced), what the client sends for a dict body. One admission rule is
 kept, Dynamo's DGD webhook on replicas a scaling adapter owns (`dgd_replica_webhook`), since every request
@@ -82,6 +82,7 @@ class K8sStandin:
         # (None: stays Pending, as with a storage class that cannot provision).
         self.pvc_phase_on_create: str | None = "Bound"
         self.requests: list[tuple[str, str, dict | None]] = []
+        self.sent: list[tuple[str, str, int]] = []  # (method, path, bytes of the response body)
         self._lock = threading.Lock()
         self._query: dict[str, list[str]] = {}
         self._server: ThreadingHTTPServer | None = None
@@ -113,6 +114,7 @@ class K8sStandin:
                     standin.requests.append((self.command, path, body))
                     standin._query = parse_qs(query)
                     code, obj = standin._dispatch(self.command, path, body)
+                    standin.sent.append((self.command, path, len(json.dumps(obj))))
                 self._send(code, obj)
 
             do_GET = do_POST = do_PATCH = do_DELETE = do_PUT = _handle
@@ -205,7 +207,17 @@ class K8sStandin:
                         items = [o for o in items if labels_of(o).get(k[:-1]) != v]
                     else:
                         items = [o for o in items if (labels_of(o).get(k) == v if eq else k in labels_of(o))]
-            return 200, {"kind": "List", "apiVersion": "v1", "metadata": {}, "items": items}
+            # fieldSelector metadata.name=X (served for every resource, custom ones included)
+            for sel in self._query.get("fieldSelector", [""])[0].split(","):
+                if sel.startswith("metadata.name="):
+                    items = [o for o in items if o.get("metadata", {}).get("name") == sel.split("=", 1)[1]]
+            # limit / continue: pages in name order, the token the next offset
+            items = sorted(items, key=lambda o: o.get("metadata", {}).get("name", ""))
+            start = int(self._query.get("continue", ["0"])[0] or 0)
+            limit = int(self._query.get("limit", ["0"])[0] or 0)
+            page = items[start : start + limit] if limit else items[start:]
+            meta = {"continue": str(start + limit)} if limit and start + limit < len(items) else {}
+            return 200, {"kind": "List", "apiVersion": "v1", "metadata": meta, "items": page}
         if method == "POST" and name is None:
             meta = (body or {}).setdefault("metadata", {})
             if not meta.get("name") and meta.get("generateName"):
