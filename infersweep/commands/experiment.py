@@ -109,8 +109,21 @@ def _render(a: argparse.Namespace) -> int:
     print(plan.text())
     # The Workflow only references the template, so a controller in templateReferencing Strict/Secure runs it.
     print(f"\ntemplate: {tout}  (argo template create {tout.name}; `infersweep install` installs it too)")
-    print(f"workflow: {out}  (argo submit {out.name})")
+    # A bare `argo submit` creates a run of priority 0: ahead of every queued run, and two in one second tie
+    # on every lock (workflows/gpu_guard.py). So the printed commands give it the GPU guard's priority, taken
+    # when the command runs (argo-workflows v4.1.2 cmd/argo/commands/submit.go --priority -> util.go :264-265).
+    print(f"workflow: {out}")
+    print(f"submit:   infersweep experiment submit {a.file}  (applies the template, stamps the queue priority)")
+    print(f"   or:    argo submit {out.name} --priority {argo_priority_expression()}")
     return 0
+
+
+def argo_priority_expression() -> str:
+    """A shell expression that computes, when the command runs, what workflows/gpu_guard.py submit_priority
+    gives a run submitted at that millisecond (GNU date's %3N: milliseconds)."""
+    from workflows.gpu_guard import PRIORITY_BAND
+
+    return f'"$((-1 - $(date +%s%3N) % {PRIORITY_BAND}))"'
 
 
 def _submit(a: argparse.Namespace) -> int:
