@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -22,6 +23,13 @@ from infersweep.local.argo.nodes import Node
 from infersweep.local.argo.templates import _CHECKED_PREFIXES, VAR_RE, _str, _substitute, parse_duration
 
 TERMINATION_GRACE_S = 30  # Kubernetes' default terminationGracePeriodSeconds
+# Images whose ENTRYPOINT is known here, as a local program (a container without `command` runs it).
+KNOWN_ENTRYPOINTS = {"argoproj/argosay:v2": Path(__file__).with_name("argosay.py")}
+
+
+def _image_name(image: str) -> str:
+    """`docker.io/argoproj/argosay:v2` and `argoproj/argosay:v2` are one image."""
+    return image.removeprefix("docker.io/").removeprefix("library/")
 
 
 @dataclass
@@ -332,6 +340,9 @@ class PodExecution:
                 return fill(_map_path(v, mounts))
 
         argv = [fill_map(a) for a in list(c.get("command") or []) + list(c.get("args") or [])]
+        if not c.get("command") and host_shell and _image_name(image) in KNOWN_ENTRYPOINTS:
+            # No command: the image's ENTRYPOINT runs with the args (core/v1 Container.command)
+            argv = [sys.executable, str(KNOWN_ENTRYPOINTS[_image_name(image)]), *argv]
         if "script" in tmpl:
             src = root / "script"
             src.write_text(_map_text(fill(c.get("source", "")), mounts))
