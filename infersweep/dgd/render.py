@@ -19,7 +19,7 @@ from typing import Any
 from infersweep.dgd import keda, pod_extras
 from infersweep.names import DGD_NAME_MAX, dns_label
 from infersweep.recipe.models import Workers
-from infersweep.recipe.release import for_dgd_api
+from infersweep.recipe.release import SKEW_ANNOTATION, for_dgd_api, image_skew
 from infersweep.recipe.resolved import ResolvedRecipe
 
 MODEL_CACHE_MOUNT = "/model-cache"
@@ -182,8 +182,12 @@ def render_dgd(
     else:
         raise ValueError(f"DGD apiVersion {api_version!r}: use v1beta1 (Dynamo >= 1.6) or v1alpha1 (older operators)")
     metadata: dict[str, Any] = {"name": name or dgd_base_name(r.name), "labels": labels(r)}
-    if annotations(r):
-        metadata["annotations"] = annotations(r)
+    notes = annotations(r)
+    skew = image_skew(r)  # provenance: the image is of another Dynamo line than the operator (release.py)
+    if skew:
+        notes[SKEW_ANNOTATION] = skew
+    if notes:
+        metadata["annotations"] = notes
     return {
         "apiVersion": f"nvidia.com/{api_version}",
         "kind": "DynamoGraphDeployment",

@@ -17,6 +17,7 @@ has it, instead of a worker that exits at start-up on the cluster.
 from __future__ import annotations
 
 import copy
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -209,3 +210,33 @@ def for_dgd_api(r: ResolvedRecipe, api: str, pdir: Path | None = None) -> Resolv
     if problem:
         raise RecipeError(f"{path}: {problem}")
     return out
+
+
+_IMAGE_VERSION = re.compile(r":v?(\d+)\.(\d+)(?:\.\d+)?(?:[-+._].*)?$")
+SKEW_ANNOTATION = "infersweep.io/image-release-skew"
+
+
+def image_skew(r: ResolvedRecipe, pdir: Path | None = None) -> str | None:
+    """Why the image the recipe runs is outside its release's window, or None.
+
+    A recipe's own `image:` wins over its release's (ResolvedRecipe.image), so `--dgd-api v1alpha1` can pair
+    the Dynamo 1.3.1 release (and the 1.3 operator it is rendered for) with an image of another Dynamo line,
+    e.g. the Lightning vLLM recipes' vllm-runtime:1.5.0-nemotron-3.5-lightning-dev.1. An operator and the
+    runtime it deploys are kept within one minor version of each other (issue 34 item 12); further apart,
+    the run is not refused (the image may be the only one with the recipe's engine features) but its
+    provenance says so: the DGD's annotation SKEW_ANNOTATION and the run context's `engine_image_skew`.
+    An image whose tag carries no version (a digest, `latest`) is not judged."""
+    if not r.release:
+        return None
+    rel = releases(pdir or getattr(r, "params_dir", None)).get(r.release)
+    m = _IMAGE_VERSION.search(r.image or "")
+    if rel is None or m is None:
+        return None
+    img_major, img_minor = int(m.group(1)), int(m.group(2))
+    rel_major, rel_minor = (int(x) for x in rel.dynamo.split(".")[:2])
+    if img_major == rel_major and abs(img_minor - rel_minor) <= 1:
+        return None
+    return (
+        f"image {r.image} is Dynamo {img_major}.{img_minor}; --dgd-api {rel.dgd_api} renders for Dynamo "
+        f"{rel.dynamo}'s operator, more than one minor version apart (the recipe's image: wins over the release's)"
+    )
