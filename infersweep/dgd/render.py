@@ -1,8 +1,9 @@
 """Render a recipe into a DynamoGraphDeployment (DGD).
 
 `nvidia.com/v1beta1` (`spec.components[]`, `podTemplate`) is what Dynamo 1.6 stores and is the default;
-`v1alpha1` (`spec.services`, `extraPodSpec`) is for operators before 1.6, like the 1.3.0 in the cluster
-report. Both carry the same graph: one frontend with the recipe's router mode, and one component per
+`v1alpha1` (`spec.services`, `extraPodSpec`) renders the Dynamo 1.3.1 release for a 1.3 operator like the
+1.3.0 in the cluster report (which serves v1beta1 too: params/engines/releases/*.yaml operator_serves), and is
+the only apiVersion of operators 0.9 and before. Both carry the same graph: one frontend with the recipe's router mode, and one component per
 worker role (aggregated `worker`, or `prefill` + `decode`) reading the model from the cache PVC. A worker's
 args are the engine's own spelling (params/engines/*.yaml, built by infersweep/engines/<name>.py) of the
 recipe's TP/DP/EP, disaggregation role and KV transfer, KV-router events, CPU KV offload and speculative decoding; a multinode replica is one
@@ -171,7 +172,9 @@ def render_dgd(
     `spare_gpus`: GPUs the run holds beyond its own (infersweep.dgd.lanes.spare_gpus); where they cannot
     hold the operator's default rollout surge the workers roll without one (rollout_annotations)."""
     if api_version not in ("v1beta1", "v1alpha1"):
-        raise ValueError(f"DGD apiVersion {api_version!r}: use v1beta1 (Dynamo >= 1.6) or v1alpha1 (older operators)")
+        raise ValueError(
+            f"DGD apiVersion {api_version!r}: use v1beta1 (the Dynamo 1.6.1 release) or v1alpha1 (the 1.3.1 release)"
+        )
     # The release of this apiVersion's operator: its images and flags (infersweep/recipe/release.py).
     r = for_dgd_api(r, api_version)
     rollout = rollout_annotations(r, spare_gpus)
@@ -180,7 +183,9 @@ def render_dgd(
     elif api_version == "v1alpha1":
         spec = _spec_v1alpha1(r, pvc, rollout)
     else:
-        raise ValueError(f"DGD apiVersion {api_version!r}: use v1beta1 (Dynamo >= 1.6) or v1alpha1 (older operators)")
+        raise ValueError(
+            f"DGD apiVersion {api_version!r}: use v1beta1 (the Dynamo 1.6.1 release) or v1alpha1 (the 1.3.1 release)"
+        )
     metadata: dict[str, Any] = {"name": name or dgd_base_name(r.name), "labels": labels(r)}
     notes = annotations(r)
     skew = image_skew(r)  # provenance: the image is of another Dynamo line than the operator (release.py)
