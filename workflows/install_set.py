@@ -172,3 +172,18 @@ def installed_dgd_api(installed: list[dict[str, Any]], template: str | None = No
             if "--api-version" in args[:-1]:
                 return args[args.index("--api-version") + 1]
     return None
+
+
+def submit_dgd_api(given: str | None, installed: str | None) -> str:
+    """The DGD apiVersion a submit renders: the install's unless --dgd-api says otherwise, and a --dgd-api that
+    contradicts the install is refused (the run would deploy a DGD, and images, the install did not render for
+    the cluster's operator)."""
+    from infersweep.params_files import RecipeError
+
+    if given and installed and given != installed:
+        raise RecipeError(
+            f"--dgd-api {given}: the cluster's templates were installed with --dgd-api {installed} (the apiVersion "
+            f"its Dynamo operator is rendered for); submit without --dgd-api (or with --dgd-api {installed}), or "
+            f"re-install with `infersweep install --dgd-api {given}` when the operator changed"
+        )
+    return given or installed or "v1beta1"

@@ -147,10 +147,10 @@ def _submit(a: argparse.Namespace) -> int:
     from infersweep.install_version import MANAGED_SELECTOR, stamp
     from infersweep.recipe import RecipeError
     from workflows.experiment import template_name
-    from workflows.install_set import installed_dgd_api
+    from workflows.install_set import installed_dgd_api, submit_dgd_api
 
     installed_templates = server.list_templates(MANAGED_SELECTOR)
-    dgd_api = _submit_dgd_api(a.dgd_api, installed_dgd_api(installed_templates, template_name(plan.experiment.name)))
+    dgd_api = submit_dgd_api(a.dgd_api, installed_dgd_api(installed_templates, template_name(plan.experiment.name)))
     template = experiment_template(plan, settings, dgd_api=dgd_api).to_dict()
     doc = experiment_workflow(plan, settings, namespace=server.cfg.namespace).to_dict()
     for d in (template, doc):
@@ -186,21 +186,6 @@ def _submit(a: argparse.Namespace) -> int:
     if not a.watch:
         return 0
     return 0 if watch(server, name) == "Succeeded" else 1
-
-
-def _submit_dgd_api(given: str | None, installed: str | None) -> str:
-    """The DGD apiVersion an experiment submit renders: the install's unless --dgd-api says otherwise, and a
-    --dgd-api that contradicts the install is refused (it would replace a template the install rendered for
-    the cluster's operator with one that operator does not serve)."""
-    from infersweep.recipe import RecipeError
-
-    if given and installed and given != installed:
-        raise RecipeError(
-            f"--dgd-api {given}: the cluster's templates were installed with --dgd-api {installed} (the apiVersion "
-            f"its Dynamo operator serves); submit without --dgd-api (or with --dgd-api {installed}), or re-install "
-            f"with `infersweep install --dgd-api {given}` when the operator changed"
-        )
-    return given or installed or "v1beta1"
 
 
 def _run(a: argparse.Namespace) -> int:

@@ -77,3 +77,16 @@ def test_experiment_submit_on_a_v1beta1_install_is_unchanged(argo, capsys):  # n
     assert main(["install"]) == 0
     assert main(["experiment", "submit", EXPERIMENT]) == 0
     assert _api_versions(argo.store[("workflow-templates", NS, TEMPLATE)]) == {"v1beta1"}
+
+
+def test_submit_renders_the_installs_api_version(argo, capsys):  # noqa: F811 (the fixture)
+    """`infersweep submit` likewise: a v1alpha1 install's runs deploy v1alpha1 DGDs without --dgd-api."""
+    assert main(["install", "--dgd-api", "v1alpha1"]) == 0
+    assert main(["submit", "demo-prefix-rr"]) == 0
+    (wf,) = argo.objects("workflows")
+    params = {p["name"]: p["value"] for p in wf["spec"]["arguments"]["parameters"]}
+    assert params["dgd-api-version"] == "v1alpha1" and "apiVersion: nvidia.com/v1alpha1" in params["dgd"]
+    capsys.readouterr()
+    assert main(["submit", "demo-prefix-rr", "--dgd-api", "v1beta1"]) == 2
+    assert "installed with --dgd-api v1alpha1" in capsys.readouterr().err
+    assert len(argo.objects("workflows")) == 1
