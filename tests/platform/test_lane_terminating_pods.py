@@ -37,7 +37,8 @@ def test_deploy_waits_while_the_previous_runs_pods_terminate(tmp_path, monkeypat
         }
     }
     with K8sStandin() as api:
-        monkeypatch.setenv("KUBECONFIG", str(api.kubeconfig(tmp_path)))
+        # the client reads $KUBECONFIG once, at import: point its default at the stand-in's
+        monkeypatch.setattr("kubernetes.config.kube_config.KUBE_CONFIG_DEFAULT_LOCATION", str(api.kubeconfig(tmp_path)))
         for k in ("KUBERNETES_SERVICE_HOST", "INFERSWEEP_PLATFORM", "INFERSWEEP_PLATFORM_ADAPTER"):
             monkeypatch.delenv(k, raising=False)
         monkeypatch.setattr(operations.time, "sleep", lambda s: None)
