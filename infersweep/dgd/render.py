@@ -145,7 +145,7 @@ def _extra_resources(r: ResolvedRecipe) -> dict[str, str]:
     return {k: str(v) for k, v in sorted((t.resources if t else {}).items())}
 
 
-def annotations(r: ResolvedRecipe) -> dict[str, str]:
+def dgd_annotations(r: ResolvedRecipe) -> dict[str, str]:
     """What the DGD itself cannot say: the autoscaling KEDA must be given (JSON; infersweep/platform/keda.py turns
     it into ScaledObjects on the component's scaling adapter when the DGD is applied)."""
     names = {role: _component_name(r, role) for role in r.recipe.topology.roles()}
@@ -187,12 +187,10 @@ def render_dgd(
             f"DGD apiVersion {api_version!r}: use v1beta1 (the Dynamo 1.6.1 release) or v1alpha1 (the 1.3.1 release)"
         )
     metadata: dict[str, Any] = {"name": name or dgd_base_name(r.name), "labels": labels(r)}
-    notes = annotations(r)
-    skew = image_skew(r)  # provenance: the image is of another Dynamo line than the operator (release.py)
-    if skew:
-        notes[SKEW_ANNOTATION] = skew
-    if notes:
+    if notes := dgd_annotations(r):
         metadata["annotations"] = notes
+    if skew := image_skew(r):  # provenance: the image is of another Dynamo line than the operator (release.py)
+        metadata.setdefault("annotations", {})[SKEW_ANNOTATION] = skew
     return {
         "apiVersion": f"nvidia.com/{api_version}",
         "kind": "DynamoGraphDeployment",
