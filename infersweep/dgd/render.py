@@ -150,7 +150,11 @@ def dgd_annotations(r: ResolvedRecipe) -> dict[str, str]:
     it into ScaledObjects on the component's scaling adapter when the DGD is applied)."""
     names = {role: _component_name(r, role) for role in r.recipe.topology.roles()}
     spec = keda.autoscaling_annotation(r, names)
-    return {keda.ANNOTATION: spec} if spec else {}
+    out = {keda.ANNOTATION: spec} if spec else {}
+    # provenance: an image of another Dynamo line than the release's operator (infersweep/recipe/release.py)
+    if skew := image_skew(r):
+        out[SKEW_ANNOTATION] = skew
+    return out
 
 
 def dgd_base_name(recipe: str) -> str:
@@ -189,8 +193,6 @@ def render_dgd(
     metadata: dict[str, Any] = {"name": name or dgd_base_name(r.name), "labels": labels(r)}
     if notes := dgd_annotations(r):
         metadata["annotations"] = notes
-    if skew := image_skew(r):  # provenance: the image is of another Dynamo line than the operator (release.py)
-        metadata.setdefault("annotations", {})[SKEW_ANNOTATION] = skew
     return {
         "apiVersion": f"nvidia.com/{api_version}",
         "kind": "DynamoGraphDeployment",
