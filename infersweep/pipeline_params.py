@@ -194,7 +194,7 @@ PARAMS: tuple[PipelineParam, ...] = (
     ),
     PipelineParam(
         "dgd-api-version",
-        "DGD apiVersion: v1beta1 (Dynamo >= 1.6) or v1alpha1 (older operators)",
+        "DGD apiVersion: v1beta1 (the Dynamo 1.6.1 release) or v1alpha1 (the 1.3.1 release, for a 1.3 operator)",
         default="v1beta1",
         enum=_API_VERSIONS,
         check=one_of(*_API_VERSIONS),

@@ -107,6 +107,11 @@ def recipe_context(resolved, settings: ClusterSettings | None = None) -> dict[st
         "gpu_count": resolved.gpu_count,
         "slo": {k: v for k, v in r.slo.model_dump().items() if v is not None},
     }
+    from infersweep.recipe.release import image_skew
+
+    skew = image_skew(resolved)  # an image outside its release's operator window, said in the run's provenance
+    if skew:
+        ctx["engine_image_skew"] = skew
     if settings is not None:
         ctx["aiperf_image"] = settings.images.aiperf
         ctx["step_image"] = settings.images.steps

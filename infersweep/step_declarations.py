@@ -495,6 +495,14 @@ LAUNCH = Step(
         Option("--out", "where the run Workflow is written, JSON", required=True, type=Path),
         Option("--scratch", "a writable folder (Git checkouts)", required=True, type=Path),
         Option("--git-credentials", "the mounted Secret of git_credentials_secret (a folder)", default=""),
+        # The install's `--dgd-api` (workflows/launcher.py bakes it in): the DGD apiVersion the cluster's operator
+        # serves, so a UI launch renders the release of that operator, as `infersweep submit --dgd-api` does.
+        Option(
+            "--dgd-api",
+            "the DGD apiVersion the install was rendered for",
+            default="v1beta1",
+            choices=("v1beta1", "v1alpha1"),
+        ),
     ),
     mounts=(),
     read_only_root=True,

@@ -39,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         "launcher": a.launcher,
         "scratch": a.scratch,
         "credentials": creds,
+        "dgd_api": a.dgd_api,  # the install's (workflows/launcher.py)
     }
     if a.kind == "recipe":
         run_params = {k: str(v) for k, v in a.run_params.items()}

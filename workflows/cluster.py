@@ -77,12 +77,12 @@ def steps_role(namespace: str = "infersweep", name: str = "infersweep-steps") ->
         "kind": "Role",
         "metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED)},
         "rules": [
-            # deploy (create; patch when a retried step finds its own DGD; list the DGDs of its GPU lane),
-            # wait-ready (get), teardown (delete)
+            # deploy (create; update (replace) when a retried step finds its own DGD: infersweep/platform/
+            # dgd_update.py; list the DGDs of its GPU lane), wait-ready (get), teardown (delete)
             {
                 "apiGroups": ["nvidia.com"],
                 "resources": [DGD_RESOURCE],
-                "verbs": ["get", "list", "create", "patch", "delete"],
+                "verbs": ["get", "list", "create", "update", "delete"],
             },
             # deploy/teardown of an autoscaled recipe: its KEDA ScaledObjects (infersweep/platform/keda.py), applied
             # with the DGD (create; patch on a retried step) and deleted with it (listed by the DGD's label, then deleted)

@@ -95,9 +95,9 @@ def reaper_workflow_template(settings: ClusterSettings, dgd_api: str = "v1beta1"
     `reaper_cron` runs it. A CronWorkflow with inline templates is refused under `templateReferencing:
     Strict` (argo-workflows v4.1.2 workflow/controller/operator.go setExecWorkflow; workflows/strict.py).
     It lists the DGDs at `dgd_api`, the apiVersion `infersweep install --dgd-api` says the operator serves:
-    an operator before Dynamo 1.6 serves only v1alpha1 (a v1beta1 list is a 404 there, and nothing would be
-    reaped); Dynamo 1.6.1's CRD serves both, converting, so either lists every DGD
-    (infersweep/reference/dynamo CRD nvidia.com_dynamographdeployments: versions v1alpha1 and v1beta1 served)."""
+    an operator of Dynamo 0.9 or before serves only v1alpha1 (a v1beta1 list is a 404 there, and nothing would
+    be reaped); the 1.3 and 1.6.1 operators serve both, converting, so either lists every DGD
+    (params/engines/releases/*.yaml operator_serves, with their evidence)."""
     from hera.workflows import Container, WorkflowTemplate
 
     steps = step_settings(settings)

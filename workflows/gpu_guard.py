@@ -1,6 +1,9 @@
 """The GPU guard: which runs may hold a GPU pool at once, held only over the GPU-holding span
-(deploy -> wait-ready -> sweep -> teardown), on the span *template* so a UI submit of the template cannot
+(deploy -> wait-ready -> points), on the span *template* so a UI submit of the template cannot
 skip it (a Workflow-level `synchronization` is also what `templateReferencing: Strict` refuses).
+Teardown is not in the span: it is the exit handler's and runs after the lock is released (Argo releases a
+template's lock when its node is fulfilled), so the next run's deploy first waits for the lane's earlier DGDs
+to be gone (infersweep/platform/operations.py wait_for_lane).
 
 `params/cluster.yaml` `gpu_guard.scheduler` picks the machinery (typed in infersweep/cluster_settings.py):
 

@@ -81,7 +81,8 @@ def launchers(
     from infersweep.experiment.spec import all_experiment_paths
     from workflows.launcher import launcher_templates
 
-    return [wt.to_dict() for wt in launcher_templates(settings, catalog, [p.stem for p in all_experiment_paths()])]
+    experiments = [p.stem for p in all_experiment_paths()]
+    return [wt.to_dict() for wt in launcher_templates(settings, catalog, experiments, dgd_api=dgd_api)]
 
 
 def launcher_access(
@@ -136,3 +137,53 @@ def without_namespace(doc: dict[str, Any], namespace: str) -> dict[str, Any]:
             {k: v for k, v in s.items() if not (k == "namespace" and v == namespace)} for s in doc.get("subjects") or []
         ]
     return out
+
+
+def installed_dgd_api(installed: list[dict[str, Any]], template: str | None = None) -> str | None:
+    """The DGD apiVersion the cluster's install was rendered for (`infersweep install --dgd-api`), read from
+    the installed objects themselves: `template`'s literal `api-version` task arguments (an experiment's
+    teardowns and deploys), else the reaper's `--api-version`. None when neither is installed.
+
+    Why: a later `experiment submit` must render what the install renders. Its default (v1beta1) on a
+    v1alpha1 install would replace the installed template with one that deploys v1beta1 DGDs and 1.6 images,
+    which the cluster's operator does not serve."""
+    from workflows.cron import REAPER_NAME
+
+    by_name = {t["metadata"]["name"]: t for t in installed}
+
+    def task_apis(doc: dict[str, Any]) -> set[str]:
+        out = set()
+        for t in doc.get("spec", {}).get("templates") or []:
+            for task in (t.get("dag") or {}).get("tasks") or []:
+                for p in (task.get("arguments") or {}).get("parameters") or []:
+                    v = str(p.get("value", ""))
+                    if p.get("name") == "api-version" and "{{" not in v:
+                        out.add(v)
+        return out
+
+    if template and template in by_name:
+        apis = task_apis(by_name[template])
+        if len(apis) == 1:
+            return apis.pop()
+    reaper = by_name.get(REAPER_NAME)
+    if reaper:
+        for t in reaper["spec"].get("templates") or []:
+            args = (t.get("container") or {}).get("args") or []
+            if "--api-version" in args[:-1]:
+                return args[args.index("--api-version") + 1]
+    return None
+
+
+def submit_dgd_api(given: str | None, installed: str | None) -> str:
+    """The DGD apiVersion a submit renders: the install's unless --dgd-api says otherwise, and a --dgd-api that
+    contradicts the install is refused (the run would deploy a DGD, and images, the install did not render for
+    the cluster's operator)."""
+    from infersweep.params_files import RecipeError
+
+    if given and installed and given != installed:
+        raise RecipeError(
+            f"--dgd-api {given}: the cluster's templates were installed with --dgd-api {installed} (the apiVersion "
+            f"its Dynamo operator is rendered for); submit without --dgd-api (or with --dgd-api {installed}), or "
+            f"re-install with `infersweep install --dgd-api {given}` when the operator changed"
+        )
+    return given or installed or "v1beta1"

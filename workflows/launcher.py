@@ -140,6 +140,7 @@ def _launcher(
     extra: list[Parameter],
     settings: ClusterSettings,
     run_params: dict[str, str] | None,
+    dgd_api: str,
 ) -> WorkflowTemplate:
     steps = settings.steps
     r = steps.resources_of(LAUNCH.name)
@@ -161,6 +162,9 @@ def _launcher(
         MANIFEST,
         "--scratch",
         SCRATCH,
+        # The install's DGD apiVersion, baked in like the settings: a v1alpha1 cluster's launches render the
+        # v1alpha1 release's DGD and images, never the v1beta1 default (`infersweep install --dgd-api`).
+        f"--dgd-api={dgd_api}",
     ]
     if kind == "recipe":
         args.append(f"--set={_wf('set')}")
@@ -219,7 +223,10 @@ def _launcher(
 
 
 def recipe_launcher(
-    settings: ClusterSettings, recipes: list[ResolvedRecipe], run_params: dict[str, str] | None = None
+    settings: ClusterSettings,
+    recipes: list[ResolvedRecipe],
+    run_params: dict[str, str] | None = None,
+    dgd_api: str = "v1beta1",
 ) -> WorkflowTemplate:
     """`run_params`: run settings (infersweep.recipe.overrides RUN_PARAMS) every launch applies before the
     user's `set`, fixed at install (local mode: the toy model's folder as model-source)."""
@@ -237,10 +244,12 @@ def recipe_launcher(
         "fields (workload.concurrency=[1,8], router=kv) and run settings (s3-prefix=...); "
         "what follows from the recipe (dgd, points, gpu-count, gpu-lock-N, ...) is refused",
     )
-    return _launcher(RECIPE_LAUNCHER, "recipe", choice, [sets], settings, run_params)
+    return _launcher(RECIPE_LAUNCHER, "recipe", choice, [sets], settings, run_params, dgd_api)
 
 
-def experiment_launcher(settings: ClusterSettings, experiments: list[str]) -> WorkflowTemplate:
+def experiment_launcher(
+    settings: ClusterSettings, experiments: list[str], dgd_api: str = "v1beta1"
+) -> WorkflowTemplate:
     names = sorted(experiments)
     choice = Parameter(
         name="experiment",
@@ -248,7 +257,7 @@ def experiment_launcher(settings: ClusterSettings, experiments: list[str]) -> Wo
         value=names[0],
         description=f"an experiment of params/experiments, or {FROM_GIT} for git-path at git-commit",
     )
-    return _launcher(EXPERIMENT_LAUNCHER, "experiment", choice, [], settings, None)
+    return _launcher(EXPERIMENT_LAUNCHER, "experiment", choice, [], settings, None, dgd_api)
 
 
 def launcher_rbac(settings: ClusterSettings) -> list[dict[str, Any]]:
@@ -284,5 +293,10 @@ def launcher_templates(
     recipes: list[ResolvedRecipe],
     experiments: list[str],
     run_params: dict[str, str] | None = None,
+    dgd_api: str = "v1beta1",
 ) -> list[WorkflowTemplate]:
-    return [recipe_launcher(settings, recipes, run_params), experiment_launcher(settings, experiments)]
+    """`dgd_api`: the install's `--dgd-api`, which every launch renders with."""
+    return [
+        recipe_launcher(settings, recipes, run_params, dgd_api),
+        experiment_launcher(settings, experiments, dgd_api),
+    ]

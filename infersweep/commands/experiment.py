@@ -97,7 +97,7 @@ def _render(a: argparse.Namespace) -> int:
 
     plan = make_plan(load_experiment(a.file))
     settings = load_cluster_settings()
-    template = experiment_template(plan, settings, dgd_api=a.dgd_api).to_dict()
+    template = experiment_template(plan, settings, dgd_api=a.dgd_api or "v1beta1").to_dict()
     doc = experiment_workflow(plan, settings).to_dict()
     for d in (template, doc):
         validate_document(d)  # Hera drops unknown fields silently: the strict Argo schemas catch what it would hide
@@ -109,8 +109,21 @@ def _render(a: argparse.Namespace) -> int:
     print(plan.text())
     # The Workflow only references the template, so a controller in templateReferencing Strict/Secure runs it.
     print(f"\ntemplate: {tout}  (argo template create {tout.name}; `infersweep install` installs it too)")
-    print(f"workflow: {out}  (argo submit {out.name})")
+    # A bare `argo submit` creates a run of priority 0: ahead of every queued run, and two in one second tie
+    # on every lock (workflows/gpu_guard.py). So the printed commands give it the GPU guard's priority, taken
+    # when the command runs (argo-workflows v4.1.2 cmd/argo/commands/submit.go --priority -> util.go :264-265).
+    print(f"workflow: {out}")
+    print(f"submit:   infersweep experiment submit {a.file}  (applies the template, stamps the queue priority)")
+    print(f"   or:    argo submit {out.name} --priority {argo_priority_expression()}")
     return 0
+
+
+def argo_priority_expression() -> str:
+    """A shell expression that computes, when the command runs, what workflows/gpu_guard.py submit_priority
+    gives a run submitted at that millisecond (GNU date's %3N: milliseconds)."""
+    from workflows.gpu_guard import PRIORITY_BAND
+
+    return f'"$((-1 - $(date +%s%3N) % {PRIORITY_BAND}))"'
 
 
 def _submit(a: argparse.Namespace) -> int:
@@ -131,7 +144,14 @@ def _submit(a: argparse.Namespace) -> int:
     for step in plan.steps:
         check_fits_pool(step.treatment.recipe, settings)
     server = server_from_args(a)
-    template = experiment_template(plan, settings, dgd_api=a.dgd_api).to_dict()
+    from infersweep.install_version import MANAGED_SELECTOR, stamp
+    from infersweep.recipe import RecipeError
+    from workflows.experiment import template_name
+    from workflows.install_set import installed_dgd_api, submit_dgd_api
+
+    installed_templates = server.list_templates(MANAGED_SELECTOR)
+    dgd_api = submit_dgd_api(a.dgd_api, installed_dgd_api(installed_templates, template_name(plan.experiment.name)))
+    template = experiment_template(plan, settings, dgd_api=dgd_api).to_dict()
     doc = experiment_workflow(plan, settings, namespace=server.cfg.namespace).to_dict()
     for d in (template, doc):
         validate_document(d)
@@ -144,12 +164,10 @@ def _submit(a: argparse.Namespace) -> int:
     # The template first (updated in place when `infersweep install` put it there), then a Workflow that only
     # references it: what a controller in templateReferencing Strict/Secure runs (workflows/strict.py). Never
     # a template a live run of this experiment still reads (infersweep/template_holds.py: Secure errors it).
-    from infersweep.install_version import MANAGED_SELECTOR, stamp
-    from infersweep.recipe import RecipeError
     from infersweep.template_holds import LIVE_SELECTOR, held_line, split_updates
 
     template = stamp(template)  # the labels `infersweep install` puts on it, so both compare equal
-    _, held = split_updates([template], server.list_templates(MANAGED_SELECTOR), server.list_workflows(LIVE_SELECTOR))
+    _, held = split_updates([template], installed_templates, server.list_workflows(LIVE_SELECTOR))
     if held:
         (_, runs), name = held[0], template["metadata"]["name"]
         raise RecipeError(
@@ -185,7 +203,7 @@ def _run(a: argparse.Namespace) -> int:
     res = run_experiment_local(
         ref,
         resume=Path(a.resume) if a.resume else None,
-        dgd_api=a.dgd_api,
+        dgd_api=a.dgd_api or "v1beta1",
         out_root=Path(a.out or "runs"),
         workers=a.workers,
         weights=a.weights,
@@ -265,7 +283,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     from infersweep.commands.run import add_worker_options
 
     add_worker_options(p)
-    p.add_argument("--dgd-api", default="v1beta1", choices=["v1beta1", "v1alpha1"], help="render: DGD apiVersion")
+    p.add_argument(
+        "--dgd-api",
+        default=None,
+        choices=["v1beta1", "v1alpha1"],
+        help="render/run: DGD apiVersion (default v1beta1); submit: the install's (infersweep install --dgd-api)",
+    )
     p.add_argument("--watch", action="store_true", help="submit: follow the run until it ends")
     add_store_arg(p)
     from infersweep.results.comparable import add_allow_arg

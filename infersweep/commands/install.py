@@ -168,7 +168,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--dgd-api",
         choices=["v1beta1", "v1alpha1"],
         default="v1beta1",
-        help="DGD apiVersion the cluster's Dynamo operator serves (v1alpha1 before Dynamo 1.6): the nightly "
+        help="DGD apiVersion to render and list (v1alpha1: the Dynamo 1.3.1 release, for a 1.3 operator): the nightly "
         "runs deploy it and the reaper lists it",
     )
     p.add_argument(

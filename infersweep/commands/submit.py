@@ -24,8 +24,14 @@ def run(a: argparse.Namespace) -> int:
     server = server_from_args(a)
     # Everything that can be refused is refused here, before the first request.
     check_fits_pool(r, settings)
+    # The install's apiVersion, read from its templates (the reaper's --api-version): a v1alpha1 cluster's runs
+    # get the v1alpha1 release's DGD and images without repeating --dgd-api, and a contradicting one is refused.
+    from infersweep.install_version import MANAGED_SELECTOR
+    from workflows.install_set import installed_dgd_api, submit_dgd_api
+
+    dgd_api = submit_dgd_api(a.dgd_api, installed_dgd_api(server.list_templates(MANAGED_SELECTOR)))
     bundle = render_recipe(
-        r, settings, dgd_api=a.dgd_api, namespace=server.cfg.namespace, overrides=sets.params, cache=not a.no_cache
+        r, settings, dgd_api=dgd_api, namespace=server.cfg.namespace, overrides=sets.params, cache=not a.no_cache
     )
     check_installed(server, bundle.templates)
     # A distinct priority per run: the GPU guard's queues then order runs one way on every lock (no deadlock
@@ -46,7 +52,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("submit", help="run a recipe on the cluster (through the Argo Server)")
     p.add_argument("recipe", help="recipe name or file")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=SET_HELP)
-    p.add_argument("--dgd-api", choices=["v1beta1", "v1alpha1"], default="v1beta1")
+    p.add_argument(
+        "--dgd-api",
+        choices=["v1beta1", "v1alpha1"],
+        default=None,
+        help="DGD apiVersion (default: the install's, `infersweep install --dgd-api`)",
+    )
     p.add_argument("--watch", action="store_true", help="follow the run until it ends (exit 1 unless it succeeded)")
     p.add_argument("--poll-s", type=float, default=5.0, help=argparse.SUPPRESS)
     add_server_flags(p)

@@ -1,8 +1,9 @@
 """Render a recipe into a DynamoGraphDeployment (DGD).
 
 `nvidia.com/v1beta1` (`spec.components[]`, `podTemplate`) is what Dynamo 1.6 stores and is the default;
-`v1alpha1` (`spec.services`, `extraPodSpec`) is for operators before 1.6, like the 1.3.0 in the cluster
-report. Both carry the same graph: one frontend with the recipe's router mode, and one component per
+`v1alpha1` (`spec.services`, `extraPodSpec`) renders the Dynamo 1.3.1 release for a 1.3 operator like the
+1.3.0 in the cluster report (which serves v1beta1 too: params/engines/releases/*.yaml operator_serves), and is
+the only apiVersion of operators 0.9 and before. Both carry the same graph: one frontend with the recipe's router mode, and one component per
 worker role (aggregated `worker`, or `prefill` + `decode`) reading the model from the cache PVC. A worker's
 args are the engine's own spelling (params/engines/*.yaml, built by infersweep/engines/<name>.py) of the
 recipe's TP/DP/EP, disaggregation role and KV transfer, KV-router events, CPU KV offload and speculative decoding; a multinode replica is one
@@ -19,7 +20,7 @@ from typing import Any
 from infersweep.dgd import keda, pod_extras
 from infersweep.names import DGD_NAME_MAX, dns_label
 from infersweep.recipe.models import Workers
-from infersweep.recipe.release import for_dgd_api
+from infersweep.recipe.release import SKEW_ANNOTATION, for_dgd_api, image_skew
 from infersweep.recipe.resolved import ResolvedRecipe
 
 MODEL_CACHE_MOUNT = "/model-cache"
@@ -149,7 +150,11 @@ def dgd_annotations(r: ResolvedRecipe) -> dict[str, str]:
     it into ScaledObjects on the component's scaling adapter when the DGD is applied)."""
     names = {role: _component_name(r, role) for role in r.recipe.topology.roles()}
     spec = keda.autoscaling_annotation(r, names)
-    return {keda.ANNOTATION: spec} if spec else {}
+    out = {keda.ANNOTATION: spec} if spec else {}
+    # provenance: an image of another Dynamo line than the release's operator (infersweep/recipe/release.py)
+    if skew := image_skew(r):
+        out[SKEW_ANNOTATION] = skew
+    return out
 
 
 def dgd_base_name(recipe: str) -> str:
@@ -171,7 +176,9 @@ def render_dgd(
     `spare_gpus`: GPUs the run holds beyond its own (infersweep.dgd.lanes.spare_gpus); where they cannot
     hold the operator's default rollout surge the workers roll without one (rollout_annotations)."""
     if api_version not in ("v1beta1", "v1alpha1"):
-        raise ValueError(f"DGD apiVersion {api_version!r}: use v1beta1 (Dynamo >= 1.6) or v1alpha1 (older operators)")
+        raise ValueError(
+            f"DGD apiVersion {api_version!r}: use v1beta1 (the Dynamo 1.6.1 release) or v1alpha1 (the 1.3.1 release)"
+        )
     # The release of this apiVersion's operator: its images and flags (infersweep/recipe/release.py).
     r = for_dgd_api(r, api_version)
     rollout = rollout_annotations(r, spare_gpus)
@@ -180,7 +187,9 @@ def render_dgd(
     elif api_version == "v1alpha1":
         spec = _spec_v1alpha1(r, pvc, rollout)
     else:
-        raise ValueError(f"DGD apiVersion {api_version!r}: use v1beta1 (Dynamo >= 1.6) or v1alpha1 (older operators)")
+        raise ValueError(
+            f"DGD apiVersion {api_version!r}: use v1beta1 (the Dynamo 1.6.1 release) or v1alpha1 (the 1.3.1 release)"
+        )
     metadata: dict[str, Any] = {"name": name or dgd_base_name(r.name), "labels": labels(r)}
     if notes := dgd_annotations(r):
         metadata["annotations"] = notes

@@ -37,7 +37,11 @@ def dgd_scheduling(r: ResolvedRecipe, settings: ClusterSettings, dgd_name: str, 
         # because a serving pod never "succeeds" (Kueue's pod constants: GroupNameLabel,
         # GroupTotalCountAnnotation, GroupServingAnnotationKey). The quota: the LocalQueue's ClusterQueue
         # has an `nvidia.com/gpu` nominalQuota of the pool's GPUs (docs/tasks/manage/administer_cluster_quotas).
-        out["pod_labels"] = {"kueue.x-k8s.io/queue-name": q, "kueue.x-k8s.io/pod-group-name": dgd_name}
+        # The group is named after the DGD as rendered; the deploy renames it with the DGD, per run
+        # (infersweep/platform/dgd.py for_run).
+        from infersweep.platform.dgd import KUEUE_POD_GROUP_LABEL
+
+        out["pod_labels"] = {"kueue.x-k8s.io/queue-name": q, KUEUE_POD_GROUP_LABEL: dgd_name}
         out["pod_annotations"] = {
             "kueue.x-k8s.io/pod-group-total-count": str(pods),
             "kueue.x-k8s.io/pod-group-serving": "true",

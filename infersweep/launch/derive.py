@@ -149,6 +149,7 @@ def recipe_run(
     scratch: Path,
     run_params: dict[str, str] | None = None,
     credentials: GitCredentials | None = None,
+    dgd_api: str = "v1beta1",
 ) -> Launch:
     from infersweep.recipe import load_recipe
     from infersweep.render import render_recipe
@@ -159,7 +160,7 @@ def recipe_run(
     ref, pdir, src = source(choice, "recipe", git, scratch, credentials)
     r = load_recipe(ref, pdir, overrides=sets.recipe)
     check_fits_pool(r, settings)
-    bundle = render_recipe(r, settings, namespace=namespace, overrides=sets.params)
+    bundle = render_recipe(r, settings, dgd_api=dgd_api, namespace=namespace, overrides=sets.params)
     doc = resolve_launcher_tags(_stamp(bundle.workflow, launcher, src), namespace)
     bad = violations(doc)
     if bad:  # the run would be errored by a Strict controller: never create it
@@ -171,7 +172,7 @@ def recipe_run(
         f"pipeline    {doc['spec']['workflowTemplateRef']['name']}",
         f"gpus        {params['gpu-count']} x {r.recipe.gpu.type}",
         f"points      {params['points']}",
-        f"dgd         {params['dgd-name']}-<run hash>",
+        f"dgd         {params['dgd-name']}-<run hash> ({params['dgd-api-version']})",
         f"priority    {doc['spec']['priority']}",
     ]
     if settings.guard.scheduler == "argo":
@@ -186,7 +187,7 @@ def recipe_run(
     return Launch(doc, summary)
 
 
-def check_installed_as_in_git(plan: Any, settings: ClusterSettings, src: GitSource) -> None:
+def check_installed_as_in_git(plan: Any, settings: ClusterSettings, src: GitSource, dgd_api: str = "v1beta1") -> None:
     """An experiment's run is a reference to its installed WorkflowTemplate (workflows/experiment.py
     experiment_workflow: Strict reference mode allows nothing else, merge.go), and the launcher may create
     Workflows only. So an experiment file from Git runs as that template: the install's rendering of the
@@ -209,8 +210,8 @@ def check_installed_as_in_git(plan: Any, settings: ClusterSettings, src: GitSour
             f"catalog, and this launcher creates Workflows only; {fix}"
         )
     if (
-        experiment_template(plan, settings).to_dict()
-        != experiment_template(make_plan(load_experiment(installed)), settings).to_dict()
+        experiment_template(plan, settings, dgd_api=dgd_api).to_dict()
+        != experiment_template(make_plan(load_experiment(installed)), settings, dgd_api=dgd_api).to_dict()
     ):
         raise RecipeError(
             f"experiment {name} ({src.describe()}): differs from the installed {template_name(name)} (the catalog's "
@@ -227,6 +228,7 @@ def experiment_run(
     launcher: str,
     scratch: Path,
     credentials: GitCredentials | None = None,
+    dgd_api: str = "v1beta1",
 ) -> Launch:
     from infersweep.experiment.plan import make_plan
     from infersweep.experiment.spec import load_experiment
@@ -237,7 +239,7 @@ def experiment_run(
     ref, pdir, src = source(choice, "experiment", git, scratch, credentials)
     plan = make_plan(load_experiment(ref, pdir))
     if src is not None:
-        check_installed_as_in_git(plan, settings, src)
+        check_installed_as_in_git(plan, settings, src, dgd_api)
     for step in plan.steps:
         check_fits_pool(step.treatment.recipe, settings)
     doc = experiment_workflow(plan, settings, namespace=namespace).to_dict()

@@ -19,6 +19,19 @@ RUN_LABEL = "infersweep.io/run"
 # carry the label (operations.wait_for_lane): Argo releases the span's lock when the span ends, before the
 # exit handler's teardown deletes the DGD.
 LANE_LABEL_PREFIX = "gpu-lane.infersweep.io/"
+# Kueue's plain-pod group label (kueue pkg/controller/jobs/pod/constants: GroupNameLabel): the pods carrying
+# one value are one group, admitted together against the group's declared total count
+# (`kueue.x-k8s.io/pod-group-total-count`). infersweep/dgd/scheduling.py sets it to the DGD's name.
+KUEUE_POD_GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"
+# How teardown and the reaper delete a DGD: Foreground cascading deletion. The API server then keeps the DGD
+# (deletionTimestamp set, finalizer `foregroundDeletion`) until the garbage collector has deleted every
+# dependent whose ownerReference blocks owner deletion, transitively: the operator's DCDs / Deployments /
+# ReplicaSets / PodCliques and, last, the pods once the kubelet has stopped them (kubernetes.io docs,
+# concepts/architecture/garbage-collection "Foreground cascading deletion"; controllers set
+# blockOwnerDeletion: true on the ownerReferences they write, controller-runtime SetControllerReference).
+# With the default (Background) the DGD vanishes at once while its pods still terminate on their GPUs, so the
+# next run's lane wait (which lists DGDs, operations.wait_for_lane) would deploy onto GPUs still in use.
+DELETE_PROPAGATION = "Foreground"
 
 
 def lane_labels(dgd: dict[str, Any]) -> dict[str, int]:
@@ -49,6 +62,13 @@ def for_run(dgd: dict[str, Any], run_id: str) -> dict[str, Any]:
     meta = dgd.setdefault("metadata", {})
     meta["name"] = dgd_name(meta["name"], run_id)
     meta.setdefault("labels", {})[RUN_LABEL] = label_value(run_id)
+    # The Kueue pod group follows the DGD's per-run name: named after the recipe, two runs of one recipe
+    # (a nightly and an ad-hoc submit) would be one group whose pods each declare only their own DGD's
+    # total count, so Kueue would admit the group on the wrong members or never.
+    for comp in (dgd.get("spec") or {}).get("components") or []:
+        labels = (((comp or {}).get("podTemplate") or {}).get("metadata") or {}).get("labels")
+        if labels and KUEUE_POD_GROUP_LABEL in labels:
+            labels[KUEUE_POD_GROUP_LABEL] = label_value(meta["name"])
     return dgd
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from infersweep.platform.dgd import DGD_GROUP, DGD_PLURAL, frontend_url
+from infersweep.platform.dgd import DELETE_PROPAGATION, DGD_GROUP, DGD_PLURAL, frontend_url
 from infersweep.platform.keda import DGD_LABEL, scaled_objects
 from infersweep.platform.keda import GROUP as KEDA_GROUP
 from infersweep.platform.keda import PLURAL as KEDA_PLURAL
@@ -141,17 +141,30 @@ class KubernetesPlatform:
                 f"if nothing uses it, or submit again (each run names its own DGD)"
             )
         if patch_own:
-            # A retried deploy step finds the DGD its own earlier attempt created: bring it to the rendered spec.
-            self.custom.patch_namespaced_custom_object(
-                DGD_GROUP,
-                version,
-                namespace,
-                DGD_PLURAL,
-                name,
-                {"spec": dgd["spec"], "metadata": {"labels": dgd["metadata"].get("labels", {})}},
-            )
+            # A retried deploy step finds the DGD its own earlier attempt created: bring it to the rendered spec,
+            # by a replace that keeps adapter-owned replicas (infersweep/platform/dgd_update.py says why).
+            self._replace_dgd(existing, dgd, namespace)
         self.apply_scaled_objects(dgd, namespace)
         return frontend_url(name, namespace)
+
+    def _replace_dgd(self, live: dict[str, Any], dgd: dict[str, Any], namespace: str, attempts: int = 3) -> None:
+        """PUT the rendered DGD over `live`; on a 409 (the operator wrote the object in between: its
+        resourceVersion moved) read it again and retry, as the API server's optimistic concurrency asks."""
+        from kubernetes.client.exceptions import ApiException
+
+        from infersweep.platform.dgd_update import replacement
+
+        version, name = dgd["apiVersion"].split("/", 1)[1], dgd["metadata"]["name"]
+        for attempt in range(attempts):
+            try:
+                self.custom.replace_namespaced_custom_object(
+                    DGD_GROUP, version, namespace, DGD_PLURAL, name, replacement(live, dgd)
+                )
+                return
+            except ApiException as e:
+                if e.status != 409 or attempt == attempts - 1:
+                    raise
+            live = self.custom.get_namespaced_custom_object(DGD_GROUP, version, namespace, DGD_PLURAL, name)
 
     def apply_scaled_objects(self, dgd: dict[str, Any], namespace: str) -> int:
         """KEDA ScaledObjects of the DGD's autoscaled roles (infersweep/platform/keda.py), owned by the DGD so the
@@ -274,7 +287,10 @@ class KubernetesPlatform:
                         f"not to this run: not deleting it"
                     )
             self.delete_scaled_objects(name, namespace)  # first, so KEDA stops scaling a DGD on its way out
-            self.custom.delete_namespaced_custom_object(DGD_GROUP, api_version, namespace, DGD_PLURAL, name)
+            # Foreground: the DGD stays listed until its pods are gone (infersweep/platform/dgd.py DELETE_PROPAGATION)
+            self.custom.delete_namespaced_custom_object(
+                DGD_GROUP, api_version, namespace, DGD_PLURAL, name, body={"propagationPolicy": DELETE_PROPAGATION}
+            )
             return True
         except ApiException as e:
             if e.status == 404:

@@ -67,8 +67,10 @@ def wait_for_lane(
                     f"{k.split('/', 1)[1]} (runs {lanes[k]}) still has DGD(s) {', '.join(v)}"
                     for k, v in sorted(full.items())
                 )
-                + f" after {timeout_s:.0f} s: their runs hold no lock but were not torn down; delete them "
-                f"(kubectl delete dynamographdeployment -n {namespace} NAME) or check the reaper"
+                + f" after {timeout_s:.0f} s: their runs hold no lock but were not torn down, or their pods are "
+                "still terminating (teardown deletes in the foreground: a DGD stays listed until its pods have "
+                f"stopped); delete them (kubectl delete dynamographdeployment -n {namespace} NAME) or check the "
+                "reaper and the pods"
             )
         if not polls:
             print(

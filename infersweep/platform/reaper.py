@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from infersweep.platform.dgd import DGD_GROUP, DGD_PLURAL, RUN_LABEL
+from infersweep.platform.dgd import DELETE_PROPAGATION, DGD_GROUP, DGD_PLURAL, RUN_LABEL
 
 WORKFLOW_GROUP = "argoproj.io"
 WORKFLOW_VERSION = "v1alpha1"
@@ -36,9 +36,49 @@ def stale_dgds(dgds: list[dict[str, Any]], workflows: list[dict[str, Any]]) -> l
         if wf is None:
             out.append((d["metadata"]["name"], f"its Workflow {owners[0].get('name')} no longer exists"))
             continue
-        phase = (wf.get("status") or {}).get("phase") or ""
+        phase = (wf.get("status") or {}).get("phase") or (wf["metadata"].get("labels") or {}).get(PHASE_LABEL) or ""
+        if (wf["metadata"].get("labels") or {}).get("workflows.argoproj.io/completed") == "true" and not phase:
+            phase = "completed"
         if phase not in LIVE_PHASES:
             out.append((d["metadata"]["name"], f"its Workflow {owners[0].get('name')} is {phase}"))
+    return out
+
+
+# The controller labels every Workflow it reconciles with its phase and `completed` (argo-workflows v4.1.2
+# workflow/controller/operator.go markWorkflowPhase :2775-2777 "false" on the first phase, :2830 "true" on
+# Succeeded/Failed/Error; workflow/common/common.go LabelKeyCompleted, LabelKeyPhase). `!=true` also selects a
+# Workflow not reconciled yet (no label): live.
+LIVE_WORKFLOWS = "workflows.argoproj.io/completed!=true"
+PHASE_LABEL = "workflows.argoproj.io/phase"
+PAGE = 50  # Workflows per list request (limit/continue): a running Workflow's status can be megabytes
+
+
+def _pages(custom: Any, namespace: str, **selectors: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    token = None
+    while True:
+        kw = {"limit": PAGE, **selectors, **({"_continue": token} if token else {})}
+        page = custom.list_namespaced_custom_object(WORKFLOW_GROUP, WORKFLOW_VERSION, namespace, WORKFLOW_PLURAL, **kw)
+        items += page.get("items", [])
+        token = (page.get("metadata") or {}).get("continue")
+        if not token:
+            return items
+
+
+def owner_workflows(custom: Any, namespace: str, dgds: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The Workflows `stale_dgds` needs: the live ones (by the controller's `completed` label, paginated),
+    and by name each DGD owner that is not among them (to tell completed from gone). Never every Workflow:
+    with a week of retained runs, full objects would not fit the reaper's 256Mi, and an OOM-killed reaper
+    reaps nothing."""
+    live = _pages(custom, namespace, label_selector=LIVE_WORKFLOWS)
+    have = {w["metadata"].get("uid") for w in live}
+    out = list(live)
+    for d in dgds:
+        for o in d["metadata"].get("ownerReferences") or []:
+            if o.get("kind") == "Workflow" and o.get("uid") not in have and o.get("name"):
+                found = _pages(custom, namespace, field_selector=f"metadata.name={o['name']}")
+                out += found
+                have |= {w["metadata"].get("uid") for w in found} | {o.get("uid")}
     return out
 
 
@@ -58,13 +98,14 @@ def reap(custom: Any, namespace: str, api_version: str) -> list[str]:
         raise
     if not dgds:
         return []
-    workflows = custom.list_namespaced_custom_object(WORKFLOW_GROUP, WORKFLOW_VERSION, namespace, WORKFLOW_PLURAL)[
-        "items"
-    ]
+    workflows = owner_workflows(custom, namespace, dgds)
     deleted = []
     for name, why in stale_dgds(dgds, workflows):
         try:
-            custom.delete_namespaced_custom_object(DGD_GROUP, api_version, namespace, DGD_PLURAL, name)
+            # Foreground, as teardown's: listed until its pods are gone (infersweep/platform/dgd.py DELETE_PROPAGATION)
+            custom.delete_namespaced_custom_object(
+                DGD_GROUP, api_version, namespace, DGD_PLURAL, name, body={"propagationPolicy": DELETE_PROPAGATION}
+            )
         except ApiException as e:
             if e.status != 404:
                 raise

@@ -6,8 +6,10 @@ and per engine the engine version it ships and the fields of params/engines/<eng
 generated from the release's own parsers (tests/engine_parsers/release_flags.py).
 
 The release follows the DGD apiVersion (`--dgd-api`): exactly one release per apiVersion, so v1beta1 renders
-Dynamo 1.6.1 and v1alpha1 (the operators before 1.6, like the cluster report's 1.3.0) renders Dynamo 1.3.1's
-images -- never one operator generation's DGD with another's images. A recipe has no release field: what it
+Dynamo 1.6.1 and v1alpha1 renders Dynamo 1.3.1's images (for the cluster report's 1.3.0 operator) -- never
+one operator generation's DGD with another's images. Which apiVersions an operator serves is the release's
+`operator_serves`: the 1.3 operator serves v1beta1 too (ai-dynamo 1.3.1's own planner talks to it in
+v1beta1), so v1alpha1 is the choice for 1.3, not its only API; operators of 0.9 and before serve v1alpha1 only. A recipe has no release field: what it
 deploys is the recipe plus `--dgd-api`, and the run context carries the image (recipe_context engine_image).
 Rendering for a release checks the recipe's engine_args and the engine's own spellings against the
 release's flags: a flag the release's parser does not have is one RecipeError naming it and the release that
@@ -17,6 +19,7 @@ has it, instead of a worker that exits at start-up on the cluster.
 from __future__ import annotations
 
 import copy
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -38,7 +41,10 @@ class ReleaseEngine(Strict):
 
 class Release(Strict):
     dynamo: str
-    dgd_api: DgdApi
+    dgd_api: DgdApi  # the apiVersion this release renders (`--dgd-api` picks the release by it)
+    # Every DGD apiVersion the release's operator serves (its CRD's `served` versions), with the evidence beside
+    # it in the release file: the rendered one is one of them, and the reaper or a planner may use another.
+    operator_serves: list[DgdApi] = []
     # The release params/engines/<engine>.yaml spell as they are: an engine it does not list renders with its
     # data file unchanged (adding an engine stays one data file plus one module). Any other release must
     # list every engine it renders (else one engine's newer images would reach an older operator).
@@ -57,6 +63,11 @@ def _releases(folder: Path, stamp: tuple[int, ...]) -> dict[str, Release]:
     }
     by_api: dict[str, str] = {}
     for name, rel in found.items():
+        if rel.operator_serves and rel.dgd_api not in rel.operator_serves:
+            raise RecipeError(
+                f"{folder / name}.yaml: dgd_api: {rel.dgd_api} is not among operator_serves {rel.operator_serves}; "
+                "render an apiVersion the release's operator serves"
+            )
         if rel.dgd_api in by_api:
             raise RecipeError(
                 f"{folder / name}.yaml: dgd_api: {rel.dgd_api} is already the release "
@@ -209,3 +220,33 @@ def for_dgd_api(r: ResolvedRecipe, api: str, pdir: Path | None = None) -> Resolv
     if problem:
         raise RecipeError(f"{path}: {problem}")
     return out
+
+
+_IMAGE_VERSION = re.compile(r":v?(\d+)\.(\d+)(?:\.\d+)?(?:[-+._].*)?$")
+SKEW_ANNOTATION = "infersweep.io/image-release-skew"
+
+
+def image_skew(r: ResolvedRecipe, pdir: Path | None = None) -> str | None:
+    """Why the image the recipe runs is outside its release's window, or None.
+
+    A recipe's own `image:` wins over its release's (ResolvedRecipe.image), so `--dgd-api v1alpha1` can pair
+    the Dynamo 1.3.1 release (and the 1.3 operator it is rendered for) with an image of another Dynamo line,
+    e.g. the Lightning vLLM recipes' vllm-runtime:1.5.0-nemotron-3.5-lightning-dev.1. An operator and the
+    runtime it deploys are kept within one minor version of each other (issue 34 item 12); further apart,
+    the run is not refused (the image may be the only one with the recipe's engine features) but its
+    provenance says so: the DGD's annotation SKEW_ANNOTATION and the run context's `engine_image_skew`.
+    An image whose tag carries no version (a digest, `latest`) is not judged."""
+    if not r.release:
+        return None
+    rel = releases(pdir or getattr(r, "params_dir", None)).get(r.release)
+    m = _IMAGE_VERSION.search(r.image or "")
+    if rel is None or m is None:
+        return None
+    img_major, img_minor = int(m.group(1)), int(m.group(2))
+    rel_major, rel_minor = (int(x) for x in rel.dynamo.split(".")[:2])
+    if img_major == rel_major and abs(img_minor - rel_minor) <= 1:
+        return None
+    return (
+        f"image {r.image} is Dynamo {img_major}.{img_minor}; --dgd-api {rel.dgd_api} renders for Dynamo "
+        f"{rel.dynamo}'s operator, more than one minor version apart (the recipe's image: wins over the release's)"
+    )

@@ -107,7 +107,7 @@ def test_nightly_and_adhoc_runs_of_one_recipe_side_by_side(tmp_path):
         assert p.returncode == 0, p.stderr
         assert {k[4] for k in api.objects if k[:4] == DGD} == {dgd_run_name(base, adhoc)}
         # no request ever patched a DGD
-        assert not [req for req in api.requests if req[0] == "PATCH"]
+        assert not [req for req in api.requests if req[0] in ("PATCH", "PUT")]
 
 
 def test_deploy_refuses_to_adopt_a_dgd_owned_by_another_workflow(tmp_path):
@@ -136,7 +136,7 @@ def test_deploy_refuses_to_adopt_a_dgd_owned_by_another_workflow(tmp_path):
             env,
         )
         assert p.returncode == 1 and "belongs to Workflow wf-one" in p.stderr and "refusing to adopt" in p.stderr
-        assert not [req for req in api.requests if req[0] == "PATCH"]
+        assert not [req for req in api.requests if req[0] in ("PATCH", "PUT")]
         assert api.objects[(*DGD, dgd_run_name(base, "wf-one"))] == before
         # ... and its teardown does not delete it either
         p = _step(
@@ -144,9 +144,10 @@ def test_deploy_refuses_to_adopt_a_dgd_owned_by_another_workflow(tmp_path):
         )
         assert p.returncode == 1 and "not deleting" in p.stderr
         assert (*DGD, dgd_run_name(base, "wf-one")) in api.objects
-        # the same run retrying its deploy step adopts its own DGD (patch to the rendered spec)
+        # the same run retrying its deploy step adopts its own DGD (replaced by the rendered spec:
+        # infersweep/platform/dgd_update.py)
         assert _deploy(dgd_yaml, "wf-one", "uid-one", env, tmp_path).returncode == 0
-        assert [req[0] for req in api.requests].count("PATCH") == 1
+        assert [req[0] for req in api.requests].count("PUT") == 1
 
 
 def test_set_dgd_name_renames_the_deployment_every_step_uses():

@@ -39,12 +39,23 @@ def _dgd(name: str, owner: tuple[str, str] | None) -> dict:
     return {"apiVersion": "nvidia.com/v1beta1", "kind": "DynamoGraphDeployment", "metadata": meta, "spec": {}}
 
 
-def _wf(name: str, uid: str, phase: str | None) -> dict:
+def _wf(name: str, uid: str, phase: str | None, status_bytes: int = 0) -> dict:
+    """A Workflow as the controller leaves it: its phase also in the labels `phase` and `completed`
+    (argo-workflows v4.1.2 operator.go markWorkflowPhase :2775-2777, :2830); none before the first reconcile."""
+    labels = (
+        {
+            "workflows.argoproj.io/phase": phase,
+            "workflows.argoproj.io/completed": str(phase in ("Succeeded", "Failed", "Error")).lower(),
+        }
+        if phase
+        else {}
+    )
+    status = {"phase": phase, "nodes": {"n": {"message": "x" * status_bytes}}} if phase else {}
     return {
         "apiVersion": "argoproj.io/v1alpha1",
         "kind": "Workflow",
-        "metadata": {"name": name, "uid": uid},
-        "status": {"phase": phase} if phase else {},
+        "metadata": {"name": name, "uid": uid, "labels": labels},
+        "status": status,
     }
 
 
@@ -90,6 +101,37 @@ def test_reaper_deletes_the_dgds_of_finished_runs_only(tmp_path):
             timeout=60,
         )
         assert p.returncode == 0 and "0 DGD(s) deleted" in p.stdout
+
+
+def test_the_reaper_never_reads_every_retained_workflow(tmp_path):
+    """A week of retained runs (here 120 completed Workflows of 40 kB status each, about 5 MB) is not read:
+    the reaper lists the live Workflows by the controller's `completed` label, in pages, and looks up a
+    finished run's Workflow by name (issue 34 item 8: full lists under a 256Mi limit OOM-kill the reaper at a
+    few hundred runs, and then nothing is reaped)."""
+    from tests.support.k8s_standin import K8sStandin
+
+    with K8sStandin() as api:
+        for i in range(120):
+            api.objects[(*WF, f"old-{i:03}")] = _wf(f"old-{i:03}", f"o{i}", "Succeeded", 40_000)
+        for i in range(60):  # more live runs than one page
+            api.objects[(*WF, f"live-{i:03}")] = _wf(f"live-{i:03}", f"l{i}", "Running")
+        api.objects[(*DGD, "dgd-live")] = _dgd("dgd-live", ("live-059", "l59"))
+        api.objects[(*DGD, "dgd-old")] = _dgd("dgd-old", ("old-007", "o7"))
+        env = dict(os.environ, KUBECONFIG=str(api.kubeconfig(tmp_path)), PYTHONPATH=str(REPO))
+        env.pop("KUBERNETES_SERVICE_HOST", None)
+        p = subprocess.run(
+            [sys.executable, "-m", "steps.reap", "--namespace", "bench"],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert p.returncode == 0, p.stderr
+        assert {k[4] for k in api.objects if k[:4] == DGD} == {"dgd-live"}
+        assert "old-007 is Succeeded" in p.stdout
+        read = sum(n for m, path, n in api.sent if m == "GET" and path.endswith("/workflows"))
+        assert read < 200_000, f"the reaper read {read} bytes of Workflows"
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,13 @@ the exact request the client sends: path, verb and body. It implements what the 
 patch / delete of namespaced custom objects and PersistentVolumeClaims (404 for a missing object, 409 for
 a duplicate create, a uid and resourceVersion on create, generateName), replace (PUT, 409 on a stale
 resourceVersion), and list of any collection (pods, events, workflows: what was put in
-`objects`; equality and existence label selectors). A created PVC is Bound at once (`pvc_phase_on_create`). Not a
-real API server: no validation, no watch, no field selectors.
+`objects`; equality and existence label selectors, fieldSelector metadata.name, limit/continue pages). A created PVC is Bound at once (`pvc_phase_on_create`). Not a
+real API server: no validation, no watch, no field selectors. A PATCH is a JSON merge patch (RFC 7386: objects
+merged key by key, null deletes, lists replaced), what the client sends for a dict body. One admission rule is
+kept, Dynamo's DGD webhook on replicas a scaling adapter owns (`dgd_replica_webhook`), since every request
+here comes from a step's account, never the operator's. A DELETE with `propagationPolicy: Foreground` keeps the
+object (deletionTimestamp, finalizer foregroundDeletion) while an object whose ownerReference blocks it exists
+(the garbage collector's part, `collect_garbage`, runs before every request).
 
     with K8sStandin() as api:
         env["KUBECONFIG"] = str(api.kubeconfig(tmp_path))
@@ -33,6 +38,43 @@ _CUSTOM = re.compile(
 _CORE = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?$")
 
 
+def merge_patch(target, patch):
+    """RFC 7386 JSON merge patch (the API server's application/merge-patch+json)."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge_patch(out.get(k), v)
+    return out
+
+
+def dgd_replica_webhook(version: str, old: dict, new: dict) -> str | None:
+    """Dynamo's validating webhook on a DGD update from an account other than the operator's or the
+    planner's (ai-dynamo/dynamo deploy/operator/internal/webhook/validation/dynamographdeployment.go
+    validateReplicasChanges): a component with a scaling adapter may not change `replicas` (absent reads
+    as 1). The refusal message, or None."""
+
+    def comps(spec):
+        if isinstance(spec.get("components"), list):
+            return {c.get("name"): c for c in spec["components"]}
+        return dict(spec.get("services") or {})
+
+    was = comps(old.get("spec") or {})
+    for name, c in comps(new.get("spec") or {}).items():
+        sa = c.get("scalingAdapter")
+        owned = sa is not None if version == "v1beta1" else isinstance(sa, dict) and bool(sa.get("enabled"))
+        if owned and name in was and int(was[name].get("replicas", 1)) != int(c.get("replicas", 1)):
+            return (
+                f"admission webhook denied the request: spec.components[{name}].replicas cannot be modified "
+                "directly when scaling adapter is enabled; scale or update the related "
+                "DynamoGraphDeploymentScalingAdapter instead"
+            )
+    return None
+
+
 class K8sStandin:
     def __init__(self) -> None:
         self.objects: dict[tuple[str, str, str, str, str], dict] = {}
@@ -40,6 +82,7 @@ class K8sStandin:
         # (None: stays Pending, as with a storage class that cannot provision).
         self.pvc_phase_on_create: str | None = "Bound"
         self.requests: list[tuple[str, str, dict | None]] = []
+        self.sent: list[tuple[str, str, int]] = []  # (method, path, bytes of the response body)
         self._lock = threading.Lock()
         self._query: dict[str, list[str]] = {}
         self._server: ThreadingHTTPServer | None = None
@@ -71,6 +114,7 @@ class K8sStandin:
                     standin.requests.append((self.command, path, body))
                     standin._query = parse_qs(query)
                     code, obj = standin._dispatch(self.command, path, body)
+                    standin.sent.append((self.command, path, len(json.dumps(obj))))
                 self._send(code, obj)
 
             do_GET = do_POST = do_PATCH = do_DELETE = do_PUT = _handle
@@ -122,7 +166,27 @@ class K8sStandin:
             "message": message,
         }
 
+    def _dependents(self, obj: dict) -> list[dict]:
+        """Objects whose ownerReferences name `obj` (the stand-in keeps the owner chain one level deep: a
+        test puts a DGD's pods here owned by the DGD itself)."""
+        uid = obj.get("metadata", {}).get("uid")
+        return [
+            o
+            for o in self.objects.values()
+            if any(
+                r.get("uid") == uid and r.get("blockOwnerDeletion")
+                for r in o.get("metadata", {}).get("ownerReferences") or []
+            )
+        ]
+
+    def collect_garbage(self) -> None:
+        """The garbage collector's part: an object in foreground deletion goes once no dependent blocks it."""
+        for key, obj in list(self.objects.items()):
+            if "foregroundDeletion" in (obj.get("metadata", {}).get("finalizers") or []) and not self._dependents(obj):
+                self.objects.pop(key)
+
     def _dispatch(self, method: str, path: str, body: dict | None) -> tuple[int, dict]:
+        self.collect_garbage()
         m = _CUSTOM.match(path)
         if m:
             group, version = m["group"], m["version"]
@@ -143,7 +207,17 @@ class K8sStandin:
                         items = [o for o in items if labels_of(o).get(k[:-1]) != v]
                     else:
                         items = [o for o in items if (labels_of(o).get(k) == v if eq else k in labels_of(o))]
-            return 200, {"kind": "List", "apiVersion": "v1", "metadata": {}, "items": items}
+            # fieldSelector metadata.name=X (served for every resource, custom ones included)
+            for sel in self._query.get("fieldSelector", [""])[0].split(","):
+                if sel.startswith("metadata.name="):
+                    items = [o for o in items if o.get("metadata", {}).get("name") == sel.split("=", 1)[1]]
+            # limit / continue: pages in name order, the token the next offset
+            items = sorted(items, key=lambda o: o.get("metadata", {}).get("name", ""))
+            start = int(self._query.get("continue", ["0"])[0] or 0)
+            limit = int(self._query.get("limit", ["0"])[0] or 0)
+            page = items[start : start + limit] if limit else items[start:]
+            meta = {"continue": str(start + limit)} if limit and start + limit < len(items) else {}
+            return 200, {"kind": "List", "apiVersion": "v1", "metadata": meta, "items": page}
         if method == "POST" and name is None:
             meta = (body or {}).setdefault("metadata", {})
             if not meta.get("name") and meta.get("generateName"):
@@ -168,15 +242,18 @@ class K8sStandin:
         if method == "GET":
             return 200, self.objects[key]
         if method == "PATCH":
-            obj = self.objects[key]
-            for k, v in (body or {}).items():  # merge patch, one level deep is all the steps send
-                obj[k] = {**obj.get(k, {}), **v} if isinstance(v, dict) else v
+            obj = merge_patch(self.objects[key], body or {})
+            if plural == "dynamographdeployments" and (why := dgd_replica_webhook(version, self.objects[key], obj)):
+                return 403, self._status(403, "Forbidden", why)
+            self.objects[key] = obj
             return 200, obj
         if method == "PUT":  # replace: optimistic concurrency on metadata.resourceVersion, as the API server
             cur = self.objects[key]
             rv = (body or {}).get("metadata", {}).get("resourceVersion")
             if rv != cur["metadata"].get("resourceVersion"):
                 return 409, self._status(409, "Conflict", f"{plural} {name!r}: the object has been modified")
+            if plural == "dynamographdeployments" and (why := dgd_replica_webhook(version, cur, body or {})):
+                return 403, self._status(403, "Forbidden", why)
             obj = dict(body or {})
             obj["metadata"] = {
                 **obj["metadata"],
@@ -186,6 +263,13 @@ class K8sStandin:
             self.objects[key] = obj
             return 200, obj
         if method == "DELETE":
+            obj = self.objects[key]
+            if (body or {}).get("propagationPolicy") == "Foreground" and self._dependents(obj):
+                # Foreground cascading deletion: kept, marked, until its blocking dependents are gone
+                # (kubernetes.io docs concepts/architecture/garbage-collection)
+                obj["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+                obj["metadata"]["finalizers"] = ["foregroundDeletion", *obj["metadata"].get("finalizers", [])]
+                return 200, obj
             self.objects.pop(key)
             return 200, self._status(200, "Deleted", "deleted") | {"status": "Success"}
         return 405, self._status(405, "MethodNotAllowed", method)

@@ -48,9 +48,9 @@ def test_role_is_namespaced_and_grants_only_what_the_steps_call():
         "get",
         "list",
         "create",
-        "patch",
+        "update",
         "delete",
-    }  # list: deploy waits for its lane
+    }  # list: deploy waits for its lane; update: a retried deploy replaces its own DGD (platform/dgd_update.py)
     assert rules[("", "pods")] == {"list"} and rules[("", "pods/log")] == {"get"}
     assert rules[("", "events")] == {"list"}
     assert rules[("", "persistentvolumeclaims")] == {"get", "create"}

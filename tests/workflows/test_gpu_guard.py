@@ -424,6 +424,9 @@ def test_submit_stamps_a_distinct_priority_on_each_run(settings, monkeypatch):
         def ui_link(self, name):
             return name
 
+        def list_templates(self, selector):  # submit reads the install's --dgd-api from them
+            return []
+
     monkeypatch.setattr("infersweep.commands.submit.server_from_args", lambda a: Server())
     # the templates-installed check is tests/cli/test_submit_auth.py's; here the cluster has this checkout's
     monkeypatch.setattr("infersweep.commands.submit.check_installed", lambda server, expected: None)

@@ -10,7 +10,7 @@ from infersweep.local.argo import expr as argo_expr
 from infersweep.local.argo import when as argo_when
 from infersweep.local.argo.errors import ParallelismReached, WorkflowError
 from infersweep.local.argo.nodes import Node, _iso
-from infersweep.local.argo.templates import VAR_RE, _sequence, _str, _substitute, render_item
+from infersweep.local.argo.templates import ABSENT_OPTIONAL, VAR_RE, _sequence, _str, _substitute, render_item
 
 
 def eval_depends(expr: str, nodes: dict[str, Node]) -> bool:
@@ -55,6 +55,7 @@ class _DagCtx:
 
     def __init__(self, argo: Any, node: Node, tmpl: dict[str, Any], scope: str, on_exit: bool) -> None:
         self.argo, self.node, self.tmpl, self.scope, self.on_exit = argo, node, tmpl, scope, on_exit
+        self.absent: set[str] = set()  # scope keys of skipped tasks' outputs without a default (_skipped_outputs)
         self.tasks = {t["name"]: t for t in tmpl["dag"]["tasks"]}
         self.visited: set[str] = set()
         self._deps: dict[str, tuple[dict[str, str], str]] = {}
@@ -145,12 +146,42 @@ class _DagCtx:
                     if p.startswith("artifact:"):
                         continue
                     s[f"tasks.{anc}.outputs.parameters.{p}"] = v
+                if n.phase in ("Skipped", "Omitted") and not n.outputs:
+                    s |= self._skipped_outputs(anc)
         return s
+
+    def _skipped_outputs(self, task: str) -> dict[str, str]:
+        """scope.go addSkippedNodeOutputsToScope (argo-workflows v4.1.2, called from dag.go :408-410 and
+        :753-755): a skipped or omitted task's declared output parameters resolve to the producer's
+        `valueFrom.default`, or, without one, to an absent optional (recorded in self.absent, not in scope)."""
+        try:
+            tmpl, _ = self.argo.resolve(self.tasks[task], self.scope)
+        except WorkflowError:  # scope.go: a template that cannot be resolved populates nothing
+            return {}
+        out: dict[str, str] = {}
+        for p in (tmpl.get("outputs") or {}).get("parameters", []) or []:
+            key = f"tasks.{task}.outputs.parameters.{p['name']}"
+            vf = p.get("valueFrom") or {}
+            if "default" in vf:
+                out[key] = _str(vf["default"])
+            else:
+                self.absent.add(key)
+        return out
 
     def resolve_references(self, task: dict[str, Any]) -> dict[str, Any]:
         """dag.go resolveDependencyReferences: substitute ancestor outputs into the task (items later)."""
         scope = self.argo.globals() | self._scope_vars(task["name"])
         body = {k: v for k, v in task.items() if k not in ("withItems",)}
+        # scope.go markAbsentOptionalArgs: an argument that is one pure reference to an absent optional
+        # becomes the sentinel, which _process_args reads as "not supplied" (common/util.go ProcessArgs :212-219)
+        args = body.get("arguments") or {}
+        if self.absent and args.get("parameters"):
+            params = []
+            for p in args["parameters"]:
+                v = p.get("value")
+                key = v[2:-2].strip() if isinstance(v, str) and v.startswith("{{") and v.endswith("}}") else None
+                params.append({**p, "value": ABSENT_OPTIONAL} if key in self.absent else p)
+            body = {**body, "arguments": {**args, "parameters": params}}
         out = _substitute(body, scope, strict=False)
         if "withItems" in task:
             out["withItems"] = task["withItems"]

@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -22,6 +23,13 @@ from infersweep.local.argo.nodes import Node
 from infersweep.local.argo.templates import _CHECKED_PREFIXES, VAR_RE, _str, _substitute, parse_duration
 
 TERMINATION_GRACE_S = 30  # Kubernetes' default terminationGracePeriodSeconds
+# Images whose ENTRYPOINT is known here, as a local program (a container without `command` runs it).
+KNOWN_ENTRYPOINTS = {"argoproj/argosay:v2": Path(__file__).with_name("argosay.py")}
+
+
+def _image_name(image: str) -> str:
+    """`docker.io/argoproj/argosay:v2` and `argoproj/argosay:v2` are one image."""
+    return image.removeprefix("docker.io/").removeprefix("library/")
 
 
 @dataclass
@@ -38,6 +46,7 @@ class _Pod:
     # main container then (executor.go monitorDeadline :1473-1496, "Step exceeded its deadline").
     exec_deadline: float | None = None
     on_exit: bool = False
+    rwo_claims: frozenset[str] = frozenset()  # the ReadWriteOnce claims it mounts (_check_rwo)
 
 
 def _sigkill_after_grace(pod: _Pod) -> None:
@@ -198,6 +207,7 @@ class PodExecution:
             return self._mark(n, "Failed", "Step exceeded its deadline")
         n = node or self._init_node(name, "Pod", tmpl["name"], scope, boundary, "Pending", flags=flags)
         argv, env, mounts, root = self._pod_command(n, tmpl)  # a WorkflowError here errors the node
+        rwo = self._check_rwo(n, tmpl)  # likewise
         # A pod's initContainers run one after another before its main container, each to completion
         # (Kubernetes init-container semantics; workflowpod.go createWorkflowPod keeps the template's
         # initContainers after Argo's own `init`). Each gets its own command/env/mounts, mapped like the main one.
@@ -206,7 +216,7 @@ class PodExecution:
             ic_tmpl = {k: v for k, v in tmpl.items() if k not in ("script", "initContainers", "outputs")}
             inits.append((ic.get("name", "init"), *self._pod_command(n, {**ic_tmpl, "container": ic})[:2]))
         n.phase = "Running"
-        pod = _Pod(n.id, on_exit=on_exit)
+        pod = _Pod(n.id, on_exit=on_exit, rwo_claims=rwo)
         tdl = tmpl.get("activeDeadlineSeconds", tmpl.get("timeout"))
         if tdl is not None and str(tdl) != "":
             pod.deadline = time.time() + parse_duration(tdl)
@@ -221,8 +231,40 @@ class PodExecution:
         pod.thread.start()
         return n
 
+    def _check_rwo(self, n: Node, tmpl: dict[str, Any]) -> frozenset[str]:
+        """The ReadWriteOnce claims the pod mounts; a WorkflowError when a pod still running mounts one of them.
+
+        Why a local check: here every pod's claim is one folder, so two pods mounting it at once always work.
+        On a cluster a ReadWriteOnce volume attaches to one node: a second pod scheduled on another node waits
+        in ContainerCreating ("Multi-Attach error for volume ... Volume is already used by pod(s)", kubernetes
+        pkg/controller/volume/attachdetach/reconciler reportMultiAttachError) while its activeDeadlineSeconds
+        runs, and on the same node both run. A design that only sometimes survives is refused here, naming
+        both pods, so a DAG that lets two workdir tasks overlap (issue 34 item 5) fails on this machine first."""
+        rwo = getattr(self, "_rwo", set())
+        if not rwo:
+            return frozenset()
+        containers = [tmpl.get("container") or tmpl.get("script") or {}, *(tmpl.get("initContainers") or [])]
+        mine = frozenset(vm["name"] for c in containers for vm in c.get("volumeMounts") or [] if vm["name"] in rwo)
+        for other_id, pod in self._pods.items():
+            both = mine & pod.rwo_claims
+            if both and pod.result is None and other_id != n.id:
+                other = self.nodes.get(other_id)
+                raise WorkflowError(
+                    f"Multi-Attach: pod {n.name} would mount ReadWriteOnce claim {sorted(both)[0]} while pod "
+                    f"{other.name if other else other_id} still runs with it; on two nodes the second waits in "
+                    "ContainerCreating until the first ends (make the second task depend on the first)"
+                )
+        return mine
+
     def _prepare_volumes(self) -> None:
         self._vols: dict[str, Path] = {}
+        # volumeClaimTemplates whose every access mode is single-node (core/v1 PersistentVolumeAccessMode)
+        self._rwo = {
+            c["metadata"]["name"]
+            for c in self.spec.get("volumeClaimTemplates", []) or []
+            if set((c.get("spec") or {}).get("accessModes") or []) <= {"ReadWriteOnce", "ReadWriteOncePod"}
+            and (c.get("spec") or {}).get("accessModes")
+        }
         for v in self.spec.get("volumes", []) or []:
             if "persistentVolumeClaim" in v:
                 claim = _substitute(v["persistentVolumeClaim"]["claimName"], self.globals(), strict=False)
@@ -298,6 +340,9 @@ class PodExecution:
                 return fill(_map_path(v, mounts))
 
         argv = [fill_map(a) for a in list(c.get("command") or []) + list(c.get("args") or [])]
+        if not c.get("command") and host_shell and _image_name(image) in KNOWN_ENTRYPOINTS:
+            # No command: the image's ENTRYPOINT runs with the args (core/v1 Container.command)
+            argv = [sys.executable, str(KNOWN_ENTRYPOINTS[_image_name(image)]), *argv]
         if "script" in tmpl:
             src = root / "script"
             src.write_text(_map_text(fill(c.get("source", "")), mounts))

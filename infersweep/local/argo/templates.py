@@ -20,6 +20,11 @@ VAR_RE = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")
 _CHECKED_PREFIXES = ("inputs.", "outputs.", "item", "tasks.", "steps.", "workflow.")
 
 
+# common.go AbsentOptionalArgumentValue (argo-workflows v4.1.2 workflow/common/common.go:296): an argument that
+# was a pure reference to a skipped/omitted node's output with no producer default.
+ABSENT_OPTIONAL = "__argo-internal.absent-optional-output__"
+
+
 def render_item(item: Any) -> str:
     """operator.go processItem: numbers and booleans render as JSON text (`true`, `1000`), strings as
     themselves, maps and lists as compact JSON with sorted keys (Go's json.Marshal)."""
@@ -175,7 +180,16 @@ class TemplateResolution:
         given = {p["name"]: p for p in (args or {}).get("parameters", []) or []}
         values: dict[str, str] = {}
         for p in (tmpl.get("inputs") or {}).get("parameters", []) or []:
-            if p["name"] in given and ("value" in given[p["name"]]):
+            if (given.get(p["name"]) or {}).get("value") == ABSENT_OPTIONAL:
+                # common/util.go ProcessArgs :212-219 (v4.1.2): a pure reference to a skipped task's output
+                # without a default is "not supplied": the input's own value/default applies, else a terminal error
+                if "value" not in p and "default" not in p:
+                    raise WorkflowError(
+                        f"inputs.parameters.{p['name']}: argument references an absent optional "
+                        "(skipped/omitted node output with no default)"
+                    )
+                values[p["name"]] = _str(p["value"] if "value" in p else p["default"])
+            elif p["name"] in given and ("value" in given[p["name"]]):
                 values[p["name"]] = _str(given[p["name"]]["value"])
             elif "value" in p:
                 values[p["name"]] = _str(p["value"])
