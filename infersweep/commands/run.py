@@ -69,13 +69,31 @@ def run(a: argparse.Namespace) -> int:
         # Nothing measured is lost: every point's files stay in the run folder, and a resumed run keeps
         # the good points (it does not measure them again) and publishes under its own prefix.
         print(f"kept locally: {res.results_dir}/points/ (measured points are kept as they are)")
-        recipe = a.recipe or "RECIPE"
-        print(
-            f"to finish this run: infersweep run --local {shlex.quote(str(recipe))} --out {shlex.quote(a.out)} "
-            f"--resume {shlex.quote(str(res.run_dir))}"
-        )
-        print(f"or as Argo would: infersweep run --local --retry {shlex.quote(str(res.run_dir))}")
+        for line in finish_commands(a, res.run_dir):
+            print(line)
     return 0 if res.phase == "Succeeded" else 1
+
+
+def finish_commands(a: argparse.Namespace, run_dir: Path) -> list[str]:
+    """The commands that finish an unfinished run, as the user can paste them: a --resume must give the
+    run's own --set and workers (run_local refuses a resume whose recipe hash differs), a --retry needs
+    nothing but the folder (it reruns the run's own documents)."""
+    folder = shlex.quote(str(run_dir))
+    retry = f"infersweep run --local --retry {folder}"
+    if a.retry or a.resubmit or not a.recipe:
+        # the --set of the run it retried are not known here: --retry again reruns its documents as they were
+        return [f"to finish this run: {retry}"]
+    words = ["infersweep", "run", "--local", str(a.recipe), "--out", str(a.out)]
+    for s in a.set:
+        words += ["--set", s]
+    if a.workers != "mocker":
+        words += ["--workers", a.workers, "--weights", a.weights]
+        words += ["--gpu-python", a.gpu_python] if a.gpu_python else []
+        words += ["--engine-cache", a.engine_cache] if a.engine_cache else []
+    if a.dgd_api != "v1beta1":
+        words += ["--dgd-api", a.dgd_api]
+    words += ["--resume", str(run_dir)]
+    return [f"to finish this run: {shlex.join(words)}", f"or as Argo would: {retry}"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
