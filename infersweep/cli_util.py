@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from infersweep.recipe import RecipeError
@@ -72,3 +74,20 @@ def check_sets(sets: dict[str, str], known: list[str]) -> None:
             check_set(key, value)
         if passed_on is not None:
             sets[key] = passed_on
+
+
+def writable_folder(value: str | os.PathLike, flag: str = "--out") -> Path:
+    """The folder a command writes into, created now: a path that is a file, or that cannot be created or
+    written (no such parent, /proc, no permission), is one line naming the flag, never an OSError's traceback."""
+    path = Path(value)
+    if path.exists() and not path.is_dir():
+        raise RecipeError(f"{flag} {value}: is a file; give a folder to write into")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise RecipeError(
+            f"{flag} {value}: cannot create that folder ({e.strerror}); give a folder you can write to"
+        ) from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise RecipeError(f"{flag} {value}: cannot write into that folder; give a folder you can write to")
+    return path

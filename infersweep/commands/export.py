@@ -14,12 +14,14 @@ def run(a: argparse.Namespace) -> int:
 
     r = load_run(a.run, a.store)
     reports, skipped = export_run(r, include_invalid=a.include_invalid)
-    out = Path(a.out) if a.out else Path("llm-d-reports") / (r.run_id or r.label)
     for line in skipped:
         print(f"note: {line}")
     if not reports:
         print(f"nothing exported: {r.label} ({r.run_id}) has no point to export")
         return 1
+    from infersweep.cli_util import writable_folder
+
+    out = writable_folder(a.out if a.out else Path("llm-d-reports") / (r.run_id or r.label))
     paths = write_reports(reports, out)
     print(f"wrote {len(paths)} llm-d benchmark report(s) (version {VERSION}, {SOURCE}) to {out}/")
     return 0

@@ -124,8 +124,15 @@ def cluster_logs(server, name: str, step: str | None, out=print) -> int:
 
 
 def run(a: argparse.Namespace) -> int:
-    if Path(a.run).is_dir():
-        return local_logs(Path(a.run), a.step)
+    from infersweep.results.cli_common import LOCAL_RUNS, local_run_dir
+
+    folder = local_run_dir(a.run)
+    if folder is not None:
+        return local_logs(folder, a.step)
+    if "/" in a.run or a.run.startswith("."):  # a workflow name is a DNS subdomain: this was meant as a folder
+        from infersweep.recipe import RecipeError
+
+        raise RecipeError(f"{a.run}: no such run folder; give runs/<run-id> (see ls {LOCAL_RUNS}/) or a cluster run")
     from infersweep.argo_server import server_from_args
 
     return cluster_logs(server_from_args(a), a.run, a.step)

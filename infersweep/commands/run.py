@@ -6,7 +6,7 @@ import argparse
 import shlex
 from pathlib import Path
 
-from infersweep.cli_util import SET_HELP, parse_sets
+from infersweep.cli_util import SET_HELP, parse_sets, writable_folder
 from infersweep.recipe import RecipeError
 
 
@@ -30,9 +30,7 @@ def run(a: argparse.Namespace) -> int:
         raise RecipeError("infersweep run: give a RECIPE (or --retry/--resubmit RUN_DIR)")
     if a.recipe and Path(a.recipe).is_dir():
         raise RecipeError(f"{a.recipe}: is a directory; give a recipe file or a name from `infersweep recipes`")
-    out = Path(a.out)
-    if out.exists() and not out.is_dir():
-        raise RecipeError(f"--out {a.out}: is a file; give a folder for the runs (default ./runs)")
+    out = Path(a.out) if a.retry else writable_folder(a.out)  # a retry writes into the folder it retries
     if a.resume and not Path(a.resume).is_dir():
         raise RecipeError(f"--resume {a.resume}: no such run folder; give runs/<run-id> of an earlier run")
     res = run_local(
