@@ -181,6 +181,9 @@ def _run(a: argparse.Namespace) -> int:
             "infersweep experiment run FILE: only --local runs here; on a cluster, "
             "`infersweep experiment render FILE` and submit the Workflow it writes"
         )
+    from infersweep.commands.run import check_worker_options
+
+    check_worker_options(a)
     ref = a.local if isinstance(a.local, str) else a.file
     res = run_experiment_local(
         ref,

@@ -16,6 +16,7 @@ def run(a: argparse.Namespace) -> int:
     from infersweep.local.run import run_local
 
     sets = parse_sets(a.set)
+    check_worker_options(a)
     earlier = a.retry or a.resubmit
     if a.retry and a.resubmit:
         raise RecipeError("give either --retry RUN_DIR or --resubmit RUN_DIR, not both")
@@ -118,6 +119,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_worker_options(p)
     p.set_defaults(fn=run)
+
+
+def check_worker_options(a: argparse.Namespace) -> None:
+    """--weights, --gpu-python and --engine-cache choose how real engines start: with the mocker they would be
+    ignored, so the user's belief that they took effect is refused instead (issue 38)."""
+    if a.workers == "gpu":
+        return
+    given = [
+        flag
+        for flag, value in (
+            ("--weights cache", a.weights == "cache"),
+            ("--gpu-python", a.gpu_python),
+            ("--engine-cache", a.engine_cache),
+        )
+        if value
+    ]
+    if given:
+        raise RecipeError(
+            f"{', '.join(given)}: only with --workers gpu (real engines); the mocker workers load no weights "
+            "and run no engine: drop it, or add --workers gpu"
+        )
 
 
 def add_worker_options(p: argparse.ArgumentParser) -> None:

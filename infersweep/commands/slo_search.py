@@ -38,6 +38,9 @@ def slo_search(a: argparse.Namespace) -> int:
             "slo-search runs against a local deployment for now: add --local "
             "(on a cluster, run a sweep and read the table's slo_pass column)"
         )
+    from infersweep.commands.run import check_worker_options
+
+    check_worker_options(a)
     slo = _slo(a.slo)  # bad bounds are refused before anything starts
     from infersweep.local.slo_search import slo_search_local
 
