@@ -106,6 +106,19 @@ def _scaled(prof: dict[str, Any]) -> Callable[[ResolvedRecipe], dict[str, str]]:
     return args
 
 
+def experiment_scale_note(plan: Plan, prof: dict[str, Any]) -> list[str]:
+    """What local mode changed in each treatment (infersweep.local.scale_note), said before the run: the claim
+    is about the recipes as written, the numbers are about these copies."""
+    from infersweep.local.scale_note import scale_note
+
+    lines: list[str] = []
+    for s in plan.steps:
+        r = s.treatment.recipe
+        note = scale_note(r, prof, scaled_workload(r, prof), scaled_points(r, prof), prof["max_workers_per_component"])
+        lines += [f"treatment {s.treatment.name}: {note[0]}", *note[1:]]
+    return lines
+
+
 def run_experiment_local(
     ref: str | Path | None,
     *,
@@ -230,6 +243,7 @@ def run_experiment_local(
             yaml.safe_dump(t, sort_keys=False)
         )
     if gpu is None:
+        print("\n".join(experiment_scale_note(plan, prof)), flush=True)
         build_toy_model(model_dir)
 
     from workflows.cluster import kubectl_manifests
