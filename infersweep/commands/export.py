@@ -16,6 +16,11 @@ def run(a: argparse.Namespace) -> int:
     reports, skipped = export_run(r, include_invalid=a.include_invalid)
     for line in skipped:
         print(f"note: {line}")
+    from infersweep.predict.source import banner, is_simulated
+
+    sources = sorted({str(x) for x in r.table.get("source", []) if is_simulated(str(x))})
+    for source in sources:  # every report says so too (run.description, the accelerator)
+        print(f"note: {banner(source)}")
     if not reports:
         print(f"nothing exported: {r.label} ({r.run_id}) has no point to export")
         return 1

@@ -45,9 +45,19 @@ def _num(v: Any, fmt: str = "{:.1f}") -> str:
     return fmt.format(f) if math.isfinite(f) else "NA"
 
 
+def simulated(run) -> bool:
+    """No GPU ran (local mode's mocker, fake GPUs): a GPU's list price does not apply to its numbers."""
+    from infersweep.predict.source import is_simulated
+
+    sources = list(run.table["source"].dropna().unique()) if "source" in run.table else []
+    return any(is_simulated(str(s)) for s in sources + [(run.context or {}).get("source")])
+
+
 def _price(run) -> float | None:
     from infersweep.results.server_metrics import gpu_price  # params/gpus.yaml
 
+    if simulated(run):
+        return None  # the mocker's tok/s priced at an H100's hour would read as a real cost
     try:
         return gpu_price((run.context or {}).get("gpu_type"))
     except (OSError, ValueError):
@@ -290,6 +300,11 @@ def comparison_html(runs: Mapping[str, Any], notes: list[str] | None = None, cmp
         f"{esc(', '.join(runs))}</title><style>{CSS}</style></head><body>",
         f"<h1>Comparison of {len(runs)} runs</h1>",
     ]
+    from infersweep.predict.source import banner
+
+    sources = sorted({str(x) for run in runs.values() if "source" in run.table for x in run.table["source"].dropna()})
+    # a simulated candidate says so above the numbers, as each run's own report does
+    parts += [f'<p class="note bad">{esc(b)}</p>' for b in map(banner, sources) if b]
     parts += [f'<p class="note">note: {esc(n)}</p>' for n in notes or []]
     if winner:
         pts = points[winner[0]]
@@ -422,6 +437,11 @@ def comparison_html(runs: Mapping[str, Any], notes: list[str] | None = None, cmp
             }
         )
     )
+    unpriced = sorted(name for name, run in runs.items() if simulated(run))
+    if unpriced:
+        price_note = "; ".join(
+            ([price_note] if price_note else []) + [f"no price for simulated runs: {', '.join(unpriced)}"]
+        )
     parts.append(
         '<p class="note">$/Mtok = usd_per_gpu_hour / 3600 / (tok/s/GPU) x 1e6, with the prices of '
         f"params/gpus.yaml ({esc(price_note) or 'none known for these GPU types'}); J/token = GPU energy "

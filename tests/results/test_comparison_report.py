@@ -178,3 +178,15 @@ def test_a_tie_names_no_winner_and_says_what_would_decide(tmp_path, capsys):
     assert cli_main(["compare", *refs, "--html", str(out)]) == 0
     winner = out.read_text().split("<h2>Winner at the SLOs</h2>", 1)[1].split("</p>", 1)[0]
     assert "<b>none told apart</b>" in winner and "b or a: not told apart at n = 3" in winner
+
+
+def test_simulated_runs_are_not_priced_at_a_gpus_list_price(tmp_path, capsys):
+    """Issue 38 item 2: the page priced mocker runs in $/Mtok at the H100 list price."""
+    sim = {"source": "simulated (built-in timing)"}
+    refs = [folder(tmp_path, "rr", RR.assign(**sim), **sim), folder(tmp_path, "fp8", FP8.assign(**sim), **sim)]
+    out = tmp_path / "cmp.html"
+    assert cli_main(["compare", *refs, "--html", str(out), "--mix-sources"]) == 0
+    page = out.read_text()
+    assert not re.search(r"\$\d[\d.]*/Mtok", page)  # no cost anywhere: the winner line and the tables say NA
+    assert "no price for simulated runs: fp8, rr" in page and "H100: $" not in page
+    assert "Simulated run" in page
