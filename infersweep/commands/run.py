@@ -64,7 +64,9 @@ def run(a: argparse.Namespace) -> int:
         store = shlex.quote(str(res.store))
         print(f"store:    {res.store} (kept on disk; the local S3 server is gone)")
         print(f"report:   infersweep report {res.run_id} --store {store}   (all runs: infersweep runs --store {store})")
-    if res.phase != "Succeeded" or not any(k.endswith("/manifest.json") for k in res.s3_keys):
+    if not res.run_dir.exists():
+        print(f"the run folder {res.run_dir} was deleted during the run: nothing is kept there to resume or retry")
+    elif res.phase != "Succeeded" or not any(k.endswith("/manifest.json") for k in res.s3_keys):
         # Nothing measured is lost: every point's files stay in the run folder, and a resumed run keeps
         # the good points (it does not measure them again) and publishes under its own prefix.
         print(f"kept locally: {res.results_dir}/points/ (measured points are kept as they are)")

@@ -16,6 +16,7 @@ import json
 import os
 import sys
 import time
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -258,9 +259,11 @@ def run_experiment_local(
     pythons = {settings.images.steps: sys.executable, settings.images.aiperf: venv_python("aiperf")}
     s3 = LocalS3(buckets=[settings.s3.bucket, ARTIFACT_BUCKET])
     sampler = None
+    run_token = f"{run_id}-{uuid.uuid4().hex[:8]}"  # procs.RUN_MARKER: this run's processes, folder or not
     try:
         s3.start()
         env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
+        env[procs.RUN_MARKER] = run_token
         env |= s3.env() | step_env(
             state_dir=state_dir,
             model_dir=model_dir,  # the steps' DGD adapter: local
@@ -298,6 +301,7 @@ def run_experiment_local(
             sampler.stop()
         for d in sorted((state_dir / "dgd").glob("*")) if (state_dir / "dgd").exists() else []:
             procs.stop_all(d)  # belt and braces: no Dynamo process outlives the run
+        procs.stop_run_processes(run_token)  # nor one whose records went with a deleted run folder
         s3.stop()
     if gpu is not None:
         from infersweep.local.gpu_run import write_gpu_record

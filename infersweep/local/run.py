@@ -386,6 +386,7 @@ def run_local(
     pythons = {settings.images.steps: sys.executable, settings.images.aiperf: venv_python("aiperf")}
     own_s3 = s3 is None
     sampler = None
+    run_token = f"{run_id}-{uuid.uuid4().hex[:8]}"  # procs.RUN_MARKER: this run's processes, folder or not
     s3 = s3 or LocalS3(buckets=[settings.s3.bucket, ARTIFACT_BUCKET])
     try:
         if own_s3:
@@ -396,6 +397,7 @@ def run_local(
             except (OSError, RuntimeError) as e:  # metrics enrich a run, they never stop one
                 print(f"prometheus did not start, server metrics will be skipped: {e}", file=sys.stderr)
         env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}  # see AIPerf note in steps.aiperf_point
+        env[procs.RUN_MARKER] = run_token
         env |= s3.env() | step_env(
             state_dir=state_dir,
             model_dir=model_dir,  # the steps' DGD adapter: local
@@ -453,6 +455,7 @@ def run_local(
         # Belt and braces: whatever the exit handler did, no Dynamo process outlives the run.
         for d in sorted((state_dir / "dgd").glob("*")) if (state_dir / "dgd").exists() else []:
             procs.stop_all(d)
+        procs.stop_run_processes(run_token)  # and none whose records went with a deleted run folder
         if own_s3:
             s3.stop()
         if prom:
