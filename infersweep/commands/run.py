@@ -57,13 +57,16 @@ def run(a: argparse.Namespace) -> int:
     print(f"logs:     {res.run_dir}/nodes/")
     for line in res.failed_steps:
         print(f"failed:   {line}")
+    published = res.published_id or res.run_id
     if res.s3_keys:
-        prefix = res.s3_keys[0].split(res.run_id, 1)[0] + res.run_id
+        prefix = res.s3_keys[0].split(f"/{published}/", 1)[0] + f"/{published}"
         print(f"published {len(res.s3_keys)} objects to the local S3 server under {prefix}/")
+        if published != res.run_id:
+            print(f"          (beside the first attempt's {res.run_id}, never over it)")
     if res.store is not None:
         store = shlex.quote(str(res.store))
         print(f"store:    {res.store} (kept on disk; the local S3 server is gone)")
-        print(f"report:   infersweep report {res.run_id} --store {store}   (all runs: infersweep runs --store {store})")
+        print(f"report:   infersweep report {published} --store {store}   (all runs: infersweep runs --store {store})")
     if not res.run_dir.exists():
         print(f"the run folder {res.run_dir} was deleted during the run: nothing is kept there to resume or retry")
     elif res.phase != "Succeeded" or not any(k.endswith("/manifest.json") for k in res.s3_keys):

@@ -55,3 +55,28 @@ def keep_run(s3: Any, bucket: str, prefix: str, recipe: str, run_id: str, store_
             file=sys.stderr,
         )
         return None
+
+
+def seed_from_disk(s3: Any, bucket: str, prefix: str, recipe: str, run_id: str, store_dir: Path) -> set[str]:
+    """keep_on_disk backwards: put a run the store folder kept back into a fresh local S3 server; the keys put.
+
+    A local `--retry` continues the same workflow, whose first attempt published under its name; the S3
+    server that held it is gone, so without this the retry's publish step finds the prefix empty and writes
+    over what the store folder kept. With it, publish meets the first attempt as a cluster's does, and goes to
+    `<run>-rN` (infersweep.results.publish publish_run --retry-prefix; docs/lifecycle.md: never over it)."""
+    import hashlib
+
+    from infersweep.results.manifest import SHA_META
+
+    root = Path(store_dir)
+    base = prefix.strip("/")
+    wanted = [ix.run_prefix("", recipe, run_id), ix.entry_key("", recipe, run_id)]
+    files = [f for f in sorted((root / wanted[0]).rglob("*")) if f.is_file()] if (root / wanted[0]).is_dir() else []
+    files += [root / wanted[1]] if (root / wanted[1]).is_file() else []
+    put: set[str] = set()
+    for f in sorted(files, key=lambda f: _order(str(f.relative_to(root)))):
+        key = "/".join(p for p in (base, str(f.relative_to(root))) if p)
+        body = f.read_bytes()
+        s3.put_object(Bucket=bucket, Key=key, Body=body, Metadata={SHA_META: hashlib.sha256(body).hexdigest()})
+        put.add(key)
+    return put
