@@ -201,11 +201,35 @@ def _run(a: argparse.Namespace) -> int:
     print(f"\nworkflow {res.run_id}: {res.phase} in {res.seconds:.0f} s; run folder {res.run_dir}")
     for line in res.failed_steps:
         print(f"failed:   {line}")
+    names = [*res.kept, *(s.treatment.name for s in res.plan.steps)]
+    for line in treatment_commands(res.plan.experiment.name, res.run_dir, names):
+        print(line)
     if res.phase != "Succeeded" or res.report is None or res.report["missing"]:
         # A failed treatment does not stop the others, but the run is not done until every one has results.
         print(f"resume with: infersweep experiment run --local --resume {res.run_dir}")
         return 1
     return 0
+
+
+def treatment_commands(experiment: str, run_dir, names: list[str]) -> list[str]:
+    """Where each treatment's results are, and the commands that read them again (issue 38: the run printed
+    none): `experiment report` of those folders, and `compare --html` of them."""
+    import shlex
+    from pathlib import Path
+
+    folders = {n: Path(run_dir) / "volumes" / "workdir" / "treatments" / n for n in names}
+    kept = {n: f for n, f in folders.items() if (f / "summary" / "results.parquet").is_file()}
+    if not kept:
+        return []
+    pairs = " ".join(shlex.quote(f"{n}={f}") for n, f in kept.items())
+    lines = [f"results:  {shlex.quote(str(f))}  ({n})" for n, f in kept.items()]
+    lines.append(f"report:   infersweep experiment report {shlex.quote(experiment)} {pairs}")
+    if len(kept) >= 2:
+        lines.append(
+            f"compare:  infersweep compare {' '.join(shlex.quote(str(f)) for f in kept.values())} "
+            f"--html {shlex.quote(str(Path(run_dir) / 'compare.html'))}"
+        )
+    return lines
 
 
 def run(a: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ Writes into <run-dir>/summary/:
                     repetitions with a 95 % Student-t interval and n, then every repetition's headline columns,
                     valid and why)
   results_by_load.csv  the per-load means, interval half-widths and n (infersweep.results.repetitions)
+  columns.md        what every column of these tables means, with its unit (docs/columns.md, the same text)
   run.json          the run context, SLOs and schema version: what the run index is built from
   report.html       the self-contained report, with pareto.png, latency.png, errors.png[, server_metrics.png]
 
@@ -94,6 +95,9 @@ def markdown_table(df: pd.DataFrame) -> str:
     return head + body
 
 
+COLUMNS_FILE = "columns.md"
+
+
 def _write_atomic(path: Path, write) -> None:
     # A summarize killed mid-write must not leave a torn file a later reader would trust.
     tmp = path.with_name(path.name + ".tmp")
@@ -140,6 +144,11 @@ def summarize(
     )
     # the per-load means with their 95 % intervals and n, for spreadsheets (infersweep.results.repetitions)
     _write_atomic(out / "results_by_load.csv", lambda p: by_load(df).to_csv(p, index=False))
+    # what each column means, beside the tables it describes: a results folder read away from a checkout
+    # (a downloaded store, a colleague's copy) has no docs/columns.md
+    from infersweep.results.columns import markdown as columns_markdown
+
+    _write_atomic(out / COLUMNS_FILE, lambda p: p.write_text(columns_markdown(), encoding="utf-8"))
     record = {
         "schema_version": SCHEMA_VERSION,
         "context": ctx,

@@ -277,3 +277,21 @@ def test_compare_with_invalid_points_marks_them_in_its_table():
     assert "compared 2 invalid point(s) too (--include-invalid); not valid because:" in text
     assert f"concurrency 4 repetition 0: {INVALID}" in text
     assert set(cmp.changes[cmp.changes["concurrency"] == 4]["valid"]) == {False}
+
+
+def test_experiment_run_prints_commands_that_read_its_treatments_again(nemotron, tmp_path, capsys):
+    """Issue 38 item 13: `experiment run` printed no report or compare command for its treatments."""
+    import shlex
+
+    from infersweep.commands.experiment import treatment_commands
+
+    t = _treatments(kv_c8_valid=True)
+    root = tmp_path / "runs" / "exp-1" / "volumes" / "workdir" / "treatments"
+    for n in ("rr", "kv"):
+        _run_folder(root, n, t[n], {"recipe_hash": recipe_hash(nemotron.treatment(n).recipe)})
+    lines = treatment_commands("nemotron-rr-vs-kv", tmp_path / "runs" / "exp-1", ["rr", "kv"])
+    commands = {ln.split(":", 1)[0]: ln.split(":", 1)[1].strip() for ln in lines if not ln.startswith("results")}
+    assert set(commands) == {"report", "compare"}
+    for command in commands.values():  # each works when pasted
+        assert cli_main(shlex.split(command)[1:]) == 0, command
+    assert "inconclusive: kv beats rr" in capsys.readouterr().out
