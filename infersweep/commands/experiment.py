@@ -201,6 +201,8 @@ def _run(a: argparse.Namespace) -> int:
     print(f"\nworkflow {res.run_id}: {res.phase} in {res.seconds:.0f} s; run folder {res.run_dir}")
     for line in res.failed_steps:
         print(f"failed:   {line}")
+    if res.store is not None:
+        print(f"store:    {res.store} (the treatments as published: infersweep runs --store {res.store})")
     names = [*res.kept, *(s.treatment.name for s in res.plan.steps)]
     for line in treatment_commands(res.plan.experiment.name, res.run_dir, names):
         print(line)

@@ -80,3 +80,25 @@ def seed_from_disk(s3: Any, bucket: str, prefix: str, recipe: str, run_id: str, 
         s3.put_object(Bucket=bucket, Key=key, Body=body, Metadata={SHA_META: hashlib.sha256(body).hexdigest()})
         put.add(key)
     return put
+
+
+def keep_experiment(s3: Any, bucket: str, prefix: str, experiment: str, store_dir: Path) -> Path | None:
+    """An experiment's published treatments (workflows/experiment.py publishes each under
+    <prefix>/experiments/<experiment>/<workflow>/<treatment>, indexed there) kept as a store folder on disk,
+    store_dir/experiments/<experiment>: `infersweep runs --store` of it lists the treatments as runs. None when
+    nothing was published or the copy failed (said on stderr; the run folder has the results)."""
+    base = f"{prefix.strip('/')}/experiments/{experiment}"
+    out = Path(store_dir) / "experiments" / experiment
+    try:
+        keys: list[str] = []
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=base + "/"):
+            keys.extend(o["Key"] for o in page.get("Contents", []))
+        if not keys:
+            return None
+        store = RunStore(out)
+        for key in sorted(keys, key=_order):  # objects, then manifests, then index entries: never half listed
+            store.backend.put(key[len(base) + 1 :], s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+        return out
+    except Exception as e:  # noqa: BLE001 (S3 gone, disk full: the experiment's verdict stands)
+        print(f"infersweep: the results store {out} was not updated ({type(e).__name__}: {e})", file=sys.stderr)
+        return None

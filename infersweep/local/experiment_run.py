@@ -60,6 +60,7 @@ class LocalExperimentRun:
     seconds: float
     message: str = ""
     failed_steps: list[str] = field(default_factory=list)  # as LocalRun's (infersweep/local/run.py)
+    store: Path | None = None  # the treatments as published, kept on disk (infersweep.local.disk_store)
 
     @property
     def report_text(self) -> str:
@@ -296,6 +297,10 @@ def run_experiment_local(
             on_event=on_event,
             on_started=on_started,
         )
+        from infersweep.local.disk_store import STORE_DIR, keep_experiment
+
+        # The S3 server is about to go: the treatments it published stay listable as a store folder on disk.
+        store = keep_experiment(s3.client(), settings.s3.bucket, settings.s3.prefix, e.name, run_dir.parent / STORE_DIR)
     finally:
         if sampler is not None:
             sampler.stop()
@@ -320,4 +325,5 @@ def run_experiment_local(
         time.monotonic() - t_start,
         argo.message,
         failed_step_lines(argo),
+        store,
     )

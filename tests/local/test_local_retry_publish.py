@@ -50,3 +50,18 @@ def test_a_local_retry_publishes_under_r1_and_keeps_the_first_attempt(tmp_path, 
     assert (store / RECIPE / RUN / "summary" / "results.md").read_bytes() == kept  # never over it
     assert b"| c8 | ok |" in (store / RECIPE / f"{RUN}-r1" / "summary" / "results.md").read_bytes()
     assert {RUN, f"{RUN}-r1"} <= set(RunStore(store).runs(RECIPE)["run_id"])
+
+
+def test_an_experiments_treatments_are_kept_as_a_store_that_runs_lists(tmp_path, monkeypatch):
+    """Issue 38 item 13: an experiment's treatments were not in the results store (`runs` did not list them)."""
+    from infersweep.local.disk_store import keep_experiment
+
+    exp, wf = "nemotron-rr-vs-kv", "nemotron-rr-vs-kv-20261203-000000"
+    with LocalS3(buckets=[BUCKET]) as server:
+        for name, value in server.env().items():
+            monkeypatch.setenv(name, value)
+        for t in ("rr", "kv"):  # as the experiment workflow's <t>-publish steps publish (workflows/experiment.py)
+            publish_run(_attempt(tmp_path / t, c8="ok"), BUCKET, f"{BASE}/experiments/{exp}/{wf}/{t}")
+        store = keep_experiment(server.client(), BUCKET, BASE, exp, tmp_path / "runs" / "store")
+    assert store == tmp_path / "runs" / "store" / "experiments" / exp
+    assert set(RunStore(store).runs()["run_id"]) == {"rr", "kv"}
