@@ -37,8 +37,9 @@ def _pods(status: dict) -> list[dict]:
 
 
 def _node_folder(run_dir: Path, node: dict) -> Path:
-    # infersweep/local/argo/pod.py _pod_command: the node's folder is its name, made safe
-    return run_dir / "nodes" / re.sub(r"[^A-Za-z0-9_.=-]+", "_", node["name"])[-120:]
+    from infersweep.local.argo.node_folder import node_folder  # the rule pod.py writes by
+
+    return run_dir / "nodes" / node_folder(node["name"])
 
 
 def local_logs(run_dir: Path, step: str | None, out=print) -> int:
