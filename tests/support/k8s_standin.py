@@ -4,8 +4,8 @@ Steps talk to it through the real `kubernetes` client (a kubeconfig pointing at 
 the exact request the client sends: path, verb and body. It implements what the steps use: create / get /
 patch / delete of namespaced custom objects and PersistentVolumeClaims (404 for a missing object, 409 for
 a duplicate create, a uid and resourceVersion on create, generateName), replace (PUT, 409 on a stale
-resourceVersion), and list of any collection (pods, events, workflows: what was put in
-`objects`; equality and existence label selectors). A created PVC is Bound at once (`pvc_phase_on_create`). Not a
+resourceVersion), and list of any collection (pods, events, workflows, cluster-scoped nodes under namespace "":
+what was put in `objects`; equality and existence label selectors). A created PVC is Bound at once (`pvc_phase_on_create`). Not a
 real API server: no validation, no watch, no field selectors.
 
     with K8sStandin() as api:
@@ -31,6 +31,8 @@ _CUSTOM = re.compile(
     r"^/apis/(?P<group>[^/]+)/(?P<version>[^/]+)/namespaces/(?P<ns>[^/]+)/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?$"
 )
 _CORE = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?$")
+# cluster-scoped core objects (Nodes: the preflight's GPU pool check), kept under namespace ""
+_CLUSTER = re.compile(r"^/api/v1/(?P<plural>nodes)(?:/(?P<name>[^/]+))?$")
 
 
 class K8sStandin:
@@ -127,11 +129,11 @@ class K8sStandin:
         if m:
             group, version = m["group"], m["version"]
         else:
-            m = _CORE.match(path)
+            m = _CORE.match(path) or _CLUSTER.match(path)
             if not m:
                 return 404, self._status(404, "NotFound", f"no route {path}")
             group, version = "", "v1"
-        ns, plural, name = m["ns"], m["plural"], m["name"]
+        ns, plural, name = m.groupdict().get("ns") or "", m["plural"], m["name"]
         if method == "GET" and name is None:
             items = [o for k, o in self.objects.items() if k[:4] == (group, version, ns, plural)]
             # `key=value`, `key!=value` (also matches objects without the key) and `key` (exists)
