@@ -88,11 +88,16 @@ def markdown_table(df: pd.DataFrame) -> str:
     not valid (`validity_reasons`); an invalid point's slo_pass is NA (infersweep.results.evidence)."""
     df = enforce(df)
     cols = [c for c in MD_COLUMNS if c in df.columns or c in ALWAYS]
+    # A column with no value in any row says nothing (a local run has no prediction, no GPU power): left out
+    # of this table for eyes, and named under it; results.csv and results.parquet keep every column.
+    empty = [c for c in cols if c not in ALWAYS and c in df.columns and len(df) and df[c].map(_cell).eq("NA").all()]
+    cols = [c for c in cols if c not in empty]
     head = "| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n"
     body = ""
     for _, r in df.iterrows():
         body += "| " + " | ".join(_cell(r.get(c)) for c in cols) + " |\n"
-    return head + body
+    tail = f"\nNo value in any row (left out here, kept in results.csv): {', '.join(empty)}\n" if empty else ""
+    return head + body + tail
 
 
 COLUMNS_FILE = "columns.md"

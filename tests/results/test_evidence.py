@@ -113,7 +113,8 @@ def test_slo_pass_is_never_true_on_an_invalid_row(tmp_path):
 
 
 def test_results_md_shows_valid_and_why_and_na_as_na():
-    text = markdown_table(MAIN.assign(ttft_p99_ms=float("nan")))
+    # NaN in one row only: a column NaN in every row is left out (test_a_column_empty_in_every_row_is_left_out)
+    text = markdown_table(MAIN.assign(ttft_p99_ms=[float("nan") if c == 4 else 100.0 for c in MAIN["concurrency"]]))
     head, _, row1, row4 = text.strip().splitlines()[:4]
     assert "| valid |" in head and "| validity_reasons |" in head
     cells4 = dict(zip([c.strip() for c in head.split("|")], [c.strip() for c in row4.split("|")], strict=False))
@@ -295,3 +296,13 @@ def test_experiment_run_prints_commands_that_read_its_treatments_again(nemotron,
     for command in commands.values():  # each works when pasted
         assert cli_main(shlex.split(command)[1:]) == 0, command
     assert "inconclusive: kv beats rr" in capsys.readouterr().out
+
+
+def test_a_column_empty_in_every_row_is_left_out_and_named():
+    """Issue 38 item 15: the local console table printed columns that are NA in every row (no prediction, no
+    GPU power on a laptop)."""
+    text = markdown_table(MAIN.assign(predicted_itl_avg_ms=float("nan"), implausible=None))
+    head = text.splitlines()[0]
+    assert "predicted_itl_avg_ms" not in head and "implausible" not in head and "| valid |" in head
+    assert "No value in any row (left out here, kept in results.csv): " in text
+    assert "predicted_itl_avg_ms, implausible" in text.splitlines()[-1]
