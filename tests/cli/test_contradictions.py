@@ -35,3 +35,12 @@ def test_the_same_set_twice_is_no_contradiction(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     argv = ["render", "demo-prefix-kv", "--out", "x", "--set", "router=kv", "--set", "router=kv"]
     assert cli_main(argv) == 0
+
+
+def test_validate_says_an_unpinned_revision_once_not_once_per_recipe(capsys):
+    """Issue 38 item 15: `validate` printed the same "revision main" warning 51 times."""
+    assert cli_main(["validate"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("not a commit SHA") == 1
+    (line,) = [ln for ln in out.splitlines() if "not a commit SHA" in ln]
+    assert line.startswith("warning: ") and "@main" in line
