@@ -136,6 +136,20 @@ def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     return [start + i * step for i in range(int((hi - start) / step) + 2) if start + i * step <= hi + 1e-9]
 
 
+def legend_labels(labels: list[str], width: int = 26) -> dict[str, str]:
+    """Each label as the legend shows it, at most `width` characters and never two alike: a long one keeps its
+    start and its end (recipe names differ at the end: lightning-trtllm-agg-b200-bf16 / -b200-mtp-bf16, which
+    cutting at 26 made one string); the full name is the entry's tooltip."""
+    head = (width - 1) // 2
+    out = {lab: lab if len(lab) <= width else f"{lab[:head]}…{lab[-(width - head - 1) :]}" for lab in labels}
+    seen: dict[str, int] = {}
+    for lab in labels:  # still alike (same start and end): number them in order
+        seen[out[lab]] = seen.get(out[lab], 0) + 1
+        if list(out.values()).count(out[lab]) > 1:
+            out[lab] = f"{out[lab][: width - 3]}#{seen[out[lab]]}"
+    return out
+
+
 def pareto_svg(
     points: Mapping[str, pd.DataFrame], winner: tuple[str, int] | None, width: int = 760, height: int = 460
 ) -> str:
@@ -150,6 +164,8 @@ def pareto_svg(
     x0, x1 = 0.0, float(allp[X].max()) * 1.08 or 1.0
     y0, y1 = 0.0, float(allp[Y].max()) * 1.08 or 1.0
     pw, ph = width - ml - mr, height - mt - mb
+
+    short = legend_labels(list(points))
 
     def sx(v: float) -> float:
         return ml + (v - x0) / (x1 - x0) * pw
@@ -206,7 +222,7 @@ def pareto_svg(
         ly = mt + 14 + 18 * i
         out.append(
             f'<circle cx="{ml + pw + 18}" cy="{ly - 4}" r="5" fill="{color}" stroke="{color}"/>'
-            f'<text x="{ml + pw + 28}" y="{ly}">{html.escape(label[:26])}</text>'
+            f'<text x="{ml + pw + 28}" y="{ly}">{html.escape(short[label])}<title>{html.escape(label)}</title></text>'
         )
     ly = mt + 14 + 18 * len(points) + 10
     out.append(
