@@ -76,6 +76,20 @@ class ProgressWatcher:
         self._thread.join(timeout=5)
 
     def poll(self) -> None:
+        stamp = f"[{time.monotonic() - self.t0:6.1f}s]"
+        # A run whose GPU span (or the whole workflow) waits for a lock another run holds says so, once per
+        # change: otherwise it sat silent while another run's GPUs were busy (issue 38). The text is Argo's own
+        # (workflow/sync/semaphore.go checkAcquire "Waiting for <key> lock. Lock status: <free>/<limit>").
+        waits = [
+            (n.id, n.name, n.waiting_lock) for n in list(self.argo.nodes.values()) if getattr(n, "waiting_lock", "")
+        ]
+        if getattr(self.argo, "phase", "") in ("", "Pending") and "lock" in str(getattr(self.argo, "message", "")):
+            waits.append(("workflow", "the workflow", str(self.argo.message)))
+        for key, name, message in waits:
+            if self._seen.get(f"wait:{key}") != message:
+                self._seen[f"wait:{key}"] = message
+                short = short_step(name.split(".", 1)[1] if "." in name else name)
+                self.out(f"{stamp}  waiting {short}: {message} (another run holds it; this run starts when it is free)")
         for node in list(self.argo.nodes.values()):
             if node.type != "Pod" or node.phase != "Running":
                 continue
