@@ -29,3 +29,19 @@ def test_a_workflow_waiting_for_its_lock_is_said():
     lines: list[str] = []
     ProgressWatcher(argo, out=lines.append).poll()
     assert lines and "waiting the workflow: " + WAIT in lines[0]
+
+
+def test_a_points_console_label_names_its_load_not_every_item_field():
+    """Issue 38 item 15: step labels of 100+ characters (Argo's item name) in the console and failure lines."""
+    from infersweep.local.executor import event_printer
+    from infersweep.local.progress_watch import step_label
+
+    argo_name = "gpu-span.point(1:concurrency:8,cpu:6,memory:4096Mi,repetition:1,request_rate:0,requests:64,warmup:8)"
+    assert step_label(argo_name) == "gpu-span.point(1: c8 r1)"
+    assert step_label("gpu-span.point(2:concurrency:8,repetition:0,request_rate:2.5)") == "gpu-span.point(2: c8 @2.5/s)"
+    assert step_label("onExit.publish(0)") == "onExit.publish(0)"
+    import io
+
+    out = io.StringIO()
+    event_printer(out)("start", Node(name=f"r1.{argo_name}", id="p"))
+    assert out.getvalue().rstrip().endswith("> gpu-span.point(1: c8 r1)")
