@@ -154,7 +154,7 @@ def _limits(claim: Claim, tables: dict[str, pd.DataFrame], c: int, at: int | Non
         }
     )
     if simulated:
-        out.append(f"the points are simulated ({'; '.join(simulated)}), not measured on the claim's GPUs")
+        out.append(f"the points are simulated ({'; '.join(simulated)}): a simulator's numbers, not the claim's GPUs'")
     return tuple(out)
 
 
