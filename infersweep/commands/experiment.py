@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from infersweep.cli_util import table
+from infersweep.cli_util import table, writable_folder
 
 
 def _report(a: argparse.Namespace) -> int:
@@ -85,7 +85,6 @@ def _comparable(e, runs: dict, a: argparse.Namespace) -> list[str]:
 
 
 def _render(a: argparse.Namespace) -> int:
-    from pathlib import Path
 
     import yaml
 
@@ -101,7 +100,7 @@ def _render(a: argparse.Namespace) -> int:
     doc = experiment_workflow(plan, settings).to_dict()
     for d in (template, doc):
         validate_document(d)  # Hera drops unknown fields silently: the strict Argo schemas catch what it would hide
-    out = Path(a.out or ".") / f"experiment-{plan.experiment.name}.yaml"
+    out = writable_folder(a.out or ".") / f"experiment-{plan.experiment.name}.yaml"
     out.parent.mkdir(parents=True, exist_ok=True)
     tout = out.with_name(f"experiment-{plan.experiment.name}.template.yaml")
     tout.write_text(yaml.safe_dump(template, sort_keys=False, width=120))
@@ -189,7 +188,7 @@ def _run(a: argparse.Namespace) -> int:
         ref,
         resume=Path(a.resume) if a.resume else None,
         dgd_api=a.dgd_api,
-        out_root=Path(a.out or "runs"),
+        out_root=writable_folder(a.out or "runs"),
         workers=a.workers,
         weights=a.weights,
         gpu_python=a.gpu_python,

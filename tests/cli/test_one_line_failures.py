@@ -54,6 +54,8 @@ def test_runs_of_a_store_folder_that_does_not_exist_is_an_error_not_no_runs(new_
         ["render", "demo-prefix-kv", "--out", "/etc/passwd"],
         ["render", "demo-prefix-kv", "--out", "/proc/nope"],
         ["run", "--local", "demo-prefix-kv", "--out", "/proc/nope"],
+        ["experiment", "run", "--local", "nemotron-rr-vs-kv", "--out", "/proc/nope"],
+        ["experiment", "render", "nemotron-rr-vs-kv", "--out", "/etc/passwd"],
     ],
 )
 def test_an_out_folder_that_cannot_be_written_is_one_line(new_user, capsys, argv):
