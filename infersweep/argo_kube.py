@@ -33,6 +33,8 @@ _PATHS = {
     "Role": ("/apis/rbac.authorization.k8s.io/v1", "roles"),
     "RoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "rolebindings"),
     "PodMonitor": ("/apis/monitoring.coreos.com/v1", "podmonitors"),
+    # Multus (k8s.cni.cncf.io/v1, network-attachment-definitions): a worker pod's secondary networks
+    "NetworkAttachmentDefinition": ("/apis/k8s.cni.cncf.io/v1", "network-attachment-definitions"),
 }
 
 
@@ -112,6 +114,10 @@ class KubeArgo:
     def list(self, kind: str, selector: str | None = None) -> list[dict[str, Any]]:
         query = [("labelSelector", selector)] if selector else []
         return self._call(f"list {kind}", "GET", self._path(kind), query=query).get("items") or []
+
+    def list_nodes(self) -> list[dict[str, Any]]:
+        """The cluster's Nodes (cluster-scoped: GET /api/v1/nodes), their labels and status.allocatable."""
+        return self._call("list Node", "GET", "/api/v1/nodes").get("items") or []
 
     def apply(self, doc: dict[str, Any]) -> tuple[str, str]:
         """Create, or replace with the current resourceVersion (a racing writer gets 409, as kubectl apply)."""

@@ -14,7 +14,7 @@ import sys
 import traceback
 
 import infersweep.commands
-from infersweep.errors import BUG_EXIT, USAGE_EXIT, UserError
+from infersweep.errors import BUG_EXIT, INTERRUPTED_EXIT, USAGE_EXIT, UserError
 
 
 def _command_modules() -> dict[str, str]:
@@ -59,6 +59,10 @@ def main(argv: list[str] | None = None) -> int:
         # Bad input: one clear line naming the field and the fix, no traceback, nothing touched.
         print(f"infersweep: {e}", file=sys.stderr)
         return USAGE_EXIT
+    except KeyboardInterrupt:
+        # Ctrl-C is the user's choice, not a failure to explain (`run --local` handles it itself: argo stop)
+        print("infersweep: interrupted", file=sys.stderr)
+        return INTERRUPTED_EXIT
     except Exception:
         # Anything else is a bug of infersweep (a KeyError included): shown as one, never as bad input.
         traceback.print_exc()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from infersweep.recipe import RecipeError
@@ -35,10 +37,13 @@ def parse_sets(values: list[str] | None) -> "Sets":
         if _bad_chars(val):
             raise RecipeError(f"--set {key}=...: a value may not contain a newline or NUL")
         kind, value = classify(key, val)
+        given = out.params if kind == "param" else out.recipe
+        if key in given and given[key] != (val if kind == "param" else value):
+            # two values for one field: which one the user meant is not ours to guess (issue 38)
+            raise RecipeError(f"--set {key}: given twice with different values; keep the one you mean")
         if kind == "param":
             out.params[key] = val
         else:
-            out.recipe.pop(key, None)  # the last --set of a path wins, in its place in the order
             out.recipe[key] = value
     if out.params:
         check_sets(out.params, _run_params())
@@ -72,3 +77,28 @@ def check_sets(sets: dict[str, str], known: list[str]) -> None:
             check_set(key, value)
         if passed_on is not None:
             sets[key] = passed_on
+
+
+def writable_folder(value: str | os.PathLike, flag: str = "--out") -> Path:
+    """The folder a command will write into, checked now and left as it was (bad input touches nothing): a path
+    that is a file, or that cannot be created or written (no such parent, /proc, no permission), is one line
+    naming the flag, never an OSError's traceback from deep inside the command."""
+    path = Path(value)
+    if path.exists() and not path.is_dir():
+        raise RecipeError(f"{flag} {value}: is a file; give a folder to write into")
+    missing = [p for p in [path, *path.parents] if not p.exists()]
+    try:
+        path.mkdir(parents=True, exist_ok=True)  # the one honest test of "can be created" (root, /proc, ...)
+    except OSError as e:
+        raise RecipeError(
+            f"{flag} {value}: cannot create that folder ({e.strerror}); give a folder you can write to"
+        ) from None
+    finally:
+        for p in missing:  # deepest first: what this check created goes again
+            try:
+                p.rmdir()
+            except OSError:
+                pass
+    if not missing and not os.access(path, os.W_OK | os.X_OK):
+        raise RecipeError(f"{flag} {value}: cannot write into that folder; give a folder you can write to")
+    return path

@@ -13,6 +13,19 @@ from __future__ import annotations
 
 USAGE_EXIT = 2  # argparse's own exit code for a bad command line: bad input, same code
 BUG_EXIT = 70  # sysexits.h EX_SOFTWARE: an internal software error
+INTERRUPTED_EXIT = 130  # 128 + SIGINT, the shell's code for a command stopped by Ctrl-C
+
+# Every exit code a command of the CLI returns, with what it means: docs/errors.md lists exactly these
+# (tests/cli/test_exit_codes.py checks the table and every `return` of infersweep/commands/ against it).
+EXIT_CODES = {
+    0: "done (a run succeeded, a check passed, a regression verdict of pass or improved)",
+    1: "the command worked and the answer is no: a run failed, `validate`/`preflight` found problems, "
+    "`regress` found a regression, an experiment has a treatment without results, nothing to export",
+    USAGE_EXIT: "bad input",
+    3: "no answer from the evidence: `predict` cannot model the recipe, `regress` is inconclusive",
+    BUG_EXIT: "a bug in infersweep",
+    INTERRUPTED_EXIT: "interrupted (Ctrl-C) outside a run",
+}
 
 
 class UserError(Exception):

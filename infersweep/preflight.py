@@ -17,6 +17,9 @@ is one request or two, and every problem is one line naming the object and the f
                 `podMonitor/<namespace>/<name>/<i>` (prometheus-operator pkg/prometheus/promcfg.go names a
                 PodMonitor's jobs so), which is there only when the Prometheus' podMonitorSelector and
                 podMonitorNamespaceSelector select it
+  GPU pools     each recipe's worker pods can be placed: a node matches their placement (the nvidia.com/gpu.product
+                label of params/gpus.yaml) and offers their resources (nvidia.com/gpu, a fabric's rdma/ib), and
+                their Multus networks exist (infersweep/gpu_pool_check.py); --recipe narrows it to what will run
 
 The cluster is reached through the kubeconfig (infersweep/argo_kube.py). S3 and Prometheus are reached at the
 settings' addresses unless --s3-endpoint / --prometheus-url give the laptop's way there (a port-forward).
@@ -271,12 +274,62 @@ def check_prometheus(kube, settings: ClusterSettings, reach: Reach) -> list[str]
     return lines
 
 
+def check_gpu_pools(kube, settings: ClusterSettings, recipes: list[str] | None = None) -> list[str]:
+    """The nodes and networks the recipes' worker pods need (infersweep/gpu_pool_check.py), one line per need
+    no node or NetworkAttachmentDefinition meets. `recipes`: the recipes to run (names or files); None: every
+    recipe of the catalogue on its GPU type's own fabric (params/gpus.yaml: what this cluster is said to be)
+    whose GPU type this cluster has a node of (the others are another pool's), and one line when it has a node
+    of none (the placement labels are the seed cluster's)."""
+    from infersweep.dgd import deployable_dgd
+    from infersweep.gpu_pool_check import node_matches, pool_problems, worker_pods
+    from infersweep.recipe import all_recipe_paths, load_recipe
+
+    try:
+        nodes = kube.list_nodes()
+    except ArgoServerError as e:
+        return [f"Nodes: cannot list them ({e}); the GPU pools were not checked (RBAC: list nodes)"]
+    nads: dict[tuple[str, str], bool] = {}
+
+    def network_exists(namespace: str, name: str) -> bool:
+        if (namespace, name) not in nads:
+            try:
+                nads[(namespace, name)] = kube.get("NetworkAttachmentDefinition", name, namespace) is not None
+            except ArgoServerError:  # no Multus CRD at all: the API answers 404 for the whole group
+                nads[(namespace, name)] = False
+        return nads[(namespace, name)]
+
+    lines: list[str] = []
+    chosen = [load_recipe(r) for r in recipes] if recipes else [load_recipe(p) for p in all_recipe_paths()]
+    skipped: dict[str, int] = {}
+    for r in chosen:
+        if not recipes and r.recipe.transport is not None:
+            # its own fabric (an EFA recipe among RoCE ones): another cluster's, checked when named with --recipe
+            continue
+        dgd = deployable_dgd(r, settings, name=r.name)
+        pods = list(worker_pods(dgd))
+        if not recipes and pods and not any(node_matches(n, spec) for _, spec, _ in pods for n in nodes):
+            skipped[r.recipe.gpu.type] = skipped.get(r.recipe.gpu.type, 0) + 1  # another pool's recipe
+            continue
+        lines += pool_problems(dgd, nodes, network_exists, settings.namespace, f"recipe {r.name} ({r.recipe.gpu.type})")
+    if not recipes and skipped and len(skipped) == len({r.recipe.gpu.type for r in chosen}):
+        products = sorted(
+            {((n.get("metadata") or {}).get("labels") or {}).get("nvidia.com/gpu.product", "-") for n in nodes}
+        )
+        lines.append(
+            f"GPU pools: no node matches the placement of any GPU type in params/gpus.yaml ({', '.join(sorted(skipped))}); "
+            f"this cluster's nvidia.com/gpu.product: {products}: adapt params/gpus.yaml placement.gpu_product "
+            "(and fabric: networks, resources, UCX_NET_DEVICES) to this cluster"
+        )
+    return lines
+
+
 def preflight(
     kube,
     settings: ClusterSettings,
     reach: Reach | None = None,
     *,
     install: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None,
+    recipes: list[str] | None = None,
 ) -> list[str]:
     """Every problem, one line each; [] when a run can start."""
     from workflows.install_set import install_set
@@ -287,4 +340,5 @@ def preflight(
     lines += check_install_set(kube, argo, manifests)
     lines += check_s3(settings, creds, reach)
     lines += check_prometheus(kube, settings, reach)
+    lines += check_gpu_pools(kube, settings, recipes)
     return lines

@@ -349,13 +349,40 @@ def _classify(
     return "ok", f"all {ok} requests succeeded"
 
 
+INTERRUPTS = ("SIGINT", "SIGTERM", "SIGHUP")  # a user or a supervisor stopping the run (not SIGKILL: OOM too)
+
+
+def interrupting_signal(exit_code: int | None) -> str | None:
+    """The signal an exit code says stopped the process, when it is an interruption: -N (killed by it, as
+    subprocess reports) or 128+N (the shell's convention, which a Python CLI exiting on KeyboardInterrupt
+    follows: 130)."""
+    import signal
+
+    if exit_code is None or exit_code == 0:
+        return None
+    number = -exit_code if exit_code < 0 else exit_code - 128
+    try:
+        name = signal.Signals(number).name
+    except ValueError:
+        return None
+    return name if name in INTERRUPTS else None
+
+
 def _fill_without_summary(result: dict, artifact_dir: Path, exit_code: int | None, console_log) -> None:
-    """No summary JSON: the run failed. Say why from the logs, and count what the records show."""
+    """No summary JSON: the run failed, or was interrupted before it wrote one. Say why (the signal, else the
+    logs' last error), and count what the records show."""
     where = f" (exit code {exit_code})" if exit_code is not None else ""
-    cause = _last_error_line(artifact_dir / LOG_FILE)
-    if not cause and console_log is not None:
-        cause = _last_console_line(Path(console_log))
-    result["reason"] = f"AIPerf wrote no summary{where}: {cause}" if cause else f"AIPerf wrote no summary{where}"
+    signal_name = interrupting_signal(exit_code)
+    if signal_name is not None:
+        # A terminal's Ctrl-C reaches AIPerf itself (the foreground process group), which exits 130 before the
+        # point step is told anything: the reason is the interruption, not AIPerf's last log line (issue 38).
+        result["status"] = "cancelled"
+        result["reason"] = f"interrupted by {signal_name}{where} before AIPerf wrote a summary"
+    else:
+        cause = _last_error_line(artifact_dir / LOG_FILE)
+        if not cause and console_log is not None:
+            cause = _last_console_line(Path(console_log))
+        result["reason"] = f"AIPerf wrote no summary{where}: {cause}" if cause else f"AIPerf wrote no summary{where}"
 
     records = artifact_dir / RECORDS_FILE
     if not records.exists():

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from infersweep.cli_util import table
+from infersweep.cli_util import table, writable_folder
 
 
 def _report(a: argparse.Namespace) -> int:
@@ -85,7 +85,6 @@ def _comparable(e, runs: dict, a: argparse.Namespace) -> list[str]:
 
 
 def _render(a: argparse.Namespace) -> int:
-    from pathlib import Path
 
     import yaml
 
@@ -101,7 +100,7 @@ def _render(a: argparse.Namespace) -> int:
     doc = experiment_workflow(plan, settings).to_dict()
     for d in (template, doc):
         validate_document(d)  # Hera drops unknown fields silently: the strict Argo schemas catch what it would hide
-    out = Path(a.out or ".") / f"experiment-{plan.experiment.name}.yaml"
+    out = writable_folder(a.out or ".") / f"experiment-{plan.experiment.name}.yaml"
     out.parent.mkdir(parents=True, exist_ok=True)
     tout = out.with_name(f"experiment-{plan.experiment.name}.template.yaml")
     tout.write_text(yaml.safe_dump(template, sort_keys=False, width=120))
@@ -199,12 +198,15 @@ def _run(a: argparse.Namespace) -> int:
             "infersweep experiment run FILE: only --local runs here; on a cluster, "
             "`infersweep experiment render FILE` and submit the Workflow it writes"
         )
+    from infersweep.commands.run import check_worker_options
+
+    check_worker_options(a)
     ref = a.local if isinstance(a.local, str) else a.file
     res = run_experiment_local(
         ref,
         resume=Path(a.resume) if a.resume else None,
         dgd_api=a.dgd_api or "v1beta1",
-        out_root=Path(a.out or "runs"),
+        out_root=writable_folder(a.out or "runs"),
         workers=a.workers,
         weights=a.weights,
         gpu_python=a.gpu_python,
@@ -216,11 +218,37 @@ def _run(a: argparse.Namespace) -> int:
     print(f"\nworkflow {res.run_id}: {res.phase} in {res.seconds:.0f} s; run folder {res.run_dir}")
     for line in res.failed_steps:
         print(f"failed:   {line}")
+    if res.store is not None:
+        print(f"store:    {res.store} (the treatments as published: infersweep runs --store {res.store})")
+    names = [*res.kept, *(s.treatment.name for s in res.plan.steps)]
+    for line in treatment_commands(res.plan.experiment.name, res.run_dir, names):
+        print(line)
     if res.phase != "Succeeded" or res.report is None or res.report["missing"]:
         # A failed treatment does not stop the others, but the run is not done until every one has results.
         print(f"resume with: infersweep experiment run --local --resume {res.run_dir}")
         return 1
     return 0
+
+
+def treatment_commands(experiment: str, run_dir, names: list[str]) -> list[str]:
+    """Where each treatment's results are, and the commands that read them again (issue 38: the run printed
+    none): `experiment report` of those folders, and `compare --html` of them."""
+    import shlex
+    from pathlib import Path
+
+    folders = {n: Path(run_dir) / "volumes" / "workdir" / "treatments" / n for n in names}
+    kept = {n: f for n, f in folders.items() if (f / "summary" / "results.parquet").is_file()}
+    if not kept:
+        return []
+    pairs = " ".join(shlex.quote(f"{n}={f}") for n, f in kept.items())
+    lines = [f"results:  {shlex.quote(str(f))}  ({n})" for n, f in kept.items()]
+    lines.append(f"report:   infersweep experiment report {shlex.quote(experiment)} {pairs}")
+    if len(kept) >= 2:
+        lines.append(
+            f"compare:  infersweep compare {' '.join(shlex.quote(str(f)) for f in kept.values())} "
+            f"--html {shlex.quote(str(Path(run_dir) / 'compare.html'))}"
+        )
+    return lines
 
 
 def run(a: argparse.Namespace) -> int:

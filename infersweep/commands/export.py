@@ -14,12 +14,19 @@ def run(a: argparse.Namespace) -> int:
 
     r = load_run(a.run, a.store)
     reports, skipped = export_run(r, include_invalid=a.include_invalid)
-    out = Path(a.out) if a.out else Path("llm-d-reports") / (r.run_id or r.label)
     for line in skipped:
         print(f"note: {line}")
+    from infersweep.predict.source import banner, is_simulated
+
+    sources = sorted({str(x) for x in r.table.get("source", []) if is_simulated(str(x))})
+    for source in sources:  # every report says so too (run.description, the accelerator)
+        print(f"note: {banner(source)}")
     if not reports:
         print(f"nothing exported: {r.label} ({r.run_id}) has no point to export")
         return 1
+    from infersweep.cli_util import writable_folder
+
+    out = writable_folder(a.out if a.out else Path("llm-d-reports") / (r.run_id or r.label))
     paths = write_reports(reports, out)
     print(f"wrote {len(paths)} llm-d benchmark report(s) (version {VERSION}, {SOURCE}) to {out}/")
     return 0

@@ -105,6 +105,17 @@ def _is_ours(path: Path) -> bool:
     )
 
 
+def unpinned_images(settings) -> list[str]:
+    """The pipeline's images still as the checkout ships them (a tag, not the digest `infersweep images build`
+    writes): every step pod of every run would pull an image nobody here built, or none at all (issue 38)."""
+    return [
+        f"images.{name} is {ref} (params/cluster.yaml), not pinned by a digest: the checkout's placeholder? "
+        "Build and push yours with `infersweep images build --registry R` (it writes REF@sha256:... there)"
+        for name, ref in (("steps", settings.images.steps), ("aiperf", settings.images.aiperf))
+        if "@sha256:" not in ref
+    ]
+
+
 def run(a: argparse.Namespace) -> int:
     from infersweep.argo_kube import KubeArgo
     from infersweep.cluster_settings import load_cluster_settings
@@ -114,6 +125,8 @@ def run(a: argparse.Namespace) -> int:
     settings = load_cluster_settings()
     if a.out and a.dry_run:
         raise RecipeError("install: give --out DIR or --dry-run, not both")
+    for line in unpinned_images(settings):
+        print(f"install: warning: {line}", file=sys.stderr)
     argo, kube = install_set(settings, a.dgd_api)
     if a.out:
         files = write_gitops(Path(a.out), argo, kube, settings.namespace)

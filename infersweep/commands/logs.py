@@ -37,8 +37,9 @@ def _pods(status: dict) -> list[dict]:
 
 
 def _node_folder(run_dir: Path, node: dict) -> Path:
-    # infersweep/local/argo/pod.py _pod_command: the node's folder is its name, made safe
-    return run_dir / "nodes" / re.sub(r"[^A-Za-z0-9_.=-]+", "_", node["name"])[-120:]
+    from infersweep.local.argo.node_folder import node_folder  # the rule pod.py writes by
+
+    return run_dir / "nodes" / node_folder(node["name"])
 
 
 def local_logs(run_dir: Path, step: str | None, out=print) -> int:
@@ -124,8 +125,15 @@ def cluster_logs(server, name: str, step: str | None, out=print) -> int:
 
 
 def run(a: argparse.Namespace) -> int:
-    if Path(a.run).is_dir():
-        return local_logs(Path(a.run), a.step)
+    from infersweep.results.cli_common import LOCAL_RUNS, local_run_dir
+
+    folder = local_run_dir(a.run)
+    if folder is not None:
+        return local_logs(folder, a.step)
+    if "/" in a.run or a.run.startswith("."):  # a workflow name is a DNS subdomain: this was meant as a folder
+        from infersweep.recipe import RecipeError
+
+        raise RecipeError(f"{a.run}: no such run folder; give runs/<run-id> (see ls {LOCAL_RUNS}/) or a cluster run")
     from infersweep.argo_server import server_from_args
 
     return cluster_logs(server_from_args(a), a.run, a.step)

@@ -19,7 +19,9 @@ def run(a: argparse.Namespace) -> int:
     if kube_file is None:
         raise RecipeError("preflight reads the cluster through a kubeconfig: set KUBECONFIG or create ~/.kube/config")
     kube = KubeArgo(kube_file, a.namespace or settings.namespace)
-    problems = preflight(kube, settings, Reach(s3_endpoint_url=a.s3_endpoint, prometheus_url=a.prometheus_url))
+    problems = preflight(
+        kube, settings, Reach(s3_endpoint_url=a.s3_endpoint, prometheus_url=a.prometheus_url), recipes=a.recipe
+    )
     for line in problems:
         print(f"preflight: {line}", file=sys.stderr)
     if problems:
@@ -31,7 +33,7 @@ def run(a: argparse.Namespace) -> int:
         else "no Prometheus (prometheus_url empty: runs record no server metrics)"
     )
     print(
-        f"preflight: ok: Secrets, install set at this checkout's version, S3 writable, {prom} "
+        f"preflight: ok: Secrets, install set at this checkout's version, S3 writable, {prom}, GPU pools "
         f"(namespace {kube.namespace})"
     )
     return 0
@@ -52,5 +54,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="URL",
         help="reach Prometheus here instead of prometheus_url "
         "(e.g. http://localhost:9090 after kubectl port-forward svc/prometheus-operated 9090)",
+    )
+    p.add_argument(
+        "--recipe",
+        action="append",
+        metavar="RECIPE",
+        help="check the GPU pool of this recipe (repeatable; default: every recipe whose GPU type this cluster has)",
     )
     p.set_defaults(fn=run)

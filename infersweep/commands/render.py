@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from infersweep.cli_util import SET_HELP, parse_sets
+from infersweep.cli_util import SET_HELP, parse_sets, writable_folder
 from infersweep.recipe import RecipeError, all_recipe_paths, load_recipe
 
 
@@ -17,7 +16,7 @@ def run(a: argparse.Namespace) -> int:
         raise RecipeError("infersweep render: give a RECIPE or --all (not both)")
     refs = all_recipe_paths() if a.all else [a.recipe]
     sets = parse_sets(a.set)
-    out, settings = Path(a.out), load_cluster_settings()
+    out, settings = writable_folder(a.out), load_cluster_settings()
     for ref in refs:
         r = load_recipe(ref, overrides=sets.recipe)
         dest = out / r.name if a.all else out

@@ -11,7 +11,9 @@ def run(a: argparse.Namespace) -> int:
     from infersweep.results.report import write_report
 
     r = load_run(a.run, a.store)
-    out = Path(a.out) if a.out else Path("reports") / r.run_id
+    from infersweep.cli_util import writable_folder
+
+    out = writable_folder(a.out if a.out else Path("reports") / r.run_id)
     path = write_report(r, out, a.title)
     print(f"report: {path} (PNGs beside it: {', '.join(sorted(p.name for p in out.glob('*.png')))})")
     return 0

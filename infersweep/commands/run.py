@@ -6,7 +6,7 @@ import argparse
 import shlex
 from pathlib import Path
 
-from infersweep.cli_util import SET_HELP, parse_sets
+from infersweep.cli_util import SET_HELP, parse_sets, writable_folder
 from infersweep.recipe import RecipeError
 
 
@@ -16,6 +16,7 @@ def run(a: argparse.Namespace) -> int:
     from infersweep.local.run import run_local
 
     sets = parse_sets(a.set)
+    check_worker_options(a)
     earlier = a.retry or a.resubmit
     if a.retry and a.resubmit:
         raise RecipeError("give either --retry RUN_DIR or --resubmit RUN_DIR, not both")
@@ -30,9 +31,7 @@ def run(a: argparse.Namespace) -> int:
         raise RecipeError("infersweep run: give a RECIPE (or --retry/--resubmit RUN_DIR)")
     if a.recipe and Path(a.recipe).is_dir():
         raise RecipeError(f"{a.recipe}: is a directory; give a recipe file or a name from `infersweep recipes`")
-    out = Path(a.out)
-    if out.exists() and not out.is_dir():
-        raise RecipeError(f"--out {a.out}: is a file; give a folder for the runs (default ./runs)")
+    out = Path(a.out) if a.retry else writable_folder(a.out)  # a retry writes into the folder it retries
     if a.resume and not Path(a.resume).is_dir():
         raise RecipeError(f"--resume {a.resume}: no such run folder; give runs/<run-id> of an earlier run")
     res = run_local(
@@ -58,24 +57,47 @@ def run(a: argparse.Namespace) -> int:
     print(f"logs:     {res.run_dir}/nodes/")
     for line in res.failed_steps:
         print(f"failed:   {line}")
+    published = res.published_id or res.run_id
     if res.s3_keys:
-        prefix = res.s3_keys[0].split(res.run_id, 1)[0] + res.run_id
+        prefix = res.s3_keys[0].split(f"/{published}/", 1)[0] + f"/{published}"
         print(f"published {len(res.s3_keys)} objects to the local S3 server under {prefix}/")
+        if published != res.run_id:
+            print(f"          (beside the first attempt's {res.run_id}, never over it)")
     if res.store is not None:
         store = shlex.quote(str(res.store))
         print(f"store:    {res.store} (kept on disk; the local S3 server is gone)")
-        print(f"report:   infersweep report {res.run_id} --store {store}   (all runs: infersweep runs --store {store})")
-    if res.phase != "Succeeded" or not any(k.endswith("/manifest.json") for k in res.s3_keys):
+        print(f"report:   infersweep report {published} --store {store}   (all runs: infersweep runs --store {store})")
+    if not res.run_dir.exists():
+        print(f"the run folder {res.run_dir} was deleted during the run: nothing is kept there to resume or retry")
+    elif res.phase != "Succeeded" or not any(k.endswith("/manifest.json") for k in res.s3_keys):
         # Nothing measured is lost: every point's files stay in the run folder, and a resumed run keeps
         # the good points (it does not measure them again) and publishes under its own prefix.
         print(f"kept locally: {res.results_dir}/points/ (measured points are kept as they are)")
-        recipe = a.recipe or "RECIPE"
-        print(
-            f"to finish this run: infersweep run --local {shlex.quote(str(recipe))} --out {shlex.quote(a.out)} "
-            f"--resume {shlex.quote(str(res.run_dir))}"
-        )
-        print(f"or as Argo would: infersweep run --local --retry {shlex.quote(str(res.run_dir))}")
+        for line in finish_commands(a, res.run_dir):
+            print(line)
     return 0 if res.phase == "Succeeded" else 1
+
+
+def finish_commands(a: argparse.Namespace, run_dir: Path) -> list[str]:
+    """The commands that finish an unfinished run, as the user can paste them: a --resume must give the
+    run's own --set and workers (run_local refuses a resume whose recipe hash differs), a --retry needs
+    nothing but the folder (it reruns the run's own documents)."""
+    folder = shlex.quote(str(run_dir))
+    retry = f"infersweep run --local --retry {folder}"
+    if a.retry or a.resubmit or not a.recipe:
+        # the --set of the run it retried are not known here: --retry again reruns its documents as they were
+        return [f"to finish this run: {retry}"]
+    words = ["infersweep", "run", "--local", str(a.recipe), "--out", str(a.out)]
+    for s in a.set:
+        words += ["--set", s]
+    if a.workers != "mocker":
+        words += ["--workers", a.workers, "--weights", a.weights]
+        words += ["--gpu-python", a.gpu_python] if a.gpu_python else []
+        words += ["--engine-cache", a.engine_cache] if a.engine_cache else []
+    if a.dgd_api != "v1beta1":
+        words += ["--dgd-api", a.dgd_api]
+    words += ["--resume", str(run_dir)]
+    return [f"to finish this run: {shlex.join(words)}", f"or as Argo would: {retry}"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -102,6 +124,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_worker_options(p)
     p.set_defaults(fn=run)
+
+
+def check_worker_options(a: argparse.Namespace) -> None:
+    """--weights, --gpu-python and --engine-cache choose how real engines start: with the mocker they would be
+    ignored, so the user's belief that they took effect is refused instead (issue 38)."""
+    if a.workers == "gpu":
+        return
+    given = [
+        flag
+        for flag, value in (
+            ("--weights cache", a.weights == "cache"),
+            ("--gpu-python", a.gpu_python),
+            ("--engine-cache", a.engine_cache),
+        )
+        if value
+    ]
+    if given:
+        raise RecipeError(
+            f"{', '.join(given)}: only with --workers gpu (real engines); the mocker workers load no weights "
+            "and run no engine: drop it, or add --workers gpu"
+        )
 
 
 def add_worker_options(p: argparse.ArgumentParser) -> None:

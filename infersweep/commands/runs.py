@@ -17,12 +17,19 @@ def _day(text: str) -> str:
 
 
 def run(a: argparse.Namespace) -> int:
-    from infersweep.results.cli_common import default_store
+    from infersweep.results.cli_common import check_store_folder, default_store, store_unreadable
     from infersweep.results.listing import list_runs
     from infersweep.results.store import RunStore
 
     location = a.store or default_store()
-    df = list_runs(RunStore(location), recipe=a.recipe, incomplete=a.all or a.status == "incomplete")
+    check_store_folder(location)
+    try:
+        df = list_runs(RunStore(location), recipe=a.recipe, incomplete=a.all or a.status == "incomplete")
+    except Exception as e:  # the S3 client's errors: one line, never botocore's traceback
+        error = store_unreadable(location, e, "")
+        if error is None:
+            raise
+        raise error from None
     if a.status:
         df = df[df["status"] == a.status]
     if a.since:

@@ -38,10 +38,14 @@ def slo_search(a: argparse.Namespace) -> int:
             "slo-search runs against a local deployment for now: add --local "
             "(on a cluster, run a sweep and read the table's slo_pass column)"
         )
+    from infersweep.commands.run import check_worker_options
+
+    check_worker_options(a)
     slo = _slo(a.slo)  # bad bounds are refused before anything starts
+    from infersweep.cli_util import writable_folder
     from infersweep.local.slo_search import slo_search_local
 
-    out = Path(a.out) / f"slo-search-{time.strftime('%Y%m%d-%H%M%S')}"
+    out = writable_folder(a.out) / f"slo-search-{time.strftime('%Y%m%d-%H%M%S')}"
     search, _ = slo_search_local(
         a.recipe,
         out=out,

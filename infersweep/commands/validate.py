@@ -17,15 +17,24 @@ def run(a: argparse.Namespace) -> int:
     sets = parse_sets(a.set)  # a malformed --set is one error for the call, not one per recipe
     paths = [Path(p) for p in a.paths] if a.paths else all_recipe_paths()
     errors = 0
+    unpinned: dict[str, set[str]] = {}  # model -> its revisions that are not commit SHAs
     for p in paths:
         try:
             r = load_recipe(p, overrides=sets.recipe)
             render_recipe(r, load_cluster_settings(), overrides=sets.params, cache=not a.no_cache)
-            note = "" if r.model.pinned else f" (warning: model revision {r.model.revision!r} is not a commit SHA)"
-            print(f"ok  {p}{note}")
+            if not r.model.pinned:
+                unpinned.setdefault(r.model.id, set()).add(str(r.model.revision))
+            print(f"ok  {p}")
         except (RecipeError, ValueError) as e:
             errors += 1
             print(f"ERR {e}", file=sys.stderr)
+    if unpinned:
+        # One line for all of them (it was one per recipe: 51 alike on the catalogue), naming the models.
+        models = ", ".join(f"{m}@{'/'.join(sorted(v))}" for m, v in sorted(unpinned.items()))
+        print(
+            f"warning: {len(unpinned)} model(s) at a revision that is not a commit SHA ({models}): the "
+            "model-cache step records the commit it resolved; pin `revision:` in params/models/ to rerun the same"
+        )
     print(f"{len(paths) - errors} valid, {errors} invalid")
     return 1 if errors else 0
 

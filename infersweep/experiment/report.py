@@ -9,8 +9,10 @@ least X %" is
 - supported: T is at least X % better and the change is beyond z standard errors of noise;
 - refuted: T misses X % by more than z standard errors (or, with unknown noise, misses it at all);
 - inconclusive: the evidence is within the noise (rerun with repetitions), or a side has no measured point,
-  or the point it is judged at is not valid on a side (only valid points count: infersweep.results.evidence).
-With one repetition per point the noise is unknown and the report says so. The seed checks compare
+  or the point it is judged at is not valid on a side (only valid points count: infersweep.results.evidence),
+  or the evidence is not of the claim's kind: one repetition per point (noise unknown), a concurrency other
+  than the claim's (a scaled-down sweep), simulated points (the mocker). The line then says which way the
+  numbers alone lean, and why that decides nothing. The seed checks compare
 directions only (the mocker locally shows direction, not the seed's magnitudes); differences below
 compare.TIE are ties.
 """
@@ -43,6 +45,11 @@ class ClaimCheck:
     at: int | None = None  # the concurrency it was judged at, when not the claim's (see check)
     why: str = ""  # why it could not be judged: the points that do not count (infersweep.results.evidence)
     n: tuple[int, int] = (0, 0)  # repetitions of the judged point: (baseline, treatment)
+    # Why the numbers, judged, cannot decide the claim (issue 38): one repetition (noise unknown), another
+    # concurrency than the claim's, a simulated point. The verdict is then inconclusive; `leans` is what the
+    # numbers alone would have said.
+    limits: tuple[str, ...] = ()
+    leans: str = ""
 
     def line(self) -> str:
         if self.why:
@@ -62,9 +69,15 @@ class ClaimCheck:
             else f"noise unknown ({n}: one repetition per point, so the spread of a repetition cannot be measured)"
         )
         word = "better" if self.improvement >= 0 else "worse"
+        undecided = (
+            f"; it cannot decide the claim (the numbers alone lean {self.leans}): {'; '.join(self.limits)}"
+            if self.limits
+            else ""
+        )
         return (
             f"{self.verdict}: {self.claim.text()}: {self.claim.baseline} {self.baseline_value:.4g} -> "
             f"{self.claim.treatment} {self.value:.4g}, {100 * abs(self.improvement):.1f} % {word}; {noise}{at}"
+            f"{undecided}"
         )
 
 
@@ -115,7 +128,34 @@ def check(claim: Claim, tables: dict[str, pd.DataFrame], z: float = DEFAULT_Z) -
         verdict = "refuted"
     else:
         verdict = "inconclusive"
-    return ClaimCheck(claim, verdict, improvement, noise, bv, tv, at, n=(len(b), len(t)))
+    limits = _limits(claim, tables, c, at, noise)
+    leans = verdict
+    if limits:
+        verdict = "inconclusive"
+    return ClaimCheck(claim, verdict, improvement, noise, bv, tv, at, n=(len(b), len(t)), limits=limits, leans=leans)
+
+
+def _limits(claim: Claim, tables: dict[str, pd.DataFrame], c: int, at: int | None, noise: float) -> tuple[str, ...]:
+    """What keeps a judged claim from being decided: evidence of another kind than the claim's."""
+    from infersweep.predict.source import is_simulated
+
+    out = []
+    if not math.isfinite(noise):
+        out.append("one repetition per point, so no difference can be told from noise (rerun with repetitions)")
+    if at is not None:
+        out.append(f"the claim is about c{claim.concurrency}, this evidence is from c{at}")
+    simulated = sorted(
+        {
+            str(s)
+            for side in (claim.baseline, claim.treatment)
+            if "source" in tables[side]
+            for s in tables[side].loc[tables[side]["concurrency"] == c, "source"].dropna().unique()
+            if is_simulated(str(s))
+        }
+    )
+    if simulated:
+        out.append(f"the points are simulated ({'; '.join(simulated)}): a simulator's numbers, not the claim's GPUs'")
+    return tuple(out)
 
 
 def agrees(expect: Claim, tables: dict[str, pd.DataFrame]) -> str:

@@ -55,3 +55,50 @@ def keep_run(s3: Any, bucket: str, prefix: str, recipe: str, run_id: str, store_
             file=sys.stderr,
         )
         return None
+
+
+def seed_from_disk(s3: Any, bucket: str, prefix: str, recipe: str, run_id: str, store_dir: Path) -> set[str]:
+    """keep_on_disk backwards: put a run the store folder kept back into a fresh local S3 server; the keys put.
+
+    A local `--retry` continues the same workflow, whose first attempt published under its name; the S3
+    server that held it is gone, so without this the retry's publish step finds the prefix empty and writes
+    over what the store folder kept. With it, publish meets the first attempt as a cluster's does, and goes to
+    `<run>-rN` (infersweep.results.publish publish_run --retry-prefix; docs/lifecycle.md: never over it)."""
+    import hashlib
+
+    from infersweep.results.manifest import SHA_META
+
+    root = Path(store_dir)
+    base = prefix.strip("/")
+    wanted = [ix.run_prefix("", recipe, run_id), ix.entry_key("", recipe, run_id)]
+    files = [f for f in sorted((root / wanted[0]).rglob("*")) if f.is_file()] if (root / wanted[0]).is_dir() else []
+    files += [root / wanted[1]] if (root / wanted[1]).is_file() else []
+    put: set[str] = set()
+    for f in sorted(files, key=lambda f: _order(str(f.relative_to(root)))):
+        key = "/".join(p for p in (base, str(f.relative_to(root))) if p)
+        body = f.read_bytes()
+        s3.put_object(Bucket=bucket, Key=key, Body=body, Metadata={SHA_META: hashlib.sha256(body).hexdigest()})
+        put.add(key)
+    return put
+
+
+def keep_experiment(s3: Any, bucket: str, prefix: str, experiment: str, store_dir: Path) -> Path | None:
+    """An experiment's published treatments (workflows/experiment.py publishes each under
+    <prefix>/experiments/<experiment>/<workflow>/<treatment>, indexed there) kept as a store folder on disk,
+    store_dir/experiments/<experiment>: `infersweep runs --store` of it lists the treatments as runs. None when
+    nothing was published or the copy failed (said on stderr; the run folder has the results)."""
+    base = f"{prefix.strip('/')}/experiments/{experiment}"
+    out = Path(store_dir) / "experiments" / experiment
+    try:
+        keys: list[str] = []
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=base + "/"):
+            keys.extend(o["Key"] for o in page.get("Contents", []))
+        if not keys:
+            return None
+        store = RunStore(out)
+        for key in sorted(keys, key=_order):  # objects, then manifests, then index entries: never half listed
+            store.backend.put(key[len(base) + 1 :], s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+        return out
+    except Exception as e:  # noqa: BLE001 (S3 gone, disk full: the experiment's verdict stands)
+        print(f"infersweep: the results store {out} was not updated ({type(e).__name__}: {e})", file=sys.stderr)
+        return None

@@ -241,6 +241,27 @@ def free_port(host: str = "127.0.0.1") -> int:
         return sock.getsockname()[1]
 
 
+def frontend_port(state_dir: Path, host: str = "127.0.0.1") -> int:
+    """The port of this deployment's frontend: the one it had before when its state dir records one and the
+    port is free, else a fresh one. A cluster's frontend keeps its address when its DGD is recreated (the
+    Service `<dgd>-frontend` is named by the DGD), and the workflow passes the deploy step's URL to every
+    point (workflows/pipeline.py `tasks.deploy.outputs.parameters.frontend-url`); a `--retry` keeps the
+    succeeded deploy and its output, so the points' ensure-deployed must bring the frontend back where it was."""
+    try:
+        earlier = json.loads((Path(state_dir) / DEPLOYMENT_FILE).read_text())["frontend_url"]
+        port = int(str(earlier).rsplit(":", 1)[1])
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return free_port(host)
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # as the frontend binds (Rust's std TcpListener sets SO_REUSEADDR on Unix): TIME_WAIT does not block it
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return free_port(host)  # taken by another process: the retried points will say they cannot reach it
+    return port
+
+
 # ---------------------------------------------------------------- the deployment
 
 
@@ -350,7 +371,7 @@ def deploy_local(
     workers = [c for c in components if c.role != "frontend"]
     # Clients ask for the decode/aggregated worker's name; prefill workers serve the same one.
     main = next((c for c in workers if c.role != "prefill"), workers[0])
-    http_port = free_port()
+    http_port = frontend_port(state_dir)
     deployment = LocalDeployment(
         name=(dgd.get("metadata") or {}).get("name", "dgd"),
         state_dir=str(state_dir),

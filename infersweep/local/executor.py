@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from infersweep.local.argo import LocalArgo, LocalCluster, Node
-from infersweep.local.progress_watch import ProgressWatcher
+from infersweep.local.progress_watch import ProgressWatcher, step_label
 from infersweep.paths import REPO_ROOT
 
 ARTIFACT_BUCKET = "infersweep-artifacts"
@@ -52,7 +52,7 @@ def failed_step_lines(argo: Any) -> list[str]:
     for n in sorted(pods, key=lambda n: n.finished):
         said = _last_log_line(n.log)
         text = ": ".join(t for t in (n.message or n.phase, said) if t)
-        lines.append(f"{n.display_name or n.name}: {text}" + (f" (log: {n.log})" if n.log else ""))
+        lines.append(f"{step_label(n.display_name or n.name)}: {text}" + (f" (log: {n.log})" if n.log else ""))
     return lines
 
 
@@ -60,7 +60,7 @@ def event_printer(stream=sys.stdout) -> Callable[[str, Node], None]:
     t0 = time.monotonic()
 
     def on_event(kind: str, node: Node) -> None:
-        short = node.name.split(".", 1)[1] if "." in node.name else node.name
+        short = step_label(node.name.split(".", 1)[1] if "." in node.name else node.name)
         if (
             node.template in ("pipeline", "sweep", "exit-handler") or node.type in ("DAG", "TaskGroup", "Retry")
         ) and kind == "start":

@@ -16,6 +16,7 @@ import json
 import os
 import sys
 import time
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -59,6 +60,7 @@ class LocalExperimentRun:
     seconds: float
     message: str = ""
     failed_steps: list[str] = field(default_factory=list)  # as LocalRun's (infersweep/local/run.py)
+    store: Path | None = None  # the treatments as published, kept on disk (infersweep.local.disk_store)
 
     @property
     def report_text(self) -> str:
@@ -104,6 +106,19 @@ def _scaled(prof: dict[str, Any]) -> Callable[[ResolvedRecipe], dict[str, str]]:
         }
 
     return args
+
+
+def experiment_scale_note(plan: Plan, prof: dict[str, Any]) -> list[str]:
+    """What local mode changed in each treatment (infersweep.local.scale_note), said before the run: the claim
+    is about the recipes as written, the numbers are about these copies."""
+    from infersweep.local.scale_note import scale_note
+
+    lines: list[str] = []
+    for s in plan.steps:
+        r = s.treatment.recipe
+        note = scale_note(r, prof, scaled_workload(r, prof), scaled_points(r, prof), prof["max_workers_per_component"])
+        lines += [f"treatment {s.treatment.name}: {note[0]}", *note[1:]]
+    return lines
 
 
 def run_experiment_local(
@@ -230,6 +245,7 @@ def run_experiment_local(
             yaml.safe_dump(t, sort_keys=False)
         )
     if gpu is None:
+        print("\n".join(experiment_scale_note(plan, prof)), flush=True)
         build_toy_model(model_dir)
 
     from workflows.cluster import kubectl_manifests
@@ -244,9 +260,11 @@ def run_experiment_local(
     pythons = {settings.images.steps: sys.executable, settings.images.aiperf: venv_python("aiperf")}
     s3 = LocalS3(buckets=[settings.s3.bucket, ARTIFACT_BUCKET])
     sampler = None
+    run_token = f"{run_id}-{uuid.uuid4().hex[:8]}"  # procs.RUN_MARKER: this run's processes, folder or not
     try:
         s3.start()
         env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
+        env[procs.RUN_MARKER] = run_token
         env |= s3.env() | step_env(
             state_dir=state_dir,
             model_dir=model_dir,  # the steps' DGD adapter: local
@@ -279,11 +297,16 @@ def run_experiment_local(
             on_event=on_event,
             on_started=on_started,
         )
+        from infersweep.local.disk_store import STORE_DIR, keep_experiment
+
+        # The S3 server is about to go: the treatments it published stay listable as a store folder on disk.
+        store = keep_experiment(s3.client(), settings.s3.bucket, settings.s3.prefix, e.name, run_dir.parent / STORE_DIR)
     finally:
         if sampler is not None:
             sampler.stop()
         for d in sorted((state_dir / "dgd").glob("*")) if (state_dir / "dgd").exists() else []:
             procs.stop_all(d)  # belt and braces: no Dynamo process outlives the run
+        procs.stop_run_processes(run_token)  # nor one whose records went with a deleted run folder
         s3.stop()
     if gpu is not None:
         from infersweep.local.gpu_run import write_gpu_record
@@ -302,4 +325,5 @@ def run_experiment_local(
         time.monotonic() - t_start,
         argo.message,
         failed_step_lines(argo),
+        store,
     )

@@ -29,6 +29,10 @@ LOCK_FILE = ".processes.lock"
 # that leaves the pod's process group (AIPerf starts itself in its own session, steps/aiperf_point.py) still
 # inherits it, so the pod's processes can be found and stopped together, as a container's are.
 POD_MARKER = "INFERSWEEP_LOCAL_POD"
+# Every process a local run starts inherits RUN_MARKER=<run token> (infersweep.local.run gives it to the steps,
+# and the Dynamo processes a deploy step spawns keep it): the run finds what is left of it by this alone, even
+# when its folder, and the process records in it, were deleted mid-run (issue 38).
+RUN_MARKER = "INFERSWEEP_LOCAL_RUN"
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -251,9 +255,9 @@ def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text)
 
 
-def pod_processes(marker: str) -> list[int]:
-    """Live pids whose environment holds POD_MARKER=marker (whatever session or group they moved to)."""
-    needle = f"{POD_MARKER}={marker}".encode()
+def pod_processes(marker: str, variable: str = POD_MARKER) -> list[int]:
+    """Live pids whose environment holds `variable`=marker (whatever session or group they moved to)."""
+    needle = f"{variable}={marker}".encode()
     pids = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -291,6 +295,26 @@ def stop_pod_processes(marker: str, timeout_s: float = 5) -> list[int]:
         if not pod_processes(marker):
             break
         time.sleep(0.05)
+    return pids
+
+
+def stop_run_processes(token: str, grace_s: float = 5) -> list[int]:
+    """SIGTERM every live process that carries RUN_MARKER=token, SIGKILL what is left after `grace_s`; their
+    pids. The run's last act: nothing it started outlives it, recorded or not."""
+    if not token or not Path("/proc/self/environ").exists():
+        return []
+    pids = pod_processes(token, RUN_MARKER)
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+        for pid in pod_processes(token, RUN_MARKER):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            for pid in pids:
+                _reap(pid)
+            if not pod_processes(token, RUN_MARKER):
+                return pids
+            time.sleep(0.05)
     return pids
 
 

@@ -23,6 +23,26 @@ def short_step(name: str) -> str:
     return re.sub(r"\((\d+):[^()]*\)", r"(\1)", name)
 
 
+def step_label(name: str) -> str:
+    """A loop item by its index and the load it measures, for the console: `point(1:concurrency:8,cpu:6,
+    memory:4096Mi,repetition:1,request_rate:0,requests:64,warmup:8)` (Argo's item name, 100+ characters) ->
+    `point(1: c8 r1)`; a rate point `point(2: c8 @2.5/s)`. Other items: by their index only. The node's
+    name stays Argo's (status.json, `infersweep logs`)."""
+
+    def item(m: re.Match) -> str:
+        fields = dict(kv.split(":", 1) for kv in m[2].split(",") if ":" in kv)
+        if "concurrency" not in fields:
+            return f"({m[1]})"
+        load = f"c{fields['concurrency']}"
+        if fields.get("request_rate") not in (None, "0", "0.0"):
+            load += f" @{fields['request_rate']}/s"
+        if fields.get("repetition") not in (None, "0"):
+            load += f" r{fields['repetition']}"
+        return f"({m[1]}: {load})"
+
+    return re.sub(r"\((\d+):([^()]*)\)", item, name)
+
+
 def last_progress_line(log: Path, window: int = 8192) -> str:
     """The text of the last `progress:` line of a step's log ('' when there is none yet)."""
     try:
@@ -76,6 +96,20 @@ class ProgressWatcher:
         self._thread.join(timeout=5)
 
     def poll(self) -> None:
+        stamp = f"[{time.monotonic() - self.t0:6.1f}s]"
+        # A run whose GPU span (or the whole workflow) waits for a lock another run holds says so, once per
+        # change: otherwise it sat silent while another run's GPUs were busy (issue 38). The text is Argo's own
+        # (workflow/sync/semaphore.go checkAcquire "Waiting for <key> lock. Lock status: <free>/<limit>").
+        waits = [
+            (n.id, n.name, n.waiting_lock) for n in list(self.argo.nodes.values()) if getattr(n, "waiting_lock", "")
+        ]
+        if getattr(self.argo, "phase", "") in ("", "Pending") and "lock" in str(getattr(self.argo, "message", "")):
+            waits.append(("workflow", "the workflow", str(self.argo.message)))
+        for key, name, message in waits:
+            if self._seen.get(f"wait:{key}") != message:
+                self._seen[f"wait:{key}"] = message
+                short = short_step(name.split(".", 1)[1] if "." in name else name)
+                self.out(f"{stamp}  waiting {short}: {message} (another run holds it; this run starts when it is free)")
         for node in list(self.argo.nodes.values()):
             if node.type != "Pod" or node.phase != "Running":
                 continue

@@ -57,6 +57,9 @@ class LocalRun:
     # message is often empty (Argo marks a DAG failed from its leaves, dag.go assessDAGPhase, with no text),
     # so this is what says why a run failed.
     failed_steps: list[str] = field(default_factory=list)
+    # The run id its results were published under: run_id, or run_id-rN for a --retry that met the first
+    # attempt's results there (never over them: docs/lifecycle.md).
+    published_id: str = ""
 
 
 def local_profile() -> dict[str, Any]:
@@ -154,6 +157,33 @@ def _earlier_run(run_dir: Path, flag: str) -> tuple[dict[str, Any], list[dict[st
     status_file = run_dir / "status.json"
     status = json.loads(status_file.read_text()) if status_file.is_file() else None
     return yaml.safe_load(wf_file.read_text()), templates, status
+
+
+def _published(s3c: Any, bucket: str, base: str, run_id: str, seeded: set[str]) -> tuple[str, list[str]]:
+    """(the run id this attempt published under, its keys): `run_id`, or `run_id-rN` when a retry met the
+    first attempt there (infersweep.results.publish publish_run); keys put back by seed_from_disk are not
+    this attempt's."""
+    try:
+        paginator = s3c.get_paginator("list_objects_v2")
+        listed = [
+            o["Key"]
+            for page in paginator.paginate(Bucket=bucket, Prefix=f"{base}/{run_id}")
+            for o in page.get("Contents", [])
+        ]
+    except Exception:  # S3 went away during the run: the results are on disk, the CLI says how to publish
+        return run_id, []
+    ids = {run_id} | {f"{run_id}-r{n}" for n in range(1, 1000)}
+    by_id: dict[str, list[str]] = {}
+    for key in listed:
+        rid = key[len(base) + 1 :].split("/", 1)[0]
+        if rid in ids:
+            by_id.setdefault(rid, []).append(key)
+    fresh = {rid: keys for rid, keys in by_id.items() if any(k not in seeded for k in keys)}
+    if not fresh:
+        return run_id, by_id.get(run_id, [])
+    # the attempt's own prefix: the highest -rN it wrote into (a retry of a retry goes to the next N)
+    rid = max(fresh, key=lambda x: 0 if x == run_id else int(x.rsplit("-r", 1)[1]))
+    return rid, fresh[rid]
 
 
 def _local_configmaps(settings: ClusterSettings, r: ResolvedRecipe, namespace: str) -> dict[str, dict[str, str]]:
@@ -386,6 +416,7 @@ def run_local(
     pythons = {settings.images.steps: sys.executable, settings.images.aiperf: venv_python("aiperf")}
     own_s3 = s3 is None
     sampler = None
+    run_token = f"{run_id}-{uuid.uuid4().hex[:8]}"  # procs.RUN_MARKER: this run's processes, folder or not
     s3 = s3 or LocalS3(buckets=[settings.s3.bucket, ARTIFACT_BUCKET])
     try:
         if own_s3:
@@ -396,6 +427,7 @@ def run_local(
             except (OSError, RuntimeError) as e:  # metrics enrich a run, they never stop one
                 print(f"prometheus did not start, server metrics will be skipped: {e}", file=sys.stderr)
         env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}  # see AIPerf note in steps.aiperf_point
+        env[procs.RUN_MARKER] = run_token
         env |= s3.env() | step_env(
             state_dir=state_dir,
             model_dir=model_dir,  # the steps' DGD adapter: local
@@ -417,6 +449,13 @@ def run_local(
             )
             env |= gpu_env
         s3c = s3.client()
+        from infersweep.local.disk_store import STORE_DIR, keep_run, seed_from_disk
+
+        seeded: set[str] = set()
+        if retry is not None:  # the first attempt's results are in S3 again: the retry publishes beside them
+            seeded = seed_from_disk(
+                s3c, settings.s3.bucket, settings.s3.prefix, r.name, run_id, run_dir.parent / STORE_DIR
+            )
         namespace = workflow.get("metadata", {}).get("namespace", "default")
         # Ctrl-C / SIGTERM is `argo stop` while it runs; status.json is what `argo get` would show (--retry).
         argo, root = execute(
@@ -434,16 +473,10 @@ def run_local(
             on_started=on_started,
             status=retry_status,
         )
-        prefix = f"{settings.s3.prefix}/{r.name}/{run_id}/"
-        try:
-            keys = [o["Key"] for o in s3c.list_objects_v2(Bucket=settings.s3.bucket, Prefix=prefix).get("Contents", [])]
-        except Exception:  # S3 went away during the run: the results are on disk, the CLI says how to publish
-            keys = []
+        published_id, keys = _published(s3c, settings.s3.bucket, f"{settings.s3.prefix}/{r.name}", run_id, seeded)
         # The S3 server is about to go: what the run published stays readable as a store folder on disk.
-        from infersweep.local.disk_store import STORE_DIR, keep_run
-
         store = (
-            keep_run(s3c, settings.s3.bucket, settings.s3.prefix, r.name, run_id, run_dir.parent / STORE_DIR)
+            keep_run(s3c, settings.s3.bucket, settings.s3.prefix, r.name, published_id, run_dir.parent / STORE_DIR)
             if keys
             else None
         )
@@ -453,6 +486,7 @@ def run_local(
         # Belt and braces: whatever the exit handler did, no Dynamo process outlives the run.
         for d in sorted((state_dir / "dgd").glob("*")) if (state_dir / "dgd").exists() else []:
             procs.stop_all(d)
+        procs.stop_run_processes(run_token)  # and none whose records went with a deleted run folder
         if own_s3:
             s3.stop()
         if prom:
@@ -479,4 +513,5 @@ def run_local(
         message,
         store,
         failed_step_lines(argo),
+        published_id,
     )

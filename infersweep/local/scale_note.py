@@ -39,8 +39,27 @@ def scale_note(
     )
     if workload.get("trace"):
         row("workload", "trace", f"trace {workload['trace']} (replayed as is)")
-    elif w.isl and w.osl:
-        row("isl / osl", f"{w.isl} / {w.osl}", f"{workload.get('isl', '?')} / {workload.get('osl', '?')}")
+    else:
+        if w.trace is not None:
+            # infersweep.local.run.local_workload replays only a trace on this machine whose prompts fit max_isl
+            f = w.trace.local_file()
+            why = (
+                "a download; local mode replays only a trace file on this machine"
+                if f is None or not f.is_file()
+                else f"its prompts are longer than params/local.yaml max_isl {prof.get('max_isl')}"
+            )
+            row("workload", f"trace ({w.trace.type})", f"synthetic prompts: the trace is NOT replayed ({why})")
+            lines.append(
+                "  the trace's shared prefixes are gone with it: cache hits and KV routing here say nothing "
+                "of the trace's"
+            )
+        if w.isl and w.osl:
+            # the prompt AIPerf really sends: a shared prefix prepended to `isl` own tokens (RecipeWorkload._shape)
+            own, prefix = workload.get("isl"), workload.get("prefix_tokens")
+            here = f"{(own or 0) + (prefix or 0) or '?'} / {workload.get('osl', '?')}"
+            if prefix:
+                here += f" (a {prefix}-token prefix shared by {workload.get('num_prefixes', '?')} prompts + {own} own)"
+            row("isl / osl", f"{w.isl} / {w.osl}", here)
     for role, spec in r.recipe.topology.roles().items():
         here = min(spec.replicas * spec.nodes, max_workers)
         row(f"{role}", f"{spec.replicas} x {spec.gpus_per_replica} GPU", f"{here} mocker worker{'s' * (here != 1)}")

@@ -37,14 +37,49 @@ class RunLookupError(LookupError):
     """A RUN argument that names no run: one line naming what was looked for and where."""
 
 
+LOCAL_RUNS = Path("runs")  # `infersweep run --local`'s default --out: a bare run id is looked for there too
+
+
+def local_run_dir(ref: str) -> Path | None:
+    """The local run folder `ref` names: a folder, or a run id under ./runs/ (where `run --local` left it)."""
+    path = Path(ref)
+    if path.is_dir():
+        return path
+    if "/" not in ref and (LOCAL_RUNS / ref).is_dir():
+        return LOCAL_RUNS / ref
+    return None
+
+
+def store_unreadable(location: str, e: Exception, what: str) -> RunLookupError | None:
+    """The S3 client's error (no credentials, no endpoint) as one line; None for an error of another kind."""
+    if type(e).__module__.split(".")[0] not in ("botocore", "boto3", "urllib3"):
+        return None
+    here = LOCAL_RUNS / "store"
+    hint = f"--store {here} (the local runs' store here)" if here.is_dir() else "--store FOLDER"
+    return RunLookupError(
+        f"the results store {location} could not be read{what}: "
+        f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".rstrip(": ")
+        + f" (give {hint}, or AWS credentials for the bucket)"
+    )
+
+
+def check_store_folder(location: str) -> None:
+    """A --store that is neither s3:// nor an existing folder names no store: an error, not "no runs"."""
+    if not str(location).startswith("s3://") and not Path(location).is_dir():
+        raise RunLookupError(
+            f"--store {location}: no such folder; give s3://BUCKET/PREFIX or a store folder "
+            f"(local runs keep theirs in {LOCAL_RUNS / 'store'})"
+        )
+
+
 def load_run(ref: str, store: str | None) -> Run:
     """The run `ref` names: a local run folder, else a run id (or RECIPE/RUN_ID) in the store.
 
     A mistake (a file, a typo, a store that cannot be read: no credentials, no endpoint) is one RunLookupError
     line naming what was looked for and where, never the S3 client's traceback."""
     path = Path(ref)
-    if path.is_dir() and store is None:
-        return load_run_folder(path)
+    if store is None and local_run_dir(ref) is not None:
+        return load_run_folder(local_run_dir(ref))
     if path.is_file():
         raise RunLookupError(
             f"{ref}: a file, not a run: give a run folder (runs/<run-id>, with summary/ inside) "
@@ -52,6 +87,8 @@ def load_run(ref: str, store: str | None) -> Run:
         )
     here = "" if store is not None else f"no run folder {ref!r} under {Path.cwd()}, and "
     location = store or default_store()
+    if store is not None:
+        check_store_folder(store)
     try:
         return RunStore(location).load(ref)
     except RunNotFound:
@@ -60,13 +97,10 @@ def load_run(ref: str, store: str | None) -> Run:
             + ("" if store is not None else " (--store S picks another store)")
         ) from None
     except Exception as e:  # the S3 client's errors (botocore is only imported when S3 is used)
-        if type(e).__module__.split(".")[0] not in ("botocore", "boto3", "urllib3"):
+        error = store_unreadable(location, e, f" to look for run {ref!r}")
+        if error is None:
             raise
-        raise RunLookupError(
-            f"{here}the results store {location} could not be read to look for run {ref!r}: "
-            f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".rstrip(": ")
-            + " (give a run folder, or --store FOLDER, or AWS credentials for the bucket)"
-        ) from None
+        raise RunLookupError(f"{here}{error}") from None
 
 
 def label_runs(runs: list[Run]) -> dict[str, Run]:

@@ -45,9 +45,19 @@ def _num(v: Any, fmt: str = "{:.1f}") -> str:
     return fmt.format(f) if math.isfinite(f) else "NA"
 
 
+def simulated(run) -> bool:
+    """No GPU ran (local mode's mocker, fake GPUs): a GPU's list price does not apply to its numbers."""
+    from infersweep.predict.source import is_simulated
+
+    sources = list(run.table["source"].dropna().unique()) if "source" in run.table else []
+    return any(is_simulated(str(s)) for s in sources + [(run.context or {}).get("source")])
+
+
 def _price(run) -> float | None:
     from infersweep.results.server_metrics import gpu_price  # params/gpus.yaml
 
+    if simulated(run):
+        return None  # the mocker's tok/s priced at an H100's hour would read as a real cost
     try:
         return gpu_price((run.context or {}).get("gpu_type"))
     except (OSError, ValueError):
@@ -126,6 +136,20 @@ def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     return [start + i * step for i in range(int((hi - start) / step) + 2) if start + i * step <= hi + 1e-9]
 
 
+def legend_labels(labels: list[str], width: int = 26) -> dict[str, str]:
+    """Each label as the legend shows it, at most `width` characters and never two alike: a long one keeps its
+    start and its end (recipe names differ at the end: lightning-trtllm-agg-b200-bf16 / -b200-mtp-bf16, which
+    cutting at 26 made one string); the full name is the entry's tooltip."""
+    head = (width - 1) // 2
+    out = {lab: lab if len(lab) <= width else f"{lab[:head]}…{lab[-(width - head - 1) :]}" for lab in labels}
+    seen: dict[str, int] = {}
+    for lab in labels:  # still alike (same start and end): number them in order
+        seen[out[lab]] = seen.get(out[lab], 0) + 1
+        if list(out.values()).count(out[lab]) > 1:
+            out[lab] = f"{out[lab][: width - 3]}#{seen[out[lab]]}"
+    return out
+
+
 def pareto_svg(
     points: Mapping[str, pd.DataFrame], winner: tuple[str, int] | None, width: int = 760, height: int = 460
 ) -> str:
@@ -140,6 +164,8 @@ def pareto_svg(
     x0, x1 = 0.0, float(allp[X].max()) * 1.08 or 1.0
     y0, y1 = 0.0, float(allp[Y].max()) * 1.08 or 1.0
     pw, ph = width - ml - mr, height - mt - mb
+
+    short = legend_labels(list(points))
 
     def sx(v: float) -> float:
         return ml + (v - x0) / (x1 - x0) * pw
@@ -196,7 +222,7 @@ def pareto_svg(
         ly = mt + 14 + 18 * i
         out.append(
             f'<circle cx="{ml + pw + 18}" cy="{ly - 4}" r="5" fill="{color}" stroke="{color}"/>'
-            f'<text x="{ml + pw + 28}" y="{ly}">{html.escape(label[:26])}</text>'
+            f'<text x="{ml + pw + 28}" y="{ly}">{html.escape(short[label])}<title>{html.escape(label)}</title></text>'
         )
     ly = mt + 14 + 18 * len(points) + 10
     out.append(
@@ -290,6 +316,11 @@ def comparison_html(runs: Mapping[str, Any], notes: list[str] | None = None, cmp
         f"{esc(', '.join(runs))}</title><style>{CSS}</style></head><body>",
         f"<h1>Comparison of {len(runs)} runs</h1>",
     ]
+    from infersweep.predict.source import banner
+
+    sources = sorted({str(x) for run in runs.values() if "source" in run.table for x in run.table["source"].dropna()})
+    # a simulated candidate says so above the numbers, as each run's own report does
+    parts += [f'<p class="note bad">{esc(b)}</p>' for b in map(banner, sources) if b]
     parts += [f'<p class="note">note: {esc(n)}</p>' for n in notes or []]
     if winner:
         pts = points[winner[0]]
@@ -422,6 +453,11 @@ def comparison_html(runs: Mapping[str, Any], notes: list[str] | None = None, cmp
             }
         )
     )
+    unpriced = sorted(name for name, run in runs.items() if simulated(run))
+    if unpriced:
+        price_note = "; ".join(
+            ([price_note] if price_note else []) + [f"no price for simulated runs: {', '.join(unpriced)}"]
+        )
     parts.append(
         '<p class="note">$/Mtok = usd_per_gpu_hour / 3600 / (tok/s/GPU) x 1e6, with the prices of '
         f"params/gpus.yaml ({esc(price_note) or 'none known for these GPU types'}); J/token = GPU energy "

@@ -92,11 +92,22 @@ def _drop_none(d: dict) -> dict:
     return {k: v for k, v in d.items() if v is not None}
 
 
-def stack(ctx: dict[str, Any]) -> list[dict[str, Any]]:
+def simulated_source(row: pd.Series, ctx: dict[str, Any]) -> str | None:
+    """The row's source when no GPU measured it (local mode's mocker, fake GPUs: infersweep.predict.source)."""
+    from infersweep.predict.source import is_simulated
+
+    source = row.get("source") if isinstance(row.get("source"), str) else ctx.get("source")
+    return str(source) if is_simulated(source) else None
+
+
+def stack(ctx: dict[str, Any], simulated: str | None = None) -> list[dict[str, Any]]:
     """scenario.stack: one inference_engine component per worker role of the topology ('2xworker(tp=1)',
-    '1xprefill(tp=2) + 2xdecode(tp=1)': infersweep.recipe_context.topology_text), and the frontend's router."""
+    '1xprefill(tp=2) + 2xdecode(tp=1)': infersweep.recipe_context.topology_text), and the frontend's router.
+    `simulated`: no GPU ran; the accelerator names the recipe's GPU as simulated, never as if it were measured."""
     engine, image = str(ctx.get("engine") or "unknown"), str(ctx.get("engine_image") or "unknown")
     model, gpu = str(ctx.get("model") or "unknown"), str(ctx.get("gpu_type") or "unknown")
+    if simulated:
+        gpu = f"{gpu} (simulated: no GPU ran)"
     cfg = str(
         ctx.get("recipe_hash") or hashlib.sha256(json.dumps(ctx, sort_keys=True, default=str).encode()).hexdigest()
     )
@@ -162,8 +173,11 @@ def point_report(row: pd.Series, ctx: dict[str, Any]) -> dict[str, Any]:
     c, rate, rep = int(row["concurrency"]), _f(row.get("request_rate")) or 0.0, int(row.get("repetition") or 0)
     load = f"c{c}" + (f" at {rate:g} req/s" if rate else "") + f" repetition {rep}"
     invalid = is_invalid(row.get("valid"))
-    description = f"{recipe} [{run_id}] {load}" + (
-        f"; INVALID measurement: {row.get('validity_reasons') or 'invalid'}" if invalid else ""
+    simulated = simulated_source(row, ctx)
+    description = (
+        (f"SIMULATED, not a measurement ({simulated}): " if simulated else "")
+        + f"{recipe} [{run_id}] {load}"
+        + (f"; INVALID measurement: {row.get('validity_reasons') or 'invalid'}" if invalid else "")
     )
     if imported := provenance_text(ctx.get("imported")):  # an import says so, and what was not known
         description += f"; {imported}"
@@ -204,7 +218,7 @@ def point_report(row: pd.Series, ctx: dict[str, Any]) -> dict[str, Any]:
         ),
         "scenario": _drop_none(
             {
-                "stack": stack(ctx) or None,
+                "stack": stack(ctx, simulated) or None,
                 "load": {
                     "metadata": {
                         "schema_version": "0.0.1",

@@ -36,6 +36,23 @@ def pareto_frontier(
     return pts.loc[keep].sort_values(x)
 
 
+def valid_frontier(df: pd.DataFrame) -> pd.DataFrame:
+    """A run's frontier drawn from its valid points only (infersweep.results.evidence.counted), as `compare
+    --html` draws it: an unsteady or client-bound point is shown, never joined into the frontier (issue 38)."""
+    from infersweep.results.evidence import counted
+
+    return pareto_frontier(per_point(counted(df)[0]))
+
+
+def invalid_levels(df: pd.DataFrame) -> set[int]:
+    """The concurrencies with a measured repetition that does not count (shown hollow-crossed, labelled)."""
+    from infersweep.results.evidence import counted
+
+    kept, _ = counted(df)
+    left = df.drop(kept.index)
+    return {int(c) for c in left["concurrency"].dropna()} if "concurrency" in left else set()
+
+
 def slo_of(df: pd.DataFrame) -> dict[str, float]:
     if "slo" in df.columns and df["slo"].notna().any():
         value = df["slo"].dropna().iloc[0]
@@ -65,7 +82,8 @@ def pareto_plot(runs: dict[str, pd.DataFrame], path: Path, title: str) -> Path:
             color=color,
             alpha=0.35,
         )
-        front = pareto_frontier(pts)
+        front = valid_frontier(df)
+        invalid = invalid_levels(df)
         ax.plot(
             front["output_throughput_p50_tok_s_per_user"],
             front["output_throughput_tok_s_per_gpu"],
@@ -76,16 +94,17 @@ def pareto_plot(runs: dict[str, pd.DataFrame], path: Path, title: str) -> Path:
         )
         for _, r in pts.iterrows():
             passed = r["slo_pass"] is True
+            bad = int(r["concurrency"]) in invalid
             ax.plot(
                 r["output_throughput_p50_tok_s_per_user"],
                 r["output_throughput_tok_s_per_gpu"],
-                "o",
+                "x" if bad else "o",
                 color=color,
-                markerfacecolor=color if passed else "white",
+                markerfacecolor=color if passed and not bad else "white",
                 markersize=7,
             )
             ax.annotate(
-                f"c={int(r['concurrency'])}",
+                f"c={int(r['concurrency'])}" + (" (invalid)" if bad else ""),
                 (r["output_throughput_p50_tok_s_per_user"], r["output_throughput_tok_s_per_gpu"]),
                 textcoords="offset points",
                 xytext=(5, 5),
@@ -105,7 +124,10 @@ def pareto_plot(runs: dict[str, pd.DataFrame], path: Path, title: str) -> Path:
     ax.set_xlabel("output tok/s per user (p50)")
     ax.set_ylabel("output tok/s per GPU")
     ax.set_title(
-        title + (f"\nfilled: meets all SLOs ({bounds})" if bounds else "\nfilled: meets all SLOs"), fontsize=10
+        title
+        + (f"\nfilled: meets all SLOs ({bounds})" if bounds else "\nfilled: meets all SLOs")
+        + "; x: invalid, not on the frontier",
+        fontsize=10,
     )
     ax.grid(True, alpha=0.3)
     ax.legend(loc="best", fontsize=8)

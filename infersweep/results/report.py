@@ -256,6 +256,34 @@ def _aiperf_intervals_html(run: Run) -> list[str]:
     return ["<h2>AIPerf's own confidence intervals</h2>", section] if section else []
 
 
+def short_window_notes(table: pd.DataFrame, metrics: pd.DataFrame) -> list[str]:
+    """One line per point whose window is shorter than two query steps: a rate() needs two samples inside its
+    range (prometheus promql/functions.go extrapolatedRate), so such a point's server-metric values (e.g.
+    frontend_inflight = 0) may mean nothing (infersweep.results.server_metrics MIN_RESOLVABLE_STEPS; the scrape
+    says it in metrics/NOTES, and the chart must not say otherwise). The step is the samples' own spacing."""
+    from infersweep.results.server_metrics import MIN_RESOLVABLE_STEPS
+
+    if "duration_s" not in table or metrics.empty:
+        return []
+    gaps = (
+        metrics.sort_values("ts").groupby(["concurrency", "metric", "labels"])["ts"].diff().dropna()
+        if {"concurrency", "metric", "labels", "ts"} <= set(metrics.columns)
+        else pd.Series(dtype=float)
+    )
+    gaps = gaps[gaps > 0]
+    if gaps.empty:
+        return []
+    step = float(gaps.median())
+    durations = table.dropna(subset=["duration_s"]).groupby(table["concurrency"].astype("int64"))["duration_s"].median()
+    return [
+        f"c{c}: its window ({d:.1f} s) is shorter than {MIN_RESOLVABLE_STEPS} query steps "
+        f"({MIN_RESOLVABLE_STEPS} x {step:g} s): Prometheus may hold no rate() sample in it, so its server-metric "
+        "values above (0 included) may not describe it"
+        for c, d in durations.items()
+        if float(d) < MIN_RESOLVABLE_STEPS * step
+    ]
+
+
 def write_report(run: Run, out_dir: Path, title: str | None = None) -> Path:
     """Write report.html and its PNGs into out_dir; return the HTML path."""
     out_dir = Path(out_dir)
@@ -270,7 +298,7 @@ def write_report(run: Run, out_dir: Path, title: str | None = None) -> Path:
     if run.server_metrics is not None and not run.server_metrics.empty:
         metrics_html = _img(
             plots.server_metrics_plot(run.server_metrics, out_dir / "server_metrics.png", title), "server metrics"
-        )
+        ) + "".join(f'<p class="muted">{html.escape(n)}</p>' for n in short_window_notes(run.table, run.server_metrics))
     else:
         why = run.metrics_note or "no metrics/server_metrics.parquet in this run"
         metrics_html = f'<p class="muted">No server metrics: {html.escape(why)}</p>'

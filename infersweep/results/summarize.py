@@ -8,6 +8,7 @@ Writes into <run-dir>/summary/:
                     repetitions with a 95 % Student-t interval and n, then every repetition's headline columns,
                     valid and why)
   results_by_load.csv  the per-load means, interval half-widths and n (infersweep.results.repetitions)
+  columns.md        what every column of these tables means, with its unit (docs/columns.md, the same text)
   run.json          the run context, SLOs and schema version: what the run index is built from
   report.html       the self-contained report, with pareto.png, latency.png, errors.png[, server_metrics.png]
 
@@ -89,11 +90,19 @@ def markdown_table(df: pd.DataFrame) -> str:
     not valid (`validity_reasons`); an invalid point's slo_pass is NA (infersweep.results.evidence)."""
     df = enforce(df)
     cols = [c for c in MD_COLUMNS if c in df.columns or c in ALWAYS]
+    # A column with no value in any row says nothing (a local run has no prediction, no GPU power): left out
+    # of this table for eyes, and named under it; results.csv and results.parquet keep every column.
+    empty = [c for c in cols if c not in ALWAYS and c in df.columns and len(df) and df[c].map(_cell).eq("NA").all()]
+    cols = [c for c in cols if c not in empty]
     head = "| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n"
     body = ""
     for _, r in df.iterrows():
         body += "| " + " | ".join(_cell(r.get(c)) for c in cols) + " |\n"
-    return head + body
+    tail = f"\nNo value in any row (left out here, kept in results.csv): {', '.join(empty)}\n" if empty else ""
+    return head + body + tail
+
+
+COLUMNS_FILE = "columns.md"
 
 
 def _write_atomic(path: Path, write) -> None:
@@ -149,6 +158,11 @@ def summarize(
     )
     # the per-load means with their 95 % intervals and n, for spreadsheets (infersweep.results.repetitions)
     _write_atomic(out / "results_by_load.csv", lambda p: by_load(df).to_csv(p, index=False))
+    # what each column means, beside the tables it describes: a results folder read away from a checkout
+    # (a downloaded store, a colleague's copy) has no docs/columns.md
+    from infersweep.results.columns import markdown as columns_markdown
+
+    _write_atomic(out / COLUMNS_FILE, lambda p: p.write_text(columns_markdown(), encoding="utf-8"))
     record = {
         "schema_version": SCHEMA_VERSION,
         "context": ctx,

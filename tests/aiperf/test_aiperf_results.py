@@ -448,3 +448,14 @@ def test_real_aiperf_accepts_our_argv_and_measures(tmp_path):
     assert result["status"] == "ok" and result["requests_ok"] == 10
     assert result["metrics"]["osl_avg_tok"] == 4.0 and result["metrics"]["ttft_p50_ms"] > 0
     assert result["profiling_start_ns"] < result["profiling_end_ns"]
+
+
+@pytest.mark.parametrize("exit_code, signal_name", [(130, "SIGINT"), (-2, "SIGINT"), (143, "SIGTERM")])
+def test_an_interrupted_aiperf_says_interrupted_not_its_last_log_line(tmp_path, exit_code, signal_name):
+    """Issue 38 item 12: Ctrl-C during AIPerf's start reported "AIPerf wrote no summary (exit code 130): ...
+    Prefetching 1 tokenizer" as the failure."""
+    console = tmp_path / "aiperf.log"
+    console.write_text("INFO     Prefetching 1 tokenizer(s)\\n")
+    r = read_point(tmp_path / "aiperf", exit_code=exit_code, console_log=console)
+    assert r["status"] == "cancelled"
+    assert r["reason"] == f"interrupted by {signal_name} (exit code {exit_code}) before AIPerf wrote a summary"

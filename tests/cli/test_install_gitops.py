@@ -105,3 +105,12 @@ def test_kubectl_kustomize_assembles_it_and_an_overlay_sets_the_namespace(out, t
 def test_out_and_dry_run_together_is_one_line(tmp_path, capsys):
     assert main(["install", "--out", str(tmp_path), "--dry-run"]) == 2
     assert "not both" in capsys.readouterr().err
+
+
+def test_install_warns_while_the_images_are_the_checkouts_placeholders(tmp_path, capsys):
+    """Issue 38 item 14: `install` said nothing while params/cluster.yaml still named the placeholder images."""
+    assert main(["install", "--out", str(tmp_path / "g")]) == 0
+    err = capsys.readouterr().err
+    for image in ("steps", "aiperf"):
+        assert f"install: warning: images.{image} is ghcr.io/infersweep/{image}:" in err
+    assert "infersweep images build --registry R" in err

@@ -9,6 +9,7 @@ PodMonitor's (podMonitor/<namespace>/<name>/<endpoint index>).
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import shutil
 import time
@@ -62,6 +63,14 @@ def prom(tmp_path_factory):
         yield _pools_loaded(p, 2)
 
 
+LABELS = {"labels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}}
+H100_NODE = {
+    "apiVersion": "v1",
+    "kind": "Node",
+    "status": {"allocatable": {"cpu": "190", "memory": "2000Gi", "nvidia.com/gpu": "8", "rdma/ib": "63"}},
+}
+
+
 @pytest.fixture
 def cluster(monkeypatch, tmp_path, capsys):
     """A cluster set up as docs/cluster.md says: the install set, both Secrets, Dynamo's PodMonitors."""
@@ -91,6 +100,17 @@ def cluster(monkeypatch, tmp_path, capsys):
                 "kind": "PodMonitor",
                 "metadata": {"name": name, "namespace": PM_NS},
             }
+        # the seed cluster's H100 pool as params/gpus.yaml describes it: GFD's product label, GPUs and the RDMA
+        # Shared Device Plugin's rdma/ib allocatable, and the Network Operator's roce-macvlan network
+        for i in range(2):
+            api.objects[("", "v1", "", "nodes", f"h100-{i}")] = copy.deepcopy(H100_NODE) | {
+                "metadata": {"name": f"h100-{i}", **copy.deepcopy(LABELS)}
+            }
+        api.objects[("k8s.cni.cncf.io", "v1", settings.namespace, "network-attachment-definitions", "roce-macvlan")] = {
+            "apiVersion": "k8s.cni.cncf.io/v1",
+            "kind": "NetworkAttachmentDefinition",
+            "metadata": {"name": "roce-macvlan", "namespace": settings.namespace},
+        }
         capsys.readouterr()
         yield api, kube, settings
 
@@ -189,3 +209,29 @@ def _install(settings):
     from workflows.install_set import install_set
 
     return install_set(settings)
+
+
+def test_a_gpu_pool_the_recipes_cannot_use_is_named_before_any_gpu_is_held(cluster):
+    """Issue 38 item 14: disagg and multinode recipes render the seed cluster's roce-macvlan network, rdma/ib and
+    H100 product label; on another cluster their pods sit Pending while the GPU lock is held."""
+    from infersweep.preflight import check_gpu_pools
+
+    api, kube, settings = cluster
+    disagg = "qwen3-32b-fp8-vllm-disagg-4p4d-kv"
+    assert check_gpu_pools(kube, settings, [disagg]) == []  # the seed cluster: it fits
+    api.objects.pop(("k8s.cni.cncf.io", "v1", settings.namespace, "network-attachment-definitions", "roce-macvlan"))
+    for i in range(2):
+        del api.objects[("", "v1", "", "nodes", f"h100-{i}")]["status"]["allocatable"]["rdma/ib"]
+    lines = check_gpu_pools(kube, settings, [disagg])
+    assert any("no node of its placement offers rdma/ib: 1" in ln and "params/gpus.yaml" in ln for ln in lines)
+    assert any(f"NetworkAttachmentDefinition {settings.namespace}/roce-macvlan missing" in ln for ln in lines)
+    # another cluster: A100 nodes only. The recipe asked for is named; the catalogue check says it once.
+    for i in range(2):
+        api.objects[("", "v1", "", "nodes", f"h100-{i}")]["metadata"]["labels"] = {
+            "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"
+        }
+    lines = check_gpu_pools(kube, settings, [disagg])
+    assert lines and all("no node matches its placement" in ln for ln in lines)
+    assert "['NVIDIA-A100-SXM4-80GB']" in lines[0]
+    (line,) = check_gpu_pools(kube, settings)
+    assert line.startswith("GPU pools: no node matches the placement of any GPU type in params/gpus.yaml")

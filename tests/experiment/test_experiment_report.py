@@ -67,15 +67,31 @@ def test_claim_refuted_and_inconclusive(nemotron):
     assert check(nemotron.spec.claim, {"rr": noisy_rr, "kv": noisy_kv}).verdict == "inconclusive"
 
 
-def test_one_repetition_says_noise_unknown(nemotron):
+def test_one_repetition_decides_nothing(nemotron):
+    """Issue 38 item 1: n=1 cannot tell a difference from noise, so the claim is inconclusive, whichever way
+    the numbers lean (the line says which, and why that decides nothing)."""
     r = experiment_report(nemotron, {"rr": table({c: [1000] for c in CS}), "kv": table({c: [700] for c in CS})})
-    assert r.claim.verdict == "supported" and "noise unknown (n=1/1: one repetition per point" in r.claim.line()
+    assert r.claim.verdict == "inconclusive" and r.claim.leans == "supported"
+    line = r.claim.line()
+    assert line.startswith("inconclusive: ") and "noise unknown (n=1/1: one repetition per point" in line
+    assert "the numbers alone lean supported" in line and "rerun with repetitions" in line
 
 
 def test_seed_direction_disagrees_when_kv_is_worse(nemotron):
     r = experiment_report(nemotron, {"rr": table({c: [700] for c in CS}), "kv": table({c: [1000] for c in CS})})
     assert dict((x.metric, v) for x, v in r.seed)["ttft_avg_ms"] == "disagrees"
-    assert r.claim.verdict == "refuted"
+    assert r.claim.verdict == "inconclusive" and r.claim.leans == "refuted"  # n=1
+
+
+def test_simulated_points_decide_nothing_and_the_report_says_simulated(nemotron):
+    """Issue 38 item 1: the mocker's numbers are not the claim's GPUs; three repetitions do not change that."""
+    source = "simulated (built-in timing)"
+    rr = table({c: [1000, 1010, 990] for c in CS}).assign(source=source)
+    kv = table({c: [600, 606, 594] for c in CS}).assign(source=source)
+    r = experiment_report(nemotron, {"rr": rr, "kv": kv})
+    assert r.claim.verdict == "inconclusive" and r.claim.leans == "supported"
+    assert "the points are simulated (simulated (built-in timing))" in r.claim.line()
+    assert "> Simulated run: simulated (built-in timing)" in r.text()
 
 
 def test_failed_treatment_is_reported_not_fatal():
@@ -105,9 +121,12 @@ def test_cli_report_refuses_an_unknown_treatment(capsys):
 
 def test_a_scaled_down_sweep_judges_the_claim_at_its_top_level_and_says_so(nemotron):
     # Local mode keeps the lowest levels (c1, c4 of the study's c1..c128): the claim at c128 is judged at c4.
-    r = experiment_report(nemotron, {"rr": table({1: [1000], 4: [1000]}), "kv": table({1: [900], 4: [700]})})
-    assert r.claim.at == 4 and r.claim.verdict == "supported"
-    assert "judged at c4" in r.claim.line()
+    r = experiment_report(
+        nemotron, {"rr": table({1: [1000] * 3, 4: [1000, 1010, 990]}), "kv": table({1: [900] * 3, 4: [700, 707, 693]})}
+    )
+    # Issue 38 item 1: evidence from c4 says nothing about c128: inconclusive, even with repetitions
+    assert r.claim.at == 4 and r.claim.verdict == "inconclusive" and r.claim.leans == "supported"
+    assert "judged at c4" in r.claim.line() and "the claim is about c128, this evidence is from c4" in r.claim.line()
     assert dict((x.metric, v) for x, v in r.seed)["ttft_avg_ms"].startswith("agrees (judged at c4")
 
 

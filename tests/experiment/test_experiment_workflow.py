@@ -129,9 +129,9 @@ def test_compare_step_writes_the_report_from_treatment_folders(tmp_path):
         folder = tmp_path / "treatments" / name
         (folder / "summary").mkdir(parents=True)
         # as the summarize step writes it: with the table's schema version (infersweep.results.legacy reads by it)
-        table({c: [v] for c in cs}).assign(schema_version=SCHEMA_VERSION, run_id=f"r-{name}", recipe=name).to_parquet(
-            folder / "summary" / "results.parquet"
-        )
+        table({c: [v, v * 1.01, v * 0.99] for c in cs}).assign(
+            schema_version=SCHEMA_VERSION, run_id=f"r-{name}", recipe=name
+        ).to_parquet(folder / "summary" / "results.parquet")
         (folder / "time-to-ready.json").write_text(json.dumps({"seconds": 240.0 if name == "rr" else 21.0}))
     spec = load_experiment("nemotron-rr-vs-kv").path.read_text()
     assert (

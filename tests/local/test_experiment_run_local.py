@@ -187,3 +187,17 @@ def test_a_failed_treatment_does_not_stop_the_next_and_resume_runs_only_it(tmp_p
     assert (first.run_dir / TREATMENTS / "rr.attempts" / "1").is_dir()  # the failed attempt kept, not overwritten
     assert "not measured" not in again.report["claim"]["line"]
     assert _treatment_context(first.run_dir, "rr")["model_commit"] == _cache_commit(first.run_dir)
+
+
+def test_experiment_run_says_what_it_scaled_down_before_running():
+    """Issue 38 item 1: `experiment run --local` printed no scale-down: a claim about c128 judged on c1-c4 said
+    nothing of it before the verdict."""
+    from infersweep.local.experiment_run import experiment_scale_note
+    from infersweep.local.run import local_profile
+
+    lines = experiment_scale_note(make_plan(load_experiment("nemotron-rr-vs-kv")), local_profile())
+    text = "\n".join(lines)
+    assert [ln.split(":")[0] for ln in lines if ln.startswith("treatment ")] == ["treatment rr", "treatment kv"]
+    assert "a scaled-down copy of" in text
+    concurrency = next(ln for ln in lines if ln.strip().startswith("concurrency"))
+    assert "128]" in concurrency.split("->")[0] and "128" not in concurrency.split("->")[1]

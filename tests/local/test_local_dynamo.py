@@ -302,3 +302,20 @@ def test_stop_all_is_idempotent(tmp_path: Path):
 
     assert procs.stop_all(state_dir) == []
     assert procs.stop_all(state_dir, grace_s=0) == []
+
+
+def test_a_recreated_deployment_serves_at_the_url_the_points_were_given(dirs):
+    """Issue 38 item 7: `run --local --retry` after a Ctrl-C keeps the succeeded deploy and its frontend-url
+    output; the points' ensure-deployed recreates the deployment, and AIPerf is sent to that URL. A cluster's
+    Service keeps its name; locally the frontend must come back on the same port."""
+    model_dir, state_dir = dirs
+    first = deploy_local(AGG_KV, model_dir=model_dir, state_dir=state_dir)
+    teardown_local(state_dir)  # what the exit handler's teardown does after a Ctrl-C
+    again = deploy_local(AGG_KV, model_dir=model_dir, state_dir=state_dir)
+    try:
+        assert again.frontend_url == first.frontend_url
+        wait_ready_local(state_dir, timeout_s=60)
+        models = procs.http_json(f"{first.frontend_url}/v1/models")
+        assert [m["id"] for m in models["data"]] == ["Qwen/Qwen3-0.6B"]
+    finally:
+        teardown_local(state_dir)

@@ -178,3 +178,30 @@ def test_a_tie_names_no_winner_and_says_what_would_decide(tmp_path, capsys):
     assert cli_main(["compare", *refs, "--html", str(out)]) == 0
     winner = out.read_text().split("<h2>Winner at the SLOs</h2>", 1)[1].split("</p>", 1)[0]
     assert "<b>none told apart</b>" in winner and "b or a: not told apart at n = 3" in winner
+
+
+def test_simulated_runs_are_not_priced_at_a_gpus_list_price(tmp_path, capsys):
+    """Issue 38 item 2: the page priced mocker runs in $/Mtok at the H100 list price."""
+    sim = {"source": "simulated (built-in timing)"}
+    refs = [folder(tmp_path, "rr", RR.assign(**sim), **sim), folder(tmp_path, "fp8", FP8.assign(**sim), **sim)]
+    out = tmp_path / "cmp.html"
+    assert cli_main(["compare", *refs, "--html", str(out), "--mix-sources"]) == 0
+    page = out.read_text()
+    assert not re.search(r"\$\d[\d.]*/Mtok", page)  # no cost anywhere: the winner line and the tables say NA
+    assert "no price for simulated runs: fp8, rr" in page and "H100: $" not in page
+    assert "Simulated run" in page
+
+
+def test_two_long_recipe_names_stay_two_legend_entries(tmp_path):
+    """Issue 38 item 15: the legend cut both names at 26 characters into the same string."""
+    from infersweep.results.comparison_report import legend_labels
+
+    a, b = "lightning-trtllm-agg-b200-bf16", "lightning-trtllm-agg-b200-mtp-bf16"
+    short = legend_labels([a, b, "rr"])
+    assert short[a] != short[b] and all(len(v) <= 26 for v in short.values()) and short["rr"] == "rr"
+    assert short[a].endswith("b200-bf16") and short[b].endswith("mtp-bf16")
+    refs = [folder(tmp_path, a, RR), folder(tmp_path, b, FP8)]
+    out = tmp_path / "cmp.html"
+    assert cli_main(["compare", *refs, "--html", str(out)]) == 0
+    page = out.read_text()
+    assert f">{short[a]}<title>{a}</title>" in page and f">{short[b]}<title>{b}</title>" in page

@@ -113,7 +113,8 @@ def test_slo_pass_is_never_true_on_an_invalid_row(tmp_path):
 
 
 def test_results_md_shows_valid_and_why_and_na_as_na():
-    text = markdown_table(MAIN.assign(ttft_p99_ms=float("nan")))
+    # NaN in one row only: a column NaN in every row is left out (test_a_column_empty_in_every_row_is_left_out)
+    text = markdown_table(MAIN.assign(ttft_p99_ms=[float("nan") if c == 4 else 100.0 for c in MAIN["concurrency"]]))
     head, _, row1, row4 = text.strip().splitlines()[:4]
     assert "| valid |" in head and "| validity_reasons |" in head
     cells4 = dict(zip([c.strip() for c in head.split("|")], [c.strip() for c in row4.split("|")], strict=False))
@@ -153,7 +154,8 @@ def _treatments(kv_c8_valid: bool) -> dict[str, pd.DataFrame]:
 
 
 def test_a_claim_judged_on_invalid_points_is_inconclusive_not_refuted(nemotron):
-    assert check(nemotron.spec.claim, _treatments(kv_c8_valid=True)).verdict == "refuted"  # valid: judged
+    judged = check(nemotron.spec.claim, _treatments(kv_c8_valid=True))  # valid: judged (n=1 at c8: it leans only)
+    assert judged.why == "" and judged.leans == "refuted"
     c = check(nemotron.spec.claim, _treatments(kv_c8_valid=False))
     assert c.verdict == "inconclusive"
     assert "kv c8 is not a valid measurement (client-bound" in c.line() and "only valid points count" in c.line()
@@ -198,7 +200,7 @@ def test_experiment_report_of_matching_runs_exits_0(nemotron, tmp_path, capsys):
         for n in ("rr", "kv")
     ]
     assert cli_main(["experiment", "report", "nemotron-rr-vs-kv", *refs]) == 0
-    assert "refuted: kv beats rr on ttft_avg_ms" in capsys.readouterr().out
+    assert "inconclusive: kv beats rr on ttft_avg_ms" in capsys.readouterr().out  # n=1, judged at c8
 
 
 # ---------------------------------------------------------------- regress and slo-search
@@ -276,3 +278,31 @@ def test_compare_with_invalid_points_marks_them_in_its_table():
     assert "compared 2 invalid point(s) too (--include-invalid); not valid because:" in text
     assert f"concurrency 4 repetition 0: {INVALID}" in text
     assert set(cmp.changes[cmp.changes["concurrency"] == 4]["valid"]) == {False}
+
+
+def test_experiment_run_prints_commands_that_read_its_treatments_again(nemotron, tmp_path, capsys):
+    """Issue 38 item 13: `experiment run` printed no report or compare command for its treatments."""
+    import shlex
+
+    from infersweep.commands.experiment import treatment_commands
+
+    t = _treatments(kv_c8_valid=True)
+    root = tmp_path / "runs" / "exp-1" / "volumes" / "workdir" / "treatments"
+    for n in ("rr", "kv"):
+        _run_folder(root, n, t[n], {"recipe_hash": recipe_hash(nemotron.treatment(n).recipe)})
+    lines = treatment_commands("nemotron-rr-vs-kv", tmp_path / "runs" / "exp-1", ["rr", "kv"])
+    commands = {ln.split(":", 1)[0]: ln.split(":", 1)[1].strip() for ln in lines if not ln.startswith("results")}
+    assert set(commands) == {"report", "compare"}
+    for command in commands.values():  # each works when pasted
+        assert cli_main(shlex.split(command)[1:]) == 0, command
+    assert "inconclusive: kv beats rr" in capsys.readouterr().out
+
+
+def test_a_column_empty_in_every_row_is_left_out_and_named():
+    """Issue 38 item 15: the local console table printed columns that are NA in every row (no prediction, no
+    GPU power on a laptop)."""
+    text = markdown_table(MAIN.assign(predicted_itl_avg_ms=float("nan"), implausible=None))
+    head = text.splitlines()[0]
+    assert "predicted_itl_avg_ms" not in head and "implausible" not in head and "| valid |" in head
+    assert "No value in any row (left out here, kept in results.csv): " in text
+    assert "predicted_itl_avg_ms, implausible" in text.splitlines()[-1]

@@ -104,3 +104,19 @@ def test_an_unknown_format_is_one_clear_error(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         cli_main(["export", "--format", "mlperf", str(MEASURED)])
     assert e.value.code == 2 and "invalid choice: 'mlperf'" in capsys.readouterr().err
+
+
+def test_a_simulated_run_says_simulated_in_every_report_and_names_no_gpu_as_measured(llmd, tmp_path, capsys):
+    """Issue 38 item 2: a mocker run exported `accelerator: {model: H100, count: 2}` and nothing said simulated."""
+    validator, model = llmd
+    run = valid_copy(tmp_path)
+    t = pd.read_parquet(run / "summary" / "results.parquet")
+    t["source"] = "simulated (built-in timing)"
+    t.to_parquet(run / "summary" / "results.parquet", index=False)
+    out = tmp_path / "out"
+    assert cli_main(["export", "--format", "llm-d", str(run), "--out", str(out)]) == 0
+    assert "note: Simulated run: simulated (built-in timing)" in capsys.readouterr().out
+    for f in sorted(out.glob("*.yaml")):
+        r = check(validator, model, f)  # still a valid llm-d report
+        assert r["run"]["description"].startswith("SIMULATED, not a measurement (simulated (built-in timing)): ")
+        assert r["scenario"]["stack"][0]["standardized"]["accelerator"]["model"] == "H200 (simulated: no GPU ran)"

@@ -77,3 +77,15 @@ def test_the_html_report_shows_each_loads_interval_and_n():
     )
     html = by_load_html(df)
     assert "<td>175.0 ± 12.4 (n=3)</td>" in html and "Student-t" in html
+
+
+def test_the_results_folder_carries_its_column_dictionary(tmp_path, aiperf_ref):
+    """Issue 38 item 13: the column dictionary was only in the checkout's docs/columns.md."""
+    from infersweep.results.columns import DOC
+
+    run = tmp_path / "run"
+    add_point(run, "c4", aiperf_ref / "dynamo-mocker-c4", 4)
+    df = summarize(run)
+    text = (run / "summary" / "columns.md").read_text()
+    assert text == DOC.read_text()  # the same dictionary as docs/columns.md
+    assert all(f"`{c}`" in text for c in ("ttft_p50_ms", "output_throughput_tok_s_per_gpu") if c in df.columns)

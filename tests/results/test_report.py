@@ -81,3 +81,20 @@ def test_report_of_a_missing_run_is_one_line(tmp_path, capsys):
     assert cli_main(["report", str(tmp_path / "nope"), "--store", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "no run" in err and "Traceback" not in err
+
+
+def test_report_says_when_a_points_window_is_shorter_than_two_query_steps(tmp_path, aiperf_ref):
+    """Issue 38 item 6: server-metric charts showed frontend_inflight = 0 through a c4 point whose window was
+    shorter than two query steps; metrics/NOTES said so, the report did not."""
+    run = make_run_folder(tmp_path, aiperf_ref)
+    add_server_metrics(run)  # samples 5 s apart
+    summarize(run)
+    table = pd.read_parquet(run / "summary" / "results.parquet")
+    durations = dict(zip(table["concurrency"].astype(int), table["duration_s"], strict=False))
+    out = tmp_path / "report"
+    assert cli_main(["report", str(run), "--out", str(out)]) == 0
+    html = (out / "report.html").read_text()
+    for c, d in durations.items():
+        said = f"c{c}: its window ({d:.1f} s) is shorter than 2 query steps (2 x 5 s)"
+        assert (said in html) == (d < 10), (c, d)
+    assert any(d < 10 for d in durations.values())  # the fixture's points are short: one is named

@@ -4,14 +4,15 @@ Steps talk to it through the real `kubernetes` client (a kubeconfig pointing at 
 the exact request the client sends: path, verb and body. It implements what the steps use: create / get /
 patch / delete of namespaced custom objects and PersistentVolumeClaims (404 for a missing object, 409 for
 a duplicate create, a uid and resourceVersion on create, generateName), replace (PUT, 409 on a stale
-resourceVersion), and list of any collection (pods, events, workflows: what was put in
-`objects`; equality and existence label selectors, fieldSelector metadata.name, limit/continue pages). A created PVC is Bound at once (`pvc_phase_on_create`). Not a
-real API server: no validation, no watch, no field selectors. A PATCH is a JSON merge patch (RFC 7386: objects
-merged key by key, null deletes, lists replaced), what the client sends for a dict body. One admission rule is
-kept, Dynamo's DGD webhook on replicas a scaling adapter owns (`dgd_replica_webhook`), since every request
-here comes from a step's account, never the operator's. A DELETE with `propagationPolicy: Foreground` keeps the
-object (deletionTimestamp, finalizer foregroundDeletion) while an object whose ownerReference blocks it exists
-(the garbage collector's part, `collect_garbage`, runs before every request).
+resourceVersion), and list of any collection (pods, events, workflows, cluster-scoped nodes under namespace "":
+what was put in `objects`; equality and existence label selectors, fieldSelector metadata.name, limit/continue
+pages). A created PVC is Bound at once (`pvc_phase_on_create`). Not a real API server: no validation, no watch,
+no other field selectors. A PATCH is a JSON merge patch (RFC 7386: objects merged key by key, null deletes, lists
+replaced), what the client sends for a dict body. One admission rule is kept, Dynamo's DGD webhook on replicas a
+scaling adapter owns (`dgd_replica_webhook`), since every request here comes from a step's account, never the
+operator's. A DELETE with `propagationPolicy: Foreground` keeps the object (deletionTimestamp, finalizer
+foregroundDeletion) while an object whose ownerReference blocks it exists (the garbage collector's part,
+`collect_garbage`, runs before every request).
 
     with K8sStandin() as api:
         env["KUBECONFIG"] = str(api.kubeconfig(tmp_path))
@@ -36,6 +37,8 @@ _CUSTOM = re.compile(
     r"^/apis/(?P<group>[^/]+)/(?P<version>[^/]+)/namespaces/(?P<ns>[^/]+)/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?$"
 )
 _CORE = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?$")
+# cluster-scoped core objects (Nodes: the preflight's GPU pool check), kept under namespace ""
+_CLUSTER = re.compile(r"^/api/v1/(?P<plural>nodes)(?:/(?P<name>[^/]+))?$")
 
 
 def merge_patch(target, patch):
@@ -191,11 +194,11 @@ class K8sStandin:
         if m:
             group, version = m["group"], m["version"]
         else:
-            m = _CORE.match(path)
+            m = _CORE.match(path) or _CLUSTER.match(path)
             if not m:
                 return 404, self._status(404, "NotFound", f"no route {path}")
             group, version = "", "v1"
-        ns, plural, name = m["ns"], m["plural"], m["name"]
+        ns, plural, name = m.groupdict().get("ns") or "", m["plural"], m["name"]
         if method == "GET" and name is None:
             items = [o for k, o in self.objects.items() if k[:4] == (group, version, ns, plural)]
             # `key=value`, `key!=value` (also matches objects without the key) and `key` (exists)

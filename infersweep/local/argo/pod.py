@@ -285,8 +285,9 @@ class PodExecution:
 
     def _pod_command(self, n: Node, tmpl: dict[str, Any]) -> tuple[list[str], dict[str, str], dict[str, Path], Path]:
         c = tmpl.get("container") or tmpl.get("script")
-        safe = re.sub(r"[^A-Za-z0-9_.=-]+", "_", n.name)[-120:]
-        root = self.cluster.run_dir / "nodes" / safe
+        from infersweep.local.argo.node_folder import node_folder
+
+        root = self.cluster.run_dir / "nodes" / node_folder(n.name)
         root.mkdir(parents=True, exist_ok=True)
         vols = getattr(self, "_vols", {})
         mounts: dict[str, Path] = {}
