@@ -46,11 +46,11 @@ class OrderFindings:
         if self.pooled:
             out.append(f"- every pass pooled (not the verdict: the paired blocks are): {self.pooled}")
         vs = {v for k, v in self.verdicts.items() if k != "pooled"}
-        if len(vs) > 1 and self.blocks == 1:
+        if len(vs) > 1 and (self.confounded or self.blocks == 1):
             out.append("the passes disagree: the order decided the verdict")
         elif len(vs) > 1:
-            # Over several blocks a pass's lone verdict also carries the run-to-run spread, which the paired
-            # interval over the blocks weighs; the confounding above is what says whether the order mattered.
+            # Over several blocks on emptied caches a pass's lone verdict also carries the run-to-run spread,
+            # which the paired interval over the blocks weighs: not the order's doing.
             out.append("the passes' verdicts differ: the spread between runs, which the paired interval weighs")
         return "\n".join(out) + "\n"
 
