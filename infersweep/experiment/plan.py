@@ -57,7 +57,12 @@ class Plan:
         return len({deployment_keys(s.treatment.recipe)[0] for s in self.steps})
 
     def text(self) -> str:
-        lines = [f"experiment {self.experiment.name}: {len(self.steps)} treatments", ""]
+        blocks = max((s.block for s in self.steps), default=1)
+        distinct = len({s.base or s.treatment.name for s in self.steps})
+        head = f"{len(self.steps)} treatments"
+        if len(self.steps) > distinct:  # a balanced order: say how its runs come about
+            head = f"{len(self.steps)} runs of {distinct} treatments ({blocks} ABBA block{'s' if blocks > 1 else ''})"
+        lines = [f"experiment {self.experiment.name}: {head}", ""]
         width = max(len(s.treatment.name) for s in self.steps)
         for i, s in enumerate(self.steps, 1):
             r = s.treatment.recipe
@@ -115,7 +120,6 @@ def order_treatments(treatments: list[Treatment]) -> list[Treatment]:
 
 
 SECOND_PASS = "-2"  # the name suffix of a treatment's repeat in the reversed half of a balanced order
-
 
 # Transitions that keep the worker processes (and so their KV caches): a frontend swap or nothing at all.
 KEEPS_WORKERS = (RestartClass.LOAD, RestartClass.FRONTEND)

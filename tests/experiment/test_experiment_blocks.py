@@ -229,3 +229,11 @@ def test_passes_that_differ_over_several_blocks_are_not_called_the_orders_doing(
     f = order_findings(e, _tables([(400, 200), (400, 360)]))
     assert len(set(f.verdicts.values())) > 1
     assert "the order decided" not in f.text() and "the paired interval weighs" in f.text()
+
+
+def test_the_plan_says_how_many_runs_and_blocks(tmp_path):
+    assert (
+        make_plan(_experiment(tmp_path, blocks=3))
+        .text()
+        .startswith("experiment gpu-kv-vs-rr: 12 runs of 2 treatments (3 ABBA blocks)")
+    )
