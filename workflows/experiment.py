@@ -10,7 +10,8 @@ experiment-verdict), so each gets the steps' securityContext, resources, deadlin
 the Workflow.
 
 DAG: ensure-pvc -> the model caches -> treatments -> compare -> publish-report -> experiment-verdict.
-`treatments`, per treatment in plan order (infersweep.experiment.plan):
+`treatments`, per treatment run in plan order (infersweep.experiment.plan: with `blocks: N`, N ABBA blocks, each
+run its own step; a run on empty KV caches warms every shared prefix first, infersweep.experiment.warmup):
   [teardown of the previous deployment, on a full redeploy] -> deploy (apply the treatment's DGD: a new one
   on a full redeploy, else the same DGD patched, which the operator turns into a frontend swap, a scale or a
   worker restart, see infersweep.experiment.restart) -> wait-ready, with mark-start before the deploy and
@@ -50,6 +51,7 @@ from infersweep.dgd import deployable_dgd, pool_is_exact
 from infersweep.experiment.kv_reset import mark_reset
 from infersweep.experiment.plan import Plan
 from infersweep.experiment.restart import RestartClass
+from infersweep.experiment.warmup import warmed_points
 from infersweep.names import dns_label
 from infersweep.recipe import RecipeError, ResolvedRecipe
 from infersweep.recipe.release import for_dgd_api
@@ -246,6 +248,11 @@ def experiment_template(
                     "workload": _compact(w.aiperf_workload()),
                     "gpu-count": str(r.gpu_count),
                 } | (treatment_args(r) if treatment_args else {})
+                # A step on empty caches (a deploy, a restart, a reset) warms every shared prefix before its
+                # window opens (infersweep.experiment.warmup): the compulsory first misses are not measured.
+                args["points"] = points_text(
+                    warmed_points(parse_points(args["points"]), json.loads(args["workload"]), s.starts_empty)
+                )
                 cache = caches[(r.model.id, r.model.revision, r.draft_model or "")].removeprefix("model-cache-")
                 start_after = [_any(previous_end)] if previous_end else []
                 if s.transition.cls is RestartClass.FULL and i > 0:

@@ -61,9 +61,8 @@ def write_report(experiment_yaml: str, treatments_dir: Path, out: Path) -> str:
                 "sources": report.sources,
                 "time_to_ready": ready,
                 "order": order.as_dict(),
-                "claim": None
-                if report.claim is None
-                else {"verdict": report.claim.verdict, "line": report.claim.line()},
+                "claim": None if report.verdict is None else {"verdict": report.verdict[0], "line": report.verdict[1]},
+                "paired": None if report.paired is None else report.paired.as_dict(),
                 "seed": [{"expect": x.model_dump(), "direction": v} for x, v in report.seed],
             },
             indent=2,

@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from infersweep.experiment.restart import RestartClass, Transition, classify, deployment_keys
-from infersweep.experiment.spec import Experiment, Treatment
+from infersweep.experiment.spec import Experiment, Treatment, run_name
 
 
 @dataclass
@@ -27,12 +27,18 @@ class Step:
     # The KV cache the treatment starts from: "fresh" (new or restarted workers), "reset" (emptied first),
     # or "warm after <treatment>" (kept from the one before: order-confounded).
     cache: str = "fresh"
-    order_pass: int = 1  # 2: the reversed second half of a balanced order
+    order_pass: int = 1  # 2: the reversed second half of a balanced order's block
     base: str = ""  # the treatment this one repeats (its name without the pass suffix)
+    block: int = 1  # which ABBA block of a balanced order (`blocks: N`); 1 otherwise
 
     @property
     def reset(self) -> bool:
         return self.cache == "reset"
+
+    @property
+    def starts_empty(self) -> bool:
+        """Its workers' KV caches hold nothing when it starts (a new deployment, a restart or a reset)."""
+        return self.cache in ("fresh", "reset")
 
 
 @dataclass
@@ -51,7 +57,12 @@ class Plan:
         return len({deployment_keys(s.treatment.recipe)[0] for s in self.steps})
 
     def text(self) -> str:
-        lines = [f"experiment {self.experiment.name}: {len(self.steps)} treatments", ""]
+        blocks = max((s.block for s in self.steps), default=1)
+        distinct = len({s.base or s.treatment.name for s in self.steps})
+        head = f"{len(self.steps)} treatments"
+        if len(self.steps) > distinct:  # a balanced order: say how its runs come about
+            head = f"{len(self.steps)} runs of {distinct} treatments ({blocks} ABBA block{'s' if blocks > 1 else ''})"
+        lines = [f"experiment {self.experiment.name}: {head}", ""]
         width = max(len(s.treatment.name) for s in self.steps)
         for i, s in enumerate(self.steps, 1):
             r = s.treatment.recipe
@@ -116,19 +127,31 @@ KEEPS_WORKERS = (RestartClass.LOAD, RestartClass.FRONTEND)
 
 def make_plan(experiment: Experiment, ordered: bool = True) -> Plan:
     """The steps: each treatment once in the cheapest order (`ordered`), or, with `order: balanced`, that
-    order and then its reverse, the repeats named <treatment>-2 (ABBA: rr, kv, kv-2, rr-2). A step whose
-    workers are kept starts from a reset KV cache unless `kv_cache: keep`."""
+    order and then its reverse (ABBA: rr, kv, kv-2, rr-2), `blocks` times in sequence (ABBA ABBA ...: the
+    runs of block 2 are rr-3, kv-3, kv-4, rr-4; run_name). A step whose workers are kept starts from a reset
+    KV cache unless `kv_cache: keep`."""
     treatments = order_treatments(experiment.treatments) if ordered else list(experiment.treatments)
-    passes = [(t, 1, t.name) for t in treatments]
+    passes = [(t, 1, t.name, 1) for t in treatments]
     if getattr(experiment.spec, "order", "planned") == "balanced":
-        passes += [(Treatment(t.name + SECOND_PASS, t.recipe, dict(t.levels)), 2, t.name) for t in reversed(treatments)]
+        passes = []
+        for block in range(1, getattr(experiment.spec, "blocks", 1) + 1):
+            for order_pass, half in ((1, treatments), (2, list(reversed(treatments)))):
+                passes += [
+                    (
+                        Treatment(run_name(t.name, block, order_pass), t.recipe, dict(t.levels)),
+                        order_pass,
+                        t.name,
+                        block,
+                    )
+                    for t in half
+                ]
     reset = getattr(experiment.spec, "kv_cache", "reset") == "reset"
     steps: list[Step] = []
-    for i, (t, order_pass, base) in enumerate(passes):
+    for i, (t, order_pass, base, block) in enumerate(passes):
         tr = Transition(RestartClass.FULL, ()) if i == 0 else classify(passes[i - 1][0].recipe, t.recipe)
         if i == 0 or tr.cls not in KEEPS_WORKERS:
             cache = "fresh"
         else:
             cache = "reset" if reset else f"warm after {passes[i - 1][0].name}"
-        steps.append(Step(t, tr, cache, order_pass, base))
+        steps.append(Step(t, tr, cache, order_pass, base, block))
     return Plan(experiment, steps)

@@ -12,7 +12,9 @@ least X %" is
   or the point it is judged at is not valid on a side (only valid points count: infersweep.results.evidence),
   or the evidence is not of the claim's kind: one repetition per point (noise unknown), a concurrency other
   than the claim's (a scaled-down sweep), simulated points (the mocker). The line then says which way the
-  numbers alone lean, and why that decides nothing. The seed checks compare
+  numbers alone lean, and why that decides nothing. An experiment run in a balanced order (ABBA blocks) is
+  judged instead on its blocks' paired differences (infersweep.experiment.paired): that is the claim's verdict,
+  with the first pass's per-point check beside it. The seed checks compare
 directions only (the mocker locally shows direction, not the seed's magnitudes); differences below
 compare.TIE are ties.
 """
@@ -25,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from infersweep.experiment.paired import PairedClaim, paired_claim
 from infersweep.experiment.spec import Comparison as Claim
 from infersweep.experiment.spec import Experiment
 from infersweep.metrics import DEFAULT_Z, direction
@@ -179,6 +182,14 @@ class ExperimentReport:
     seed: list[tuple[Claim, str]]
     missing: list[str]  # treatments without results (failed or not run)
     sources: list[str] = field(default_factory=list)  # the treatments' row sources (infersweep.predict.source)
+    paired: PairedClaim | None = None  # a balanced order's claim over its blocks: then the verdict
+
+    @property
+    def verdict(self) -> tuple[str, str] | None:
+        """(verdict, line) of the claim: the paired one where the blocks were run, else the per-point check."""
+        if self.paired is not None:
+            return self.paired.verdict, self.paired.line()
+        return None if self.claim is None else (self.claim.verdict, self.claim.line())
 
     def text(self) -> str:
         from infersweep.predict.source import banner
@@ -191,7 +202,17 @@ class ExperimentReport:
             out.append(f"treatment {name}: no measured results (failed or not run); compared without it")
         if self.comparison is not None:
             out += ["## Per-concurrency changes", "", format_comparison(self.comparison), ""]
-        if self.claim is not None:
+        if self.paired is not None:
+            out += ["## Claim", "", self.paired.line(), ""]
+            out += [f"- block {b.block}: {self.paired.claim.baseline} {b.baseline:.4g} "
+                    f"({', '.join(b.runs[self.paired.claim.baseline])}) -> {self.paired.claim.treatment} "
+                    f"{b.treatment:.4g} ({', '.join(b.runs[self.paired.claim.treatment])}): "
+                    f"{100 * b.improvement:+.1f} %" for b in self.paired.blocks]  # fmt: skip
+            out += [f"- {d}" for d in self.paired.dropped]
+            if self.claim is not None:
+                out += ["", f"first pass alone (per-point check, not the verdict): {self.claim.line()}"]
+            out.append("")
+        elif self.claim is not None:
             out += ["## Claim", "", self.claim.line(), ""]
         if e.spec.seed:
             out += ["## The seed", "", f"source: {e.spec.seed.source}", f"found: {e.spec.seed.found}", ""]
@@ -220,4 +241,8 @@ def experiment_report(e: Experiment, tables: dict[str, pd.DataFrame], z: float =
     claim = check(e.spec.claim, present, z) if e.spec.claim else None
     seed = [(x, agrees(x, present)) for x in (e.spec.seed.expect if e.spec.seed else [])]
     sources = sorted({str(s) for df in present.values() if "source" in df for s in df["source"].dropna().unique()})
-    return ExperimentReport(e, comparison, claim, seed, missing, sources)
+    # The paired verdict needs the blocks' repeat runs; a report given only each treatment's one run (the
+    # `experiment report` command) keeps the per-point check.
+    base_names = {t.name for t in e.treatments}
+    paired = paired_claim(e, tables) if any(n not in base_names for n in tables) else None
+    return ExperimentReport(e, comparison, claim, seed, missing, sources, paired)

@@ -33,6 +33,7 @@ from infersweep.recipe.models import NAME_RE, require_name
 
 MAX_RECIPE_NAME = 52  # infersweep.recipe.Recipe.name: a DNS label with room for the operator's suffixes
 MAX_TREATMENTS = 64  # an experiment holds GPUs for all of them; more is a sweep, not a comparison
+MAX_BLOCKS = 30  # ABBA blocks of a balanced order: one Workflow holds the GPUs through all of them
 
 
 class Comparison(_Strict):
@@ -119,6 +120,14 @@ class ExperimentSpec(_Strict):
         "then the plan reversed (rr, kv, kv, rr), so that what a treatment inherits from the one before it "
         "(a warm cache, a warm GPU) falls on both sides",
     )
+    blocks: int = Field(
+        default=1,
+        ge=1,
+        le=MAX_BLOCKS,
+        description="with order: balanced, how many ABBA blocks run in sequence (rr, kv, kv-2, rr-2, rr-3, kv-3, "
+        "kv-4, rr-4, ...): the claim is judged on the blocks' paired differences (infersweep.experiment.paired), "
+        "so n is the number of blocks",
+    )
     kv_cache: Literal["reset", "keep"] = Field(
         default="reset",
         description="between treatments that keep the workers: reset = empty every worker's KV "
@@ -130,6 +139,14 @@ class ExperimentSpec(_Strict):
     @classmethod
     def _dns(cls, v: str) -> str:
         return require_name(v)
+
+
+def run_name(treatment: str, block: int, order_pass: int) -> str:
+    """The name of a treatment's run in a balanced order: block 1 keeps the names records already carry
+    (rr, kv, kv-2, rr-2); block b's passes are suffixed 2b-1 and 2b (rr-3, kv-3, kv-4, rr-4), so every run
+    of every block has a name of its own (its results folder, its publish prefix, its report line)."""
+    k = 2 * (block - 1) + order_pass
+    return treatment if k == 1 else f"{treatment}-{k}"
 
 
 @dataclass
@@ -225,6 +242,11 @@ def _check_shape(spec: ExperimentSpec, path: Path) -> None:
                     )
     elif spec.design != "full":
         raise RecipeError(f"{path}: design: a design lists factor levels; remove it from a `treatments` experiment")
+    if spec.blocks > 1 and spec.order != "balanced":
+        raise RecipeError(
+            f"{path}: blocks: {spec.blocks} ABBA blocks need `order: balanced` (order is {spec.order!r}); "
+            "add order: balanced or remove blocks"
+        )
 
 
 def _question_patch(spec: ExperimentSpec) -> dict[str, Any]:
@@ -314,6 +336,14 @@ def load_experiment(ref: str | Path, pdir: Path | None = None) -> Experiment:
         )
     if len(treatments) < 2:
         raise RecipeError(f"{path}: design: one treatment compares nothing; give at least two")
+    if spec.order == "balanced":
+        runs = [(b, p) for b in range(1, spec.blocks + 1) for p in (1, 2)][1:]  # every run but the first
+        clash = sorted(set(names) & {run_name(n, b, p) for n in names for b, p in runs})
+        if clash:
+            raise RecipeError(
+                f"{path}: treatments: {clash[0]!r} is also the name of a repeat in the balanced order "
+                "(<treatment>-<run>); rename that treatment"
+            )
     _check_references(spec, names, {t.name: list(t.recipe.recipe.workload.concurrency) for t in treatments}, path)
     return Experiment(spec, path, treatments)
 

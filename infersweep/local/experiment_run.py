@@ -26,7 +26,7 @@ import yaml
 
 from infersweep.aiperf.point import points_text
 from infersweep.cluster_settings import load_cluster_settings
-from infersweep.experiment.plan import Plan, Step, make_plan
+from infersweep.experiment.plan import KEEPS_WORKERS, Plan, Step, make_plan
 from infersweep.experiment.restart import RestartClass, Transition, classify
 from infersweep.experiment.spec import load_experiment
 from infersweep.local import procs
@@ -88,12 +88,19 @@ def finished_treatments(run_dir: Path) -> list[str]:
 
 
 def _replan(plan: Plan, keep: set[str]) -> Plan:
-    """The plan's steps without the kept treatments; transitions recomputed (the first is a fresh deploy)."""
-    left = [s.treatment for s in plan.steps if s.treatment.name not in keep]
-    steps = [
-        Step(t, Transition(RestartClass.FULL, ()) if i == 0 else classify(left[i - 1].recipe, t.recipe))
-        for i, t in enumerate(left)
-    ]
+    """The plan's steps without the kept treatment runs, each keeping its block, pass and base; transitions
+    and cache states recomputed (the first is a fresh deploy; a kept worker's cache is reset or inherited as
+    the experiment says: infersweep.experiment.plan.make_plan)."""
+    left = [s for s in plan.steps if s.treatment.name not in keep]
+    reset = plan.experiment.spec.kv_cache == "reset"
+    steps = []
+    for i, s in enumerate(left):
+        tr = Transition(RestartClass.FULL, ()) if i == 0 else classify(left[i - 1].treatment.recipe, s.treatment.recipe)
+        if i == 0 or tr.cls not in KEEPS_WORKERS:
+            cache = "fresh"
+        else:
+            cache = "reset" if reset else f"warm after {left[i - 1].treatment.name}"
+        steps.append(Step(s.treatment, tr, cache, s.order_pass, s.base, s.block))
     return Plan(plan.experiment, steps)
 
 
@@ -158,7 +165,7 @@ def run_experiment_local(
                 f"--resume {resume}: that run is of experiment "
                 f"{labels.get('infersweep.io/experiment')!r}, not {e.name!r}"
             )
-        kept = [n for n in finished_treatments(run_dir) if n in {t.name for t in e.treatments}]
+        kept = [n for n in finished_treatments(run_dir) if n in {s.treatment.name for s in make_plan(e).steps}]
         plan = _replan(make_plan(e), set(kept))
         if not plan.steps:
             raise RecipeError(

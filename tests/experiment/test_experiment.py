@@ -256,8 +256,8 @@ EXPECTED = {  # study -> (full deploys, one workflow per recipe)
     "qwen3-32b-mooncake": (2, 5),
     "qwen3-32b-tp1-vs-tp2": (2, 2),
     "qwen36-hicache-policy": (1, 2),
-    "gpu-kv-vs-rr": (1, 4),
-    "gpu-kv-vs-rr-no-reset": (1, 4),
+    "gpu-kv-vs-rr": (1, 12),  # 3 ABBA blocks of 2 treatments: 12 runs, one deployment
+    "gpu-kv-vs-rr-no-reset": (1, 12),
 }
 
 

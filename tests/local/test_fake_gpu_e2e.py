@@ -88,6 +88,7 @@ def test_experiment_run_resets_kv_caches_through_the_workers_endpoint_in_balance
     spec = yaml.safe_load((params_dir() / "experiments" / "gpu-kv-vs-rr.yaml").read_text())
     spec.pop("seed")
     spec["name"] = "tiny-gpu-kv-vs-rr"
+    spec["blocks"] = 2  # two ABBA blocks: 8 runs, the claim judged on the 2 blocks' paired differences
     spec["set"] = {
         "workload": {
             "isl": 96,
@@ -104,15 +105,27 @@ def test_experiment_run_resets_kv_caches_through_the_workers_endpoint_in_balance
     path.write_text(yaml.safe_dump(spec))
     res = run_experiment_local(str(path), out_root=tmp_path / "runs", cache_root=tmp_path / "cache", workers="gpu")
     assert res.phase == "Succeeded", why_failed(res)
-    names = [s.treatment.name for s in res.plan.steps]  # balanced: the plan, then the plan reversed
-    assert sorted(names[:2]) == ["kv", "rr"] and names[2:] == [f"{n}-2" for n in reversed(names[:2])], names
+    names = [s.treatment.name for s in res.plan.steps]  # balanced: the plan, then the plan reversed, twice
+    a, b = names[:2]
+    assert sorted([a, b]) == ["kv", "rr"]
+    assert names == [a, b, f"{b}-2", f"{a}-2", f"{a}-3", f"{b}-3", f"{b}-4", f"{a}-4"], names
     # two vLLM workers at 0.42 of the memory share the one fake H200
     assert [(w["gpus"], w["memory_fraction"]) for w in _workers(res.run_dir)] == [([0], 0.42), ([0], 0.42)]
     logs = "".join(p.read_text() for p in res.run_dir.glob("nodes/*-deploy_*/main.log"))
-    # every treatment after the first starts on emptied caches, through clear_kv_blocks (no fallback restart)
-    assert logs.count("kv reset: 2 of 2 workers emptied their KV cache") == 3, logs[-3000:]
+    # every run after the first starts on emptied caches, through clear_kv_blocks (no fallback restart)
+    assert logs.count("kv reset: 2 of 2 workers emptied their KV cache") == 7, logs[-3000:]
     assert "restarting the deployment instead" not in logs
-    assert res.report["claim"]["verdict"] in ("supported", "refuted", "inconclusive")
+    # after each reset the warm-up touches both prefixes before the window (the recipe asks for none):
+    # 11 draws cover 2 prefixes but with probability 1e-3 (infersweep.experiment.warmup)
+    for t in names:
+        results = list((res.run_dir / "volumes/workdir/treatments" / t).rglob("result.json"))
+        argv = [json.loads(f.read_text()).get("argv") or [] for f in results]
+        assert argv and all(a[a.index("--warmup-request-count") + 1] == "11" for a in argv), (t, argv)
+    # the verdict is the paired one over the 2 blocks
+    paired = res.report["paired"]
+    assert paired["n_blocks"] + len(paired["dropped"]) == 2
+    assert res.report["claim"]["verdict"] == paired["verdict"] in ("supported", "refuted", "inconclusive")
+    assert "paired over ABBA blocks" in res.report["claim"]["line"]
     assert res.report["sources"] and all(s.startswith("simulated (fake GPU") for s in res.report["sources"])
     assert "Simulated run on a fake GPU" in (res.run_dir / "volumes/workdir/run/experiment-report.md").read_text()
     for t in names:
