@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -171,7 +171,7 @@ class Rates:
 
 
 def measure(
-    compare: Callable[..., object],
+    compare: Callable[..., Any],
     trials: int,
     n: int,
     points: dict[int, int] = ONE_POINT,

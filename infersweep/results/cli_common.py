@@ -78,8 +78,8 @@ def load_run(ref: str, store: str | None) -> Run:
     A mistake (a file, a typo, a store that cannot be read: no credentials, no endpoint) is one RunLookupError
     line naming what was looked for and where, never the S3 client's traceback."""
     path = Path(ref)
-    if store is None and local_run_dir(ref) is not None:
-        return load_run_folder(local_run_dir(ref))
+    if store is None and (folder := local_run_dir(ref)) is not None:
+        return load_run_folder(folder)
     if path.is_file():
         raise RunLookupError(
             f"{ref}: a file, not a run: give a run folder (runs/<run-id>, with summary/ inside) "

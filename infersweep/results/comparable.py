@@ -127,8 +127,10 @@ def check_comparable(
     ids = {label: identity(run) for label, run in runs.items()}
     refused, notes = [], []
     for dim in DIMENSIONS:
-        values = {label: i[dim] for label, i in ids.items() if i[dim] is not None}
-        missing = [label for label, i in ids.items() if i[dim] is None or (dim == "workload" and i[dim][0][0] is None)]
+        values = {label: v for label, i in ids.items() if (v := i[dim]) is not None}
+        missing = [
+            label for label, i in ids.items() if (v := i[dim]) is None or (dim == "workload" and v[0][0] is None)
+        ]
         if missing:
             what = "workload shape (ISL/OSL, prefix, dataset)" if dim == "workload" else dim
             notes.append(f"not checked: {', '.join(missing)} record{'s' if len(missing) == 1 else ''} no {what}")

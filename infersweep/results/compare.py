@@ -182,7 +182,7 @@ def compare_runs(
                 continue
             cur_reps, base_reps = reps[label].get(metric, {}), reps[base_label].get(metric, {})
             for c in common:
-                a, b = float(base.at[c, metric]), float(other.at[c, metric])
+                a, b = float(base.at[c, metric]), float(other.at[c, metric])  # type: ignore[arg-type]
                 cells.append((metric, int(c), a, b, point_test(base_reps.get(int(c), ()), cur_reps.get(int(c), ()))))
         # One family per candidate: its judged cells, Holm-corrected (noise.holm).
         family = [i for i, cell in enumerate(cells) if cell[0] in judged]
@@ -353,7 +353,8 @@ def decide_best(runs: dict[str, pd.DataFrame]) -> Best:
             f"not told apart at n = {n_text} (tok/s/GPU {100 * close.change:+.1f} % ±{100 * close.half_width:.1f}, "
             "95 %); "
             + (
-                f"about {max(need)} repetitions per point would decide a difference this size (80 % power)"
+                f"about {max(n for n in need if n is not None)} repetitions per point would decide a difference "
+                "this size (80 % power)"
                 if all(n is not None for n in need)
                 else "more than 100 repetitions per point would be needed: for these purposes they are equal"
             )

@@ -371,7 +371,7 @@ def comparison_html(runs: Mapping[str, Any], notes: list[str] | None = None, cmp
                 f"{v['valid']} of {v['measured']}"
                 + (f' <span class="bad">({v["invalid"]} invalid)</span>' if v["invalid"] else "")
                 + (f' <span class="bad">{v["failed"]} failed</span>' if v["failed"] else ""),
-                f"c{int(b['concurrency'])}" if at is not None else "none",
+                f"c{int(b['concurrency'])}" if b is not None and at is not None else "none",
                 _num(at[Y]) if at is not None else "NA",
                 _num(at["usd_per_mtok"], "${:.2f}") if at is not None else "NA",
                 _num(at["energy_j_per_output_token"], "{:.3g}") if at is not None else "NA",

@@ -137,7 +137,7 @@ def per_point(df: pd.DataFrame) -> pd.DataFrame:
     numeric = numeric.drop(columns=["concurrency", "request_rate"], errors="ignore")
     out = numeric.groupby(keys).median()
     out["slo_pass"] = ok.groupby(keys)["slo_pass"].agg(
-        lambda s: bool(s.fillna(False).all()) if s.notna().any() else pd.NA
+        lambda s: bool(s.fillna(False).all()) if s.notna().any() else pd.NA  # type: ignore[type-var]  # NA: no verdict
     )
     out = out.reset_index()
     return out.sort_values(["concurrency", "request_rate"] if rates else "concurrency").reset_index(drop=True)

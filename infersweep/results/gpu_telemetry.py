@@ -40,9 +40,9 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def _mean(xs: Iterable[float]) -> float:
-    xs = [x for x in xs if x is not None]
-    return sum(xs) / len(xs) if xs else math.nan
+def _mean(xs: Iterable[float | None]) -> float:
+    kept = [x for x in xs if x is not None]
+    return sum(kept) / len(kept) if kept else math.nan
 
 
 def window_columns(

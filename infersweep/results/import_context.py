@@ -126,7 +126,7 @@ def model_of(summary: dict[str, Any]) -> str | None:
     """The model AIPerf asked the endpoint for (input_config.models.items[].name, else -m/--model)."""
     models = (summary.get("input_config") or {}).get("models") or {}
     items = models.get("items") if isinstance(models, dict) else models
-    names = [m.get("name") for m in items or [] if isinstance(m, dict) and m.get("name")]
+    names = [str(m["name"]) for m in items or [] if isinstance(m, dict) and m.get("name")]
     if names:
         return ", ".join(names)
     try:

@@ -118,9 +118,10 @@ def _under_phases_of_a_run(rel: tuple[str, ...], root: Path) -> bool:
 def _place(rel: tuple[str, ...]) -> tuple[str, int | None]:
     """(variation, trial) of a run folder from its path below the root (orchestrator.py:35-100)."""
     for i in range(len(rel) - 1):
-        if rel[i] != PROFILE_RUNS or not TRIAL.match(rel[i + 1]):
+        trial_dir = TRIAL.match(rel[i + 1])
+        if rel[i] != PROFILE_RUNS or not trial_dir:
             continue
-        trial = int(TRIAL.match(rel[i + 1]).group(1))
+        trial = int(trial_dir.group(1))
         tail = rel[i + 2 :]
         if tail:  # REPEATED: <base>/profile_runs/trial_NNNN/<dir_name>/
             return "/".join(rel[:i] + tail), trial

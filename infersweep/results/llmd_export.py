@@ -242,7 +242,7 @@ def point_report(row: pd.Series, ctx: dict[str, Any]) -> dict[str, Any]:
                             "concurrency": c,
                             "request_rate": rate,
                             "repetition": rep,
-                            "seed": int(_f(row.get("seed"))) if _f(row.get("seed")) is not None else None,
+                            "seed": int(seed) if (seed := _f(row.get("seed"))) is not None else None,
                         }
                     },
                 },
@@ -292,7 +292,7 @@ def raw_statistics(raw: pd.DataFrame | None) -> dict[tuple[int, int, float], dic
     if raw is None or raw.empty:
         return out
     for (c, rep, rate), group in raw.groupby(["concurrency", "repetition", "request_rate"], dropna=False):
-        key = (int(c), int(rep), float(rate) if rate == rate else 0.0)
+        key = (int(c), int(rep), float(rate) if rate == rate else 0.0)  # type: ignore[call-overload,arg-type]
         out[key] = {f"{m}__{st}": v for m, st, v in zip(group["metric"], group["stat"], group["value"], strict=True)}
     return out
 

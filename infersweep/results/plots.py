@@ -68,7 +68,7 @@ def pareto_plot(runs: dict[str, pd.DataFrame], path: Path, title: str) -> Path:
     """
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7.5, 5.2), dpi=110)
-    slo = {}
+    slo: dict[str, float] = {}
     for i, (label, df) in enumerate(runs.items()):
         slo = slo or slo_of(df)
         pts = per_point(df)

@@ -449,7 +449,7 @@ def _is_missing(exc: ClientError) -> bool:
 
 
 def _list_keys(s3, bucket: str, prefix: str) -> list[str]:
-    keys = []
+    keys: list[str] = []
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         keys.extend(o["Key"] for o in page.get("Contents", []))
     return keys

@@ -12,6 +12,7 @@ checker and errors as verify_run).
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import io
 import json
@@ -60,7 +61,7 @@ class _DirBackend:
         keys = [p.relative_to(self.root).as_posix() for p in folder.rglob("*") if p.is_file()]
         return sorted(k for k in keys if k.startswith(prefix) and not k.endswith(".tmp"))
 
-    def children(self, prefix: str) -> list[str]:
+    def children(self, prefix: str) -> builtins.list[str]:  # `list` is the method above here
         folder = self.root / prefix
         return sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
 
@@ -89,13 +90,13 @@ class _S3Backend:
         return f"s3://{self.bucket}/{key}"
 
     def list(self, prefix: str) -> list[str]:
-        keys = []
+        keys: list[str] = []
         for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
             keys.extend(o["Key"] for o in page.get("Contents", []))
         return keys
 
-    def children(self, prefix: str) -> list[str]:
-        names = []
+    def children(self, prefix: str) -> builtins.list[str]:  # `list` is the method above here
+        names: builtins.list[str] = []
         for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix, Delimiter="/"):
             names.extend(p["Prefix"][len(prefix) :].rstrip("/") for p in page.get("CommonPrefixes", []))
         return names

@@ -287,7 +287,8 @@ def apply_types(df: pd.DataFrame) -> pd.DataFrame:
         if col.dtype.startswith("timestamp"):
             df[name] = utc_timestamps(df[name])
         elif col.dtype in ("Int64", "boolean"):
-            df[name] = pd.array(df[name].astype("object").where(df[name].notna(), None), dtype=col.dtype)
+            # pandas-stubs has no overload for a nullable dtype given by name; pandas takes it (Int64, boolean)
+            df[name] = pd.array(df[name].astype("object").where(df[name].notna(), None), dtype=col.dtype)  # type: ignore[call-overload]
         elif col.dtype == "float64":
             df[name] = pd.to_numeric(df[name], errors="coerce").astype("float64")
     return df

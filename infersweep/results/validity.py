@@ -470,7 +470,8 @@ def mark_saturation(df: pd.DataFrame, t: dict[str, Any]) -> pd.DataFrame:
     ok = df[df["status"].isin(("ok", "partial"))].dropna(subset=["concurrency"])
     med = ok.groupby("concurrency")[["output_throughput_tok_s", "ttft_p50_ms"]].median().sort_index()
     prev = None
-    for c, row in med.iterrows():
+    for label, row in med.iterrows():
+        c = float(label)  # type: ignore[arg-type]  # the index is the concurrency
         if prev is not None:
             pc, pr = prev
             load_growth = c / pc - 1

@@ -21,7 +21,7 @@ def _mypy(*args: str) -> subprocess.CompletedProcess:
 
 def test_the_typed_packages_type_check():
     files = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["mypy"]["files"]
-    assert {"infersweep/dgd", "infersweep/aiperf", "infersweep/recipe"} <= set(files)
+    assert {"infersweep/dgd", "infersweep/aiperf", "infersweep/recipe", "infersweep/results"} <= set(files)
     r = _mypy()
     assert r.returncode == 0, f"fix what `mypy` (pyproject.toml [tool.mypy]) reports:\n{r.stdout}{r.stderr}"
 
