@@ -230,8 +230,10 @@ def step_container(
     settings: StepSettings | None = None,
     s3_env: dict[str, str] | None = None,
     pinned: dict[str, str] | None = None,
+    accounts: PodAccount | None = None,
 ) -> Container:
     secrets = secrets or SECRETS
+    accounts = accounts or PodAccount(None, "")
     # An S3-compatible endpoint (MinIO: params/cluster.yaml s3.endpoint) reaches the S3 steps as env.
     s3_env = (s3_env or {}) if step.env_from_secret == "s3" else {}
     settings = settings or step_settings()
@@ -273,7 +275,38 @@ def step_container(
         active_deadline_seconds=step_deadline_s(step, settings),
         # Logs of every step pod go to the artifact repository: a finished run's logs outlive its pods.
         archive_location=m.ArtifactLocation(archive_logs=True),
+        **accounts.template_fields(),
     )
+
+
+@dataclass(frozen=True)
+class PodAccount:
+    """Which token a step pod holds. `account`: the step's own ServiceAccount (workflows/cluster.py
+    STEP_RULES, for a step that calls the Kubernetes API), whose token every container of the pod gets.
+    None: no token in the pod's containers (`automountServiceAccountToken: false`); Argo then needs
+    `executor.serviceAccountName` (`executor`), whose token Secret it mounts into its own init and wait
+    containers only, to report the outputs (argo-workflows v4.1.2 workflow/controller/workflowpod.go
+    setupServiceAccount :1826-1857, newExecContainer :1314-1320). Both are template-level fields, so they
+    travel with the template through a templateRef and beat the Workflow's spec-level account (:1827-1830)."""
+
+    account: str | None
+    executor: str
+
+    def template_fields(self) -> dict[str, Any]:
+        if self.account:
+            return {"service_account_name": self.account}
+        if not self.executor:
+            return {}  # a template rendered on its own (tests): the caller's account applies
+        return {
+            "automount_service_account_token": False,
+            "executor": m.ExecutorConfig(service_account_name=self.executor),
+        }
+
+
+def step_pod_account(step: str, settings: ClusterSettings) -> PodAccount:
+    from workflows.cluster import step_account
+
+    return PodAccount(step_account(settings, step), settings.service_account)
 
 
 # Values a step takes from the installed settings, fixed in its template's env: a Workflow that references
@@ -333,6 +366,14 @@ def step_workflow_templates(
             service_account_name=settings.service_account,
             security_context=pod_security_context(steps),
         ) as wt:
-            step_container(step, images, secrets=secrets, settings=steps, s3_env=s3_env, pinned=pinned_values(settings))
+            step_container(
+                step,
+                images,
+                secrets=secrets,
+                settings=steps,
+                s3_env=s3_env,
+                pinned=pinned_values(settings),
+                accounts=step_pod_account(step.name, settings),
+            )
         wts.append(wt)
     return wts
