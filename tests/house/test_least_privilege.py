@@ -15,7 +15,7 @@ included): a pod whose code calls no API holds no token (automountServiceAccount
 executor account Argo requires); one that does runs as an account whose Role grants exactly its calls, plus
 what Argo's executor needs (workflowtaskresults). A new call without a grant, a grant nobody uses any more,
 or a token in a pod that needs none fails here.
-""""""
+"""
 
 from __future__ import annotations
 
