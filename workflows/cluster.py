@@ -127,7 +127,7 @@ STEP_RULES: dict[str, list[dict[str, Any]]] = {
         *_DGD_PODS,
     ],
     # its init container ensure-deployed runs steps.deploy --ensure (workflows/steps_library.py
-    # ensure_deployed_container): a pod's token is every container's, so the point's account is deploy's
+    # ensure_deployed_container), so its account is deploy's; only that container holds the token (INIT_ONLY)
     "aiperf-point": _DEPLOY,
     # the DGD (get: whose it is, delete) and its ScaledObjects (listed by the DGD's label, deleted)
     "teardown": [
@@ -135,6 +135,11 @@ STEP_RULES: dict[str, list[dict[str, Any]]] = {
         {"apiGroups": ["keda.sh"], "resources": ["scaledobjects"], "verbs": ["list", "delete"]},
     ],
 }
+
+
+# Steps whose own module calls no API but whose init containers do: the token reaches the init containers only
+# (workflows/steps_library.py PodAccount.init_only); AIPerf in aiperf-point's main container holds none.
+INIT_ONLY = {"aiperf-point"}
 
 
 def step_account(settings: ClusterSettings, step: str) -> str | None:

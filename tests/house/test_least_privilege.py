@@ -329,13 +329,30 @@ def _pod_templates(argo: list[dict]) -> list[tuple[str, dict, dict]]:
     return out
 
 
-def _step_modules(t: dict) -> list[str]:
-    """The step modules the pod's containers run (`python -m steps.X`): the main one and its initContainers."""
-    mods = []
-    for c in [t.get("container") or t.get("script") or {}, *(t.get("initContainers") or [])]:
-        argv = [*(c.get("command") or []), *(c.get("args") or [])]
-        mods += [f"steps.{m.group(1)}" for a in argv if (m := _MODULE_ARG.match(a))]
-    return mods
+def _containers(t: dict) -> list[dict]:
+    """The pod's containers from this template: the main one and its initContainers."""
+    return [t.get("container") or t.get("script") or {}, *(t.get("initContainers") or [])]
+
+
+def _step_modules(c: dict) -> list[str]:
+    """The step modules a container runs (`python -m steps.X`)."""
+    argv = [*(c.get("command") or []), *(c.get("args") or [])]
+    return [f"steps.{m.group(1)}" for a in argv if (m := _MODULE_ARG.match(a))]
+
+
+def _holds_token(c: dict, t: dict, spec: dict) -> bool:
+    """Kubernetes puts the automounted token into every container; with automount off, a container holds one
+    only if it mounts a projected serviceAccountToken volume (the pod's own account's token)."""
+    if t.get("automountServiceAccountToken", spec.get("automountServiceAccountToken", True)) is not False:
+        return True
+    volumes = {v["name"]: v for v in [*(spec.get("volumes") or []), *(t.get("volumes") or [])]}
+    return any(
+        any(
+            "serviceAccountToken" in src
+            for src in (volumes.get(vm["name"], {}).get("projected") or {}).get("sources", [])
+        )
+        for vm in c.get("volumeMounts") or []
+    )
 
 
 def _role_of(kube: list[dict], account: str) -> set[tuple[str, str, str]]:
@@ -350,36 +367,42 @@ def _role_of(kube: list[dict], account: str) -> set[tuple[str, str, str]]:
 
 
 def test_every_step_pod_holds_a_token_only_for_the_calls_its_code_makes(installed):
-    """A step whose code calls no Kubernetes API (aiperf-point's AIPerf, summarize, publish, scrape, verdict,
-    archive, the launcher's render pod that parses Git content, ...) gets no token in its containers; a step
-    that does runs as its own account whose Role grants exactly its calls (plus the executor's)."""
+    """A container whose code calls no Kubernetes API (AIPerf in aiperf-point, summarize, publish, scrape,
+    verdict, archive, the launcher's render pod that parses Git content, ...) holds no token; one that does
+    (deploy, aiperf-point's ensure-deployed init container, ...) holds the token of an account whose Role
+    grants exactly the calls of the pod's containers (plus the executor's)."""
     _, argo, kube = installed
     pods = _pod_templates(argo)
     assert {t["name"] for _, _, t in pods} >= {"deploy", "aiperf-point", "summarize", "render", "reap"}
     problems = []
     for doc, spec, t in pods:
-        modules = _step_modules(t)
-        assert modules, f"{doc}/{t['name']}: no `python -m steps.X` in its containers"
-        used: dict[tuple[str, str, str], list[str]] = {}
-        for mod in modules:
-            for k, v in reachable_calls(mod).items():
-                used.setdefault(k, []).extend(v)
         account = t.get("serviceAccountName") or spec.get("serviceAccountName") or "default"
-        automount = t.get("automountServiceAccountToken", spec.get("automountServiceAccountToken", True))
-        where = f"{doc}/{t['name']} ({', '.join(modules)})"
-        if not used:
-            if automount is not False:
-                problems.append(f"{where}: calls no API but its containers get the token of {account}")
-            continue
-        if automount is False:
-            problems.append(f"{where}: calls the API ({sorted(used)}) but gets no token")
+        pod_used: dict[tuple[str, str, str], list[str]] = {}
+        for c in _containers(t):
+            modules = _step_modules(c)
+            assert modules, f"{doc}/{t['name']}/{c.get('name', 'main')}: no `python -m steps.X` in its command"
+            used: dict[tuple[str, str, str], list[str]] = {}
+            for mod in modules:
+                for k, v in reachable_calls(mod).items():
+                    used.setdefault(k, []).extend(v)
+            where = f"{doc}/{t['name']} container {c.get('name', 'main')} ({', '.join(modules)})"
+            token = _holds_token(c, t, spec)
+            if not used and token:
+                problems.append(f"{where}: calls no API but holds the token of {account}")
+            if used and not token:
+                problems.append(f"{where}: calls the API ({sorted(used)}) but holds no token")
+            for k, v in used.items():
+                pod_used.setdefault(k, []).extend(v)
+        if not pod_used:
             continue
         granted = _role_of(kube, account)
-        missing, unused = set(used) - granted, granted - set(used) - EXECUTOR
+        missing, unused = set(pod_used) - granted, granted - set(pod_used) - EXECUTOR
         if missing:
-            problems.append(f"{where}: {account} lacks {sorted(missing)} (403), used at {[used[k] for k in missing]}")
+            problems.append(
+                f"{doc}/{t['name']}: {account} lacks {sorted(missing)} (403), used at {[pod_used[k] for k in missing]}"
+            )
         if unused:
-            problems.append(f"{where}: {account} grants {sorted(unused)} that its code never calls")
+            problems.append(f"{doc}/{t['name']}: {account} grants {sorted(unused)} that its code never calls")
     assert not problems, "\n".join(problems)
 
 

@@ -247,7 +247,17 @@ class PodExecution:
         safe = re.sub(r"[^A-Za-z0-9_.=-]+", "_", n.name)[-120:]
         root = self.cluster.run_dir / "nodes" / safe
         root.mkdir(parents=True, exist_ok=True)
-        vols = getattr(self, "_vols", {})
+        vols = dict(getattr(self, "_vols", {}))
+        for v in tmpl.get("volumes") or []:
+            # a template's own volumes (workflowpod.go createWorkflowPod appends tmpl.Volumes): a projected
+            # ServiceAccount token (workflows/steps_library.py token_volume) is an empty folder here, where the
+            # platform adapter is local and reads no token
+            if "projected" not in v:
+                kind = next(iter(k for k in v if k != "name"), "?")
+                raise WorkflowError(
+                    f"templates.{tmpl['name']}.volumes {v['name']!r}: {kind} volumes are not supported locally"
+                )
+            vols[v["name"]] = root / "volumes" / v["name"]
         mounts: dict[str, Path] = {}
         for vm in c.get("volumeMounts", []) or []:
             if vm["name"] not in vols:
