@@ -7,9 +7,9 @@ is one request or two, and every problem is one line naming the object and the f
   Secrets       the HF token Secret (key HF_TOKEN: huggingface_hub reads it; the DGD's envFrom needs the Secret)
                 and the S3 credentials Secret (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY: what boto3 and
                 Argo's artifact repository read), present with non-empty keys
-  install set   the ServiceAccounts, Roles, RoleBindings and ConfigMaps present (ConfigMaps with the data this
-                checkout renders), the WorkflowTemplates and CronWorkflows installed at this checkout's
-                version (infersweep/install_version.py)
+  install set   the ServiceAccounts, the executor's token Secret, Roles, RoleBindings and ConfigMaps present
+                (ConfigMaps with the data this checkout renders), the WorkflowTemplates and CronWorkflows
+                installed at this checkout's version (infersweep/install_version.py)
   S3            the results bucket and the artifact bucket writable with the Secret's own keys (a probe object
                 put and deleted under the prefix)
   Prometheus    answers each query the run requires (params/metrics.yaml `required.cluster`, scoped as the

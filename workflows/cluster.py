@@ -10,6 +10,7 @@ cluster's queues admit the pods).
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import yaml
@@ -61,6 +62,9 @@ def artifact_repositories_configmap(settings: ClusterSettings) -> dict[str, Any]
 
 
 def service_account(settings: ClusterSettings) -> dict[str, Any]:
+    """The workflows' own account (`service_account`, default `infersweep`): the spec-level account of every
+    WorkflowTemplate and the `executor.serviceAccountName` of every step pod that gets no token (see
+    executor_token_secret). Its Role (steps_role) is the executor's only."""
     return {
         "apiVersion": "v1",
         "kind": "ServiceAccount",
@@ -68,47 +72,129 @@ def service_account(settings: ClusterSettings) -> dict[str, Any]:
     }
 
 
+def executor_token_secret(settings: ClusterSettings) -> dict[str, Any]:
+    """The long-lived token Argo mounts into the init and wait containers (never the main one) of a pod with
+    `automountServiceAccountToken: false`: argo-workflows v4.1.2 workflow/controller/workflowpod.go
+    setupServiceAccount (:1841-1857) mounts the Secret that util/secrets/secret_name.go
+    TokenNameForServiceAccount names, `<account>.service-account-token` (docs/service-account-secrets.md:
+    since Kubernetes 1.24 nobody creates it for you), and refuses the pod without `executor.serviceAccountName`
+    ("executor.serviceAccountName must not be empty if automountServiceAccountToken is false"). The token
+    controller fills it in (type kubernetes.io/service-account-token with the account's annotation)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/service-account-token",
+        "metadata": {
+            "name": f"{settings.service_account}.service-account-token",
+            "namespace": settings.namespace,
+            "labels": dict(MANAGED),
+            "annotations": {"kubernetes.io/service-account.name": settings.service_account},
+        },
+    }
+
+
+# Argo's emissary executor (init/wait containers) reports a step's outputs through WorkflowTaskResults
+# (Argo >= 3.4); every account a step pod runs as needs it.
+EXECUTOR_RULE = {"apiGroups": ["argoproj.io"], "resources": ["workflowtaskresults"], "verbs": ["create", "patch"]}
+
+_DGD_PODS = [
+    # the DGD's pods, their state and last log lines for the debug bundle (polled, not watched)
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+    {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
+    # scheduling failures (insufficient GPUs) are only visible as events
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["list"]},
+]
+_DEPLOY = [
+    # create; update (replace, infersweep/platform/dgd_update.py) when a retried step finds its own DGD; get to
+    # wait until it serves; list the DGDs of its lane
+    {"apiGroups": ["nvidia.com"], "resources": [DGD_RESOURCE], "verbs": ["get", "list", "create", "update"]},
+    # an autoscaled recipe's KEDA ScaledObjects (infersweep/platform/keda.py), applied with the DGD
+    {"apiGroups": ["keda.sh"], "resources": ["scaledobjects"], "verbs": ["create", "patch"]},
+    *_DGD_PODS,
+]
+# The step templates whose pods call the Kubernetes API, and exactly the calls their code makes (derived and
+# checked by tests/house/test_least_privilege.py); each runs as its own account `<service_account>-<step>`.
+# Every other step template calls none and gets no token at all (workflows/steps_library.py).
+STEP_RULES: dict[str, list[dict[str, Any]]] = {
+    "ensure-pvc": [
+        {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["get", "create"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["list"]},  # why a PVC stays Pending
+    ],
+    "deploy": _DEPLOY,
+    # re-applies the saved DGD when a UI Retry finds it gone (no lane list), then waits until it serves
+    "wait-ready": [
+        {"apiGroups": ["nvidia.com"], "resources": [DGD_RESOURCE], "verbs": ["get", "create", "update"]},
+        {"apiGroups": ["keda.sh"], "resources": ["scaledobjects"], "verbs": ["create", "patch"]},
+        *_DGD_PODS,
+    ],
+    # its init container ensure-deployed runs steps.deploy --ensure (workflows/steps_library.py
+    # ensure_deployed_container), so its account is deploy's; only that container holds the token (INIT_ONLY)
+    "aiperf-point": _DEPLOY,
+    # the DGD (get: whose it is, delete) and its ScaledObjects (listed by the DGD's label, deleted)
+    "teardown": [
+        {"apiGroups": ["nvidia.com"], "resources": [DGD_RESOURCE], "verbs": ["get", "delete"]},
+        {"apiGroups": ["keda.sh"], "resources": ["scaledobjects"], "verbs": ["list", "delete"]},
+    ],
+}
+
+
+# Steps whose own module calls no API but whose init containers do: the token reaches the init containers only
+# (workflows/steps_library.py PodAccount.init_only); AIPerf in aiperf-point's main container holds none.
+INIT_ONLY = {"aiperf-point"}
+
+
+def step_account(settings: ClusterSettings, step: str) -> str | None:
+    """The account the step template `step` runs as, None for a step that calls no API (no token)."""
+    return f"{settings.service_account}-{step}" if step in STEP_RULES else None
+
+
 def steps_role(namespace: str = "infersweep", name: str = "infersweep-steps") -> dict[str, Any]:
-    """Least privilege for the step pods: exactly the calls infersweep/platform/kube.py and readiness.py make,
-    plus what Argo's executor needs to report a step's outputs. Nothing cluster-wide, no Secrets (they
-    reach the steps as env from the pod spec, which needs no RBAC)."""
+    """The Role of the workflows' own account (service_account): the executor's WorkflowTaskResults only. No
+    step's main container holds its token (the steps that call the API have their own accounts, step_role)."""
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "Role",
         "metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED)},
-        "rules": [
-            # deploy (create; update (replace) when a retried step finds its own DGD: infersweep/platform/
-            # dgd_update.py; list the DGDs of its GPU lane), wait-ready (get), teardown (delete)
-            {
-                "apiGroups": ["nvidia.com"],
-                "resources": [DGD_RESOURCE],
-                "verbs": ["get", "list", "create", "update", "delete"],
-            },
-            # deploy/teardown of an autoscaled recipe: its KEDA ScaledObjects (infersweep/platform/keda.py), applied
-            # with the DGD (create; patch on a retried step) and deleted with it (listed by the DGD's label, then deleted)
-            {"apiGroups": ["keda.sh"], "resources": ["scaledobjects"], "verbs": ["create", "patch", "list", "delete"]},
-            # wait-ready: the DGD's pods, their state and last log lines for the debug bundle
-            # (polled, not watched: tests/house/test_least_privilege.py derives these verbs from the calls)
-            {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
-            {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
-            # wait-ready: scheduling failures (insufficient GPUs) are only visible as events
-            {"apiGroups": [""], "resources": ["events"], "verbs": ["list"]},
-            # ensure-pvc: the model cache
-            {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["get", "create"]},
-            # Argo's emissary executor reports outputs through WorkflowTaskResults (Argo >= 3.4)
-            {"apiGroups": ["argoproj.io"], "resources": ["workflowtaskresults"], "verbs": ["create", "patch"]},
-        ],
+        "rules": [copy.deepcopy(EXECUTOR_RULE)],
     }
 
 
-def role_binding(settings: ClusterSettings, role: dict[str, Any]) -> dict[str, Any]:
+def step_role(settings: ClusterSettings, step: str) -> dict[str, Any]:
+    """The Role of step `step`'s own account: exactly its calls (STEP_RULES), plus the executor's.
+    Nothing cluster-wide, no Secrets (they reach the steps as env from the pod spec, which needs no RBAC)."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {"name": step_account(settings, step), "namespace": settings.namespace, "labels": dict(MANAGED)},
+        "rules": copy.deepcopy([*STEP_RULES[step], EXECUTOR_RULE]),  # no shared lists: YAML would alias them
+    }
+
+
+def role_binding(settings: ClusterSettings, role: dict[str, Any], account: str | None = None) -> dict[str, Any]:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "RoleBinding",
         "metadata": {"name": role["metadata"]["name"], "namespace": settings.namespace, "labels": dict(MANAGED)},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role["metadata"]["name"]},
-        "subjects": [{"kind": "ServiceAccount", "name": settings.service_account, "namespace": settings.namespace}],
+        "subjects": [
+            {"kind": "ServiceAccount", "name": account or settings.service_account, "namespace": settings.namespace}
+        ],
     }
+
+
+def step_accounts(settings: ClusterSettings) -> list[dict[str, Any]]:
+    """ServiceAccount, Role and RoleBinding of every step that calls the API."""
+    out: list[dict[str, Any]] = []
+    for step in STEP_RULES:
+        name = step_account(settings, step)
+        meta = {"name": name, "namespace": settings.namespace, "labels": dict(MANAGED)}
+        role = step_role(settings, step)
+        out += [
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
+            role,
+            role_binding(settings, role, name),
+        ]
+    return out
 
 
 def reaper_role(namespace: str = "infersweep", name: str = "infersweep-reaper") -> dict[str, Any]:
@@ -140,12 +226,13 @@ def kubectl_manifests(settings: ClusterSettings, catalog: list[ResolvedRecipe]) 
         gpu_guard.check_fits_pool(r, settings)
     guard = [gpu_pools_configmap(settings)] if settings.guard.scheduler == "argo" else []
     reaper = reaper_role(settings.namespace)
-    reaper_binding = role_binding(settings, reaper)
-    reaper_binding["subjects"][0]["name"] = settings.reaper.service_account
+    reaper_binding = role_binding(settings, reaper, settings.reaper.service_account)
     return [
         service_account(settings),
+        executor_token_secret(settings),
         role,
         role_binding(settings, role),
+        *step_accounts(settings),
         reaper_service_account(settings),
         reaper,
         reaper_binding,

@@ -30,7 +30,8 @@ to the pipeline's `pipeline` template with the derived parameters:
     (tests/workflows/test_ui_retry.py).
   * The launcher itself, submitted from the UI, is a Workflow with `workflowTemplateRef` and arguments only
     (workflow/common/convert.go NewWorkflowFromWorkflowTemplate), so it passes Strict too. Its pods run under
-    their own ServiceAccount (`launcher_rbac`), which may create and get Workflows and nothing else.
+    their own ServiceAccount (`launcher_rbac`), which may create and get Workflows and nothing else; only the
+    create-run pod holds its token: the render pod, which parses the Git content, holds none.
 
 No `setOwnerReference`: the run must outlive the launcher's TTL (a controller owner reference would make the
 garbage collector delete the run with the launcher, operator.go executeResource). The run carries the label
@@ -48,7 +49,7 @@ from hera.workflows import models as m
 
 from infersweep.step_declarations import LAUNCH
 from workflows.cluster import MANAGED
-from workflows.steps_library import _resources, container_security_context, pod_security_context
+from workflows.steps_library import PodAccount, _resources, container_security_context, pod_security_context
 
 if TYPE_CHECKING:
     from infersweep.cluster_settings import ClusterSettings
@@ -205,6 +206,9 @@ def _launcher(
             active_deadline_seconds=deadline_s,
             # as every step's (workflows/steps_library.py step_container): the logs outlive the pod
             archive_location=m.ArtifactLocation(archive_logs=True),
+            # it parses untrusted Git content and calls no API: no token in its container; Argo's executor
+            # reports `manifest` with the workflows' own account's token (steps_library.PodAccount)
+            **PodAccount(None, settings.service_account).template_fields(),
         )
         create = Resource(
             name="create-run",

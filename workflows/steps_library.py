@@ -197,7 +197,7 @@ def _retry(settings: StepSettings, deadline_s: int) -> m.RetryStrategy:
 
 
 def ensure_deployed_container(
-    images: Images, read_only_root: bool = True, pinned: dict[str, str] | None = None
+    images: Images, read_only_root: bool = True, pinned: dict[str, str] | None = None, token: bool = False
 ) -> m.UserContainer:
     """The points' init container: bring the run's DGD back when it is missing (a UI Retry re-runs failed
     points but not deploy; steps/deploy.py --ensure), then wait until it serves. A no-op GET + readiness
@@ -215,7 +215,9 @@ def ensure_deployed_container(
                 "timeout_s": input_ref("ready-timeout-s"),
             }
         ),
-        volume_mounts=[m.VolumeMount(name="workdir", mount_path=WORKDIR)],
+        volume_mounts=[m.VolumeMount(name="workdir", mount_path=WORKDIR)]
+        # the pod's token, in this container only (PodAccount.init_only)
+        + ([m.VolumeMount(name=TOKEN_VOLUME, mount_path=TOKEN_PATH, read_only=True)] if token else []),
         env=[m.EnvVar(name="PYTHONUNBUFFERED", value="1")]
         + [m.EnvVar(name=k, value=v) for k, v in (pinned or {}).items()],
         security_context=container_security_context(read_only_root),
@@ -230,8 +232,10 @@ def step_container(
     settings: StepSettings | None = None,
     s3_env: dict[str, str] | None = None,
     pinned: dict[str, str] | None = None,
+    accounts: PodAccount | None = None,
 ) -> Container:
     secrets = secrets or SECRETS
+    accounts = accounts or PodAccount(None, "")
     # An S3-compatible endpoint (MinIO: params/cluster.yaml s3.endpoint) reaches the S3 steps as env.
     s3_env = (s3_env or {}) if step.env_from_secret == "s3" else {}
     settings = settings or step_settings()
@@ -263,7 +267,11 @@ def step_container(
         + [m.EnvVar(name=k, value=v) for k, v in s3_env.items()]
         + [m.EnvVar(name=k, value=v) for k, v in pinned_env(step.name, pinned).items()],
         retry_strategy=_retry(settings, step_deadline_s(step, settings)) if step.retry else None,
-        init_containers=[ensure_deployed_container(images, pinned=pinned_env("deploy", pinned))]
+        init_containers=[
+            ensure_deployed_container(
+                images, pinned=pinned_env("deploy", pinned), token=bool(accounts.init_only and accounts.account)
+            )
+        ]
         if step.name == "aiperf-point"
         else None,
         security_context=container_security_context(step.read_only_root),
@@ -273,7 +281,82 @@ def step_container(
         active_deadline_seconds=step_deadline_s(step, settings),
         # Logs of every step pod go to the artifact repository: a finished run's logs outlive its pods.
         archive_location=m.ArtifactLocation(archive_logs=True),
+        **accounts.template_fields(),
     )
+
+
+@dataclass(frozen=True)
+class PodAccount:
+    """Which token a step pod holds. `account`: the step's own ServiceAccount (workflows/cluster.py
+    STEP_RULES, for a step that calls the Kubernetes API). None: no token in the pod's containers
+    (`automountServiceAccountToken: false`); Argo then needs `executor.serviceAccountName` (`executor`),
+    whose token Secret it mounts into its own init and wait containers only, to report the outputs
+    (argo-workflows v4.1.2 workflow/controller/workflowpod.go setupServiceAccount :1826-1857,
+    newExecContainer :1314-1320). These are template-level fields, so they travel with the template through a
+    templateRef and beat the Workflow's spec-level account (:1827-1830).
+
+    `init_only`: the account's token reaches the init containers only (aiperf-point: its ensure-deployed init
+    container calls the API, AIPerf in the main container does not): no automount, and a projected token
+    volume (TOKEN_VOLUME) that only the init containers mount."""
+
+    account: str | None
+    executor: str
+    init_only: bool = False
+
+    def template_fields(self) -> dict[str, Any]:
+        if self.account and not self.init_only:
+            return {"service_account_name": self.account}
+        if not self.executor:
+            return {}  # a template rendered on its own (tests): the caller's account applies
+        fields: dict[str, Any] = {
+            "automount_service_account_token": False,
+            "executor": m.ExecutorConfig(service_account_name=self.executor),
+        }
+        if self.account:
+            fields |= {"service_account_name": self.account, "volumes": [token_volume()]}
+        return fields
+
+
+TOKEN_VOLUME = "kube-api-access"
+TOKEN_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"  # where the kubernetes client's in-cluster config reads
+
+
+def token_volume() -> m.Volume:
+    """The volume the ServiceAccount admission plugin adds for an automounted token, spelled out so that one
+    container can mount it (kubernetes.io/docs/reference/access-authn-authz/service-accounts-admin/ "Bound
+    service account token volume"): a bound, expiring token of the pod's own account, the cluster CA from the
+    kube-root-ca.crt ConfigMap, the namespace from the downward API."""
+    return m.Volume(
+        name=TOKEN_VOLUME,
+        projected=m.ProjectedVolumeSource(
+            sources=[
+                m.VolumeProjection(
+                    service_account_token=m.ServiceAccountTokenProjection(path="token", expiration_seconds=3607)
+                ),
+                m.VolumeProjection(
+                    config_map=m.ConfigMapProjection(
+                        name="kube-root-ca.crt", items=[m.KeyToPath(key="ca.crt", path="ca.crt")]
+                    )
+                ),
+                m.VolumeProjection(
+                    downward_api=m.DownwardAPIProjection(
+                        items=[
+                            m.DownwardAPIVolumeFile(
+                                path="namespace",
+                                field_ref=m.ObjectFieldSelector(api_version="v1", field_path="metadata.namespace"),
+                            )
+                        ]
+                    )
+                ),
+            ]
+        ),
+    )
+
+
+def step_pod_account(step: str, settings: ClusterSettings) -> PodAccount:
+    from workflows.cluster import INIT_ONLY, step_account
+
+    return PodAccount(step_account(settings, step), settings.service_account, init_only=step in INIT_ONLY)
 
 
 # Values a step takes from the installed settings, fixed in its template's env: a Workflow that references
@@ -333,6 +416,14 @@ def step_workflow_templates(
             service_account_name=settings.service_account,
             security_context=pod_security_context(steps),
         ) as wt:
-            step_container(step, images, secrets=secrets, settings=steps, s3_env=s3_env, pinned=pinned_values(settings))
+            step_container(
+                step,
+                images,
+                secrets=secrets,
+                settings=steps,
+                s3_env=s3_env,
+                pinned=pinned_values(settings),
+                accounts=step_pod_account(step.name, settings),
+            )
         wts.append(wt)
     return wts

@@ -1,8 +1,8 @@
 """The DGD adapter for a cluster: the Kubernetes API (the Dynamo operator realises the DGD).
 
 Readiness (pods, events, the frontend's answer) is infersweep.platform.readiness. Every API call made here
-is granted by workflows/cluster.py steps_role(), and tests/house/test_least_privilege.py derives that from this
-code.
+is granted to the account of the step that makes it (workflows/cluster.py STEP_RULES), and
+tests/house/test_least_privilege.py derives that from the steps' call graph.
 """
 
 from __future__ import annotations

@@ -62,6 +62,7 @@ CRD_KINDS = {("keda.sh/v1alpha1", "ScaledObject"): "keda/keda.sh_scaledobjects.y
 K8S_KINDS = {
     ("v1", "PersistentVolumeClaim"): "io.k8s.api.core.v1.PersistentVolumeClaim",
     ("v1", "ConfigMap"): "infersweep.ConfigMap",
+    ("v1", "Secret"): "infersweep.Secret",
     ("v1", "ServiceAccount"): "infersweep.ServiceAccount",
     ("rbac.authorization.k8s.io/v1", "Role"): "infersweep.Role",
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): "infersweep.ClusterRole",

@@ -40,6 +40,19 @@ _EXTRA_DEFINITIONS = {
             "immutable": {"type": "boolean"},
         },
     },
+    # core/v1 Secret; the install set holds one: the executor's token Secret (workflows/cluster.py
+    # executor_token_secret), whose data the token controller fills in
+    "infersweep.Secret": {
+        "type": "object",
+        "required": ["apiVersion", "kind", "metadata"],
+        "properties": {
+            **_HEADER,
+            "type": {"type": "string"},
+            "data": {"type": "object", "additionalProperties": {"type": "string"}},
+            "stringData": {"type": "object", "additionalProperties": {"type": "string"}},
+            "immutable": {"type": "boolean"},
+        },
+    },
     "infersweep.ServiceAccount": {
         "type": "object",
         "required": ["apiVersion", "kind", "metadata"],

@@ -56,7 +56,10 @@ def test_one_valid_object_per_file_without_namespace_or_run_workflows(out):
     for d in argo + manifests:
         expected[d["kind"]] = expected.get(d["kind"], 0) + 1
     assert kinds == expected  # every object of the install set, one file each
-    assert {"WorkflowTemplate", "CronWorkflow", "ServiceAccount", "Role", "RoleBinding", "ConfigMap"} == set(kinds)
+    # Secret: the executor account's token Secret (workflows/cluster.py executor_token_secret), no data of ours
+    assert {"WorkflowTemplate", "CronWorkflow", "ServiceAccount", "Secret", "Role", "RoleBinding", "ConfigMap"} == set(
+        kinds
+    )
     ns = load_cluster_settings().namespace
     for f, (doc,) in files.items():
         assert f"namespaces/{ns}/" not in json.dumps(doc) and f"{ns}.svc" not in json.dumps(doc), f

@@ -165,3 +165,35 @@ def test_higher_priority_goes_first(tmp_path):
     locks.release("default/h/1", x, "default")
     assert not locks.try_acquire("default/early/1", x, "default", 0, 100)[0]  # not at the front
     assert locks.try_acquire("default/urgent/1", x, "default", 5, 300)[0]
+
+
+def test_a_pod_without_a_token_needs_an_executor_account(tmp_path):
+    """workflowpod.go setupServiceAccount (argo-workflows v4.1.2 :1826-1857): automountServiceAccountToken false
+    (the template's, else the spec's) without executor.serviceAccountName errors the node before any pod
+    exists; with one, the pod runs (the step templates of workflows/steps_library.py PodAccount)."""
+    no_token = {"automountServiceAccountToken": False}
+    wf = _wf(
+        "tokens",
+        [
+            {
+                "name": "main",
+                "dag": {
+                    "tasks": [
+                        {"name": "bare", "template": "bare"},
+                        {"name": "with-executor", "template": "with-executor"},
+                    ]
+                },
+            },
+            _sh("bare", "true", **no_token),
+            _sh("with-executor", "true", **no_token, executor={"serviceAccountName": "infersweep"}),
+        ],
+    )
+    argo = LocalArgo(wf, [], _cluster(tmp_path))
+    argo.run()
+    nodes = {n.display_name: n for n in argo.nodes.values()}
+    assert nodes["bare"].phase == "Error"
+    assert (
+        nodes["bare"].message
+        == "executor.serviceAccountName must not be empty if automountServiceAccountToken is false"
+    )
+    assert nodes["with-executor"].phase == "Succeeded"

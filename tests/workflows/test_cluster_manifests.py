@@ -7,8 +7,9 @@ import pytest
 import yaml
 
 from infersweep.cli import main
+from infersweep.cluster_settings import load_cluster_settings
 from infersweep.schemas import validate_yaml_stream
-from workflows.cluster import steps_role
+from workflows.cluster import STEP_RULES, step_role, steps_role
 
 RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"
 
@@ -40,19 +41,25 @@ def test_dry_run_prints_the_full_valid_set(dry_run):
     assert pipeline["spec"]["serviceAccountName"] == "infersweep"
 
 
-def test_role_is_namespaced_and_grants_only_what_the_steps_call():
-    role = steps_role()
-    assert role["kind"] == "Role"
-    rules = {(g, r): set(rule["verbs"]) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
-    assert rules[("nvidia.com", "dynamographdeployments")] == {
-        "get",
-        "list",
-        "create",
-        "update",
-        "delete",
-    }  # list: deploy waits for its lane; update: a retried deploy replaces its own DGD (platform/dgd_update.py)
-    assert rules[("", "pods")] == {"list"} and rules[("", "pods/log")] == {"get"}
-    assert rules[("", "events")] == {"list"}
-    assert rules[("", "persistentvolumeclaims")] == {"get", "create"}
-    assert rules[("argoproj.io", "workflowtaskresults")] == {"create", "patch"}
-    assert not any("*" in v for v in rules.values()) and ("", "secrets") not in rules
+def test_roles_are_namespaced_and_each_step_gets_only_its_own_calls():
+    """The workflows' own account may only report outputs; deploy may create but not delete a DGD, teardown
+    delete but not create one (tests/house/test_least_privilege.py derives every Role from the code)."""
+    settings = load_cluster_settings()
+
+    def rules(role):
+        assert role["kind"] == "Role"
+        return {
+            (g, r): set(rule["verbs"]) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]
+        }
+
+    assert rules(steps_role()) == {("argoproj.io", "workflowtaskresults"): {"create", "patch"}}
+    deploy, teardown = rules(step_role(settings, "deploy")), rules(step_role(settings, "teardown"))
+    # list: its lane; update: a retried deploy replaces its own DGD (infersweep/platform/dgd_update.py)
+    assert deploy[("nvidia.com", "dynamographdeployments")] == {"get", "list", "create", "update"}
+    assert teardown[("nvidia.com", "dynamographdeployments")] == {"get", "delete"}
+    assert deploy[("", "pods")] == {"list"} and deploy[("", "pods/log")] == {"get"}
+    assert rules(step_role(settings, "ensure-pvc"))[("", "persistentvolumeclaims")] == {"get", "create"}
+    for step in STEP_RULES:
+        r = rules(step_role(settings, step))
+        assert r[("argoproj.io", "workflowtaskresults")] == {"create", "patch"}
+        assert not any("*" in v for v in r.values()) and ("", "secrets") not in r

@@ -206,6 +206,7 @@ class PodExecution:
             n = node or self._init_node(name, "Pod", tmpl["name"], scope, boundary, "Pending", flags=flags)
             return self._mark(n, "Failed", "Step exceeded its deadline")
         n = node or self._init_node(name, "Pod", tmpl["name"], scope, boundary, "Pending", flags=flags)
+        _check_service_account(tmpl, self.spec)  # a WorkflowError here errors the node, as createWorkflowPod's
         argv, env, mounts, root = self._pod_command(n, tmpl)  # a WorkflowError here errors the node
         rwo = self._check_rwo(n, tmpl)  # likewise
         # A pod's initContainers run one after another before its main container, each to completion
@@ -289,7 +290,17 @@ class PodExecution:
 
         root = self.cluster.run_dir / "nodes" / node_folder(n.name)
         root.mkdir(parents=True, exist_ok=True)
-        vols = getattr(self, "_vols", {})
+        vols = dict(getattr(self, "_vols", {}))
+        for v in tmpl.get("volumes") or []:
+            # a template's own volumes (workflowpod.go createWorkflowPod appends tmpl.Volumes): a projected
+            # ServiceAccount token (workflows/steps_library.py token_volume) is an empty folder here, where the
+            # platform adapter is local and reads no token
+            if "projected" not in v:
+                kind = next(iter(k for k in v if k != "name"), "?")
+                raise WorkflowError(
+                    f"templates.{tmpl['name']}.volumes {v['name']!r}: {kind} volumes are not supported locally"
+                )
+            vols[v["name"]] = root / "volumes" / v["name"]
         mounts: dict[str, Path] = {}
         for vm in c.get("volumeMounts", []) or []:
             if vm["name"] not in vols:
@@ -483,3 +494,16 @@ class PodExecution:
                 safe = root.name
                 outs[f"artifact:{a['name']}"] = self.cluster.upload_artifact(f"{self.name}/{safe}/{f.name}", f)
         return ("Succeeded", "", outs, code)
+
+
+def _check_service_account(tmpl: dict[str, Any], spec: dict[str, Any]) -> None:
+    """workflowpod.go setupServiceAccount (argo-workflows v4.1.2 :1826-1857): automountServiceAccountToken
+    (the template's, else the spec's) false without an executor.serviceAccountName (the template's, else the
+    spec's, executorServiceAccountName :1813-1821) is refused, and the pod is never created. Here no token is
+    mounted either way; the rule is what a cluster would refuse."""
+    automount = tmpl.get("automountServiceAccountToken", spec.get("automountServiceAccountToken"))
+    executor = (tmpl.get("executor") or {}).get("serviceAccountName") or (spec.get("executor") or {}).get(
+        "serviceAccountName"
+    )
+    if automount is False and not executor:
+        raise WorkflowError("executor.serviceAccountName must not be empty if automountServiceAccountToken is false")
