@@ -112,14 +112,16 @@ def test_runs_on_inherited_caches_keep_the_recipes_warm_up(tmp_path):
 
 
 def _table(ttft: float, valid: bool = True, reasons: str = "") -> pd.DataFrame:
+    """One run: three repetitions at +-0.5 % around `ttft` (its median), so a pass on its own can decide
+    (one repetition per point decides nothing: infersweep.experiment.report)."""
     return pd.DataFrame(
         [
             {
                 "concurrency": 16,
-                "repetition": 0,
+                "repetition": rep,
                 "status": "ok",
                 "valid": valid,
-                "ttft_avg_ms": ttft,
+                "ttft_avg_ms": ttft * spread,
                 "validity_reasons": reasons,
                 # the other columns the report's per-concurrency comparison reads
                 "itl_avg_ms": 10.0,
@@ -130,6 +132,7 @@ def _table(ttft: float, valid: bool = True, reasons: str = "") -> pd.DataFrame:
                 "goodput_req_s": 10.0,
                 "slo_pass": True if valid else None,
             }
+            for rep, spread in enumerate((1.0, 0.995, 1.005))
         ]
     )
 

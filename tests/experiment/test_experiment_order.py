@@ -70,16 +70,19 @@ def test_the_experiment_workflow_marks_reset_treatments_and_states_their_cache()
 
 
 def _table(ttft: float) -> pd.DataFrame:
+    """One run: three repetitions at +-0.5 % around `ttft`, so a pass on its own can decide (one repetition
+    per point decides nothing: infersweep.experiment.report)."""
     return pd.DataFrame(
         [
             {
                 "concurrency": 16,
-                "repetition": 0,
+                "repetition": rep,
                 "status": "ok",
                 "valid": True,
-                "ttft_avg_ms": ttft,
+                "ttft_avg_ms": ttft * spread,
                 "validity_reasons": "",
             }
+            for rep, spread in enumerate((1.0, 0.995, 1.005))
         ]
     )
 
