@@ -8,6 +8,7 @@ good, as a catalog recipe of the step image does.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from dataclasses import dataclass
@@ -104,6 +105,25 @@ def _git(args: list[str], cwd: Path, auth: dict[str, str] | None = None) -> subp
         ) from None
 
 
+def refuse_links_out(clone: Path, src: GitSource) -> None:
+    """Refuse a checkout with a symbolic link that leads out of it. The recipe, and the models, workloads and
+    engine facts of the clone's params/, are read by path: a link to /var/run/secrets/... or the Git Secret's
+    folder would be read, and a parse error would echo its content. Every link is checked, not only the
+    recipe's (any file of params/ may be read), and only its name is said, never where it points."""
+    root = clone.resolve()
+    for folder, dirs, files in os.walk(clone):  # does not descend into linked folders (followlinks=False)
+        if folder == str(clone):
+            dirs[:] = [d for d in dirs if d != ".git"]
+        for name in dirs + files:
+            link = Path(folder) / name
+            if link.is_symlink() and not link.resolve().is_relative_to(root):
+                rel = link.relative_to(clone).as_posix()
+                raise RecipeError(
+                    f"git-repo {src.repo} at {src.commit}: {rel} is a symbolic link to a file outside the "
+                    "repository; refused (commit the file itself in its place)"
+                )
+
+
 def checkout(src: GitSource, dest: Path, creds: GitCredentials | None = None, work: Path | None = None) -> Path:
     """Fetch exactly `src.commit` into `dest` (a fresh folder) and return the file's path there. `creds`: the
     mounted Git credentials Secret (infersweep/launch/git_credentials.py); `work`: a private folder outside
@@ -134,6 +154,7 @@ def checkout(src: GitSource, dest: Path, creds: GitCredentials | None = None, wo
     head = _git(["rev-parse", "HEAD"], dest).stdout.strip()
     if head != src.commit:  # a tag or branch of that name would have been checked out instead
         raise RecipeError(f"git-commit {src.commit}: {src.repo} resolved it to {head}")
+    refuse_links_out(dest, src)
     f = dest / src.path
     if not f.is_file():
         raise RecipeError(f"git-path {src.path}: no such file in {src.repo} at {src.commit}")

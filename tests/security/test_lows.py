@@ -1,0 +1,67 @@
+"""Issue 42's lows (finding 8, build item 6): files of a Git checkout stay inside the clone, the Argo token
+never on the command line or in a repr, aiperf-point's model cache read-only, images and lock files pinned."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from infersweep.launch.derive import source
+from infersweep.params_files import RecipeError
+from workflows.launcher import FROM_GIT
+
+PLANTED = "SECRET-PLANTED-outside-the-clone"
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git client")
+
+
+def _git(repo, *args):
+    return subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+def _repo_with_link(tmp_path, link: str, target: str) -> tuple[str, str]:
+    outside = tmp_path / "outside.yaml"
+    outside.write_text(f"token: {PLANTED}\n")
+    repo = tmp_path / "repo"
+    (repo / "recipes").mkdir(parents=True)
+    (repo / "recipes" / "fine.yaml").write_text("name: fine\n")
+    (repo / link).parent.mkdir(parents=True, exist_ok=True)
+    (repo / link).symlink_to(target.format(outside=outside))
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "one")
+    return f"file://{repo}", _git(repo, "rev-parse", "HEAD")
+
+
+@needs_git
+@pytest.mark.parametrize(
+    "link, target",
+    [
+        ("recipes/mine.yaml", "{outside}"),  # the recipe itself, absolute
+        ("recipes/mine.yaml", "../../outside.yaml"),  # relative, climbing out
+        ("params/models/m.yaml", "{outside}"),  # a file the recipe's params/ would resolve
+    ],
+)
+def test_a_symlink_out_of_the_clone_is_refused_naming_it(tmp_path, link, target):
+    repo, commit = _repo_with_link(tmp_path, link, target)
+    path = link if link.startswith("recipes/") else "recipes/fine.yaml"
+    with pytest.raises(RecipeError) as e:
+        source(FROM_GIT, "recipe", {"git-repo": repo, "git-commit": commit, "git-path": path}, tmp_path / "s")
+    said = str(e.value)
+    assert link in said and "outside the repository" in said and "\n" not in said
+    assert PLANTED not in said and "outside.yaml" not in said
+
+
+@needs_git
+def test_a_symlink_inside_the_clone_is_followed(tmp_path):
+    repo, commit = _repo_with_link(tmp_path, "recipes/mine.yaml", "fine.yaml")
+    f, _, _ = source(
+        FROM_GIT, "recipe", {"git-repo": repo, "git-commit": commit, "git-path": "recipes/mine.yaml"}, tmp_path / "s"
+    )
+    assert f.read_text() == "name: fine\n"
