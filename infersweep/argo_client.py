@@ -10,7 +10,7 @@ import os
 from typing import Mapping
 
 from infersweep.argo_kube import KubeArgo, kubeconfig_path
-from infersweep.argo_server import ArgoConfigError, ArgoServer, load_config
+from infersweep.argo_server import ArgoConfigError, ArgoServer, load_config, token_from_args
 
 
 def client_for(
@@ -42,7 +42,7 @@ def client_for(
     kube = kubeconfig_path(env)
     if kube is None:
         raise ArgoConfigError(
-            "no Argo Server and no kubeconfig: pass --argo-server HOST:PORT with --token (or set ARGO_SERVER and "
+            "no Argo Server and no kubeconfig: pass --argo-server HOST:PORT with --token-file (or set ARGO_SERVER and "
             "ARGO_TOKEN, as for `argo`), or point KUBECONFIG at a kubeconfig for the cluster (~/.kube/config is "
             "used when it exists); see docs/cluster.md, step 6"
         )
@@ -57,7 +57,7 @@ def server_from_args(a):
 
     return client_for(
         host=a.argo_server,
-        token=a.token,
+        token=token_from_args(a),
         namespace=a.namespace,
         insecure_skip_verify=a.insecure_skip_verify,
         default_namespace=load_cluster_settings().namespace,

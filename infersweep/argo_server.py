@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -42,7 +43,7 @@ class ArgoServerError(RecipeError):
 @dataclass(frozen=True)
 class ArgoConfig:
     host: str  # scheme://host:port/base-href/ (trailing slash: Hera joins API paths onto it)
-    token: str | None
+    token: str | None = field(repr=False)  # never in a repr: a traceback or a debug print would show it
     namespace: str
     verify_ssl: bool
 
@@ -257,7 +258,12 @@ def add_server_flags(p) -> None:
         help="Argo Server (default: $ARGO_SERVER or the config file; without one: the Kubernetes API "
         "through $KUBECONFIG or ~/.kube/config, as `argo` does)",
     )
-    p.add_argument("--token", help="bearer token (default: $ARGO_TOKEN or the config file)")
+    p.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help="file holding the bearer token (default: $ARGO_TOKEN or the config file)",
+    )
+    p.add_argument("--token", help="bearer token; visible to other users in `ps`: prefer --token-file or $ARGO_TOKEN")
     p.add_argument(
         "-n", "--namespace", help="namespace (default: $ARGO_NAMESPACE, the config file, params/cluster.yaml)"
     )
@@ -270,13 +276,38 @@ def add_server_flags(p) -> None:
     )
 
 
+def token_from_args(a) -> str | None:
+    """The token of --token-file (or the discouraged --token, with a warning), else None: load_config then
+    takes $ARGO_TOKEN or the config file. A command line is readable by every user of the machine
+    (/proc/PID/cmdline, `ps`), so a token given there has already leaked to them."""
+    path, token = getattr(a, "token_file", None), getattr(a, "token", None)
+    if path and token:
+        raise ArgoConfigError("--token and --token-file: give one (--token-file; --token shows in `ps`)")
+    if token:
+        print(
+            "warning: --token is visible to every user of this machine in `ps`; use --token-file PATH or "
+            "$ARGO_TOKEN instead",
+            file=sys.stderr,
+        )
+        return token
+    if not path:
+        return None
+    try:
+        text = Path(path).expanduser().read_text().strip()
+    except OSError as e:
+        raise ArgoConfigError(f"--token-file {path}: cannot read it ({e.strerror})") from None
+    if not text:
+        raise ArgoConfigError(f"--token-file {path}: empty; put the bearer token in it (argo auth token)")
+    return text
+
+
 def server_from_args(a) -> ArgoServer:
     """The Argo Server only; the commands use infersweep.argo_client.server_from_args (kubeconfig too)."""
     from infersweep.cluster_settings import load_cluster_settings
 
     cfg = load_config(
         host=a.argo_server,
-        token=a.token,
+        token=token_from_args(a),
         namespace=a.namespace,
         insecure_skip_verify=a.insecure_skip_verify,
         default_namespace=load_cluster_settings().namespace,

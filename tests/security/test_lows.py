@@ -65,3 +65,48 @@ def test_a_symlink_inside_the_clone_is_followed(tmp_path):
         FROM_GIT, "recipe", {"git-repo": repo, "git-commit": commit, "git-path": "recipes/mine.yaml"}, tmp_path / "s"
     )
     assert f.read_text() == "name: fine\n"
+
+
+# ------------------------------------------------------------------------------ the Argo token
+
+
+def _server_args(*argv: str):
+    import argparse
+
+    from infersweep.argo_server import add_server_flags
+
+    p = argparse.ArgumentParser()
+    add_server_flags(p)
+    return p.parse_args(list(argv))
+
+
+def test_the_argo_token_comes_from_a_file_and_never_shows_in_a_repr(tmp_path, capsys):
+    from infersweep.argo_server import load_config, token_from_args
+
+    f = tmp_path / "token"
+    f.write_text("Bearer tok-PLANTED-123\n")
+    tok = token_from_args(_server_args("--token-file", str(f)))
+    assert tok == "Bearer tok-PLANTED-123" and capsys.readouterr().err == ""
+    cfg = load_config(host="argo:2746", token=tok, env={}, config_path=tmp_path / "none.yaml")
+    assert cfg.token == tok and "PLANTED" not in repr(cfg) and "PLANTED" not in str(cfg)
+    # from the environment, as `argo` takes it
+    cfg = load_config(host="argo:2746", env={"ARGO_TOKEN": "env-PLANTED"}, config_path=tmp_path / "none.yaml")
+    assert cfg.token == "env-PLANTED" and "PLANTED" not in repr(cfg)
+
+
+def test_a_token_on_the_command_line_warns_it_shows_in_ps(capsys):
+    from infersweep.argo_server import token_from_args
+
+    assert token_from_args(_server_args("--token", "cli-PLANTED")) == "cli-PLANTED"
+    err = capsys.readouterr().err
+    assert "--token is visible" in err and "--token-file" in err and "cli-PLANTED" not in err
+
+
+def test_an_unreadable_or_empty_token_file_is_one_line(tmp_path):
+    from infersweep.argo_server import ArgoConfigError, token_from_args
+
+    with pytest.raises(ArgoConfigError, match="--token-file .*cannot read"):
+        token_from_args(_server_args("--token-file", str(tmp_path / "missing")))
+    (tmp_path / "empty").write_text("\n")
+    with pytest.raises(ArgoConfigError, match="--token-file .*empty"):
+        token_from_args(_server_args("--token-file", str(tmp_path / "empty")))
