@@ -85,6 +85,7 @@ MODEL_CACHE_STEP = Step(
         ),
     ),
     mounts=("workdir", "model-cache"),
+    writes=("workdir", "model-cache"),
     env_from_secret="hf-token",
     retry=True,
     deadline_s=21600,

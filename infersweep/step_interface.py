@@ -119,6 +119,10 @@ class Step:
     # written only on some outcomes (a failure's debug bundle): Argo must not fail the step when absent
     optional_artifacts: tuple[tuple[str, str], ...] = ()
     mounts: tuple[str, ...] = ("workdir",)
+    # The mounts it may write; any other is mounted readOnly. The model cache is written by the model-cache
+    # step alone: DGD workers later load its files (code too, with trust_remote_code), so a step that only
+    # reads a tokenizer from it (aiperf-point) must not be able to change them.
+    writes: tuple[str, ...] = ("workdir",)
     env_from_secret: str | None = None
     retry: bool = False  # only steps whose failure is transient and whose rerun cannot lose a measurement
     env: Mapping[str, str] = field(default_factory=dict)

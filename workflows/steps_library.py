@@ -71,7 +71,10 @@ def step_template_name(step: Step) -> str:
 
 def _mounts(step: Step) -> list[m.VolumeMount]:
     paths = {"workdir": WORKDIR, "model-cache": MODEL_CACHE}
-    return [m.VolumeMount(name=v, mount_path=paths[v]) for v in step.mounts]
+    return [
+        m.VolumeMount(name=v, mount_path=paths[v], read_only=True if v not in step.writes else None)
+        for v in step.mounts
+    ]
 
 
 def step_settings(settings: ClusterSettings | None = None) -> StepSettings:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -110,3 +111,31 @@ def test_an_unreadable_or_empty_token_file_is_one_line(tmp_path):
     (tmp_path / "empty").write_text("\n")
     with pytest.raises(ArgoConfigError, match="--token-file .*empty"):
         token_from_args(_server_args("--token-file", str(tmp_path / "empty")))
+
+
+# ------------------------------------------------------------------------------ the model cache
+
+
+def _mounts_of(template: dict) -> dict[str, dict]:
+    (tmpl,) = [t for t in template["spec"]["templates"] if t.get("container")]
+    return {vm["name"]: vm for vm in tmpl["container"]["volumeMounts"]}
+
+
+def test_only_the_model_cache_step_may_write_the_model_cache():
+    import yaml
+
+    from workflows.steps_library import STEPS, step_template_name
+
+    golden = Path(__file__).parents[1] / "golden" / "templates"
+    readers = []
+    for step in STEPS:
+        if "model-cache" not in step.mounts:
+            continue
+        mounts = _mounts_of(yaml.safe_load((golden / f"{step_template_name(step)}.yaml").read_text()))
+        if step.name == "model-cache":
+            assert not mounts["model-cache"].get("readOnly")  # it downloads into it
+        else:
+            readers.append(step.name)
+            assert mounts["model-cache"].get("readOnly") is True, step.name
+            assert not mounts["workdir"].get("readOnly")
+    assert "aiperf-point" in readers
