@@ -1,7 +1,8 @@
 # The benchmark-point image: AIPerf in its own environment plus the stdlib-only point runner and AIPerf contract.
 FROM python:3.11-slim
-COPY images/aiperf.requirements.txt /tmp/requirements.txt
-RUN pip install --no-cache-dir -r /tmp/requirements.txt && useradd --uid 1000 --create-home infersweep
+# images/aiperf.lock.txt pins every package AIPerf pulls in (scripts/lock_images.py), not only aiperf itself.
+COPY images/aiperf.requirements.txt images/aiperf.lock.txt /tmp/
+RUN pip install --no-cache-dir -r /tmp/aiperf.requirements.txt -c /tmp/aiperf.lock.txt && useradd --uid 1000 --create-home infersweep
 # The AIPerf contract, the point runner and the steps' parsers (standard library only; their parsers follow
 # from their declarations), the one step runner and the two steps that use them; tests/aiperf/test_aiperf_contract.py and
 # tests/steps/test_step_declarations.py run them with only these files.

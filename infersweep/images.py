@@ -49,6 +49,23 @@ def images(tag: str | None = None) -> list[Image]:
     ]
 
 
+def unpinned_bases(tag: str | None = None) -> list[str]:
+    """A line per image whose Dockerfile builds FROM a tag rather than a digest: the tag can be moved to
+    another image between two builds, so what `images build` pushes would differ under the same digest pin
+    of ours. The digest cannot be checked without a registry, so it is the user's to write there."""
+    out = []
+    for img in images(tag):
+        for line in (REPO_ROOT / img.dockerfile).read_text().splitlines():
+            parts = line.split()
+            if parts[:1] == ["FROM"] and len(parts) > 1 and not _DIGEST.search(parts[1]):
+                out.append(
+                    f"{img.dockerfile}: FROM {parts[1]} is a tag, not a digest; pin it as "
+                    f"FROM {parts[1]}@sha256:<digest> (`docker buildx imagetools inspect {parts[1]}` prints it; "
+                    "docs/security.md)"
+                )
+    return out
+
+
 def check_registry(registry: str) -> str:
     if not _REGISTRY.fullmatch(registry or ""):
         raise ClusterSettingsError(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import subprocess
+import sys
 
 from infersweep.recipe import RecipeError
 
@@ -20,7 +21,13 @@ def _build(a: argparse.Namespace) -> int:
     if not a.registry:
         raise RecipeError("images build: give --registry, e.g. --registry ghcr.io/my-org")
     plan = images.commands(a.registry, a.tag, push=not a.no_push)
+
+    def warn_unpinned_bases() -> None:  # only once it builds (or prints the build): a failure stays one line
+        for line in images.unpinned_bases(a.tag):
+            print(f"images build: warning: {line}", file=sys.stderr)
+
     if a.dry_run:
+        warn_unpinned_bases()
         for _img, cmds in plan:
             for c in cmds:
                 print(shlex.join(c))
@@ -34,6 +41,7 @@ def _build(a: argparse.Namespace) -> int:
             "for the commands, run them where docker works, then `infersweep images pin "
             "steps=REF@sha256:... aiperf=REF@sha256:...`"
         )
+    warn_unpinned_bases()
     pinned = {}
     for img, cmds in plan:
         for c in cmds:

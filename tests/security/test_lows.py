@@ -139,3 +139,79 @@ def test_only_the_model_cache_step_may_write_the_model_cache():
             assert mounts["model-cache"].get("readOnly") is True, step.name
             assert not mounts["workdir"].get("readOnly")
     assert "aiperf-point" in readers
+
+
+# ------------------------------------------------------------------------------ images and lock files
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_images_build_warns_while_a_base_image_is_a_tag(capsys, tmp_path, monkeypatch):
+    """The base images cannot be pinned from here (no registry to read the digest from): `images build` says
+    so per Dockerfile, with the command that prints the digest."""
+    from infersweep.cli import main
+
+    assert main(["images", "build", "--registry", "ghcr.io/acme", "--dry-run"]) == 0
+    err = capsys.readouterr().err
+    for image in ("steps", "aiperf"):
+        assert f"images build: warning: images/{image}.Dockerfile: FROM python:3.11-slim is a tag" in err
+    assert "docker buildx imagetools inspect python:3.11-slim" in err
+
+
+def test_a_base_image_by_digest_is_not_warned_about(monkeypatch, tmp_path):
+    from infersweep import images
+
+    digest = "sha256:" + "a" * 64
+    for name in ("steps", "aiperf"):
+        (tmp_path / "images").mkdir(exist_ok=True)
+        text = (REPO / "images" / f"{name}.Dockerfile").read_text()
+        (tmp_path / "images" / f"{name}.Dockerfile").write_text(text.replace("python:3.11-slim", f"x@{digest}"))
+    monkeypatch.setattr(images, "REPO_ROOT", tmp_path)
+    assert images.unpinned_bases("1") == []
+
+
+def _pins(path: Path) -> dict[str, str]:
+    pins = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, sep, version = line.partition("==")
+            assert sep and version and not any(c in version for c in "<>=!~*,;"), f"{path.name}: {line!r}"
+            pins[name] = version
+    return pins
+
+
+@pytest.mark.parametrize("image", ["steps", "aiperf"])
+def test_each_image_installs_every_package_at_a_pinned_version(image):
+    """The Dockerfile installs through its lock (a pip constraints file), the lock pins every package of the
+    closure with ==, and it satisfies what pyproject.toml / the requirements ask for."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    lock = REPO / "images" / f"{image}.lock.txt"
+    dockerfile = (REPO / "images" / f"{image}.Dockerfile").read_text()
+    (pip,) = [ln for ln in dockerfile.splitlines() if "pip install" in ln]
+    assert "-c " in pip and f"{image}.lock.txt" in pip and f"images/{image}.lock.txt" in dockerfile
+    pins = _pins(lock)
+    if image == "steps":
+        wanted = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    else:
+        wanted = [f"{n}=={v}" for n, v in _pins(REPO / "images" / "aiperf.requirements.txt").items()]
+    for spec in wanted:
+        r = Requirement(spec)
+        assert r.specifier.contains(pins[canonicalize_name(r.name)], prereleases=True), spec
+
+
+@pytest.mark.parametrize("image, venv", [("steps", ".venv"), ("aiperf", ".venv-aiperf")])
+def test_the_lock_is_the_full_closure_of_the_tested_environment(image, venv):
+    """scripts/lock_images.py --check: the lock names every package the environment the tests ran in resolved
+    (a package missing from a constraints file would be installed at whatever version is newest)."""
+    python = REPO / venv / "bin" / "python"
+    if not python.exists():
+        pytest.skip(f"{venv} not set up (scripts/setup.sh)")
+    res = subprocess.run(
+        [str(python), str(REPO / "scripts" / "lock_images.py"), image, "--check"], capture_output=True, text=True
+    )
+    assert res.returncode == 0, res.stderr
