@@ -24,6 +24,9 @@ REPO_RE = re.compile(r"^(https?://[^\s]+|ssh://[^\s]+|file:///[^\s]*|[\w.-]+@[\w
 # scheme://user:password@host: a token in the URL would be in the UI's form, the run's annotation and git's
 # messages. It goes into the Secret of the cluster setting git_credentials_secret instead.
 PASSWORD_IN_URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/@:]*:[^/@]*@")
+# scp-like `user:token@host:path` (git's scp syntax has no password: connect.c parse_connect_url takes the
+# user up to '@', so the token would go to ssh as part of the login name and into the annotation).
+PASSWORD_IN_SCP_RE = re.compile(r"^[^/@:]*:[^/@]*@[^/]*:")
 GIT_TIMEOUT_S = 300
 
 
@@ -37,13 +40,18 @@ class GitSource:
         return f"{self.repo}@{self.commit}:{self.path}"
 
 
+def _without_userinfo(repo: str) -> str:
+    """The URL as an error may show it: anything before an '@' (a user name, a token) replaced by '***'."""
+    return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)?[^/]*@", lambda m: (m.group(1) or "") + "***@", repo)
+
+
 def check_git_source(repo: str, commit: str, path: str) -> GitSource:
     """The three launcher parameters, or one RecipeError per call naming each bad one and its fix."""
     repo, commit, path = repo.strip(), commit.strip(), path.strip()
     errors = []
     if not repo:
         errors.append("git-repo: empty; give the repository URL (https://github.com/org/repo.git)")
-    elif PASSWORD_IN_URL_RE.match(repo):
+    elif PASSWORD_IN_URL_RE.match(repo) or ("://" not in repo and PASSWORD_IN_SCP_RE.match(repo)):
         errors.append(
             "git-repo: has a password or token in the URL, which the UI and the logs would show; give the URL "
             "without it and put username and password into the Secret of the cluster setting "
@@ -57,7 +65,7 @@ def check_git_source(repo: str, commit: str, path: str) -> GitSource:
         )
     elif not REPO_RE.match(repo):
         errors.append(
-            f"git-repo {repo!r}: not a Git URL; give https://..., ssh://..., git@host:org/repo.git or file:///path"
+            f"git-repo {_without_userinfo(repo)!r}: not a Git URL; give https://..., ssh://..., git@host:org/repo.git or file:///path"
         )
     if not COMMIT_RE.match(commit):
         errors.append(

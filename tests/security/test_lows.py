@@ -215,3 +215,25 @@ def test_the_lock_is_the_full_closure_of_the_tested_environment(image, venv):
         [str(python), str(REPO / "scripts" / "lock_images.py"), image, "--check"], capture_output=True, text=True
     )
     assert res.returncode == 0, res.stderr
+
+
+# ------------------------------------------------------------------------------ userinfo in a Git URL
+
+
+@pytest.mark.parametrize(
+    "repo, says",
+    [
+        ("https://ghp_PLANTED0123@github.com/org/r.git", "user name in the URL"),
+        ("http://x:ghp_PLANTED0123@github.com/org/r.git", "password or token in the URL"),
+        # scp-like with a password: git would hand "user:token" to ssh as the login name
+        ("x:ghp_PLANTED0123@github.com:org/r.git", "password or token in the URL"),
+        # not a Git URL at all: the error names it without what precedes the '@'
+        ("x:ghp_PLANTED0123@github.com/org/r.git", "not a Git URL"),
+    ],
+)
+def test_userinfo_in_a_git_url_is_refused_and_never_echoed(repo, says):
+    from infersweep.launch.git_source import check_git_source
+
+    with pytest.raises(RecipeError, match=says) as e:
+        check_git_source(repo, "a" * 40, "r.yaml")
+    assert "PLANTED" not in str(e.value) and "\n" not in str(e.value)
