@@ -31,12 +31,14 @@ ENV_CACHE=${INFERSWEEP_ENV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/infersweep/env
 # stamp, env_ok, venv, done_venv: the side-environment cache (built and populated at its cache path)
 source scripts/setup_envs.sh
 
-if venv .venv pyproject.toml; then
-  "$V/bin/pip" install -q --disable-pip-version-check -e '.[test]'
+# Both through the images' lock files (scripts/lock_images.py): what the tests run is what the images install,
+# whatever PyPI holds today; a new version arrives by regenerating the lock.
+if venv .venv pyproject.toml images/steps.lock.txt; then
+  "$V/bin/pip" install -q --disable-pip-version-check -e '.[test]' -c images/steps.lock.txt
   done_venv
 fi
-if venv .venv-aiperf images/aiperf.requirements.txt; then
-  "$V/bin/pip" install -q --disable-pip-version-check -r images/aiperf.requirements.txt
+if venv .venv-aiperf images/aiperf.requirements.txt images/aiperf.lock.txt; then
+  "$V/bin/pip" install -q --disable-pip-version-check -r images/aiperf.requirements.txt -c images/aiperf.lock.txt
   done_venv
 fi
 if venv .venv-dynamo images/dynamo-local.requirements.txt; then
