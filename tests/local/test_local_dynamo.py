@@ -310,6 +310,10 @@ def test_a_recreated_deployment_serves_at_the_url_the_points_were_given(dirs):
     Service keeps its name; locally the frontend must come back on the same port."""
     model_dir, state_dir = dirs
     first = deploy_local(AGG_KV, model_dir=model_dir, state_dir=state_dir)
+    wait_ready_local(state_dir, timeout_s=60)
+    # the points talked to it: connections the frontend closed linger in TIME_WAIT on its port
+    for _ in range(3):
+        procs.http_json(f"{first.frontend_url}/v1/models")
     teardown_local(state_dir)  # what the exit handler's teardown does after a Ctrl-C
     again = deploy_local(AGG_KV, model_dir=model_dir, state_dir=state_dir)
     try:
