@@ -8,24 +8,13 @@ import json
 import pytest
 
 from infersweep.cli import main as cli_main
+from tests.support.aws_env import forget_aws
 
 
 @pytest.fixture
 def new_user(monkeypatch, tmp_path):
     """A fresh shell in an empty folder: no AWS credentials, no store configured."""
-    for var in (
-        "INFERSWEEP_STORE",
-        "AWS_ACCESS_KEY_ID",
-        "AWS_SECRET_ACCESS_KEY",
-        "AWS_SESSION_TOKEN",
-        "AWS_PROFILE",
-        "AWS_ENDPOINT_URL",
-        "AWS_ENDPOINT_URL_S3",
-    ):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    forget_aws(monkeypatch, tmp_path)
     monkeypatch.chdir(tmp_path)
     return tmp_path
 

@@ -7,21 +7,9 @@ import json
 import re
 from pathlib import Path
 
-from infersweep.local.argo import LocalArgo, LocalCluster
+from infersweep.local.argo import LocalArgo
 from infersweep.local.argo.text import go_quote, pod_name
-
-
-def _cluster(tmp: Path, state: Path | None = None, cms=None) -> LocalCluster:
-    return LocalCluster(
-        pythons={},
-        pvc_dirs=lambda c: tmp / "pvc" / c,
-        run_dir=tmp,
-        cwd=tmp,
-        env={"PATH": "/usr/bin:/bin"},
-        unmapped_on_host=True,
-        configmaps=cms or {},
-        state_dir=state or tmp / "state",
-    )
+from tests.support.local_cluster import local_cluster
 
 
 def _sh(name: str, script: str, **extra) -> dict:
@@ -53,7 +41,7 @@ def test_workflow_failures_is_argos_quoted_json(tmp_path):
         ],
         onExit="report",
     )
-    argo = LocalArgo(wf, [], _cluster(tmp_path))
+    argo = LocalArgo(wf, [], local_cluster(tmp_path))
     argo.run()
     assert argo.phase == "Failed"
     text = argo.exit_node.outputs["f"]
@@ -84,7 +72,7 @@ def test_workflow_failures_without_failures_is_quoted_null(tmp_path):
         ],
         onExit="report",
     )
-    argo = LocalArgo(wf, [], _cluster(tmp_path))
+    argo = LocalArgo(wf, [], local_cluster(tmp_path))
     argo.run()
     assert argo.phase == "Succeeded"
     assert argo.exit_node.outputs["f"] == '"null"'  # json.Marshal of a nil slice, quoted
@@ -188,7 +176,7 @@ def test_a_pod_without_a_token_needs_an_executor_account(tmp_path):
             _sh("with-executor", "true", **no_token, executor={"serviceAccountName": "infersweep"}),
         ],
     )
-    argo = LocalArgo(wf, [], _cluster(tmp_path))
+    argo = LocalArgo(wf, [], local_cluster(tmp_path))
     argo.run()
     nodes = {n.display_name: n for n in argo.nodes.values()}
     assert nodes["bare"].phase == "Error"

@@ -5,24 +5,10 @@ pkg/controller/volume/attachdetach/reconciler reportMultiAttachError). The local
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from infersweep.local.argo import LocalArgo, LocalCluster
-
-
-def _cluster(tmp: Path) -> LocalCluster:
-    return LocalCluster(
-        pythons={},
-        pvc_dirs=lambda c: tmp / "pvc" / c,
-        run_dir=tmp,
-        cwd=tmp,
-        env={"PATH": "/usr/bin:/bin"},
-        unmapped_on_host=True,
-        configmaps={},
-        state_dir=tmp / "state",
-    )
+from infersweep.local.argo import LocalArgo
+from tests.support.local_cluster import local_cluster
 
 
 def _wf(mode: str, depends: str | None) -> dict:
@@ -61,7 +47,7 @@ def _wf(mode: str, depends: str | None) -> dict:
 
 
 def test_two_running_pods_on_one_rwo_claim_are_refused(tmp_path):
-    argo = LocalArgo(_wf("ReadWriteOnce", None), [], _cluster(tmp_path))
+    argo = LocalArgo(_wf("ReadWriteOnce", None), [], local_cluster(tmp_path))
     argo.run()
     nodes = {n["displayName"]: n for n in argo.status()["nodes"].values()}
     assert argo.phase in ("Error", "Failed")
@@ -71,6 +57,6 @@ def test_two_running_pods_on_one_rwo_claim_are_refused(tmp_path):
 
 @pytest.mark.parametrize("mode, depends", [("ReadWriteOnce", "a"), ("ReadWriteMany", None)])
 def test_one_at_a_time_or_a_shared_claim_runs(tmp_path, mode, depends):
-    argo = LocalArgo(_wf(mode, depends), [], _cluster(tmp_path))
+    argo = LocalArgo(_wf(mode, depends), [], local_cluster(tmp_path))
     argo.run()
     assert argo.phase == "Succeeded", argo.status().get("message")

@@ -12,21 +12,10 @@ from infersweep.cluster_settings import load_cluster_settings, parse_cluster_set
 from infersweep.platform import operations
 from infersweep.recipe import load_recipe
 from infersweep.render import render_recipe
+from tests.support.recording_platform import RecordingPlatform
 
 KUEUE_POD_GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"  # kueue GroupNameLabel
 RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"
-
-
-class Fake:
-    def __init__(self):
-        self.applied: list[dict] = []
-
-    def list_dgds(self, namespace, api_version, label_selector):
-        return []
-
-    def apply_dgd(self, dgd, namespace, owner, *, patch_own=True):
-        self.applied.append(dgd)
-        return "http://x"
 
 
 def test_two_runs_of_one_recipe_are_two_kueue_pod_groups(monkeypatch):
@@ -35,7 +24,7 @@ def test_two_runs_of_one_recipe_are_two_kueue_pod_groups(monkeypatch):
     data["gpu_guard"] = {**data.get("gpu_guard", {}), "scheduler": "kueue"}
     settings = parse_cluster_settings(data)
     text = yaml.safe_dump(render_recipe(load_recipe(RECIPE), settings).dgd)
-    fake = Fake()
+    fake = RecordingPlatform()
     monkeypatch.setattr(operations, "get_platform", lambda: fake)
     for run in ("nightly-abcde", "adhoc-fghij"):
         operations.deploy(dgd_text=text, dgd_file=None, namespace="ns", run_id=run)

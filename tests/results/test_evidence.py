@@ -24,6 +24,7 @@ from infersweep.results.summarize import markdown_table
 from infersweep.results.table import build_table, finish_table
 from infersweep.results.validity import load_thresholds
 from infersweep.slo_search import bisect
+from tests.support.aws_env import forget_aws
 from tests.support.paths import TESTS
 
 FIXTURES = TESTS / "fixtures" / "validity"
@@ -225,19 +226,7 @@ def test_slo_search_counts_an_invalid_probe_as_a_miss_and_says_so():
 
 @pytest.fixture
 def no_aws(monkeypatch, tmp_path):
-    for var in (
-        "INFERSWEEP_STORE",
-        "AWS_ACCESS_KEY_ID",
-        "AWS_SECRET_ACCESS_KEY",
-        "AWS_SESSION_TOKEN",
-        "AWS_PROFILE",
-        "AWS_ENDPOINT_URL",
-        "AWS_ENDPOINT_URL_S3",
-    ):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    forget_aws(monkeypatch, tmp_path)
 
 
 @pytest.mark.parametrize("command", [["report"], ["compare", "runs/wf-main"], ["regress", "--baseline", "wf-main"]])

@@ -27,21 +27,9 @@ from tests.support.paths import REPO
 from workflows.admission import admission_policy
 
 RECIPE = "qwen3-32b-fp8-vllm-agg"
+from tests.support.recording_platform import RecordingPlatform
+
 RDMA_RECIPE = "lightning-vllm-disagg-h200-dspark"  # transport capabilities IPC_LOCK + SYS_RESOURCE
-
-
-class Recording:
-    """A platform adapter that records what it is asked to apply."""
-
-    def __init__(self):
-        self.applied: list[dict] = []
-
-    def list_dgds(self, namespace, api_version, label_selector):
-        return []
-
-    def apply_dgd(self, dgd, namespace, owner, *, patch_own=True):
-        self.applied.append(dgd)
-        return "http://frontend:8000"
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +90,7 @@ API_VERSIONS = ("v1beta1", "v1alpha1")
 @pytest.mark.parametrize("api", API_VERSIONS)
 @pytest.mark.parametrize("what", sorted(FORGED))
 def test_deploy_refuses_a_forged_dgd_and_applies_nothing(settings, policy, monkeypatch, what, api):
-    fake = Recording()
+    fake = RecordingPlatform()
     monkeypatch.setattr(operations, "get_platform", lambda: fake)
     forged = _forge(settings, api, FORGED[what])
     with pytest.raises(operations.DgdRefused, match="refused DynamoGraphDeployment"):
@@ -113,7 +101,7 @@ def test_deploy_refuses_a_forged_dgd_and_applies_nothing(settings, policy, monke
 def test_deploy_step_takes_its_policy_from_the_template_env(settings, monkeypatch, tmp_path):
     """The installed deploy template carries the policy (env): a stricter installed registry list refuses the
     catalog's own image, whatever the DGD parameter says."""
-    fake = Recording()
+    fake = RecordingPlatform()
     monkeypatch.setattr(operations, "get_platform", lambda: fake)
     monkeypatch.setenv("INFERSWEEP_DGD_POLICY", DgdPolicy(("registry.example/only/",), "model-cache").to_json())
     with pytest.raises(operations.DgdRefused, match="registry.example/only/"):

@@ -11,19 +11,11 @@ import pytest
 
 from infersweep.launch.derive import source
 from infersweep.params_files import RecipeError
+from tests.support.git_repo import git
 from workflows.launcher import FROM_GIT
 
 PLANTED = "SECRET-PLANTED-outside-the-clone"
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git client")
-
-
-def _git(repo, *args):
-    return subprocess.run(
-        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
 
 
 def _repo_with_link(tmp_path, link: str, target: str) -> tuple[str, str]:
@@ -34,10 +26,10 @@ def _repo_with_link(tmp_path, link: str, target: str) -> tuple[str, str]:
     (repo / "recipes" / "fine.yaml").write_text("name: fine\n")
     (repo / link).parent.mkdir(parents=True, exist_ok=True)
     (repo / link).symlink_to(target.format(outside=outside))
-    _git(repo, "init", "-q")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-qm", "one")
-    return f"file://{repo}", _git(repo, "rev-parse", "HEAD")
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "one")
+    return f"file://{repo}", git(repo, "rev-parse", "HEAD")
 
 
 @needs_git

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 
 import pytest
 import yaml
@@ -25,6 +24,7 @@ from infersweep.recipe import RecipeError, all_recipe_paths, load_recipe
 from infersweep.step_declarations import LAUNCH
 from steps import launch as step
 from steps.runner import run
+from tests.support.git_repo import git as _git
 from workflows.launcher import EXPERIMENT_LAUNCHER, FROM_GIT, LAUNCHED_BY, LAUNCHER_SA, RECIPE_LAUNCHER, settings_text
 from workflows.strict import violations
 
@@ -262,15 +262,6 @@ def test_a_git_source_is_checked_before_any_fetch(repo, path, says):
 def test_git_parameters_without_from_git_are_refused(settings, tmp_path):
     with pytest.raises(RecipeError, match=f"git-repo: set, but recipe is '{DEMO}'; choose recipe={FROM_GIT}"):
         _launch(settings, tmp_path, git={"git-repo": "https://github.com/org/repo.git"})
-
-
-def _git(repo, *args):
-    return subprocess.run(
-        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs the git client")
