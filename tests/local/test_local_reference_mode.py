@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from infersweep.local.argo import LocalArgo, LocalCluster
+from tests.support.local_cluster import local_cluster
 
 SECURE_ERROR = "WorkflowSpec may not change during execution when the controller is set `templateReferencing: Secure`"
 
@@ -37,17 +38,7 @@ def _template(tmp: Path, sleep: str) -> dict:
 
 def _run(tmp: Path, mode: str, change_after: float | None) -> LocalArgo:
     store = [_template(tmp, "2")]
-    cluster = LocalCluster(
-        pythons={},
-        pvc_dirs=lambda c: tmp / "pvc" / c,
-        run_dir=tmp,
-        cwd=tmp,
-        env={"PATH": "/usr/bin:/bin"},
-        unmapped_on_host=True,
-        state_dir=tmp / "state",
-        template_referencing=mode,
-        current_templates=lambda: copy.deepcopy(store),
-    )
+    cluster = local_cluster(tmp, template_referencing=mode, current_templates=lambda: copy.deepcopy(store))
     wf = {"kind": "Workflow", "metadata": {"name": "run"}, "spec": {"workflowTemplateRef": {"name": "pipe"}}}
     argo = LocalArgo(wf, copy.deepcopy(store), cluster)
     if change_after is not None:

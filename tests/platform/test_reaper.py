@@ -59,6 +59,20 @@ def _wf(name: str, uid: str, phase: str | None, status_bytes: int = 0) -> dict:
     }
 
 
+def _reap(api, tmp_path) -> subprocess.CompletedProcess:
+    """steps.reap against the stand-in, as the reaper CronWorkflow runs it (its kubeconfig, nothing in-cluster)."""
+    env = dict(os.environ, KUBECONFIG=str(api.kubeconfig(tmp_path)), PYTHONPATH=str(REPO))
+    env.pop("KUBERNETES_SERVICE_HOST", None)
+    return subprocess.run(
+        [sys.executable, "-m", "steps.reap", "--namespace", "bench"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
 def test_reaper_deletes_the_dgds_of_finished_runs_only(tmp_path):
     from tests.support.k8s_standin import K8sStandin
 
@@ -77,29 +91,13 @@ def test_reaper_deletes_the_dgds_of_finished_runs_only(tmp_path):
         api.objects[(*DGD, "dgd-deleted-wf")] = _dgd("dgd-deleted-wf", ("wf-gone", "u9"))
         api.objects[(*DGD, "dgd-reused")] = _dgd("dgd-reused", ("wf-reused", "u-old"))
         api.objects[(*DGD, "dgd-manual")] = _dgd("dgd-manual", None)
-        env = dict(os.environ, KUBECONFIG=str(api.kubeconfig(tmp_path)), PYTHONPATH=str(REPO))
-        env.pop("KUBERNETES_SERVICE_HOST", None)
-        p = subprocess.run(
-            [sys.executable, "-m", "steps.reap", "--namespace", "bench"],
-            cwd=REPO,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        p = _reap(api, tmp_path)
         assert p.returncode == 0, p.stderr
         left = {k[4] for k in api.objects if k[:4] == DGD}
         assert left == {"dgd-running", "dgd-new", "dgd-manual"}, p.stdout
         assert "wf-terminated is Failed" in p.stdout and "wf-gone no longer exists" in p.stdout
         # a second pass finds nothing to do (idempotent)
-        p = subprocess.run(
-            [sys.executable, "-m", "steps.reap", "--namespace", "bench"],
-            cwd=REPO,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        p = _reap(api, tmp_path)
         assert p.returncode == 0 and "0 DGD(s) deleted" in p.stdout
 
 
@@ -117,16 +115,7 @@ def test_the_reaper_never_reads_every_retained_workflow(tmp_path):
             api.objects[(*WF, f"live-{i:03}")] = _wf(f"live-{i:03}", f"l{i}", "Running")
         api.objects[(*DGD, "dgd-live")] = _dgd("dgd-live", ("live-059", "l59"))
         api.objects[(*DGD, "dgd-old")] = _dgd("dgd-old", ("old-007", "o7"))
-        env = dict(os.environ, KUBECONFIG=str(api.kubeconfig(tmp_path)), PYTHONPATH=str(REPO))
-        env.pop("KUBERNETES_SERVICE_HOST", None)
-        p = subprocess.run(
-            [sys.executable, "-m", "steps.reap", "--namespace", "bench"],
-            cwd=REPO,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        p = _reap(api, tmp_path)
         assert p.returncode == 0, p.stderr
         assert {k[4] for k in api.objects if k[:4] == DGD} == {"dgd-live"}
         assert "old-007 is Succeeded" in p.stdout

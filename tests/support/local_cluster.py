@@ -7,7 +7,8 @@ from pathlib import Path
 from infersweep.local.argo import LocalCluster
 
 
-def local_cluster(tmp: Path, state: Path | None = None, cms=None) -> LocalCluster:
+def local_cluster(tmp: Path, state: Path | None = None, cms=None, **more) -> LocalCluster:
+    """`more`: any other LocalCluster field (template_referencing, current_templates, ...)."""
     return LocalCluster(
         pythons={},
         pvc_dirs=lambda c: tmp / "pvc" / c,
@@ -17,4 +18,5 @@ def local_cluster(tmp: Path, state: Path | None = None, cms=None) -> LocalCluste
         unmapped_on_host=True,
         configmaps=cms or {},
         state_dir=state or tmp / "state",
+        **more,
     )
