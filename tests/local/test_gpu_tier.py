@@ -28,13 +28,19 @@ pytestmark = [
 
 
 def test_a_real_engine_point_measures_the_requested_tokens_on_the_server(tmp_path):
-    """The recipe's run at $INFERSWEEP_GPU_TIER_CONCURRENCY (default 1; the H200 session ran 1,16,64) with its
+    """The recipe's run at $INFERSWEEP_GPU_TIER_CONCURRENCY (default 1; the H200 sessions ran 1,16,64 and 1,64)
+    and $INFERSWEEP_GPU_TIER_ROUNDS rounds per point (default: the recipe's) with its
     repetitions (regression.repetitions, default 3), kept in $INFERSWEEP_GPU_TIER_OUT when set (what
     benchmarks/measured/ commits). Needs a Prometheus ($INFERSWEEP_PROMETHEUS) for the server's own figures."""
     from infersweep.local.run import run_local
 
     conc = [int(c) for c in os.environ.get("INFERSWEEP_GPU_TIER_CONCURRENCY", "1").split(",")]
     out = Path(os.environ.get("INFERSWEEP_GPU_TIER_OUT") or tmp_path)
+    overrides: dict = {"workload.concurrency": conc}
+    # Rounds of the closed loop per point (the recipe's requests_per_concurrency, 6): the H200 session of
+    # 2026-12-04 ran 10 at c64, so that the loop's start burst weighs 1/10 of its mean TTFT, not 1/6.
+    if os.environ.get("INFERSWEEP_GPU_TIER_ROUNDS"):
+        overrides["workload.requests_per_concurrency"] = int(os.environ["INFERSWEEP_GPU_TIER_ROUNDS"])
     res = run_local(
         "qwen3-32b-bf16-vllm-h200-tp1",
         out_root=out,
@@ -43,7 +49,7 @@ def test_a_real_engine_point_measures_the_requested_tokens_on_the_server(tmp_pat
         engine_cache=Path(os.environ["INFERSWEEP_GPU_TIER_ENGINE_CACHE"])
         if os.environ.get("INFERSWEEP_GPU_TIER_ENGINE_CACHE")
         else None,
-        recipe_overrides={"workload.concurrency": conc},
+        recipe_overrides=overrides,
     )
     assert res.phase == "Succeeded", why_failed(res)
     import pandas as pd

@@ -241,8 +241,10 @@ FOURTH = REPO / "benchmarks" / "measured" / "h200-2026-12-02"
 @pytest.mark.parametrize(
     ("point", "concurrency", "valid", "why"),
     [
-        ("qwen3-32b-bf16-c32-c64/points/c32", 32, False, "unsteady: output tok/s drifted +15%"),
-        ("qwen3-32b-bf16-c32-c64/points/c64", 64, False, "unsteady: output tok/s drifted +25%"),
+        # fitted through the interior rounds (the start burst and the drain left out): c32's rate is flat, but its
+        # TTFT still falls round by round as the lockstep unlocks; c64's interior output rate still climbs
+        ("qwen3-32b-bf16-c32-c64/points/c32", 32, False, "unsteady: TTFT p50 drifted -46%"),
+        ("qwen3-32b-bf16-c32-c64/points/c64", 64, False, "unsteady: output tok/s drifted +24%"),
         ("qwen3-32b-bf16-c128/points/c128", 128, False, "unsteady: the first cycle raises the mean TTFT by +22%"),
         ("sglang-qwen3-32b-bf16-c16-c32/points/c16", 16, True, ""),
         ("sglang-qwen3-32b-bf16-c16-c32/points/c32", 32, True, ""),
@@ -255,12 +257,14 @@ def test_the_fourth_h200_sessions_points_are_judged_over_whole_cycles(point, con
     # TTFT falls (c32 3,076 -> 1,802 ms) so its output rate rises over the rounds, and c128's first round is a
     # cold burst (9.9 s TTFT against 4.1-4.6 s after).
     from infersweep.results.table import read_result
-    from infersweep.results.validity import judge_point, load_thresholds, point_measures
+    from infersweep.results.validity import load_thresholds, point_measures, steady_state_reasons
 
     d = FOURTH / point
     m = point_measures(d, {**read_result(d), "concurrency": concurrency})
-    ok, reasons = judge_point(m, load_thresholds(profile="local"))
-    assert ok is valid, reasons
+    # the steady-state rule a local GPU run is judged by (these points' 4 replayed warm-up prompts fail the
+    # cache check besides: test_warm_up_prompts_replayed_in_the_window_fail_the_cache_check)
+    reasons = steady_state_reasons(m, load_thresholds(profile="local-gpu"))
+    assert (not reasons) is valid, reasons
     assert valid or any(r.startswith(why) for r in reasons), reasons
     assert 250 <= m["osl_delivered"] <= 256
 
