@@ -152,8 +152,8 @@ def recipe_run(
     dgd_api: str = "v1beta1",
 ) -> Launch:
     from infersweep.recipe import load_recipe
-    from infersweep.render import render_recipe
     from workflows.gpu_guard import check_fits_pool, recipe_admission
+    from workflows.render import render_recipe
     from workflows.strict import violations
 
     sets = parse_set_text(set_text, run_params, allowed=list(settings.trust.ui_set))

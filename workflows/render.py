@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from infersweep import render_cache
+from workflows import render_cache
 
 if TYPE_CHECKING:  # the settings are loaded by the caller; their pydantic model need not be built here
     from infersweep.cluster_settings import ClusterSettings
@@ -25,7 +25,7 @@ from infersweep.schemas import reference_dir, validate_document
 
 # workflows.pipeline and workflows.steps_library import hera.workflows (~1.2 s, most of a
 # render's start-up): they are imported where a bundle is built, so a bundle from the render cache
-# (infersweep/render_cache.py) never loads Hera.
+# (workflows/render_cache.py) never loads Hera.
 
 
 # libyaml's emitter/parser when PyYAML has it: the same YAML (checked on every document of the catalog),
