@@ -318,14 +318,29 @@ def recipe_arguments(
     overrides: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """A recipe as the arguments of its pipeline template (all strings, as Argo parameters are)."""
+    return recipe_run(r, settings, dgd_api=dgd_api, points=points, overrides=overrides)[1]
+
+
+def recipe_run(
+    r: ResolvedRecipe,
+    settings: ClusterSettings,
+    *,
+    dgd_api: str = "v1beta1",
+    points: list[Point] | None = None,
+    overrides: dict[str, str] | None = None,
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The DGD a run of `r` deploys, a dict, and the arguments of its pipeline template, whose `dgd` is that
+    DGD serialised once (a renderer needs both: workflows/render.py writes the DGD beside the Workflow)."""
+    overrides = overrides or {}
     w = r.recipe.workload
     slo = {k: v for k, v in r.recipe.slo.model_dump().items() if v is not None}
+    dgd = deployable_dgd(r, settings, api_version=dgd_api)
     args = pipeline_defaults(settings)
     args.update(
         {
             "recipe": r.name,
             "dgd-name": dgd_base_name(r.name),
-            "dgd": yaml.safe_dump(deployable_dgd(r, settings, api_version=dgd_api), sort_keys=False),
+            "dgd": "",  # the DGD's YAML, written below once its name is settled (the place keeps the order)
             "dgd-api-version": dgd_api,
             "model": r.model.id,
             "model-revision": r.model.revision,
@@ -341,7 +356,7 @@ def recipe_arguments(
             **guard_arguments(r, settings),
         }
     )
-    for k, v in (overrides or {}).items():
+    for k, v in overrides.items():
         if k in LOCK_PARAMS:
             raise RecipeError(
                 f"--set {k}: the GPU guard's locks follow from the recipe's GPU count and cannot be set; "
@@ -350,17 +365,19 @@ def recipe_arguments(
         if k not in args:
             raise RecipeError(f"--set {k}: no such parameter; parameters are {sorted(set(args) - set(LOCK_PARAMS))}")
         args[k] = v
-    if "dgd-name" in (overrides or {}) and "dgd" not in (overrides or {}):
-        # deploy names the DGD from the YAML, wait-ready/teardown from dgd-name: keep them one name
-        doc = yaml.safe_load(args["dgd"])
-        doc["metadata"]["name"] = args["dgd-name"]
-        args["dgd"] = yaml.safe_dump(doc, sort_keys=False)
-    if "points" in (overrides or {}):
+    if "dgd" in overrides:  # the user's own DGD, as text: read once
+        dgd = yaml.safe_load(args["dgd"])
+    else:
+        if "dgd-name" in overrides:
+            # deploy names the DGD from the YAML, wait-ready/teardown from dgd-name: keep them one name
+            dgd["metadata"]["name"] = args["dgd-name"]
+        args["dgd"] = yaml.safe_dump(dgd, sort_keys=False)
+    if "points" in overrides:
         try:
             args["points"] = points_json(parse_points(args["points"]), settings)
         except PointError as e:
             raise RecipeError(f"--set points: {e}") from None
-    return args
+    return dgd, args
 
 
 def recipe_points(r: ResolvedRecipe) -> list[Point]:
