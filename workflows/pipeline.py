@@ -49,6 +49,36 @@ def _wf(name: str) -> str:
     return "{{workflow.parameters.%s}}" % name
 
 
+# Each step the pipeline runs once, by its task's name (the step's own): its inputs -> the workflow parameter
+# that gives each (the points, publish and verdict take more than a parameter and are built where they run).
+_STEP_PARAMS: dict[str, dict[str, str]] = {
+    "deploy": {"dgd": "dgd"},
+    "wait-ready": {
+        "dgd-name": "dgd-name",
+        "model": "model",
+        "timeout-s": "ready-timeout-s",
+        "api-version": "dgd-api-version",
+    },
+    "teardown": {"dgd-name": "dgd-name", "api-version": "dgd-api-version"},
+    "scrape": {"prometheus-url": "prometheus-url", "dgd-name": "dgd-name", "context": "context"},
+    "summarize": {"gpu-count": "gpu-count", "slo": "slo", "title": "recipe", "context": "context"},
+    "regression-check": {"bucket": "s3-bucket", "baseline-prefix": "baseline-prefix", "tolerances": "regression"},
+    "ensure-pvc": {"pvc": "model-cache-pvc", "size": "model-cache-size", "storage-class": "storage-class"},
+    "model-cache": {
+        "model": "model",
+        "revision": "model-revision",
+        "source": "model-source",
+        "draft-model": "draft-model",
+    },
+}
+
+
+def _step(step: str, depends: str | None = None) -> Task:
+    """The task of `step`, named as the step, its inputs the workflow parameters _STEP_PARAMS names."""
+    arguments = {name: _wf(param) for name, param in _STEP_PARAMS[step].items()}
+    return step_task(step, name=step, depends=depends, arguments=arguments)
+
+
 def _completed(task: str) -> str:
     """`depends` on a task having run to an end, whatever it was (not Omitted, not Skipped): its dependent runs
     after a failure too (dag.go: Succeeded, Failed and Errored are the task results of a completed pod)."""
@@ -148,17 +178,8 @@ def _gpu_span(settings: ClusterSettings, point_parallelism: int) -> None:
         fail_fast=False,
         synchronization=span_synchronization(settings),
     ):
-        deploy = step_task("deploy", name="deploy", arguments={"dgd": _wf("dgd")})
-        ready = step_task(
-            "wait-ready",
-            name="wait-ready",
-            arguments={
-                "dgd-name": _wf("dgd-name"),
-                "model": _wf("model"),
-                "timeout-s": _wf("ready-timeout-s"),
-                "api-version": _wf("dgd-api-version"),
-            },
-        )
+        deploy = _step("deploy")
+        ready = _step("wait-ready")
         point = point_task(
             url="{{tasks.deploy.outputs.parameters.frontend-url}}",
             model=_wf("model"),
@@ -185,29 +206,11 @@ def _exit_handler() -> None:
     (dag.go assessDAGPhase), and a failure a later task's `depends` accepts is not a leaf's: the verdict is told
     the phases of scrape and regression-check and fails the run for them too (steps/verdict.py --exit-steps)."""
     with DAG(name="exit-handler"):
-        step_task(
-            "teardown",
-            name="teardown",
-            arguments={"dgd-name": _wf("dgd-name"), "api-version": _wf("dgd-api-version")},
-        )
-        step_task(
-            "scrape",
-            name="scrape",
-            arguments={"prometheus-url": _wf("prometheus-url"), "dgd-name": _wf("dgd-name"), "context": _wf("context")},
-        )
+        _step("teardown")
+        _step("scrape")
         # A scrape that fails (a query the run needs returned no series: steps/scrape.py exits 1) fails
         # the run loudly, but the measured points are still summarised and published.
-        summarize = step_task(
-            "summarize",
-            name="summarize",
-            depends=_completed("scrape"),
-            arguments={
-                "gpu-count": _wf("gpu-count"),
-                "slo": _wf("slo"),
-                "title": _wf("recipe"),
-                "context": _wf("context"),
-            },
-        )
+        summarize = _step("summarize", depends=_completed("scrape"))
         publish = step_task(
             "publish",
             name="publish",
@@ -216,15 +219,7 @@ def _exit_handler() -> None:
                 "prefix": f"{_wf('s3-prefix')}/{_wf('recipe')}/{{{{workflow.name}}}}",
             },
         )
-        check = step_task(
-            "regression-check",
-            name="regression-check",
-            arguments={
-                "bucket": _wf("s3-bucket"),
-                "baseline-prefix": _wf("baseline-prefix"),
-                "tolerances": _wf("regression"),
-            },
-        )
+        check = _step("regression-check")
         exit_steps = {t: "{{tasks.%s.status}}" % t for t in ("scrape", "regression-check")}
         step_task(
             "verdict",
@@ -238,25 +233,8 @@ def _exit_handler() -> None:
 def _main_dag() -> None:
     """The model cache PVC ensured, the model downloaded, then the GPU span (the points read the model there)."""
     with DAG(name="pipeline"):
-        pvc = step_task(
-            "ensure-pvc",
-            name="ensure-pvc",
-            arguments={
-                "pvc": _wf("model-cache-pvc"),
-                "size": _wf("model-cache-size"),
-                "storage-class": _wf("storage-class"),
-            },
-        )
-        cache = step_task(
-            "model-cache",
-            name="model-cache",
-            arguments={
-                "model": _wf("model"),
-                "revision": _wf("model-revision"),
-                "source": _wf("model-source"),
-                "draft-model": _wf("draft-model"),
-            },
-        )
+        pvc = _step("ensure-pvc")
+        cache = _step("model-cache")
         span = Task(
             name="gpu-span",
             template="gpu-span",
