@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from operator import attrgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 from hera.workflows import DAG, Parameter, Task, Workflow, WorkflowTemplate
@@ -97,7 +97,7 @@ def pipeline_defaults(settings: ClusterSettings) -> dict[str, str]:
     return out
 
 
-# The order of the defaults is the order of a rendered Workflow's arguments (recipe_arguments starts from them):
+# The order of the defaults is the order of a rendered Workflow's arguments (recipe_run starts from them):
 # the declarations' order, but draft-model, which joined after the others, after baseline-prefix as it always
 # was, so that rendered Workflows stay byte-identical.
 _DEFAULTS_ORDER = [p for p in PARAMS if p.name != "draft-model"]
@@ -243,16 +243,13 @@ def _main_dag() -> None:
         pvc >> cache >> span
 
 
-def recipe_arguments(
-    r: ResolvedRecipe,
-    settings: ClusterSettings,
-    *,
-    dgd_api: str = "v1beta1",
-    points: list[Point] | None = None,
-    overrides: dict[str, str] | None = None,
-) -> dict[str, str]:
-    """A recipe as the arguments of its pipeline template (all strings, as Argo parameters are)."""
-    return recipe_run(r, settings, dgd_api=dgd_api, points=points, overrides=overrides)[1]
+class RecipeRun(NamedTuple):
+    """A recipe's run as rendered: the DGD it deploys, a dict, and the arguments of its pipeline template (all
+    strings, as Argo parameters are), whose `dgd` is that DGD serialised once. A renderer needs both
+    (workflows/render.py writes the DGD beside the Workflow)."""
+
+    dgd: dict[str, Any]
+    arguments: dict[str, str]
 
 
 def recipe_run(
@@ -262,9 +259,8 @@ def recipe_run(
     dgd_api: str = "v1beta1",
     points: list[Point] | None = None,
     overrides: dict[str, str] | None = None,
-) -> tuple[dict[str, Any], dict[str, str]]:
-    """The DGD a run of `r` deploys, a dict, and the arguments of its pipeline template, whose `dgd` is that
-    DGD serialised once (a renderer needs both: workflows/render.py writes the DGD beside the Workflow)."""
+) -> RecipeRun:
+    """A run of `r`: its DGD and its pipeline template's arguments, `overrides` (`--set`) applied."""
     overrides = overrides or {}
     w = r.recipe.workload
     slo = {k: v for k, v in r.recipe.slo.model_dump().items() if v is not None}
@@ -311,7 +307,7 @@ def recipe_run(
             args["points"] = points_json(parse_points(args["points"]), settings)
         except PointError as e:
             raise RecipeError(f"--set points: {e}") from None
-    return dgd, args
+    return RecipeRun(dgd, args)
 
 
 def recipe_points(r: ResolvedRecipe) -> list[Point]:
