@@ -53,7 +53,7 @@ def local_deployment():
     from infersweep.local.dynamo import deploy_local, teardown_local, wait_ready_local
     from infersweep.local.toy_model import build_toy_model
     from infersweep.recipe import load_recipe
-    from infersweep.render import render_recipe
+    from workflows.render import render_recipe
 
     r = load_recipe(RECIPE)
     dgd = render_recipe(r, load_cluster_settings()).dgd

@@ -117,7 +117,7 @@ def bench_readiness() -> list[Figure]:
     from infersweep.local.dynamo import deploy_local, teardown_local, wait_ready_local
     from infersweep.local.toy_model import build_toy_model
     from infersweep.recipe import load_recipe
-    from infersweep.render import render_recipe
+    from workflows.render import render_recipe
 
     bundle = render_recipe(load_recipe(RECIPE), load_cluster_settings())
     dgd = bundle.dgd

@@ -167,7 +167,7 @@ def breakdown(m: dict) -> list[tuple[str, float]]:
 def cluster_model(recipe: str, m: dict) -> tuple[list[Figure], list[list[str]]]:
     """Pods of the rendered cluster workflow for this recipe, each priced with costs measured here."""
     from infersweep.cluster_settings import load_cluster_settings
-    from infersweep.render import render_recipe
+    from workflows.render import render_recipe
     from workflows.steps_library import STEP_BY_NAME
 
     r = load_recipe(recipe)

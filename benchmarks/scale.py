@@ -42,7 +42,7 @@ CATALOG_TARGET = 44
 def _render_child(validate: bool, target: int | None) -> dict:
     """Runs in a fresh interpreter: imports included, as for `infersweep render --all`."""
     t0 = time.perf_counter()
-    import infersweep.render as render
+    import workflows.render as render
     from infersweep.cluster_settings import load_cluster_settings
     from infersweep.recipe import all_recipe_paths, load_recipe
 

@@ -20,7 +20,7 @@ from _common import Figure, report, table
 
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import all_recipe_paths, load_recipe
-from infersweep.render import render_recipe
+from workflows.render import render_recipe
 
 # Measured on Argo v3.x node statuses: id, name, displayName, type, templateName/Ref, phase, boundaryID,
 # startedAt, finishedAt, progress, resourcesDuration, children, hostNodeName, outputs.exitCode...

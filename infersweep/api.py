@@ -15,7 +15,7 @@ the Workflow and call `.create()`:
     wf.create()                             # POST /api/v1/workflows/infersweep through Hera's WorkflowsService
     print(wf.name)
 
-The Workflow is the one `infersweep submit` creates: rendered and validated by infersweep.render (the strict
+The Workflow is the one `infersweep submit` creates: rendered and validated by workflows.render (the strict
 Argo schemas), checked against the GPU pool, with the GPU guard's priority stamped, in `global_config.namespace`
 (else params/cluster.yaml's). Hera builds its WorkflowsService from global_config when the Workflow is made
 (hera/workflows/workflow.py Workflow.__post_init__: `WorkflowsService()`, whose host, token and namespace
@@ -79,8 +79,8 @@ def workflow_document(
     from infersweep.cli_util import parse_sets
     from infersweep.cluster_settings import load_cluster_settings
     from infersweep.recipe import load_recipe
-    from infersweep.render import render_recipe
     from workflows.gpu_guard import check_fits_pool, submit_priority
+    from workflows.render import render_recipe
 
     sets = parse_sets([f"{k}={v}" for k, v in (set or {}).items()])
     settings = load_cluster_settings()

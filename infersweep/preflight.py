@@ -328,14 +328,13 @@ def preflight(
     settings: ClusterSettings,
     reach: Reach | None = None,
     *,
-    install: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None,
+    install: tuple[list[dict[str, Any]], list[dict[str, Any]]],
     recipes: list[str] | None = None,
 ) -> list[str]:
-    """Every problem, one line each; [] when a run can start."""
-    from workflows.install_set import install_set
-
+    """Every problem, one line each; [] when a run can start. `install` is this checkout's install set
+    (workflows/install_set.py install_set), rendered by the command: the checks below render nothing."""
     reach = reach or Reach()
-    argo, manifests = install or install_set(settings)
+    argo, manifests = install
     lines, creds = check_secrets(kube, settings)
     lines += check_install_set(kube, argo, manifests)
     lines += check_s3(settings, creds, reach)

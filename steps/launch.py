@@ -3,7 +3,7 @@ experiment chosen in the Argo UI and write it as JSON to --out, the output param
 template creates. A bad choice (a `set` of what follows from the recipe, a Git source that is not a full
 commit, a recipe that does not fit the pool) fails here with its message and creates nothing.
 
-infersweep/launch/derive.py does the deriving; it renders through infersweep.render like `infersweep submit`.
+infersweep/launch/derive.py does the deriving; it renders through workflows.render like `infersweep submit`.
 """
 
 from __future__ import annotations

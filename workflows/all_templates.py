@@ -27,7 +27,7 @@ from infersweep.schemas import validate_document
 from workflows.cron import reaper_workflow_template
 from workflows.experiment import experiment_template
 from workflows.launcher import launcher_templates
-from workflows.pipeline import pipeline_template, recipe_arguments, recipe_workflow
+from workflows.pipeline import pipeline_template, recipe_run, recipe_workflow
 from workflows.steps_library import Images, step_workflow_templates
 
 TOPOLOGIES = ("agg", "disagg")
@@ -54,7 +54,7 @@ def catalog_objects(settings: ClusterSettings) -> dict[str, WorkflowTemplate | W
         wt.labels = stamp(wt.to_dict())["metadata"]["labels"]
         out["template_" + wt.name.replace("-", "_")] = wt
     for r in catalog:
-        args = recipe_arguments(r, settings)
+        args = recipe_run(r, settings).arguments
         out["workflow_" + r.name.replace("-", "_").replace(".", "_")] = recipe_workflow(
             r, args, settings.namespace, settings
         )

@@ -28,7 +28,7 @@ from infersweep.cluster_settings import ClusterSettings
 from infersweep.recipe import ResolvedRecipe
 from infersweep.step_declarations import REAP
 from workflows.gpu_guard import nightly_priority
-from workflows.pipeline import pipeline_name, recipe_arguments, workflow_labels
+from workflows.pipeline import pipeline_name, recipe_run, workflow_labels
 from workflows.steps_library import Images, container_security_context, pod_security_context, step_settings
 
 SUCCESSFUL_HISTORY = 7
@@ -49,12 +49,12 @@ def nightly_cron(r: ResolvedRecipe, settings: ClusterSettings, dgd_api: str = "v
     # Each point `regression.repetitions` times (default 3), as every submitted run (pipeline.recipe_points):
     # the regression check judges a change against the spread of the repetitions
     # (infersweep.results.regression); one run per point leaves the noise unknown.
-    args = recipe_arguments(
+    args = recipe_run(
         r,
         settings,
         dgd_api=dgd_api,
         overrides={"baseline-prefix": f"{nightly.baselines_prefix}/{r.name}"},
-    )
+    ).arguments
     labels = {**workflow_labels(r), "infersweep.io/suite": "nightly"}
     cron = CronWorkflow(
         name=cron_name(r.name),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from operator import attrgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 from hera.workflows import DAG, Parameter, Task, Workflow, WorkflowTemplate
@@ -31,7 +31,8 @@ from infersweep.pipeline_params import LOCK_PARAMS, PARAMS
 from infersweep.recipe import RecipeError, ResolvedRecipe
 from infersweep.recipe_context import recipe_context
 from workflows.gpu_guard import guard_arguments, span_synchronization
-from workflows.steps_library import aiperf_resources, pod_security_context, step_task
+from workflows.steps_library import aiperf_resources, step_task
+from workflows.template_spec import point_task, workflow_spec
 
 # (name, description for the Argo UI form, enum or None): the declarations in infersweep/pipeline_params.py, in
 # their order (the GPU guard's gpu-lock-N last).
@@ -46,6 +47,36 @@ def pipeline_name(engine: str, mode: str) -> str:
 
 def _wf(name: str) -> str:
     return "{{workflow.parameters.%s}}" % name
+
+
+# Each step the pipeline runs once, by its task's name (the step's own): its inputs -> the workflow parameter
+# that gives each (the points, publish and verdict take more than a parameter and are built where they run).
+_STEP_PARAMS: dict[str, dict[str, str]] = {
+    "deploy": {"dgd": "dgd"},
+    "wait-ready": {
+        "dgd-name": "dgd-name",
+        "model": "model",
+        "timeout-s": "ready-timeout-s",
+        "api-version": "dgd-api-version",
+    },
+    "teardown": {"dgd-name": "dgd-name", "api-version": "dgd-api-version"},
+    "scrape": {"prometheus-url": "prometheus-url", "dgd-name": "dgd-name", "context": "context"},
+    "summarize": {"gpu-count": "gpu-count", "slo": "slo", "title": "recipe", "context": "context"},
+    "regression-check": {"bucket": "s3-bucket", "baseline-prefix": "baseline-prefix", "tolerances": "regression"},
+    "ensure-pvc": {"pvc": "model-cache-pvc", "size": "model-cache-size", "storage-class": "storage-class"},
+    "model-cache": {
+        "model": "model",
+        "revision": "model-revision",
+        "source": "model-source",
+        "draft-model": "draft-model",
+    },
+}
+
+
+def _step(step: str, depends: str | None = None) -> Task:
+    """The task of `step`, named as the step, its inputs the workflow parameters _STEP_PARAMS names."""
+    arguments = {name: _wf(param) for name, param in _STEP_PARAMS[step].items()}
+    return step_task(step, name=step, depends=depends, arguments=arguments)
 
 
 def _completed(task: str) -> str:
@@ -66,7 +97,7 @@ def pipeline_defaults(settings: ClusterSettings) -> dict[str, str]:
     return out
 
 
-# The order of the defaults is the order of a rendered Workflow's arguments (recipe_arguments starts from them):
+# The order of the defaults is the order of a rendered Workflow's arguments (recipe_run starts from them):
 # the declarations' order, but draft-model, which joined after the others, after baseline-prefix as it always
 # was, so that rendered Workflows stay byte-identical.
 _DEFAULTS_ORDER = [p for p in PARAMS if p.name != "draft-model"]
@@ -110,7 +141,8 @@ def pipeline_template(
     span_budget_s: int = SPAN_BUDGET_S,
 ) -> WorkflowTemplate:
     defaults = pipeline_defaults(settings)
-    with WorkflowTemplate(
+    spec = workflow_spec(
+        settings,
         name=pipeline_name(engine, mode),
         labels={
             "app.kubernetes.io/managed-by": "infersweep",
@@ -119,213 +151,126 @@ def pipeline_template(
             "infersweep.io/topology": mode,
         },
         entrypoint="pipeline",
-        on_exit="exit-handler",
-        arguments=[_param(n, d, e, defaults) for n, d, e in PIPELINE_PARAMS],
-        volume_claim_templates=[
-            m.PersistentVolumeClaim(
-                metadata=m.ObjectMeta(name="workdir"),
-                spec=m.PersistentVolumeClaimSpec(
-                    access_modes=["ReadWriteOnce"],
-                    resources=m.VolumeResourceRequirements(requests={"storage": m.Quantity(workdir_size)}),
-                ),
-            )
-        ],
-        volumes=[
-            m.Volume(
-                name="model-cache",
-                persistent_volume_claim=m.PersistentVolumeClaimVolumeSource(claim_name=_wf("model-cache-pvc")),
-            )
-        ],
-        active_deadline_seconds=queue_budget_s + span_budget_s,
-        # The workdir PVC is kept unless the run Succeeded: a failed, stopped or terminated run (all end Failed)
-        # keeps its points' files and the DGD deploy saved, so the UI's Retry finds them. argo-workflows v4.1.2
-        # workflow/controller/operator.go deletePVCs: OnWorkflowSuccess returns early when the phase is not
-        # Succeeded ("Skip deleting PVCs to reuse them for retried failed/error workflows"); OnWorkflowCompletion
-        # deletes them on every completion, and a Retry (workflow/util/util.go FormulateRetryWorkflow) would then
-        # get a new empty one from createPVCs. OnWorkflowSuccess is also Argo's default (workflow_types.go
-        # GetVolumeClaimGC): set here so a changed default cannot silently break Retry. The PVC is owned by the
-        # Workflow (createPVCs sets the ownerReference), so it goes with it at the TTL below.
-        volume_claim_gc=m.VolumeClaimGC(strategy="OnWorkflowSuccess"),
-        pod_gc=m.PodGC(strategy="OnPodSuccess"),
-        ttl_strategy=m.TTLStrategy(seconds_after_completion=7 * 24 * 3600),
-        service_account_name=settings.service_account,
-        # Every pod runs as the images' non-root USER (Pod Security "restricted"; steps_library.py).
-        security_context=pod_security_context(settings.steps),
-        # Logs and output artifacts go to the S3 repository the operator installed, by reference: the
-        # template carries no endpoint or credentials (ConfigMap printed by `infersweep install`).
-        artifact_repository_ref=m.ArtifactRepositoryRef(
-            config_map=settings.artifact_repository.configmap, key=settings.artifact_repository.key
-        ),
-        archive_logs=True,
-    ) as wt:
-        # The GPU-holding span: the DGD applied, ready, and measured, one point at a time (points share
-        # the deployment: parallelism), a failed point not cancelling the others (failFast false). The
-        # points are its leaves, so it fails when any point fails (dag.go assessDAGPhase judges a DAG by
-        # its leaf tasks), and nothing in the main DAG runs after them: a failed point has no Succeeded
-        # descendant, which is what lets the UI's Retry re-run it (util.go FormulateRetryWorkflow retries a
-        # failed pod only when isDescendantNodeSucceeded is false). Teardown and the bookkeeping are the
-        # exit handler's.
-        # It is also the only template that holds the GPU guard (workflows/gpu_guard.py): GPUs are reserved
-        # from deploy to the last point, never through the download or the bookkeeping.
-        with DAG(
-            name="gpu-span",
-            inputs=[Parameter(name="points"), Parameter(name="tokenizer")],
-            parallelism=point_parallelism,
-            fail_fast=False,
-            synchronization=span_synchronization(settings),
-        ):
-            deploy = step_task("deploy", name="deploy", arguments={"dgd": _wf("dgd")})
-            ready = step_task(
-                "wait-ready",
-                name="wait-ready",
-                arguments={
-                    "dgd-name": _wf("dgd-name"),
-                    "model": _wf("model"),
-                    "timeout-s": _wf("ready-timeout-s"),
-                    "api-version": _wf("dgd-api-version"),
-                },
-            )
-            point = step_task(
-                "aiperf-point",
-                name="point",
-                with_param="{{inputs.parameters.points}}",
-                arguments={
-                    "url": "{{tasks.deploy.outputs.parameters.frontend-url}}",
-                    "model": _wf("model"),
-                    "tokenizer": "{{inputs.parameters.tokenizer}}",
-                    "concurrency": "{{item.concurrency}}",
-                    "request-rate": "{{item.request_rate}}",
-                    "repetition": "{{item.repetition}}",
-                    "requests": "{{item.requests}}",
-                    "warmup": "{{item.warmup}}",
-                    "workload": _wf("workload"),
-                    "max-error-rate": _wf("max-error-rate"),
-                    "timeout-s": _wf("point-timeout-s"),
-                    "ready-timeout-s": _wf("ready-timeout-s"),
-                    "cpu": "{{item.cpu}}",
-                    "memory": "{{item.memory}}",
-                },
-            )
-            deploy >> ready >> point
-
-        # Runs as soon as the main DAG ends, whatever ended it: success, a failure, `argo stop`, the
-        # workflow deadline (not `argo terminate`: operator.go operate() runs onExit only when
-        # ShutdownStrategy.ShouldExecute(true), false for Terminate; the reaper CronWorkflow covers that).
-        # Teardown releases the GPUs at once; beside it the measured points are scraped, summarised and
-        # published; the verdict (last) fails the run when any point failed or nothing was measured (an
-        # exit handler that fails makes a Succeeded workflow Failed: operator.go operate()).
-        # One at a time on the workdir: the workdir is a ReadWriteOnce PVC, and two pods on different nodes
-        # cannot mount it at once (the second waits in ContainerCreating on Multi-Attach while its
-        # activeDeadlineSeconds, counted from the pod's start, runs). So every task that mounts it follows the
-        # previous one (scrape -> summarize -> publish -> regression-check -> verdict); only teardown, which
-        # mounts nothing, runs beside them (tests/workflows/test_pipeline_lifecycle.py checks every template).
-        # The exit handler is judged by its leaves (dag.go assessDAGPhase), and a failure a later task's
-        # `depends` accepts is not a leaf's: the verdict is told the phases of scrape and regression-check
-        # and fails the run for them too (steps/verdict.py --exit-steps).
-        with DAG(name="exit-handler"):
-            step_task(
-                "teardown",
-                name="teardown",
-                arguments={"dgd-name": _wf("dgd-name"), "api-version": _wf("dgd-api-version")},
-            )
-            step_task(
-                "scrape",
-                name="scrape",
-                arguments={
-                    "prometheus-url": _wf("prometheus-url"),
-                    "dgd-name": _wf("dgd-name"),
-                    "context": _wf("context"),
-                },
-            )
-            # A scrape that fails (a query the run needs returned no series: steps/scrape.py exits 1) fails
-            # the run loudly, but the measured points are still summarised and published.
-            summarize = step_task(
-                "summarize",
-                name="summarize",
-                depends=_completed("scrape"),
-                arguments={
-                    "gpu-count": _wf("gpu-count"),
-                    "slo": _wf("slo"),
-                    "title": _wf("recipe"),
-                    "context": _wf("context"),
-                },
-            )
-            publish = step_task(
-                "publish",
-                name="publish",
-                arguments={
-                    "bucket": _wf("s3-bucket"),
-                    "prefix": f"{_wf('s3-prefix')}/{_wf('recipe')}/{{{{workflow.name}}}}",
-                },
-            )
-            check = step_task(
-                "regression-check",
-                name="regression-check",
-                arguments={
-                    "bucket": _wf("s3-bucket"),
-                    "baseline-prefix": _wf("baseline-prefix"),
-                    "tolerances": _wf("regression"),
-                },
-            )
-            step_task(
-                "verdict",
-                name="verdict",
-                depends=_completed("regression-check"),
-                arguments={
-                    "points": _wf("points"),
-                    "exit-steps": json.dumps(
-                        {t: "{{tasks.%s.status}}" % t for t in ("scrape", "regression-check")}, separators=(",", ":")
-                    ),
-                },
-            )
-            summarize >> publish >> check
-
-        with DAG(name="pipeline"):
-            pvc = step_task(
-                "ensure-pvc",
-                name="ensure-pvc",
-                arguments={
-                    "pvc": _wf("model-cache-pvc"),
-                    "size": _wf("model-cache-size"),
-                    "storage-class": _wf("storage-class"),
-                },
-            )
-            cache = step_task(
-                "model-cache",
-                name="model-cache",
-                arguments={
-                    "model": _wf("model"),
-                    "revision": _wf("model-revision"),
-                    "source": _wf("model-source"),
-                    "draft-model": _wf("draft-model"),
-                },
-            )
-            span = Task(
-                name="gpu-span",
-                template="gpu-span",
-                arguments={"points": _wf("points"), "tokenizer": "{{tasks.model-cache.outputs.parameters.model-dir}}"},
-            )
-            pvc >> cache >> span
+        workdir_size=workdir_size,
+        model_cache_claim=_wf("model-cache-pvc"),
+        deadline_s=queue_budget_s + span_budget_s,
+    )
+    with WorkflowTemplate(**spec, arguments=[_param(n, d, e, defaults) for n, d, e in PIPELINE_PARAMS]) as wt:
+        _gpu_span(settings, point_parallelism)
+        _exit_handler()
+        _main_dag()
     return wt
 
 
-def recipe_arguments(
+def _gpu_span(settings: ClusterSettings, point_parallelism: int) -> None:
+    """The GPU-holding span: the DGD applied, ready, and measured, one point at a time (points share the
+    deployment: parallelism), a failed point not cancelling the others (failFast false). The points are its
+    leaves, so it fails when any point fails (dag.go assessDAGPhase judges a DAG by its leaf tasks), and nothing
+    in the main DAG runs after them: a failed point has no Succeeded descendant, which is what lets the UI's
+    Retry re-run it (util.go FormulateRetryWorkflow retries a failed pod only when isDescendantNodeSucceeded is
+    false). Teardown and the bookkeeping are the exit handler's.
+    It is also the only template that holds the GPU guard (workflows/gpu_guard.py): GPUs are reserved from
+    deploy to the last point, never through the download or the bookkeeping."""
+    with DAG(
+        name="gpu-span",
+        inputs=[Parameter(name="points"), Parameter(name="tokenizer")],
+        parallelism=point_parallelism,
+        fail_fast=False,
+        synchronization=span_synchronization(settings),
+    ):
+        deploy = _step("deploy")
+        ready = _step("wait-ready")
+        point = point_task(
+            url="{{tasks.deploy.outputs.parameters.frontend-url}}",
+            model=_wf("model"),
+            workload=_wf("workload"),
+            max_error_rate=_wf("max-error-rate"),
+            timeout_s=_wf("point-timeout-s"),
+            ready_timeout_s=_wf("ready-timeout-s"),
+        )
+        deploy >> ready >> point
+
+
+def _exit_handler() -> None:
+    """Runs as soon as the main DAG ends, whatever ended it: success, a failure, `argo stop`, the workflow
+    deadline (not `argo terminate`: operator.go operate() runs onExit only when
+    ShutdownStrategy.ShouldExecute(true), false for Terminate; the reaper CronWorkflow covers that). Teardown
+    releases the GPUs at once; beside it the measured points are scraped, summarised and published; the verdict
+    (last) fails the run when any point failed or nothing was measured (an exit handler that fails makes a
+    Succeeded workflow Failed: operator.go operate()).
+    One at a time on the workdir: the workdir is a ReadWriteOnce PVC, and two pods on different nodes cannot
+    mount it at once (the second waits in ContainerCreating on Multi-Attach while its activeDeadlineSeconds,
+    counted from the pod's start, runs). So every task that mounts it follows the previous one (scrape ->
+    summarize -> publish -> regression-check -> verdict); only teardown, which mounts nothing, runs beside them
+    (tests/workflows/test_pipeline_lifecycle.py checks every template). The exit handler is judged by its leaves
+    (dag.go assessDAGPhase), and a failure a later task's `depends` accepts is not a leaf's: the verdict is told
+    the phases of scrape and regression-check and fails the run for them too (steps/verdict.py --exit-steps)."""
+    with DAG(name="exit-handler"):
+        _step("teardown")
+        _step("scrape")
+        # A scrape that fails (a query the run needs returned no series: steps/scrape.py exits 1) fails
+        # the run loudly, but the measured points are still summarised and published.
+        summarize = _step("summarize", depends=_completed("scrape"))
+        publish = step_task(
+            "publish",
+            name="publish",
+            arguments={
+                "bucket": _wf("s3-bucket"),
+                "prefix": f"{_wf('s3-prefix')}/{_wf('recipe')}/{{{{workflow.name}}}}",
+            },
+        )
+        check = _step("regression-check")
+        exit_steps = {t: "{{tasks.%s.status}}" % t for t in ("scrape", "regression-check")}
+        step_task(
+            "verdict",
+            name="verdict",
+            depends=_completed("regression-check"),
+            arguments={"points": _wf("points"), "exit-steps": json.dumps(exit_steps, separators=(",", ":"))},
+        )
+        summarize >> publish >> check
+
+
+def _main_dag() -> None:
+    """The model cache PVC ensured, the model downloaded, then the GPU span (the points read the model there)."""
+    with DAG(name="pipeline"):
+        pvc = _step("ensure-pvc")
+        cache = _step("model-cache")
+        span = Task(
+            name="gpu-span",
+            template="gpu-span",
+            arguments={"points": _wf("points"), "tokenizer": "{{tasks.model-cache.outputs.parameters.model-dir}}"},
+        )
+        pvc >> cache >> span
+
+
+class RecipeRun(NamedTuple):
+    """A recipe's run as rendered: the DGD it deploys, a dict, and the arguments of its pipeline template (all
+    strings, as Argo parameters are), whose `dgd` is that DGD serialised once. A renderer needs both
+    (workflows/render.py writes the DGD beside the Workflow)."""
+
+    dgd: dict[str, Any]
+    arguments: dict[str, str]
+
+
+def recipe_run(
     r: ResolvedRecipe,
     settings: ClusterSettings,
     *,
     dgd_api: str = "v1beta1",
     points: list[Point] | None = None,
     overrides: dict[str, str] | None = None,
-) -> dict[str, str]:
-    """A recipe as the arguments of its pipeline template (all strings, as Argo parameters are)."""
+) -> RecipeRun:
+    """A run of `r`: its DGD and its pipeline template's arguments, `overrides` (`--set`) applied."""
+    overrides = overrides or {}
     w = r.recipe.workload
     slo = {k: v for k, v in r.recipe.slo.model_dump().items() if v is not None}
+    dgd = deployable_dgd(r, settings, api_version=dgd_api)
     args = pipeline_defaults(settings)
     args.update(
         {
             "recipe": r.name,
             "dgd-name": dgd_base_name(r.name),
-            "dgd": yaml.safe_dump(deployable_dgd(r, settings, api_version=dgd_api), sort_keys=False),
+            "dgd": "",  # the DGD's YAML, written below once its name is settled (the place keeps the order)
             "dgd-api-version": dgd_api,
             "model": r.model.id,
             "model-revision": r.model.revision,
@@ -341,7 +286,7 @@ def recipe_arguments(
             **guard_arguments(r, settings),
         }
     )
-    for k, v in (overrides or {}).items():
+    for k, v in overrides.items():
         if k in LOCK_PARAMS:
             raise RecipeError(
                 f"--set {k}: the GPU guard's locks follow from the recipe's GPU count and cannot be set; "
@@ -350,17 +295,19 @@ def recipe_arguments(
         if k not in args:
             raise RecipeError(f"--set {k}: no such parameter; parameters are {sorted(set(args) - set(LOCK_PARAMS))}")
         args[k] = v
-    if "dgd-name" in (overrides or {}) and "dgd" not in (overrides or {}):
-        # deploy names the DGD from the YAML, wait-ready/teardown from dgd-name: keep them one name
-        doc = yaml.safe_load(args["dgd"])
-        doc["metadata"]["name"] = args["dgd-name"]
-        args["dgd"] = yaml.safe_dump(doc, sort_keys=False)
-    if "points" in (overrides or {}):
+    if "dgd" in overrides:  # the user's own DGD, as text: read once
+        dgd = yaml.safe_load(args["dgd"])
+    else:
+        if "dgd-name" in overrides:
+            # deploy names the DGD from the YAML, wait-ready/teardown from dgd-name: keep them one name
+            dgd["metadata"]["name"] = args["dgd-name"]
+        args["dgd"] = yaml.safe_dump(dgd, sort_keys=False)
+    if "points" in overrides:
         try:
             args["points"] = points_json(parse_points(args["points"]), settings)
         except PointError as e:
             raise RecipeError(f"--set points: {e}") from None
-    return args
+    return RecipeRun(dgd, args)
 
 
 def recipe_points(r: ResolvedRecipe) -> list[Point]:

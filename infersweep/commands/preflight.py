@@ -13,15 +13,15 @@ def run(a: argparse.Namespace) -> int:
     from infersweep.argo_kube import KubeArgo, kubeconfig_path
     from infersweep.cluster_settings import load_cluster_settings
     from infersweep.preflight import Reach, preflight
+    from workflows.install_set import install_set
 
     settings = load_cluster_settings()
     kube_file = a.kubeconfig or kubeconfig_path()
     if kube_file is None:
         raise RecipeError("preflight reads the cluster through a kubeconfig: set KUBECONFIG or create ~/.kube/config")
     kube = KubeArgo(kube_file, a.namespace or settings.namespace)
-    problems = preflight(
-        kube, settings, Reach(s3_endpoint_url=a.s3_endpoint, prometheus_url=a.prometheus_url), recipes=a.recipe
-    )
+    reach = Reach(s3_endpoint_url=a.s3_endpoint, prometheus_url=a.prometheus_url)
+    problems = preflight(kube, settings, reach, install=install_set(settings), recipes=a.recipe)
     for line in problems:
         print(f"preflight: {line}", file=sys.stderr)
     if problems:

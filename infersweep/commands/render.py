@@ -10,7 +10,7 @@ from infersweep.recipe import RecipeError, all_recipe_paths, load_recipe
 
 def run(a: argparse.Namespace) -> int:
     from infersweep.cluster_settings import load_cluster_settings
-    from infersweep.render import render_recipe
+    from workflows.render import render_recipe
 
     if a.all == bool(a.recipe):
         raise RecipeError("infersweep render: give a RECIPE or --all (not both)")
@@ -35,6 +35,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--no-cache",
         action="store_true",
-        help="render even if this recipe was rendered before from the same inputs (see infersweep/render_cache.py)",
+        help="render even if this recipe was rendered before from the same inputs (see workflows/render_cache.py)",
     )
     p.set_defaults(fn=run)

@@ -15,8 +15,8 @@ from infersweep.install_version import check_installed
 def run(a: argparse.Namespace) -> int:
     from infersweep.cluster_settings import load_cluster_settings
     from infersweep.recipe import load_recipe
-    from infersweep.render import render_recipe
     from workflows.gpu_guard import check_fits_pool, submit_priority
+    from workflows.render import render_recipe
 
     sets = parse_sets(a.set)
     settings = load_cluster_settings()
@@ -64,6 +64,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--no-cache",
         action="store_true",
-        help="render even if this recipe was rendered before from the same inputs (see infersweep/render_cache.py)",
+        help="render even if this recipe was rendered before from the same inputs (see workflows/render_cache.py)",
     )
     p.set_defaults(fn=run)

@@ -1,7 +1,7 @@
 """The one way a recipe becomes the DGD a cluster is given: render, then the scheduling step.
 
 Every caller that applies or judges a DGD goes through `deployable_dgd`: the pipeline's `dgd` argument
-(workflows/pipeline.py recipe_arguments), each treatment of an experiment (workflows/experiment.py), the
+(workflows/pipeline.py recipe_run), each treatment of an experiment (workflows/experiment.py), the
 experiment's restart classes (infersweep/experiment/restart.py: what the operator compares is what is
 applied, queue labels included) and the benchmarks. So under Kueue, KAI or Volcano every DGD's pods carry
 the queue's labels (infersweep/dgd/scheduling.py), and under the Argo guard every DGD carries the lane labels

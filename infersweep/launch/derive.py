@@ -2,7 +2,7 @@
 
 A recipe launch goes exactly the way of `infersweep submit` (infersweep/commands/submit.py): load the recipe
 with the `set` recipe changes, check that its GPU pool can hold it, render and validate the bundle (the DGD,
-the points, the GPU-lock keys, the context: workflows/pipeline.py recipe_arguments), and stamp a queue
+the points, the GPU-lock keys, the context: workflows/pipeline.py recipe_run), and stamp a queue
 priority (workflows/gpu_guard.py submit_priority). So every derived parameter follows from the recipe and
 none can be given: `set` goes through the same rule as `--set` (infersweep/recipe/overrides.py classify).
 An experiment launch goes the way of `infersweep experiment submit`.
@@ -152,8 +152,8 @@ def recipe_run(
     dgd_api: str = "v1beta1",
 ) -> Launch:
     from infersweep.recipe import load_recipe
-    from infersweep.render import render_recipe
     from workflows.gpu_guard import check_fits_pool, recipe_admission
+    from workflows.render import render_recipe
     from workflows.strict import violations
 
     sets = parse_set_text(set_text, run_params, allowed=list(settings.trust.ui_set))

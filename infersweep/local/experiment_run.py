@@ -40,8 +40,8 @@ from infersweep.local.toy_model import build_toy_model
 from infersweep.names import dns_label
 from infersweep.paths import venv_python
 from infersweep.recipe import RecipeError, ResolvedRecipe
-from infersweep.render import library_templates
 from infersweep.schemas import validate_document
+from workflows.render import library_templates
 
 TREATMENTS = Path("volumes") / "workdir" / "treatments"  # workflows.experiment.TREATMENTS_DIR, in a run folder
 SPEC_PATH = "experiment-path"  # the experiment file this run folder is of

@@ -68,9 +68,9 @@ def install_templates(settings, run_params: dict[str, str]) -> list[dict[str, An
     """The WorkflowTemplates of the install set this launch needs: the step library, every pipeline, the launchers."""
     from infersweep.experiment.spec import all_experiment_paths
     from infersweep.recipe import all_recipe_paths, load_recipe
-    from infersweep.render import library_templates
     from workflows.all_templates import TOPOLOGIES, engines
     from workflows.launcher import launcher_templates
+    from workflows.render import library_templates
 
     out: dict[str, dict[str, Any]] = {}
     for e in engines():

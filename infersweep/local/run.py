@@ -39,7 +39,7 @@ from infersweep.names import dns_label
 from infersweep.params_files import read_yaml_mapping
 from infersweep.paths import params_dir, venv_python
 from infersweep.recipe import RecipeError, ResolvedRecipe, load_recipe
-from infersweep.render import render_recipe
+from workflows.render import render_recipe
 
 
 @dataclass

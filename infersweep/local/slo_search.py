@@ -21,8 +21,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from infersweep.aiperf import point_folder
 from infersweep.aiperf.point import Point, round_warmup
 from infersweep.cluster_settings import load_cluster_settings
@@ -35,7 +33,7 @@ from infersweep.results.table import point_row
 from infersweep.results.validity import load_thresholds
 from infersweep.slo_search import Search, bisect
 from infersweep.step_declarations import AIPERF_POINT
-from workflows.pipeline import recipe_arguments
+from workflows.pipeline import recipe_run
 
 
 def slo_search_local(
@@ -71,7 +69,7 @@ def slo_search_local(
             f"{recipe_ref}: workload.trace.fixed_schedule: a replay has one load; search a recipe "
             "whose load is concurrency or request_rate"
         )
-    dgd = yaml.safe_load(recipe_arguments(r, load_cluster_settings())["dgd"])
+    dgd, _ = recipe_run(r, load_cluster_settings())  # the DGD a run of the recipe deploys, as a dict
     out = Path(out).resolve()
     state_dir = out / "dgd" / dgd["metadata"]["name"]  # the layout the NVML sampler reads (<state>/dgd/<name>)
     gpu = None

@@ -10,7 +10,7 @@ import pytest
 from infersweep.aiperf.point import Point, PointError, parse_points, points_text, repeated, sweep
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import RecipeError, load_recipe
-from infersweep.render import render_recipe
+from workflows.render import render_recipe
 
 RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"
 

@@ -13,7 +13,7 @@ from infersweep.cluster_settings import load_cluster_settings
 from infersweep.local.run import local_profile, run_points, scaled_lengths
 from infersweep.local.scale_note import scale_note
 from infersweep.recipe import load_recipe
-from infersweep.render import render_recipe
+from workflows.render import render_recipe
 
 H200 = "qwen3-32b-bf16-vllm-h200-tp1"
 MOCKER = "nemotron-3-nano-fp8-vllm-agg-kv"

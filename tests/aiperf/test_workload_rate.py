@@ -183,10 +183,10 @@ def test_set_points_fill_in_closed_loop_and_check_rates():
 def test_rendered_point_task_passes_each_items_rate():
     from infersweep.cluster_settings import load_cluster_settings
     from infersweep.recipe import load_recipe
-    from workflows.pipeline import recipe_arguments
+    from workflows.pipeline import recipe_run
 
     r = load_recipe("demo-prefix-rr")
-    args = recipe_arguments(r, load_cluster_settings())
+    args = recipe_run(r, load_cluster_settings()).arguments
     assert all("request_rate" in p for p in json.loads(args["points"]))
 
 

@@ -243,7 +243,7 @@ def test_rendered_labels_and_names_are_valid(tmp_path):
     """Every label value and object name in everything a recipe renders is valid for Kubernetes."""
     from infersweep.cluster_settings import load_cluster_settings
     from infersweep.recipe import load_recipe
-    from infersweep.render import render_recipe
+    from workflows.render import render_recipe
 
     bundle = render_recipe(load_recipe(RECIPE), load_cluster_settings())
     for doc in bundle.documents():
@@ -260,7 +260,7 @@ def test_rendered_labels_and_names_are_valid(tmp_path):
 def test_every_step_container_is_exec_form_python_module_never_a_shell():
     from infersweep.cluster_settings import load_cluster_settings
     from infersweep.recipe import load_recipe
-    from infersweep.render import render_recipe
+    from workflows.render import render_recipe
 
     bundle = render_recipe(load_recipe(RECIPE), load_cluster_settings())
     containers = []
@@ -285,7 +285,7 @@ def test_a_hostile_engine_arg_stays_one_argv_item(tmp_path):
     """A recipe value with shell syntax is legal (it is data), but reaches the engine as one argv item."""
     from infersweep.cluster_settings import load_cluster_settings
     from infersweep.recipe import parse_recipe
-    from infersweep.render import render_recipe
+    from workflows.render import render_recipe
 
     src = (REPO / "params").rglob(f"{RECIPE}.yaml")
     data = yaml.safe_load(next(src).read_text())

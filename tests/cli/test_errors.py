@@ -13,12 +13,12 @@ RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"
 
 def test_a_bug_is_not_shown_as_bad_input(tmp_path, monkeypatch, capsys):
     """Before issue 22 any KeyError (a bug's dict lookup included) printed `infersweep: <key>` and exited 2."""
-    import infersweep.render
+    import workflows.render
 
     def buggy(*a, **k):
         return {}["gpu_pools"]  # a lookup bug deep in rendering
 
-    monkeypatch.setattr(infersweep.render, "render_recipe", buggy)
+    monkeypatch.setattr(workflows.render, "render_recipe", buggy)
     assert main(["render", RECIPE, "--out", str(tmp_path)]) == errors.BUG_EXIT == 70
     err = capsys.readouterr().err
     assert "Traceback (most recent call last)" in err and "KeyError: 'gpu_pools'" in err

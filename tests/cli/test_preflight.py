@@ -149,7 +149,7 @@ def test_an_empty_namespace_is_one_line_per_problem(monkeypatch, tmp_path, s3, p
 def test_each_broken_part_is_named_with_its_fix(cluster, s3, prom):
     api, kube, settings = cluster
     reach = Reach(s3_endpoint_url=s3.endpoint_url, prometheus_url=prom.url)
-    assert preflight(kube, settings, reach) == []
+    assert preflight(kube, settings, reach, install=_install(settings)) == []
 
     key = ("argoproj.io", "v1alpha1", settings.namespace, "workflowtemplates", "infersweep-vllm-agg")
     api.objects[key]["metadata"]["labels"][HASH_LABEL] = "0000000000000000"  # left by an older checkout
@@ -157,7 +157,7 @@ def test_each_broken_part_is_named_with_its_fix(cluster, s3, prom):
     api.objects[cm]["data"] = {**api.objects[cm]["data"], "h100-8gpu": "7"}  # edited by hand
     sec = ("", "v1", settings.namespace, "secrets", settings.hf_token_secret)
     api.objects[sec]["data"] = {"HUGGING_FACE_HUB_TOKEN": _b64("x")}  # the wrong key
-    lines = preflight(kube, settings, reach)
+    lines = preflight(kube, settings, reach, install=_install(settings))
     assert len(lines) == 3, lines
     assert "infersweep-vllm-agg: installed at" in lines[2] and "0000000000000000" in lines[2]
     assert lines[1].startswith("ConfigMap infersweep/infersweep-gpu-pools: keys h100-8gpu differ")
@@ -176,7 +176,12 @@ def test_s3_not_writable_and_prometheus_problems(cluster, s3, prom, tmp_path):
     # a Prometheus whose podMonitorSelector does not select dynamo-worker: no scrape pool for it
     with LocalPrometheus(tmp_path / "t.json", jobs=(f"podMonitor/{PM_NS}/dynamo-frontend/0",)) as only_frontend:
         _pools_loaded(only_frontend, 1)
-        lines = preflight(kube, settings, Reach(s3_endpoint_url=s3.endpoint_url, prometheus_url=only_frontend.url))
+        lines = preflight(
+            kube,
+            settings,
+            Reach(s3_endpoint_url=s3.endpoint_url, prometheus_url=only_frontend.url),
+            install=_install(settings),
+        )
     assert lines == [
         f"PodMonitor {PM_NS}/dynamo-worker: not selected by the Prometheus at {only_frontend.url} (no "
         f"scrape pool podMonitor/{PM_NS}/dynamo-worker/*); give it the labels of the Prometheus' "
@@ -184,7 +189,12 @@ def test_s3_not_writable_and_prometheus_problems(cluster, s3, prom, tmp_path):
         "in podMonitorNamespaceSelector"
     ]
 
-    lines = preflight(kube, settings, Reach(s3_endpoint_url=s3.endpoint_url, prometheus_url="http://127.0.0.1:1"))
+    lines = preflight(
+        kube,
+        settings,
+        Reach(s3_endpoint_url=s3.endpoint_url, prometheus_url="http://127.0.0.1:1"),
+        install=_install(settings),
+    )
     assert len(lines) == 1 and lines[0].startswith("Prometheus at http://127.0.0.1:1: not answering")
 
 
@@ -193,7 +203,9 @@ def test_a_query_prometheus_refuses_is_named(cluster, s3, prom, monkeypatch):
 
     api, kube, settings = cluster
     monkeypatch.setattr(pf, "required_queries", lambda s: {"frontend_requests_per_s": "sum(rate(x[30s])"})
-    lines = preflight(kube, settings, Reach(s3_endpoint_url=s3.endpoint_url, prometheus_url=prom.url))
+    lines = preflight(
+        kube, settings, Reach(s3_endpoint_url=s3.endpoint_url, prometheus_url=prom.url), install=_install(settings)
+    )
     assert len(lines) == 1 and "query frontend_requests_per_s (params/metrics.yaml) fails: bad_data" in lines[0]
 
 

@@ -21,7 +21,7 @@ from infersweep.dgd.render import render_dgd
 from infersweep.names import DGD_NAME_MAX, dgd_run_name, is_dns_label
 from infersweep.recipe import all_recipe_paths, load_recipe
 from tests.support.paths import REPO
-from workflows.pipeline import recipe_arguments
+from workflows.pipeline import recipe_run
 
 RECIPE = "qwen36-35b-a3b-fp8-sglang-disagg-dpep-prefix32k"  # 47 characters: over the budget on its own
 DGD = ("nvidia.com", "v1beta1", "bench", "dynamographdeployments")
@@ -31,7 +31,7 @@ def test_every_catalog_dgd_name_fits_the_operator_budget_per_run():
     settings = load_cluster_settings()
     for path in all_recipe_paths():
         r = load_recipe(path)
-        base = recipe_arguments(r, settings)["dgd-name"]
+        base = recipe_run(r, settings).arguments["dgd-name"]
         assert render_dgd(r)["metadata"]["name"] == base
         for run in (f"{r.name[:40]}-x7k2p", f"nightly-{r.name}-1764464400"):
             name = dgd_run_name(base, run)
@@ -78,7 +78,7 @@ def test_nightly_and_adhoc_runs_of_one_recipe_side_by_side(tmp_path):
     from tests.support.k8s_standin import K8sStandin
 
     r = load_recipe(RECIPE)
-    dgd = yaml.safe_load(recipe_arguments(r, load_cluster_settings())["dgd"])
+    dgd = yaml.safe_load(recipe_run(r, load_cluster_settings()).arguments["dgd"])
     # Both runs hold the whole pool: the deploy step would wait for the other's DGD to go (its lane labels,
     # tests/platform/test_lane_wait.py), as the GPU locks keep them apart on a cluster. Here only their names and
     # owners are at stake, so the DGD goes without its lane labels.
@@ -113,7 +113,7 @@ def test_nightly_and_adhoc_runs_of_one_recipe_side_by_side(tmp_path):
 def test_deploy_refuses_to_adopt_a_dgd_owned_by_another_workflow(tmp_path):
     from tests.support.k8s_standin import K8sStandin
 
-    dgd_yaml = recipe_arguments(load_recipe(RECIPE), load_cluster_settings())["dgd"]
+    dgd_yaml = recipe_run(load_recipe(RECIPE), load_cluster_settings()).arguments["dgd"]
     base = yaml.safe_load(dgd_yaml)["metadata"]["name"]
     with K8sStandin() as api:
         env = dict(os.environ, KUBECONFIG=str(api.kubeconfig(tmp_path)), PYTHONPATH=str(REPO))
@@ -152,5 +152,5 @@ def test_deploy_refuses_to_adopt_a_dgd_owned_by_another_workflow(tmp_path):
 
 def test_set_dgd_name_renames_the_deployment_every_step_uses():
     # deploy takes the name from the DGD YAML, wait-ready and teardown from `dgd-name`: one name for both
-    args = recipe_arguments(load_recipe(RECIPE), load_cluster_settings(), overrides={"dgd-name": "my-dgd"})
+    args = recipe_run(load_recipe(RECIPE), load_cluster_settings(), overrides={"dgd-name": "my-dgd"}).arguments
     assert yaml.safe_load(args["dgd"])["metadata"]["name"] == args["dgd-name"] == "my-dgd"

@@ -16,9 +16,9 @@ import yaml
 
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import load_recipe
-from infersweep.render import render_recipe
 from tests.support.k8s_standin import K8sStandin, merge_patch
 from tests.support.paths import REPO
+from workflows.render import render_recipe
 
 KEDA_RECIPE = "qwen36-35b-a3b-fp8-sglang-agg-keda"
 

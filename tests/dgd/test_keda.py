@@ -22,10 +22,10 @@ from infersweep.cluster_settings import load_cluster_settings
 from infersweep.dgd.render import render_dgd
 from infersweep.platform.keda import ANNOTATION, frontend_query, scaled_objects
 from infersweep.recipe import RecipeError, load_recipe, parse_recipe, recipe_data
-from infersweep.render import render_recipe
 from infersweep.schemas import SchemaError, validate_document
 from tests.conftest import shared_dir
 from tests.support.paths import REPO
+from workflows.render import render_recipe
 
 KEDA_RECIPE = "qwen36-35b-a3b-fp8-sglang-agg-keda"
 

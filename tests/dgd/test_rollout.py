@@ -17,7 +17,7 @@ from infersweep.cluster_settings import load_cluster_settings
 from infersweep.dgd.lanes import spare_gpus
 from infersweep.dgd.render import ROLLING_MAX_SURGE, ROLLING_MAX_UNAVAILABLE, default_surge_gpus, render_dgd
 from infersweep.recipe import all_recipe_paths, load_recipe
-from workflows.pipeline import recipe_arguments
+from workflows.pipeline import recipe_run
 
 
 def operator_resolves(annotations: dict[str, str], replicas: int) -> tuple[int, int]:
@@ -45,7 +45,7 @@ def test_an_exact_pool_rolls_without_surge():
     settings = load_cluster_settings()
     r = load_recipe("qwen3-32b-fp8-vllm-disagg-4p4d")
     assert spare_gpus(r, settings) == 0  # the whole H100 pool, every GPU in use
-    dgd = yaml.safe_load(recipe_arguments(r, settings)["dgd"])
+    dgd = yaml.safe_load(recipe_run(r, settings).arguments["dgd"])
     for comp in _workers(dgd):
         annotations = comp["podTemplate"]["metadata"]["annotations"]
         assert operator_resolves(annotations, comp["replicas"]) == (0, 1), comp["name"]

@@ -44,7 +44,7 @@ def test_a_recipes_own_image_wins_in_every_release():
 
 def test_the_run_context_carries_the_releases_image_and_hash():
     """What the results rows say was deployed: the 1.3.1 image, and a recipe hash other than the 1.6.1 one."""
-    from infersweep.render import render_recipe
+    from workflows.render import render_recipe
 
     settings = load_cluster_settings()
     r = load_recipe("nemotron-3-nano-fp8-vllm-agg-kv")

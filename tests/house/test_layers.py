@@ -237,3 +237,24 @@ def test_the_experiment_model_importing_workflows_breaks_a_contract(tmp_path):
     res = lint(root)
     assert res.returncode == 1
     assert "infersweep/experiment imports no workflows/" in " ".join(res.stdout.split()), res.stdout
+
+
+def test_a_domain_module_importing_workflows_breaks_a_contract(tmp_path):
+    """Issue 40: only the application tier (commands, local mode, the launcher, the API) imports workflows/.
+    A domain module that reaches up for a renderer (even inside a function) is caught, naming the rule."""
+    root = copy_code(tmp_path)
+    context = root / "infersweep" / "recipe_context.py"
+    context.write_text(
+        context.read_text() + "\n\ndef _late():\n    from workflows.render import render_recipe  # noqa\n"
+    )
+    res = lint(root)
+    assert res.returncode == 1
+    text = " ".join(res.stdout.split())
+    assert "only the application tier (commands, local mode, the launcher, the API) imports workflows/" in text, text
+    assert "infersweep.recipe_context -> workflows.render" in res.stdout, res.stdout
+
+
+def test_rendering_lives_in_workflows():
+    """The modules that turn a recipe into Argo objects sit beside pipeline.py, not in infersweep/ (issue 40)."""
+    assert (REPO / "workflows" / "render.py").is_file() and (REPO / "workflows" / "render_cache.py").is_file()
+    assert not (REPO / "infersweep" / "render.py").exists() and not (REPO / "infersweep" / "render_cache.py").exists()

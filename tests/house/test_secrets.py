@@ -30,7 +30,7 @@ SECRET_VARS = {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "AWS_ACCESS_KEY_ID", "AWS_S
 
 def _rendered():
     from infersweep.recipe import load_recipe
-    from infersweep.render import render_recipe
+    from workflows.render import render_recipe
 
     return render_recipe(load_recipe(RECIPE), load_cluster_settings())
 

@@ -288,7 +288,7 @@ def test_run_local_retry_and_resubmit_refuse_what_argo_refuses(tmp_path):
     from infersweep.cluster_settings import load_cluster_settings
     from infersweep.local.run import run_local
     from infersweep.recipe import RecipeError, load_recipe
-    from infersweep.render import render_recipe
+    from workflows.render import render_recipe
 
     run_dir = tmp_path / "runs" / "r1"
     render_recipe(

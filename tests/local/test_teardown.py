@@ -294,7 +294,7 @@ def test_interrupt_mid_sweep_leaves_nothing_running(cli_run, how):
 def _rendered():
     from infersweep.cluster_settings import load_cluster_settings
     from infersweep.recipe import load_recipe
-    from infersweep.render import render_recipe
+    from workflows.render import render_recipe
 
     return render_recipe(load_recipe(RECIPE), load_cluster_settings())
 

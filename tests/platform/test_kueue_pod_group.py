@@ -11,8 +11,8 @@ import yaml
 from infersweep.cluster_settings import load_cluster_settings, parse_cluster_settings
 from infersweep.platform import operations
 from infersweep.recipe import load_recipe
-from infersweep.render import render_recipe
 from tests.support.recording_platform import RecordingPlatform
+from workflows.render import render_recipe
 
 KUEUE_POD_GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"  # kueue GroupNameLabel
 RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"

@@ -16,8 +16,8 @@ from infersweep.cluster_settings import load_cluster_settings
 from infersweep.platform import operations
 from infersweep.platform.readiness import POD_LABEL
 from infersweep.recipe import load_recipe
-from infersweep.render import render_recipe
 from tests.support.k8s_standin import K8sStandin
+from workflows.render import render_recipe
 
 RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"  # 8 x H100: the 8-GPU lane, one run at a time
 DGD = ("nvidia.com", "v1beta1", "bench", "dynamographdeployments")

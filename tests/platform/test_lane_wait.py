@@ -16,8 +16,8 @@ from infersweep.cluster_settings import load_cluster_settings
 from infersweep.platform import operations
 from infersweep.platform.dgd import LANE_LABEL_PREFIX, lane_labels
 from infersweep.recipe import all_recipe_paths, load_recipe
-from infersweep.render import render_recipe
 from workflows import gpu_guard
+from workflows.render import render_recipe
 
 RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"  # 8 x H100: the 8-GPU lane
 LANE8 = LANE_LABEL_PREFIX + "h100-8gpu"

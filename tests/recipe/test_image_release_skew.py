@@ -12,7 +12,7 @@ import pytest
 
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import load_recipe
-from infersweep.render import render_recipe
+from workflows.render import render_recipe
 
 LIGHTNING_VLLM = "lightning-vllm-agg-h200-dspark"
 SKEW = "infersweep.io/image-release-skew"

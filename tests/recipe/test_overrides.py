@@ -183,7 +183,7 @@ def test_changed_recipe_is_validated_as_a_file_is(typed, expect):
 
 
 def test_render_cache_keys_on_recipe_changes(tmp_path, monkeypatch):
-    from infersweep import render_cache
+    from workflows import render_cache
 
     monkeypatch.setenv("INFERSWEEP_CACHE_DIR", str(tmp_path / "cache"))
     settings = load_cluster_settings()
@@ -253,7 +253,7 @@ def test_run_local_applies_recipe_changes(monkeypatch, tmp_path):
 def test_resume_refuses_other_recipe_changes(tmp_path):
     # A resumed run keeps the points measured before: they must be of the same recipe fields.
     from infersweep.local.run import run_local
-    from infersweep.render import render_recipe
+    from workflows.render import render_recipe
 
     run_dir = tmp_path / "runs" / "r1"
     changes = {"workload.concurrency": [1, 2]}

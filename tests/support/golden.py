@@ -14,8 +14,8 @@ import yaml
 
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import ResolvedRecipe, all_recipe_paths, load_recipe
-from infersweep.render import library_templates, render_recipe
 from tests.support.paths import TESTS
+from workflows.render import library_templates, render_recipe
 
 GOLDEN_DIR = TESTS / "golden"
 

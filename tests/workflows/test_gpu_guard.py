@@ -17,11 +17,11 @@ import yaml
 from infersweep.cluster_settings import ClusterSettingsError, buddy_lanes, load_cluster_settings, parse_cluster_settings
 from infersweep.paths import REPO_ROOT as REPO
 from infersweep.recipe import RecipeError, all_recipe_paths, load_recipe
-from infersweep.render import render_recipe
 from infersweep.schemas import SchemaError, validate_argo, validate_document
 from workflows import gpu_guard
 from workflows.cluster import kubectl_manifests
 from workflows.pipeline import pipeline_template
+from workflows.render import render_recipe
 
 RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"  # 8 x H100
 

@@ -98,7 +98,7 @@ def test_a_new_recipe_file_is_in_the_next_install_drop_down(tmp_path, monkeypatc
 
 
 def test_a_launch_is_the_submit_document_and_passes_strict(settings, tmp_path):
-    from infersweep.render import render_recipe
+    from workflows.render import render_recipe
 
     doc = _launch(settings, tmp_path).workflow
     assert violations(doc) == []

@@ -11,8 +11,8 @@ from infersweep.cluster_settings import load_cluster_settings
 from infersweep.params_files import RecipeError
 from infersweep.pipeline_params import BY_NAME, PARAMS, RUN_PARAMS
 from infersweep.recipe import all_recipe_paths, load_recipe
-from infersweep.render import library_templates
 from workflows.pipeline import pipeline_defaults
+from workflows.render import library_templates
 
 ALL = [p.name for p in PARAMS]
 

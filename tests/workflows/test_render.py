@@ -10,8 +10,8 @@ import yaml
 
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import RecipeError, load_recipe
-from infersweep.render import render_recipe
 from infersweep.schemas import SchemaError, validate_argo, validate_dgd, validate_document
+from workflows.render import render_recipe
 
 NEMOTRON = "nemotron-3-nano-fp8-vllm-agg-kv"
 

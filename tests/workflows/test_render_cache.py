@@ -1,4 +1,4 @@
-"""The render cache (infersweep/render_cache.py) never changes what is rendered: a changed recipe, params file,
+"""The render cache (workflows/render_cache.py) never changes what is rendered: a changed recipe, params file,
 --set or line of rendering code renders anew, with the new output; a corrupt entry is ignored; output is the
 same bytes with and without it; it can be turned off, and nothing uses it unless asked (the golden files
 render without it). Speed is measured by benchmarks/startup.py, not here."""
@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infersweep import render_cache
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import load_recipe
-from infersweep.render import _Dumper, render_recipe
 from tests.support.paths import REPO
+from workflows import render_cache
+from workflows.render import _Dumper, render_recipe
 
 RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"
 RECIPE_FILE = Path("recipes/cluster-report/nemotron-3-nano-fp8-vllm-agg-kv.yaml")

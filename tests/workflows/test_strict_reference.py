@@ -10,8 +10,8 @@ import pytest
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.commands.install import install_set
 from infersweep.recipe import all_recipe_paths, load_recipe
-from infersweep.render import render_recipe
 from workflows import strict
+from workflows.render import render_recipe
 
 
 @pytest.fixture(scope="module")

@@ -18,8 +18,8 @@ import pytest
 
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.recipe import load_recipe
-from infersweep.render import render_recipe
 from tests.support.argo_retry import Run
+from workflows.render import render_recipe
 
 RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"
 NEEDS_DEPLOYMENT = {"wait-ready", "aiperf-point"}  # pods that talk to the DGD

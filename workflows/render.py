@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from infersweep import render_cache
+from workflows import render_cache
 
 if TYPE_CHECKING:  # the settings are loaded by the caller; their pydantic model need not be built here
     from infersweep.cluster_settings import ClusterSettings
@@ -25,14 +25,11 @@ from infersweep.schemas import reference_dir, validate_document
 
 # workflows.pipeline and workflows.steps_library import hera.workflows (~1.2 s, most of a
 # render's start-up): they are imported where a bundle is built, so a bundle from the render cache
-# (infersweep/render_cache.py) never loads Hera.
+# (workflows/render_cache.py) never loads Hera.
 
 
-# libyaml's emitter/parser when PyYAML has it: the same YAML (checked on every document of the catalog),
-# ~10x faster than the pure-Python one, which was half the time of `render --all`.
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
+# libyaml's emitter when PyYAML has it: the same YAML (checked on every document of the catalog), ~10x
+# faster than the pure-Python one, which was half the time of `render --all`.
 class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
     """Strings as Hera writes them, whether or not Hera is imported in this process.
 
@@ -180,15 +177,15 @@ def _render(
     workflow_name: str | None,
 ) -> Bundle:
     from infersweep.platform.keda import scaled_objects  # the deploy step's own builder
-    from workflows.pipeline import recipe_arguments, recipe_workflow
+    from workflows.pipeline import recipe_run, recipe_workflow
 
-    args = recipe_arguments(r, settings, dgd_api=dgd_api, overrides=overrides)
+    dgd, args = recipe_run(r, settings, dgd_api=dgd_api, overrides=overrides)
     wf = recipe_workflow(r, args, namespace or settings.namespace, settings).to_dict()
     if workflow_name:
         wf["metadata"].pop("generateName", None)
         wf["metadata"]["name"] = workflow_name
     bundle = Bundle(
-        dgd=yaml.load(args["dgd"], Loader=_LOADER),
+        dgd=dgd,  # the dict the Workflow's `dgd` argument was serialised from: no YAML round trip
         workflow=wf,
         templates=library_templates(settings, r.recipe.engine, r.recipe.topology.mode),
     )
