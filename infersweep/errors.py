@@ -29,4 +29,16 @@ EXIT_CODES = {
 
 
 class UserError(Exception):
-    """Bad input: the message says which file/field and how to fix it."""
+    """An error the user can cause and fix: the message says which file/field/argument and how to fix it.
+
+    The CLI prints it as one line, `infersweep: MESSAGE`, and exits with the class's `exit_code` (USAGE_EXIT
+    unless a kind says otherwise: a publish that could not upload, a local deployment that would not start
+    are "the answer is no", 1). Every exit code a kind names is in EXIT_CODES (tests/house/test_error_family.py).
+    A kind that other code catches as a ValueError/LookupError keeps that base beside this one."""
+
+    exit_code: int = USAGE_EXIT
+
+
+class BadArgument(UserError, ValueError):
+    """A command-line argument, or a file or folder it names, that cannot be used as given (a --store that is no
+    store, a --context that is not JSON, one run where two are needed); the message names it and the fix."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import signal
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -105,7 +104,6 @@ def run(a: argparse.Namespace) -> int:
         raise RecipeError(f"{a.file}: no such file; give a Workflow YAML")
     if a.templates and not Path(a.templates).is_dir():
         raise RecipeError(f"--templates {a.templates}: not a folder of WorkflowTemplate/ConfigMap YAML files")
-    from infersweep.local.argo import WorkflowError
 
     holder: dict[str, Any] = {}
 
@@ -114,21 +112,17 @@ def run(a: argparse.Namespace) -> int:
         for sig, strategy in ((signal.SIGINT, "Stop"), (signal.SIGTERM, "Terminate")):
             signal.signal(sig, lambda *_s, st=strategy: argo.stop(strategy=st))
 
-    try:
-        argo = run_workflow_file(
-            path,
-            templates_dir=Path(a.templates) if a.templates else None,
-            images=images,
-            work_dir=Path(a.work_dir) if a.work_dir else None,
-            on_started=started,
-            state_dir=Path(a.state_dir) if a.state_dir else None,
-            params=dict(p.split("=", 1) for p in a.parameter),
-            template_referencing=a.template_referencing or "",
-        )
-    except WorkflowError as e:
-        # What `argo submit` would refuse: nothing ran.
-        print(f"infersweep argo: rejected: {e}", file=sys.stderr)
-        return 2
+    # What `argo submit` would refuse is a WorkflowError (a UserError, exit 2): nothing ran.
+    argo = run_workflow_file(
+        path,
+        templates_dir=Path(a.templates) if a.templates else None,
+        images=images,
+        work_dir=Path(a.work_dir) if a.work_dir else None,
+        on_started=started,
+        state_dir=Path(a.state_dir) if a.state_dir else None,
+        params=dict(p.split("=", 1) for p in a.parameter),
+        template_referencing=a.template_referencing or "",
+    )
     print(json.dumps(argo.status(), indent=2))
     return 0 if argo.phase == "Succeeded" else 1
 

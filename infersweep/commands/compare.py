@@ -18,7 +18,7 @@ def run(a: argparse.Namespace) -> int:
     tables = {label: r.table for label, r in runs.items()}
     from infersweep.metrics import canonical
 
-    judged = [canonical(m, f"--metric {m}") for m in a.metric or []]  # ValueError: one line (clean_errors)
+    judged = [canonical(m, f"--metric {m}") for m in a.metric or []]  # MetricNameError: one line
     cmp = compare_runs(tables, include_invalid=a.include_invalid, decide=judged or None)
     for note in notes:
         print(f"note: {note}")
@@ -65,6 +65,4 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     add_allow_arg(p)
     add_store_arg(p)
-    from infersweep.results.cli_common import clean_errors
-
-    p.set_defaults(fn=clean_errors(run))
+    p.set_defaults(fn=run)

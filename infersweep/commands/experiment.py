@@ -40,12 +40,10 @@ def _report(a: argparse.Namespace) -> int:
     for name, ref in refs.items():
         run = load_run(ref, a.store)
         # A run of another recipe is not evidence for this treatment (infersweep.results.evidence).
-        try:
-            check_recipe_hash(
-                name, f"{ref} ({run.run_id})", run.context.get("recipe_hash"), recipe_hash(e.treatment(name).recipe)
-            )
-        except ValueError as err:
-            raise RecipeError(f"experiment report {e.name}: {err}") from None
+        expected = recipe_hash(e.treatment(name).recipe)
+        check_recipe_hash(
+            name, f"{ref} ({run.run_id})", run.context.get("recipe_hash"), expected, f"experiment report {e.name}"
+        )
         tables[name], runs[name] = run.table, run
     notes = _comparable(e, runs, a)
     report = experiment_report(e, tables)
@@ -60,8 +58,7 @@ def _comparable(e, runs: dict, a: argparse.Namespace) -> list[str]:
     (its treatments' recipes differ in that dimension: a factor of ISL, of model, of SLOs); anything else
     needs --allow-different (infersweep.results.comparable). Local runs of one experiment share its scaled
     workload, so a treatment run on a cluster beside one run locally is refused (source, workload)."""
-    from infersweep.recipe import RecipeError
-    from infersweep.results.comparable import NotComparable, allowed, check_comparable
+    from infersweep.results.comparable import allowed, check_comparable
 
     def varied(key) -> bool:
         return len({json.dumps(key(t.recipe), sort_keys=True, default=str) for t in e.treatments}) > 1
@@ -78,10 +75,9 @@ def _comparable(e, runs: dict, a: argparse.Namespace) -> list[str]:
         )
         if varied(key)
     }
-    try:
-        return check_comparable(runs, allowed(a) | set(by_design), why_allowed=by_design)
-    except NotComparable as err:
-        raise RecipeError(f"experiment report {e.name}: {err}") from None
+    return check_comparable(
+        runs, allowed(a) | set(by_design), why_allowed=by_design, asked_by=f"experiment report {e.name}"
+    )
 
 
 def _render(a: argparse.Namespace) -> int:
@@ -290,7 +286,7 @@ def run(a: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from infersweep.results.cli_common import add_store_arg, clean_errors
+    from infersweep.results.cli_common import add_store_arg
 
     p = sub.add_parser("experiment", help="plan a comparison of deployments with the fewest redeploys; report on it")
     p.add_argument("action", choices=["plan", "list", "render", "report", "run", "submit"])
@@ -325,4 +321,4 @@ def register(sub: argparse._SubParsersAction) -> None:
     from infersweep.argo_server import add_server_flags
 
     add_server_flags(p)
-    p.set_defaults(fn=clean_errors(run))
+    p.set_defaults(fn=run)

@@ -8,27 +8,29 @@ import argparse
 EXIT = {"pass": 0, "improved": 0, "regressed": 1, "inconclusive": 3}
 
 
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _tolerances(items: list[str]) -> dict:
-    from infersweep.recipe import RecipeError
+    from infersweep.errors import BadArgument
+    from infersweep.metrics import canonical
 
     out: dict = {}
     for item in items:
         metric, sep, value = item.partition("=")
-        try:
-            if not sep:
-                raise ValueError
-            kind, _, number = value.rpartition(":")
-            spec = {kind or "rel": float(number)} if metric != "z" else float(number)
-        except ValueError:
-            raise RecipeError(f"--tolerance {item!r}: write METRIC=REL (0.05 = 5%), METRIC=abs:A or z=N") from None
-        if metric != "z":
-            from infersweep.metrics import canonical
-
-            try:  # the results table's metric names; an old spelling is mapped with a warning
-                metric = canonical(metric, f"--tolerance {item}", warn=True)
-            except ValueError as e:
-                raise RecipeError(str(e)) from None
-        out[metric] = spec
+        kind, _, number = value.rpartition(":")
+        if not sep or not _is_number(number):
+            raise BadArgument(f"--tolerance {item!r}: write METRIC=REL (0.05 = 5%), METRIC=abs:A or z=N")
+        if metric == "z":
+            out[metric] = float(number)
+            continue
+        # the results table's metric names; an old spelling is mapped with a warning (MetricNameError if none)
+        out[canonical(metric, f"--tolerance {item}", warn=True)] = {kind or "rel": float(number)}
     return out
 
 
@@ -74,6 +76,4 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="also judge points whose validity verdict is invalid (left out by default, and listed)",
     )
     add_store_arg(p)
-    from infersweep.results.cli_common import clean_errors
-
-    p.set_defaults(fn=clean_errors(run))
+    p.set_defaults(fn=run)
