@@ -68,83 +68,52 @@ def _cpu(v: Any) -> Any:
     return v
 
 
-DnsLabel = Annotated[
-    str,
-    _checked(
-        is_dns_label,
-        "must be a Kubernetes name (lowercase letters, digits and '-', "
-        "starting and ending with a letter or digit, at most 63)",
-    ),
-]
-DnsSubdomain = Annotated[
-    str,
-    _checked(
-        is_dns_subdomain, "must be a Kubernetes object name (lowercase letters, digits, '-' and '.', at most 253)"
-    ),
-]
-StorageClass = Annotated[
-    str,
-    _checked(
-        lambda v: v == "" or is_dns_subdomain(v), 'must be a StorageClass name, or "" for the cluster\'s default class'
-    ),
-]
-OptionalSecret = Annotated[
-    str, _checked(lambda v: v == "" or is_dns_subdomain(v), 'must be a Secret name, or "" for none')
-]
-Quantity = Annotated[
-    str, _checked(lambda v: is_quantity(v, positive=True), "must be a Kubernetes quantity like 500Gi or 512Mi")
-]
+def _text(ok, fix: str, *, empty_ok: bool = False):
+    """A string field that `ok` accepts (and "" too with empty_ok: none, the default), else refused with `fix`."""
+    return Annotated[str, _checked((lambda v: v == "" or ok(v)) if empty_ok else ok, fix)]
+
+
+DnsLabel = _text(
+    is_dns_label,
+    "must be a Kubernetes name (lowercase letters, digits and '-', starting and ending with a letter or digit, "
+    "at most 63)",
+)
+DnsSubdomain = _text(
+    is_dns_subdomain, "must be a Kubernetes object name (lowercase letters, digits, '-' and '.', at most 253)"
+)
+StorageClass = _text(
+    is_dns_subdomain, 'must be a StorageClass name, or "" for the cluster\'s default class', empty_ok=True
+)
+OptionalSecret = _text(is_dns_subdomain, 'must be a Secret name, or "" for none', empty_ok=True)
+Quantity = _text(lambda v: is_quantity(v, positive=True), "must be a Kubernetes quantity like 500Gi or 512Mi")
 CpuQuantity = Annotated[str, BeforeValidator(_cpu)]
-ImageRef = Annotated[
-    str,
-    _checked(
-        k8s.matches(k8s.IMAGE_REF, 512),
-        "must be an image reference like ghcr.io/infersweep/steps:0.1.0 (registry/path:tag)",
-    ),
-]
-S3Bucket = Annotated[
-    str, _checked(k8s.matches(k8s.S3_BUCKET), "not an S3 bucket name (3-63 lowercase letters, digits, '.', '-')")
-]
-S3Prefix = Annotated[
-    str,
-    _checked(
-        lambda v: k8s.matches(k8s.S3_PREFIX, 512)(v) and ".." not in v.split("/"),
-        "use a key prefix like runs/team-a (letters, digits, '-', '_', '.', no '..' and no leading or trailing '/')",
-    ),
-]
-OptionalUrl = Annotated[
-    str,
-    _checked(
-        lambda v: v == "" or k8s.matches(k8s.URL, 2048)(v),
-        'give an http(s):// URL like http://prometheus.monitoring:9090, or "" for none',
-    ),
-]
-S3Endpoint = Annotated[
-    str,
-    _checked(
-        k8s.matches(k8s.HOST_PORT),
-        "give the S3 endpoint as host[:port] without a scheme, like s3.amazonaws.com (Argo's s3.endpoint)",
-    ),
-]
-Region = Annotated[
-    str,
-    _checked(
-        lambda v: v == "" or k8s.matches(k8s.REGION, 64)(v),
-        'must be a region like us-east-1, or "" for the endpoint\'s default',
-    ),
-]
-ConfigMapKey = Annotated[
-    str, _checked(k8s.matches(k8s.CONFIGMAP_KEY), "must be a ConfigMap key (letters, digits, '-', '_', '.')")
-]
-Duration = Annotated[str, _checked(k8s.matches(k8s.DURATION, 64), "must be a duration like 10s, 10m or 1h30m")]
-Cron = Annotated[
-    str,
-    _checked(
-        k8s.is_cron,
-        'must be a cron schedule of five fields like "0 1 * * *" (minute hour day-of-month month day-of-week)',
-    ),
-]
-TimeZone = Annotated[str, _checked(k8s.is_timezone, "must be an IANA time zone like Etc/UTC or Europe/Paris")]
+ImageRef = _text(
+    k8s.matches(k8s.IMAGE_REF, 512),
+    "must be an image reference like ghcr.io/infersweep/steps:0.1.0 (registry/path:tag)",
+)
+S3Bucket = _text(k8s.matches(k8s.S3_BUCKET), "not an S3 bucket name (3-63 lowercase letters, digits, '.', '-')")
+S3Prefix = _text(
+    lambda v: k8s.matches(k8s.S3_PREFIX, 512)(v) and ".." not in v.split("/"),
+    "use a key prefix like runs/team-a (letters, digits, '-', '_', '.', no '..' and no leading or trailing '/')",
+)
+OptionalUrl = _text(
+    k8s.matches(k8s.URL, 2048),
+    'give an http(s):// URL like http://prometheus.monitoring:9090, or "" for none',
+    empty_ok=True,
+)
+S3Endpoint = _text(
+    k8s.matches(k8s.HOST_PORT),
+    "give the S3 endpoint as host[:port] without a scheme, like s3.amazonaws.com (Argo's s3.endpoint)",
+)
+Region = _text(
+    k8s.matches(k8s.REGION, 64), 'must be a region like us-east-1, or "" for the endpoint\'s default', empty_ok=True
+)
+ConfigMapKey = _text(k8s.matches(k8s.CONFIGMAP_KEY), "must be a ConfigMap key (letters, digits, '-', '_', '.')")
+Duration = _text(k8s.matches(k8s.DURATION, 64), "must be a duration like 10s, 10m or 1h30m")
+Cron = _text(
+    k8s.is_cron, 'must be a cron schedule of five fields like "0 1 * * *" (minute hour day-of-month month day-of-week)'
+)
+TimeZone = _text(k8s.is_timezone, "must be an IANA time zone like Etc/UTC or Europe/Paris")
 
 
 def _pos_int(what: str):
@@ -193,14 +162,11 @@ class S3(_Strict):
     # MinIO, Ceph RGW, any S3-compatible store: its host[:port] as the step pods reach it ("" = AWS S3). The
     # S3 steps get it as AWS_ENDPOINT_URL (botocore reads it: configprovider.py, 'endpoint_url'), and
     # infersweep.results.s3 then uses path-style addressing.
-    endpoint: Annotated[
-        str,
-        _checked(
-            lambda v: v == "" or k8s.matches(k8s.HOST_PORT)(v),
-            "give the S3 endpoint as host[:port] without a scheme, like "
-            'minio.minio.svc.cluster.local:9000, or "" for AWS S3',
-        ),
-    ] = ""
+    endpoint: _text(
+        k8s.matches(k8s.HOST_PORT),
+        'give the S3 endpoint as host[:port] without a scheme, like minio.minio.svc.cluster.local:9000, or "" for AWS S3',
+        empty_ok=True,
+    ) = ""
     region: Region = ""
     insecure: Annotated[bool, _BOOL] = False  # true: plain http to `endpoint` (an in-cluster MinIO without TLS)
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from infersweep.cli_util import key_values
 from infersweep.recipe import RecipeError
 
 
@@ -93,12 +94,7 @@ def run_workflow_file(
 def run(a: argparse.Namespace) -> int:
     if a.action != "run":
         raise RecipeError("infersweep argo: only `run` is available")
-    images = {}
-    for spec in a.image:
-        if "=" not in spec:
-            raise RecipeError(f"--image {spec!r}: give IMAGE=PYTHON_OR_ENV, e.g. alpine=/usr/bin/python3")
-        k, v = spec.split("=", 1)
-        images[k] = v
+    images = key_values(a.image, "--image", "IMAGE=PYTHON_OR_ENV, e.g. alpine=/usr/bin/python3")
     path = Path(a.file)
     if not path.is_file():
         raise RecipeError(f"{a.file}: no such file; give a Workflow YAML")
@@ -120,7 +116,7 @@ def run(a: argparse.Namespace) -> int:
         work_dir=Path(a.work_dir) if a.work_dir else None,
         on_started=started,
         state_dir=Path(a.state_dir) if a.state_dir else None,
-        params=dict(p.split("=", 1) for p in a.parameter),
+        params=key_values(a.parameter, "-p", "NAME=VALUE, as `argo submit -p`"),
         template_referencing=a.template_referencing or "",
     )
     print(json.dumps(argo.status(), indent=2))

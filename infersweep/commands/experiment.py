@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from infersweep.cli_util import table, writable_folder
+from infersweep.cli_util import add_dgd_api_arg, table, writable_folder
 
 
 def _report(a: argparse.Namespace) -> int:
@@ -186,17 +186,14 @@ def _submit(a: argparse.Namespace) -> int:
 def _run(a: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from infersweep.commands.run import check_local
     from infersweep.local.experiment_run import run_experiment_local
-    from infersweep.recipe import RecipeError
 
-    if not a.local:
-        raise RecipeError(
-            "infersweep experiment run FILE: only --local runs here; on a cluster, "
-            "`infersweep experiment render FILE` and submit the Workflow it writes"
-        )
-    from infersweep.commands.run import check_worker_options
-
-    check_worker_options(a)
+    check_local(
+        a,
+        "infersweep experiment run FILE: only --local runs here; on a cluster, "
+        "`infersweep experiment render FILE` and submit the Workflow it writes",
+    )
     ref = a.local if isinstance(a.local, str) else a.file
     res = run_experiment_local(
         ref,
@@ -307,11 +304,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     from infersweep.commands.run import add_worker_options
 
     add_worker_options(p)
-    p.add_argument(
-        "--dgd-api",
-        default=None,
-        choices=["v1beta1", "v1alpha1"],
-        help="render/run: DGD apiVersion (default v1beta1); submit: the install's (infersweep install --dgd-api)",
+    add_dgd_api_arg(
+        p, None, "render/run: DGD apiVersion (default v1beta1); submit: the install's (infersweep install --dgd-api)"
     )
     p.add_argument("--watch", action="store_true", help="submit: follow the run until it ends")
     add_store_arg(p)

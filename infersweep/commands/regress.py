@@ -8,14 +8,6 @@ import argparse
 EXIT = {"pass": 0, "improved": 0, "regressed": 1, "inconclusive": 3}
 
 
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
 def _tolerances(items: list[str]) -> dict:
     from infersweep.errors import BadArgument
     from infersweep.metrics import canonical
@@ -24,13 +16,17 @@ def _tolerances(items: list[str]) -> dict:
     for item in items:
         metric, sep, value = item.partition("=")
         kind, _, number = value.rpartition(":")
-        if not sep or not _is_number(number):
+        try:
+            bound = float(number) if sep else None
+        except ValueError:
+            bound = None
+        if bound is None:
             raise BadArgument(f"--tolerance {item!r}: write METRIC=REL (0.05 = 5%), METRIC=abs:A or z=N")
         if metric == "z":
-            out[metric] = float(number)
+            out[metric] = bound
             continue
         # the results table's metric names; an old spelling is mapped with a warning (MetricNameError if none)
-        out[canonical(metric, f"--tolerance {item}", warn=True)] = {kind or "rel": float(number)}
+        out[canonical(metric, f"--tolerance {item}", warn=True)] = {kind or "rel": bound}
     return out
 
 
@@ -54,7 +50,7 @@ def run(a: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from infersweep.results.cli_common import add_store_arg
+    from infersweep.results.cli_common import add_include_invalid_arg, add_store_arg
 
     p = sub.add_parser("regress", help="judge a run against a baseline run, noise-aware")
     p.add_argument("run", help="the run to judge (folder, or id in --store)")
@@ -66,14 +62,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="METRIC=REL",
         help="override a tolerance, e.g. ttft_p50_ms=0.15 or error_ratio=abs:0.02, or z=3",
     )
-    p.add_argument("--mix-sources", action="store_true", help="= --allow-different source")
     from infersweep.results.comparable import add_allow_arg
 
-    add_allow_arg(p, "judge")
-    p.add_argument(
-        "--include-invalid",
-        action="store_true",
-        help="also judge points whose validity verdict is invalid (left out by default, and listed)",
-    )
+    add_allow_arg(p, "judge", mix_sources=True)
+    add_include_invalid_arg(p, "judge")
     add_store_arg(p)
     p.set_defaults(fn=run)

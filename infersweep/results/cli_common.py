@@ -36,6 +36,15 @@ def add_store_arg(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_include_invalid_arg(p: argparse.ArgumentParser, verb: str, help: str = "") -> None:
+    """--include-invalid: points whose validity verdict is invalid are left out (and listed) unless given."""
+    p.add_argument(
+        "--include-invalid",
+        action="store_true",
+        help=help or f"also {verb} points whose validity verdict is invalid (left out by default, and listed)",
+    )
+
+
 class RunLookupError(UserError, LookupError):
     """A RUN argument that names no run: one line naming what was looked for and where."""
 

@@ -159,8 +159,11 @@ def check_comparable(
     return notes
 
 
-def add_allow_arg(p, what: str = "compare") -> None:
-    """The CLI flag: `--allow-different DIM` (repeatable)."""
+def add_allow_arg(p, what: str = "compare", mix_sources: bool = False) -> None:
+    """The CLI flag: `--allow-different DIM` (repeatable); `mix_sources`: also its older spelling for the source,
+    `--mix-sources` (compare, regress)."""
+    if mix_sources:
+        p.add_argument("--mix-sources", action="store_true", help=f"= {FLAG} source")
     p.add_argument(
         FLAG,
         action="append",
