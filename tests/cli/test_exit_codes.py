@@ -37,7 +37,7 @@ def _codes(value: ast.AST, names: dict[str, object]) -> set[int]:
         return _codes(value.body, names) | _codes(value.orelse, names)
     if isinstance(value, ast.Name) and type(names.get(value.id)) is int:
         return {names[value.id]}
-    if isinstance(value, ast.Attribute) and value.attr == "exit_code":  # cli.py: `return e.exit_code`
+    if isinstance(value, ast.Call) and getattr(value.func, "id", "") == "exit_code":  # cli.py: a UserError's
         return _family_codes()
     if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name):
         table = names.get(value.value.id)
@@ -48,14 +48,14 @@ def _codes(value: ast.AST, names: dict[str, object]) -> set[int]:
 
 def _family_codes() -> set[int]:
     """The exit codes of the UserError kinds loaded (tests/house/test_error_family.py checks all of them)."""
-    from infersweep.errors import UserError
+    from infersweep.errors import USAGE_EXIT, UserError
 
     kinds, todo = set(), [UserError]
     while todo:
         kind = todo.pop()
         kinds.add(kind)
         todo.extend(k for k in kind.__subclasses__() if k not in kinds)
-    return {k.exit_code for k in kinds}
+    return {getattr(k, "exit_code", USAGE_EXIT) for k in kinds}
 
 
 def _returned_codes() -> dict[int, list[str]]:

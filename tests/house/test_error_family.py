@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from infersweep.cli import main as cli_main
-from infersweep.errors import BUG_EXIT, EXIT_CODES, INTERRUPTED_EXIT, UserError
+from infersweep.errors import BUG_EXIT, EXIT_CODES, INTERRUPTED_EXIT, USAGE_EXIT, UserError
 from tests.support.paths import REPO
 
 PACKAGES = ("infersweep", "workflows", "steps")
@@ -91,7 +91,7 @@ def test_the_internal_list_names_only_internal_classes_that_exist():
 
 
 def test_every_user_error_exits_with_a_documented_code():
-    codes = {q: cls.exit_code for q, cls in CLASSES.items() if issubclass(cls, UserError)}
+    codes = {q: getattr(cls, "exit_code", USAGE_EXIT) for q, cls in CLASSES.items() if issubclass(cls, UserError)}
     wrong = {q: c for q, c in codes.items() if c not in EXIT_CODES or c in (0, BUG_EXIT, INTERRUPTED_EXIT)}
     assert not wrong, f"UserError kinds whose exit code is not a documented failure code (docs/errors.md): {wrong}"
 
@@ -196,3 +196,18 @@ def test_a_user_error_is_one_line_with_its_exit_code(kind, code, monkeypatch, ca
     monkeypatch.setattr(recipes, "run", refuses)
     assert cli_main(["recipes"]) == code
     assert capsys.readouterr().err == "infersweep: x.yaml: field: what is wrong; the fix\n"
+
+
+def test_a_user_error_a_dropped_connection_caused_is_still_retried_in_a_step():
+    # The base sets no exit_code: steps/runner.py reads the cause and retries (75), as before the family.
+    from infersweep.results.cli_common import RunLookupError
+    from steps.runner import exit_code
+    from steps.transient import TRANSIENT_EXIT
+
+    try:
+        try:
+            raise ConnectionResetError("reset by peer")
+        except ConnectionResetError as e:
+            raise RunLookupError("the results store s3://b/p could not be read") from e
+    except RunLookupError as e:
+        assert exit_code(e) == TRANSIENT_EXIT
