@@ -23,7 +23,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from infersweep.recipe import RecipeError
+from infersweep.errors import UserError
 from infersweep.schemas import validate_document
 
 CONFIG_PATH = Path("~/.config/infersweep/config.yaml")
@@ -32,12 +32,13 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
 
-class ArgoConfigError(RecipeError):
+class ArgoConfigError(UserError):
     """Missing or malformed Argo Server settings: one line, before any request."""
 
 
-class ArgoServerError(RecipeError):
-    """The Argo Server refused or could not be reached: the CLI prints it as one line (as RecipeError)."""
+class ArgoServerError(UserError):
+    """The Argo Server refused or could not be reached (its address, token or namespace are the user's to fix):
+    the CLI prints it as one line."""
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import sys
 import traceback
 
 import infersweep.commands
-from infersweep.errors import BUG_EXIT, INTERRUPTED_EXIT, USAGE_EXIT, UserError
+from infersweep.errors import BUG_EXIT, INTERRUPTED_EXIT, UserError, exit_code
 
 
 def _command_modules() -> dict[str, str]:
@@ -56,9 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return a.fn(a)
     except UserError as e:
-        # Bad input: one clear line naming the field and the fix, no traceback, nothing touched.
+        # An error the user can fix: one clear line naming the field and the fix, no traceback, and the
+        # kind's exit code (2, bad input, unless it says otherwise: infersweep/errors.py exit_code).
         print(f"infersweep: {e}", file=sys.stderr)
-        return USAGE_EXIT
+        return exit_code(e)
     except KeyboardInterrupt:
         # Ctrl-C is the user's choice, not a failure to explain (`run --local` handles it itself: argo stop)
         print("infersweep: interrupted", file=sys.stderr)

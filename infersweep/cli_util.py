@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from infersweep.errors import BadArgument
 from infersweep.recipe import RecipeError
 
 if TYPE_CHECKING:
@@ -17,6 +19,37 @@ SET_HELP = (
     "topology.workers.tp=2; a mapping merges into the field) or a run parameter (prometheus-url, "
     "s3-prefix, model-cache-pvc, ...); the recipe is validated and rendered again"
 )
+
+
+DGD_APIS = ["v1beta1", "v1alpha1"]  # v1alpha1: the Dynamo 1.3.1 release's, for a 1.3 operator
+
+
+def add_set_arg(p: argparse.ArgumentParser) -> None:
+    """--set KEY=VALUE (repeatable): every command that renders a recipe (render, validate, submit, run)."""
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=SET_HELP)
+
+
+def add_dgd_api_arg(p: argparse.ArgumentParser, default: str | None = "v1beta1", help: str | None = None) -> None:
+    p.add_argument("--dgd-api", choices=DGD_APIS, default=default, help=help)
+
+
+def add_no_cache_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="render even if this recipe was rendered before from the same inputs (see workflows/render_cache.py)",
+    )
+
+
+def key_values(items: list[str], flag: str, form: str) -> dict[str, str]:
+    """`KEY=VALUE` arguments as a mapping (the first '=' splits); one without '=' is refused, naming `form`."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise BadArgument(f"{flag} {item!r}: give {form}")
+        out[key] = value
+    return out
 
 
 def parse_sets(values: list[str] | None) -> "Sets":

@@ -10,8 +10,6 @@ s3-bucket, ...) is checked with the same field type (`check_set`).
 
 from __future__ import annotations
 
-import re
-import zoneinfo
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -19,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
+from infersweep import k8s_types as k8s
 from infersweep.k8s_types import is_dns_label, is_dns_subdomain, is_quantity
 from infersweep.model_errors import Mistakes as _Mistakes
 from infersweep.model_errors import format_errors, messages
@@ -60,49 +59,6 @@ def _checked(ok, fix: str):
     return BeforeValidator(check)
 
 
-def _str_re(pattern: str, max_len: int = 253):
-    rx = re.compile(pattern)
-    return lambda v: isinstance(v, str) and len(v) <= max_len and bool(rx.fullmatch(v))
-
-
-# S3 bucket naming rules (docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html).
-S3_BUCKET_RE = r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]"
-# A key prefix without a leading or trailing '/': the run's keys are <prefix>/<recipe>/<run-id>/...
-S3_PREFIX_RE = r"[A-Za-z0-9!_.*'()-]+(/[A-Za-z0-9!_.*'()-]+)*"
-# An image reference (distribution/reference grammar, simplified): [registry[:port]/]path[:tag][@digest].
-_IMAGE = (
-    r"([a-zA-Z0-9]([-a-zA-Z0-9.]*[a-zA-Z0-9])?(:[0-9]+)?/)?[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*"
-    r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?"
-)
-# Argo Backoff.duration / maxDuration: a Go duration ("10s", "1m30s") or a number of seconds ("10").
-_DURATION = r"[0-9]+|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+"
-_URL = r"https?://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~/-]*)?"
-_CRON_FIELD = r"[0-9A-Za-z*?/,-]+"
-
-
-def _cron(v: Any) -> bool:
-    # Argo CronWorkflow schedules are robfig/cron v3 standard specs: five fields or an @descriptor
-    # (argo-workflows workflow/cron/operator.go uses cron.ParseStandard).
-    if not isinstance(v, str):
-        return False
-    if v.startswith("@"):
-        return v in ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly") or bool(
-            re.fullmatch(r"@every [0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h)([0-9]+(ns|us|ms|s|m|h))*", v)
-        )
-    fields = v.split()
-    return len(fields) == 5 and all(re.fullmatch(_CRON_FIELD, f) for f in fields)
-
-
-def _timezone(v: Any) -> bool:
-    if not isinstance(v, str) or not re.fullmatch(r"[A-Za-z0-9_+/-]+", v):
-        return False
-    try:
-        zoneinfo.ZoneInfo(v)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        return False
-    return True
-
-
 def _cpu(v: Any) -> Any:
     # `cpu: 2` is as good as `cpu: "2"` to Kubernetes: keep the int's spelling as the quantity string.
     if _is_int(v) and v > 0:
@@ -112,81 +68,52 @@ def _cpu(v: Any) -> Any:
     return v
 
 
-DnsLabel = Annotated[
-    str,
-    _checked(
-        is_dns_label,
-        "must be a Kubernetes name (lowercase letters, digits and '-', "
-        "starting and ending with a letter or digit, at most 63)",
-    ),
-]
-DnsSubdomain = Annotated[
-    str,
-    _checked(
-        is_dns_subdomain, "must be a Kubernetes object name (lowercase letters, digits, '-' and '.', at most 253)"
-    ),
-]
-StorageClass = Annotated[
-    str,
-    _checked(
-        lambda v: v == "" or is_dns_subdomain(v), 'must be a StorageClass name, or "" for the cluster\'s default class'
-    ),
-]
-OptionalSecret = Annotated[
-    str, _checked(lambda v: v == "" or is_dns_subdomain(v), 'must be a Secret name, or "" for none')
-]
-Quantity = Annotated[
-    str, _checked(lambda v: is_quantity(v, positive=True), "must be a Kubernetes quantity like 500Gi or 512Mi")
-]
+def _text(ok, fix: str, *, empty_ok: bool = False):
+    """A string field that `ok` accepts (and "" too with empty_ok: none, the default), else refused with `fix`."""
+    return Annotated[str, _checked((lambda v: v == "" or ok(v)) if empty_ok else ok, fix)]
+
+
+DnsLabel = _text(
+    is_dns_label,
+    "must be a Kubernetes name (lowercase letters, digits and '-', starting and ending with a letter or digit, "
+    "at most 63)",
+)
+DnsSubdomain = _text(
+    is_dns_subdomain, "must be a Kubernetes object name (lowercase letters, digits, '-' and '.', at most 253)"
+)
+StorageClass = _text(
+    is_dns_subdomain, 'must be a StorageClass name, or "" for the cluster\'s default class', empty_ok=True
+)
+OptionalSecret = _text(is_dns_subdomain, 'must be a Secret name, or "" for none', empty_ok=True)
+Quantity = _text(lambda v: is_quantity(v, positive=True), "must be a Kubernetes quantity like 500Gi or 512Mi")
 CpuQuantity = Annotated[str, BeforeValidator(_cpu)]
-ImageRef = Annotated[
-    str,
-    _checked(
-        _str_re(_IMAGE, 512), "must be an image reference like ghcr.io/infersweep/steps:0.1.0 (registry/path:tag)"
-    ),
-]
-S3Bucket = Annotated[
-    str, _checked(_str_re(S3_BUCKET_RE), "not an S3 bucket name (3-63 lowercase letters, digits, '.', '-')")
-]
-S3Prefix = Annotated[
-    str,
-    _checked(
-        lambda v: _str_re(S3_PREFIX_RE, 512)(v) and ".." not in v.split("/"),
-        "use a key prefix like runs/team-a (letters, digits, '-', '_', '.', no '..' and no leading or trailing '/')",
-    ),
-]
-OptionalUrl = Annotated[
-    str,
-    _checked(
-        lambda v: v == "" or _str_re(_URL, 2048)(v),
-        'give an http(s):// URL like http://prometheus.monitoring:9090, or "" for none',
-    ),
-]
-S3Endpoint = Annotated[
-    str,
-    _checked(
-        _str_re(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]{1,5})?"),
-        "give the S3 endpoint as host[:port] without a scheme, like s3.amazonaws.com (Argo's s3.endpoint)",
-    ),
-]
-Region = Annotated[
-    str,
-    _checked(
-        lambda v: v == "" or _str_re(r"[a-z0-9][a-z0-9-]*[a-z0-9]", 64)(v),
-        'must be a region like us-east-1, or "" for the endpoint\'s default',
-    ),
-]
-ConfigMapKey = Annotated[
-    str, _checked(_str_re(r"[-._a-zA-Z0-9]+"), "must be a ConfigMap key (letters, digits, '-', '_', '.')")
-]
-Duration = Annotated[str, _checked(_str_re(_DURATION, 64), "must be a duration like 10s, 10m or 1h30m")]
-Cron = Annotated[
-    str,
-    _checked(
-        _cron, 'must be a cron schedule of five fields like "0 1 * * *" (minute hour day-of-month month day-of-week)'
-    ),
-]
-TimeZone = Annotated[str, _checked(_timezone, "must be an IANA time zone like Etc/UTC or Europe/Paris")]
+ImageRef = _text(
+    k8s.matches(k8s.IMAGE_REF, 512),
+    "must be an image reference like ghcr.io/infersweep/steps:0.1.0 (registry/path:tag)",
+)
+S3Bucket = _text(k8s.matches(k8s.S3_BUCKET), "not an S3 bucket name (3-63 lowercase letters, digits, '.', '-')")
+S3Prefix = _text(
+    lambda v: k8s.matches(k8s.S3_PREFIX, 512)(v) and ".." not in v.split("/"),
+    "use a key prefix like runs/team-a (letters, digits, '-', '_', '.', no '..' and no leading or trailing '/')",
+)
+OptionalUrl = _text(
+    k8s.matches(k8s.URL, 2048),
+    'give an http(s):// URL like http://prometheus.monitoring:9090, or "" for none',
+    empty_ok=True,
+)
+S3Endpoint = _text(
+    k8s.matches(k8s.HOST_PORT),
+    "give the S3 endpoint as host[:port] without a scheme, like s3.amazonaws.com (Argo's s3.endpoint)",
+)
+Region = _text(
+    k8s.matches(k8s.REGION, 64), 'must be a region like us-east-1, or "" for the endpoint\'s default', empty_ok=True
+)
+ConfigMapKey = _text(k8s.matches(k8s.CONFIGMAP_KEY), "must be a ConfigMap key (letters, digits, '-', '_', '.')")
+Duration = _text(k8s.matches(k8s.DURATION, 64), "must be a duration like 10s, 10m or 1h30m")
+Cron = _text(
+    k8s.is_cron, 'must be a cron schedule of five fields like "0 1 * * *" (minute hour day-of-month month day-of-week)'
+)
+TimeZone = _text(k8s.is_timezone, "must be an IANA time zone like Etc/UTC or Europe/Paris")
 
 
 def _pos_int(what: str):
@@ -235,14 +162,11 @@ class S3(_Strict):
     # MinIO, Ceph RGW, any S3-compatible store: its host[:port] as the step pods reach it ("" = AWS S3). The
     # S3 steps get it as AWS_ENDPOINT_URL (botocore reads it: configprovider.py, 'endpoint_url'), and
     # infersweep.results.s3 then uses path-style addressing.
-    endpoint: Annotated[
-        str,
-        _checked(
-            lambda v: v == "" or _str_re(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]{1,5})?")(v),
-            "give the S3 endpoint as host[:port] without a scheme, like "
-            'minio.minio.svc.cluster.local:9000, or "" for AWS S3',
-        ),
-    ] = ""
+    endpoint: _text(
+        k8s.matches(k8s.HOST_PORT),
+        'give the S3 endpoint as host[:port] without a scheme, like minio.minio.svc.cluster.local:9000, or "" for AWS S3',
+        empty_ok=True,
+    ) = ""
     region: Region = ""
     insecure: Annotated[bool, _BOOL] = False  # true: plain http to `endpoint` (an in-cluster MinIO without TLS)
 
@@ -428,9 +352,6 @@ DEFAULT_UI_SET = (
     "ready-timeout-s",
     "baseline-prefix",
 )
-_REGISTRY = r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]+)?/([a-z0-9]+([._-][a-z0-9]+)*/)*"
-# an https host[:port]; http://127.0.0.1:PORT / http://localhost:PORT for a server on the same machine only
-_GIT_HOST = r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]{1,5})?|http://(127\.0\.0\.1|localhost):[0-9]{1,5}"
 
 
 class TrustSettings(_Strict):
@@ -441,18 +362,22 @@ class TrustSettings(_Strict):
         Annotated[
             str,
             _checked(
-                _str_re(_REGISTRY, 255),
+                k8s.matches(k8s.REGISTRY_PREFIX, 255),
                 "must be a registry path ending in '/', like nvcr.io/nvidia/ai-dynamo/ (a DGD image must start with it)",
             ),
         ]
     ] = Field(default_factory=lambda: ["nvcr.io/nvidia/ai-dynamo/"], min_length=1)
     git_credential_hosts: list[
-        Annotated[str, _checked(_str_re(_GIT_HOST, 255), "must be a Git host[:port] like github.com (https only)")]
+        Annotated[
+            str, _checked(k8s.matches(k8s.GIT_HOST, 255), "must be a Git host[:port] like github.com (https only)")
+        ]
     ] = Field(default_factory=list, description="https hosts the Git credentials are given to")
     ui_set: list[
         Annotated[
             str,
-            _checked(_str_re(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*", 128), "must be a recipe field path or a run parameter"),
+            _checked(
+                k8s.matches(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*", 128), "must be a recipe field path or a run parameter"
+            ),
         ]
     ] = Field(default_factory=lambda: list(DEFAULT_UI_SET))
 

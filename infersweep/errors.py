@@ -29,4 +29,22 @@ EXIT_CODES = {
 
 
 class UserError(Exception):
-    """Bad input: the message says which file/field and how to fix it."""
+    """An error the user can cause and fix: the message says which file/field/argument and how to fix it.
+
+    The CLI prints it as one line, `infersweep: MESSAGE`, and exits with `exit_code(e)`: USAGE_EXIT, unless the
+    kind sets its own `exit_code` (a publish that could not upload, a local deployment that would not start:
+    the answer is no, 1). Every code a kind sets is in EXIT_CODES (tests/house/test_error_family.py). The base
+    sets none on purpose: a step (steps/runner.py) that fails with a UserError caused by a dropped connection
+    is retried (75), which an exit_code would override. A kind that other code catches as a ValueError or
+    LookupError keeps that base beside this one."""
+
+
+def exit_code(e: UserError) -> int:
+    """The CLI's exit code for a UserError: its kind's own, else USAGE_EXIT (bad input)."""
+    return getattr(e, "exit_code", USAGE_EXIT)
+
+
+class BadArgument(UserError, ValueError):
+    """A command-line argument, or a file or folder it names, that cannot be used as given (a --store that is no
+    store, a folder to publish with nothing in it, one run where two are needed); the message names it and the
+    fix."""

@@ -26,6 +26,7 @@ from typing import Any
 
 from infersweep.aiperf import DISTRIBUTIONS, STATS, metric_name
 from infersweep.aiperf import SCALARS as AIPERF_SCALARS
+from infersweep.errors import UserError
 
 __all__ = [
     "Metric",
@@ -229,6 +230,12 @@ def label(name: str) -> str:
     return m.label if m and m.label else name
 
 
+class MetricNameError(UserError, ValueError):
+    """A metric name (a --metric, --tolerance, --slo, an SLO key) that is not one of the results table's, or
+    not one that fits there; the message names the closest names and docs/columns.md. A ValueError too: a
+    pydantic validator that calls canonical() reports it at its field."""
+
+
 def canonical(name: str, where: str = "", *, warn: bool = False) -> str:
     """The canonical name of `name` (itself, or the new name of an old spelling). `warn`: say that an old
     spelling is deprecated (a recipe's keys); ValueError naming the nearest names for an unknown one."""
@@ -253,7 +260,7 @@ def canonical(name: str, where: str = "", *, warn: bool = False) -> str:
         else ""
     )
     head = f"{where}: unknown metric {name!r}" if where else f"{name}: unknown metric"
-    raise ValueError(f"{head}{extra}{hint} Metrics: docs/columns.md")
+    raise MetricNameError(f"{head}{extra}{hint} Metrics: docs/columns.md")
 
 
 def direction(metric: str) -> str:
@@ -261,7 +268,7 @@ def direction(metric: str) -> str:
     name = canonical(metric)
     better = METRICS[name].better
     if better is None:
-        raise ValueError(
+        raise MetricNameError(
             f"{metric}: no known better direction; metrics with one: {sorted(LOWER_IS_BETTER + HIGHER_IS_BETTER)}"
         )
     return better
@@ -280,7 +287,7 @@ def normalize_slo(slo: dict[str, Any] | None, where: str = "slo", *, warn: bool 
             continue
         name = canonical(key, f"{where}.{key}", warn=warn)
         if name not in SLO_KEYS:
-            raise ValueError(f"{where}.{key}: not an SLO metric; SLO keys: {list(SLO_KEYS)}")
+            raise MetricNameError(f"{where}.{key}: not an SLO metric; SLO keys: {list(SLO_KEYS)}")
         out[name] = float(bound)
     return out
 

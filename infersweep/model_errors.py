@@ -15,6 +15,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ValidationError
 
+from infersweep.errors import UserError
+
 
 def short(value: Any, limit: int = 80) -> str:
     text = repr(value)
@@ -27,7 +29,7 @@ def closest(word: str, known: typing.Iterable[str], cutoff: float = 0.6) -> str 
     return near[0] if near else None
 
 
-class Mistakes(ValueError):
+class Mistakes(UserError, ValueError):
     """Several mistakes found by one validator: (path below the field, message) each, one line each."""
 
     def __init__(self, items: list[tuple[str, str]]):

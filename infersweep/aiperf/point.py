@@ -15,13 +15,15 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable
 
+from infersweep.errors import UserError
+
 MAX_POINTS = 64  # a sweep holds its GPUs for every point; more is a search, not a sweep
 MAX_REPETITIONS = 20  # recipe/tolerances.py Regression.repetitions le=20
 FIELDS = ("concurrency", "requests", "warmup", "request_rate", "repetition")
 FIX = 'write it as [{"concurrency":1,"requests":8,"warmup":0}, ...]'
 
 
-class PointError(ValueError):
+class PointError(UserError, ValueError):
     """A point (or list of points) that cannot run; the message names the point and the fix."""
 
 

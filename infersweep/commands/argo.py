@@ -6,13 +6,13 @@ from __future__ import annotations
 import argparse
 import json
 import signal
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from infersweep.cli_util import key_values
 from infersweep.recipe import RecipeError
 
 
@@ -94,18 +94,12 @@ def run_workflow_file(
 def run(a: argparse.Namespace) -> int:
     if a.action != "run":
         raise RecipeError("infersweep argo: only `run` is available")
-    images = {}
-    for spec in a.image:
-        if "=" not in spec:
-            raise RecipeError(f"--image {spec!r}: give IMAGE=PYTHON_OR_ENV, e.g. alpine=/usr/bin/python3")
-        k, v = spec.split("=", 1)
-        images[k] = v
+    images = key_values(a.image, "--image", "IMAGE=PYTHON_OR_ENV, e.g. alpine=/usr/bin/python3")
     path = Path(a.file)
     if not path.is_file():
         raise RecipeError(f"{a.file}: no such file; give a Workflow YAML")
     if a.templates and not Path(a.templates).is_dir():
         raise RecipeError(f"--templates {a.templates}: not a folder of WorkflowTemplate/ConfigMap YAML files")
-    from infersweep.local.argo import WorkflowError
 
     holder: dict[str, Any] = {}
 
@@ -114,21 +108,17 @@ def run(a: argparse.Namespace) -> int:
         for sig, strategy in ((signal.SIGINT, "Stop"), (signal.SIGTERM, "Terminate")):
             signal.signal(sig, lambda *_s, st=strategy: argo.stop(strategy=st))
 
-    try:
-        argo = run_workflow_file(
-            path,
-            templates_dir=Path(a.templates) if a.templates else None,
-            images=images,
-            work_dir=Path(a.work_dir) if a.work_dir else None,
-            on_started=started,
-            state_dir=Path(a.state_dir) if a.state_dir else None,
-            params=dict(p.split("=", 1) for p in a.parameter),
-            template_referencing=a.template_referencing or "",
-        )
-    except WorkflowError as e:
-        # What `argo submit` would refuse: nothing ran.
-        print(f"infersweep argo: rejected: {e}", file=sys.stderr)
-        return 2
+    # What `argo submit` would refuse is a WorkflowError (a UserError, exit 2): nothing ran.
+    argo = run_workflow_file(
+        path,
+        templates_dir=Path(a.templates) if a.templates else None,
+        images=images,
+        work_dir=Path(a.work_dir) if a.work_dir else None,
+        on_started=started,
+        state_dir=Path(a.state_dir) if a.state_dir else None,
+        params=key_values(a.parameter, "-p", "NAME=VALUE, as `argo submit -p`"),
+        template_referencing=a.template_referencing or "",
+    )
     print(json.dumps(argo.status(), indent=2))
     return 0 if argo.phase == "Succeeded" else 1
 

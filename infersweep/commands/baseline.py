@@ -59,7 +59,7 @@ def show_cmd(a: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from infersweep.results.cli_common import add_store_arg, clean_errors
+    from infersweep.results.cli_common import add_store_arg
 
     p = sub.add_parser("baseline", help="promote a run to its recipe's regression baseline, or show it")
     cmds = p.add_subparsers(dest="baseline_cmd", required=True, metavar="promote|show")
@@ -74,5 +74,5 @@ def register(sub: argparse._SubParsersAction) -> None:
             help="where baselines live (default s3://<the store's bucket>/<nightly.baselines_prefix> "
             "of params/cluster.yaml); a folder for a folder store",
         )
-    pr.set_defaults(fn=clean_errors(promote_cmd))
-    sh.set_defaults(fn=clean_errors(show_cmd))
+    pr.set_defaults(fn=promote_cmd)
+    sh.set_defaults(fn=show_cmd)

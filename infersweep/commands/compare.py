@@ -18,7 +18,7 @@ def run(a: argparse.Namespace) -> int:
     tables = {label: r.table for label, r in runs.items()}
     from infersweep.metrics import canonical
 
-    judged = [canonical(m, f"--metric {m}") for m in a.metric or []]  # ValueError: one line (clean_errors)
+    judged = [canonical(m, f"--metric {m}") for m in a.metric or []]  # MetricNameError: one line
     cmp = compare_runs(tables, include_invalid=a.include_invalid, decide=judged or None)
     for note in notes:
         print(f"note: {note}")
@@ -37,7 +37,7 @@ def run(a: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from infersweep.results.cli_common import add_store_arg
+    from infersweep.results.cli_common import add_include_invalid_arg, add_store_arg
 
     p = sub.add_parser("compare", help="compare runs: %% changes per concurrency, crossovers, best under the SLOs")
     p.add_argument("runs", nargs="+", metavar="RUN", help="the first is the baseline; folders or ids in --store")
@@ -49,22 +49,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="judge this metric (repeatable; default: the runs' SLO metrics); the others are described, with "
         "their intervals, not judged (docs/statistics.md)",
     )
-    p.add_argument(
-        "--include-invalid",
-        action="store_true",
-        help="also compare points whose validity verdict is invalid (left out by default, and listed)",
-    )
+    add_include_invalid_arg(p, "compare")
     p.add_argument("--plot", help="write a PNG of the metrics vs concurrency here")
     p.add_argument(
         "--html",
         help="write a self-contained HTML comparison report here (Pareto, $/Mtok, energy, "
         "the winner at the SLOs, each run's validity)",
     )
-    p.add_argument("--mix-sources", action="store_true", help="= --allow-different source")
     from infersweep.results.comparable import add_allow_arg
 
-    add_allow_arg(p)
+    add_allow_arg(p, mix_sources=True)
     add_store_arg(p)
-    from infersweep.results.cli_common import clean_errors
-
-    p.set_defaults(fn=clean_errors(run))
+    p.set_defaults(fn=run)

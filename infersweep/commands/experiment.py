@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from infersweep.cli_util import table, writable_folder
+from infersweep.cli_util import add_dgd_api_arg, table, writable_folder
 
 
 def _report(a: argparse.Namespace) -> int:
@@ -40,12 +40,10 @@ def _report(a: argparse.Namespace) -> int:
     for name, ref in refs.items():
         run = load_run(ref, a.store)
         # A run of another recipe is not evidence for this treatment (infersweep.results.evidence).
-        try:
-            check_recipe_hash(
-                name, f"{ref} ({run.run_id})", run.context.get("recipe_hash"), recipe_hash(e.treatment(name).recipe)
-            )
-        except ValueError as err:
-            raise RecipeError(f"experiment report {e.name}: {err}") from None
+        expected = recipe_hash(e.treatment(name).recipe)
+        check_recipe_hash(
+            name, f"{ref} ({run.run_id})", run.context.get("recipe_hash"), expected, f"experiment report {e.name}"
+        )
         tables[name], runs[name] = run.table, run
     notes = _comparable(e, runs, a)
     report = experiment_report(e, tables)
@@ -60,8 +58,7 @@ def _comparable(e, runs: dict, a: argparse.Namespace) -> list[str]:
     (its treatments' recipes differ in that dimension: a factor of ISL, of model, of SLOs); anything else
     needs --allow-different (infersweep.results.comparable). Local runs of one experiment share its scaled
     workload, so a treatment run on a cluster beside one run locally is refused (source, workload)."""
-    from infersweep.recipe import RecipeError
-    from infersweep.results.comparable import NotComparable, allowed, check_comparable
+    from infersweep.results.comparable import allowed, check_comparable
 
     def varied(key) -> bool:
         return len({json.dumps(key(t.recipe), sort_keys=True, default=str) for t in e.treatments}) > 1
@@ -78,10 +75,9 @@ def _comparable(e, runs: dict, a: argparse.Namespace) -> list[str]:
         )
         if varied(key)
     }
-    try:
-        return check_comparable(runs, allowed(a) | set(by_design), why_allowed=by_design)
-    except NotComparable as err:
-        raise RecipeError(f"experiment report {e.name}: {err}") from None
+    return check_comparable(
+        runs, allowed(a) | set(by_design), why_allowed=by_design, asked_by=f"experiment report {e.name}"
+    )
 
 
 def _render(a: argparse.Namespace) -> int:
@@ -190,17 +186,14 @@ def _submit(a: argparse.Namespace) -> int:
 def _run(a: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from infersweep.commands.run import check_local
     from infersweep.local.experiment_run import run_experiment_local
-    from infersweep.recipe import RecipeError
 
-    if not a.local:
-        raise RecipeError(
-            "infersweep experiment run FILE: only --local runs here; on a cluster, "
-            "`infersweep experiment render FILE` and submit the Workflow it writes"
-        )
-    from infersweep.commands.run import check_worker_options
-
-    check_worker_options(a)
+    check_local(
+        a,
+        "infersweep experiment run FILE: only --local runs here; on a cluster, "
+        "`infersweep experiment render FILE` and submit the Workflow it writes",
+    )
     ref = a.local if isinstance(a.local, str) else a.file
     res = run_experiment_local(
         ref,
@@ -290,7 +283,7 @@ def run(a: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from infersweep.results.cli_common import add_store_arg, clean_errors
+    from infersweep.results.cli_common import add_store_arg
 
     p = sub.add_parser("experiment", help="plan a comparison of deployments with the fewest redeploys; report on it")
     p.add_argument("action", choices=["plan", "list", "render", "report", "run", "submit"])
@@ -311,11 +304,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     from infersweep.commands.run import add_worker_options
 
     add_worker_options(p)
-    p.add_argument(
-        "--dgd-api",
-        default=None,
-        choices=["v1beta1", "v1alpha1"],
-        help="render/run: DGD apiVersion (default v1beta1); submit: the install's (infersweep install --dgd-api)",
+    add_dgd_api_arg(
+        p, None, "render/run: DGD apiVersion (default v1beta1); submit: the install's (infersweep install --dgd-api)"
     )
     p.add_argument("--watch", action="store_true", help="submit: follow the run until it ends")
     add_store_arg(p)
@@ -325,4 +315,4 @@ def register(sub: argparse._SubParsersAction) -> None:
     from infersweep.argo_server import add_server_flags
 
     add_server_flags(p)
-    p.set_defaults(fn=clean_errors(run))
+    p.set_defaults(fn=run)

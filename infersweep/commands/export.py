@@ -33,7 +33,7 @@ def run(a: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from infersweep.results.cli_common import add_store_arg, clean_errors
+    from infersweep.results.cli_common import add_include_invalid_arg, add_store_arg
 
     p = sub.add_parser("export", help="write a run in another tool's format (llm-d benchmark reports)")
     p.add_argument("run", metavar="RUN", help="a run folder, or a run id / RECIPE/RUN_ID in --store")
@@ -41,10 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--format", required=True, choices=["llm-d"], help="llm-d: llm-d-benchmark's benchmark report v0.2.1"
     )
     p.add_argument("--out", help="folder for the reports (default: llm-d-reports/<run-id>)")
-    p.add_argument(
-        "--include-invalid",
-        action="store_true",
-        help="also export invalid points, each marked INVALID with its reasons in run.description",
+    add_include_invalid_arg(
+        p, "export", "also export invalid points, each marked INVALID with its reasons in run.description"
     )
     add_store_arg(p)
-    p.set_defaults(fn=clean_errors(run))
+    p.set_defaults(fn=run)

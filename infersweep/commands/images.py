@@ -12,6 +12,7 @@ import shlex
 import subprocess
 import sys
 
+from infersweep.cli_util import key_values
 from infersweep.recipe import RecipeError
 
 
@@ -62,12 +63,7 @@ def _pin(a: argparse.Namespace) -> int:
     from infersweep import images
     from infersweep.cluster_settings import load_cluster_settings
 
-    refs = {}
-    for spec in a.refs:
-        if "=" not in spec:
-            raise RecipeError(f"images pin {spec!r}: give KEY=REF@sha256:..., KEY steps or aiperf")
-        k, v = spec.split("=", 1)
-        refs[k] = v
+    refs = key_values(a.refs, "images pin", "KEY=REF@sha256:..., KEY steps or aiperf")
     path = images.pin(refs)
     from infersweep.cluster_settings import _load
 

@@ -11,24 +11,20 @@ import argparse
 def run(a: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from infersweep.recipe import RecipeError
     from infersweep.results.cli_common import default_store
     from infersweep.results.import_aggregate import notes
     from infersweep.results.import_context import provenance_text
-    from infersweep.results.importer import ImportError_, import_run
+    from infersweep.results.importer import import_run
 
     stated = {"gpu_type": a.gpu_type, "gpu_count": a.gpu_count, "engine_image": a.engine_image, "router": a.router}
-    try:
-        out = import_run(
-            Path(a.dir),
-            a.recipe,
-            a.store or default_store(),
-            a.run_id,
-            stated=stated,
-            model_mismatch_ok=a.model_mismatch_ok,
-        )
-    except ImportError_ as e:
-        raise RecipeError(str(e)) from None
+    out = import_run(  # ArtifactImportError: one line naming the folder and the fix (a UserError)
+        Path(a.dir),
+        a.recipe,
+        a.store or default_store(),
+        a.run_id,
+        stated=stated,
+        model_mismatch_ok=a.model_mismatch_ok,
+    )
     import pandas as pd
 
     df = out["table"]
@@ -78,7 +74,7 @@ def _positive(text: str) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from infersweep.results.cli_common import add_store_arg, clean_errors
+    from infersweep.results.cli_common import add_store_arg
 
     p = sub.add_parser(
         "import",
@@ -100,4 +96,4 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="import although AIPerf's model differs from the recipe's (recorded as AIPerf's model)",
     )
     add_store_arg(p)
-    p.set_defaults(fn=clean_errors(run))
+    p.set_defaults(fn=run)

@@ -28,6 +28,7 @@ import yaml
 
 from infersweep.argo_client import server_from_args
 from infersweep.argo_server import add_server_flags
+from infersweep.cli_util import add_dgd_api_arg
 from infersweep.recipe import RecipeError
 
 KUSTOMIZATION = "kustomization.yaml"
@@ -169,21 +170,21 @@ def run(a: argparse.Namespace) -> int:
     return 0
 
 
+HELP = (
+    "create or update every WorkflowTemplate, CronWorkflow, RBAC and ConfigMap (Argo Server or kubeconfig), "
+    "or write them for GitOps (--out)"
+)
+DGD_API_HELP = (
+    "DGD apiVersion to render and list (v1alpha1: the Dynamo 1.3.1 release, for a 1.3 operator): the nightly runs "
+    "deploy it and the reaper lists it"
+)
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "install",
-        help="create or update every WorkflowTemplate, CronWorkflow, RBAC and ConfigMap "
-        "(Argo Server or kubeconfig), or write them for GitOps (--out)",
-    )
+    p = sub.add_parser("install", help=HELP)
     p.add_argument("--dry-run", action="store_true", help="print the YAML set (validated) and touch nothing")
     p.add_argument("--only", choices=["all", "argo", "kubectl"], default="all", help="with --dry-run: which documents")
-    p.add_argument(
-        "--dgd-api",
-        choices=["v1beta1", "v1alpha1"],
-        default="v1beta1",
-        help="DGD apiVersion to render and list (v1alpha1: the Dynamo 1.3.1 release, for a 1.3 operator): the nightly "
-        "runs deploy it and the reaper lists it",
-    )
+    add_dgd_api_arg(p, help=DGD_API_HELP)
     p.add_argument(
         "--out", metavar="DIR", help="write one file per object and a kustomization.yaml (GitOps); touch no cluster"
     )

@@ -139,15 +139,14 @@ def run(a: argparse.Namespace) -> int:
     return cluster_logs(server_from_args(a), a.run, a.step)
 
 
+STEP_HELP = "step name as the UI shows it (e.g. deploy, point, or point(0:...)); without it, the steps and their logs"
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     from infersweep.argo_server import add_server_flags
 
     p = sub.add_parser("logs", help="a run's step logs (a local run folder, or a cluster run's archived logs)")
     p.add_argument("run", help="local run folder (runs/<run-id>) or cluster workflow name")
-    p.add_argument(
-        "step",
-        nargs="?",
-        help="step name as the UI shows it (e.g. deploy, point, or point(0:...)); without it, the steps and their logs",
-    )
+    p.add_argument("step", nargs="?", help=STEP_HELP)
     add_server_flags(p)
     p.set_defaults(fn=run)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from infersweep.cli_util import table
 from infersweep.recipe import RecipeError, load_recipe
@@ -88,7 +87,6 @@ def _collapsed(rankings) -> list[tuple]:
 
 def run_experiment(a: argparse.Namespace) -> int:
     from infersweep.experiment.spec import load_experiment
-    from infersweep.predict.aic import AicError
     from infersweep.predict.rank import TIE_PCT, predict_treatments, slo_verdict
 
     e = load_experiment(a.recipe)
@@ -96,18 +94,15 @@ def run_experiment(a: argparse.Namespace) -> int:
     claims = ([("claim", e.spec.claim)] if e.spec.claim else []) + [
         ("seed", c) for c in (e.spec.seed.expect if e.spec.seed else [])
     ]
-    try:
-        ep = predict_treatments(
-            e.name,
-            [(t.name, t.recipe) for t in e.treatments],
-            q.metrics,
-            concurrencies=a.concurrency or q.concurrency,
-            slo=q.slo,
-            claims=claims,
-        )
-    except AicError as err:
-        print(f"infersweep predict: {err}", file=sys.stderr)
-        return 1
+    # AIConfigurator not reachable: AicError, a UserError of exit 1 (infersweep/cli.py prints its one line)
+    ep = predict_treatments(
+        e.name,
+        [(t.name, t.recipe) for t in e.treatments],
+        q.metrics,
+        concurrencies=a.concurrency or q.concurrency,
+        slo=q.slo,
+        claims=claims,
+    )
     if a.json:
         print(json.dumps(ep.to_dict(), indent=2))
         return UNSUPPORTED_EXIT if len(ep.unsupported) == len(ep.predictions) else 0
@@ -152,7 +147,6 @@ def run_experiment(a: argparse.Namespace) -> int:
 
 
 def run(a: argparse.Namespace) -> int:
-    from infersweep.predict.aic import AicError
     from infersweep.predict.curve import predict_recipe
 
     if a.concurrency and any(c < 1 for c in a.concurrency):
@@ -168,11 +162,7 @@ def run(a: argparse.Namespace) -> int:
                 "`infersweep experiment list` list the names"
             ) from None
         raise
-    try:
-        pred = predict_recipe(r, a.concurrency or None)
-    except AicError as e:
-        print(f"infersweep predict: {e}", file=sys.stderr)
-        return 1
+    pred = predict_recipe(r, a.concurrency or None)  # AicError: exit 1, one line (as above)
     if a.json:
         print(json.dumps(pred.to_dict(), indent=2))
         return UNSUPPORTED_EXIT if pred.unsupported else 0

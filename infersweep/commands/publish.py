@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 
 def run(a: argparse.Namespace) -> int:
-    from infersweep.results.manifest import RunIntegrityError
-    from infersweep.results.publish import PublishConflict, PublishError, publish_run  # boto3 only when publishing
+    from infersweep.results.publish import publish_run  # boto3 only when publishing
 
-    try:
-        publish_run(Path(a.dir), a.bucket, a.prefix)
-    except (PublishError, PublishConflict, RunIntegrityError, ValueError) as e:
-        print(f"publish failed: {e}", file=sys.stderr)
-        return getattr(e, "exit_code", 1)  # 2: a key holds other bytes; 1: anything else
+    # A failure is a UserError of its own exit code (infersweep/cli.py prints it): PublishError 1 (S3
+    # unreachable, an upload failed; the local copy is intact), PublishConflict 2 (a key holds other bytes),
+    # BadArgument 2 (no such folder, nothing in it).
+    publish_run(Path(a.dir), a.bucket, a.prefix)
     return 0
 
 

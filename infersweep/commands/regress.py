@@ -9,26 +9,24 @@ EXIT = {"pass": 0, "improved": 0, "regressed": 1, "inconclusive": 3}
 
 
 def _tolerances(items: list[str]) -> dict:
-    from infersweep.recipe import RecipeError
+    from infersweep.errors import BadArgument
+    from infersweep.metrics import canonical
 
     out: dict = {}
     for item in items:
         metric, sep, value = item.partition("=")
+        kind, _, number = value.rpartition(":")
         try:
-            if not sep:
-                raise ValueError
-            kind, _, number = value.rpartition(":")
-            spec = {kind or "rel": float(number)} if metric != "z" else float(number)
+            bound = float(number) if sep else None
         except ValueError:
-            raise RecipeError(f"--tolerance {item!r}: write METRIC=REL (0.05 = 5%), METRIC=abs:A or z=N") from None
-        if metric != "z":
-            from infersweep.metrics import canonical
-
-            try:  # the results table's metric names; an old spelling is mapped with a warning
-                metric = canonical(metric, f"--tolerance {item}", warn=True)
-            except ValueError as e:
-                raise RecipeError(str(e)) from None
-        out[metric] = spec
+            bound = None
+        if bound is None:
+            raise BadArgument(f"--tolerance {item!r}: write METRIC=REL (0.05 = 5%), METRIC=abs:A or z=N")
+        if metric == "z":
+            out[metric] = bound
+            continue
+        # the results table's metric names; an old spelling is mapped with a warning (MetricNameError if none)
+        out[canonical(metric, f"--tolerance {item}", warn=True)] = {kind or "rel": bound}
     return out
 
 
@@ -52,7 +50,7 @@ def run(a: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from infersweep.results.cli_common import add_store_arg
+    from infersweep.results.cli_common import add_include_invalid_arg, add_store_arg
 
     p = sub.add_parser("regress", help="judge a run against a baseline run, noise-aware")
     p.add_argument("run", help="the run to judge (folder, or id in --store)")
@@ -64,16 +62,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="METRIC=REL",
         help="override a tolerance, e.g. ttft_p50_ms=0.15 or error_ratio=abs:0.02, or z=3",
     )
-    p.add_argument("--mix-sources", action="store_true", help="= --allow-different source")
     from infersweep.results.comparable import add_allow_arg
 
-    add_allow_arg(p, "judge")
-    p.add_argument(
-        "--include-invalid",
-        action="store_true",
-        help="also judge points whose validity verdict is invalid (left out by default, and listed)",
-    )
+    add_allow_arg(p, "judge", mix_sources=True)
+    add_include_invalid_arg(p, "judge")
     add_store_arg(p)
-    from infersweep.results.cli_common import clean_errors
-
-    p.set_defaults(fn=clean_errors(run))
+    p.set_defaults(fn=run)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from infersweep.cli_util import SET_HELP, parse_sets, writable_folder
+from infersweep.cli_util import add_dgd_api_arg, add_no_cache_arg, add_set_arg, parse_sets, writable_folder
 from infersweep.recipe import RecipeError, all_recipe_paths, load_recipe
 
 
 def run(a: argparse.Namespace) -> int:
     from infersweep.cluster_settings import load_cluster_settings
-    from workflows.render import render_recipe
+    from infersweep.render import render_recipe
 
     if a.all == bool(a.recipe):
         raise RecipeError("infersweep render: give a RECIPE or --all (not both)")
@@ -30,11 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("recipe", nargs="?", help="recipe name or file")
     p.add_argument("--all", action="store_true", help="every recipe in params/recipes")
     p.add_argument("--out", required=True)
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=SET_HELP)
-    p.add_argument("--dgd-api", choices=["v1beta1", "v1alpha1"], default="v1beta1")
-    p.add_argument(
-        "--no-cache",
-        action="store_true",
-        help="render even if this recipe was rendered before from the same inputs (see workflows/render_cache.py)",
-    )
+    add_set_arg(p)
+    add_dgd_api_arg(p)
+    add_no_cache_arg(p)
     p.set_defaults(fn=run)

@@ -27,6 +27,4 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", help="output folder (default reports/<run-id>)")
     p.add_argument("--title", help="report title (default: the recipe name)")
     add_store_arg(p)
-    from infersweep.results.cli_common import clean_errors
-
-    p.set_defaults(fn=clean_errors(run))
+    p.set_defaults(fn=run)

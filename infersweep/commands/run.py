@@ -6,7 +6,7 @@ import argparse
 import shlex
 from pathlib import Path
 
-from infersweep.cli_util import SET_HELP, parse_sets, writable_folder
+from infersweep.cli_util import add_dgd_api_arg, add_set_arg, parse_sets, writable_folder
 from infersweep.recipe import RecipeError
 
 
@@ -105,8 +105,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("recipe", nargs="?", help="recipe name or file (not needed with --retry/--resubmit)")
     p.add_argument("--local", action="store_true", help="run on this machine (Dynamo mocker + AIPerf + local S3)")
     p.add_argument("--out", default="runs", help="folder for local runs (default ./runs)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=SET_HELP)
-    p.add_argument("--dgd-api", choices=["v1beta1", "v1alpha1"], default="v1beta1")
+    add_set_arg(p)
+    add_dgd_api_arg(p)
     p.add_argument(
         "--resume",
         metavar="RUN_DIR",
@@ -145,6 +145,14 @@ def check_worker_options(a: argparse.Namespace) -> None:
             f"{', '.join(given)}: only with --workers gpu (real engines); the mocker workers load no weights "
             "and run no engine: drop it, or add --workers gpu"
         )
+
+
+def check_local(a: argparse.Namespace, elsewhere: str) -> None:
+    """A command that runs only on this machine (experiment run, slo-search): without --local, refused with
+    `elsewhere` (what to do on a cluster); with it, its worker options are checked."""
+    if not a.local:
+        raise RecipeError(elsewhere)
+    check_worker_options(a)
 
 
 def add_worker_options(p: argparse.ArgumentParser) -> None:

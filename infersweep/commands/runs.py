@@ -17,19 +17,14 @@ def _day(text: str) -> str:
 
 
 def run(a: argparse.Namespace) -> int:
-    from infersweep.results.cli_common import check_store_folder, default_store, store_unreadable
+    from infersweep.results.cli_common import check_store_folder, default_store, reading_store
     from infersweep.results.listing import list_runs
     from infersweep.results.store import RunStore
 
     location = a.store or default_store()
     check_store_folder(location)
-    try:
+    with reading_store(location):  # the S3 client's errors: one line, never botocore's traceback
         df = list_runs(RunStore(location), recipe=a.recipe, incomplete=a.all or a.status == "incomplete")
-    except Exception as e:  # the S3 client's errors: one line, never botocore's traceback
-        error = store_unreadable(location, e, "")
-        if error is None:
-            raise
-        raise error from None
     if a.status:
         df = df[df["status"] == a.status]
     if a.since:
@@ -67,7 +62,7 @@ def _int(v) -> str:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from infersweep.results.cli_common import add_store_arg, clean_errors
+    from infersweep.results.cli_common import add_store_arg
     from infersweep.results.listing import STATUSES
 
     p = sub.add_parser("runs", help="the runs of a results store (S3 or a folder), newest first")
@@ -83,4 +78,4 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--until", type=_day, metavar="YYYY-MM-DD", help="published on or before this day (UTC)")
     p.add_argument("--all", action="store_true", help="also list incomplete runs")
     p.add_argument("--limit", type=int, default=0, help="at most this many (newest first)")
-    p.set_defaults(fn=clean_errors(run))
+    p.set_defaults(fn=run)

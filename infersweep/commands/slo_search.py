@@ -6,7 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
-from infersweep.commands.run import add_worker_options
+from infersweep.commands.run import add_worker_options, check_local
 from infersweep.metrics import SLO_KEYS, canonical  # the results table's metric names (docs/columns.md)
 from infersweep.recipe import RecipeError
 
@@ -33,14 +33,11 @@ def _slo(items: list[str]) -> dict[str, float] | None:
 
 
 def slo_search(a: argparse.Namespace) -> int:
-    if not a.local:
-        raise RecipeError(
-            "slo-search runs against a local deployment for now: add --local "
-            "(on a cluster, run a sweep and read the table's slo_pass column)"
-        )
-    from infersweep.commands.run import check_worker_options
-
-    check_worker_options(a)
+    check_local(
+        a,
+        "slo-search runs against a local deployment for now: add --local "
+        "(on a cluster, run a sweep and read the table's slo_pass column)",
+    )
     slo = _slo(a.slo)  # bad bounds are refused before anything starts
     from infersweep.cli_util import writable_folder
     from infersweep.local.slo_search import slo_search_local

@@ -7,7 +7,7 @@ import argparse
 
 from infersweep.argo_client import server_from_args
 from infersweep.argo_server import add_server_flags
-from infersweep.cli_util import SET_HELP, parse_sets
+from infersweep.cli_util import add_dgd_api_arg, add_no_cache_arg, add_set_arg, parse_sets
 from infersweep.commands.watch import watch  # noqa: F401 (re-exported: `submit --watch` prints through it)
 from infersweep.install_version import check_installed
 
@@ -15,8 +15,8 @@ from infersweep.install_version import check_installed
 def run(a: argparse.Namespace) -> int:
     from infersweep.cluster_settings import load_cluster_settings
     from infersweep.recipe import load_recipe
+    from infersweep.render import render_recipe
     from workflows.gpu_guard import check_fits_pool, submit_priority
-    from workflows.render import render_recipe
 
     sets = parse_sets(a.set)
     settings = load_cluster_settings()
@@ -51,19 +51,10 @@ def run(a: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("submit", help="run a recipe on the cluster (through the Argo Server)")
     p.add_argument("recipe", help="recipe name or file")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=SET_HELP)
-    p.add_argument(
-        "--dgd-api",
-        choices=["v1beta1", "v1alpha1"],
-        default=None,
-        help="DGD apiVersion (default: the install's, `infersweep install --dgd-api`)",
-    )
+    add_set_arg(p)
+    add_dgd_api_arg(p, None, "DGD apiVersion (default: the install's, `infersweep install --dgd-api`)")
     p.add_argument("--watch", action="store_true", help="follow the run until it ends (exit 1 unless it succeeded)")
     p.add_argument("--poll-s", type=float, default=5.0, help=argparse.SUPPRESS)
     add_server_flags(p)
-    p.add_argument(
-        "--no-cache",
-        action="store_true",
-        help="render even if this recipe was rendered before from the same inputs (see workflows/render_cache.py)",
-    )
+    add_no_cache_arg(p)
     p.set_defaults(fn=run)

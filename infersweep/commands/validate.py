@@ -6,13 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from infersweep.cli_util import SET_HELP, parse_sets
+from infersweep.cli_util import add_no_cache_arg, add_set_arg, parse_sets
 from infersweep.recipe import RecipeError, all_recipe_paths, load_recipe
 
 
 def run(a: argparse.Namespace) -> int:
     from infersweep.cluster_settings import load_cluster_settings
-    from workflows.render import render_recipe
+    from infersweep.render import render_recipe
 
     sets = parse_sets(a.set)  # a malformed --set is one error for the call, not one per recipe
     paths = [Path(p) for p in a.paths] if a.paths else all_recipe_paths()
@@ -42,10 +42,6 @@ def run(a: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("validate", help="validate recipes and everything they render")
     p.add_argument("paths", nargs="*")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=SET_HELP)
-    p.add_argument(
-        "--no-cache",
-        action="store_true",
-        help="render even if this recipe was rendered before from the same inputs (see workflows/render_cache.py)",
-    )
+    add_set_arg(p)
+    add_no_cache_arg(p)
     p.set_defaults(fn=run)

@@ -30,6 +30,8 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
+from infersweep.errors import UserError
+
 # The host's interpreter and platform (the GPU machine: CPython 3.12.3, glibc 2.39, x86-64).
 HOST_MARKERS = {
     **default_environment(),
@@ -52,7 +54,7 @@ PLATFORMS = ["manylinux_2_%d_x86_64" % n for n in (39, 35, 34, 31, 28, 27, 24, 1
 HOST_ONLY = re.compile(r"^(torch|torchvision|torchaudio|triton|nvidia-.*|cuda-.*)$")
 
 
-class BundleError(Exception):
+class BundleError(UserError):
     """A requirement the bundle cannot meet; the message names the package and the fix."""
 
 

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from infersweep.engines.registry import engine_by_module
+from infersweep.errors import UserError
 from infersweep.local import procs
 from infersweep.local.dgd_reader import (  # noqa: F401 (the names callers import from here)
     Component,
@@ -75,8 +76,11 @@ ENGINE_SWITCH_MAP = [
 ]
 
 
-class LocalDeploymentError(RuntimeError):
-    """A local deployment could not start or died while starting."""
+class LocalDeploymentError(UserError, RuntimeError):
+    """A local deployment could not start or died while starting (the message has the log tail): the run
+    failed, exit 1."""
+
+    exit_code = 1
 
 
 class UnownedDiscoveryEntries(LocalDeploymentError):

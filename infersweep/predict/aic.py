@@ -17,13 +17,17 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from infersweep.errors import UserError
 from infersweep.paths import venv_python
 
 WORKER = Path(__file__).with_name("aic_worker.py")
 
 
-class AicError(RuntimeError):
-    """AIConfigurator could not be reached or did not answer."""
+class AicError(UserError, RuntimeError):
+    """AIConfigurator could not be reached or did not answer (its side environment: scripts/setup.sh builds
+    it): exit 1, the command could not give an answer."""
+
+    exit_code = 1
 
 
 class NotCached(AicError):

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from infersweep.errors import UserError
 from infersweep.predict import aic
 from infersweep.predict.target import Target
 
@@ -32,8 +33,11 @@ REQUIRED_KEYS = ("prefill_isl", "prefill_ttft_ms", "decode_active_kv_tokens", "d
 RESOLUTION = 100  # the converter's default grid resolution
 
 
-class TableError(RuntimeError):
-    """AIConfigurator could not give the estimates a table needs."""
+class TableError(UserError, RuntimeError):
+    """AIConfigurator could not give the estimates a table needs (a model or GPU its database lacks, a table
+    file of another shape): exit 1."""
+
+    exit_code = 1
 
 
 @dataclass(frozen=True)

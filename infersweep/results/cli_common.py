@@ -8,9 +8,12 @@ results bucket and prefix).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 from pathlib import Path
+from typing import Iterator
 
+from infersweep.errors import UserError
 from infersweep.results.run import Run, load_run_folder
 from infersweep.results.store import RunNotFound, RunStore
 
@@ -33,7 +36,16 @@ def add_store_arg(p: argparse.ArgumentParser) -> None:
     )
 
 
-class RunLookupError(LookupError):
+def add_include_invalid_arg(p: argparse.ArgumentParser, verb: str, help: str = "") -> None:
+    """--include-invalid: points whose validity verdict is invalid are left out (and listed) unless given."""
+    p.add_argument(
+        "--include-invalid",
+        action="store_true",
+        help=help or f"also {verb} points whose validity verdict is invalid (left out by default, and listed)",
+    )
+
+
+class RunLookupError(UserError, LookupError):
     """A RUN argument that names no run: one line naming what was looked for and where."""
 
 
@@ -63,6 +75,19 @@ def store_unreadable(location: str, e: Exception, what: str) -> RunLookupError |
     )
 
 
+@contextlib.contextmanager
+def reading_store(location: str, what: str = "", head: str = "") -> Iterator[None]:
+    """The S3 client's errors while reading the store (no credentials, no endpoint) leave as one RunLookupError
+    line (store_unreadable) after `head`; any other error leaves as it came."""
+    try:
+        yield
+    except Exception as e:  # the S3 client's errors (botocore is only imported when S3 is used)
+        error = store_unreadable(location, e, what)
+        if error is None:
+            raise
+        raise RunLookupError(f"{head}{error}") from None
+
+
 def check_store_folder(location: str) -> None:
     """A --store that is neither s3:// nor an existing folder names no store: an error, not "no runs"."""
     if not str(location).startswith("s3://") and not Path(location).is_dir():
@@ -90,17 +115,13 @@ def load_run(ref: str, store: str | None) -> Run:
     if store is not None:
         check_store_folder(store)
     try:
-        return RunStore(location).load(ref)
+        with reading_store(location, f" to look for run {ref!r}", here):
+            return RunStore(location).load(ref)
     except RunNotFound:
         raise RunLookupError(
             f"{here}no run {ref!r} in the results store {location}"
             + ("" if store is not None else " (--store S picks another store)")
         ) from None
-    except Exception as e:  # the S3 client's errors (botocore is only imported when S3 is used)
-        error = store_unreadable(location, e, f" to look for run {ref!r}")
-        if error is None:
-            raise
-        raise RunLookupError(f"{here}{error}") from None
 
 
 def label_runs(runs: list[Run]) -> dict[str, Run]:
@@ -114,24 +135,3 @@ def label_runs(runs: list[Run]) -> dict[str, Run]:
             label, k = f"{base}#{k}", k + 1
         labels[label] = r
     return labels
-
-
-def clean_errors(fn):
-    """Bad input (a missing run, an incomplete one, a table of another schema) is one clear line, no traceback:
-    the CLI prints RecipeError messages as such."""
-    import functools
-
-    from infersweep.recipe import RecipeError
-    from infersweep.results.manifest import RunIntegrityError
-    from infersweep.results.store import RunNotFound
-
-    @functools.wraps(fn)
-    def wrapper(a):
-        try:
-            return fn(a)
-        except (RunIntegrityError, RunNotFound, RunLookupError, FileNotFoundError, ValueError) as e:
-            if isinstance(e, RecipeError):
-                raise
-            raise RecipeError(str(e)) from None
-
-    return wrapper

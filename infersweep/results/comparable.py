@@ -27,6 +27,8 @@ from typing import Any, Iterable, Mapping, Protocol
 
 import pandas as pd
 
+from infersweep.errors import UserError
+
 DIMENSIONS = ("workload", "model", "slo", "source")
 FLAG = "--allow-different"
 
@@ -36,7 +38,7 @@ class RunLike(Protocol):
     table: pd.DataFrame
 
 
-class NotComparable(ValueError):
+class NotComparable(UserError, ValueError):
     """Runs that differ in a dimension the caller did not allow: the message names each difference."""
 
 
@@ -113,16 +115,19 @@ def check_comparable(
     *,
     lost_points_ok: bool = False,
     why_allowed: Mapping[str, str] | None = None,
+    asked_by: str = "",
 ) -> list[str]:
     """Refuse (NotComparable) runs that differ in a dimension not in `allow`; return the notes to print: each
     allowed difference (both sides) and each dimension a run does not record. `lost_points_ok`: the first
     run is judged against the second (regress), and may have swept fewer loads. `why_allowed`: dimension ->
-    why it is allowed (default: the flag)."""
+    why it is allowed (default: the flag). `asked_by`: the command that asks, said first in the refusal
+    (`experiment report NAME`), so the user's one line says where it came from."""
+    head = f"{asked_by}: " if asked_by else ""
     allow = set(allow)
     unknown = allow - set(DIMENSIONS)
     if unknown:
         raise NotComparable(
-            f"{FLAG} {', '.join(sorted(unknown))}: not a dimension; choose from {', '.join(DIMENSIONS)}"
+            f"{head}{FLAG} {', '.join(sorted(unknown))}: not a dimension; choose from {', '.join(DIMENSIONS)}"
         )
     ids = {label: identity(run) for label, run in runs.items()}
     refused, notes = [], []
@@ -146,7 +151,7 @@ def check_comparable(
     if refused:
         flags = " ".join(f"{FLAG} {d}" + (" (or --mix-sources)" if d == "source" else "") for d, _ in refused)
         raise NotComparable(
-            "these runs did not measure the same thing, so their difference is not a result: "
+            f"{head}these runs did not measure the same thing, so their difference is not a result: "
             + " | ".join(line for _, line in refused)
             + f". Compare runs of one workload, model, SLOs and source, or pass {flags} to compare "
             "them anyway"
@@ -154,8 +159,11 @@ def check_comparable(
     return notes
 
 
-def add_allow_arg(p, what: str = "compare") -> None:
-    """The CLI flag: `--allow-different DIM` (repeatable)."""
+def add_allow_arg(p, what: str = "compare", mix_sources: bool = False) -> None:
+    """The CLI flag: `--allow-different DIM` (repeatable); `mix_sources`: also its older spelling for the source,
+    `--mix-sources` (compare, regress)."""
+    if mix_sources:
+        p.add_argument("--mix-sources", action="store_true", help=f"= {FLAG} source")
     p.add_argument(
         FLAG,
         action="append",

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from infersweep.errors import BadArgument
 from infersweep.metrics import direction
 from infersweep.metrics import label as metric_label
 from infersweep.results.evidence import best_point, counted
@@ -139,7 +140,7 @@ def compare_runs(
     """Every run after the first against the first. `decide`: the metrics judged (default: the `metrics`
     named, else the runs' SLOs, else DEFAULT_DECISIONS); `decided_by` says where they came from."""
     if len(runs) < 2:
-        raise ValueError("compare needs at least two runs")
+        raise BadArgument("compare needs at least two runs: give the baseline RUN first, then the runs to compare")
     left_out: list[str] = []
     included: list[str] = []
     invalid_at: dict[int, list[str]] = {}

@@ -22,6 +22,8 @@ from typing import Any
 
 import pandas as pd
 
+from infersweep.errors import UserError
+
 MEASURED_STATUSES = ("ok", "partial")  # = infersweep.results.table.OK_STATUSES (not imported: table imports this)
 
 
@@ -104,17 +106,19 @@ def why_not_counted(df: pd.DataFrame, concurrency: int, label: str) -> str:
     return f"{label} c{concurrency} is not a valid measurement ({'; '.join(reasons) or 'invalid'})"
 
 
-class RecipeHashMismatch(ValueError):
+class RecipeHashMismatch(UserError, ValueError):
     """A run given for a treatment is of another recipe (or records no recipe hash)."""
 
 
-def check_recipe_hash(treatment: str, run: str, run_hash: str | None, expected: str) -> None:
-    """Refuse a run whose recipe hash is not the treatment's: one line naming the run and both hashes."""
+def check_recipe_hash(treatment: str, run: str, run_hash: str | None, expected: str, asked_by: str = "") -> None:
+    """Refuse a run whose recipe hash is not the treatment's: one line naming the run and both hashes (after
+    `asked_by`, the command that asks, when given)."""
     if run_hash == expected:
         return
     got = run_hash or "none recorded"
     raise RecipeHashMismatch(
-        f"treatment {treatment}: run {run} has recipe hash {got}, expected {expected} "
+        (f"{asked_by}: " if asked_by else "")
+        + f"treatment {treatment}: run {run} has recipe hash {got}, expected {expected} "
         f"(the treatment's recipe as params/ resolves it now): a run of another recipe, "
         f"or of this one before it changed, is not evidence for it"
     )

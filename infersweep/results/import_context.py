@@ -29,11 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from infersweep.aiperf import REUSE_KEYS, SUMMARY_FILE, WORKLOAD_FLAGS
+from infersweep.errors import UserError
 
 UNKNOWN = "unknown"
 
 
-class ProvenanceError(ValueError):
+class ProvenanceError(UserError, ValueError):
     """The artifact contradicts the recipe it is filed under: one line naming both sides and the flag."""
 
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from infersweep.aiperf import RECORDS_FILE, SUMMARY_FILE
+from infersweep.errors import UserError
 
 # phase_manifest.json marks a 0.13 run folder too (aiperf/exporters/exporter_manager.py:236-260 writes it beside
 # the run's phases/): a folder holding only it and its phases is a run that wrote no summary (read as failed),
@@ -51,7 +52,7 @@ PROFILE_RUNS = "profile_runs"
 TRIAL = re.compile(r"^(?:trial|run)_(\d+)$")  # trial_NNNN / run_NNNN, 1-based (orchestrator.py:86-100)
 
 
-class LayoutError(ValueError):
+class LayoutError(UserError, ValueError):
     """Nothing importable under the folder: the message names the folder and what was looked for."""
 
 

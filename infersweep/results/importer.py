@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from infersweep.aiperf import SUMMARY_FILE, read_point
+from infersweep.errors import UserError
 from infersweep.recipe_context import recipe_context
 from infersweep.results import index as ix
 from infersweep.results.import_aggregate import read_aggregate, side_by_side
@@ -44,7 +45,7 @@ from infersweep.results.summarize import summarize
 ARTIFACT_MARKERS = RUN_MARKERS
 
 
-class ImportError_(ValueError):
+class ArtifactImportError(UserError, ValueError):
     """Bad input to import: one clear message naming the folder and the fix."""
 
 
@@ -53,7 +54,7 @@ def find_artifact_dirs(root: Path) -> list[Path]:
     try:
         return [r.folder for r in find_runs(root).runs]
     except LayoutError as e:
-        raise ImportError_(str(e)) from None
+        raise ArtifactImportError(str(e)) from None
 
 
 def _profiling_phase(summary: dict) -> dict:
@@ -73,7 +74,7 @@ def _from_inputs(art: Path, key: str) -> Any:
 
 
 def detect_concurrency(art: Path, name: str | None = None) -> tuple[int, str]:
-    """(concurrency, where it was found) of one artifact folder; ImportError_ when nowhere. `name`: the folder
+    """(concurrency, where it was found) of one artifact folder; ArtifactImportError when nowhere. `name`: the folder
     name to read it from last (a multi-run trial's variation, `concurrency_4`, rather than `trial_0002`)."""
     summary = read_summary(art)
     c = _profiling_phase(summary).get("concurrency")
@@ -86,7 +87,7 @@ def detect_concurrency(art: Path, name: str | None = None) -> tuple[int, str]:
     m = re.search(r"(?:^|[^a-z])(?:c|conc|concurrency)[-_]?(\d+)$", name or art.name, re.IGNORECASE)
     if m:
         return int(m.group(1)), "folder name"
-    raise ImportError_(
+    raise ArtifactImportError(
         f"{art}: cannot tell its concurrency (no profiling phase concurrency in "
         f"{SUMMARY_FILE}, no --concurrency in run_info.cli_command, folder not named like c16); "
         "rename the folder c<N> and import again"
@@ -95,14 +96,14 @@ def detect_concurrency(art: Path, name: str | None = None) -> tuple[int, str]:
 
 def one_workload(folders_summaries: list[tuple[Path, dict]]) -> dict[str, Any] | None:
     """The workload every run that recorded one measured (a run that failed before its summary records none);
-    ImportError_ naming two runs that measured different ones."""
+    ArtifactImportError naming two runs that measured different ones."""
     shapes: dict[str, tuple[Path, dict[str, Any]]] = {}
     for folder, summary in folders_summaries:
         if (w := workload_of(summary)) is not None:
             shapes.setdefault(json.dumps(w, sort_keys=True), (folder, w))
     if len(shapes) > 1:
         (a, (fa, _)), (b, (fb, _)) = list(shapes.items())[:2]
-        raise ImportError_(
+        raise ArtifactImportError(
             f"the AIPerf runs under one import measured different workloads ({fa}: {a}; {fb}: {b}); "
             "import each workload as a run of its own"
         )
@@ -176,7 +177,7 @@ def _layout(root: Path) -> Layout:
     try:
         return find_runs(Path(root))
     except LayoutError as e:
-        raise ImportError_(str(e)) from None
+        raise ArtifactImportError(str(e)) from None
 
 
 def default_run_id(root: Path) -> str:
@@ -220,13 +221,13 @@ def import_run(
     layout = _layout(Path(root))
     run_id = run_id or default_run_id(root)
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,120}", run_id):
-        raise ImportError_(f"--run-id {run_id!r}: letters, digits, '.', '_', '-' only")
+        raise ArtifactImportError(f"--run-id {run_id!r}: letters, digits, '.', '_', '-' only")
     recipe_ctx = recipe_context(resolved)
     summaries = [read_summary(r.folder) for r in layout.runs]
     try:
         known = provenance(summaries, recipe_ctx, stated=stated or {}, model_mismatch_ok=model_mismatch_ok)
     except ProvenanceError as e:
-        raise ImportError_(str(e)) from None
+        raise ArtifactImportError(str(e)) from None
     aggregates = _aggregates(layout)
     with tempfile.TemporaryDirectory(prefix="infersweep-import-") as tmp:
         run_dir = Path(keep) if keep else Path(tmp) / run_id
@@ -270,7 +271,7 @@ def _resolve_recipe(name: str):
         if resolved.name == name:
             return resolved
         names.append(resolved.name)
-    raise ImportError_(
+    raise ArtifactImportError(
         f"--recipe {name!r}: no such recipe in params/recipes/ (`infersweep recipes` lists "
         f"{len(names)}); the imported run is filed under a recipe so compare can find it"
     )
@@ -280,7 +281,7 @@ def _publish(run_dir: Path, recipe: str, run_id: str, store: str, s3=None) -> st
     target = RunStore(store, s3=s3)
     try:
         target.locate(f"{recipe}/{run_id}")
-        raise ImportError_(
+        raise ArtifactImportError(
             f"{store}: run {recipe}/{run_id} already exists (imported before?); "
             "give another --run-id to import it again"
         )

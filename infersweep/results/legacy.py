@@ -15,6 +15,7 @@ import json
 
 import pandas as pd
 
+from infersweep.errors import UserError
 from infersweep.metrics import ALIASES, normalize_slo
 from infersweep.results.columns import OPTIONAL, RAW_COLUMNS, SCHEMA_VERSION, SUMMARY_COLUMNS
 
@@ -30,19 +31,26 @@ RENAMED = {
 KEY = ["run_id", "recipe", "concurrency", "repetition", "status"]
 
 
+class TableVersionError(UserError, ValueError):
+    """A results table this reader cannot read (no or an unknown schema_version, key columns missing): the
+    message names the file and how to rebuild it."""
+
+
 def table_version(df: pd.DataFrame, where: str) -> str:
     """The table's schema version; ValueError naming what is wrong for a table this code cannot read."""
     if "schema_version" not in df.columns:
-        raise ValueError(
+        raise TableVersionError(
             f"{where}: no schema_version column; written before infersweep.results/v1 "
             "(re-run `python -m steps.summarize` on the run folder to rebuild it)"
         )
     versions = set(df["schema_version"].dropna().unique())
     if versions and not versions <= set(READABLE_VERSIONS):
-        raise ValueError(f"{where}: schema_version {sorted(versions)}, this reader knows {list(READABLE_VERSIONS)}")
+        raise TableVersionError(
+            f"{where}: schema_version {sorted(versions)}, this reader knows {list(READABLE_VERSIONS)}"
+        )
     missing = [c for c in KEY if c not in df.columns]
     if missing:
-        raise ValueError(f"{where}: missing key columns {missing}")
+        raise TableVersionError(f"{where}: missing key columns {missing}")
     return sorted(versions)[0] if versions else SCHEMA_VERSION
 
 

@@ -16,13 +16,15 @@ from __future__ import annotations
 import hashlib
 import json
 
+from infersweep.errors import UserError
+
 MANIFEST_NAME = "manifest.json"
 MANIFEST_SCHEMA = "infersweep.run-manifest/v1"
 SHA_META = "sha256"  # every published object's sha256, stored by S3 as the x-amz-meta-sha256 header
 
 
-class RunIntegrityError(RuntimeError):
-    """A published run cannot be trusted as it is (see the subclasses)."""
+class RunIntegrityError(UserError, RuntimeError):
+    """A published run cannot be trusted as it is (see the subclasses): the run given is refused, one line."""
 
 
 class IncompleteRunError(RunIntegrityError):

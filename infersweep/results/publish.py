@@ -40,6 +40,7 @@ from pathlib import Path
 
 from botocore.exceptions import ClientError
 
+from infersweep.errors import BadArgument, UserError
 from infersweep.results.manifest import (
     MANIFEST_NAME,
     MANIFEST_SCHEMA,
@@ -68,8 +69,9 @@ EXTRA_CONTENT_TYPES = {
 }
 
 
-class PublishError(RuntimeError):
-    """S3 unreachable or an upload failed; the local copy is intact. Exit 1, or 75 (retried) when every one of
+class PublishError(UserError, RuntimeError):
+    """S3 unreachable or an upload failed (credentials, endpoint, bucket: the user's to fix); the local copy is
+    intact. Exit 1, or 75 (retried) when every one of
     its `causes` is transient (steps/runner.py)."""
 
     exit_code = 1
@@ -82,7 +84,7 @@ class PublishError(RuntimeError):
         self.causes = list(causes)  # the S3 client's exceptions, per key: a step tells transient from not
 
 
-class PublishConflict(RuntimeError):
+class PublishConflict(UserError, RuntimeError):
     """A key already holds different bytes; it was left untouched (exit 2: a rerun cannot fix it)."""
 
     exit_code = 2
@@ -125,7 +127,7 @@ def publish_tree(
     local_dir = Path(local_dir).absolute()  # the resume command must work from any cwd
     prefix = prefix.strip("/")
     if not prefix:
-        raise ValueError("prefix must not be empty: a run needs its own prefix")
+        raise BadArgument("--prefix must not be empty: a run needs its own prefix")
     manifest_extra = dict(manifest_extra or {})
     reserved = {"schema", "bucket", "prefix", "objects", "created_at"} & manifest_extra.keys()
     if reserved:
@@ -201,7 +203,7 @@ def publish_command(local_dir: Path, bucket: str, prefix: str) -> str:
 
 def _list_files(local_dir: Path, prefix: str) -> list[_File]:
     if not local_dir.is_dir():
-        raise ValueError(f"not a directory: {local_dir}")
+        raise BadArgument(f"{local_dir}: not a directory; give the run's result folder")
     files = []
     # os.walk does not follow directory symlinks (no loops, no escaping the
     # tree); symlinks to files are published with the target's bytes.
@@ -214,9 +216,9 @@ def _list_files(local_dir: Path, prefix: str) -> list[_File]:
             rel = path.relative_to(local_dir).as_posix()
             files.append(_File(path=path, rel=rel, key=f"{prefix}/{rel}"))
     if not files:
-        raise ValueError(f"no files to publish under {local_dir}")
+        raise BadArgument(f"{local_dir}: no files to publish under it")
     if any(f.rel == MANIFEST_NAME for f in files):
-        raise ValueError(f"{local_dir}/{MANIFEST_NAME} would collide with the run manifest; rename it")
+        raise BadArgument(f"{local_dir}/{MANIFEST_NAME} would collide with the run manifest; rename it")
     return files
 
 

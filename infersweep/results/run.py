@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from infersweep.errors import UserError
 from infersweep.results.context import RUN_FILE
 from infersweep.results.files import METRICS_SKIPPED_FILE, RAW_FILE, RESULTS_FILE, SERVER_METRICS_FILE
 from infersweep.results.legacy import upgrade_table
@@ -55,13 +56,17 @@ class Run:
         return self.recipe or self.run_id
 
 
+class RunFolderError(UserError, FileNotFoundError):
+    """A folder given as a run that holds none, or one never summarized; the message says how to make it one."""
+
+
 def resolve_run_folder(path: Path) -> Path:
     """Accept `runs/<id>` (a local run) or the results folder itself."""
     path = Path(path)
     for candidate in (path, path / "results"):
         if (candidate / "points").is_dir() or (candidate / "summary").is_dir():
             return candidate
-    raise FileNotFoundError(f"{path}: not a run folder (no points/ or summary/ inside, nor in {path}/results)")
+    raise RunFolderError(f"{path}: not a run folder (no points/ or summary/ inside, nor in {path}/results)")
 
 
 def load_run_folder(path: Path) -> Run:
@@ -69,7 +74,7 @@ def load_run_folder(path: Path) -> Run:
     folder = resolve_run_folder(path)
     table_path = folder / RESULTS_FILE
     if not table_path.exists():
-        raise FileNotFoundError(
+        raise RunFolderError(
             f"{folder}: no {RESULTS_FILE}: the run was never summarized (interrupted before "
             f"its summarize step?); `python -m steps.summarize --run-dir {folder} ...` builds it"
         )

@@ -11,6 +11,8 @@ from pathlib import Path
 from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 
+from infersweep.errors import UserError
+
 MAX_WORKERS = 8  # files uploaded/verified at once
 
 # Multipart above 64 MiB, 16 MiB parts: few parts for typical result files,
@@ -46,8 +48,8 @@ def s3_client(endpoint_url: str | None = None, *, connect_timeout: float = 3, re
     return boto3.client("s3", endpoint_url=endpoint_url, config=config)
 
 
-class UnsafeKey(ValueError):
-    """An S3 key that would land outside the destination folder."""
+class UnsafeKey(UserError, ValueError):
+    """An S3 key that would land outside the destination folder: the store given holds it, refused."""
 
 
 def contained(dest: Path, rel: str) -> Path:

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from infersweep.errors import UserError
 from infersweep.params_files import read_yaml_mapping
 from infersweep.paths import params_dir
 from infersweep.platform.dgd import dgd_name
@@ -51,7 +52,7 @@ class MissingSeries(RuntimeError):
     are scoped to labels the deployment's series do not carry, or nothing scrapes them."""
 
 
-class ScopeError(ValueError):
+class ScopeError(UserError, ValueError):
     """A query or selector in metrics.yaml, or a run argument (namespace, DGD name, context), that cannot
     scope the queries to the run's deployment: bad input, reported before anything is queried."""
 

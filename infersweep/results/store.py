@@ -23,6 +23,7 @@ from typing import Any
 
 import pandas as pd
 
+from infersweep.errors import BadArgument, UserError
 from infersweep.results import index as ix
 from infersweep.results.legacy import upgrade_table
 from infersweep.results.manifest import (
@@ -39,7 +40,7 @@ from infersweep.results.manifest import (
 from infersweep.results.run import METRICS_SKIPPED_FILE, RAW_FILE, RESULTS_FILE, SERVER_METRICS_FILE, Run, read_raw
 
 
-class RunNotFound(LookupError):
+class RunNotFound(UserError, LookupError):
     """No run of that id under this store."""
 
 
@@ -134,7 +135,7 @@ class RunStore:
         if text.startswith("s3://"):
             bucket, _, base = text[5:].partition("/")
             if not bucket:
-                raise ValueError(f"{location}: write s3://BUCKET/PREFIX")
+                raise BadArgument(f"{location}: write s3://BUCKET/PREFIX")
             self.backend: Any = _S3Backend(bucket, s3)
             self.base = base.strip("/")
         else:

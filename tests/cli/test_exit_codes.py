@@ -37,11 +37,25 @@ def _codes(value: ast.AST, names: dict[str, object]) -> set[int]:
         return _codes(value.body, names) | _codes(value.orelse, names)
     if isinstance(value, ast.Name) and type(names.get(value.id)) is int:
         return {names[value.id]}
+    if isinstance(value, ast.Call) and getattr(value.func, "id", "") == "exit_code":  # cli.py: a UserError's
+        return _family_codes()
     if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name):
         table = names.get(value.value.id)
         if isinstance(table, dict):
             return {v for v in table.values() if type(v) is int}
     return set()
+
+
+def _family_codes() -> set[int]:
+    """The exit codes of the UserError kinds loaded (tests/house/test_error_family.py checks all of them)."""
+    from infersweep.errors import USAGE_EXIT, UserError
+
+    kinds, todo = set(), [UserError]
+    while todo:
+        kind = todo.pop()
+        kinds.add(kind)
+        todo.extend(k for k in kind.__subclasses__() if k not in kinds)
+    return {getattr(k, "exit_code", USAGE_EXIT) for k in kinds}
 
 
 def _returned_codes() -> dict[int, list[str]]:

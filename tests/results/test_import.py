@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from infersweep.cli import main as cli_main
-from infersweep.results.importer import ImportError_, detect_concurrency, stage_run
+from infersweep.results.importer import ArtifactImportError, detect_concurrency, stage_run
 from infersweep.results.store import RunStore
 from tests.conftest import copy_tree
 from tests.support.paths import FIXTURES
@@ -130,7 +130,7 @@ def test_concurrency_from_the_folder_name_and_a_clear_error_without_one(tmp_path
     d = copy_tree(V010 / "wrongmodel-c2", tmp_path / "c16")  # no summary: the folder name is all there is
     assert detect_concurrency(d) == (16, "folder name")
     odd = copy_tree(V010 / "wrongmodel-c2", tmp_path / "mystery")
-    with pytest.raises(ImportError_, match="cannot tell its concurrency .* rename the folder c<N>"):
+    with pytest.raises(ArtifactImportError, match="cannot tell its concurrency .* rename the folder c<N>"):
         detect_concurrency(odd)
 
 
