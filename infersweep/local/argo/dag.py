@@ -9,7 +9,7 @@ from typing import Any
 from infersweep.local.argo import expr as argo_expr
 from infersweep.local.argo import when as argo_when
 from infersweep.local.argo.errors import ParallelismReached, WorkflowError
-from infersweep.local.argo.nodes import Node, _iso
+from infersweep.local.argo.nodes import Node, TemplateCall, _iso
 from infersweep.local.argo.templates import ABSENT_OPTIONAL, VAR_RE, _sequence, _str, _substitute, render_item
 
 
@@ -342,19 +342,11 @@ def _aggregated_json(values: list[str]) -> str:
 class DagExecution:
     """dag.go executeDAG/executeDAGTask on the operator; mixed into LocalArgo."""
 
-    def _execute_dag(
-        self,
-        node: Node | None,
-        name: str,
-        tmpl: dict[str, Any],
-        scope: str,
-        boundary: str,
-        on_exit: bool,
-        flags: dict[str, bool] | None,
-    ) -> Node:
+    def _execute_dag(self, node: Node | None, call: TemplateCall) -> Node:
         """dag.go executeDAG."""
+        tmpl, scope, on_exit = call.tmpl, call.scope, call.on_exit
         if node is None:
-            node = self._init_node(name, "DAG", tmpl["name"], scope, boundary, "Running", flags=flags)
+            node = self._init_call_node(call, "DAG", "Running")
         node._tmpl = tmpl  # type: ignore[attr-defined]  # GetTemplateByBoundaryID
         if node.phase == "Pending":
             node.phase = "Running"

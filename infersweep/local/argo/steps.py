@@ -8,7 +8,7 @@ from typing import Any
 from infersweep.local.argo import when as argo_when
 from infersweep.local.argo.dag import _aggregated_json, _DagCtx, _loop_index
 from infersweep.local.argo.errors import ParallelismReached, WorkflowError
-from infersweep.local.argo.nodes import Node
+from infersweep.local.argo.nodes import Node, TemplateCall
 from infersweep.local.argo.templates import VAR_RE, _substitute
 
 
@@ -44,20 +44,12 @@ def _aggregate_vars(kind: str, name: str, kids: list[Node]) -> dict[str, str]:
 class StepsExecution:
     """steps.go executeSteps/executeStepGroup on the operator; mixed into LocalArgo."""
 
-    def _execute_steps(
-        self,
-        node: Node | None,
-        name: str,
-        tmpl: dict[str, Any],
-        scope: str,
-        boundary: str,
-        on_exit: bool,
-        flags: dict[str, bool] | None,
-    ) -> Node:
+    def _execute_steps(self, node: Node | None, call: TemplateCall) -> Node:
         """steps.go executeSteps: step groups run in order, the steps of a group side by side; a failed or
         errored step (without continueOn) fails its group and the template, and later groups never start."""
+        name, tmpl, scope, on_exit = call.name, call.tmpl, call.scope, call.on_exit
         if node is None:
-            node = self._init_node(name, "Steps", tmpl["name"], scope, boundary, "Running", flags=flags)
+            node = self._init_call_node(call, "Steps", "Running")
         node._tmpl = tmpl  # type: ignore[attr-defined]
         svars: dict[str, str] = {}
         for i, group in enumerate(tmpl["steps"]):
