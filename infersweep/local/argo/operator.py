@@ -238,21 +238,8 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
         if self.deadline():
             self._requeue(self.deadline() - time.time())
 
-        try:
-            node = self.execute_template(
-                self.name,
-                {"template": self.spec["entrypoint"]},
-                self.spec.get("_scope", ""),
-                self.spec.get("arguments", {}),
-                boundary="",
-                on_exit=False,
-            )
-        except ParallelismReached:
-            return
-        except WorkflowError as e:
-            # operate: "error in entry template execution" -> workflow Error
-            self.phase, self.message = "Error", f"error in entry template execution: {e}"
-            return
+        # operate: "error in entry template execution" -> workflow Error
+        node = self._execute_top(self.name, self.spec["entrypoint"], "error in entry template execution: ")
         if node is None or not node.fulfilled:
             return
         wf_status = {
@@ -268,21 +255,9 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
             en_name = f"{self.name}.onExit"
             exit_node = self.by_name(en_name)
             if exit_node is not None or self._should_execute(True):
-                try:
-                    exit_node = self.execute_template(
-                        en_name,
-                        {"template": self.spec["onExit"]},
-                        self.spec.get("_scope", ""),
-                        self.spec.get("arguments", {}),
-                        boundary="",
-                        on_exit=True,
-                        flags={"hooked": True},
-                    )
-                except ParallelismReached:
-                    return
-                except WorkflowError as e:
-                    self.phase, self.message = "Error", f"error in exit template execution : {e}"
-                    return
+                exit_node = self._execute_top(
+                    en_name, self.spec["onExit"], "error in exit template execution : ", on_exit=True
+                )
                 if exit_node is None or not exit_node.fulfilled:
                     return
         if node.failed_or_error and self.shutdown:
@@ -299,6 +274,25 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
                 self.phase, self.message = "Succeeded", ""
         else:
             self.phase, self.message = wf_status, message
+
+    def _execute_top(self, node_name: str, template: str, error: str, *, on_exit: bool = False) -> Node | None:
+        """A workflow-level template (the entrypoint, or the exit handler with `on_exit`), given the workflow's
+        arguments. None when it cannot go on now (parallelism) or errored the workflow (`error` + why)."""
+        try:
+            return self.execute_template(
+                node_name,
+                {"template": template},
+                self.spec.get("_scope", ""),
+                self.spec.get("arguments", {}),
+                boundary="",
+                on_exit=on_exit,
+                flags={"hooked": True} if on_exit else None,
+            )
+        except ParallelismReached:
+            return None
+        except WorkflowError as e:
+            self.phase, self.message = "Error", f"{error}{e}"
+            return None
 
     def _holder(self) -> str:
         # A lock holder is this execution of the workflow: two local runs of one file share a name, never a uid.

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from infersweep.local.argo import when as argo_when
-from infersweep.local.argo.dag import _aggregated_json, _DagCtx, _loop_index
+from infersweep.local.argo.dag import _aggregate_vars, _DagCtx, _loop_index
 from infersweep.local.argo.errors import ParallelismReached, WorkflowError
 from infersweep.local.argo.nodes import Node, TemplateCall
-from infersweep.local.argo.templates import VAR_RE, _substitute
+from infersweep.local.argo.templates import _substitute, check_resolved
 
 
 def _node_vars(kind: str, name: str, n: Node) -> dict[str, str]:
@@ -20,24 +19,6 @@ def _node_vars(kind: str, name: str, n: Node) -> dict[str, str]:
     for p, v in n.outputs.items():
         if not p.startswith("artifact:"):
             s[f"{kind}.{name}.outputs.parameters.{p}"] = v
-    return s
-
-
-def _aggregate_vars(kind: str, name: str, kids: list[Node]) -> dict[str, str]:
-    """operator.go processAggregateNodeOutputs: succeeded children only, in item order."""
-    plist: list[dict[str, str]] = []
-    by_name: dict[str, list[str]] = {}
-    for k in kids:
-        if k.phase != "Succeeded" or k.flags.get("hooked") or k.flags.get("retried"):
-            continue
-        params = {p: v for p, v in k.outputs.items() if not p.startswith("artifact:")}
-        if params:
-            plist.append(params)
-            for p, v in params.items():
-                by_name.setdefault(p, []).append(v)
-    s = {f"{kind}.{name}.outputs.parameters": json.dumps(plist, separators=(",", ":"))}
-    for p, vals in by_name.items():
-        s[f"{kind}.{name}.outputs.parameters.{p}"] = _aggregated_json(vals)
     return s
 
 
@@ -109,13 +90,7 @@ class StepsExecution:
                 st = _substitute(
                     {k: v for k, v in st.items() if k != "withItems"}, self.globals() | svars, strict=False
                 ) | ({"withItems": st["withItems"]} if "withItems" in st else {})
-                leftovers = [
-                    m.group(1).strip()
-                    for m in VAR_RE.finditer(json.dumps(st.get("arguments", {})))
-                    if m.group(1).strip().startswith("steps.")
-                ]
-                if leftovers:
-                    raise WorkflowError(f"Unable to resolve: {{{{{leftovers[0]}}}}}")
+                check_resolved(st.get("arguments", {}), "steps.")
                 expanded += _DagCtx.expand(st)  # steps.go expandStep: the same item expansion as a DAG task
         except WorkflowError as e:
             return self._mark(sg, "Error", str(e))
