@@ -13,6 +13,7 @@ import fcntl
 import json
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from infersweep.step_interface import write_output_param
@@ -82,6 +83,23 @@ def ensure_model(model_id: str, revision: str, cache: Path, source: str = "hf") 
     return {**info, "cached": False, "seconds": round(time.monotonic() - t0, 3)}
 
 
+@dataclass(frozen=True)
+class CacheOutputs:
+    """Where the model-cache step writes what it resolved ('' or None = not written): the model's folder and
+    commit as output parameters, and the commit again for the exit handler's summarize."""
+
+    model_dir_param: str | None = None
+    commit_param: str | None = None
+    commit_file: str | None = None
+
+    def write(self, info: dict) -> None:
+        write_output_param(self.model_dir_param, info["path"])
+        write_output_param(self.commit_param, info["commit"])
+        if self.commit_file:
+            Path(self.commit_file).parent.mkdir(parents=True, exist_ok=True)
+            Path(self.commit_file).write_text(info["commit"] + "\n")
+
+
 def cache_models(
     model_id: str,
     revision: str,
@@ -90,13 +108,11 @@ def cache_models(
     *,
     draft_model: str = "",
     draft_revision: str = "",
-    model_dir_param: str | None = None,
-    commit_param: str | None = None,
-    commit_file: str | None = None,
+    outputs: CacheOutputs = CacheOutputs(),
 ) -> dict:
     """The model-cache step's work: the model and its speculative-decoding draft (if any) into the cache,
-    then the model's folder and resolved commit written as output parameters (and to `commit_file`, which
-    the exit handler's summarize reads). Prints the step's progress lines; returns the model's info.
+    then the model's folder and resolved commit written where `outputs` says. Prints the step's progress
+    lines; returns the model's info.
 
     A failure to cache either raises ModelNotCached, its message naming the run's model@revision.
     """
@@ -112,11 +128,7 @@ def cache_models(
             )
     except Exception as e:
         raise ModelNotCached(f"{model_id}@{revision}: {e}") from e
-    write_output_param(model_dir_param, info["path"])
-    write_output_param(commit_param, info["commit"])
-    if commit_file:
-        Path(commit_file).parent.mkdir(parents=True, exist_ok=True)
-        Path(commit_file).write_text(info["commit"] + "\n")
+    outputs.write(info)
     verb = "already cached" if info["cached"] else f"downloaded {info['bytes']} bytes"
     print(f"{model_id}@{revision} ({info['commit']}): {verb} in {info['seconds']} s -> {info['path']}")
     return info

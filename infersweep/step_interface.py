@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, TypeVar
+
+T = TypeVar("T")
 
 OUT = "/tmp/outputs"  # output parameters are small files the controller reads back
 WORKFLOW_NAME = "{{workflow.name}}"
@@ -249,3 +251,11 @@ def write_output_param(path: str | Path | None, value: Any) -> None:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(value if isinstance(value, str) else json.dumps(value, separators=(",", ":")))
+
+
+def from_args(cls: type[T], args: argparse.Namespace, **given: Any) -> T:
+    """A request dataclass from a step's parsed options: each field takes the option of its name (its dest),
+    `given` names the fields whose option is spelled otherwise. The step's declaration and the request then
+    agree by name, and the step module does not copy every option by hand."""
+    taken = {f.name: getattr(args, f.name) for f in fields(cls) if f.name not in given and hasattr(args, f.name)}
+    return cls(**taken, **given)

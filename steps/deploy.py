@@ -13,27 +13,16 @@ become ready; 2 bad input; 75 transient API error (the template's retryStrategy 
 
 from __future__ import annotations
 
-from infersweep.platform.operations import deploy
+from infersweep.platform.operations import DeployRequest, deploy
 from infersweep.platform.protocol import NotServing
 from infersweep.step_declarations import DEPLOY
+from infersweep.step_interface import from_args
 from steps.runner import main_of
 
 
 def main(argv: list[str] | None = None) -> int:
     a = DEPLOY.parser().parse_args(argv)
-    deploy(
-        dgd_text=a.dgd,
-        dgd_file=a.dgd_file,
-        namespace=a.namespace,
-        run_id=a.run_id,
-        owner_name=a.owner_name,
-        owner_uid=a.owner_uid,
-        url_param=a.url_param,
-        save=a.save,
-        ensure=a.ensure,
-        model=a.model,
-        timeout_s=a.timeout_s,
-    )  # DGDOwnedElsewhere (exit 1): never adopted
+    deploy(from_args(DeployRequest, a, dgd_text=a.dgd))  # DGDOwnedElsewhere (exit 1): never adopted
     return 0
 
 

@@ -13,13 +13,7 @@ from steps.runner import main_of
 def main(argv: list[str] | None = None) -> int:
     a = ENSURE_PVC.parser().parse_args(argv)
     # PVCNotBound (exit 1): the PVC, its phase and the cause
-    ensure_pvc(
-        name=a.name,
-        namespace=a.namespace,
-        size=a.size,
-        storage_class=a.storage_class,
-        bound_timeout_s=a.bound_timeout_s,
-    )
+    ensure_pvc(**vars(a))  # the declaration's options are ensure_pvc's keywords
     return 0
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from infersweep.cluster_settings import parse_cluster_settings
-from infersweep.launch.derive import experiment_run, recipe_run
+from infersweep.launch.derive import Launcher, experiment_run, recipe_run
 from infersweep.launch.git_credentials import GitCredentials
 from infersweep.step_declarations import LAUNCH
 from steps.runner import main_of
@@ -32,20 +32,20 @@ def main(argv: list[str] | None = None) -> int:
         if a.git_credentials
         else None
     )
-    common = {
-        "git": git,
-        "settings": settings,
-        "namespace": a.namespace,
-        "launcher": a.launcher,
-        "scratch": a.scratch,
-        "credentials": creds,
-        "dgd_api": a.dgd_api,  # the install's (workflows/launcher.py)
-    }
+    launcher = Launcher(
+        git=git,
+        settings=settings,
+        namespace=a.namespace,
+        name=a.launcher,
+        scratch=a.scratch,
+        credentials=creds,
+        dgd_api=a.dgd_api,  # the install's (workflows/launcher.py)
+    )
     if a.kind == "recipe":
         run_params = {k: str(v) for k, v in a.run_params.items()}
-        launch = recipe_run(a.name, set_text=a.set, run_params=run_params, **common)
+        launch = recipe_run(a.name, launcher, set_text=a.set, run_params=run_params)
     else:
-        launch = experiment_run(a.name, **common)
+        launch = experiment_run(a.name, launcher)
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(launch.workflow, separators=(",", ":")))
     print("\n".join(launch.summary))

@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from infersweep.model_cache import cache_models
+from infersweep.model_cache import CacheOutputs, cache_models
 from infersweep.step_declarations import MODEL_CACHE_STEP
+from infersweep.step_interface import from_args
 from steps.runner import main_of
 
 
@@ -27,9 +28,7 @@ def main(argv: list[str] | None = None) -> int:
         a.source,
         draft_model=a.draft_model,
         draft_revision=a.draft_revision,
-        model_dir_param=a.model_dir_param,
-        commit_param=a.commit_param,
-        commit_file=a.commit_file,
+        outputs=from_args(CacheOutputs, a),
     )
     return 0
 

@@ -10,27 +10,16 @@ the results table carries it as a context column (infersweep.results.context).
 
 from __future__ import annotations
 
-from infersweep.platform.operations import wait_ready
+from infersweep.platform.operations import WaitReadyRequest, wait_ready
 from infersweep.step_declarations import WAIT_READY
+from infersweep.step_interface import from_args
 from steps.runner import main_of
 
 
 def main(argv: list[str] | None = None) -> int:
     a = WAIT_READY.parser().parse_args(argv)
     # not serving (the reason), or the saved DGD belongs to another Workflow: exit 1
-    wait_ready(
-        name=a.name,
-        run_id=a.run_id,
-        namespace=a.namespace,
-        model=a.model,
-        timeout_s=a.timeout_s,
-        api_version=a.api_version,
-        bundle=a.bundle,
-        images=a.images,
-        failure=a.failure,
-        ensure_from=a.ensure_from,
-        ready_file=a.ready_file,
-    )
+    wait_ready(from_args(WaitReadyRequest, a))
     return 0
 
 

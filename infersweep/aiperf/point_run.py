@@ -1,6 +1,7 @@
 """Run one AIPerf benchmark point and leave an honest OUT/result.json behind (steps/aiperf_point.py's work).
 
-Runs inside the AIPerf image: standard library only (plus infersweep/aiperf/artifacts.py, also stdlib only);
+Runs inside the AIPerf image: standard library only (plus infersweep/aiperf/artifacts.py and
+infersweep/step_interface.py, also stdlib only);
 images/aiperf.Dockerfile copies this file, tests/aiperf/test_aiperf_contract.py and tests/steps/test_step_declarations.py
 run it with only the image's files.
 
@@ -45,6 +46,7 @@ from infersweep.aiperf.flags import (
     tokenizer_as_cached_hub_id,
     workload_argv,
 )
+from infersweep.step_interface import json_object
 
 # Kubernetes' default terminationGracePeriodSeconds is 30 s: AIPerf must be gone (and result.json
 # written) before the kubelet's own SIGKILL, so our grace period stays below it.
@@ -60,12 +62,7 @@ PROGRESS_EVERY_S = 5.0
 # -- the point's own argument checks (the step's parser comes from its declaration) ---------------------------
 def workload_json(text: str) -> dict:
     """--workload: a JSON object whose keys AIPerf takes (infersweep.aiperf WORKLOAD_FLAGS, TRACE_KEYS)."""
-    try:
-        value = json.loads(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(f"not JSON: {e}") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError("must be a JSON object")
+    value = json_object(text)
     try:
         workload_argv({k: v for k, v in value.items() if k not in TRACE_KEYS})
     except ValueError as e:

@@ -99,16 +99,22 @@ def _pull_secrets(r: ResolvedRecipe) -> dict[str, Any]:
     return {"imagePullSecrets": [{"name": s} for s in secrets]} if secrets else {}
 
 
+def _worker_pod(spec: dict[str, Any], main: dict[str, Any], r: ResolvedRecipe, w: Workers) -> str | None:
+    """What a worker pod gets in either DGD version (in place): scheduling, pull secrets and the pod's and main
+    container's security; returns the memory the pod requests (None: the default)."""
+    spec.update(_scheduling(r) | _pull_secrets(r))
+    spec["securityContext"] = dict(POD_SECURITY)
+    main["securityContext"] = _security_context(r)
+    return worker_memory(r, w, main.get("args", []))
+
+
 def worker_v1beta1(comp: dict[str, Any], r: ResolvedRecipe, w: Workers) -> None:
     """Add fabric, placement and host resources to a v1beta1 worker component (in place)."""
     pod = comp["podTemplate"]
     spec, main = pod["spec"], pod["spec"]["containers"][0]
     if pod_annotations(r):  # metadata first, as a reader expects it
         comp["podTemplate"] = {"metadata": {"annotations": pod_annotations(r)}, **pod}
-    spec.update(_scheduling(r) | _pull_secrets(r))
-    spec["securityContext"] = dict(POD_SECURITY)
-    main["securityContext"] = _security_context(r)
-    memory = worker_memory(r, w, main.get("args", []))
+    memory = _worker_pod(spec, main, r, w)
     if memory:
         main["resources"]["requests"]["memory"] = memory
     if r.placement.shared_memory:
@@ -129,10 +135,7 @@ def worker_v1alpha1(svc: dict[str, Any], r: ResolvedRecipe, w: Workers) -> None:
     extra, main = svc["extraPodSpec"], svc["extraPodSpec"]["mainContainer"]
     if pod_annotations(r):
         svc["extraPodMetadata"] = {"annotations": pod_annotations(r)}
-    extra.update(_scheduling(r) | _pull_secrets(r))
-    extra["securityContext"] = dict(POD_SECURITY)
-    main["securityContext"] = _security_context(r)
-    memory = worker_memory(r, w, main.get("args", []))
+    memory = _worker_pod(extra, main, r, w)
     if memory:
         svc["resources"]["requests"]["memory"] = memory
     if r.placement.shared_memory:

@@ -167,6 +167,43 @@ class Engine(Strict, ABC):
 # ---------------------------------------------------------------- helpers engines share (not rules)
 
 
+def inside_tp_group_problem(e: Engine, w: Workers) -> Problem | None:
+    """For an engine that runs DP attention and splits experts inside the TP group (SGLang, TRT-LLM): dp and ep
+    must divide TP."""
+    if w.tp % w.dp:
+        return "dp", (
+            f"{e.label} runs DP attention inside the TP group, so dp must divide TP={w.tp}; raise tp "
+            "or lower dp (GPUs per replica = TP)"
+        )
+    if w.tp % w.ep:
+        return (
+            "ep",
+            f"{e.label} splits experts inside the TP group, so ep must divide TP={w.tp}; set ep to a divisor of {w.tp}",
+        )
+    return None
+
+
+class InsideTpGroupEngine(Engine):
+    """The rules SGLang and TRT-LLM share: DP attention and experts inside the TP group, no speculative_config
+    key, UCX as the only KV transport, DP/EP spelled as flags, and the transfer settings in prefill_args /
+    decode_args (no separate KV transfer flag)."""
+
+    def parallelism_problem(self, w: Workers) -> Problem | None:
+        return inside_tp_group_problem(self, w)
+
+    def speculative_problem(self, spec: Speculative) -> Problem | None:
+        return no_speculative_config(spec)
+
+    def transport_problem(self, t: Transport) -> Problem | None:
+        return ucx_transport_only(self, t)
+
+    def parallelism_args(self, w: Workers) -> list[str]:
+        return spelled_parallelism_args(self, w)
+
+    def kv_transfer_args(self, r: ResolvedRecipe) -> list[str]:
+        return []  # the transfer settings are in prefill_args / decode_args
+
+
 def no_speculative_config(spec: Speculative) -> Problem | None:
     """The rule of an engine without a speculative config object (only vLLM's --speculative-config takes one)."""
     if spec.engine_config:

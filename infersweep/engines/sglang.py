@@ -10,16 +10,13 @@ from typing import ClassVar, Literal
 
 from infersweep.engines.base import (
     BackendFramework,
-    Engine,
     EngineOffload,
     EngineSpeculative,
+    InsideTpGroupEngine,
     Problem,
     json_flag,
-    no_speculative_config,
-    spelled_parallelism_args,
-    ucx_transport_only,
 )
-from infersweep.engines.views import KvOffload, ResolvedRecipe, Speculative, Transport, Workers
+from infersweep.engines.views import KvOffload, ResolvedRecipe, Workers
 
 # SGLang sizes its HiCache host pool as hicache_ratio x the device KV pool (sglang python/sglang/srt/
 # mem_cache/memory_pool_host.py, HostKVCache.__init__: `self.size = int(device_pool.size *
@@ -38,7 +35,7 @@ class SglangOffload(EngineOffload):
     hicache_write_policy_flag: str
 
 
-class Sglang(Engine):
+class Sglang(InsideTpGroupEngine):
     name: ClassVar[str] = "sglang"
 
     dp_flag: str
@@ -54,19 +51,6 @@ class Sglang(Engine):
     # The longest warm-up: the seed notes SGLang's start-up is slow "even with a shared model-cache".
     warmup_s: ClassVar[float] = 420.0
 
-    def parallelism_problem(self, w: Workers) -> Problem | None:
-        if w.tp % w.dp:
-            return "dp", (
-                f"SGLang runs DP attention inside the TP group, so dp must divide TP={w.tp}; raise tp "
-                "or lower dp (GPUs per replica = TP)"
-            )
-        if w.tp % w.ep:
-            return (
-                "ep",
-                f"SGLang splits experts inside the TP group, so ep must divide TP={w.tp}; set ep to a divisor of {w.tp}",
-            )
-        return None
-
     def offload_problem(self, off: KvOffload) -> Problem | None:
         if off.cpu_gib is not None:
             return (
@@ -76,18 +60,6 @@ class Sglang(Engine):
         if off.hicache_ratio is None:
             return "kv_offload", "say how big the CPU tier is; add hicache_ratio"
         return None
-
-    def speculative_problem(self, spec: Speculative) -> Problem | None:
-        return no_speculative_config(spec)
-
-    def transport_problem(self, t: Transport) -> Problem | None:
-        return ucx_transport_only(self, t)
-
-    def parallelism_args(self, w: Workers) -> list[str]:
-        return spelled_parallelism_args(self, w)
-
-    def kv_transfer_args(self, r: ResolvedRecipe) -> list[str]:
-        return []  # the transfer backend is in prefill_args / decode_args
 
     def offload_args(self, r: ResolvedRecipe, role: str) -> list[str]:
         off, spell = r.recipe.kv_offload, self.offload

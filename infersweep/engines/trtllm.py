@@ -11,14 +11,12 @@ from typing import ClassVar, Literal
 
 from infersweep.engines.base import (
     BackendFramework,
-    Engine,
     EngineSpeculative,
+    InsideTpGroupEngine,
     Problem,
-    no_speculative_config,
-    spelled_parallelism_args,
-    ucx_transport_only,
+    inside_tp_group_problem,
 )
-from infersweep.engines.views import KvOffload, ResolvedRecipe, Speculative, Transport, Workers
+from infersweep.engines.views import KvOffload, ResolvedRecipe, Workers
 
 # dynamo.trtllm's switches for KV events (ai-dynamo 1.6.1 dynamo/trtllm/backend_args.py, default False).
 _KV_EVENT_SWITCHES = (
@@ -33,7 +31,7 @@ class TrtllmSpeculative(EngineSpeculative):
     style: Literal["trtllm-override"]  # a speculative_config inside --override-engine-args
 
 
-class Trtllm(Engine):
+class Trtllm(InsideTpGroupEngine):
     name: ClassVar[str] = "trtllm"
 
     ep_flag: str
@@ -50,17 +48,7 @@ class Trtllm(Engine):
     def parallelism_problem(self, w: Workers) -> Problem | None:
         if w.dp not in (1, w.tp):
             return "dp", f"TRT-LLM attention DP spans the whole TP group; set dp to 1 or {w.tp} (TP)"
-        if w.tp % w.dp:
-            return "dp", (
-                f"TRT-LLM runs DP attention inside the TP group, so dp must divide TP={w.tp}; raise tp "
-                "or lower dp (GPUs per replica = TP)"
-            )
-        if w.tp % w.ep:
-            return (
-                "ep",
-                f"TRT-LLM splits experts inside the TP group, so ep must divide TP={w.tp}; set ep to a divisor of {w.tp}",
-            )
-        return None
+        return inside_tp_group_problem(self, w)
 
     def offload_problem(self, off: KvOffload) -> Problem | None:
         if off.cpu_gib is not None:
@@ -69,18 +57,6 @@ class Trtllm(Engine):
             if getattr(off, key) is not None:
                 return f"kv_offload.{key}", f"HiCache is SGLang's; {self.name} has none; remove kv_offload"
         return "kv_offload", f"{self.name} has no CPU KV tier here; remove kv_offload"
-
-    def speculative_problem(self, spec: Speculative) -> Problem | None:
-        return no_speculative_config(spec)
-
-    def transport_problem(self, t: Transport) -> Problem | None:
-        return ucx_transport_only(self, t)
-
-    def parallelism_args(self, w: Workers) -> list[str]:
-        return spelled_parallelism_args(self, w)
-
-    def kv_transfer_args(self, r: ResolvedRecipe) -> list[str]:
-        return []  # the transfer settings are in prefill_args / decode_args
 
     def offload_args(self, r: ResolvedRecipe, role: str) -> list[str]:
         return []  # no CPU KV tier (offload_problem refuses kv_offload)

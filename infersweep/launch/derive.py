@@ -34,6 +34,20 @@ class Launch:
     summary: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Launcher:
+    """What every launch of one launcher shares: the Git choices, the cluster settings, its namespace and name,
+    its scratch folder, the Git credentials it may use, and the DGD apiVersion of the install."""
+
+    git: dict[str, str]
+    settings: ClusterSettings
+    namespace: str
+    name: str
+    scratch: Path
+    credentials: GitCredentials | None = None
+    dgd_api: str = "v1beta1"
+
+
 def check_ui_set(keys: list[str], allowed: list[str]) -> None:
     """RecipeError naming each `set` key outside the cluster settings' trust.ui_set (a listed path covers its
     sub-fields). Why: the launcher's account runs what the UI user asks for on GPU nodes with the cluster's
@@ -138,30 +152,19 @@ def resolve_launcher_tags(doc: dict[str, Any], namespace: str) -> dict[str, Any]
     return json.loads(text)
 
 
-def recipe_run(
-    choice: str,
-    *,
-    git: dict[str, str],
-    set_text: str,
-    settings: ClusterSettings,
-    namespace: str,
-    launcher: str,
-    scratch: Path,
-    run_params: dict[str, str] | None = None,
-    credentials: GitCredentials | None = None,
-    dgd_api: str = "v1beta1",
-) -> Launch:
+def recipe_run(choice: str, launcher: Launcher, *, set_text: str, run_params: dict[str, str] | None = None) -> Launch:
     from infersweep.recipe import load_recipe
     from workflows.gpu_guard import check_fits_pool, recipe_admission
     from workflows.render import render_recipe
     from workflows.strict import violations
 
+    settings = launcher.settings
     sets = parse_set_text(set_text, run_params, allowed=list(settings.trust.ui_set))
-    ref, pdir, src = source(choice, "recipe", git, scratch, credentials)
+    ref, pdir, src = source(choice, "recipe", launcher.git, launcher.scratch, launcher.credentials)
     r = load_recipe(ref, pdir, overrides=sets.recipe)
     check_fits_pool(r, settings)
-    bundle = render_recipe(r, settings, dgd_api=dgd_api, namespace=namespace, overrides=sets.params)
-    doc = resolve_launcher_tags(_stamp(bundle.workflow, launcher, src), namespace)
+    bundle = render_recipe(r, settings, dgd_api=launcher.dgd_api, namespace=launcher.namespace, overrides=sets.params)
+    doc = resolve_launcher_tags(_stamp(bundle.workflow, launcher.name, src), launcher.namespace)
     bad = violations(doc)
     if bad:  # the run would be errored by a Strict controller: never create it
         raise RecipeError(f"recipe {r.name}: the run Workflow sets {bad}, refused under templateReferencing: Strict")
@@ -219,32 +222,23 @@ def check_installed_as_in_git(plan: Any, settings: ClusterSettings, src: GitSour
         )
 
 
-def experiment_run(
-    choice: str,
-    *,
-    git: dict[str, str],
-    settings: ClusterSettings,
-    namespace: str,
-    launcher: str,
-    scratch: Path,
-    credentials: GitCredentials | None = None,
-    dgd_api: str = "v1beta1",
-) -> Launch:
+def experiment_run(choice: str, launcher: Launcher) -> Launch:
     from infersweep.experiment.plan import make_plan
     from infersweep.experiment.spec import load_experiment
     from infersweep.schemas import validate_document
     from workflows.experiment import experiment_workflow
     from workflows.gpu_guard import check_fits_pool
 
-    ref, pdir, src = source(choice, "experiment", git, scratch, credentials)
+    settings, namespace = launcher.settings, launcher.namespace
+    ref, pdir, src = source(choice, "experiment", launcher.git, launcher.scratch, launcher.credentials)
     plan = make_plan(load_experiment(ref, pdir))
     if src is not None:
-        check_installed_as_in_git(plan, settings, src, dgd_api)
+        check_installed_as_in_git(plan, settings, src, launcher.dgd_api)
     for step in plan.steps:
         check_fits_pool(step.treatment.recipe, settings)
     doc = experiment_workflow(plan, settings, namespace=namespace).to_dict()
     validate_document(doc)
-    doc = resolve_launcher_tags(_stamp(doc, launcher, src), namespace)
+    doc = resolve_launcher_tags(_stamp(doc, launcher.name, src), namespace)
     return Launch(
         doc,
         [

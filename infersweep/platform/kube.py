@@ -17,7 +17,7 @@ from infersweep.platform.keda import PLURAL as KEDA_PLURAL
 from infersweep.platform.keda import VERSION as KEDA_VERSION
 from infersweep.platform.kubeconfig import load_cluster_config
 from infersweep.platform.protocol import DGDOwnedElsewhere, PVCNotBound
-from infersweep.platform.readiness import pod_image_ids, wait_dgd_ready
+from infersweep.platform.readiness import WaitOptions, pod_image_ids, wait_dgd_ready
 
 
 class KubernetesPlatform:
@@ -245,7 +245,14 @@ class KubernetesPlatform:
         bundle_path: Path | None = None,
     ) -> float:
         return wait_dgd_ready(
-            self.core, self.custom, name, namespace, model, timeout_s, api_version=api_version, bundle_path=bundle_path
+            self.core,
+            self.custom,
+            name,
+            namespace,
+            model,
+            timeout_s,
+            api_version=api_version,
+            options=WaitOptions(bundle_path=bundle_path),
         )
 
     def applied_at(self, name: str, namespace: str, api_version: str) -> float | None:

@@ -12,7 +12,9 @@ import json
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -108,98 +110,115 @@ def check_dgd(dgd: dict, policy: DgdPolicy | None = None) -> None:
         )
 
 
-def deploy(
-    *,
-    dgd_text: str | None,
-    dgd_file: str | None,
-    namespace: str,
-    run_id: str = "",
-    owner_name: str = "",
-    owner_uid: str = "",
-    url_param: str = "",
-    save: str = "",
-    ensure: bool = False,
-    model: str = "",
-    timeout_s: float = 1800.0,
-    lane_wait_s: float = LANE_WAIT_S,
-    policy: DgdPolicy | None = None,
-) -> str:
+@dataclass(frozen=True)
+class DeployRequest:
+    """The deploy step's arguments (infersweep.step_declarations DEPLOY, by option name; `dgd_text` is --dgd)."""
+
+    namespace: str
+    dgd_text: str | None = None  # the rendered YAML, renamed for `run_id`
+    dgd_file: str | None = None  # or the DGD this run's deploy saved (used as is)
+    run_id: str = ""
+    owner_name: str = ""
+    owner_uid: str = ""
+    url_param: str = ""  # the frontend URL, an Argo output parameter
+    save: str = ""  # the DGD as applied
+    ensure: bool = False  # never patch, and wait until it serves `model`
+    model: str = ""
+    timeout_s: float = 1800.0
+
+
+@dataclass(frozen=True)
+class WaitReadyRequest:
+    """The wait-ready step's arguments (infersweep.step_declarations WAIT_READY, by option name); the last five
+    are files it writes ('' = none) or reads (`ensure_from`)."""
+
+    name: str
+    run_id: str
+    namespace: str
+    model: str
+    timeout_s: float
+    api_version: str
+    bundle: str = ""
+    images: str = ""
+    failure: str = ""
+    ensure_from: str = ""
+    ready_file: str = ""
+
+
+def _run_dgd(req: DeployRequest, policy: DgdPolicy | None) -> tuple[dict, dict[str, str] | None]:
+    """The DGD to apply and its owner: the saved file as is, or the rendered YAML renamed for the run."""
+    if req.dgd_file and not Path(req.dgd_file).is_file():
+        raise BadInput(f"--dgd-file {req.dgd_file}: no such file (the run's deploy step saves it there)")
+    dgd = yaml.safe_load(Path(req.dgd_file).read_text() if req.dgd_file else req.dgd_text)
+    if not isinstance(dgd, dict) or dgd.get("kind") != "DynamoGraphDeployment":
+        raise BadInput("--dgd is not a DynamoGraphDeployment document")
+    if req.ensure and not req.model:
+        raise BadInput("--ensure needs --model (what the deployment must serve)")
+    check_dgd(dgd, policy)  # the saved file too: the workdir volume is writable by every step of the run
+    if req.dgd_file:  # saved by this run's deploy: already renamed and owned
+        return dgd, workflow_owner(dgd)
+    owner = {"name": req.owner_name, "uid": req.owner_uid} if req.owner_uid else None
+    return for_run(dgd, req.run_id), owner
+
+
+def deploy(req: DeployRequest, *, lane_wait_s: float = LANE_WAIT_S, policy: DgdPolicy | None = None) -> str:
     """Apply the run's DGD (the rendered YAML renamed for `run_id`, or as this run's deploy saved it) and
     return the frontend URL, also written to `url_param`. With `ensure`: never patch, and wait until it
     serves `model` (NotServing when it does not). DGDOwnedElsewhere: another Workflow's DGD has the name."""
-    if dgd_file and not Path(dgd_file).is_file():
-        raise BadInput(f"--dgd-file {dgd_file}: no such file (the run's deploy step saves it there)")
-    dgd = yaml.safe_load(Path(dgd_file).read_text() if dgd_file else dgd_text)
-    if not isinstance(dgd, dict) or dgd.get("kind") != "DynamoGraphDeployment":
-        raise BadInput("--dgd is not a DynamoGraphDeployment document")
-    if ensure and not model:
-        raise BadInput("--ensure needs --model (what the deployment must serve)")
-    check_dgd(dgd, policy)  # the saved file too: the workdir volume is writable by every step of the run
-    if dgd_file:  # saved by this run's deploy: already renamed and owned
-        owner = workflow_owner(dgd)
-    else:
-        dgd = for_run(dgd, run_id)
-        owner = {"name": owner_name, "uid": owner_uid} if owner_uid else None
+    dgd, owner = _run_dgd(req, policy)
+    namespace = req.namespace
     name, version = dgd["metadata"]["name"], dgd["apiVersion"].split("/", 1)[1]
     platform = get_platform()
     wait_for_lane(platform, dgd, namespace, timeout_s=lane_wait_s)
-    url = platform.apply_dgd(dgd, namespace, owner, patch_own=not ensure)
-    if url_param:  # an Argo output parameter
-        _write(url_param, url)
-    if save:
-        _write(save, yaml.safe_dump(dgd, sort_keys=False))
+    url = platform.apply_dgd(dgd, namespace, owner, patch_own=not req.ensure)
+    if req.url_param:  # an Argo output parameter
+        _write(req.url_param, url)
+    if req.save:
+        _write(req.save, yaml.safe_dump(dgd, sort_keys=False))
     print(f"applied {dgd['apiVersion']} DynamoGraphDeployment {namespace}/{name}; frontend {url}")
-    if ensure:
-        try:
-            took = platform.wait_ready(name, namespace, model, timeout_s, api_version=version)
-        except (TimeoutError, RuntimeError) as e:
-            raise NotServing(f"{namespace}/{name} is not serving: {e}") from e
-        print(f"{namespace}/{name} serves {model} (checked in {took:.1f} s)")
+    if req.ensure:
+        took = _serving(platform, name, namespace, req.model, req.timeout_s, version)
+        print(f"{namespace}/{name} serves {req.model} (checked in {took:.1f} s)")
     return url
 
 
-def wait_ready(
-    *,
-    name: str,
-    run_id: str,
-    namespace: str,
-    model: str,
-    timeout_s: float,
-    api_version: str,
-    bundle: str = "",
-    images: str = "",
-    failure: str = "",
-    ensure_from: str = "",
-    ready_file: str = "",
+def _serving(
+    platform: Platform, dgd: str, namespace: str, model: str, timeout_s: float, api_version: str, **kw: Any
 ) -> float:
+    """Seconds until the DGD serves `model`; NotServing naming it and why when it will not."""
+    try:
+        return platform.wait_ready(dgd, namespace, model, timeout_s, api_version=api_version, **kw)
+    except (TimeoutError, RuntimeError) as e:
+        raise NotServing(f"{namespace}/{dgd} is not serving: {e}") from e
+
+
+def wait_ready(req: WaitReadyRequest) -> float:
     """Wait until the run's DGD serves `model`; seconds waited. When it will not: the reason goes to
     `failure` (the verdict quotes it), the debug bundle to `bundle`, and NotServing is raised. Once ready,
     the images the pods run go to `images` and the time-to-ready record to `ready_file`.
     `ensure_from` (the DGD this run's deploy saved) is re-created first when missing: a UI Retry of a
     failed wait-ready re-runs it after the exit handler deleted the DGD."""
-    dgd = dgd_name(name, run_id)
+    dgd, namespace = dgd_name(req.name, req.run_id), req.namespace
     platform = get_platform()
-    if ensure_from and Path(ensure_from).is_file():
-        saved = yaml.safe_load(Path(ensure_from).read_text())
+    if req.ensure_from and Path(req.ensure_from).is_file():
+        saved = yaml.safe_load(Path(req.ensure_from).read_text())
         check_dgd(saved)
         platform.apply_dgd(saved, namespace, workflow_owner(saved), patch_own=False)
+    bundle = Path(req.bundle) if req.bundle else None
     try:
-        took = platform.wait_ready(
-            dgd, namespace, model, timeout_s, api_version=api_version, bundle_path=Path(bundle) if bundle else None
-        )
-    except (TimeoutError, RuntimeError) as e:
-        message = f"{namespace}/{dgd} is not serving: {e}"
-        if failure:
-            _write(failure, message + "\n")
-        raise NotServing(message) from e
-    print(f"{namespace}/{dgd} serves {model} after {took:.1f} s")
-    if images:
+        took = _serving(platform, dgd, namespace, req.model, req.timeout_s, req.api_version, bundle_path=bundle)
+    except NotServing as e:
+        if req.failure:
+            _write(req.failure, f"{e}\n")
+        raise
+    print(f"{namespace}/{dgd} serves {req.model} after {took:.1f} s")
+    if req.images:
         ran = platform.image_ids(dgd, namespace)
-        _write(images, json.dumps(ran, indent=2, sort_keys=True) + "\n")
+        _write(req.images, json.dumps(ran, indent=2, sort_keys=True) + "\n")
         for image, image_id in sorted(ran.items()):
             print(f"  runs {image} = {image_id}")
-    if ready_file:
-        write_ready_file(platform, Path(ready_file), dgd, namespace, api_version, waited_s=took)
+    if req.ready_file:
+        write_ready_file(platform, Path(req.ready_file), dgd, namespace, req.api_version, waited_s=took)
     return took
 
 

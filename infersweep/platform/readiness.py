@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -205,6 +206,17 @@ def scheduling_events(core: Any, namespace: str, pod_names: set[str]) -> str | N
     return None
 
 
+@dataclass(frozen=True)
+class WaitOptions:
+    """How wait_dgd_ready watches: its poll period, the frontend to ask (default: the DGD's Service), where the
+    debug bundle goes when it fails, and how long a pod may stay Unschedulable."""
+
+    poll_s: float = 2.0
+    base_url: str | None = None
+    bundle_path: Path | None = None
+    unschedulable_grace_s: float = UNSCHEDULABLE_GRACE_S
+
+
 def wait_dgd_ready(
     core: Any,
     custom: Any,
@@ -214,14 +226,12 @@ def wait_dgd_ready(
     timeout_s: float,
     *,
     api_version: str = "v1beta1",
-    poll_s: float = 2.0,
-    base_url: str | None = None,
-    bundle_path: Path | None = None,
-    unschedulable_grace_s: float = UNSCHEDULABLE_GRACE_S,
+    options: WaitOptions = WaitOptions(),
 ) -> float:
     """Seconds until the DGD served `model`; raises NotReady (fatal state) or TimeoutError."""
     start = time.monotonic()
-    base_url = base_url or frontend_url(name, namespace)
+    poll_s, bundle_path, unschedulable_grace_s = options.poll_s, options.bundle_path, options.unschedulable_grace_s
+    base_url = options.base_url or frontend_url(name, namespace)
     last = "no status yet"
     dgd: dict[str, Any] | None = None
     pods: list[Any] = []

@@ -63,12 +63,8 @@ class Worker:
     moe_ep_size: int | None = None
 
     def kwargs(self) -> dict[str, Any]:
-        return {
-            "tp_size": self.tp_size,
-            "attention_dp_size": self.attention_dp_size,
-            "moe_tp_size": self.moe_tp_size,
-            "moe_ep_size": self.moe_ep_size,
-        }
+        """AIConfigurator's parallelism keywords, as named here."""
+        return {k: getattr(self, k) for k in ("tp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")}
 
     def label(self) -> str:
         s = f"TP={self.tp_size}"

@@ -7,7 +7,7 @@ An engine's facts are its own module's data model (infersweep/engines/).
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeVar
 
 from pydantic import Field, field_validator, model_validator
 
@@ -40,6 +40,17 @@ class Model(_Strict):
 # A Multus network reference: `name` or `namespace/name` of a NetworkAttachmentDefinition (\Z: no trailing newline).
 NETWORK_RE = re.compile(rf"^({DNS_LABEL}/)?{DNS_LABEL}\Z")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+
+N = TypeVar("N", list[str], dict[str, str])
+
+
+def names_matching(names: N, pattern: re.Pattern[str], what: str) -> N:
+    """`names` (a list, or a dict's keys) when `pattern` matches each; else a ValueError naming the first that
+    does not ("'x' is not <what>")."""
+    bad = next((n for n in names if not pattern.match(n)), None)
+    if bad is not None:
+        raise ValueError(f"{bad!r} is not {what}")
+    return names
 
 
 class Toleration(_Strict):
@@ -128,18 +139,12 @@ class Transport(_Strict):
     @field_validator("networks")
     @classmethod
     def _networks(cls, v: list[str]) -> list[str]:
-        for n in v:
-            if not NETWORK_RE.match(n):
-                raise ValueError(f"{n!r} is not a NetworkAttachmentDefinition name (name or namespace/name)")
-        return v
+        return names_matching(v, NETWORK_RE, "a NetworkAttachmentDefinition name (name or namespace/name)")
 
     @field_validator("env")
     @classmethod
     def _env(cls, v: dict[str, str]) -> dict[str, str]:
-        for k in v:
-            if not ENV_NAME_RE.match(k):
-                raise ValueError(f"{k!r} is not an environment variable name")
-        return v
+        return names_matching(v, ENV_NAME_RE, "an environment variable name")
 
     @field_validator("pod_annotations")
     @classmethod

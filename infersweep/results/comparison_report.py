@@ -302,9 +302,8 @@ def comparison_html(runs: Mapping[str, Any], notes: list[str] | None = None, cmp
     points = {label: candidate_points(run) for label, run in runs.items()}
     if cmp is None:
         cmp = compare_runs({label: run.table for label, run in runs.items()})
-    best = cmp.best
     choice = cmp.best_choice
-    top = best.iloc[0] if choice is not None and choice.winner else None
+    top = cmp.best.iloc[0] if choice is not None and choice.winner else None
     winner = (str(top["run"]), int(top["concurrency"])) if top is not None else None
     slos = {
         esc(", ".join(f"{k}={v:g}" for k, v in sorted(run.context["slo"].items())) or "none")
@@ -322,26 +321,7 @@ def comparison_html(runs: Mapping[str, Any], notes: list[str] | None = None, cmp
     # a simulated candidate says so above the numbers, as each run's own report does
     parts += [f'<p class="note bad">{esc(b)}</p>' for b in map(banner, sources) if b]
     parts += [f'<p class="note">note: {esc(n)}</p>' for n in notes or []]
-    if winner:
-        pts = points[winner[0]]
-        row = pts[(pts["concurrency"] == winner[1]) & pts["valid"]].iloc[0]
-        parts.append(
-            f"<h2>Winner at the SLOs</h2><p><b>{esc(winner[0])}</b> at concurrency {winner[1]}: "
-            f"{_num(row[Y])} tok/s/GPU, {_num(row[X])} tok/s/user, n={int(row['n'])} repetition(s), "
-            f"{_num(row['usd_per_mtok'], '${:.2f}')}/Mtok, {_num(row['energy_j_per_output_token'], '{:.3g}')} "
-            f"J/token. The valid point meeting every SLO ({' / '.join(slos) or 'none recorded'}) with the "
-            "most tok/s per GPU over all candidates; invalid points are never candidates.</p>"
-        )
-    elif choice is not None and choice.tied:
-        parts.append(
-            f"<h2>Winner at the SLOs</h2><p><b>none told apart</b>: {esc(choice.line)}. SLOs: "
-            f"{' / '.join(slos) or 'none recorded'}.</p>"
-        )
-    else:
-        parts.append(
-            "<h2>Winner at the SLOs</h2><p><b>none</b>: no candidate has a valid point meeting the SLOs "
-            f"({' / '.join(slos) or 'none recorded'}).</p>"
-        )
+    parts.append(_winner_html(points, cmp, winner, slos))
     parts.append(
         "<h2>Pareto: tok/s/GPU against tok/s/user</h2>"
         + pareto_svg(points, winner)
@@ -350,6 +330,42 @@ def comparison_html(runs: Mapping[str, Any], notes: list[str] | None = None, cmp
         "Pareto frontier.</p>"
     )
     parts.append(changes_html(cmp))
+    parts.append(_candidates_html(runs, points, cmp.best, winner))
+    parts += [_points_html(label, run, points[label]) for label, run in runs.items()]
+    parts.append(_prices_html(runs) + "</body></html>")
+    return "\n".join(parts)
+
+
+def _winner_html(points: Mapping[str, Any], cmp: Comparison, winner: tuple[str, int] | None, slos: set[str]) -> str:
+    """The winner at the SLOs: the run and load, none told apart, or none."""
+    esc = html.escape
+    choice = cmp.best_choice
+    if winner:
+        pts = points[winner[0]]
+        row = pts[(pts["concurrency"] == winner[1]) & pts["valid"]].iloc[0]
+        return (
+            f"<h2>Winner at the SLOs</h2><p><b>{esc(winner[0])}</b> at concurrency {winner[1]}: "
+            f"{_num(row[Y])} tok/s/GPU, {_num(row[X])} tok/s/user, n={int(row['n'])} repetition(s), "
+            f"{_num(row['usd_per_mtok'], '${:.2f}')}/Mtok, {_num(row['energy_j_per_output_token'], '{:.3g}')} "
+            f"J/token. The valid point meeting every SLO ({' / '.join(slos) or 'none recorded'}) with the "
+            "most tok/s per GPU over all candidates; invalid points are never candidates.</p>"
+        )
+    if choice is not None and choice.tied:
+        return (
+            f"<h2>Winner at the SLOs</h2><p><b>none told apart</b>: {esc(choice.line)}. SLOs: "
+            f"{' / '.join(slos) or 'none recorded'}.</p>"
+        )
+    return (
+        "<h2>Winner at the SLOs</h2><p><b>none</b>: no candidate has a valid point meeting the SLOs "
+        f"({' / '.join(slos) or 'none recorded'}).</p>"
+    )
+
+
+def _candidates_html(
+    runs: Mapping[str, Any], points: Mapping[str, Any], best: Any, winner: tuple[str, int] | None
+) -> str:
+    """One row per candidate: its run, model, GPUs, valid points and its best point at the SLOs."""
+    esc = html.escape
     rows, classes = [], []
     for label, run in runs.items():
         v = validity_summary(run)
@@ -378,72 +394,79 @@ def comparison_html(runs: Mapping[str, Any], notes: list[str] | None = None, cmp
             ]
         )
         classes.append("win" if winner and winner[0] == label else "")
+    return "<h2>Candidates</h2>" + _table(
+        [
+            "candidate",
+            "run",
+            "source",
+            "model",
+            "GPUs",
+            "valid points",
+            "best at the SLOs",
+            "tok/s/GPU there",
+            "$/Mtok there",
+            "J/token there",
+        ],
+        rows,
+        left=5,
+        classes=classes,
+    )
+
+
+def _points_html(label: str, run: Any, pts: Any) -> str:
+    """A candidate's points: load, repetitions, validity, throughput, latency, SLOs, cost, energy."""
+    esc = html.escape
+    v = validity_summary(run)
+    parts = [f"<h3>{esc(label)}</h3>"]
+    prows = [
+        [
+            f"c{int(r['concurrency'])}",
+            str(int(r["n"])),
+            "yes" if r["valid"] else f'<span class="bad">NO: {esc(r["reasons"] or "invalid")}</span>',
+            _num(r.get(Y)),
+            _num(r.get(X)),
+            _num(r.get("ttft_p50_ms")),
+            _num(r.get("itl_p50_ms"), "{:.2f}"),
+            (
+                "NA (invalid)"
+                if not r["valid"]
+                else "yes"
+                if r["slo_pass"] is True
+                else "no"
+                if r["slo_pass"] is False
+                else "NA"
+            ),
+            _num(r["usd_per_mtok"], "${:.2f}"),
+            _num(r["energy_j_per_output_token"], "{:.3g}"),
+        ]
+        for _, r in pts.iterrows()
+    ]
     parts.append(
-        "<h2>Candidates</h2>"
-        + _table(
+        _table(
             [
-                "candidate",
-                "run",
-                "source",
-                "model",
-                "GPUs",
-                "valid points",
-                "best at the SLOs",
-                "tok/s/GPU there",
-                "$/Mtok there",
-                "J/token there",
+                "load",
+                "n",
+                "valid",
+                "tok/s/GPU",
+                "tok/s/user",
+                "TTFT p50 ms",
+                "ITL p50 ms",
+                "meets SLOs",
+                "$/Mtok",
+                "J/token",
             ],
-            rows,
-            left=5,
-            classes=classes,
+            prows,
+            left=3,
         )
     )
-    for label, run in runs.items():
-        pts, v = points[label], validity_summary(run)
-        parts.append(f"<h3>{esc(label)}</h3>")
-        prows = [
-            [
-                f"c{int(r['concurrency'])}",
-                str(int(r["n"])),
-                "yes" if r["valid"] else f'<span class="bad">NO: {esc(r["reasons"] or "invalid")}</span>',
-                _num(r.get(Y)),
-                _num(r.get(X)),
-                _num(r.get("ttft_p50_ms")),
-                _num(r.get("itl_p50_ms"), "{:.2f}"),
-                (
-                    "NA (invalid)"
-                    if not r["valid"]
-                    else "yes"
-                    if r["slo_pass"] is True
-                    else "no"
-                    if r["slo_pass"] is False
-                    else "NA"
-                ),
-                _num(r["usd_per_mtok"], "${:.2f}"),
-                _num(r["energy_j_per_output_token"], "{:.3g}"),
-            ]
-            for _, r in pts.iterrows()
-        ]
-        parts.append(
-            _table(
-                [
-                    "load",
-                    "n",
-                    "valid",
-                    "tok/s/GPU",
-                    "tok/s/user",
-                    "TTFT p50 ms",
-                    "ITL p50 ms",
-                    "meets SLOs",
-                    "$/Mtok",
-                    "J/token",
-                ],
-                prows,
-                left=3,
-            )
-        )
-        if v["failed"]:
-            parts.append(f'<p class="note bad">{v["failed"]} point(s) failed (no measurement).</p>')
+    if v["failed"]:
+        parts.append(f'<p class="note bad">{v["failed"]} point(s) failed (no measurement).</p>')
+    return "\n".join(parts)  # the page's parts are joined by newlines
+
+
+def _prices_html(runs: Mapping[str, Any]) -> str:
+    """How $/Mtok and J/token were computed, with the GPU prices used and the runs without one."""
+    esc = html.escape
     price_note = "; ".join(
         sorted(
             {
@@ -458,13 +481,12 @@ def comparison_html(runs: Mapping[str, Any], notes: list[str] | None = None, cmp
         price_note = "; ".join(
             ([price_note] if price_note else []) + [f"no price for simulated runs: {', '.join(unpriced)}"]
         )
-    parts.append(
+    return (
         '<p class="note">$/Mtok = usd_per_gpu_hour / 3600 / (tok/s/GPU) x 1e6, with the prices of '
         f"params/gpus.yaml ({esc(price_note) or 'none known for these GPU types'}); J/token = GPU energy "
         "over the point's window / its output tokens, where the run measured GPU energy. NA = not "
-        "known.</p></body></html>"
+        "known.</p>"
     )
-    return "\n".join(parts)
 
 
 def write_comparison_report(

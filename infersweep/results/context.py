@@ -22,8 +22,8 @@ CONTEXT_FILE = "context.json"
 READY_FILE = "ready.json"  # steps.wait_ready --ready-file: time from the DGD's creation to serving
 RUN_FILE = "run.json"  # summary/run.json: the context + SLO + schema version of a summarized run
 
-# Every context key the results table carries (missing ones stay empty, never invented).
-FIELDS = (
+# What was run, and on what: the first context keys of the table and of a run's report (report.CONTEXT_ROWS).
+WHAT_RAN = (
     "run_id",
     "recipe",
     "recipe_hash",
@@ -36,6 +36,10 @@ FIELDS = (
     "router",
     "gpu_type",
     "gpu_count",
+)
+# Every context key the results table carries (missing ones stay empty, never invented).
+FIELDS = (
+    *WHAT_RAN,
     "aiperf_version",
     "aiperf_image",
     "step_image",

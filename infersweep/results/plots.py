@@ -23,9 +23,10 @@ def _plt():
     return plt
 
 
-def pareto_frontier(
-    points: pd.DataFrame, x: str = "output_throughput_p50_tok_s_per_user", y: str = "output_throughput_tok_s_per_gpu"
-) -> pd.DataFrame:
+X, Y = "output_throughput_p50_tok_s_per_user", "output_throughput_tok_s_per_gpu"  # the Pareto plot's axes
+
+
+def pareto_frontier(points: pd.DataFrame, x: str = X, y: str = Y) -> pd.DataFrame:
     """The points no other point beats on both x and y (higher is better on both), sorted by x."""
     pts = points.dropna(subset=[x, y]).sort_values([x, y], ascending=[False, False])
     keep, best_y = [], -math.inf
@@ -75,29 +76,16 @@ def pareto_plot(runs: dict[str, pd.DataFrame], path: Path, title: str) -> Path:
         if pts.empty:
             continue
         color = COLORS[i % len(COLORS)]
-        ax.plot(
-            pts["output_throughput_p50_tok_s_per_user"],
-            pts["output_throughput_tok_s_per_gpu"],
-            "-",
-            color=color,
-            alpha=0.35,
-        )
+        ax.plot(pts[X], pts[Y], "-", color=color, alpha=0.35)
         front = valid_frontier(df)
         invalid = invalid_levels(df)
-        ax.plot(
-            front["output_throughput_p50_tok_s_per_user"],
-            front["output_throughput_tok_s_per_gpu"],
-            "-",
-            color=color,
-            lw=2.2,
-            label=f"{label} (frontier)",
-        )
+        ax.plot(front[X], front[Y], "-", color=color, lw=2.2, label=f"{label} (frontier)")
         for _, r in pts.iterrows():
             passed = r["slo_pass"] is True
             bad = int(r["concurrency"]) in invalid
             ax.plot(
-                r["output_throughput_p50_tok_s_per_user"],
-                r["output_throughput_tok_s_per_gpu"],
+                r[X],
+                r[Y],
                 "x" if bad else "o",
                 color=color,
                 markerfacecolor=color if passed and not bad else "white",
@@ -105,7 +93,7 @@ def pareto_plot(runs: dict[str, pd.DataFrame], path: Path, title: str) -> Path:
             )
             ax.annotate(
                 f"c={int(r['concurrency'])}" + (" (invalid)" if bad else ""),
-                (r["output_throughput_p50_tok_s_per_user"], r["output_throughput_tok_s_per_gpu"]),
+                (r[X], r[Y]),
                 textcoords="offset points",
                 xytext=(5, 5),
                 fontsize=8,

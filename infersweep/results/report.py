@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from infersweep.results import plots
+from infersweep.results.context import WHAT_RAN
 from infersweep.results.evidence import best_point
 from infersweep.results.run import Run
 
@@ -43,18 +44,7 @@ TABLE_COLUMNS = [
     ("validity_reasons", "why not valid"),
 ]
 CONTEXT_ROWS = [
-    "run_id",
-    "recipe",
-    "recipe_hash",
-    "engine",
-    "engine_image",
-    "model",
-    "model_revision",
-    "model_commit",
-    "topology",
-    "router",
-    "gpu_type",
-    "gpu_count",
+    *WHAT_RAN,
     "workload",
     "aiperf_version",
     "aiperf_image",

@@ -39,6 +39,19 @@ from infersweep.results.manifest import (
 )
 from infersweep.results.run import METRICS_SKIPPED_FILE, RAW_FILE, RESULTS_FILE, SERVER_METRICS_FILE, Run, read_raw
 
+# What the runs listing shows of each run's context (RunStore.runs), after its id, recipe and manifest.
+RUN_CONTEXT_COLUMNS = (
+    "recipe_hash",
+    "engine",
+    "topology",
+    "router",
+    "gpu_type",
+    "gpu_count",
+    "model_revision",
+    "run_start",
+    "run_end",
+)
+
 
 class RunNotFound(UserError, LookupError):
     """No run of that id under this store."""
@@ -163,38 +176,10 @@ class RunStore:
                     "manifest_created_at": entry.get("manifest_created_at"),
                     "measured_points": entry.get("measured_points"),
                     "points": entry.get("points"),
-                    **{
-                        k: ctx.get(k)
-                        for k in (
-                            "recipe_hash",
-                            "engine",
-                            "topology",
-                            "router",
-                            "gpu_type",
-                            "gpu_count",
-                            "model_revision",
-                            "run_start",
-                            "run_end",
-                        )
-                    },
+                    **{k: ctx.get(k) for k in RUN_CONTEXT_COLUMNS},
                 }
             )
-        cols = [
-            "run_id",
-            "recipe",
-            "manifest_created_at",
-            "measured_points",
-            "points",
-            "recipe_hash",
-            "engine",
-            "topology",
-            "router",
-            "gpu_type",
-            "gpu_count",
-            "model_revision",
-            "run_start",
-            "run_end",
-        ]
+        cols = ["run_id", "recipe", "manifest_created_at", "measured_points", "points", *RUN_CONTEXT_COLUMNS]
         df = pd.DataFrame(rows, columns=cols)
         return df.sort_values("manifest_created_at", ascending=False, kind="stable").reset_index(drop=True)
 

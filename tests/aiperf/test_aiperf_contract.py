@@ -189,11 +189,17 @@ def test_the_contract_imports_only_the_standard_library(name):
 
 
 def test_the_point_runner_imports_only_the_standard_library_and_the_contract():
-    """infersweep/aiperf/point_run.py, from its source: the standard library and, of ours, only the contract."""
+    """infersweep/aiperf/point_run.py, from its source: the standard library and, of ours, only the contract and
+    the step interface (standard library only too; images/aiperf.Dockerfile copies both)."""
     tree = ast.parse((REPO / "infersweep" / "aiperf" / "point_run.py").read_text())
     ours = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module.startswith("infersweep")}
     foreign = {m for m in _top_modules(ast.walk(tree)) if m not in sys.stdlib_module_names and m != "__future__"}
-    assert ours == {"infersweep.aiperf.flags", "infersweep.aiperf.artifacts", "infersweep.aiperf.adaptive"}
+    assert ours == {
+        "infersweep.aiperf.flags",
+        "infersweep.aiperf.artifacts",
+        "infersweep.aiperf.adaptive",
+        "infersweep.step_interface",
+    }
     assert foreign == {"infersweep"}
 
 

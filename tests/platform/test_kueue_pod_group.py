@@ -10,6 +10,7 @@ import yaml
 
 from infersweep.cluster_settings import load_cluster_settings, parse_cluster_settings
 from infersweep.platform import operations
+from infersweep.platform.operations import DeployRequest
 from infersweep.recipe import load_recipe
 from tests.support.recording_platform import RecordingPlatform
 from workflows.render import render_recipe
@@ -27,7 +28,7 @@ def test_two_runs_of_one_recipe_are_two_kueue_pod_groups(monkeypatch):
     fake = RecordingPlatform()
     monkeypatch.setattr(operations, "get_platform", lambda: fake)
     for run in ("nightly-abcde", "adhoc-fghij"):
-        operations.deploy(dgd_text=text, dgd_file=None, namespace="ns", run_id=run)
+        operations.deploy(DeployRequest("ns", dgd_text=text, run_id=run))
     groups = []
     for dgd in fake.applied:
         names = {c["podTemplate"]["metadata"]["labels"][KUEUE_POD_GROUP_LABEL] for c in dgd["spec"]["components"]}

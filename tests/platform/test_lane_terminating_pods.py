@@ -14,6 +14,7 @@ import yaml
 
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.platform import operations
+from infersweep.platform.operations import DeployRequest
 from infersweep.platform.readiness import POD_LABEL
 from infersweep.recipe import load_recipe
 from tests.support.k8s_standin import K8sStandin
@@ -49,10 +50,10 @@ def test_deploy_waits_while_the_previous_runs_pods_terminate(tmp_path, monkeypat
         assert operations.teardown(name="prev-run-dgd", run_id="", namespace="bench", api_version="v1beta1")
         text = yaml.safe_dump(dgd)
         with pytest.raises(operations.LaneHeld, match="h100-8gpu .*prev-run-dgd"):
-            operations.deploy(dgd_text=text, dgd_file=None, namespace="bench", run_id="next-run", lane_wait_s=0)
+            operations.deploy(DeployRequest("bench", dgd_text=text, run_id="next-run"), lane_wait_s=0)
         assert [k[4] for k in api.objects if k[:4] == DGD] == ["prev-run-dgd"]  # nothing of the next run applied
 
         # the kubelet has stopped the pod: the garbage collector removes the DGD, the lane is free
         del api.objects[("", "v1", "bench", "pods", pod["metadata"]["name"])]
-        operations.deploy(dgd_text=text, dgd_file=None, namespace="bench", run_id="next-run", lane_wait_s=0)
+        operations.deploy(DeployRequest("bench", dgd_text=text, run_id="next-run"), lane_wait_s=0)
         assert [k[4] for k in api.objects if k[:4] == DGD] != ["prev-run-dgd"]

@@ -15,6 +15,7 @@ import yaml
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.platform import operations
 from infersweep.platform.dgd import LANE_LABEL_PREFIX, lane_labels
+from infersweep.platform.operations import DeployRequest
 from infersweep.recipe import all_recipe_paths, load_recipe
 from workflows import gpu_guard
 from workflows.render import render_recipe
@@ -64,7 +65,7 @@ def test_deploy_waits_until_the_previous_runs_dgd_of_the_lane_is_gone(settings, 
     fake = Fake({"prev-run-abc": {LANE8: "1"}, "other-lane": {LANE_LABEL_PREFIX + "h100-4gpu": "1"}}, gone_after=3)
     monkeypatch.setattr(operations, "get_platform", lambda: fake)
     monkeypatch.setattr(operations.time, "sleep", lambda s: None)
-    operations.deploy(dgd_text=yaml.safe_dump(dgd), dgd_file=None, namespace="ns", run_id="mine-1")
+    operations.deploy(DeployRequest("ns", dgd_text=yaml.safe_dump(dgd), run_id="mine-1"))
     assert fake.lists == 4 and fake.applied and fake.applied[0].startswith(dgd["metadata"]["name"][:10])
 
 
@@ -76,7 +77,7 @@ def test_deploy_gives_up_after_the_bound_naming_the_dgd(settings, monkeypatch):
     monkeypatch.setattr(operations.time, "monotonic", lambda: next(clock))
     monkeypatch.setattr(operations.time, "sleep", lambda s: None)
     with pytest.raises(operations.LaneHeld, match="h100-8gpu .*prev-run-abc after 600 s"):
-        operations.deploy(dgd_text=yaml.safe_dump(dgd), dgd_file=None, namespace="ns", run_id="mine-1")
+        operations.deploy(DeployRequest("ns", dgd_text=yaml.safe_dump(dgd), run_id="mine-1"))
     assert not fake.applied
 
 

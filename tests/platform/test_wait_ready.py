@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from kubernetes import client
 
-from infersweep.platform.readiness import POD_LABEL, NotReady, wait_dgd_ready
+from infersweep.platform.readiness import POD_LABEL, NotReady, WaitOptions, wait_dgd_ready
 
 NS, DGD, MODEL = "bench", "nemo-agg", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-FP8"
 POLL_S = 0.1
@@ -218,10 +218,7 @@ def wait(fc: FakeCluster, tmp_path, timeout_s=20.0, **kw):
             NS,
             MODEL,
             timeout_s,
-            poll_s=POLL_S,
-            base_url=fc.url,
-            bundle_path=tmp_path / "bundle.json",
-            **kw,
+            options=WaitOptions(poll_s=POLL_S, base_url=fc.url, bundle_path=tmp_path / "bundle.json", **kw),
         )
         return took, None, time.monotonic() - t0
     except (NotReady, TimeoutError) as e:

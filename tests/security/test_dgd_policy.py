@@ -22,6 +22,7 @@ from infersweep.cluster_settings import load_cluster_settings
 from infersweep.dgd import deployable_dgd
 from infersweep.platform import operations
 from infersweep.platform.dgd_policy import DgdPolicy, violations
+from infersweep.platform.operations import DeployRequest
 from infersweep.recipe import all_recipe_paths, load_recipe
 from tests.support.paths import REPO
 from workflows.admission import admission_policy
@@ -94,7 +95,7 @@ def test_deploy_refuses_a_forged_dgd_and_applies_nothing(settings, policy, monke
     monkeypatch.setattr(operations, "get_platform", lambda: fake)
     forged = _forge(settings, api, FORGED[what])
     with pytest.raises(operations.DgdRefused, match="refused DynamoGraphDeployment"):
-        operations.deploy(dgd_text=yaml.safe_dump(forged), dgd_file=None, namespace="ns", run_id="r1", policy=policy)
+        operations.deploy(DeployRequest("ns", dgd_text=yaml.safe_dump(forged), run_id="r1"), policy=policy)
     assert fake.applied == []
 
 
@@ -105,12 +106,12 @@ def test_deploy_step_takes_its_policy_from_the_template_env(settings, monkeypatc
     monkeypatch.setattr(operations, "get_platform", lambda: fake)
     monkeypatch.setenv("INFERSWEEP_DGD_POLICY", DgdPolicy(("registry.example/only/",), "model-cache").to_json())
     with pytest.raises(operations.DgdRefused, match="registry.example/only/"):
-        operations.deploy(dgd_text=yaml.safe_dump(_dgd(settings)), dgd_file=None, namespace="ns", run_id="r1")
+        operations.deploy(DeployRequest("ns", dgd_text=yaml.safe_dump(_dgd(settings)), run_id="r1"))
     # and the re-deploy from the saved file (the points' ensure-deployed) is checked too
     saved = tmp_path / "dgd.yaml"
     saved.write_text(yaml.safe_dump(operations.for_run(_dgd(settings), "r1")))
     with pytest.raises(operations.DgdRefused):
-        operations.deploy(dgd_text=None, dgd_file=str(saved), namespace="ns", ensure=True, model="m")
+        operations.deploy(DeployRequest("ns", dgd_file=str(saved), ensure=True, model="m"))
     assert fake.applied == []
 
 

@@ -15,7 +15,7 @@ import yaml
 from infersweep.cluster_settings import load_cluster_settings, parse_cluster_settings
 from infersweep.commands.install import install_set
 from infersweep.experiment.spec import all_experiment_paths
-from infersweep.launch.derive import SOURCE_ANNOTATION, experiment_run, recipe_run
+from infersweep.launch.derive import SOURCE_ANNOTATION, Launcher, experiment_run, recipe_run
 from infersweep.launch.git_source import check_git_source
 from infersweep.local.argo.resource import check_template
 from infersweep.local.launch_run import ui_submit
@@ -50,12 +50,8 @@ def _param(wt: dict, name: str) -> dict:
 def _launch(settings, tmp_path, choice=DEMO, set_text="", git=None):
     return recipe_run(
         choice,
-        git=git or {},
+        Launcher(git or {}, settings, "bench", "infersweep-launch-x1y2z", tmp_path),
         set_text=set_text,
-        settings=settings,
-        namespace="bench",
-        launcher="infersweep-launch-x1y2z",
-        scratch=tmp_path,
     )
 
 
@@ -226,9 +222,7 @@ def test_the_baked_settings_are_the_installs(settings):
 
 
 def test_an_experiment_launch_derives_its_workflow(settings, tmp_path):
-    launch = experiment_run(
-        "gpu-kv-vs-rr", git={}, settings=settings, namespace="bench", launcher="l2", scratch=tmp_path
-    )
+    launch = experiment_run("gpu-kv-vs-rr", Launcher({}, settings, "bench", "l2", tmp_path))
     doc = launch.workflow
     assert doc["metadata"]["labels"][LAUNCHED_BY] == "l2" and doc["spec"]["priority"] < 0
     assert doc["metadata"]["labels"]["infersweep.io/experiment"] == "gpu-kv-vs-rr"
@@ -333,9 +327,7 @@ def test_an_experiment_run_is_a_reference_to_its_installed_template(settings, tm
     nothing of the launcher's may leak into the run: the experiment's Workflow only references its installed
     WorkflowTemplate (workflows/experiment.py), whose {{workflow.name}} (its S3 prefix) the controller resolves
     under the run's own name."""
-    doc = experiment_run(
-        "gpu-kv-vs-rr", git={}, settings=settings, namespace="bench", launcher="l2", scratch=tmp_path
-    ).workflow
+    doc = experiment_run("gpu-kv-vs-rr", Launcher({}, settings, "bench", "l2", tmp_path)).workflow
     assert doc["spec"]["workflowTemplateRef"] == {"name": "infersweep-experiment-gpu-kv-vs-rr"}
     assert "{{workflow." not in json.dumps(doc) and violations(doc) == []
 
@@ -379,9 +371,7 @@ def test_an_experiment_from_git_runs_only_as_the_installed_template(settings, tm
 
     def launch(path: str):
         git = {"git-repo": f"file://{repo}", "git-commit": commit, "git-path": f"experiments/{path}"}
-        return experiment_run(
-            FROM_GIT, git=git, settings=settings, namespace="bench", launcher="l1", scratch=tmp_path / path
-        )
+        return experiment_run(FROM_GIT, Launcher(git, settings, "bench", "l1", tmp_path / path))
 
     doc = launch("same.yaml").workflow
     assert doc["spec"]["workflowTemplateRef"]["name"] == "infersweep-experiment-nemotron-rr-vs-kv"

@@ -9,8 +9,15 @@ from typing import Any
 from infersweep.local.argo import expr as argo_expr
 from infersweep.local.argo import when as argo_when
 from infersweep.local.argo.errors import ParallelismReached, WorkflowError
-from infersweep.local.argo.nodes import Node, _iso
-from infersweep.local.argo.templates import ABSENT_OPTIONAL, VAR_RE, _sequence, _str, _substitute, render_item
+from infersweep.local.argo.nodes import Node, TemplateCall, _iso
+from infersweep.local.argo.templates import (
+    ABSENT_OPTIONAL,
+    _sequence,
+    _str,
+    _substitute,
+    check_resolved,
+    render_item,
+)
 
 
 def eval_depends(expr: str, nodes: dict[str, Node]) -> bool:
@@ -124,23 +131,7 @@ class _DagCtx:
             if n.exit_code is not None:
                 s[f"tasks.{anc}.exitCode"] = n.exit_code
             if n.type == "TaskGroup":
-                # operator.go processAggregateNodeOutputs: succeeded children only, in item order
-                kids = sorted(
-                    (k for k in self.argo._kids(n) if not k.flags.get("hooked") and not k.flags.get("retried")),
-                    key=lambda k: _loop_index(k.name),
-                )
-                plist, by_name = [], {}
-                for k in kids:
-                    if k.phase != "Succeeded":
-                        continue
-                    params = {p: v for p, v in k.outputs.items() if not p.startswith("artifact:")}
-                    if params:
-                        plist.append(params)
-                        for p, v in params.items():
-                            by_name.setdefault(p, []).append(v)
-                s[f"tasks.{anc}.outputs.parameters"] = json.dumps(plist, separators=(",", ":"))
-                for p, vals in by_name.items():
-                    s[f"tasks.{anc}.outputs.parameters.{p}"] = _aggregated_json(vals)
+                s |= _aggregate_vars("tasks", anc, sorted(self.argo._kids(n), key=lambda k: _loop_index(k.name)))
             else:
                 for p, v in n.outputs.items():
                     if p.startswith("artifact:"):
@@ -185,13 +176,7 @@ class _DagCtx:
         out = _substitute(body, scope, strict=False)
         if "withItems" in task:
             out["withItems"] = task["withItems"]
-        leftovers = [
-            m.group(1).strip()
-            for m in VAR_RE.finditer(json.dumps(out.get("arguments", {})))
-            if m.group(1).strip().startswith("tasks.")
-        ]
-        if leftovers:
-            raise WorkflowError(f"Unable to resolve: {{{{{leftovers[0]}}}}}")
+        check_resolved(out.get("arguments", {}), "tasks.")
         return out
 
     @staticmethod
@@ -342,19 +327,11 @@ def _aggregated_json(values: list[str]) -> str:
 class DagExecution:
     """dag.go executeDAG/executeDAGTask on the operator; mixed into LocalArgo."""
 
-    def _execute_dag(
-        self,
-        node: Node | None,
-        name: str,
-        tmpl: dict[str, Any],
-        scope: str,
-        boundary: str,
-        on_exit: bool,
-        flags: dict[str, bool] | None,
-    ) -> Node:
+    def _execute_dag(self, node: Node | None, call: TemplateCall) -> Node:
         """dag.go executeDAG."""
+        tmpl, scope, on_exit = call.tmpl, call.scope, call.on_exit
         if node is None:
-            node = self._init_node(name, "DAG", tmpl["name"], scope, boundary, "Running", flags=flags)
+            node = self._init_call_node(call, "DAG", "Running")
         node._tmpl = tmpl  # type: ignore[attr-defined]  # GetTemplateByBoundaryID
         if node.phase == "Pending":
             node.phase = "Running"
@@ -475,3 +452,21 @@ class DagExecution:
                 if n.failed_or_error:
                     phase = n.phase
             self._mark(group, phase)
+
+
+def _aggregate_vars(kind: str, name: str, kids: list[Node]) -> dict[str, str]:
+    """operator.go processAggregateNodeOutputs: succeeded children only, in item order."""
+    plist: list[dict[str, str]] = []
+    by_name: dict[str, list[str]] = {}
+    for k in kids:
+        if k.phase != "Succeeded" or k.flags.get("hooked") or k.flags.get("retried"):
+            continue
+        params = {p: v for p, v in k.outputs.items() if not p.startswith("artifact:")}
+        if params:
+            plist.append(params)
+            for p, v in params.items():
+                by_name.setdefault(p, []).append(v)
+    s = {f"{kind}.{name}.outputs.parameters": json.dumps(plist, separators=(",", ":"))}
+    for p, vals in by_name.items():
+        s[f"{kind}.{name}.outputs.parameters.{p}"] = _aggregated_json(vals)
+    return s

@@ -135,6 +135,20 @@ def _node_type(tmpl: dict[str, Any]) -> str:
     return "DAG" if "dag" in tmpl else "Steps" if "steps" in tmpl else "Pod"
 
 
+@dataclass(frozen=True)
+class TemplateCall:
+    """One template to run as one node, as operator.go executeTemplate hands it to the kind's executor
+    (executeContainer, executeDAG, executeSteps, executeResource): the node's name, the processed template,
+    its scope, the boundary node, whether it runs in an exit handler, and the node's flags."""
+
+    name: str
+    tmpl: dict[str, Any]
+    scope: str
+    boundary: str
+    on_exit: bool
+    flags: dict[str, bool] | None = None
+
+
 class NodeTable:
     """The `wfOperationCtx` methods over `status.nodes` (operator.go); mixed into LocalArgo."""
 
@@ -154,18 +168,15 @@ class NodeTable:
         boundary: str,
         phase: str,
         message: str = "",
-        display: str | None = None,
+        *,
         flags: dict[str, bool] | None = None,
     ) -> Node:
         # operator.go initializeNode
-        if display is None:
-            # initializeNode: the name without its boundary node's name and the separating "." / "[n]."
-            b = self.nodes.get(boundary) if boundary else None
-            display = (
-                re.sub(r"^(\[\d+\])?\.", "", name[len(b.name) :] if b and name.startswith(b.name) else name)
-                if b
-                else name
-            )
+        # the display name: the name without its boundary node's name and the separating "." / "[n]."
+        b = self.nodes.get(boundary) if boundary else None
+        display = (
+            re.sub(r"^(\[\d+\])?\.", "", name[len(b.name) :] if b and name.startswith(b.name) else name) if b else name
+        )
         n = Node(
             name=name,
             template=tmpl_name,
@@ -184,6 +195,10 @@ class NodeTable:
         self.nodes[n.id] = n
         self.cluster.on_event("start" if phase not in FULFILLED else "end", n)
         return n
+
+    def _init_call_node(self, call: TemplateCall, ntype: str, phase: str) -> Node:
+        """The node of `call` (initializeNode), of type `ntype`, in `phase`."""
+        return self._init_node(call.name, ntype, call.tmpl["name"], call.scope, call.boundary, phase, flags=call.flags)
 
     def _mark(self, n: Node, phase: str, message: str | None = None) -> Node:
         # operator.go markNodePhase

@@ -33,7 +33,7 @@ from infersweep.local.argo import resource as argo_resource
 from infersweep.local.argo import validate as argo_validate
 from infersweep.local.argo.dag import DagExecution
 from infersweep.local.argo.errors import ParallelismReached, WorkflowError
-from infersweep.local.argo.nodes import Node, NodeTable, _iso, _node_type, _parse_iso
+from infersweep.local.argo.nodes import Node, NodeTable, TemplateCall, _iso, _node_type, _parse_iso
 from infersweep.local.argo.pod import PodExecution, _Pod
 from infersweep.local.argo.steps import StepsExecution
 from infersweep.local.argo.sync import LocalLocks, SyncError
@@ -238,21 +238,8 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
         if self.deadline():
             self._requeue(self.deadline() - time.time())
 
-        try:
-            node = self.execute_template(
-                self.name,
-                {"template": self.spec["entrypoint"]},
-                self.spec.get("_scope", ""),
-                self.spec.get("arguments", {}),
-                boundary="",
-                on_exit=False,
-            )
-        except ParallelismReached:
-            return
-        except WorkflowError as e:
-            # operate: "error in entry template execution" -> workflow Error
-            self.phase, self.message = "Error", f"error in entry template execution: {e}"
-            return
+        # operate: "error in entry template execution" -> workflow Error
+        node = self._execute_top(self.name, self.spec["entrypoint"], "error in entry template execution: ")
         if node is None or not node.fulfilled:
             return
         wf_status = {
@@ -268,21 +255,9 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
             en_name = f"{self.name}.onExit"
             exit_node = self.by_name(en_name)
             if exit_node is not None or self._should_execute(True):
-                try:
-                    exit_node = self.execute_template(
-                        en_name,
-                        {"template": self.spec["onExit"]},
-                        self.spec.get("_scope", ""),
-                        self.spec.get("arguments", {}),
-                        boundary="",
-                        on_exit=True,
-                        flags={"hooked": True},
-                    )
-                except ParallelismReached:
-                    return
-                except WorkflowError as e:
-                    self.phase, self.message = "Error", f"error in exit template execution : {e}"
-                    return
+                exit_node = self._execute_top(
+                    en_name, self.spec["onExit"], "error in exit template execution : ", on_exit=True
+                )
                 if exit_node is None or not exit_node.fulfilled:
                     return
         if node.failed_or_error and self.shutdown:
@@ -299,6 +274,25 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
                 self.phase, self.message = "Succeeded", ""
         else:
             self.phase, self.message = wf_status, message
+
+    def _execute_top(self, node_name: str, template: str, error: str, *, on_exit: bool = False) -> Node | None:
+        """A workflow-level template (the entrypoint, or the exit handler with `on_exit`), given the workflow's
+        arguments. None when it cannot go on now (parallelism) or errored the workflow (`error` + why)."""
+        try:
+            return self.execute_template(
+                node_name,
+                {"template": template},
+                self.spec.get("_scope", ""),
+                self.spec.get("arguments", {}),
+                boundary="",
+                on_exit=on_exit,
+                flags={"hooked": True} if on_exit else None,
+            )
+        except ParallelismReached:
+            return None
+        except WorkflowError as e:
+            self.phase, self.message = "Error", f"{error}{e}"
+            return None
 
     def _holder(self) -> str:
         # A lock holder is this execution of the workflow: two local runs of one file share a name, never a uid.
@@ -383,22 +377,7 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
                 node_name = f"{retry_name}({retry_num})"
                 self._add_child(retry_name, node_name)
                 node = None
-            rp = {
-                "retries": str(retry_num),
-                "lastRetry.exitCode": "0",
-                "lastRetry.duration": "0",
-                "lastRetry.status": "",
-                "lastRetry.message": "",
-            }
-            if last is not None:
-                rp.update(
-                    {
-                        "lastRetry.exitCode": last.exit_code if last.exit_code is not None else "0",
-                        "lastRetry.status": last.phase,
-                        "lastRetry.duration": str(last.seconds),
-                        "lastRetry.message": last.message,
-                    }
-                )
+            rp = _retry_params(retry_num, last)
             # SubstituteParams after ProcessArgs: a second pass, so {{retries}} inside an input value resolves too
             ptmpl = {
                 **_substitute({k: v for k, v in ptmpl.items() if k not in ("_scope",)}, rp, strict=False),
@@ -410,24 +389,7 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
                 ptmpl["_execution_deadline"] = self._execution_deadlines[rnode.id]
 
         try:
-            if "container" in ptmpl or "script" in ptmpl:
-                node = self._execute_container(node, node_name, ptmpl, new_scope, boundary, on_exit, flags)
-            elif "dag" in ptmpl:
-                node = self._execute_dag(node, node_name, ptmpl, new_scope, boundary, on_exit, flags)
-            elif "steps" in ptmpl:
-                node = self._execute_steps(node, node_name, ptmpl, new_scope, boundary, on_exit, flags)
-            elif "resource" in ptmpl:  # operator.go executeResource (action create: resource.py)
-                node = argo_resource.execute_resource(
-                    self, node, node_name, ptmpl, new_scope, boundary, on_exit, flags, substitute=_substitute
-                )
-            else:
-                kind = next(
-                    (k for k in ("resource", "suspend", "data", "http", "plugin", "containerSet") if k in ptmpl), None
-                )
-                raise WorkflowError(
-                    f"Template '{ptmpl['name']}' "
-                    + (f"is a {kind} template: not supported locally" if kind else "missing specification")
-                )
+            node = self._execute_kind(node, TemplateCall(node_name, ptmpl, new_scope, boundary, on_exit, flags))
         except WorkflowError as e:
             node = self._node_error(self.by_name(node_name), node_name, holder, boundary, str(e), flags)
 
@@ -445,6 +407,23 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
                 )
             return rnode
         return node
+
+    def _execute_kind(self, node: Node | None, call: TemplateCall) -> Node:
+        """operator.go executeTemplate's switch on the template's type."""
+        tmpl = call.tmpl
+        if "container" in tmpl or "script" in tmpl:
+            return self._execute_container(node, call)
+        if "dag" in tmpl:
+            return self._execute_dag(node, call)
+        if "steps" in tmpl:
+            return self._execute_steps(node, call)
+        if "resource" in tmpl:  # operator.go executeResource (action create: resource.py)
+            return argo_resource.execute_resource(self, node, call, substitute=_substitute)
+        kind = next((k for k in ("resource", "suspend", "data", "http", "plugin", "containerSet") if k in tmpl), None)
+        raise WorkflowError(
+            f"Template '{tmpl['name']}' "
+            + (f"is a {kind} template: not supported locally" if kind else "missing specification")
+        )
 
     def _release(self, node_name: str, sync: Any) -> None:
         if not sync:
@@ -590,3 +569,23 @@ class LocalArgo(NodeTable, TemplateResolution, PodExecution, DagExecution, Steps
                 self._mark(node, last.phase, "retryStrategy.expression evaluated to false")
                 return True
         return True
+
+
+def _retry_params(retry_num: int, last: Node | None) -> dict[str, str]:
+    """The retry variables of an attempt (operator.go executeTemplate: retries, lastRetry.*), from the attempt
+    before it (`last`; none for the first)."""
+    if last is None:
+        return {
+            "retries": str(retry_num),
+            "lastRetry.exitCode": "0",
+            "lastRetry.duration": "0",
+            "lastRetry.status": "",
+            "lastRetry.message": "",
+        }
+    return {
+        "retries": str(retry_num),
+        "lastRetry.exitCode": last.exit_code if last.exit_code is not None else "0",
+        "lastRetry.duration": str(last.seconds),
+        "lastRetry.status": last.phase,
+        "lastRetry.message": last.message,
+    }

@@ -19,7 +19,7 @@ from typing import Any
 from infersweep.local import procs
 from infersweep.local.argo import pvc as argo_pvc
 from infersweep.local.argo.errors import WorkflowError
-from infersweep.local.argo.nodes import Node
+from infersweep.local.argo.nodes import Node, TemplateCall
 from infersweep.local.argo.templates import _CHECKED_PREFIXES, VAR_RE, _str, _substitute, parse_duration
 
 TERMINATION_GRACE_S = 30  # Kubernetes' default terminationGracePeriodSeconds
@@ -183,29 +183,19 @@ class PodExecution:
             if pod.proc is not None and pod.proc.poll() is None:
                 _sigkill_after_grace(pod)
 
-    def _execute_container(
-        self,
-        node: Node | None,
-        name: str,
-        tmpl: dict[str, Any],
-        scope: str,
-        boundary: str,
-        on_exit: bool,
-        flags: dict[str, bool] | None,
-    ) -> Node:
+    def _execute_container(self, node: Node | None, call: TemplateCall) -> Node:
         """operator.go executeContainer + workflowpod.go createWorkflowPod."""
         if node is not None and node.id in self._pods:
             return node
         if node is not None and node.phase not in ("Pending",):
             return node
+        tmpl, on_exit = call.tmpl, call.on_exit
+        n = node or self._init_call_node(call, "Pod", "Pending")
         if not self._should_execute(on_exit):
             # workflowpod.go: do not create pods while shutting down
-            n = node or self._init_node(name, "Pod", tmpl["name"], scope, boundary, "Pending", flags=flags)
             return self._mark(n, "Failed", f"workflow shutdown with strategy: {self.shutdown}")
         if self._deadline_passed() and not on_exit:
-            n = node or self._init_node(name, "Pod", tmpl["name"], scope, boundary, "Pending", flags=flags)
             return self._mark(n, "Failed", "Step exceeded its deadline")
-        n = node or self._init_node(name, "Pod", tmpl["name"], scope, boundary, "Pending", flags=flags)
         _check_service_account(tmpl, self.spec)  # a WorkflowError here errors the node, as createWorkflowPod's
         argv, env, mounts, root = self._pod_command(n, tmpl)  # a WorkflowError here errors the node
         rwo = self._check_rwo(n, tmpl)  # likewise

@@ -27,7 +27,7 @@ from typing import Any, Callable
 import yaml
 
 from infersweep.local.argo.errors import WorkflowError
-from infersweep.local.argo.nodes import Node
+from infersweep.local.argo.nodes import Node, TemplateCall
 
 SUPPORTED_KINDS = {("argoproj.io/v1alpha1", "Workflow")}
 _JSONPATH = re.compile(r"^\{\.([A-Za-z0-9_.-]+)\}$")
@@ -90,23 +90,14 @@ def _json_path(obj: Any, path: str) -> str:
     return obj if isinstance(obj, str) else yaml.safe_dump(obj).strip()
 
 
-def execute_resource(
-    argo: Any,
-    node: Node | None,
-    name: str,
-    tmpl: dict[str, Any],
-    scope: str,
-    boundary: str,
-    on_exit: bool,
-    flags: dict[str, bool] | None,
-    substitute: Callable[..., Any],
-) -> Node:
+def execute_resource(argo: Any, node: Node | None, call: TemplateCall, substitute: Callable[..., Any]) -> Node:
     """`argo`: the LocalArgo running the node (operator.py imports this file). `substitute`: the executor's tag
     substitution (templates.py _substitute; passed in)."""
     if node is not None and node.phase != "Pending":
         return node
-    n = node or argo._init_node(name, "Pod", tmpl["name"], scope, boundary, "Pending", flags=flags)
-    if not argo._should_execute(on_exit):
+    tmpl = call.tmpl
+    n = node or argo._init_call_node(call, "Pod", "Pending")
+    if not argo._should_execute(call.on_exit):
         return argo._mark(n, "Failed", f"workflow shutdown with strategy: {argo.shutdown}")
     store = argo.cluster.objects
     if store is None:

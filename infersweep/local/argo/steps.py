@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from infersweep.local.argo import when as argo_when
-from infersweep.local.argo.dag import _aggregated_json, _DagCtx, _loop_index
+from infersweep.local.argo.dag import _aggregate_vars, _DagCtx, _loop_index
 from infersweep.local.argo.errors import ParallelismReached, WorkflowError
-from infersweep.local.argo.nodes import Node
-from infersweep.local.argo.templates import VAR_RE, _substitute
+from infersweep.local.argo.nodes import Node, TemplateCall
+from infersweep.local.argo.templates import _substitute, check_resolved
 
 
 def _node_vars(kind: str, name: str, n: Node) -> dict[str, str]:
@@ -23,41 +22,15 @@ def _node_vars(kind: str, name: str, n: Node) -> dict[str, str]:
     return s
 
 
-def _aggregate_vars(kind: str, name: str, kids: list[Node]) -> dict[str, str]:
-    """operator.go processAggregateNodeOutputs: succeeded children only, in item order."""
-    plist: list[dict[str, str]] = []
-    by_name: dict[str, list[str]] = {}
-    for k in kids:
-        if k.phase != "Succeeded" or k.flags.get("hooked") or k.flags.get("retried"):
-            continue
-        params = {p: v for p, v in k.outputs.items() if not p.startswith("artifact:")}
-        if params:
-            plist.append(params)
-            for p, v in params.items():
-                by_name.setdefault(p, []).append(v)
-    s = {f"{kind}.{name}.outputs.parameters": json.dumps(plist, separators=(",", ":"))}
-    for p, vals in by_name.items():
-        s[f"{kind}.{name}.outputs.parameters.{p}"] = _aggregated_json(vals)
-    return s
-
-
 class StepsExecution:
     """steps.go executeSteps/executeStepGroup on the operator; mixed into LocalArgo."""
 
-    def _execute_steps(
-        self,
-        node: Node | None,
-        name: str,
-        tmpl: dict[str, Any],
-        scope: str,
-        boundary: str,
-        on_exit: bool,
-        flags: dict[str, bool] | None,
-    ) -> Node:
+    def _execute_steps(self, node: Node | None, call: TemplateCall) -> Node:
         """steps.go executeSteps: step groups run in order, the steps of a group side by side; a failed or
         errored step (without continueOn) fails its group and the template, and later groups never start."""
+        name, tmpl, scope, on_exit = call.name, call.tmpl, call.scope, call.on_exit
         if node is None:
-            node = self._init_node(name, "Steps", tmpl["name"], scope, boundary, "Running", flags=flags)
+            node = self._init_call_node(call, "Steps", "Running")
         node._tmpl = tmpl  # type: ignore[attr-defined]
         svars: dict[str, str] = {}
         for i, group in enumerate(tmpl["steps"]):
@@ -117,13 +90,7 @@ class StepsExecution:
                 st = _substitute(
                     {k: v for k, v in st.items() if k != "withItems"}, self.globals() | svars, strict=False
                 ) | ({"withItems": st["withItems"]} if "withItems" in st else {})
-                leftovers = [
-                    m.group(1).strip()
-                    for m in VAR_RE.finditer(json.dumps(st.get("arguments", {})))
-                    if m.group(1).strip().startswith("steps.")
-                ]
-                if leftovers:
-                    raise WorkflowError(f"Unable to resolve: {{{{{leftovers[0]}}}}}")
+                check_resolved(st.get("arguments", {}), "steps.")
                 expanded += _DagCtx.expand(st)  # steps.go expandStep: the same item expansion as a DAG task
         except WorkflowError as e:
             return self._mark(sg, "Error", str(e))

@@ -52,6 +52,16 @@ def _substitute(value: Any, scope: dict[str, str], strict: bool = True) -> Any:
     return value
 
 
+def check_resolved(arguments: Any, prefix: str) -> None:
+    """WorkflowError naming the first `{{tasks.X...}}` / `{{steps.X...}}` a task's or step's arguments still hold
+    after substitution (dag.go resolveDependencyReferences, steps.go resolveReferences: "Unable to resolve")."""
+    leftovers = [
+        m.group(1).strip() for m in VAR_RE.finditer(json.dumps(arguments)) if m.group(1).strip().startswith(prefix)
+    ]
+    if leftovers:
+        raise WorkflowError(f"Unable to resolve: {{{{{leftovers[0]}}}}}")
+
+
 def _str(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"

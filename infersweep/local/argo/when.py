@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import re
 from datetime import datetime
-from typing import Any
+from typing import Any, Callable
 
 
 class WhenError(ValueError):
@@ -100,113 +100,114 @@ def _tokens(expr: str) -> list[tuple[str, Any]]:
     """parsing.go parseTokens (no functions)."""
     out: list[tuple[str, Any]] = []
     i, n = 0, len(expr)
-
-    def can_prefix() -> bool:
-        # lexerState: a PREFIX may come first, after an operator, a `(` or a `,`
-        return not out or out[-1][0] not in _VALUES + (_CLAUSE_CLOSE,)
-
     while i < n:
         c = expr[i]
         if c.isspace():
             i += 1
             continue
         if c.isdigit() or c == ".":
-            if expr.startswith(("0x", "0X"), i) and i + 2 < n:
-                j = i + 2
-                while j < n and expr[j] in "0123456789abcdefABCDEF":
-                    j += 1
-                try:
-                    out.append((_NUMERIC, float(int(expr[i + 2 : j], 16))))
-                except ValueError:
-                    raise _ParseError(f"Unable to parse hex value '{expr[i + 2 : j]}' to uint64\n") from None
-                i = j
-                continue
-            j = i
-            while j < n and (expr[j].isdigit() or expr[j] == "."):
-                j += 1
-            try:
-                out.append((_NUMERIC, float(expr[i:j])))
-            except ValueError:
-                raise _ParseError(f"Unable to parse numeric value '{expr[i:j]}' to float64\n") from None
-            i = j
-            continue
-        if c == ",":
-            out.append((_SEPARATOR, ","))
-            i += 1
-            continue
-        if c == "[":
+            token, i = _number(expr, i)
+        elif c == ",":
+            token, i = (_SEPARATOR, ","), i + 1
+        elif c == "[":
             j = expr.find("]", i + 1)
             if j < 0:
                 raise _ParseError("Unclosed parameter bracket")
-            out.append((_VARIABLE, expr[i + 1 : j]))
-            i = j + 1
+            token, i = (_VARIABLE, expr[i + 1 : j]), j + 1
+        elif _is_letter(c):
+            token, i = _word(expr, i)
+        elif c in "'\"":
+            token, i = _string(expr, i)
+        elif c == "(":
+            token, i = (_CLAUSE, "("), i + 1
+        elif c == ")":
+            token, i = (_CLAUSE_CLOSE, ")"), i + 1
+        else:
+            # lexerState: a PREFIX may come first, after an operator, a `(` or a `,`
+            can_prefix = not out or out[-1][0] not in _VALUES + (_CLAUSE_CLOSE,)
+            token, i = _symbol(expr, i, can_prefix)
+        out.append(token)
+    _check_tokens(out)
+    return out
+
+
+def _scan(expr: str, i: int, ok: Callable[[str], bool]) -> int:
+    """The index after the run of characters from `i` that `ok` accepts."""
+    while i < len(expr) and ok(expr[i]):
+        i += 1
+    return i
+
+
+def _number(expr: str, i: int) -> tuple[tuple[str, Any], int]:
+    """A numeric token (hex with 0x) at `i` and the index after it."""
+    if expr.startswith(("0x", "0X"), i) and i + 2 < len(expr):
+        j = _scan(expr, i + 2, lambda ch: ch in "0123456789abcdefABCDEF")
+        try:
+            return (_NUMERIC, float(int(expr[i + 2 : j], 16))), j
+        except ValueError:
+            raise _ParseError(f"Unable to parse hex value '{expr[i + 2 : j]}' to uint64\n") from None
+    j = _scan(expr, i, lambda ch: ch.isdigit() or ch == ".")
+    try:
+        return (_NUMERIC, float(expr[i:j])), j
+    except ValueError:
+        raise _ParseError(f"Unable to parse numeric value '{expr[i:j]}' to float64\n") from None
+
+
+def _word(expr: str, i: int) -> tuple[tuple[str, Any], int]:
+    """A boolean, `in`, an accessor (a.B) or a variable at `i`, and the index after it."""
+    j = _scan(expr, i, lambda ch: ch.isalpha() or ch.isdigit() or ch in "_.")
+    word = expr[i:j]
+    if word in ("true", "false"):
+        return (_BOOLEAN, word == "true"), j
+    if word in ("in", "IN"):
+        return (_COMPARATOR, "in"), j
+    if "." not in word:
+        return (_VARIABLE, word), j
+    if word.endswith("."):
+        raise _ParseError(f"Hanging accessor on token '{word}'")
+    for p in word.split(".")[1:]:
+        if p[:1] and p[0].upper() != p[0]:
+            raise _ParseError(f"Unable to access unexported field '{p}' in token '{word}'")
+    return (_ACCESSOR, word), j
+
+
+def _string(expr: str, i: int) -> tuple[tuple[str, Any], int]:
+    """A string literal (a time when it parses as one) opening at `i`, and the index after it."""
+    buf, j, n = [], i + 1, len(expr)
+    while j < n:
+        ch = expr[j]
+        if ch == "\\" and j + 1 < n:
+            buf.append(expr[j + 1])
+            j += 2
             continue
-        if _is_letter(c):
-            j = i
-            while j < n and (expr[j].isalpha() or expr[j].isdigit() or expr[j] in "_."):
-                j += 1
-            word = expr[i:j]
-            i = j
-            if word in ("true", "false"):
-                out.append((_BOOLEAN, word == "true"))
-            elif word in ("in", "IN"):
-                out.append((_COMPARATOR, "in"))
-            elif "." in word:
-                if word.endswith("."):
-                    raise _ParseError(f"Hanging accessor on token '{word}'")
-                parts = word.split(".")
-                for p in parts[1:]:
-                    if p[:1] and p[0].upper() != p[0]:
-                        raise _ParseError(f"Unable to access unexported field '{p}' in token '{word}'")
-                out.append((_ACCESSOR, word))
-            else:
-                out.append((_VARIABLE, word))
-            continue
-        if c in "'\"":
-            buf, j, closed = [], i + 1, False
-            while j < n:
-                ch = expr[j]
-                if ch == "\\" and j + 1 < n:
-                    buf.append(expr[j + 1])
-                    j += 2
-                    continue
-                if ch in "'\"":
-                    closed = True
-                    break
-                buf.append(ch)
-                j += 1
-            if not closed:
-                raise _ParseError("Unclosed string literal")
+        if ch in "'\"":
             s = "".join(buf)
             t = _try_time(s)
-            out.append((_TIME, t) if t is not None else (_STRING, s))
-            i = j + 1
-            continue
-        if c == "(":
-            out.append((_CLAUSE, "("))
-            i += 1
-            continue
-        if c == ")":
-            out.append((_CLAUSE_CLOSE, ")"))
-            i += 1
-            continue
-        j = i
-        while j < n and not expr[j].isspace() and _is_symbol_char(expr[j]):
-            j += 1
-        sym = expr[i:j]
-        i = j
-        if sym in _PREFIXES and can_prefix():
-            out.append((_PREFIX, sym))
-        elif sym in _MODIFIERS:
-            out.append((_MODIFIER, sym))
-        elif sym in _LOGICAL:
-            out.append((_LOGICALOP, sym))
-        elif sym in _COMPARATORS:
-            out.append((_COMPARATOR, sym))
-        elif sym in _TERNARIES:
-            out.append((_TERNARY, sym))
-        else:
-            raise _ParseError(f"Invalid token: '{sym}'")
+            return ((_TIME, t) if t is not None else (_STRING, s)), j + 1
+        buf.append(ch)
+        j += 1
+    raise _ParseError("Unclosed string literal")
+
+
+def _symbol(expr: str, i: int, can_prefix: bool) -> tuple[tuple[str, Any], int]:
+    """An operator at `i` (a prefix where `can_prefix`), and the index after it."""
+    j = _scan(expr, i, lambda ch: not ch.isspace() and _is_symbol_char(ch))
+    sym = expr[i:j]
+    if sym in _PREFIXES and can_prefix:
+        return (_PREFIX, sym), j
+    for kinds, kind in (
+        (_MODIFIERS, _MODIFIER),
+        (_LOGICAL, _LOGICALOP),
+        (_COMPARATORS, _COMPARATOR),
+        (_TERNARIES, _TERNARY),
+    ):
+        if sym in kinds:
+            return (kind, sym), j
+    raise _ParseError(f"Invalid token: '{sym}'")
+
+
+def _check_tokens(out: list[tuple[str, Any]]) -> None:
+    """parsing.go checkBalance and lexerState.go's transitions over the whole token list."""
     depth = 0
     for kind, _ in out:  # parsing.go checkBalance
         depth += {_CLAUSE: 1, _CLAUSE_CLOSE: -1}.get(kind, 0)
@@ -221,7 +222,6 @@ def _tokens(expr: str) -> list[tuple[str, Any]]:
         prev = (kind, value)
     if out and out[-1][0] in (_PREFIX, _MODIFIER, _LOGICALOP, _COMPARATOR, _TERNARY, _SEPARATOR):
         raise _ParseError("Unexpected end of expression")
-    return out
 
 
 def _fmt(v: Any) -> str:
