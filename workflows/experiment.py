@@ -241,7 +241,8 @@ def experiment_template(
             largest = max(treatments, key=lambda t: t.gpu_capacity)
             exact = pool_is_exact(treatments, settings)
             for i, (s, dgd_name) in enumerate(zip(plan.steps, names, strict=True)):
-                r: ResolvedRecipe = for_dgd_api(s.treatment.recipe, dgd_api)  # its release's images
+                # its release's images (the cluster's dynamo_release, else the one dgd_api picks)
+                r: ResolvedRecipe = for_dgd_api(s.treatment.recipe, dgd_api, release=settings.dynamo_release)
                 t = f"t{i}"
                 w = r.recipe.workload
                 args = {
