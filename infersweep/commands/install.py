@@ -20,6 +20,7 @@ duplicates it. Every Argo object carries infersweep.io/version and infersweep.io
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -138,7 +139,10 @@ def run(a: argparse.Namespace) -> int:
     for line in unpinned_images(settings):
         print(f"install: warning: {line}", file=sys.stderr)
     server = None if a.out or a.dry_run else server_from_args(a)  # bad settings fail here, before any request
-    settings = in_namespace(settings, server.cfg.namespace if server else a.namespace)
+    # --dry-run / --out show what the install would create: the namespace it would use (flag, ARGO_NAMESPACE)
+    settings = in_namespace(
+        settings, server.cfg.namespace if server else a.namespace or os.environ.get("ARGO_NAMESPACE")
+    )
     argo, kube = install_set(settings, a.dgd_api)
     if a.out:
         files = write_gitops(Path(a.out), argo, kube, settings.namespace)
