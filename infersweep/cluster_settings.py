@@ -427,6 +427,10 @@ class ClusterSettings(_Strict):
     # Keys username + password (kubernetes.io/basic-auth) or ssh-privatekey + known_hosts (kubernetes.io/ssh-auth)
     # for the UI launcher's recipes from private Git repositories (infersweep/launch/git_credentials.py).
     git_credentials_secret: OptionalSecret = ""
+    # The Dynamo release of the cluster's operator (a `dynamo:` version of params/engines/releases/*.yaml,
+    # e.g. 1.3.1): its images and flags render in whichever DGD apiVersion --dgd-api names, if its operator
+    # serves it. "" = the release --dgd-api picks (v1beta1: 1.6.1, v1alpha1: 1.3.1). infersweep/recipe/release.py.
+    dynamo_release: str = ""
     s3: S3
     service_account: DnsSubdomain
     # The Prometheus the scrape step queries unless a submit sets prometheus-url; "" = no server metrics.

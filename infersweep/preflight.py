@@ -274,12 +274,24 @@ def check_prometheus(kube, settings: ClusterSettings, reach: Reach) -> list[str]
     return lines
 
 
-def check_gpu_pools(kube, settings: ClusterSettings, recipes: list[str] | None = None) -> list[str]:
+def _check_hint(name: str) -> str:
+    return f"; check it with --recipe {name} or --all-recipes"
+
+
+def check_gpu_pools(
+    kube,
+    settings: ClusterSettings,
+    recipes: list[str] | None = None,
+    *,
+    skipped: list[str] | None = None,
+    all_recipes: bool = False,
+) -> list[str]:
     """The nodes and networks the recipes' worker pods need (infersweep/gpu_pool_check.py), one line per need
-    no node or NetworkAttachmentDefinition meets. `recipes`: the recipes to run (names or files); None: every
-    recipe of the catalogue on its GPU type's own fabric (params/gpus.yaml: what this cluster is said to be)
-    whose GPU type this cluster has a node of (the others are another pool's), and one line when it has a node
-    of none (the placement labels are the seed cluster's)."""
+    no node or NetworkAttachmentDefinition meets. `recipes`: the recipes to run (names or files); None: the
+    catalogue. By default the catalogue check skips a recipe with its own transport (an EFA recipe among RoCE
+    ones: another cluster's fabric) and one whose GPU type no node here has (another pool's), and appends one
+    line per skipped recipe with its reason to `skipped`; one problem line when no node has any GPU type (the
+    placement labels are the seed cluster's). `all_recipes`: check every catalogue recipe, skipping none."""
     from infersweep.dgd import deployable_dgd
     from infersweep.gpu_pool_check import node_matches, pool_problems, worker_pods
     from infersweep.recipe import all_recipe_paths, load_recipe
@@ -300,23 +312,32 @@ def check_gpu_pools(kube, settings: ClusterSettings, recipes: list[str] | None =
 
     lines: list[str] = []
     chosen = [load_recipe(r) for r in recipes] if recipes else [load_recipe(p) for p in all_recipe_paths()]
-    skipped: dict[str, int] = {}
+    skip = not recipes and not all_recipes
+    why_skipped: list[str] = []
+    no_node: set[str] = set()
     for r in chosen:
-        if not recipes and r.recipe.transport is not None:
-            # its own fabric (an EFA recipe among RoCE ones): another cluster's, checked when named with --recipe
+        if skip and r.recipe.transport is not None:
+            why_skipped.append(
+                f"skipped recipe {r.name}: its own transport ({r.recipe.transport}){_check_hint(r.name)}"
+            )
             continue
         dgd = deployable_dgd(r, settings, name=r.name)
         pods = list(worker_pods(dgd))
-        if not recipes and pods and not any(node_matches(n, spec) for _, spec, _ in pods for n in nodes):
-            skipped[r.recipe.gpu.type] = skipped.get(r.recipe.gpu.type, 0) + 1  # another pool's recipe
+        if skip and pods and not any(node_matches(n, spec) for _, spec, _ in pods for n in nodes):
+            no_node.add(r.recipe.gpu.type)
+            why_skipped.append(
+                f"skipped recipe {r.name}: no node has its GPU type ({r.recipe.gpu.type}){_check_hint(r.name)}"
+            )
             continue
         lines += pool_problems(dgd, nodes, network_exists, settings.namespace, f"recipe {r.name} ({r.recipe.gpu.type})")
-    if not recipes and skipped and len(skipped) == len({r.recipe.gpu.type for r in chosen}):
+    if skipped is not None:
+        skipped += why_skipped
+    if skip and no_node and len(no_node) == len({r.recipe.gpu.type for r in chosen}):
         products = sorted(
             {((n.get("metadata") or {}).get("labels") or {}).get("nvidia.com/gpu.product", "-") for n in nodes}
         )
         lines.append(
-            f"GPU pools: no node matches the placement of any GPU type in params/gpus.yaml ({', '.join(sorted(skipped))}); "
+            f"GPU pools: no node matches the placement of any GPU type in params/gpus.yaml ({', '.join(sorted(no_node))}); "
             f"this cluster's nvidia.com/gpu.product: {products}: adapt params/gpus.yaml placement.gpu_product "
             "(and fabric: networks, resources, UCX_NET_DEVICES) to this cluster"
         )
@@ -330,14 +351,17 @@ def preflight(
     *,
     install: tuple[list[dict[str, Any]], list[dict[str, Any]]],
     recipes: list[str] | None = None,
+    skipped: list[str] | None = None,
+    all_recipes: bool = False,
 ) -> list[str]:
     """Every problem, one line each; [] when a run can start. `install` is this checkout's install set
-    (workflows/install_set.py install_set), rendered by the command: the checks below render nothing."""
+    (workflows/install_set.py install_set), rendered by the command: the checks below render nothing.
+    `skipped`, `all_recipes`: check_gpu_pools'."""
     reach = reach or Reach()
     argo, manifests = install
     lines, creds = check_secrets(kube, settings)
     lines += check_install_set(kube, argo, manifests)
     lines += check_s3(settings, creds, reach)
     lines += check_prometheus(kube, settings, reach)
-    lines += check_gpu_pools(kube, settings, recipes)
+    lines += check_gpu_pools(kube, settings, recipes, skipped=skipped, all_recipes=all_recipes)
     return lines

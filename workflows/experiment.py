@@ -16,7 +16,8 @@ run its own step; a run on empty KV caches warms every shared prefix first, infe
   on a full redeploy, else the same DGD patched, which the operator turns into a frontend swap, a scale or a
   worker restart, see infersweep.experiment.restart) -> wait-ready, with mark-start before the deploy and
   record-ready after (time-to-ready) -> sweep (the AIPerf points, one at a time, failFast off) -> summarize
-  -> publish (to <prefix>/experiments/<experiment>/<workflow>/<treatment>) -> archive (the run folder moves
+  -> publish (to <prefix>/experiments/<experiment>/<workflow>/<treatment>, and to <prefix>/<recipe>/<workflow>-<treatment>,
+  where `infersweep runs` lists it) -> archive (the run folder moves
   to /work/treatments/<treatment>, since the step templates write one run to /work/run).
 The next treatment starts when the previous one's archive has run, whatever happened before it (every
 outcome, Omitted included: Argo's depends grammar, common.TaskResult in argo-workflows), so a failed
@@ -242,7 +243,8 @@ def _treatments_dag(run: _Treatments) -> dict[str, str]:
 
 def _treatment(run: _Treatments, i: int, s: PlanStep) -> str:
     """Treatment i's tasks, after the previous treatment's archive whatever happened to it; its points."""
-    r: ResolvedRecipe = for_dgd_api(s.treatment.recipe, run.dgd_api)  # its release's images
+    # its release's images (the cluster's dynamo_release, else the one dgd_api picks)
+    r: ResolvedRecipe = for_dgd_api(s.treatment.recipe, run.dgd_api, release=run.settings.dynamo_release)
     t = f"t{i}"
     w = r.recipe.workload
     args = {
@@ -357,10 +359,24 @@ def _bookkeeping(run: _Treatments, i: int, s: PlanStep, r: ResolvedRecipe, gpu_c
         depends=f"{t}-summarize",
         arguments={"bucket": run.settings.s3.bucket, "prefix": f"{run.prefix}/{s.treatment.name}"},
     )
+    # The treatment again, in the results store's own layout, as a run of its recipe
+    # (<prefix>/<recipe>/<workflow>-<treatment>): `infersweep runs` lists it beside the recipe's
+    # other runs, and `report` / `compare` read it. A store is <base>/<recipe>/<run-id> with its
+    # index under <base>/_index (infersweep/results/index.py), so the experiments/ copy above is a
+    # store of its own that only `runs --store .../experiments/<experiment>` would list.
+    step_task(
+        "publish",
+        name=f"{t}-publish-store",
+        depends=f"{t}-publish",
+        arguments={
+            "bucket": run.settings.s3.bucket,
+            "prefix": f"{run.settings.s3.prefix}/{r.name}/{{{{workflow.name}}}}-{s.treatment.name}",
+        },
+    )
     step_task(
         "archive",
         name=f"{t}-archive",
-        depends=_any(f"{t}-publish"),
+        depends=f"{_any(f'{t}-publish')} && {_any(f'{t}-publish-store')}",
         arguments={"treatment": s.treatment.name},
     )
 

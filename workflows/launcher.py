@@ -82,8 +82,9 @@ def settings_text(settings: ClusterSettings) -> str:
     settings the installed pipeline templates were rendered with. YAML, not JSON: the lanes' integer keys
     survive (tests/workflows/test_launcher.py round-trips it)."""
     data = settings.model_dump(mode="python", by_alias=True)
-    if not data.get("git_credentials_secret"):  # unset: the same text as before the setting existed
-        data.pop("git_credentials_secret", None)
+    for optional in ("git_credentials_secret", "dynamo_release"):  # unset: the same text as before it existed
+        if not data.get(optional):
+            data.pop(optional, None)
     return yaml.safe_dump(data, sort_keys=True)
 
 

@@ -136,7 +136,8 @@ def render_recipe(
     """The recipe's bundle, every document validated. cache=True (the CLI's default, --no-cache turns it off)
     takes a bundle rendered before from exactly the same inputs (render_cache.bundle_key) and keeps a new one;
     it is never used unless asked for, so tests and the golden files always render."""
-    r = for_dgd_api(r, dgd_api)  # the release of the DGD's operator, before the context hashes its engine
+    # the release of the DGD's operator, before the context hashes its engine
+    r = for_dgd_api(r, dgd_api, release=settings.dynamo_release)
     if not (cache and render_cache.enabled()):
         return _render(
             r, settings, dgd_api=dgd_api, namespace=namespace, overrides=overrides, workflow_name=workflow_name

@@ -20,6 +20,7 @@ duplicates it. Every Argo object carries infersweep.io/version and infersweep.io
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,16 @@ def install_set(settings, dgd_api: str = "v1beta1") -> tuple[list[dict[str, Any]
     from workflows.install_set import install_set as build
 
     return build(settings, dgd_api=dgd_api)
+
+
+def in_namespace(settings, namespace: str | None):
+    """The settings of an install into `namespace` (`--namespace`, ARGO_NAMESPACE or the Argo config file's;
+    None: params/cluster.yaml's own). Everything the set names a namespace in follows it: the RBAC, the
+    ConfigMaps, the Prometheus queries, and the settings the UI launchers bake into their render step
+    (workflows/launcher.py settings_text), so a launch from another namespace's UI renders for that namespace."""
+    if not namespace or namespace == settings.namespace:
+        return settings
+    return settings.model_copy(update={"namespace": namespace})
 
 
 def _stream(docs: list[dict[str, Any]]) -> str:
@@ -128,6 +139,11 @@ def run(a: argparse.Namespace) -> int:
         raise RecipeError("install: give --out DIR or --dry-run, not both")
     for line in unpinned_images(settings):
         print(f"install: warning: {line}", file=sys.stderr)
+    server = None if a.out or a.dry_run else server_from_args(a)  # bad settings fail here, before any request
+    # --dry-run / --out show what the install would create: the namespace it would use (flag, ARGO_NAMESPACE)
+    settings = in_namespace(
+        settings, server.cfg.namespace if server else a.namespace or os.environ.get("ARGO_NAMESPACE")
+    )
     argo, kube = install_set(settings, a.dgd_api)
     if a.out:
         files = write_gitops(Path(a.out), argo, kube, settings.namespace)
@@ -143,7 +159,7 @@ def run(a: argparse.Namespace) -> int:
         sys.stdout.write(_stream(docs))
         print(f"# {len(docs)} documents, all valid (Argo v4.1.2 + v3.7.18 schemas, Kubernetes checks)", file=sys.stderr)
         return 0
-    server = server_from_args(a)  # bad settings fail here, before any request
+    assert server is not None
     ns = server.cfg.namespace
     through_kube = isinstance(server, KubeArgo)
     # Never change a template a live run reads (infersweep/template_holds.py: templateReferencing Secure

@@ -20,10 +20,21 @@ from infersweep.cli_util import table
 ARCHIVED_LOG = "main-logs"
 
 
+def label(node: dict) -> str:
+    """What the user sees for a step: Argo's displayName with a loop item by its index and load
+    (`point(1: c8 r1)`, infersweep/local/progress_watch.py step_label), not Argo's 100+ character item name.
+    status.json and the cluster's Workflow keep Argo's names (`--retry` and the UI read them)."""
+    from infersweep.local.progress_watch import step_label
+
+    return step_label(node.get("displayName") or node.get("name") or "")
+
+
 def _matches(node: dict, step: str) -> bool:
-    """`point` is every item of the point loop, `point(1)` its second (the UI's `point(1:{...})`)."""
+    """`point` is every item of the point loop, `point(1)` its second (the UI's `point(1:{...})`), and the
+    label a listing shows (`point(1: c8 r1)`)."""
     names = (
         node.get("displayName") or "",
+        label(node),
         node.get("templateName") or "",
         ((node.get("templateRef") or {}).get("template") or ""),
     )
@@ -53,15 +64,15 @@ def local_logs(run_dir: Path, step: str | None, out=print) -> int:
         )
     pods = _pods(json.loads(status_file.read_text()))
     if step is None:
-        rows = [(n.get("displayName"), n.get("phase"), str(_node_folder(run_dir, n) / "main.log")) for n in pods]
+        rows = [(label(n), n.get("phase"), str(_node_folder(run_dir, n) / "main.log")) for n in pods]
         out(table(["STEP", "PHASE", "LOG"], rows))
         return 0
     chosen = [n for n in pods if _matches(n, step)]
     if not chosen:
-        raise RecipeError(f"no step {step!r} in {run_dir}; its steps: {sorted({n.get('displayName') for n in pods})}")
+        raise RecipeError(f"no step {step!r} in {run_dir}; its steps: {sorted({label(n) for n in pods})}")
     for n in chosen:
         log = _node_folder(run_dir, n) / "main.log"
-        out(f"==> {n.get('displayName')} ({n.get('phase')}): {log} <==")
+        out(f"==> {label(n)} ({n.get('phase')}): {log} <==")
         out(log.read_text(errors="replace") if log.is_file() else "(no log: the step never started)")
     return 0
 
@@ -97,7 +108,7 @@ def cluster_logs(server, name: str, step: str | None, out=print) -> int:
     if step is None:
         rows = [
             (
-                n.get("displayName"),
+                label(n),
                 n.get("phase"),
                 "archived"
                 if any(a.get("name") == ARCHIVED_LOG for a in (n.get("outputs") or {}).get("artifacts") or [])
@@ -110,10 +121,10 @@ def cluster_logs(server, name: str, step: str | None, out=print) -> int:
         return 0
     chosen = [n for n in pods if _matches(n, step)]
     if not chosen:
-        raise RecipeError(f"no step {step!r} in {name}; its steps: {sorted({n.get('displayName') for n in pods})}")
+        raise RecipeError(f"no step {step!r} in {name}; its steps: {sorted({label(n) for n in pods})}")
     for n in chosen:
         text = archived_log(server, name, n["id"])
-        out(f"==> {n.get('displayName')} ({n.get('phase')}) <==")
+        out(f"==> {label(n)} ({n.get('phase')}) <==")
         if text is None:
             out(
                 f"(no archived log yet: the step is {n.get('phase', '').lower()}; the UI shows a running pod's log: "

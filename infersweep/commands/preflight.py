@@ -20,8 +20,18 @@ def run(a: argparse.Namespace) -> int:
     if kube_file is None:
         raise RecipeError("preflight reads the cluster through a kubeconfig: set KUBECONFIG or create ~/.kube/config")
     kube = KubeArgo(kube_file, a.namespace or settings.namespace)
-    reach = Reach(s3_endpoint_url=a.s3_endpoint, prometheus_url=a.prometheus_url)
-    problems = preflight(kube, settings, reach, install=install_set(settings), recipes=a.recipe)
+    skipped: list[str] = []
+    problems = preflight(
+        kube,
+        settings,
+        Reach(s3_endpoint_url=a.s3_endpoint, prometheus_url=a.prometheus_url),
+        install=install_set(settings),
+        recipes=a.recipe,
+        skipped=skipped,
+        all_recipes=a.all_recipes,
+    )
+    for line in skipped:  # what was not checked, and why: not a problem, but not a pass either
+        print(f"preflight: {line}")
     for line in problems:
         print(f"preflight: {line}", file=sys.stderr)
     if problems:
@@ -59,6 +69,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--recipe",
         action="append",
         metavar="RECIPE",
-        help="check the GPU pool of this recipe (repeatable; default: every recipe whose GPU type this cluster has)",
+        help="check the GPU pool of this recipe (repeatable; default: every catalogue recipe whose GPU type this "
+        "cluster has and that has no transport of its own; the others are listed as skipped)",
+    )
+    p.add_argument(
+        "--all-recipes",
+        action="store_true",
+        help="check the GPU pool of every catalogue recipe, those with their own transport or a GPU type no node "
+        "has included",
     )
     p.set_defaults(fn=run)

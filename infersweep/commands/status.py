@@ -7,6 +7,7 @@ import argparse
 from infersweep.argo_client import server_from_args
 from infersweep.argo_server import add_server_flags
 from infersweep.cli_util import table
+from infersweep.commands.logs import label
 
 
 def describe(wf: dict, link: str) -> str:
@@ -23,7 +24,7 @@ def describe(wf: dict, link: str) -> str:
         lines.append(f"message:   {st['message']}")
     lines.append(f"ui:        {link}")
     bad = [
-        (n.get("displayName") or n.get("name"), n.get("phase"), (n.get("message") or "")[:100])
+        (label(n), n.get("phase"), (n.get("message") or "")[:100])
         for n in (st.get("nodes") or {}).values()
         if n.get("type") == "Pod" and n.get("phase") in ("Failed", "Error")
     ]

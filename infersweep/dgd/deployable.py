@@ -43,6 +43,7 @@ def deployable_dgd(
         name=name,
         pvc=settings.model_cache.pvc,
         spare_gpus=spare,
+        release=settings.dynamo_release,
     )
     return apply_to_dgd(dgd, r, settings, held_for)
 

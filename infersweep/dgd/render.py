@@ -171,6 +171,7 @@ def render_dgd(
     name: str | None = None,
     pvc: str = "model-cache",
     spare_gpus: int | None = None,
+    release: str = "",
 ) -> dict[str, Any]:
     """The bare render, before the scheduling step: call `infersweep.dgd.deployable_dgd` for what is applied.
     `spare_gpus`: GPUs the run holds beyond its own (infersweep.dgd.lanes.spare_gpus); where they cannot
@@ -179,8 +180,9 @@ def render_dgd(
         raise ValueError(
             f"DGD apiVersion {api_version!r}: use v1beta1 (the Dynamo 1.6.1 release) or v1alpha1 (the 1.3.1 release)"
         )
-    # The release of this apiVersion's operator: its images and flags (infersweep/recipe/release.py).
-    r = for_dgd_api(r, api_version)
+    # The release of the cluster's operator (`release`: params/cluster.yaml dynamo_release; '' = the one this
+    # apiVersion picks): its images and flags (infersweep/recipe/release.py).
+    r = for_dgd_api(r, api_version, release=release)
     rollout = rollout_annotations(r, spare_gpus)
     if api_version == "v1beta1":
         spec = _spec_v1beta1(r, pvc, rollout)

@@ -36,6 +36,7 @@ def stale_dgds(dgds: list[dict[str, Any]], workflows: list[dict[str, Any]]) -> l
         if wf is None:
             out.append((d["metadata"]["name"], f"its Workflow {owners[0].get('name')} no longer exists"))
             continue
+        # a metadata-only list (_metadata_page) carries no status: the controller's phase label stands for it
         phase = (wf.get("status") or {}).get("phase") or (wf["metadata"].get("labels") or {}).get(PHASE_LABEL) or ""
         if (wf["metadata"].get("labels") or {}).get("workflows.argoproj.io/completed") == "true" and not phase:
             phase = "completed"
@@ -53,12 +54,44 @@ PHASE_LABEL = "workflows.argoproj.io/phase"
 PAGE = 50  # Workflows per list request (limit/continue): a running Workflow's status can be megabytes
 
 
+# Only the Workflows' metadata: the API server answers a list whose Accept asks for it as a
+# PartialObjectMetadataList (k8s.io/apiserver pkg/endpoints/handlers/response.go transformResponseObject /
+# asPartialObjectMetadataList; client-go's metadata client sends exactly this media type,
+# k8s.io/client-go/metadata PartialObjectMetadataListMimeTypes). Each item is apiVersion/kind/metadata: no
+# spec, no status (a running Workflow's status.nodes is the bulk). stale_dgds needs the uid and the
+# controller's phase / completed labels only.
+METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+_QUERY = {"label_selector": "labelSelector", "field_selector": "fieldSelector", "limit": "limit"}
+
+
+def _metadata_page(custom: Any, namespace: str, query: dict[str, Any]) -> dict[str, Any]:
+    """One page of the Workflow list as metadata only.
+
+    Not through `list_namespaced_custom_object(..., _headers=...)`: kubernetes 36.0.3's
+    client/api/custom_objects_api.py list_namespaced_custom_object_with_http_info copies `_headers` into
+    header_params (:3133) and then sets `header_params['Accept'] = select_header_accept([...])` (:3140-3141),
+    which is always 'application/json' (api_client.py select_header_accept :508-522), so the caller's Accept
+    never reaches the server. ApiClient.call_api, which that method ends in (:3151), sends header_params as
+    given; the path, auth setting and query are the generated method's own."""
+    return custom.api_client.call_api(
+        "/apis/{group}/{version}/namespaces/{namespace}/{plural}",
+        "GET",
+        {"group": WORKFLOW_GROUP, "version": WORKFLOW_VERSION, "namespace": namespace, "plural": WORKFLOW_PLURAL},
+        [(_QUERY.get(k, "continue"), v) for k, v in query.items()],
+        {"Accept": METADATA_LIST_ACCEPT},
+        response_types_map={200: "object"},
+        auth_settings=["BearerToken"],
+        _return_http_data_only=True,
+    )
+
+
 def _pages(custom: Any, namespace: str, **selectors: str) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     token = None
     while True:
-        kw = {"limit": PAGE, **selectors, **({"_continue": token} if token else {})}
-        page = custom.list_namespaced_custom_object(WORKFLOW_GROUP, WORKFLOW_VERSION, namespace, WORKFLOW_PLURAL, **kw)
+        page = _metadata_page(
+            custom, namespace, {"limit": PAGE, **selectors, **({"_continue": token} if token else {})}
+        )
         items += page.get("items", [])
         token = (page.get("metadata") or {}).get("continue")
         if not token:

@@ -5,12 +5,17 @@ and per engine the engine version it ships and the fields of params/engines/<eng
 (`set`: its images). Beside it, <name>.flags.yaml lists the flags each worker module of that release accepts,
 generated from the release's own parsers (tests/engine_parsers/release_flags.py).
 
-The release follows the DGD apiVersion (`--dgd-api`): exactly one release per apiVersion, so v1beta1 renders
-Dynamo 1.6.1 and v1alpha1 renders Dynamo 1.3.1's images (for the cluster report's 1.3.0 operator) -- never
-one operator generation's DGD with another's images. Which apiVersions an operator serves is the release's
-`operator_serves`: the 1.3 operator serves v1beta1 too (ai-dynamo 1.3.1's own planner talks to it in
-v1beta1), so v1alpha1 is the choice for 1.3, not its only API; operators of 0.9 and before serve v1alpha1 only. A recipe has no release field: what it
-deploys is the recipe plus `--dgd-api`, and the run context carries the image (recipe_context engine_image).
+By default the release follows the DGD apiVersion (`--dgd-api`): exactly one release per apiVersion, so v1beta1
+renders Dynamo 1.6.1 and v1alpha1 renders Dynamo 1.3.1's images (for the cluster report's 1.3.0 operator).
+Which apiVersions an operator serves is the release's `operator_serves`: the 1.3 operator serves v1beta1 too
+(ai-dynamo 1.3.1's own planner reads and JSON-patches its DGDs as nvidia.com/v1beta1 `spec.components[]` with
+`podTemplate.spec.containers` "main": dynamo/planner/connectors/kubernetes_api.py:35 DYNAMO_API_VERSION,
+dynamo/planner/monitoring/dgd_services.py get_components_by_name / _main_container_from_pod_template), so a
+cluster on a 1.3 operator may render 1.3.1 in v1beta1: params/cluster.yaml `dynamo_release: 1.3.1` names the
+release, `--dgd-api` the apiVersion (`named_release` refuses one the release's operator does not serve).
+Operators of 0.9 and before serve v1alpha1 only. Never one operator generation's DGD with another's images.
+A recipe has no release field: what it deploys is the recipe plus `--dgd-api` (and the cluster's
+dynamo_release), and the run context carries the image (recipe_context engine_image).
 Rendering for a release checks the recipe's engine_args and the engine's own spellings against the
 release's flags: a flag the release's parser does not have is one RecipeError naming it and the release that
 has it, instead of a worker that exits at start-up on the cluster.
@@ -81,6 +86,25 @@ def releases(pdir: Path | None = None) -> dict[str, Release]:
     folder = releases_dir((pdir or params_dir()).resolve())
     files = sorted(folder.glob("*.yaml")) if folder.is_dir() else []
     return _releases(folder, tuple(p.stat().st_mtime_ns for p in files))
+
+
+def named_release(version: str, api: str, pdir: Path | None = None) -> tuple[str, Release]:
+    """The release of Dynamo `version` (params/cluster.yaml dynamo_release) for DGD apiVersion `api`: one its
+    operator serves, else one RecipeError naming the setting and the fix."""
+    found = releases(pdir)
+    hit = next(((n, r) for n, r in found.items() if version in (r.dynamo, n)), None)
+    if hit is None:
+        raise RecipeError(
+            f"params/cluster.yaml dynamo_release: {version}: no release in {releases_dir(pdir or params_dir())} "
+            f"is Dynamo {version}; use one of {sorted(r.dynamo for r in found.values())}, or '' for the release "
+            "--dgd-api picks"
+        )
+    if api not in hit[1].operator_serves:
+        raise RecipeError(
+            f"params/cluster.yaml dynamo_release: {version}: its operator serves {hit[1].operator_serves}, not "
+            f"--dgd-api {api}; render one of those"
+        )
+    return hit
 
 
 def release_for_api(api: str, pdir: Path | None = None) -> tuple[str, Release]:
@@ -188,11 +212,12 @@ def flag_problem(r: ResolvedRecipe, name: str, rel: Release, pdir: Path | None) 
     return None
 
 
-def for_dgd_api(r: ResolvedRecipe, api: str, pdir: Path | None = None) -> ResolvedRecipe:
-    """The recipe as it renders for the release of DGD apiVersion `api`: that release's engine facts (its
-    images) and its flags checked. The same object when it already is; a copy otherwise."""
+def for_dgd_api(r: ResolvedRecipe, api: str, pdir: Path | None = None, release: str = "") -> ResolvedRecipe:
+    """The recipe as it renders for DGD apiVersion `api`: the release `release` names (params/cluster.yaml
+    dynamo_release, e.g. 1.3.1 in v1beta1) or else the one `api` picks; that release's engine facts (its images)
+    and its flags checked. The same object when it already is; a copy otherwise."""
     pdir = pdir or getattr(r, "params_dir", None)
-    name, rel = release_for_api(api, pdir)
+    name, rel = named_release(release, api, pdir) if release else release_for_api(api, pdir)
     if r.release == name:
         return r
     path = r.path or r.name

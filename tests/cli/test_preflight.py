@@ -118,7 +118,7 @@ def cluster(monkeypatch, tmp_path, capsys):
 def test_a_ready_cluster_passes(cluster, s3, prom, capsys):
     assert main(["preflight", "--s3-endpoint", s3.endpoint_url, "--prometheus-url", prom.url]) == 0
     out = capsys.readouterr()
-    assert out.err == "" and out.out.startswith("preflight: ok:") and "dynamo-frontend, dynamo-worker" in out.out
+    assert out.err == "" and "\npreflight: ok:" in out.out and "dynamo-frontend, dynamo-worker" in out.out
     # the probe object was deleted again
     assert s3.client().list_objects_v2(Bucket=cluster[2].s3.bucket).get("KeyCount", 0) == 0
 
@@ -247,3 +247,21 @@ def test_a_gpu_pool_the_recipes_cannot_use_is_named_before_any_gpu_is_held(clust
     assert "['NVIDIA-A100-SXM4-80GB']" in lines[0]
     (line,) = check_gpu_pools(kube, settings)
     assert line.startswith("GPU pools: no node matches the placement of any GPU type in params/gpus.yaml")
+
+
+def test_preflight_says_which_catalogue_recipes_it_skipped_and_checks_them_on_request(cluster, s3, prom, capsys):
+    """Decision on issue 38: by default the catalogue check skips recipes with their own transport and recipes
+    of a GPU type no node has, and says so, one line per skipped recipe with its reason; --all-recipes checks
+    them too (on this H100 cluster the other pools' recipes then have no node)."""
+    args = ["preflight", "--s3-endpoint", s3.endpoint_url, "--prometheus-url", prom.url]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    efa = "lightning-vllm-disagg-h100-dspark"
+    assert f"preflight: skipped recipe {efa}: its own transport (" in out
+    assert f"check it with --recipe {efa} or --all-recipes" in out
+    h200 = [ln for ln in out.splitlines() if "no node has its GPU type (H200)" in ln]
+    assert h200 and all(ln.startswith("preflight: skipped recipe ") for ln in h200)
+    assert main([*args, "--all-recipes"]) == 1
+    out = capsys.readouterr()
+    assert "skipped recipe" not in out.out
+    assert "(H200)" in out.err and "no node matches its placement" in out.err

@@ -110,6 +110,22 @@ def used_permissions(files: list[Path] | None = None) -> dict[tuple[str, str, st
     return used
 
 
+_HTTP_VERBS = {"POST": "create", "PATCH": "patch", "DELETE": "delete", "PUT": "update"}
+
+
+def _raw_call(module: str, node: ast.Call) -> tuple[str, str, str]:
+    """(apiGroup, resource, verb) of an ApiClient.call_api on a custom-object path, from its constant path, method
+    and path_params: GET on the collection is list, on `{name}` get (the generated methods' own mapping)."""
+    path, method, params = node.args[0], node.args[1], node.args[2]
+    assert isinstance(path, ast.Constant) and isinstance(method, ast.Constant) and isinstance(params, ast.Dict), (
+        f"{module}:{node.lineno}: call_api with a non-constant path, method or path_params"
+    )
+    assert str(path.value).startswith("/apis/{group}/"), f"{module}:{node.lineno}: call_api on {path.value}"
+    values = {_const(module, k): v for k, v in zip(params.keys, params.values, strict=True) if k is not None}
+    verb = _HTTP_VERBS.get(method.value) or ("get" if "{name}" in path.value else "list")
+    return _const(module, values["group"]), _const(module, values["plural"]), verb
+
+
 def _calls_in(module: str, tree: ast.AST) -> dict[tuple[str, str, str], list[str]]:
     """The Kubernetes API calls written in `tree` (a module's AST or one function's)."""
     used: dict[tuple[str, str, str], list[str]] = {}
@@ -118,6 +134,10 @@ def _calls_in(module: str, tree: ast.AST) -> dict[tuple[str, str, str], list[str
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
         name = node.func.attr
+        if name == "call_api":  # ApiClient.call_api(path, method, path_params, ...): what the generated methods end in
+            key = _raw_call(module, node)
+            used.setdefault(key, []).append(f"{f.relative_to(REPO)}:{node.lineno} call_api")
+            continue
         watched = None
         if name == "stream" and node.args and isinstance(node.args[0], ast.Attribute):
             watched = node.args[0].attr  # watch.Watch().stream(core.list_namespaced_pod, ...)

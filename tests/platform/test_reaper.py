@@ -123,6 +123,30 @@ def test_the_reaper_never_reads_every_retained_workflow(tmp_path):
         assert read < 200_000, f"the reaper read {read} bytes of Workflows"
 
 
+def test_the_reaper_reads_workflows_as_metadata_only(tmp_path):
+    """Live runs are read too, and a live run's status is the big part (its nodes grow through a sweep): the
+    reaper asks the API server for the Workflow lists as PartialObjectMetadataList (issue 34 item 8, metadata
+    only), so 60 running Workflows of 40 kB status each cost their metadata, and the verdicts still hold (the
+    controller's phase label stands for the status)."""
+    from infersweep.platform.reaper import METADATA_LIST_ACCEPT
+    from tests.support.k8s_standin import K8sStandin
+
+    with K8sStandin() as api:
+        for i in range(60):
+            api.objects[(*WF, f"live-{i:03}")] = _wf(f"live-{i:03}", f"l{i}", "Running", 40_000)
+        api.objects[(*WF, "done")] = _wf("done", "d1", "Failed", 40_000)
+        api.objects[(*DGD, "dgd-live")] = _dgd("dgd-live", ("live-001", "l1"))
+        api.objects[(*DGD, "dgd-done")] = _dgd("dgd-done", ("done", "d1"))
+        p = _reap(api, tmp_path)
+        assert p.returncode == 0, p.stderr
+        assert {k[4] for k in api.objects if k[:4] == DGD} == {"dgd-live"}
+        assert "done is Failed" in p.stdout
+        lists = [a for m, path, a in api.accepts if m == "GET" and path.endswith("/workflows")]
+        assert lists and all(a == METADATA_LIST_ACCEPT for a in lists), lists
+        read = sum(n for m, path, n in api.sent if m == "GET" and path.endswith("/workflows"))
+        assert read < 100_000, f"the reaper read {read} bytes of Workflows"
+
+
 @pytest.fixture(scope="module")
 def installed():
     return install_set(load_cluster_settings())

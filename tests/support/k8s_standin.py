@@ -6,7 +6,7 @@ patch / delete of namespaced custom objects and PersistentVolumeClaims (404 for 
 a duplicate create, a uid and resourceVersion on create, generateName), replace (PUT, 409 on a stale
 resourceVersion), and list of any collection (pods, events, workflows, cluster-scoped nodes under namespace "":
 what was put in `objects`; equality and existence label selectors, fieldSelector metadata.name, limit/continue
-pages). A created PVC is Bound at once (`pvc_phase_on_create`). Not a real API server: no validation, no watch,
+pages; an Accept of `...;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1` answers metadata only). A created PVC is Bound at once (`pvc_phase_on_create`). Not a real API server: no validation, no watch,
 no other field selectors. A PATCH is a JSON merge patch (RFC 7386: objects merged key by key, null deletes, lists
 replaced), what the client sends for a dict body. One admission rule is kept, Dynamo's DGD webhook on replicas a
 scaling adapter owns (`dgd_replica_webhook`), since every request here comes from a step's account, never the
@@ -88,6 +88,8 @@ class K8sStandin:
         self.sent: list[tuple[str, str, int]] = []  # (method, path, bytes of the response body)
         self._lock = threading.Lock()
         self._query: dict[str, list[str]] = {}
+        self._accept = ""
+        self.accepts: list[tuple[str, str, str]] = []  # (method, path, the request's Accept header)
         self._server: ThreadingHTTPServer | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------------
@@ -116,6 +118,8 @@ class K8sStandin:
                 with standin._lock:
                     standin.requests.append((self.command, path, body))
                     standin._query = parse_qs(query)
+                    standin._accept = self.headers.get("Accept") or ""
+                    standin.accepts.append((self.command, path, standin._accept))
                     code, obj = standin._dispatch(self.command, path, body)
                     standin.sent.append((self.command, path, len(json.dumps(obj))))
                 self._send(code, obj)
@@ -220,6 +224,19 @@ class K8sStandin:
             limit = int(self._query.get("limit", ["0"])[0] or 0)
             page = items[start : start + limit] if limit else items[start:]
             meta = {"continue": str(start + limit)} if limit and start + limit < len(items) else {}
+            if "as=PartialObjectMetadataList;g=meta.k8s.io;v=v1" in self._accept:
+                # what the API server answers that Accept with (k8s.io/apiserver pkg/endpoints/handlers/response.go
+                # asPartialObjectMetadataList): each item's metadata only
+                partial = [
+                    {"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": o.get("metadata", {})}
+                    for o in page
+                ]
+                return 200, {
+                    "kind": "PartialObjectMetadataList",
+                    "apiVersion": "meta.k8s.io/v1",
+                    "metadata": meta,
+                    "items": partial,
+                }
             return 200, {"kind": "List", "apiVersion": "v1", "metadata": meta, "items": page}
         if method == "POST" and name is None:
             meta = (body or {}).setdefault("metadata", {})

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from infersweep.local import procs
+from infersweep.local.argo import pod_deadline
 from infersweep.local.argo import pvc as argo_pvc
 from infersweep.local.argo.errors import WorkflowError
 from infersweep.local.argo.nodes import Node, TemplateCall
@@ -196,6 +197,9 @@ class PodExecution:
             return self._mark(n, "Failed", f"workflow shutdown with strategy: {self.shutdown}")
         if self._deadline_passed() and not on_exit:
             return self._mark(n, "Failed", "Step exceeded its deadline")
+        if not pod_deadline.creates_pod(self.deadline(), time.time(), on_exit):
+            self._requeue((self.deadline() or 0) - time.time())  # Pending until the deadline fails it
+            return n
         _check_service_account(tmpl, self.spec)  # a WorkflowError here errors the node, as createWorkflowPod's
         argv, env, mounts, root = self._pod_command(n, tmpl)  # a WorkflowError here errors the node
         rwo = self._check_rwo(n, tmpl)  # likewise
@@ -209,8 +213,9 @@ class PodExecution:
         n.phase = "Running"
         pod = _Pod(n.id, on_exit=on_exit, rwo_claims=rwo)
         tdl = tmpl.get("activeDeadlineSeconds", tmpl.get("timeout"))
-        if tdl is not None and str(tdl) != "":
-            pod.deadline = time.time() + parse_duration(tdl)
+        own = time.time() + parse_duration(tdl) if tdl is not None and str(tdl) != "" else None
+        pod.deadline = pod_deadline.clamped_pod_deadline(own, self.deadline(), time.time(), on_exit)
+        if pod.deadline is not None:
             self._requeue(pod.deadline - time.time())
         if tmpl.get("_execution_deadline"):
             pod.exec_deadline = tmpl["_execution_deadline"]
@@ -393,6 +398,7 @@ class PodExecution:
         # ARGO_PROGRESS_FILE; executor.go monitorProgress reads its last line); here it is the node's folder.
         marker = f"{self.uid}/{n.id}"
         env = {**env, procs.POD_MARKER: marker, "ARGO_PROGRESS_FILE": str(root / "progress")}
+        env["ARGO_DEADLINE"] = pod_deadline.argo_deadline_env(self.deadline(), pod.exec_deadline, pod.on_exit)
         inits = [(ic_name, ic_argv, {**ic_env, procs.POD_MARKER: marker}) for ic_name, ic_argv, ic_env in inits or []]
         try:
             try:
