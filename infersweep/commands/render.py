@@ -10,7 +10,7 @@ from infersweep.recipe import RecipeError, all_recipe_paths, load_recipe
 
 def run(a: argparse.Namespace) -> int:
     from infersweep.cluster_settings import load_cluster_settings
-    from infersweep.render import render_recipe
+    from workflows.render import render_recipe
 
     if a.all == bool(a.recipe):
         raise RecipeError("infersweep render: give a RECIPE or --all (not both)")

@@ -15,8 +15,8 @@ from infersweep.install_version import check_installed
 def run(a: argparse.Namespace) -> int:
     from infersweep.cluster_settings import load_cluster_settings
     from infersweep.recipe import load_recipe
-    from infersweep.render import render_recipe
     from workflows.gpu_guard import check_fits_pool, submit_priority
+    from workflows.render import render_recipe
 
     sets = parse_sets(a.set)
     settings = load_cluster_settings()

@@ -12,7 +12,7 @@ from infersweep.recipe import RecipeError, all_recipe_paths, load_recipe
 
 def run(a: argparse.Namespace) -> int:
     from infersweep.cluster_settings import load_cluster_settings
-    from infersweep.render import render_recipe
+    from workflows.render import render_recipe
 
     sets = parse_sets(a.set)  # a malformed --set is one error for the call, not one per recipe
     paths = [Path(p) for p in a.paths] if a.paths else all_recipe_paths()
