@@ -17,7 +17,7 @@ import pytest
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.dgd import deployable_dgd
 from infersweep.recipe import RecipeError, load_recipe
-from infersweep.render import render_recipe
+from workflows.render import render_recipe
 from tests.support.paths import REPO
 
 DISAGG = "qwen3-32b-fp8-vllm-disagg-4p4d-kv"

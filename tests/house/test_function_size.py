@@ -28,10 +28,7 @@ PENDING = {
     "infersweep/local/slo_search.py:slo_search_local",
     "infersweep/local/gpu_workers.py:plan_workers",
     "infersweep/local/dynamo.py:_deploy_gpu",
-    "workflows/pipeline.py:pipeline_template",
-    "workflows/experiment.py:experiment_template",
     "infersweep/local/dynamo.py",
-    "infersweep/cluster_settings.py",
 }
 
 
