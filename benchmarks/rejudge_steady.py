@@ -6,7 +6,7 @@ before/after table as markdown (docs/measured-h200.md, "Re-judged with the cycle
 
 "Before" is infersweep/results/validity.py and params/validity.yaml as they were at COMMIT (default: the
 commit before the cycle-aligned rule), read with `git show`; both judge the same committed records and
-result.json with the profile each run's table was judged with (the H200 runs ran in local mode: 'local').
+result.json with the profile each run's table was judged with (a local GPU run is judged with `local-gpu`: real engines, judged as a cluster's are).
 Only the per-point rules run (judge_point): saturation compares points across a run and is left out here.
 """
 
@@ -49,7 +49,7 @@ def point_dirs() -> list[Path]:
     return [d for d in found if (d / "result.json").exists()]
 
 
-def rejudge(before: str = BEFORE, profile: str | None = "local") -> list[dict]:
+def rejudge(before: str = BEFORE, profile: str | None = "local-gpu") -> list[dict]:
     from infersweep.results.table import read_result
     from infersweep.results.validity import judge_point, load_thresholds, point_measures
 
@@ -115,7 +115,7 @@ def markdown(rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--before", default=BEFORE, help="the commit whose rules judge 'before'")
-    ap.add_argument("--profile", default="local", help="params/validity.yaml profile (the H200 runs: local)")
+    ap.add_argument("--profile", default="local-gpu", help="params/validity.yaml profile (the H200 runs: local-gpu)")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON instead of markdown")
     args = ap.parse_args(argv)
     rows = rejudge(args.before, None if args.profile == "default" else args.profile)
