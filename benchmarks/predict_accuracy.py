@@ -141,24 +141,33 @@ H200_RECIPE = "qwen3-32b-bf16-vllm-h200-tp1"
 
 
 def h200_rows() -> list[tuple]:
-    """Every valid point of the H200 sweeps (the runs' own results.csv) beside the recipe's prediction."""
+    """Every valid point of the H200 sweeps (the runs' own summaries) beside the recipe's prediction: per session
+    folder and load, the mean over its valid repetitions (n). From 2026-12-03 on TTFT is the first token and no
+    warm-up prompt is measured; the older sessions' TTFT is the first visible chunk (docs/measured-h200.md)."""
     import pandas as pd
 
     from infersweep.results.legacy import upgrade_table
 
     measured = Path(__file__).resolve().parent / "measured"
+    tables = sorted({*measured.glob("h200-*/*/summary/results.parquet"), *measured.glob("h200-*/summary/results.parquet"),
+                     *measured.glob("h200-*/summary/*/results.parquet")})  # fmt: skip
     # Older sessions' tables are schema v2: read through the upgrade every reader uses.
-    frames = [
-        upgrade_table(pd.read_parquet(f), str(f)) for f in sorted(measured.glob("h200-*/*/summary/results.parquet"))
-    ]
+    frames = []
+    for f in tables:
+        t = upgrade_table(pd.read_parquet(f), str(f))
+        frames.append(t.assign(session=f.relative_to(measured).parts[0]))
     df = pd.concat([f for f in frames if (f["recipe"] == H200_RECIPE).any()])
-    df = df[(df["recipe"] == H200_RECIPE) & (df["valid"] == True)].sort_values("concurrency")  # noqa: E712
-    pred = predict_recipe(load_recipe(H200_RECIPE), sorted(int(c) for c in df["concurrency"]))
+    df = df[(df["recipe"] == H200_RECIPE) & (df["valid"] == True)]  # noqa: E712
+    cols = ["ttft_avg_ms", "itl_avg_ms", "output_throughput_tok_s"]
+    agg = df.groupby(["session", "concurrency"])[cols].mean().join(df.groupby(["session", "concurrency"]).size().rename("n"))
+    pred = predict_recipe(load_recipe(H200_RECIPE), sorted({int(c) for c in df["concurrency"]}))
     by_c = {p.concurrency: p for p in pred.points}
-    rows, note = [], "; ".join([*pred.target.notes, "valid points only"])
-    for _, m in df.iterrows():
-        pt = by_c[int(m["concurrency"])]
+    rows = []
+    for (session, conc), m in agg.reset_index().set_index(["session", "concurrency"]).sort_index(level=1).iterrows():
+        pt = by_c[int(conc)]
         band = pt.ttft_band()
+        method = "first token" if session >= "h200-2026-12-03" else "first visible chunk (older method)"
+        note = f"{session}, n = {int(m['n'])} valid, TTFT at the {method}; {'; '.join(pred.target.notes)}"
         for metric, value, predicted in (
             ("TTFT mean ms", m["ttft_avg_ms"], pt.ttft_ms),
             ("TTFT mean ms, lockstep queue", m["ttft_avg_ms"], pt.ttft_lockstep_ms),
@@ -169,16 +178,8 @@ def h200_rows() -> list[tuple]:
                 v = float(value)
                 where = "inside" if band.contains(v) else "above" if v > band.high_ms else "below"
                 note = f"closed-loop band {band.text()} ms: measured {where}"
-            rows.append(
-                (
-                    f"H200 {H200_RECIPE} c{int(m['concurrency'])}",
-                    metric,
-                    _fmt(value),
-                    _fmt(predicted),
-                    _ratio(value, predicted),
-                    note,
-                )
-            )
+            rows.append((f"H200 {H200_RECIPE} c{int(conc)}", metric, _fmt(value), _fmt(predicted),
+                         _ratio(value, predicted), note))  # fmt: skip
             note = ""
     return rows
 

@@ -156,13 +156,7 @@ def window_measures(records_path: Path, concurrency: int | None, request_rate: f
     out = {
         "osl_delivered": math.nan,
         "delivered_concurrency": math.nan,
-        "steady_throughput_change": math.nan,
-        "steady_ttft_change": math.nan,
-        "steady_first_cycle_ttft_excess": math.nan,
-        "steady_cycles": 0,
-        "steady_cycles_judged": 0,
-        "steady_edges_left_out": 0,
-        "steady_cycle_size": 0,
+        **_no_cycles(0),
         "send_delay_p99_ms": math.nan,
         "records": 0,
     }
@@ -214,6 +208,19 @@ def read_requests(records_path: Path) -> list[tuple[int, int, float, float, floa
     return sorted(reqs)
 
 
+def _no_cycles(size: int) -> dict[str, Any]:
+    """cycle_measures' figures before any cycle is read (nothing to judge)."""
+    return {
+        "steady_throughput_change": math.nan,
+        "steady_ttft_change": math.nan,
+        "steady_first_cycle_ttft_excess": math.nan,
+        "steady_cycles": 0,
+        "steady_cycles_judged": 0,
+        "steady_edges_left_out": 0,
+        "steady_cycle_size": size,
+    }
+
+
 def cycle_measures(reqs: list[tuple], size: int, closed_loop: bool = True) -> dict[str, Any]:
     """Steady state over whole cycles of the loop: drift of the output rate and of TTFT from the first cycle
     to the last, and the first cycle's weight in the mean TTFT.
@@ -242,15 +249,7 @@ def cycle_measures(reqs: list[tuple], size: int, closed_loop: bool = True) -> di
     all requests / mean without the first cycle - 1): a cold start (a whole batch's prefills at once, caches
     empty) that the warm-up did not absorb, which a line through few cycles only partly shows.
     """
-    out: dict[str, Any] = {
-        "steady_throughput_change": math.nan,
-        "steady_ttft_change": math.nan,
-        "steady_first_cycle_ttft_excess": math.nan,
-        "steady_cycles": 0,
-        "steady_cycles_judged": 0,
-        "steady_edges_left_out": 0,
-        "steady_cycle_size": size,
-    }
+    out = _no_cycles(size)
     cycle = _closed_loop_cycles(reqs, size) if closed_loop else [i // size for i in range(len(reqs))]
     groups: list[list[tuple]] = [[] for _ in range(max(cycle) + 1 if cycle else 0)]
     for r, k in zip(reqs, cycle, strict=True):
