@@ -18,7 +18,10 @@ Modules: cli.py/cli_util.py (entry point), errors.py (UserError), params_files.p
 files and their error messages), k8s_types.py (Kubernetes field grammars), names.py, paths.py,
 cluster_settings.py (params/cluster.yaml), step_interface.py + step_declarations.py (the steps),
 pipeline_params.py (the pipeline's parameters), metrics.py, model_cache.py, recipe_context.py,
-argo_server.py, catalog.py, slo_search.py, text_table.py. reference/ holds the upstream schemas shipped with
+argo_server.py + argo_client.py + argo_kube.py (Argo through its Server, else the Kubernetes API),
+install_version.py (the version label of installed objects), template_holds.py (templates a live Workflow
+still reads), gpu_pool_check.py (what worker pods need of the nodes, before a GPU is held), catalog.py,
+slo_search.py, text_table.py. reference/ holds the upstream schemas shipped with
 the package.
 
 This file is copied into the AIPerf image (images/aiperf.Dockerfile): it must stay import-free.

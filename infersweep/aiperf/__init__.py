@@ -7,6 +7,10 @@ only: the AIPerf image (images/aiperf.Dockerfile) copies this package, without a
                 `iter_profiling_records`, across AIPerf 0.10-0.13.
 - point_run.py  one point end to end in the AIPerf image: AIPerf as a child, its retries, result.json
                 (steps/aiperf_point.py is its CLI).
+- point.py      a benchmark point (one AIPerf run at one load): one type and one parser for every place
+                that builds or reads one.
+- adaptive.py   when a point has measured enough: the adaptive point's decision and its `stop_reason`.
+- server_export.py  the Dynamo frontend's own prompt-cache count, from the server metrics AIPerf scraped.
 """
 
 from infersweep.aiperf.artifacts import (

@@ -18,6 +18,9 @@ One file per concern of Argo's own tree (workflow/controller/, workflow/validate
 - retry.py     `argo retry` / `argo resubmit` of a finished workflow (workflow/util/util.go).
 - text.py      text Argo puts in variables byte for byte (Go's json/strconv, `{{workflow.failures}}`).
 - errors.py    the exceptions every file above may raise.
+- pod_deadline.py  a pod's deadlines as Argo sets them when it creates the pod (workflowpod.go).
+- node_folder.py   the folder of a local pod's files and log, for the executor and `infersweep logs`.
+- argosay.py   `argoproj/argosay:v2` (the image of Argo's own examples and e2e tests) as a local program.
 
 LocalArgo's methods are spread over operator/nodes/templates/pod/dag/steps as mixins, as the controller's
 `wfOperationCtx` methods are spread over operator.go, dag.go, steps.go and workflowpod.go; no file imports
