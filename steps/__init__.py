@@ -7,7 +7,6 @@ A recipe's pipeline (workflows/pipeline.py), in order:
   deploy.py            apply the run's DGD; output the frontend URL
   wait_ready.py        wait until the DGD serves the model, failing fast with the reason
   aiperf_point.py      one AIPerf benchmark point, leaving an honest result.json (AIPerf image)
-  aiperf_results.py    one AIPerf artifact dir read into a small result dict, printed as JSON
   teardown.py          delete the run's DGD (idempotent; also in the exit handler)
   scrape.py            Prometheus range queries over each point's window
   summarize.py         the points -> the results table, run record and report
@@ -20,9 +19,10 @@ An experiment's own steps (workflows/experiment.py; infersweep/experiment/workdi
   archive.py           move the run folder aside as the treatment's
   compare.py           the experiment report from every treatment's results table
   experiment_verdict.py  the experiment's verdict, after the report is published
-Other templates:
+Outside the two pipelines:
   launch.py            the UI launchers' step: the run Workflow of the recipe or experiment chosen
   reap.py              the `infersweep-reaper` CronWorkflow: delete every DGD whose run is over
+  aiperf_results.py    a tool of the AIPerf image: one artifact dir read into a small result dict, as JSON
 Shared by every step:
   runner.py            `main_of(main, STEP)`: what a step returned or raised -> its exit code
   transient.py         exit code 75 for failures a rerun can fix (Argo retries exactly those)
