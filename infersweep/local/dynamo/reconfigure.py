@@ -1,6 +1,6 @@
 """Applying a DGD over a running local deployment the way the Dynamo operator would.
 
-`infersweep.local.adapter.LocalPlatform.apply_dgd` today returns the running deployment's URL when its processes
+`infersweep.local.dynamo.adapter.LocalPlatform.apply_dgd` today returns the running deployment's URL when its processes
 are alive, whatever the new DGD says: a patched DGD (an experiment's next treatment) would be ignored
 locally while a cluster applies it. `apply_local` is the stand-in with the operator's semantics
 (infersweep.experiment.restart.dgd_class, from Dynamo's worker-spec hash and rolling-update docs):
@@ -25,25 +25,21 @@ from pathlib import Path
 
 from infersweep.experiment.kv_reset import reset_token, without_reset
 from infersweep.experiment.restart import RestartClass, dgd_class
-from infersweep.local import procs
-from infersweep.local.dynamo import (
+from infersweep.local.dynamo import procs
+from infersweep.local.dynamo.commands import dynamo_env, mocker_argv
+from infersweep.local.dynamo.deploy import deploy_local, spawn_frontend, worker_count
+from infersweep.local.dynamo.deployment import (
     DEPLOYMENT_FILE,
-    GpuWorkers,
     LocalDeployment,
     LocalDeploymentError,
     UnownedDiscoveryEntries,
-    default_dynamo_python,
-    deploy_local,
-    dynamo_env,
-    engine_of,
-    frontend_argv,
     load_local,
-    mocker_argv,
-    read_components,
-    router_mode_of,
     teardown_local,
-    wait_ready_local,
 )
+from infersweep.local.dynamo.dgd_reader import engine_of, read_components, router_mode_of
+from infersweep.local.dynamo.wait import wait_ready_local
+from infersweep.local.gpu.workers import GpuWorkers
+from infersweep.local.toolchain import default_dynamo_python
 
 DGD_FILE = "dgd.json"
 
@@ -100,7 +96,7 @@ def restart_local(
     return dep
 
 
-# A fresh start whose discovery entries have no owner and no living writer (infersweep.local.discovery_owners)
+# A fresh start whose discovery entries have no owner and no living writer (infersweep.local.dynamo.discovery_owners)
 # is restarted this many times before the wait fails. Not for the lost entries of living workers: on the H200
 # three restarts in a row each lost one again (benchmarks/measured/h200-2026-12-01/qwen3-32b-bf16-restarts).
 RESTARTS_FOR_UNOWNED_ENTRIES = 2
@@ -117,7 +113,7 @@ def wait_ready_restarting(
 ) -> float:
     """wait_ready_local, restarting the deployment when its fresh discovery entries have no owner; returns
     the seconds it took, restarts included. An entry a living worker lost is kept by the deployment's
-    discovery keeper (infersweep.local.discovery_keeper) and never gets here; one nobody keeps expires at 10 s:
+    discovery keeper (infersweep.local.dynamo.discovery_keeper) and never gets here; one nobody keeps expires at 10 s:
     measuring then would measure a deployment that loses a worker, or its KV-reset endpoint, mid-point. A
     restart registers everything afresh."""
     start = time.monotonic()
@@ -137,10 +133,6 @@ def wait_ready_restarting(
                 state_dir, why=str(e), max_workers_per_component=max_workers_per_component, python=python, gpu=gpu
             )
     raise AssertionError("unreachable")
-
-
-def _num_workers(comp, cap: int) -> int:
-    return max(1, min(comp.replicas * comp.node_count, cap))
 
 
 def apply_local(
@@ -199,13 +191,12 @@ def apply_local(
     if cls is RestartClass.FRONTEND:
         restart = [frontend.name if frontend else "Frontend"]
     elif cls is RestartClass.SCALE:
-        restart = [c.name for c in workers if _num_workers(c, max_workers_per_component) != old[c.name]["num_workers"]]
+        restart = [c.name for c in workers if worker_count(c, max_workers_per_component) != old[c.name]["num_workers"]]
     else:
         restart = [c.name for c in workers]
     _stop(state_dir, set(restart))
     env = dynamo_env(state_dir / "discovery", pin_loopback=gpu is None)
     group = procs.ProcessGroup(state_dir)
-    logs = state_dir / "logs"
     port = int(dep.frontend_url.rsplit(":", 1)[1])
     for c, n, engine in _spawn_mockers(
         group,
@@ -218,11 +209,8 @@ def apply_local(
         cap=max_workers_per_component,
     ):
         old[c.name] |= {"replicas": c.replicas, "num_workers": n, "engine": engine}
-    name = frontend.name if frontend else "Frontend"
-    if name in restart:
-        group.spawn(
-            name, frontend_argv(frontend, python=python, http_port=port), env, logs / f"{name}.log", cwd=state_dir
-        )
+    if (frontend.name if frontend else "Frontend") in restart:
+        spawn_frontend(group, frontend, env, python=python, http_port=port)
         dep.router_mode = router_mode_of(frontend)
     dep.components = [old[c["name"]] for c in dep.components]
     dep.processes = group.records()
@@ -250,7 +238,7 @@ def _spawn_mockers(
     """Start one mocker process per component; (component, workers, engine) of each."""
     started = []
     for c in components:
-        n = _num_workers(c, cap)
+        n = worker_count(c, cap)
         engine = engine_of(c, (dgd.get("spec") or {}).get("backendFramework"))
         group.spawn(
             c.name,
@@ -303,7 +291,7 @@ def reset_kv_caches(
         return
     expected = sum(c.get("num_workers", 0) for c in dep.components)
     try:
-        # -I: the script sits beside infersweep/local/dynamo.py, which would shadow ai-dynamo's `dynamo` package.
+        # -I: no script folder on sys.path, so nothing of infersweep/local/ (its dynamo/ room) shadows ai-dynamo's `dynamo`.
         proc = subprocess.run(
             [gpu.python, "-I", str(RESET_CLIENT), "--expect", str(expected)],
             env=dynamo_env(state_dir / "discovery", pin_loopback=False),
