@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -268,10 +267,8 @@ def _execute_experiment(c: _ExperimentRun, workflow: dict[str, Any], templates: 
     from infersweep.local.disk_store import STORE_DIR, keep_experiment
 
     plan, o, folder, settings, side = c.plan, c.options, c.folder, c.settings, c.side
-    run_token = f"{folder.run_id}-{uuid.uuid4().hex[:8]}"  # procs.RUN_MARKER: this run's processes, folder or not
-    with local_services(settings, folder.state_dir, run_token=run_token) as svc:
+    with local_services(settings, folder.state_dir, run_id=folder.run_id) as svc:
         env = svc.step_env(
-            state_dir=folder.state_dir,  # the steps' DGD adapter: local
             model_dir=side.model_dir,
             max_workers=c.prof.max_workers_per_component,
             gpu=side.gpu,

@@ -115,7 +115,7 @@ def launch_local(
         services = StepServices(
             cache_root=cache_root,
             pythons=step_pythons(settings),
-            env=svc.step_env(state_dir=state_dir, model_dir=model_dir, max_workers=2, gpu=None),
+            env=svc.step_env(model_dir=model_dir, max_workers=2, gpu=None),
             s3_client=svc.s3.client(),
             configmaps=cluster_configmaps(settings, [], namespace),
             on_event=on_event,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -111,11 +112,12 @@ class Services:
     """The stand-ins a local run talks to, as the steps' environment names them."""
 
     settings: ClusterSettings
+    state_dir: Path  # the run's deployments: <state_dir>/dgd/<name>/
     s3: LocalS3
     prometheus: LocalPrometheus | None
     run_token: str | None  # procs.RUN_MARKER: this run's processes, whether their records survive or not
 
-    def step_env(self, *, state_dir: Path, model_dir: Path, max_workers: int, gpu: GpuWorkers | None) -> dict[str, str]:
+    def step_env(self, *, model_dir: Path, max_workers: int, gpu: GpuWorkers | None) -> dict[str, str]:
         """The environment every step runs with: this one's (HF_HUB_OFFLINE dropped: see AIPerf's note in
         steps.aiperf_point), the run's marker, S3's, and the local DGD adapter's (infersweep.local.dynamo.adapter)."""
         env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
@@ -126,7 +128,11 @@ class Services:
             env
             | self.s3.env()
             | step_env(
-                state_dir=state_dir, model_dir=model_dir, max_workers=max_workers, prom_targets=prom_targets, gpu=gpu
+                state_dir=self.state_dir,  # the steps' DGD adapter: local
+                model_dir=model_dir,
+                max_workers=max_workers,
+                prom_targets=prom_targets,
+                gpu=gpu,
             )
         )
 
@@ -157,10 +163,12 @@ def local_services(
     *,
     s3: LocalS3 | None = None,
     prometheus: LocalPrometheus | None = None,
-    run_token: str | None = None,
+    run_id: str | None = None,
 ) -> Iterator[Services]:
     """S3 (a given one is kept running after the run) and Prometheus started; on the way out, whatever happens,
-    the run's deployments and processes stopped, then the services."""
+    the run's deployments and processes stopped (with `run_id`, also those whose records went with a deleted run
+    folder: procs.RUN_MARKER), then the services."""
+    run_token = f"{run_id}-{uuid.uuid4().hex[:8]}" if run_id else None
     own_s3 = s3 is None
     s3 = s3 or LocalS3(buckets=[settings.s3.bucket, ARTIFACT_BUCKET])
     try:
@@ -171,7 +179,7 @@ def local_services(
                 prometheus.start()
             except (OSError, RuntimeError) as e:  # metrics enrich a run, they never stop one
                 print(f"prometheus did not start, server metrics will be skipped: {e}", file=sys.stderr)
-        yield Services(settings, s3, prometheus, run_token)
+        yield Services(settings, state_dir, s3, prometheus, run_token)
     finally:
         stop_deployments(state_dir)
         if run_token:

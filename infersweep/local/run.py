@@ -292,10 +292,8 @@ def _gpu_stack(docs: RenderedRun) -> dict[str, Any]:
 def _execute(c: _Run, scaled: ScaledRun, docs: RenderedRun) -> tuple[LocalArgo, Node, tuple]:
     """The services started, the workflow run to its end, what it published kept; every process stopped."""
     o, folder, settings, r = c.options, c.folder, c.settings, c.recipe
-    run_token = f"{folder.run_id}-{uuid.uuid4().hex[:8]}"  # procs.RUN_MARKER: this run's processes, folder or not
-    with local_services(settings, folder.state_dir, s3=o.s3, prometheus=docs.prometheus, run_token=run_token) as svc:
+    with local_services(settings, folder.state_dir, s3=o.s3, prometheus=docs.prometheus, run_id=folder.run_id) as svc:
         env = svc.step_env(
-            state_dir=folder.state_dir,  # the steps' DGD adapter: local
             model_dir=scaled.model_dir,
             max_workers=c.prof.max_workers_per_component,
             gpu=c.gpu,

@@ -28,7 +28,7 @@ from infersweep.aiperf import point_folder
 from infersweep.aiperf.point import Point
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.local.dynamo.deploy import deploy_local
-from infersweep.local.dynamo.deployment import LocalDeployment, load_local, teardown_local
+from infersweep.local.dynamo.deployment import LocalDeployment, WorkerStart, load_local, teardown_local
 from infersweep.local.dynamo.reconfigure import DGD_FILE, wait_ready_restarting
 from infersweep.local.gpu.workers import GpuWorkers
 from infersweep.local.phases import gpu_side
@@ -225,9 +225,8 @@ def slo_search_local(
         with gpu_side(out, side.gpu, str(side.gpus), out, **stack) as step_env:
             from infersweep.predict.source import MEASURED_ON_ENV
 
-            ready = wait_ready_restarting(
-                state_dir, side.ready_timeout_s, max_workers_per_component=workers, gpu=side.gpu, log=o.log
-            )
+            start = WorkerStart(workers, gpu=side.gpu)
+            ready = wait_ready_restarting(state_dir, side.ready_timeout_s, start=start, log=o.log)
             o.log(f"deployed {dep.name} at {dep.frontend_url}; ready in {ready:.1f} s")
             dep = load_local(state_dir)  # a restart moves the frontend to another port
             prober = _Prober(r, o, side, dep, slo, step_env)

@@ -7,7 +7,8 @@
 - deploy.py           deploy_local: the frontend + mocker workers (or real engine workers on GPUs).
 - gpu_fit.py          a DGD's engine workers against the GPUs here, checked before anything starts.
 - wait.py             wait_ready_local: registered, listed, answering; a lost registration fails fast.
-- reconfigure.py      a DGD re-applied over a running deployment, as the Dynamo operator would; KV-cache resets.
+- reconfigure.py      a DGD re-applied over a running deployment, as the Dynamo operator would.
+- kv_reset.py         a running deployment's KV caches emptied, keeping its workers.
 - kv_reset_client.py  empties a deployment's KV caches through Dynamo's own endpoint (run by the engine's python).
 - procs.py            supervision of the processes local mode starts.
 - toy_model.py        the weightless tokenizer-only model the mocker serves.

@@ -20,6 +20,7 @@ from infersweep.platform.select import ADAPTER_ENV, LOCAL_WORKERS_ENV, PLATFORM_
 from infersweep.predict.source import SIMULATED_DEPLOYMENTS_ENV
 
 if TYPE_CHECKING:
+    from infersweep.local.dynamo.deployment import WorkerStart
     from infersweep.local.gpu.workers import GpuWorkers
 
 NAME = "local"  # the value of INFERSWEEP_PLATFORM in local mode (selects the validity profile of that name)
@@ -129,6 +130,11 @@ class LocalPlatform:
         self.max_workers = max_workers  # per component: local mode scales a recipe's replicas down to this
         self.prom_targets = prom_targets  # the local Prometheus's file_sd targets (None: no Prometheus)
 
+    def _start(self) -> "WorkerStart":
+        from infersweep.local.dynamo.deployment import WorkerStart
+
+        return WorkerStart(self.max_workers, gpu=self.gpu)
+
     def _dgd_dir(self, name: str) -> Path:
         return deployments_dir(self.state_dir) / name
 
@@ -181,9 +187,7 @@ class LocalPlatform:
 
         for so in scaled_objects(dgd, namespace):
             validate_document(so)
-        dep, cls = apply_local(
-            dgd, model_dir=self.model_dir, state_dir=d, max_workers_per_component=self.max_workers, gpu=self.gpu
-        )
+        dep, cls = apply_local(dgd, model_dir=self.model_dir, state_dir=d, start=self._start())
         print(
             f"local apply: {'created' if cls is None else cls.label}; processes "
             + ", ".join(f"{r['name']}={r['pid']}" for r in dep.processes),
@@ -238,8 +242,7 @@ class LocalPlatform:
         return reconfigure.wait_ready_restarting(
             self._dgd_dir(name),
             timeout_s,
-            max_workers_per_component=self.max_workers,
-            gpu=self.gpu,
+            start=self._start(),
             log=lambda line: print(line, flush=True),
         )
 

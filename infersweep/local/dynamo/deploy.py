@@ -259,3 +259,30 @@ def fake_engine_argv(comp: Component, rendered: list[str], model_dir: Path, fron
         engine=engine_of(comp),
     )
     return engine_launcher(comp.role, rendered, mocker, python=python)
+
+
+def spawn_mockers(
+    group: "procs.ProcessGroup",
+    components: list,
+    dgd: dict,
+    env: dict[str, str],
+    state_dir: Path,
+    *,
+    python: str,
+    model_dir: Path,
+    cap: int,
+) -> list[tuple]:
+    """Start one mocker process per component; (component, workers, engine) of each."""
+    started = []
+    for c in components:
+        n = worker_count(c, cap)
+        engine = engine_of(c, (dgd.get("spec") or {}).get("backendFramework"))
+        group.spawn(
+            c.name,
+            mocker_argv(c, python=python, model_dir=model_dir, num_workers=n, engine=engine),
+            env,
+            state_dir / "logs" / f"{c.name}.log",
+            cwd=state_dir,
+        )
+        started.append((c, n, engine))
+    return started

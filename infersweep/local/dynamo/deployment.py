@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from infersweep.local.dynamo import procs
+from infersweep.local.gpu.workers import GpuWorkers
 
 DEPLOYMENT_FILE = "deployment.json"
 
@@ -35,6 +36,20 @@ class UnownedDiscoveryEntries(LocalDeploymentError):
             f"{'its' if len(entries) == 1 else 'their'} write (Dynamo's file store touches each owned entry "
             f"every 3.3 s; lib/runtime/src/storage/kv/file.rs): {', '.join(entries)}"
         )
+
+
+@dataclass(frozen=True)
+class WorkerStart:
+    """How a deployment's workers start, as each of its (re)starts needs to know: mocker workers, at most
+    `max_workers` per component (params/local.yaml), Dynamo from `python` (default: .venv-dynamo); or with `gpu`,
+    real engine workers on this machine's GPUs."""
+
+    max_workers: int = 2
+    python: str | None = None
+    gpu: GpuWorkers | None = None
+
+
+MOCKERS = WorkerStart()  # the default: mocker workers, two per component at most, Dynamo from .venv-dynamo
 
 
 @dataclass
