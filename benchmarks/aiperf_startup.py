@@ -50,8 +50,10 @@ VARIANTS = {
 def local_deployment():
     """The recipe's rendered DGD as a local Dynamo frontend + mockers, ready; stopped on exit."""
     from infersweep.cluster_settings import load_cluster_settings
-    from infersweep.local.dynamo import deploy_local, teardown_local, wait_ready_local
-    from infersweep.local.toy_model import build_toy_model
+    from infersweep.local.dynamo.deploy import deploy_local
+    from infersweep.local.dynamo.deployment import teardown_local
+    from infersweep.local.dynamo.toy_model import build_toy_model
+    from infersweep.local.dynamo.wait import wait_ready_local
     from infersweep.recipe import load_recipe
     from workflows.render import render_recipe
 

@@ -8,7 +8,7 @@ distinct full-redeploy class.
 
 --measure-local also measures, with real Dynamo frontend + mocker processes, the local time-to-ready of
 the Nemotron study's two ways from round-robin to KV routing: a full local redeploy (stop everything,
-deploy the KV DGD) vs applying the KV DGD over the running one (infersweep.local.reconfigure.apply_local:
+deploy the KV DGD) vs applying the KV DGD over the running one (infersweep.local.dynamo.reconfigure.apply_local:
 only the frontend is replaced). `experiment run --local` is not built, so this is the local figure.
 
     .venv/bin/python benchmarks/experiment_gpu_time.py [--warmup-vllm 150] [--warmup-sglang 420] [--point-s 300] [--measure-local]
@@ -109,9 +109,10 @@ def measure_local(repeats: int) -> list[Figure]:
     from infersweep.dgd import deployable_dgd
     from infersweep.experiment.plan import make_plan
     from infersweep.experiment.spec import load_experiment
-    from infersweep.local.dynamo import teardown_local, wait_ready_local
-    from infersweep.local.reconfigure import apply_local
-    from infersweep.local.toy_model import build_toy_model
+    from infersweep.local.dynamo.deployment import teardown_local
+    from infersweep.local.dynamo.reconfigure import apply_local
+    from infersweep.local.dynamo.toy_model import build_toy_model
+    from infersweep.local.dynamo.wait import wait_ready_local
 
     rr, kv = (s.treatment.recipe for s in make_plan(load_experiment("nemotron-rr-vs-kv")).steps)
     settings = load_cluster_settings()

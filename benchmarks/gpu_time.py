@@ -35,7 +35,7 @@ RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"
 
 def make_model_source(root: Path, mb: int) -> Path:
     """A model folder of `mb` MiB: the toy tokenizer files plus weight shards of random bytes."""
-    from infersweep.local.toy_model import build_toy_model
+    from infersweep.local.dynamo.toy_model import build_toy_model
 
     done = root / f".complete-{mb}"
     if done.exists():
@@ -114,8 +114,10 @@ def bench_model_cache(mb: int) -> list[Figure]:
 
 def bench_readiness() -> list[Figure]:
     from infersweep.cluster_settings import load_cluster_settings
-    from infersweep.local.dynamo import deploy_local, teardown_local, wait_ready_local
-    from infersweep.local.toy_model import build_toy_model
+    from infersweep.local.dynamo.deploy import deploy_local
+    from infersweep.local.dynamo.deployment import teardown_local
+    from infersweep.local.dynamo.toy_model import build_toy_model
+    from infersweep.local.dynamo.wait import wait_ready_local
     from infersweep.recipe import load_recipe
     from workflows.render import render_recipe
 

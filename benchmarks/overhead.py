@@ -25,7 +25,9 @@ from pathlib import Path
 
 from _common import OUT, REPO, Figure, Timer, report, table
 
-from infersweep.local.run import local_profile, run_local, scaled_lengths
+from infersweep.local.profile import load_local_profile
+from infersweep.local.run import run_local
+from infersweep.local.scale import scaled_lengths
 from infersweep.recipe import load_recipe
 
 RECIPE = "nemotron-3-nano-fp8-vllm-agg-kv"
@@ -75,7 +77,7 @@ def import_seconds(python: str, module: str) -> float:
 
 def measure(recipe: str, levels: list[int], seconds: float) -> dict:
     r = load_recipe(recipe)
-    isl, osl = scaled_lengths(r, local_profile())
+    isl, osl = scaled_lengths(r, load_local_profile())
     workload = r.recipe.workload.aiperf_workload() | {"isl": isl, "osl": osl}
     points = points_for(levels, seconds)
     overrides = {

@@ -159,7 +159,11 @@ def h200_rows() -> list[tuple]:
     df = pd.concat([f for f in frames if (f["recipe"] == H200_RECIPE).any()])
     df = df[(df["recipe"] == H200_RECIPE) & (df["valid"] == True)]  # noqa: E712
     cols = ["ttft_avg_ms", "itl_avg_ms", "output_throughput_tok_s"]
-    agg = df.groupby(["session", "concurrency"])[cols].mean().join(df.groupby(["session", "concurrency"]).size().rename("n"))
+    agg = (
+        df.groupby(["session", "concurrency"])[cols]
+        .mean()
+        .join(df.groupby(["session", "concurrency"]).size().rename("n"))
+    )
     pred = predict_recipe(load_recipe(H200_RECIPE), sorted({int(c) for c in df["concurrency"]}))
     by_c = {p.concurrency: p for p in pred.points}
     rows = []

@@ -9,7 +9,7 @@ the unpacked run with the arguments the rendered workflow gives that step (--gpu
 recipe, --run-id = the workflow's name, --context, --model-commit-file: the infersweep-summarize template) and the
 environment local mode gives a GPU run's steps (INFERSWEEP_PLATFORM=local + INFERSWEEP_LOCAL_WORKERS=gpu: the
 `local-gpu` validity profile; the NVML samples, the measured-on words and what ran, from telemetry/stack.json:
-infersweep/local/gpu_run.py start_gpu_side, infersweep/local/adapter.py step_env). Written to
+infersweep/local/gpu/run.py start_gpu_side, infersweep/local/dynamo/adapter.py step_env). Written to
 <folder>/summary/<snapshot name>/: results.parquet, results.csv, results.md, results_by_load.csv, run.json (the
 report, its plots and results_raw.parquet are left out to keep the folder small; this command remakes them under
 a temporary folder).

@@ -23,7 +23,7 @@ case "${1:-}" in
     export INFERSWEEP_GPU_PYTHON="$SITES/venv-site-vllm/bin/python"
     export INFERSWEEP_AIPERF_PYTHON="$SITES/venv-site-aiperf/bin/python"
     # dynamo.sglang workers run in the SGLang site's own interpreter when that site was assembled
-    # (infersweep/local/gpu_workers.py engine_pythons).
+    # (infersweep/local/gpu/workers.py engine_pythons).
     if [ -x "$SITES/venv-site-sglang/bin/python" ]; then export INFERSWEEP_GPU_PYTHON_SGLANG="$SITES/venv-site-sglang/bin/python"; fi
     export PYTHONPATH="$PWD" PYTHONUNBUFFERED=1
     if [ "$verb" = test ]; then exec "$SITES/venv-site-tool/bin/python" -m pytest "$@"; fi

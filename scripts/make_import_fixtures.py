@@ -1,8 +1,8 @@
 """Make tests/fixtures/aiperf/import/: real AIPerf 0.13 artifact folders for `infersweep import`'s tests.
 
 Starts a local Dynamo frontend (round-robin: the mocker keeps its prefix cache; under the KV router a
-vLLM worker without KV events gets none, infersweep/local/dynamo.py _mocker_passthrough) and one mocker worker serving the toy model under the name of
-recipe nemotron-3-nano-fp8-vllm-agg-kv's model (infersweep.local.dynamo.deploy_local), runs `aiperf profile`
+vLLM worker without KV events gets none, infersweep/local/dynamo/commands.py _mocker_passthrough) and one mocker worker serving the toy model under the name of
+recipe nemotron-3-nano-fp8-vllm-agg-kv's model (infersweep.local.dynamo.deploy.deploy_local), runs `aiperf profile`
 three times (a plain run, a `--concurrency 2,4 --num-profile-runs 3` tree, a prefix-prompt run), trims the
 per-request records and the server-metrics exports (nothing the importer reads), and writes each command
 to <out>/COMMANDS.txt. Run from the repository root:
@@ -20,7 +20,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from infersweep.local.dynamo import deploy_local, teardown_local, wait_ready_local
+from infersweep.local.dynamo.deploy import deploy_local
+from infersweep.local.dynamo.deployment import teardown_local
+from infersweep.local.dynamo.wait import wait_ready_local
 from infersweep.paths import REPO_ROOT, venv_python
 
 MODEL = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-FP8"  # recipe nemotron-3-nano-fp8-vllm-agg-kv's model

@@ -4,7 +4,7 @@ A reset is declared in the DGD the treatment applies: its worker pod templates c
 RESET_ANNOTATION with the step's index. On a cluster that is a pod-template change, so the operator rolls
 every worker (Dynamo 1.6.1: a worker change rolls all workers): new engines, empty caches, the only reset
 a cluster offers without reaching into the pods. Local mode sees that only this annotation changed and
-empties the caches in place instead (infersweep.local.reconfigure.apply_local): the worker's own
+empties the caches in place instead (infersweep.local.dynamo.reconfigure.apply_local): the worker's own
 clear_kv_blocks endpoint (ai-dynamo 1.3.1 dynamo/vllm/handlers.py clear_kv_blocks ->
 engine_client.reset_prefix_cache(reset_connector=True), served by dynamo/vllm/worker_factory.py), or a
 restart of mocker workers.

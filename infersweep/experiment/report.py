@@ -101,7 +101,7 @@ def check(claim: Claim, tables: dict[str, pd.DataFrame], z: float = DEFAULT_Z) -
     swept = {int(x) for side in (claim.treatment, claim.baseline) for x in tables[side]["concurrency"].dropna()}
     if (c not in measured[claim.treatment] or c not in measured[claim.baseline]) and common and max(swept) < c:
         # The sweep was cut below the claim's concurrency for both sides (local mode keeps a recipe's
-        # lowest levels, infersweep.local.run.scaled_points): judge at its top level and say so in the line.
+        # lowest levels, infersweep.local.scale.scaled_points): judge at its top level and say so in the line.
         # A level missing because its point failed (a higher one was measured) stays not measured.
         c = at = common[-1]
     if c not in measured[claim.treatment] or c not in measured[claim.baseline]:

@@ -13,6 +13,7 @@ import json
 import signal
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -84,47 +85,57 @@ def event_printer(stream=sys.stdout) -> Callable[[str, Node], None]:
     return on_event
 
 
+@dataclass
+class StepServices:
+    """What every workflow of a local run executes on: where the PVCs and the Argo state live (cache_root, shared
+    by every local run of that cache, so a lock holds across runs), the interpreter of each step image, the
+    steps' environment, the artifact bucket's client, the ConfigMaps a cluster would hold, the event callbacks,
+    the checkout steps run `python -m` from (code_root: this one's steps/), and the local Kubernetes API that
+    resource templates create into (infersweep/local/argo/resource.py LocalObjects)."""
+
+    cache_root: Path
+    pythons: dict[str, str]
+    env: dict[str, str]
+    s3_client: Any
+    configmaps: dict[str, dict[str, str]]
+    on_event: Callable[[str, Node], None] | None = None
+    on_started: Callable[[LocalArgo], None] | None = None
+    code_root: Path = REPO_ROOT
+    objects: Any = None
+
+
 def execute(
     workflow: dict[str, Any],
     templates: list[dict[str, Any]],
+    services: StepServices,
     *,
     run_id: str,
     run_dir: Path,
     status_file: Path,
-    cache_root: Path,
-    pythons: dict[str, str],
-    env: dict[str, str],
-    s3_client: Any,
-    configmaps: dict[str, dict[str, str]],
-    on_event: Callable[[str, Node], None] | None = None,
-    on_started: Callable[[LocalArgo], None] | None = None,
     status: dict[str, Any] | None = None,
-    code_root: Path = REPO_ROOT,
-    objects: Any = None,
 ) -> tuple[LocalArgo, Node]:
-    """Run the workflow to its end; return the executor (phase, message, stop reason) and the root node.
+    """Run the workflow to its end on `services`; return the executor (phase, message, stop reason) and the
+    root node.
 
-    `status` is an earlier run's status to retry from. The PVCs and the Argo state (semaphores, mutexes)
-    live under cache_root, shared by every local run of that cache, so a lock holds across runs. Steps run
-    `python -m` from code_root (this checkout: steps/). The signal handlers are this function's own: the
-    caller's are back when it returns or raises. `objects`: the local Kubernetes API that resource templates
-    create into (infersweep/local/argo/resource.py LocalObjects)."""
+    `status` is an earlier run's status to retry from. The signal handlers are this function's own: the
+    caller's are back when it returns or raises."""
+    s = services
 
     def upload_artifact(key: str, f: Path) -> str:
-        s3_client.upload_file(str(f), ARTIFACT_BUCKET, key)
+        s.s3_client.upload_file(str(f), ARTIFACT_BUCKET, key)
         return f"s3://{ARTIFACT_BUCKET}/{key}"
 
     cluster = LocalCluster(
-        pythons=pythons,
-        pvc_dirs=lambda claim: cache_root / "pvc" / claim,
+        pythons=s.pythons,
+        pvc_dirs=lambda claim: s.cache_root / "pvc" / claim,
         run_dir=run_dir,
-        cwd=code_root,
-        env=env,
+        cwd=s.code_root,
+        env=s.env,
         upload_artifact=upload_artifact,
-        on_event=on_event or event_printer(),
-        configmaps=configmaps,
-        state_dir=cache_root / "argo-state",
-        objects=objects,
+        on_event=s.on_event or event_printer(),
+        configmaps=s.configmaps,
+        state_dir=s.cache_root / "argo-state",
+        objects=s.objects,
     )
     argo = LocalArgo(workflow, templates, cluster, status=status)
     argo.name = run_id
@@ -136,11 +147,11 @@ def execute(
     try:
         for sig in (signal.SIGINT, signal.SIGTERM):
             prev[sig] = signal.signal(sig, handle)
-        if on_started is not None:
-            on_started(argo)
+        if s.on_started is not None:
+            s.on_started(argo)
         # The steps' own progress (a point's requests done, ETA) between the event lines, when the events are
         # printed here; a caller with its own on_event has its own display.
-        watcher = ProgressWatcher(argo) if on_event is None else contextlib.nullcontext()
+        watcher = ProgressWatcher(argo) if s.on_event is None else contextlib.nullcontext()
         try:
             with watcher:
                 root = argo.run()

@@ -16,23 +16,17 @@ has the parameters the launcher derived, so give it a recipe this machine runs a
 
 from __future__ import annotations
 
-import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from infersweep.cluster_settings import load_cluster_settings
-from infersweep.local import procs
-from infersweep.local.adapter import step_env
 from infersweep.local.argo import LocalArgo, Node
 from infersweep.local.argo.resource import LocalObjects
-from infersweep.local.executor import ARTIFACT_BUCKET, execute
-from infersweep.local.standins.prometheus import BINARY as PROMETHEUS_BINARY
-from infersweep.local.standins.prometheus import LocalPrometheus, free_port
+from infersweep.local.dynamo.toy_model import build_toy_model
+from infersweep.local.executor import StepServices, execute
+from infersweep.local.phases import cluster_configmaps, local_prometheus, local_services, step_pythons
 from infersweep.local.standins.s3server import LocalS3
-from infersweep.local.toy_model import build_toy_model
-from infersweep.paths import venv_python
 
 
 @dataclass
@@ -97,8 +91,6 @@ def launch_local(
     created, each to its end; the runs' folders are out_root/<run name>."""
     import uuid
 
-    from workflows.cluster import kubectl_manifests
-
     settings = load_cluster_settings()
     namespace = "local"
     cache_root, out_root = cache_root.resolve(), out_root.resolve()
@@ -106,11 +98,7 @@ def launch_local(
     name = f"{template}-{uuid.uuid4().hex[:5]}"
     run_dir = out_root / name
     state_dir = run_dir / "state"
-    prom = (
-        LocalPrometheus(state_dir / "prometheus-targets.json", port=free_port())
-        if Path(PROMETHEUS_BINARY).exists()
-        else None
-    )
+    prom = local_prometheus(state_dir)
     run_params = {
         "model-source": f"file://{model_dir}",
         "ready-timeout-s": "120",
@@ -122,56 +110,28 @@ def launch_local(
     )
     templates = install_templates(settings, run_params)
     build_toy_model(model_dir)
-    configmaps = {
-        f"{namespace}/{d['metadata']['name']}": {k: str(v) for k, v in (d.get("data") or {}).items()}
-        for d in kubectl_manifests(settings, [])
-        if d.get("kind") == "ConfigMap"
-    }
-    pythons = {settings.images.steps: sys.executable, settings.images.aiperf: venv_python("aiperf")}
-    objects = LocalObjects()
-    own_s3 = s3 is None
-    s3 = s3 or LocalS3(buckets=[settings.s3.bucket, ARTIFACT_BUCKET])
-    try:
-        if own_s3:
-            s3.start()
-        if prom:
-            prom.start()
-        env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
-        env |= s3.env() | step_env(
-            state_dir=state_dir, model_dir=model_dir, max_workers=2, prom_targets=prom.targets_file if prom else None
-        )
-        common = dict(
+    # as run --local: whatever the exit handlers did, no Dynamo process outlives the launch
+    with local_services(settings, state_dir, s3=s3, prometheus=prom) as svc:
+        services = StepServices(
             cache_root=cache_root,
-            pythons=pythons,
-            env=env,
-            s3_client=s3.client(),
-            configmaps=configmaps,
+            pythons=step_pythons(settings),
+            env=svc.step_env(model_dir=model_dir, max_workers=2, gpu=None),
+            s3_client=svc.s3.client(),
+            configmaps=cluster_configmaps(settings, [], namespace),
             on_event=on_event,
-            objects=objects,
+            objects=LocalObjects(),
         )
+        submitted = ui_submit(template, parameters, namespace, name)
         argo, root = execute(
-            ui_submit(template, parameters, namespace, name),
-            templates,
-            run_id=name,
-            run_dir=run_dir,
-            status_file=run_dir / "status.json",
-            **common,
+            submitted, templates, services, run_id=name, run_dir=run_dir, status_file=run_dir / "status.json"
         )
         res = LocalLaunch(argo, root, run_dir)
-        for doc in list(objects.objects):  # a controller runs each Workflow the launcher created
+        for doc in list(services.objects.objects):  # a controller runs each Workflow the launcher created
             run_name = doc["metadata"]["name"]
             say(f"{name} created Workflow {run_name}; running it")
             child_dir = out_root / run_name
             child, child_root = execute(
-                doc, templates, run_id=run_name, run_dir=child_dir, status_file=child_dir / "status.json", **common
+                doc, templates, services, run_id=run_name, run_dir=child_dir, status_file=child_dir / "status.json"
             )
             res.runs.append((doc, child, child_root, child_dir))
         return res
-    finally:
-        # as run --local: whatever the exit handlers did, no Dynamo process outlives the launch
-        for d in sorted((state_dir / "dgd").glob("*")) if (state_dir / "dgd").exists() else []:
-            procs.stop_all(d)
-        if own_s3:
-            s3.stop()
-        if prom:
-            prom.stop()

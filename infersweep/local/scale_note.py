@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from infersweep.aiperf.point import Point
+from infersweep.local.profile import LocalProfile
 from infersweep.recipe import ResolvedRecipe
 
 
@@ -14,7 +15,7 @@ def _levels(values: list[Any]) -> str:
 
 
 def scale_note(
-    r: ResolvedRecipe, prof: dict[str, Any], workload: dict[str, Any], points: list[Point], max_workers: int
+    r: ResolvedRecipe, prof: LocalProfile, workload: dict[str, Any], points: list[Point], max_workers: int
 ) -> list[str]:
     """Lines that compare the recipe's sweep, lengths and workers with what this run measures."""
     w = r.recipe.workload
@@ -41,12 +42,12 @@ def scale_note(
         row("workload", "trace", f"trace {workload['trace']} (replayed as is)")
     else:
         if w.trace is not None:
-            # infersweep.local.run.local_workload replays only a trace on this machine whose prompts fit max_isl
+            # infersweep.local.scale.local_workload replays only a trace on this machine whose prompts fit max_isl
             f = w.trace.local_file()
             why = (
                 "a download; local mode replays only a trace file on this machine"
                 if f is None or not f.is_file()
-                else f"its prompts are longer than params/local.yaml max_isl {prof.get('max_isl')}"
+                else f"its prompts are longer than params/local.yaml max_isl {prof.max_isl}"
             )
             row("workload", f"trace ({w.trace.type})", f"synthetic prompts: the trace is NOT replayed ({why})")
             lines.append(
@@ -64,5 +65,5 @@ def scale_note(
         here = min(spec.replicas * spec.nodes, max_workers)
         row(f"{role}", f"{spec.replicas} x {spec.gpus_per_replica} GPU", f"{here} mocker worker{'s' * (here != 1)}")
     if "turn_delay_ms" in workload:
-        lines.append(f"  think time between turns capped at {prof.get('max_turn_delay_ms')} ms")
+        lines.append(f"  think time between turns capped at {prof.max_turn_delay_ms} ms")
     return lines

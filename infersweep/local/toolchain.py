@@ -22,6 +22,7 @@ import subprocess
 from pathlib import Path
 
 from infersweep.errors import UserError
+from infersweep.paths import REPO_ROOT
 
 SETUP_FIX = "run scripts/setup.sh (it rebuilds a side environment whose entry points do not start)"
 
@@ -57,6 +58,11 @@ def _starts(python: str) -> str | None:
     return None
 
 
+def default_dynamo_python() -> str:
+    """The interpreter with ai-dynamo installed: $INFERSWEEP_DYNAMO_PYTHON or <repo>/.venv-dynamo."""
+    return os.environ.get("INFERSWEEP_DYNAMO_PYTHON") or str(REPO_ROOT / ".venv-dynamo/bin/python")
+
+
 def check_aiperf(python: str) -> str | None:
     why = _starts(python)
     if why:
@@ -86,8 +92,7 @@ def check_local_tools(*, aiperf_python: str, dynamo_python: str, engine_python: 
 
 def check_before_deploying(gpu_python: str | None) -> None:
     """What run / experiment run / slo-search call before they deploy: AIPerf and the Dynamo interpreter
-    (the engine's with `--workers gpu`, which runs the frontend too: local/dynamo.py start_local)."""
-    from infersweep.local.dynamo import default_dynamo_python
+    (the engine's with `--workers gpu`, which runs the frontend too: infersweep/local/dynamo/deploy.py deploy_local)."""
     from infersweep.paths import venv_python
 
     check_local_tools(aiperf_python=venv_python("aiperf"), dynamo_python=gpu_python or default_dynamo_python())

@@ -1,8 +1,8 @@
 """Where a DGD is realised: the DGD adapters and what the DGD steps do through them.
 
 "Platform" here means the DGD adapter only (the cluster's settings, params/cluster.yaml, are another
-thing). Local mode's adapter lives in infersweep/local/adapter.py and is named in the steps' environment,
-never imported from here.
+thing). Local mode's adapter lives in infersweep/local/dynamo/adapter.py and is named in the steps'
+environment, never imported from here.
 
   protocol.py    the Platform protocol (what a DGD adapter does) and its one family of errors
   select.py      which DGD adapter a step uses

@@ -44,7 +44,7 @@ class BadInput(UserError, ValueError):
 
 class Platform(Protocol):
     """Where a DGD is realised: the Kubernetes API (infersweep.platform.kube) or processes on this machine
-    (infersweep.local.adapter). The steps are the same code in both places; only the adapter differs."""
+    (infersweep.local.dynamo.adapter). The steps are the same code in both places; only the adapter differs."""
 
     def ensure_pvc(
         self,

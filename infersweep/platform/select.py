@@ -3,7 +3,7 @@
 In a cluster nothing is set and the steps use the Kubernetes adapter (infersweep.platform.kube). Whoever
 runs the steps somewhere else names its adapter in the environment it gives them, like a plugin entry
 point: INFERSWEEP_PLATFORM_ADAPTER="module:attr", a callable taking no arguments that returns a Platform.
-Local mode sets it (infersweep.local.adapter.step_env), so neither this package nor steps/ imports local
+Local mode sets it (infersweep.local.dynamo.adapter.step_env), so neither this package nor steps/ imports local
 mode (the import-linter contracts in pyproject.toml hold that).
 """
 
@@ -23,7 +23,7 @@ PLATFORM_ENV = "INFERSWEEP_PLATFORM"
 # reads it; workflows/steps_library.py pins it): here so that rendering need not import results/.
 PROMETHEUS_ENV = "INFERSWEEP_PROMETHEUS_URL"
 # Which workers local mode runs (mocker, the default, or gpu: real engines on this machine's GPUs); set by
-# infersweep.local.adapter for its steps and read by infersweep.results.validity (the local-gpu profile), which
+# infersweep.local.dynamo.adapter for its steps and read by infersweep.results.validity (the local-gpu profile), which
 # may not import local mode: here, below both.
 LOCAL_WORKERS_ENV = "INFERSWEEP_LOCAL_WORKERS"
 

@@ -4,7 +4,7 @@
 - `measured (local GPU: 1x NVIDIA H200, driver ..., vLLM 0.23.0, ai-dynamo 1.3.1, random weights)`: local
   mode's real engine workers (``--workers gpu``); MEASURED_ON_ENV carries the words in brackets;
 - `simulated (fake GPU: 1 of 1x NVIDIA H200 (fake GPU) (INFERSWEEP_FAKE_GPU), vllm workers rendered as for a GPU
-  and replaced by Dynamo's mocker, ...)`: local mode's `--workers gpu` path on fake GPUs (infersweep.local.fake_gpu):
+  and replaced by Dynamo's mocker, ...)`: local mode's `--workers gpu` path on fake GPUs (infersweep.local.gpu.fake_gpu):
   the GPU path's plan and records, the mocker's numbers; MEASURED_ON_ENV carries the words in brackets, starting
   with FAKE_GPU;
 - `simulated (built-in timing)`: local mode's mocker with its own timing model: shapes and direction,
@@ -14,7 +14,7 @@
 
 Whoever runs the steps on a simulator says so in their environment: SIMULATED_DEPLOYMENTS_ENV names the
 folder holding one folder per simulated deployment, in which infersweep.predict.local_timing records the
-timing each worker role ran with (timing.json). Local mode sets it (infersweep.local.adapter.step_env: the
+timing each worker role ran with (timing.json). Local mode sets it (infersweep.local.dynamo.adapter.step_env: the
 adapter owns where its deployments live); unset, the steps ran against a real deployment: measured.
 """
 
@@ -31,7 +31,7 @@ CALIBRATED_PREFIX = "simulated (calibrated"
 SIMULATED_DEPLOYMENTS_ENV = "INFERSWEEP_SIMULATED_DEPLOYMENTS"
 MEASURED_ON_ENV = "INFERSWEEP_MEASURED_ON"  # what ran, when local mode's workers were real engines on GPUs
 # JSON {engine_image, engine_release, engine_wheels, ...}: the engine that ran in place of the rendered image
-# (local mode's real engine workers: infersweep.local.gpu_run.engine_ran; read by infersweep.results.context)
+# (local mode's real engine workers: infersweep.local.gpu.run.engine_ran; read by infersweep.results.context)
 ENGINE_RAN_ENV = "INFERSWEEP_ENGINE_RAN"
 FAKE_GPU = "fake GPU"  # MEASURED_ON_ENV's words start so under INFERSWEEP_FAKE_GPU: the source is then simulated
 FAKE_GPU_PREFIX = f"simulated ({FAKE_GPU}"

@@ -1,7 +1,7 @@
 """The GPU columns of a point from NVML samples (local GPU runs): the names a cluster run's DCGM queries give.
 
 Samples are JSON lines {t_ns, gpu, power_w, energy_j, sm_util_pct, mem_util_pct, mem_used_mib}
-(infersweep.local.gpu_telemetry.NvmlSampler). For a point's profiling window [start_ns, end_ns] (AIPerf's,
+(infersweep.local.gpu.telemetry.NvmlSampler). For a point's profiling window [start_ns, end_ns] (AIPerf's,
 from its result.json) each GPU's energy is the difference of its energy counter across the window (or, where
 the counter is absent, power integrated over the samples); power, utilisation and memory are averaged (memory:
 the maximum). Columns, as params/metrics.yaml names the DCGM ones: gpu_power_w (mean per GPU),

@@ -29,7 +29,7 @@ from infersweep.aiperf.server_export import SOURCE as FRONTEND_CACHE_SOURCE
 from infersweep.aiperf.server_export import frontend_cache_read_pct
 from infersweep.platform.select import LOCAL_WORKERS_ENV, PLATFORM_ENV
 
-# Set by local mode for its steps (infersweep/local/fake_gpu.py FAKE_GPU_ENV); named here because results/
+# Set by local mode for its steps (infersweep/local/gpu/fake_gpu.py FAKE_GPU_ENV); named here because results/
 # imports no local mode (pyproject.toml's layer contracts).
 FAKE_GPU_ENV = "INFERSWEEP_FAKE_GPU"
 

@@ -410,7 +410,7 @@ class _StreamingChat:
 @pytest.mark.e2e
 @pytest.mark.skipif(not AIPERF_BIN.exists(), reason="needs the AIPerf env at .venv-aiperf")
 def test_real_aiperf_accepts_our_argv_and_measures(tmp_path):
-    from infersweep.local.toy_model import build_toy_model
+    from infersweep.local.dynamo.toy_model import build_toy_model
 
     tokenizer = build_toy_model(tmp_path / "toy")
     out = tmp_path / "c2"

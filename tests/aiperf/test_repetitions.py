@@ -10,7 +10,8 @@ import pytest
 
 from infersweep.aiperf.point import Point, PointError, parse_points, repeated
 from infersweep.cluster_settings import load_cluster_settings
-from infersweep.local.run import local_profile, run_points, scaled_lengths
+from infersweep.local.profile import load_local_profile
+from infersweep.local.scale import run_points, scaled_lengths
 from infersweep.local.scale_note import scale_note
 from infersweep.recipe import load_recipe
 from workflows.render import render_recipe
@@ -52,7 +53,7 @@ def test_render_and_submit_carry_the_recipes_repetitions_as_points():
 
 
 def test_run_local_on_gpus_repeats_the_recipes_sweep_and_honours_the_set():
-    prof = local_profile()
+    prof = load_local_profile()
     r = load_recipe(H200, overrides=C1_16_64)
     assert _loads(run_points(r, prof, "gpu", *scaled_lengths(r, prof))) == [
         (c, k) for k in range(3) for c in (1, 16, 64)
@@ -64,7 +65,7 @@ def test_run_local_on_gpus_repeats_the_recipes_sweep_and_honours_the_set():
 
 
 def test_a_mocker_run_measures_once_unless_repetitions_are_asked_for_and_says_so():
-    prof = local_profile()
+    prof = load_local_profile()
     r = load_recipe(MOCKER)
     once = run_points(r, prof, "mocker", *scaled_lengths(r, prof))
     assert {p.repetition for p in once} == {0}

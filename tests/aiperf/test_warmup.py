@@ -105,7 +105,10 @@ def test_no_measured_request_repeats_a_warmup_prompt_on_a_real_frontend(tmp_path
     """A real Dynamo frontend + mocker and real AIPerf: warm-up and measured requests are distinct sessions
     with distinct prompts (AIPerf's inputs.json), and the full round of warm-up ran before the window."""
     from infersweep.dgd.render import render_dgd
-    from infersweep.local.dynamo import default_dynamo_python, deploy_local, teardown_local, wait_ready_local
+    from infersweep.local.dynamo.deploy import deploy_local
+    from infersweep.local.dynamo.deployment import teardown_local
+    from infersweep.local.dynamo.wait import wait_ready_local
+    from infersweep.local.toolchain import default_dynamo_python
     from infersweep.paths import venv_python
 
     if not Path(default_dynamo_python()).exists() or not AIPERF_BIN.exists():

@@ -81,7 +81,7 @@ def test_shipped_mini_trace_is_what_the_script_writes_and_fits_local_mode():
 def test_aiperf_loads_a_local_tokenizer_folder_offline_through_the_cached_hub_id(tmp_path):
     """The real AIPerf 0.13 code path its trace workers take (HF_HUB_OFFLINE=1, Tokenizer.from_pretrained
     with resolve_alias=False): a folder path fails, the hub id we hand over loads. ~10 s (two imports)."""
-    from infersweep.local.toy_model import build_toy_model
+    from infersweep.local.dynamo.toy_model import build_toy_model
 
     tok = build_toy_model(tmp_path / "toy")
     code = (
@@ -180,10 +180,11 @@ def test_agentic_sessions_are_what_the_script_writes_multi_turn_with_think_time(
 
 
 def test_local_mode_replays_a_shipped_trace_and_falls_back_for_a_download():
-    from infersweep.local.run import local_profile, local_workload
+    from infersweep.local.profile import load_local_profile
+    from infersweep.local.scale import local_workload
     from infersweep.recipe import load_recipe
 
-    prof = local_profile()
+    prof = load_local_profile()
     workload, points = local_workload(load_recipe("demo-agentic-kv"), prof, 100, 10)
     assert Path(workload["trace"]).is_file() and workload["fixed_schedule"] is True
     assert [p.as_dict() for p in points] == [{"concurrency": 8, "request_rate": 0, "requests": 32, "warmup": 0}]

@@ -114,7 +114,7 @@ def test_one_open_loop_point_against_a_local_deployment(tmp_path):
 
 
 def _no_gpu_here() -> bool:
-    from infersweep.local.gpu_workers import detect_gpus
+    from infersweep.local.gpu.workers import detect_gpus
 
     return not detect_gpus()
 
@@ -140,12 +140,12 @@ def test_gpu_workers_on_a_machine_without_a_gpu_is_one_line_and_nothing_written(
 
 
 def test_a_gpu_search_whose_workers_do_not_fit_is_refused_before_anything_starts(tmp_path, monkeypatch):
-    """The search checks the process plan against the GPUs here (infersweep.local.gpu_run.check_fits) before
+    """The search checks the process plan against the GPUs here (infersweep.local.dynamo.gpu_fit.check_fits) before
     it deploys: a TP=2 worker on one H200 is one error naming what is missing, and no process or folder."""
     import yaml
 
-    from infersweep.local import gpu_run
-    from infersweep.local.gpu_workers import Gpu, GpuShortfall
+    from infersweep.local.gpu import run as gpu_run
+    from infersweep.local.gpu.workers import Gpu, GpuShortfall
     from infersweep.local.slo_search import slo_search_local
     from infersweep.paths import params_dir
 

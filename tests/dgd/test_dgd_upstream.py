@@ -17,7 +17,8 @@ import pytest
 import yaml
 
 from infersweep.dgd.render import render_dgd
-from infersweep.local.dynamo import _flag, read_components, router_mode_of
+from infersweep.local.dynamo.dgd_reader import read_components, router_mode_of
+from infersweep.local.gpu.engine_flags import flag_value as _flag
 from infersweep.recipe import parse_recipe
 from infersweep.schemas import validate_dgd
 

@@ -37,7 +37,7 @@ from functools import cache
 import pytest
 
 from infersweep.dgd.render import render_dgd
-from infersweep.local.dynamo import read_components
+from infersweep.local.dynamo.dgd_reader import read_components
 from infersweep.recipe import ResolvedRecipe, all_recipe_paths, load_recipe
 from infersweep.recipe.release import for_dgd_api, releases
 from tests.engine_parsers.release_flags import OVERLAYS, env_for

@@ -17,8 +17,8 @@ import pytest
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.dgd import deployable_dgd
 from infersweep.recipe import RecipeError, load_recipe
-from workflows.render import render_recipe
 from tests.support.paths import REPO
+from workflows.render import render_recipe
 
 DISAGG = "qwen3-32b-fp8-vllm-disagg-4p4d-kv"
 WHEEL_1_3_1 = REPO / ".venv-engines-1.3"

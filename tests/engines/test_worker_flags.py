@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from infersweep.dgd.render import render_dgd
-from infersweep.local.dynamo import _flag, read_components
+from infersweep.local.dynamo.dgd_reader import read_components
+from infersweep.local.gpu.engine_flags import flag_value as _flag
 from infersweep.paths import params_dir
 from infersweep.recipe import all_recipe_paths, load_recipe
 from tests.conftest import shared_dir

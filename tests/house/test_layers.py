@@ -70,12 +70,12 @@ def test_the_dgd_adapters_importing_local_mode_breaks_a_contract(tmp_path):
     root = copy_code(tmp_path)
     select = root / "infersweep" / "platform" / "select.py"
     select.write_text(
-        select.read_text() + "\n\ndef _late():\n    from infersweep.local.adapter import from_env  # noqa\n"
+        select.read_text() + "\n\ndef _late():\n    from infersweep.local.dynamo.adapter import from_env  # noqa\n"
     )
     res = lint(root)
     assert res.returncode == 1
     assert "infersweep/platform (the DGD adapters) does not import local mode" in res.stdout, res.stdout
-    assert "infersweep.platform.select -> infersweep.local.adapter" in res.stdout, res.stdout
+    assert "infersweep.platform.select -> infersweep.local.dynamo.adapter" in res.stdout, res.stdout
 
 
 def test_a_cycle_hidden_in_a_function_breaks_the_acyclic_contract(tmp_path):

@@ -34,15 +34,15 @@ def test_no_module_reads_params_with_a_bare_yaml_load():
     assert found == []
 
 
-@pytest.mark.parametrize("reader", ["local_profile", "local_grid", "gpu_price"])
+@pytest.mark.parametrize("reader", ["load_local_profile", "local_grid", "gpu_price"])
 def test_a_params_file_with_aliases_is_refused_naming_the_file(reader, tmp_path, monkeypatch):
     """Before, params/local.yaml and params/gpus.yaml went through a bare yaml.safe_load: an alias bomb was
     expanded; now the file is refused in one line that names it."""
     (tmp_path / "local.yaml").write_text(BOMB)
     (tmp_path / "gpus.yaml").write_text(BOMB)
     monkeypatch.setenv("INFERSWEEP_PARAMS", str(tmp_path))
-    if reader == "local_profile":
-        from infersweep.local.run import local_profile as call
+    if reader == "load_local_profile":
+        from infersweep.local.profile import load_local_profile as call
     elif reader == "local_grid":
         from infersweep.predict.local_timing import local_grid
 

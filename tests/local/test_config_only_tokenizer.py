@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from infersweep.local.gpu_run import config_only_model
-from infersweep.local.toy_model import full_vocab, special_ids_of
+from infersweep.local.dynamo.toy_model import config_only_model, full_vocab, special_ids_of
 from infersweep.paths import REPO_ROOT, venv_python
 
 MODELS = ("Qwen/Qwen3-32B", "meta-llama/Llama-3.1-8B-Instruct")
@@ -94,7 +93,7 @@ def test_every_id_of_the_config_only_model_decodes_to_visible_text(tmp_path, hf_
 
 
 def test_a_folder_built_with_the_old_tokenizer_is_rebuilt(tmp_path):
-    from infersweep.local.toy_model import build_toy_model
+    from infersweep.local.dynamo.toy_model import build_toy_model
 
     out = tmp_path / "models" / "Qwen--Qwen3-32B-config-only"
     build_toy_model(out)  # what the folder held before: the mocker's 32k words

@@ -1,7 +1,7 @@
 """A living worker's lost discovery entry is kept alive; a dead worker's entries still expire.
 
 ai-dynamo 1.3.1's file store orphans an entry a worker registered (file.rs get_or_create_bucket replaces a
-bucket's Directory; infersweep.local.discovery_keeper): on the H200 three starts in a row lost one, so a
+bucket's Directory; infersweep.local.dynamo.discovery_keeper): on the H200 three starts in a row lost one, so a
 restart does not get a measurement. The first tests set mtimes on a real folder; the last runs a real Dynamo
 frontend and mocker worker, whose own keep-alive and expiry are what the keeper works beside."""
 
@@ -18,17 +18,12 @@ import pytest
 
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.dgd import deployable_dgd
-from infersweep.local import discovery_keeper
-from infersweep.local.discovery_keeper import instance_id, keep_round, lost_entries
-from infersweep.local.dynamo import (
-    ADOPTIONS_FILE,
-    DISCOVERY_KEEPER,
-    default_dynamo_python,
-    deploy_local,
-    load_local,
-    teardown_local,
-    wait_ready_local,
-)
+from infersweep.local.dynamo import discovery_keeper
+from infersweep.local.dynamo.deploy import deploy_local
+from infersweep.local.dynamo.deployment import ADOPTIONS_FILE, DISCOVERY_KEEPER, load_local, teardown_local
+from infersweep.local.dynamo.discovery_keeper import instance_id, keep_round, lost_entries
+from infersweep.local.dynamo.wait import wait_ready_local
+from infersweep.local.toolchain import default_dynamo_python
 from infersweep.recipe import load_recipe
 
 S = 1_000_000_000
@@ -142,9 +137,9 @@ def test_a_gpu_deployment_that_does_not_fit_starts_no_keeper_either(tmp_path, mo
     import sys
 
     from infersweep.dgd.render import render_dgd
-    from infersweep.local import gpu_workers, procs
-    from infersweep.local.dynamo import GpuWorkers
-    from infersweep.local.gpu_workers import GpuShortfall
+    from infersweep.local.dynamo import procs
+    from infersweep.local.gpu import workers as gpu_workers
+    from infersweep.local.gpu.workers import GpuShortfall, GpuWorkers
 
     monkeypatch.setattr(gpu_workers, "detect_gpus", lambda: [])
     dgd = render_dgd(load_recipe("qwen3-32b-bf16-vllm-h200-tp1"), name="nofit")

@@ -2,7 +2,7 @@
 
 On the H200 (ai-dynamo 1.3.1) two of three worker starts lost an endpoint instance 10 s after registering:
 its file in the discovery store was touched by no process, so Dynamo's expiry deleted it while the worker
-ran (benchmarks/measured/h200-2026-12-01; infersweep.local.discovery_owners). The first tests read mtimes
+ran (benchmarks/measured/h200-2026-12-01; infersweep.local.dynamo.discovery_owners). The first tests read mtimes
 on a real folder; the others run a real Dynamo frontend and mocker worker, whose own keep-alive is what the
 check relies on, and plant an entry nobody owns, as a replaced `Directory` leaves one."""
 
@@ -18,18 +18,14 @@ import pytest
 
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.dgd import deployable_dgd
-from infersweep.local import discovery_owners, reconfigure
-from infersweep.local.adapter import LocalPlatform
-from infersweep.local.discovery_owners import entry_mtimes, unowned_entries
-from infersweep.local.dynamo import (
-    LocalDeploymentError,
-    default_dynamo_python,
-    deploy_local,
-    load_local,
-    teardown_local,
-    wait_ready_local,
-)
-from infersweep.local.reconfigure import DGD_FILE
+from infersweep.local.dynamo import discovery_owners, reconfigure
+from infersweep.local.dynamo.adapter import LocalPlatform
+from infersweep.local.dynamo.deploy import deploy_local
+from infersweep.local.dynamo.deployment import LocalDeploymentError, load_local, teardown_local
+from infersweep.local.dynamo.discovery_owners import entry_mtimes, unowned_entries
+from infersweep.local.dynamo.reconfigure import DGD_FILE
+from infersweep.local.dynamo.wait import wait_ready_local
+from infersweep.local.toolchain import default_dynamo_python
 from infersweep.recipe import load_recipe
 
 

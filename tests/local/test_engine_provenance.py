@@ -15,9 +15,9 @@ from pathlib import Path
 import yaml
 
 from infersweep.dgd.render import render_dgd
-from infersweep.local import gpu_run
-from infersweep.local.dynamo import GpuWorkers
-from infersweep.local.gpu_workers import Gpu
+from infersweep.local.dynamo.gpu_fit import worker_modules
+from infersweep.local.gpu import run as gpu_run
+from infersweep.local.gpu.workers import Gpu, GpuWorkers
 from infersweep.predict.source import ENGINE_RAN_ENV
 from infersweep.recipe import load_recipe
 from infersweep.results.context import build_context
@@ -49,7 +49,7 @@ def test_run_json_and_the_banner_name_the_wheels_that_ran_not_the_rendered_image
     assert "vllm-runtime:1.6.1" in image  # what the recipe renders for a cluster
     monkeypatch.setattr(gpu_run, "driver_version", lambda: None)
     sampler, env = gpu_run.start_gpu_side(
-        tmp_path / "run", gpu, "1", tmp_path / "state", modules=gpu_run.worker_modules(dgd), rendered_image=image
+        tmp_path / "run", gpu, "1", tmp_path / "state", modules=worker_modules(dgd), rendered_image=image
     )
     if sampler is not None:
         sampler.stop()
@@ -88,7 +88,7 @@ def test_a_deployment_that_ran_its_images_keeps_the_rendered_image(tmp_path, mon
 def test_the_rendered_dgd_of_a_gpu_run_says_its_image_did_not_run_and_what_did(tmp_path, monkeypatch):
     gpu = _gpu(tmp_path, monkeypatch)
     dgd = render_dgd(load_recipe(RECIPE), name="t")
-    modules = gpu_run.worker_modules(dgd)
+    modules = worker_modules(dgd)
     ran = gpu_run.engine_ran(gpu_run.engine_stack(gpu, modules), gpu_run.engine_python_of(gpu, modules), None)
     gpu_run.annotate_dgd(dgd, ran)
     notes = yaml.safe_load(yaml.safe_dump(dgd))["metadata"]["annotations"]

@@ -12,10 +12,12 @@ from infersweep.dgd.render import render_dgd
 from infersweep.experiment.plan import make_plan
 from infersweep.experiment.restart import RestartClass
 from infersweep.experiment.spec import load_experiment, patch
-from infersweep.local import procs
-from infersweep.local.dynamo import default_dynamo_python, teardown_local, wait_ready_local
-from infersweep.local.reconfigure import apply_local
-from infersweep.local.toy_model import build_toy_model
+from infersweep.local.dynamo import procs
+from infersweep.local.dynamo.deployment import teardown_local
+from infersweep.local.dynamo.reconfigure import apply_local
+from infersweep.local.dynamo.toy_model import build_toy_model
+from infersweep.local.dynamo.wait import wait_ready_local
+from infersweep.local.toolchain import default_dynamo_python
 from infersweep.recipe import parse_recipe
 
 pytestmark = pytest.mark.e2e

@@ -61,7 +61,7 @@ def test_wait_ready_does_not_take_an_older_generations_ready_for_the_patched_spe
 
 
 def _dynamo_or_skip():
-    from infersweep.local.dynamo import default_dynamo_python
+    from infersweep.local.toolchain import default_dynamo_python
 
     if not Path(default_dynamo_python()).exists():
         pytest.skip(f"no Dynamo interpreter at {default_dynamo_python()}")
@@ -93,7 +93,7 @@ def test_nemotron_rr_vs_kv_runs_with_one_worker_deploy_and_two_frontends(tmp_pat
     ((kv_did, kv_procs),) = _applies(res.run_dir, "t1")
     assert (rr_did, kv_did) == ("created", "frontend only")
     # kv_cache: reset (the default) empties the kept worker's cache before kv: a mocker's simulated cache is
-    # emptied by restarting the mocker (infersweep.local.reconfigure.reset_kv_caches); nothing else redeploys.
+    # emptied by restarting the mocker (infersweep.local.dynamo.reconfigure.reset_kv_caches); nothing else redeploys.
     kv_log = next(res.run_dir.glob("nodes/*.t1-deploy_*/main.log")).read_text()
     assert "KV caches reset (mocker workers restarted: VllmWorker)" in kv_log
     assert kv_procs["Frontend"] != rr_procs["Frontend"]  # two frontends
@@ -147,7 +147,7 @@ claim: {metric: ttft_avg_ms, concurrency: 1, treatment: kv, baseline: rr}
 @pytest.mark.timeout(1500)  # minutes of real AIPerf points on a 2-core machine shared by others
 def test_a_failed_treatment_does_not_stop_the_next_and_resume_runs_only_it(tmp_path):
     _dynamo_or_skip()
-    from infersweep.local import procs
+    from infersweep.local.dynamo import procs
     from infersweep.local.experiment_run import TREATMENTS, run_experiment_local
 
     spec = tmp_path / "tiny-rr-vs-kv.yaml"
@@ -193,9 +193,9 @@ def test_experiment_run_says_what_it_scaled_down_before_running():
     """Issue 38 item 1: `experiment run --local` printed no scale-down: a claim about c128 judged on c1-c4 said
     nothing of it before the verdict."""
     from infersweep.local.experiment_run import experiment_scale_note
-    from infersweep.local.run import local_profile
+    from infersweep.local.profile import load_local_profile
 
-    lines = experiment_scale_note(make_plan(load_experiment("nemotron-rr-vs-kv")), local_profile())
+    lines = experiment_scale_note(make_plan(load_experiment("nemotron-rr-vs-kv")), load_local_profile())
     text = "\n".join(lines)
     assert [ln.split(":")[0] for ln in lines if ln.startswith("treatment ")] == ["treatment rr", "treatment kv"]
     assert "a scaled-down copy of" in text

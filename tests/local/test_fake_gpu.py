@@ -1,4 +1,4 @@
-"""INFERSWEEP_FAKE_GPU=N (infersweep.local.fake_gpu): the GPU path's detection, plan, refusals, command translation,
+"""INFERSWEEP_FAKE_GPU=N (infersweep.local.gpu.fake_gpu): the GPU path's detection, plan, refusals, command translation,
 fake NVML and the words a user sees, without starting anything. The runs end to end are in test_fake_gpu_e2e.py."""
 
 from __future__ import annotations
@@ -10,10 +10,13 @@ from pathlib import Path
 import pytest
 
 from infersweep.dgd.render import render_dgd
-from infersweep.local.dynamo import default_dynamo_python, fake_engine_argv, read_components
-from infersweep.local.fake_gpu import FAKE_GPU_ENV, FakeNvml, fake_gpu_count, fake_gpus
-from infersweep.local.gpu_run import check_fits, gpu_workers
-from infersweep.local.gpu_workers import GpuShortfall
+from infersweep.local.dynamo.deploy import fake_engine_argv
+from infersweep.local.dynamo.dgd_reader import read_components
+from infersweep.local.dynamo.gpu_fit import check_fits
+from infersweep.local.gpu.fake_gpu import FAKE_GPU_ENV, FakeNvml, fake_gpu_count, fake_gpus
+from infersweep.local.gpu.run import gpu_workers
+from infersweep.local.gpu.workers import GpuShortfall
+from infersweep.local.toolchain import default_dynamo_python
 from infersweep.platform.protocol import BadInput
 from infersweep.predict.source import banner, check_same_source, is_simulated, result_source, source_class
 from infersweep.recipe import RecipeError, load_recipe
@@ -26,7 +29,7 @@ def test_the_switch_gives_n_gpus_of_the_recipes_type_named_fake(monkeypatch, tmp
     assert [g.index for g in gpu.gpus] == [0, 1]
     assert all(g.name == "NVIDIA H100 (fake GPU)" and g.memory_mib == 80 * 1024 for g in gpu.gpus)
     # the steps' deploys find the same GPUs from the environment the run gives them
-    from infersweep.local.adapter import gpu_workers_from_env, step_env
+    from infersweep.local.dynamo.adapter import gpu_workers_from_env, step_env
 
     env = step_env(state_dir=tmp_path, model_dir=tmp_path, max_workers=2, gpu=gpu)
     assert gpu_workers_from_env(env).fake_gpu_type == "H100" and env[FAKE_GPU_ENV] == "2"
@@ -66,7 +69,7 @@ def test_the_engine_command_becomes_the_mocker_at_the_last_moment_keeping_what_w
     rendered = ["/gpu/python", "-m", f"dynamo.{engine}", *comp.args]
     argv = fake_engine_argv(comp, rendered, Path("/m"), None)
     python = default_dynamo_python()
-    assert argv[:3] == [python, "-I", argv[2]] and argv[2].endswith("infersweep/local/fake_engine.py")
+    assert argv[:3] == [python, "-I", argv[2]] and argv[2].endswith("infersweep/local/gpu/fake_engine.py")
     assert argv[argv.index("--rendered") + 1].startswith(f"/gpu/python -m dynamo.{engine} ")
     mocker = argv[argv.index("--") + 1 :]
     assert mocker[:3] == [python, "-m", "dynamo.mocker"]
@@ -77,7 +80,7 @@ def test_the_engine_command_becomes_the_mocker_at_the_last_moment_keeping_what_w
 
 
 def test_the_fake_nvml_feeds_the_sampler_flagged_samples(tmp_path):
-    from infersweep.local.gpu_telemetry import NvmlSampler
+    from infersweep.local.gpu.telemetry import NvmlSampler
 
     out = tmp_path / "samples.jsonl"
     s = NvmlSampler(out, period_s=0.05).start(nvml=FakeNvml(2))

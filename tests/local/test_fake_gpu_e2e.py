@@ -1,4 +1,4 @@
-"""`--workers gpu` end to end on a CPU machine under INFERSWEEP_FAKE_GPU=1 (infersweep.local.fake_gpu): `run`,
+"""`--workers gpu` end to end on a CPU machine under INFERSWEEP_FAKE_GPU=1 (infersweep.local.gpu.fake_gpu): `run`,
 `experiment run` (KV-cache resets through the workers' clear_kv_blocks endpoint, balanced order) and `slo-search`
 take the GPU path (detection, process plan, rendered engine commands, discovery keeper, NVML sampler, start-up
 record, provenance) with Dynamo's mocker in place of each engine process, for a vLLM and an SGLang recipe. Small
@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from infersweep.local.fake_gpu import FAKE_GPU_ENV
+from infersweep.local.gpu.fake_gpu import FAKE_GPU_ENV
 from infersweep.paths import params_dir
 from tests.support.run_failure import why_failed
 
@@ -31,7 +31,7 @@ SMALL = {
 
 @pytest.fixture(autouse=True)
 def _one_fake_gpu(monkeypatch):
-    from infersweep.local.dynamo import default_dynamo_python
+    from infersweep.local.toolchain import default_dynamo_python
 
     if not Path(default_dynamo_python()).exists():
         pytest.skip(f"no Dynamo interpreter at {default_dynamo_python()}")

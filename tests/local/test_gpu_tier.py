@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from infersweep.local.fake_gpu import fake_gpu_count
-from infersweep.local.gpu_workers import detect_gpus
+from infersweep.local.gpu.fake_gpu import fake_gpu_count
+from infersweep.local.gpu.workers import detect_gpus
 from infersweep.paths import venv_python
 from tests.support.run_failure import why_failed
 

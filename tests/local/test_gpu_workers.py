@@ -1,4 +1,4 @@
-"""The GPU adapter's process plan (infersweep.local.gpu_workers): which process gets which GPU, its flags and
+"""The GPU adapter's process plan (infersweep.local.gpu.workers): which process gets which GPU, its flags and
 environment, and the refusals, for rendered DGDs of real recipes. CPU only: nothing is started."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import json
 import pytest
 
 from infersweep.dgd.render import render_dgd
-from infersweep.local.dynamo import read_components, served_model_name
-from infersweep.local.gpu_workers import Gpu, GpuShortfall, parse_nvidia_smi, plan_workers
+from infersweep.local.dynamo.dgd_reader import read_components, served_model_name
+from infersweep.local.gpu.workers import EngineLaunch, Gpu, GpuShortfall, parse_nvidia_smi, plan_workers
 from infersweep.platform.protocol import BadInput
 from infersweep.recipe import load_recipe
 
@@ -27,9 +27,7 @@ def plan(recipe: str, gpus, weights="dummy", patch=None):
     return plan_workers(
         comps,
         gpus,
-        python="/gpu/python",
-        model_dir="/models/cfg",
-        weights=weights,
+        EngineLaunch(python="/gpu/python", model_dir="/models/cfg", weights=weights),
         base_env={"DYN_FILE_KV": "/d"},
         free_port=lambda: next(ports),
         served_name_of=served_model_name,
@@ -116,7 +114,7 @@ def test_mocker_components_and_bad_sizes_are_refused_by_name():
 
 
 def test_no_gpu_here_is_one_clear_refusal():
-    from infersweep.local.gpu_run import require_gpus
+    from infersweep.local.gpu.run import require_gpus
 
     with pytest.raises(GpuShortfall, match="no GPU is visible here"):
         require_gpus([])
@@ -131,7 +129,7 @@ def test_nvidia_smi_csv_is_read():
 
 
 def test_dummy_weights_need_the_architecture_config_and_say_where_it_goes(tmp_path):
-    from infersweep.local.gpu_run import config_only_model
+    from infersweep.local.dynamo.toy_model import config_only_model
     from infersweep.recipe import RecipeError
 
     d = config_only_model("Qwen/Qwen3-32B", tmp_path)

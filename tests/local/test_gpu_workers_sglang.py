@@ -1,4 +1,4 @@
-"""`--workers gpu` with dynamo.sglang workers: the process plan (infersweep.local.gpu_workers) for rendered
+"""`--workers gpu` with dynamo.sglang workers: the process plan (infersweep.local.gpu.workers) for rendered
 SGLang DGDs -- GPUs (DP attention inside TP), memory-fraction sharing, the SGLang interpreter, local flags --
 and every flag of the planned command line is one Dynamo 1.3.1's dynamo.sglang parser has. CPU only: nothing is
 started here; the H200 twin's planned worker ran on the H200 (benchmarks/measured/h200-2026-12-02/
@@ -12,8 +12,8 @@ import json
 import pytest
 
 from infersweep.dgd.render import render_dgd
-from infersweep.local.dynamo import read_components, served_model_name
-from infersweep.local.gpu_workers import Gpu, GpuShortfall, engine_pythons, plan_workers
+from infersweep.local.dynamo.dgd_reader import read_components, served_model_name
+from infersweep.local.gpu.workers import EngineLaunch, Gpu, GpuShortfall, engine_pythons, plan_workers
 from infersweep.recipe import load_recipe
 from infersweep.recipe.release import accepted, flag_name, release_flags
 
@@ -34,13 +34,15 @@ def plan(recipe: str, gpus, patch=None, api="v1alpha1"):
     return plan_workers(
         comps,
         gpus,
-        python="/gpu/vllm-python",
-        model_dir="/models/cfg",
-        weights="dummy",
+        EngineLaunch(
+            python="/gpu/vllm-python",
+            model_dir="/models/cfg",
+            weights="dummy",
+            pythons=engine_pythons({"INFERSWEEP_GPU_PYTHON_SGLANG": SGLANG_PY}),
+        ),
         base_env={},
         free_port=lambda: next(ports),
         served_name_of=served_model_name,
-        pythons=engine_pythons({"INFERSWEEP_GPU_PYTHON_SGLANG": SGLANG_PY}),
     )
 
 
@@ -115,9 +117,7 @@ def test_without_an_sglang_interpreter_the_default_one_runs_it():
     (w,) = plan_workers(
         comps,
         H200S[:2],
-        python="/gpu/python",
-        model_dir="/m",
-        weights="cache",
+        EngineLaunch(python="/gpu/python", model_dir="/m", weights="cache"),
         base_env={},
         free_port=lambda: 1,
         served_name_of=served_model_name,
@@ -147,8 +147,9 @@ def test_every_planned_flag_is_one_dynamo_1_3_1s_parser_has(recipe):
 
 def test_the_banner_names_the_stack_that_runs_the_workers(monkeypatch):
     """An SGLang run names SGLang and its interpreter's ai-dynamo/torch, not the vLLM site's vLLM."""
-    import infersweep.local.gpu_run as gpu_run
-    from infersweep.local.dynamo import GpuWorkers
+    import infersweep.local.gpu.run as gpu_run
+    from infersweep.local.dynamo.gpu_fit import worker_modules
+    from infersweep.local.gpu.workers import GpuWorkers
 
     stacks = {
         "/gpu/vllm-python": {"vllm": "0.23.0", "ai-dynamo": "1.3.1", "torch": "2.11.0+cu130"},
@@ -158,7 +159,7 @@ def test_the_banner_names_the_stack_that_runs_the_workers(monkeypatch):
     monkeypatch.setenv("INFERSWEEP_GPU_PYTHON_SGLANG", SGLANG_PY)
     gpu = GpuWorkers(python="/gpu/vllm-python")
     dgd = render_dgd(load_recipe("qwen3-32b-fp8-sglang-agg"), name="t")
-    assert gpu_run.worker_modules(dgd) == {"dynamo.sglang"}
+    assert worker_modules(dgd) == {"dynamo.sglang"}
     assert gpu_run.engine_stack(gpu, {"dynamo.sglang"}) == stacks[SGLANG_PY]
     assert gpu_run.engine_stack(gpu, {"dynamo.vllm"}) == stacks["/gpu/vllm-python"]
     words = gpu_run.measured_on(H200S[:1], 1, gpu_run.engine_stack(gpu, {"dynamo.sglang"}), "dummy", None)

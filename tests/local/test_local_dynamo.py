@@ -11,17 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from infersweep.local import procs
-from infersweep.local.dynamo import (
-    LocalDeploymentError,
-    default_dynamo_python,
-    deploy_local,
-    load_local,
-    registered_workers,
-    teardown_local,
-    wait_ready_local,
-)
-from infersweep.local.toy_model import MARKER, build_toy_model
+from infersweep.local.dynamo import procs
+from infersweep.local.dynamo.deploy import deploy_local
+from infersweep.local.dynamo.deployment import LocalDeploymentError, load_local, teardown_local
+from infersweep.local.dynamo.toy_model import MARKER, build_toy_model
+from infersweep.local.dynamo.wait import registered_workers, wait_ready_local
+from infersweep.local.toolchain import default_dynamo_python
 
 pytestmark = pytest.mark.e2e
 

@@ -9,7 +9,7 @@ import signal
 import sys
 import threading
 
-from infersweep.local.executor import execute
+from infersweep.local.executor import StepServices, execute
 from tests.local.test_local_argo import STEP, build, trace_of
 
 
@@ -27,17 +27,19 @@ def test_sigterm_is_argo_stop_status_is_written_and_handlers_are_restored(tmp_pa
         argo, root = execute(
             build(tmp_path, sleep="30"),
             [],
+            StepServices(
+                cache_root=tmp_path / "cache",
+                pythons={"local/step": sys.executable},
+                env={"PATH": "/usr/bin:/bin"},
+                code_root=tmp_path / "code",
+                s3_client=None,  # the workflow has no artifacts: nothing is uploaded
+                configmaps={},
+                on_event=lambda kind, node: None,
+                on_started=started.append,
+            ),
             run_id="t",
             run_dir=tmp_path / "run",
             status_file=tmp_path / "status.json",
-            cache_root=tmp_path / "cache",
-            pythons={"local/step": sys.executable},
-            env={"PATH": "/usr/bin:/bin"},
-            code_root=tmp_path / "code",
-            s3_client=None,  # the workflow has no artifacts: nothing is uploaded
-            configmaps={},
-            on_event=lambda kind, node: None,
-            on_started=started.append,
         )
         assert signal.getsignal(signal.SIGTERM) is mine
     finally:

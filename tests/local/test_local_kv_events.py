@@ -15,16 +15,12 @@ from pathlib import Path
 import pytest
 
 from infersweep.dgd.render import render_dgd
-from infersweep.local.dynamo import (
-    Component,
-    default_dynamo_python,
-    deploy_local,
-    mocker_argv,
-    publishes_kv_events,
-    read_components,
-    teardown_local,
-    wait_ready_local,
-)
+from infersweep.local.dynamo.commands import mocker_argv, publishes_kv_events
+from infersweep.local.dynamo.deploy import deploy_local
+from infersweep.local.dynamo.deployment import teardown_local
+from infersweep.local.dynamo.dgd_reader import Component, read_components
+from infersweep.local.dynamo.wait import wait_ready_local
+from infersweep.local.toolchain import default_dynamo_python
 from infersweep.recipe import load_recipe
 
 VLLM_EVENTS = '{"publisher":"zmq","topic":"kv-events","endpoint":"tcp://*:20080","enable_kv_cache_events":true}'

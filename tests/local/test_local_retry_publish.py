@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from infersweep.local.disk_store import keep_run, seed_from_disk
-from infersweep.local.run import _published
+from infersweep.local.publish import published_attempt
 from infersweep.local.standins.s3server import LocalS3
 from infersweep.results.publish import publish_run
 from infersweep.results.store import RunStore
@@ -33,7 +33,7 @@ def test_a_local_retry_publishes_under_r1_and_keeps_the_first_attempt(tmp_path, 
     run = _attempt(tmp_path / "run", c8="cancelled")
     with LocalS3(buckets=[BUCKET]) as first:  # the first attempt's run: its own S3 server, then gone
         _publish(first, run, monkeypatch)
-        rid, keys = _published(first.client(), BUCKET, f"{BASE}/{RECIPE}", RUN, set())
+        rid, keys = published_attempt(first.client(), BUCKET, f"{BASE}/{RECIPE}", RUN, set())
         assert rid == RUN and keys
         keep_run(first.client(), BUCKET, BASE, RECIPE, rid, store)
     kept = (store / RECIPE / RUN / "summary" / "results.md").read_bytes()
@@ -43,7 +43,7 @@ def test_a_local_retry_publishes_under_r1_and_keeps_the_first_attempt(tmp_path, 
         seeded = seed_from_disk(second.client(), BUCKET, BASE, RECIPE, RUN, store)
         assert seeded
         _publish(second, run, monkeypatch)
-        rid, keys = _published(second.client(), BUCKET, f"{BASE}/{RECIPE}", RUN, seeded)
+        rid, keys = published_attempt(second.client(), BUCKET, f"{BASE}/{RECIPE}", RUN, seeded)
         assert rid == f"{RUN}-r1" and all(f"/{RUN}-r1/" in k for k in keys)
         keep_run(second.client(), BUCKET, BASE, RECIPE, rid, store)
 

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from infersweep.cluster_settings import load_cluster_settings
-from infersweep.local import procs
+from infersweep.local.dynamo import procs
 from infersweep.local.run import ARTIFACT_BUCKET, run_local
 from infersweep.local.standins.s3server import LocalS3
 from infersweep.results.publish import verify_run

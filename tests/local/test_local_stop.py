@@ -23,7 +23,7 @@ import pytest
 from hera.workflows import Container, Steps, Workflow
 
 from infersweep.local.argo import pod as local_argo_pod
-from infersweep.local.executor import execute
+from infersweep.local.executor import StepServices, execute
 from tests.support.paths import FIXTURES, REPO
 
 pytestmark = pytest.mark.slow  # real servers or subprocesses, seconds each: outside the inner loop
@@ -127,14 +127,16 @@ def test_ctrl_c_stops_aiperf_and_its_children_and_the_point_reports_progress(tmp
         argo, _ = execute(
             _point_workflow(fake, tmp_path / "points" / "c4"),
             [],
+            StepServices(
+                cache_root=tmp_path / "cache",
+                pythons={"local/step": sys.executable},
+                env={"PATH": os.environ["PATH"]},
+                s3_client=None,
+                configmaps={},
+            ),
             run_id="stop",
             run_dir=tmp_path / "run",
             status_file=tmp_path / "status.json",
-            cache_root=tmp_path / "cache",
-            pythons={"local/step": sys.executable},
-            env={"PATH": os.environ["PATH"]},
-            s3_client=None,
-            configmaps={},
         )
     finally:
         left = _with_token(token)

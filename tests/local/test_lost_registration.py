@@ -13,8 +13,9 @@ import time
 
 import pytest
 
-from infersweep.local import dynamo, procs
-from infersweep.local.dynamo import LocalDeployment, LocalDeploymentError, wait_ready_local
+from infersweep.local.dynamo import procs, wait
+from infersweep.local.dynamo.deployment import LocalDeployment, LocalDeploymentError
+from infersweep.local.dynamo.wait import wait_ready_local
 
 pytestmark = pytest.mark.slow  # real servers or subprocesses, seconds each: outside the inner loop
 
@@ -67,7 +68,7 @@ def _deployment(tmp_path, url, *, ready_before_start: bool) -> LocalDeployment:
 
 
 def test_a_deployment_that_served_and_lost_its_registration_fails_fast_and_says_why(tmp_path, frontend, monkeypatch):
-    monkeypatch.setattr(dynamo, "LOST_REGISTRATION_GRACE_S", 1.0)
+    monkeypatch.setattr(wait, "LOST_REGISTRATION_GRACE_S", 1.0)
     _deployment(tmp_path, frontend, ready_before_start=True)
     t0 = time.monotonic()
     try:
@@ -83,7 +84,7 @@ def test_a_deployment_that_served_and_lost_its_registration_fails_fast_and_says_
 
 def test_a_deployment_still_starting_is_not_called_lost(tmp_path, frontend, monkeypatch):
     """Never served yet (or restarted since it served, as a reconfigure does): the ordinary timeout applies."""
-    monkeypatch.setattr(dynamo, "LOST_REGISTRATION_GRACE_S", 0.5)
+    monkeypatch.setattr(wait, "LOST_REGISTRATION_GRACE_S", 0.5)
     _deployment(tmp_path, frontend, ready_before_start=False)
     try:
         with pytest.raises(TimeoutError):

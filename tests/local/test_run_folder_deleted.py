@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 import time
 
-from infersweep.local import procs
+from infersweep.local.dynamo import procs
 
 
 def test_a_runs_processes_are_stopped_when_its_folder_and_records_are_gone(tmp_path):

@@ -3,15 +3,16 @@ synthetic prompts, and the prompt length AIPerf really sends when a shared prefi
 
 from __future__ import annotations
 
-from infersweep.local.run import local_profile, local_workload, scaled_lengths
+from infersweep.local.profile import load_local_profile
+from infersweep.local.scale import local_workload, scaled_lengths
 from infersweep.local.scale_note import scale_note
 from infersweep.recipe import load_recipe
 
 
 def _note(name: str) -> dict[str, str]:
-    r, prof = load_recipe(name), local_profile()
+    r, prof = load_recipe(name), load_local_profile()
     workload, points = local_workload(r, prof, *scaled_lengths(r, prof))
-    lines = scale_note(r, prof, workload, points, prof["max_workers_per_component"])
+    lines = scale_note(r, prof, workload, points, prof.max_workers_per_component)
     return {ln.split()[0]: ln for ln in lines[1:]} | {"text": "\n".join(lines)}
 
 

@@ -1,5 +1,5 @@
 """Which DGD adapter a step uses: the one the environment names (INFERSWEEP_PLATFORM_ADAPTER="module:attr"),
-else the Kubernetes API's. Local mode names its own (infersweep.local.adapter.step_env), so the steps run the
+else the Kubernetes API's. Local mode names its own (infersweep.local.dynamo.adapter.step_env), so the steps run the
 same code in both places without importing local mode; a bad name fails the step at once, saying which
 variable to fix, and never falls back to the cluster."""
 
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from infersweep.local.adapter import LocalPlatform, step_env
+from infersweep.local.dynamo.adapter import LocalPlatform, step_env
 from infersweep.platform.protocol import BadInput
 from infersweep.platform.select import ADAPTER_ENV, PLATFORM_ENV, get_platform
 from tests.support.paths import REPO
@@ -63,10 +63,10 @@ def test_a_step_run_with_that_environment_uses_the_local_adapter(tmp_path):
 @pytest.mark.parametrize(
     "spec, why",
     [
-        ("infersweep.local.adapter", "must be 'module:attr'"),
+        ("infersweep.local.dynamo.adapter", "must be 'module:attr'"),
         ("infersweep.no_such_module:make", "cannot load it (ModuleNotFoundError"),
-        ("infersweep.local.adapter:no_such_factory", "cannot load it (AttributeError"),
-        ("infersweep.local.adapter:NAME", "NAME is not callable"),
+        ("infersweep.local.dynamo.adapter:no_such_factory", "cannot load it (AttributeError"),
+        ("infersweep.local.dynamo.adapter:NAME", "NAME is not callable"),
     ],
 )
 def test_a_bad_adapter_name_is_one_clear_error(spec, why, monkeypatch):
@@ -89,7 +89,7 @@ def test_the_step_exits_2_naming_the_variable(tmp_path):
 
 
 def test_the_local_adapter_needs_its_state_directory(monkeypatch):
-    _setenv(monkeypatch, {ADAPTER_ENV: "infersweep.local.adapter:from_env"})
+    _setenv(monkeypatch, {ADAPTER_ENV: "infersweep.local.dynamo.adapter:from_env"})
     with pytest.raises(BadInput, match="INFERSWEEP_LOCAL_STATE"):
         get_platform()
 
@@ -100,7 +100,7 @@ def test_each_environment_name_is_spelled_by_its_owner_only():
     (a literal elsewhere is knowledge of another module's internals that breaks silently when it changes)."""
     import ast
 
-    from infersweep.local import adapter
+    from infersweep.local.dynamo import adapter
     from infersweep.platform import select
     from infersweep.predict import source
 

@@ -66,7 +66,10 @@ def test_table_builder_small_case(aic_cache):
 def test_mocker_runs_on_the_calibrated_table(aic_cache, tmp_path):
     """The real mocker loads the table local mode builds for the recipe, and AIPerf measures the table's ITL."""
     from infersweep.dgd.render import render_dgd
-    from infersweep.local.dynamo import default_dynamo_python, deploy_local, teardown_local, wait_ready_local
+    from infersweep.local.dynamo.deploy import deploy_local
+    from infersweep.local.dynamo.deployment import teardown_local
+    from infersweep.local.dynamo.wait import wait_ready_local
+    from infersweep.local.toolchain import default_dynamo_python
 
     if not Path(default_dynamo_python()).exists() or not Path(venv_python("aiperf")).exists():
         pytest.skip("needs .venv-dynamo and .venv-aiperf (scripts/setup.sh)")

@@ -1,6 +1,6 @@
 """Every result says where it came from: `source` in the results table and run.json, decided by what the
 local deployment's mocker workers ran with (timing.json, written by infersweep.predict.local_timing), found
-through the environment local mode gives its steps (infersweep.local.adapter.step_env).
+through the environment local mode gives its steps (infersweep.local.dynamo.adapter.step_env).
 Cheap: no AIConfigurator estimate (one support-matrix lookup when .venv-aic exists), no Dynamo process."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from infersweep.dgd.render import render_dgd
-from infersweep.local.adapter import deployments_dir, step_env
+from infersweep.local.dynamo.adapter import deployments_dir, step_env
 from infersweep.predict import aic
 from infersweep.predict.local_timing import timing_table_args
 from infersweep.predict.source import BUILTIN, MEASURED, SIMULATED_DEPLOYMENTS_ENV, banner, calibrated, result_source

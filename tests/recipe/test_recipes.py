@@ -238,7 +238,8 @@ def test_sweep_points_carry_requests_and_warmup():
 def test_the_prefix_demos_carry_the_shared_prefix_they_are_named_for():
     """demo-prefix-{kv,rr}: a shared-prefix workload whose working set exceeds one worker's KV cache and fits in
     both (so routing shows), at lengths local mode runs unscaled (so the prefix survives `run --local`)."""
-    from infersweep.local.run import local_profile, scaled_workload
+    from infersweep.local.profile import load_local_profile
+    from infersweep.local.scale import scaled_workload
 
     for name in ("demo-prefix-kv", "demo-prefix-rr"):
         r = load_recipe(name)
@@ -247,5 +248,5 @@ def test_the_prefix_demos_carry_the_shared_prefix_they_are_named_for():
         cache = int(args[args.index("--num-gpu-blocks-override") + 1]) * int(args[args.index("--block-size") + 1])
         working_set = w.prefix.tokens * w.prefix.count
         assert cache < working_set < r.recipe.topology.workers.replicas * cache, name
-        local = scaled_workload(r, local_profile())
+        local = scaled_workload(r, load_local_profile())
         assert (local["prefix_tokens"], local["num_prefixes"]) == (w.prefix.tokens, w.prefix.count), name

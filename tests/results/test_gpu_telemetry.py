@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 
-from infersweep.local.engine_startup import parse_startup, split_ready
+from infersweep.local.gpu.engine_startup import parse_startup, split_ready
 from infersweep.results.gpu_telemetry import window_columns
 from tests.support.paths import REPO
 
@@ -71,7 +71,7 @@ def test_a_point_that_delivered_far_fewer_tokens_than_asked_is_invalid_and_the_h
 def test_the_startup_record_splits_engine_workers_only(tmp_path):
     # The frontend and the discovery keeper are processes of the deployment too, but have no engine start-up;
     # the keeper once showed up in startup.json as a worker with no phases (H200, 2026-12-01, third H200 session).
-    from infersweep.local.gpu_run import write_gpu_record
+    from infersweep.local.gpu.run import write_gpu_record
 
     dep_dir = tmp_path / "state" / "dgd" / "qwen3"
     (dep_dir / "logs").mkdir(parents=True)

@@ -95,7 +95,7 @@ def test_baseline_promote_from_a_folder_store_wants_a_destination(tmp_path, caps
 
 
 def test_logs_of_a_local_run(tmp_path, capsys):
-    from infersweep.local.executor import execute
+    from infersweep.local.executor import StepServices, execute
     from tests.local.test_local_argo import STEP, build
 
     (tmp_path / "code").mkdir()
@@ -103,16 +103,18 @@ def test_logs_of_a_local_run(tmp_path, capsys):
     execute(
         build(tmp_path),
         [],
+        StepServices(
+            cache_root=tmp_path / "cache",
+            pythons={"local/step": sys.executable},
+            env={"PATH": "/usr/bin:/bin"},
+            code_root=tmp_path / "code",
+            s3_client=None,
+            configmaps={},
+            on_event=lambda kind, node: None,
+        ),
         run_id="t",
         run_dir=tmp_path / "run",
         status_file=tmp_path / "run" / "status.json",
-        cache_root=tmp_path / "cache",
-        pythons={"local/step": sys.executable},
-        env={"PATH": "/usr/bin:/bin"},
-        code_root=tmp_path / "code",
-        s3_client=None,
-        configmaps={},
-        on_event=lambda kind, node: None,
     )
     assert main(["logs", str(tmp_path / "run")]) == 0
     out = capsys.readouterr().out

@@ -1,7 +1,7 @@
 """Scoped server metrics: every query of params/metrics.yaml reads only this run's deployment.
 
 Two real Dynamo 1.6.1 frontends (+ mocker workers) are scraped by one real Prometheus, labelled as
-Dynamo's PodMonitor labels a cluster's frontends (infersweep/local/adapter.py writes the same target labels in local
+Dynamo's PodMonitor labels a cluster's frontends (infersweep/local/dynamo/adapter.py writes the same target labels in local
 mode); each run's numbers must hold its own traffic only. The GPU queries and the derived energy/cost
 figures are checked on synthetic DCGM + frontend series served by a tiny exporter to the same real
 Prometheus: the expected values are computed from the series fed in, never written down.
@@ -294,8 +294,11 @@ def test_a_bad_context_is_one_clear_error_before_querying(tmp_path, capsys):
 @pytest.mark.e2e
 @need_prometheus
 def test_two_local_deployments_scraped_by_one_prometheus_each_see_only_their_traffic(tmp_path, monkeypatch):
-    from infersweep.local import procs
-    from infersweep.local.dynamo import default_dynamo_python, deploy_local, teardown_local, wait_ready_local
+    from infersweep.local.dynamo import procs
+    from infersweep.local.dynamo.deploy import deploy_local
+    from infersweep.local.dynamo.deployment import teardown_local
+    from infersweep.local.dynamo.wait import wait_ready_local
+    from infersweep.local.toolchain import default_dynamo_python
 
     if not Path(default_dynamo_python()).exists():
         pytest.skip(f"no Dynamo interpreter at {default_dynamo_python()}")
@@ -315,7 +318,7 @@ def test_two_local_deployments_scraped_by_one_prometheus_each_see_only_their_tra
             wait_ready_local(tmp_path / name, timeout_s=60)
         prom = LocalPrometheus(tmp_path / "targets.json")
         with prom:
-            # The labels infersweep/local/adapter.py gives a local frontend target (as Dynamo's PodMonitor does on a cluster).
+            # The labels infersweep/local/dynamo/adapter.py gives a local frontend target (as Dynamo's PodMonitor does on a cluster).
             _write_groups(
                 prom.targets_file,
                 [

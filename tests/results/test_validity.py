@@ -189,7 +189,7 @@ def test_the_profile_follows_the_platform_the_steps_run_on(tmp_path, monkeypatch
     mode's environment selects 'local'; a platform without a profile of its name gets the defaults."""
     import yaml
 
-    from infersweep.local.adapter import step_env
+    from infersweep.local.dynamo.adapter import step_env
     from infersweep.platform.select import PLATFORM_ENV
 
     monkeypatch.delenv(PLATFORM_ENV, raising=False)

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infersweep.local import procs
 from infersweep.local.argo import pod_deadline
 from infersweep.local.argo import pvc as argo_pvc
 from infersweep.local.argo.errors import WorkflowError
 from infersweep.local.argo.nodes import Node, TemplateCall
 from infersweep.local.argo.templates import _CHECKED_PREFIXES, VAR_RE, _str, _substitute, parse_duration
+from infersweep.local.dynamo import procs
 
 TERMINATION_GRACE_S = 30  # Kubernetes' default terminationGracePeriodSeconds
 # Images whose ENTRYPOINT is known here, as a local program (a container without `command` runs it).

@@ -3,4 +3,4 @@
 - s3server.py   `LocalS3`: moto's S3-compatible server, the artifact repository and results bucket.
 - prometheus.py `LocalPrometheus`: the Debian package's real Prometheus, scraping file_sd targets.
 
-The DGD itself is stood in for by the local DGD adapter (infersweep/local/adapter.py, dynamo.py)."""
+The DGD itself is stood in for by the local DGD adapter (infersweep/local/dynamo/adapter.py, dynamo.py)."""

@@ -102,7 +102,7 @@ class NvmlSampler:
         self.samples = 0
 
     def start(self, nvml=None) -> "NvmlSampler":
-        """`nvml`: the NVML binding (default: nvidia-ml-py's pynvml); infersweep.local.fake_gpu.FakeNvml for fake GPUs,
+        """`nvml`: the NVML binding (default: nvidia-ml-py's pynvml); infersweep.local.gpu.fake_gpu.FakeNvml for fake GPUs,
         whose samples say `"fake": true`."""
         if nvml is None:
             import pynvml as nvml  # nvidia-ml-py: the host's NVML binding

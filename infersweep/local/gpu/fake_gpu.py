@@ -6,9 +6,9 @@ fractions, GpuShortfall), each engine worker's command line and environment are 
 the discovery keeper and the owner check run, KV caches are reset through the workers' `clear_kv_blocks`
 endpoint, the NVML sampler samples (a fake device here, see FakeNvml), start-up logs are parsed, and the
 banners and provenance are written. Only the engine process is replaced: at the last moment, the rendered
-`python -m dynamo.vllm|dynamo.sglang ...` becomes infersweep/local/fake_engine.py running Dynamo's mocker
+`python -m dynamo.vllm|dynamo.sglang ...` becomes infersweep/local/gpu/fake_engine.py running Dynamo's mocker
 (`python -m dynamo.mocker`, the same endpoints: `<namespace>.backend|prefill.generate`) with the engine flags
-the mocker has an equivalent for (infersweep.local.dynamo.mocker_argv); the rendered command is kept in the
+the mocker has an equivalent for (infersweep.local.dynamo.commands.mocker_argv); the rendered command is kept in the
 deployment record and at the top of the worker's log as what would have run.
 
 Nothing of it is a measurement: every row's source is `simulated (fake GPU: ...)` (infersweep.predict.source),
@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from infersweep.local.gpu_workers import Gpu
+from infersweep.local.gpu.workers import Gpu
 from infersweep.platform.protocol import BadInput
 
 FAKE_GPU_ENV = "INFERSWEEP_FAKE_GPU"  # N: this many fake GPUs of the recipe's GPU type
@@ -74,8 +74,8 @@ def is_fake(gpus: Sequence) -> bool:
 
 def engine_launcher(role: str, rendered: Sequence[str], mocker: Sequence[str], *, python: str) -> list[str]:
     """What runs instead of the rendered engine command `rendered`: the fake engine launcher around `mocker` (Dynamo's
-    mocker for that component, one simulated engine: infersweep.local.dynamo.mocker_argv with num_workers=1)."""
-    # -I: the launcher sits beside infersweep/local/dynamo.py, which would shadow ai-dynamo's `dynamo` package.
+    mocker for that component, one simulated engine: infersweep.local.dynamo.commands.mocker_argv with num_workers=1)."""
+    # -I: no script folder on sys.path, so nothing of infersweep/local/ (its dynamo/ room) shadows ai-dynamo's `dynamo`.
     component = "prefill" if role == "prefill" else "backend"  # the mocker's endpoint (dynamo/mocker/args.py)
     return [python, "-I", str(FAKE_ENGINE), "--component", component, "--rendered", shlex.join(rendered), "--", *mocker]
 
@@ -93,7 +93,7 @@ def measured_on_words(gpus: Sequence, used: int, versions: dict[str, str], engin
 
 
 class FakeNvml:
-    """An NVML binding (the part of pynvml infersweep.local.gpu_telemetry reads) over N fake GPUs.
+    """An NVML binding (the part of pynvml infersweep.local.gpu.telemetry reads) over N fake GPUs.
 
     Constant, clearly synthetic readings, so the sampler and the GPU columns run end to end: POWER_W watts
     (an idle H200 draws about this), an energy counter that integrates that power since nvmlInit, 0 % SM and

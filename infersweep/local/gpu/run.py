@@ -1,6 +1,6 @@
 """What `run --local --workers gpu` adds to a local run: the GPUs, the model folder, the stack, telemetry.
 
-- `config_only_model`: a word-level tokenizer covering the model's whole vocabulary (infersweep.local.toy_model
+- `config_only_model`: a word-level tokenizer covering the model's whole vocabulary (infersweep.local.dynamo.toy_model
   full_vocab) beside the model's real architecture config (params/model-configs/<org>--<name>.json), for
   `--weights dummy`: real kernels, memory and KV-cache size, random weights, no download. With `--weights cache` the folder must hold the weights already.
 - `stack_versions` / `engine_stack`: vLLM or SGLang / ai-dynamo / torch as the workers' interpreters import
@@ -11,7 +11,7 @@
   start-up phases after the run.
 - `engine_ran` / `annotate_dgd`: the engine release and wheels that ran instead of the rendered image, for
   run.json (ENGINE_RAN_ENV, read by infersweep.results.context and .summarize), rendered/dgd.yaml and the banner.
-- `check_fits`: the process plan (infersweep.local.gpu_workers) of the rendered DGD against the GPUs here,
+- `check_fits`: the process plan (infersweep.local.gpu.workers) of the rendered DGD against the GPUs here,
   before any service or process starts: a shortfall is one error naming the GPUs missing.
 """
 
@@ -24,38 +24,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from infersweep.local.dynamo import GpuWorkers
-from infersweep.local.gpu_workers import Gpu, GpuShortfall, detect_gpus, engine_pythons, plan_workers
-from infersweep.local.toy_model import build_toy_model, special_ids_of, vocab_size_of
-from infersweep.paths import params_dir, venv_python
+from infersweep.local.gpu.workers import Gpu, GpuShortfall, GpuWorkers, detect_gpus, engine_pythons
+from infersweep.paths import venv_python
 from infersweep.predict.source import ENGINE_RAN_ENV
-from infersweep.recipe import RecipeError
 
 STACK_PACKAGES = ("vllm", "ai-dynamo", "ai-dynamo-runtime", "sglang", "torch")
-
-
-def model_config_file(hf_id: str) -> Path:
-    return params_dir() / "model-configs" / f"{hf_id.replace('/', '--')}.json"
-
-
-def config_only_model(hf_id: str, cache_root: Path) -> Path:
-    """<cache_root>/models/<org>--<name>-config-only: toy tokenizer + the real config.json."""
-    src = model_config_file(hf_id)
-    if not src.is_file():
-        known = sorted(p.stem.replace("--", "/") for p in src.parent.glob("*.json"))
-        raise RecipeError(
-            f"--weights dummy: no architecture config for {hf_id} in {src.parent}/ (known: "
-            f"{', '.join(known) or 'none'}); add the model's config.json there as {src.name}, "
-            "or run with --weights cache on a model folder that holds its weights"
-        )
-    out = Path(cache_root) / "models" / f"{src.stem}-config-only"
-    config = json.loads(src.read_text())
-    # Every id the model can emit is a word the tokenizer decodes to visible text (toy_model.full_vocab), so
-    # the client's first chunk is the first token; the specials sit at the ids config.json names.
-    build_toy_model(out, name=hf_id, vocab_size=vocab_size_of(config), special_ids=special_ids_of(config))
-    if json.loads((out / "config.json").read_text()) != config:
-        (out / "config.json").write_text(json.dumps(config, indent=1) + "\n")
-    return out
 
 
 def gpu_workers(
@@ -63,9 +36,9 @@ def gpu_workers(
 ) -> GpuWorkers:
     """The adapter's real-engine settings for this machine (refuses at once where no GPU is visible).
     `gpu_type`: the recipe's (params/gpus.yaml), the type of fake GPUs under $INFERSWEEP_FAKE_GPU
-    (infersweep.local.fake_gpu), whose Dynamo processes run in the Dynamo interpreter unless one is given."""
-    from infersweep.local.dynamo import default_dynamo_python
-    from infersweep.local.fake_gpu import fake_gpu_count, fake_gpu_type, fake_gpus
+    (infersweep.local.gpu.fake_gpu), whose Dynamo processes run in the Dynamo interpreter unless one is given."""
+    from infersweep.local.gpu.fake_gpu import fake_gpu_count, fake_gpu_type, fake_gpus
+    from infersweep.local.toolchain import default_dynamo_python
 
     fake = fake_gpu_type(recipe_type=gpu_type) if fake_gpu_count() else None
     gpus = require_gpus(fake_gpus(fake_gpu_count(), fake) if fake else None)
@@ -76,13 +49,6 @@ def gpu_workers(
         engine_cache=str((engine_cache or cache_root / "engine-cache").resolve()),
         gpus=tuple(gpus),
         fake_gpu_type=fake,
-    )
-
-
-def model_folder(hf_id: str, weights: str, cache_root: Path) -> Path:
-    """The folder the engines load: config-only for random weights, else <cache_root>/models/<org>--<name>."""
-    return (
-        config_only_model(hf_id, cache_root) if weights == "dummy" else cache_root / "models" / hf_id.replace("/", "--")
     )
 
 
@@ -186,31 +152,6 @@ def require_gpus(gpus: list[Gpu] | None = None) -> list[Gpu]:
     return gpus
 
 
-def check_fits(dgd: dict, gpus: list[Gpu], *, python: str, model_dir: Path, weights: str) -> int:
-    """GPUs the DGD's workers take here (raises GpuShortfall before anything starts)."""
-    from infersweep.local.dynamo import read_components, served_model_name
-
-    plan = plan_workers(
-        read_components(dgd),
-        gpus,
-        python=python,
-        model_dir=str(model_dir),
-        weights=weights,
-        base_env={},
-        free_port=lambda: 0,
-        served_name_of=served_model_name,
-        pythons=engine_pythons(),
-    )
-    return len({g for w in plan for g in w.gpus})
-
-
-def worker_modules(dgd: dict) -> set[str]:
-    """The engine modules the DGD's workers run (dynamo.vllm, dynamo.sglang)."""
-    from infersweep.local.dynamo import read_components
-
-    return {c.module for c in read_components(dgd) if c.role != "frontend" and c.module}
-
-
 def workflow_dgd(workflow: dict) -> dict:
     """The DGD a recipe's Workflow deploys (its `dgd` parameter), {} when it has none."""
     import yaml
@@ -220,12 +161,6 @@ def workflow_dgd(workflow: dict) -> dict:
     return yaml.safe_load(arguments["dgd"]) if arguments.get("dgd") else {}
 
 
-def workflow_worker_modules(workflow: dict) -> set[str]:
-    """The engine modules of the DGD a recipe's Workflow deploys (its `dgd` parameter)."""
-    dgd = workflow_dgd(workflow)
-    return worker_modules(dgd) if dgd else set()
-
-
 def engine_python_of(gpu: GpuWorkers, modules: set[str]) -> str:
     """The interpreter(s) the engine workers run (engine_pythons per module, else the GPU python)."""
     pythons = engine_pythons()
@@ -233,7 +168,7 @@ def engine_python_of(gpu: GpuWorkers, modules: set[str]) -> str:
 
 
 def engine_stack(gpu: GpuWorkers, modules: set[str]) -> dict[str, str]:
-    """The versions of what runs: each engine's interpreter (infersweep.local.gpu_workers.engine_pythons), and
+    """The versions of what runs: each engine's interpreter (infersweep.local.gpu.workers.engine_pythons), and
     of the two engines only the ones the workers run (a vLLM site and an SGLang site each have ai-dynamo)."""
     pythons = engine_pythons()
     versions: dict[str, str] = {}
@@ -255,7 +190,7 @@ def start_gpu_side(
     """The NVML sampler and the environment that tells the steps what ran (GPU, stack, weights); `modules`:
     the workers' engine modules (worker_modules), whose interpreters' versions are the stack (`versions` when
     the caller read them already); `rendered_image`: the DGD's image, which does not run here."""
-    from infersweep.local.gpu_telemetry import NvmlSampler
+    from infersweep.local.gpu.telemetry import NvmlSampler
     from infersweep.predict.source import MEASURED_ON_ENV
     from infersweep.results.gpu_telemetry import GPU_TELEMETRY_ENV
 
@@ -263,7 +198,7 @@ def start_gpu_side(
     used = int(gpu_count or len(gpu.gpus))
     ran = engine_ran(versions, engine_python_of(gpu, modules or set()), rendered_image)
     if gpu.fake_gpu_type:
-        from infersweep.local.fake_gpu import FakeNvml, measured_on_words
+        from infersweep.local.gpu.fake_gpu import FakeNvml, measured_on_words
 
         engines = {m.split(".", 1)[1] for m in modules or set()}
         words = measured_on_words(list(gpu.gpus), used, versions, engines, gpu.weights)
@@ -302,13 +237,13 @@ def start_gpu_side(
 
 def write_gpu_record(run_dir: Path, state_dir: Path) -> None:
     """telemetry/startup.json: each engine worker's time to ready split by phase (its own log lines)."""
-    from infersweep.local.engine_startup import parse_startup, split_ready
+    from infersweep.local.gpu.engine_startup import parse_startup, split_ready
 
     out = {}
     for dep_file in sorted((state_dir / "dgd").glob("*/deployment.json")):
         dep = json.loads(dep_file.read_text())
         ready_at = dep.get("ready_at")
-        # Engine workers only: not the frontend, not the discovery keeper (infersweep.local.discovery_keeper).
+        # Engine workers only: not the frontend, not the discovery keeper (infersweep.local.dynamo.discovery_keeper).
         workers = {w["name"] for c in dep.get("components", []) for w in c.get("workers", [])}
         for rec in dep.get("processes", []):
             log = Path(rec.get("log_path", ""))

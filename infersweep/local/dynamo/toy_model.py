@@ -18,6 +18,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from infersweep.paths import params_dir
+from infersweep.recipe import RecipeError
+
 MARKER = ".complete"
 
 # Special tokens first, so their ids are stable whatever vocab_size is.
@@ -308,3 +311,34 @@ def build_toy_model(
         shutil.rmtree(tmp, ignore_errors=True)
     (dest / MARKER).write_text(json.dumps(marker) + "\n")
     return dest
+
+
+def model_config_file(hf_id: str) -> Path:
+    return params_dir() / "model-configs" / f"{hf_id.replace('/', '--')}.json"
+
+
+def config_only_model(hf_id: str, cache_root: Path) -> Path:
+    """<cache_root>/models/<org>--<name>-config-only: toy tokenizer + the real config.json."""
+    src = model_config_file(hf_id)
+    if not src.is_file():
+        known = sorted(p.stem.replace("--", "/") for p in src.parent.glob("*.json"))
+        raise RecipeError(
+            f"--weights dummy: no architecture config for {hf_id} in {src.parent}/ (known: "
+            f"{', '.join(known) or 'none'}); add the model's config.json there as {src.name}, "
+            "or run with --weights cache on a model folder that holds its weights"
+        )
+    out = Path(cache_root) / "models" / f"{src.stem}-config-only"
+    config = json.loads(src.read_text())
+    # Every id the model can emit is a word the tokenizer decodes to visible text (toy_model.full_vocab), so
+    # the client's first chunk is the first token; the specials sit at the ids config.json names.
+    build_toy_model(out, name=hf_id, vocab_size=vocab_size_of(config), special_ids=special_ids_of(config))
+    if json.loads((out / "config.json").read_text()) != config:
+        (out / "config.json").write_text(json.dumps(config, indent=1) + "\n")
+    return out
+
+
+def model_folder(hf_id: str, weights: str, cache_root: Path) -> Path:
+    """The folder the engines load: config-only for random weights, else <cache_root>/models/<org>--<name>."""
+    return (
+        config_only_model(hf_id, cache_root) if weights == "dummy" else cache_root / "models" / hf_id.replace("/", "--")
+    )

@@ -221,6 +221,20 @@ def _signal_group(record: Mapping[str, Any], sig: int) -> None:
         os.killpg(int(record["pgid"]), sig)
 
 
+def _terminate(records: list[dict], grace_s: float) -> None:
+    """SIGTERM every record's process group, SIGKILL what is left after `grace_s`, then wait for them to exit."""
+    for record in records:
+        _signal_group(record, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while any(record_alive(r) for r in records) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for record in records:
+        _signal_group(record, signal.SIGKILL)
+    deadline = time.monotonic() + 5  # SIGKILL cannot be ignored; this only waits for exit
+    while any(record_alive(r) for r in records) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def stop_all(state_dir: Path, grace_s: float = 5) -> list[dict]:
     """SIGTERM every recorded process group, SIGKILL what is left after `grace_s`, forget them.
 
@@ -230,16 +244,7 @@ def stop_all(state_dir: Path, grace_s: float = 5) -> list[dict]:
         return []
     with _locked(state_dir):
         records = read_records(state_dir)
-        for record in records:
-            _signal_group(record, signal.SIGTERM)
-        deadline = time.monotonic() + grace_s
-        while any(record_alive(r) for r in records) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        for record in records:
-            _signal_group(record, signal.SIGKILL)
-        deadline = time.monotonic() + 5  # SIGKILL cannot be ignored; this only waits for exit
-        while any(record_alive(r) for r in records) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _terminate(records, grace_s)
         left = [r for r in records if record_alive(r)]
         try:
             _write_records(state_dir, left)
@@ -248,6 +253,14 @@ def stop_all(state_dir: Path, grace_s: float = 5) -> list[dict]:
     if left:
         raise RuntimeError(f"processes survived SIGKILL: {[(r['name'], r['pid']) for r in left]}")
     return records
+
+
+def stop_named(state_dir: Path, names: set[str], grace_s: float = 5) -> None:
+    """Stop the named processes of a deployment and forget their records (the others keep running)."""
+    with _locked(state_dir):
+        records = read_records(state_dir)
+        _terminate([r for r in records if r["name"] in names], grace_s)
+        _write_records(state_dir, [r for r in records if r["name"] not in names])
 
 
 def strip_ansi(text: str) -> str:

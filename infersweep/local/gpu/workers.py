@@ -38,7 +38,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from infersweep.local.engine_flags import drop_flags, flag_value
+from infersweep.local.gpu.engine_flags import drop_flags, flag_value
 from infersweep.platform.protocol import BadInput
 
 # Flags that size a replica (engine spellings; the value is an integer).
@@ -60,6 +60,21 @@ EPS = 1e-6
 
 class GpuShortfall(BadInput):
     """The recipe's workers do not fit this machine's GPUs; the message says what is missing and the fix."""
+
+
+@dataclass(frozen=True)
+class GpuWorkers:
+    """Local mode's real-engine workers (``--workers gpu``): which interpreter runs Dynamo and the engine
+    (one that has ai-dynamo + the engine, e.g. the GPU bundle's venv-site-vllm), the weights, and where the
+    engine's compile caches live (kept between runs: the cluster analogue is a compile cache on the model PVC)."""
+
+    python: str
+    weights: str = "dummy"
+    engine_cache: str | None = None
+    gpus: tuple = ()  # Gpu; empty: detect with nvidia-smi
+    # INFERSWEEP_FAKE_GPU (infersweep.local.gpu.fake_gpu): the fake GPUs' type; each engine process is replaced by
+    # Dynamo's mocker at spawn, everything else runs as for real GPUs. None: real GPUs.
+    fake_gpu_type: str | None = None
 
 
 @dataclass(frozen=True)
@@ -225,22 +240,29 @@ def system_port(low: int = 20000, high: int = 32767) -> int:
     raise BadInput(f"no free TCP port in [{low}, {high}) for a worker's system server")
 
 
+@dataclass(frozen=True)
+class EngineLaunch:
+    """How every engine worker starts here: the interpreter (`pythons`: module -> the interpreter of that engine's
+    workers, engine_pythons(); else `python`), the model folder it loads, the weights (WEIGHTS)."""
+
+    python: str
+    model_dir: str
+    weights: str
+    pythons: Mapping[str, str] | None = None
+
+
 def plan_workers(
     components: Sequence,
     gpus: Sequence[Gpu],
+    launch: EngineLaunch,
     *,
-    python: str,
-    model_dir: str,
-    weights: str,
     base_env: dict[str, str],
     free_port: Callable[[], int],
     served_name_of: Callable[[object], str],
-    pythons: Mapping[str, str] | None = None,
 ) -> list[WorkerProcess]:
     """One WorkerProcess per replica of every non-frontend component, GPUs assigned first fit.
 
-    `components` are infersweep.local.dynamo.Component (name, role, replicas, node_count, module, args, env);
-    `pythons`: module -> the interpreter of that engine's workers (engine_pythons()), else `python`.
+    `components` are infersweep.local.dynamo.dgd_reader.Component (name, role, replicas, node_count, module, args, env).
     """
     workers = [c for c in components if c.role != "frontend"]
     for c in workers:
@@ -266,10 +288,10 @@ def plan_workers(
         argv = worker_argv(
             c.module,
             c.args,
-            python=(pythons or {}).get(c.module, python),
-            model_dir=model_dir,
+            python=(launch.pythons or {}).get(c.module, launch.python),
+            model_dir=launch.model_dir,
             served_name=served_name_of(c),
-            weights=weights,
+            weights=launch.weights,
             kv_port=kv_port,
             bootstrap_port=bootstrap,
         )
@@ -288,7 +310,7 @@ def plan_workers(
 
 def detect_gpus(nvidia_smi: str = "nvidia-smi") -> list[Gpu]:
     """The GPUs this process can see (nvidia-smi's CSV query); [] without a driver. (Fake GPUs under
-    $INFERSWEEP_FAKE_GPU replace this call in its callers: infersweep.local.fake_gpu.)"""
+    $INFERSWEEP_FAKE_GPU replace this call in its callers: infersweep.local.gpu.fake_gpu.)"""
     exe = shutil.which(nvidia_smi)
     if not exe:
         return []

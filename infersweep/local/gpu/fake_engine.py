@@ -1,4 +1,4 @@
-"""The engine process of a fake GPU (INFERSWEEP_FAKE_GPU, infersweep/local/fake_gpu.py): Dynamo's mocker in the
+"""The engine process of a fake GPU (INFERSWEEP_FAKE_GPU, infersweep/local/gpu/fake_gpu.py): Dynamo's mocker in the
 place of `python -m dynamo.vllm|dynamo.sglang`, plus the one endpoint of a real worker the mocker lacks.
 
 Run by the Dynamo interpreter as a script (standard library + ai-dynamo; nothing of infersweep): it logs the
@@ -7,7 +7,7 @@ planned CUDA_VISIBLE_DEVICES, DYN_SYSTEM_PORT, ...; same log), and serves `<name
 as a vLLM worker does (ai-dynamo 1.6.1 dynamo/vllm/worker_factory.py registers it beside generate;
 dynamo/vllm/handlers.py clear_kv_blocks yields {"status": "success", ...}). The mocker's KV cache is simulated
 inside its process and has no reset endpoint (dynamo/mocker/main.py serves generate only), so a reset restarts
-the mocker, as local mode's mocker workers are reset (infersweep.local.reconfigure.reset_kv_caches), and answers
+the mocker, as local mode's mocker workers are reset (infersweep.local.dynamo.reconfigure.reset_kv_caches), and answers
 once the new mocker has registered its generate endpoint in the discovery store. When the mocker exits by
 itself, this process exits with its code, so the deployment sees the worker die.
 """

@@ -22,9 +22,9 @@ through the replaced one is touched by nobody. `scripts/discovery_race.py` repro
 1.3.1's own runtime on the H200 host's 16 cores (2 of 100 processes lost an entry; none of 208 on a 2-core
 machine), and on the third H200 session every one of 5 vLLM worker starts lost one.
 
-infersweep.local.discovery_keeper keeps such an entry alive while its writer lives (a process of every
+infersweep.local.dynamo.discovery_keeper keeps such an entry alive while its writer lives (a process of every
 deployment this check runs for), so this check finds nothing to hold against a start whose writer is alive;
-what it still catches is an entry nobody keeps at all, and infersweep.local.reconfigure restarts such a start.
+what it still catches is an entry nobody keeps at all, and infersweep.local.dynamo.reconfigure restarts such a start.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 # The store's constants and listing are the keeper's (standard library only, so it runs as a script).
-from infersweep.local.discovery_keeper import KEEP_ALIVE_S, TTL_S, entry_mtimes  # noqa: F401 (re-exported)
+from infersweep.local.dynamo.discovery_keeper import KEEP_ALIVE_S, TTL_S, entry_mtimes  # noqa: F401 (re-exported)
 
 # Two and a half keep-alive intervals: every owned file is touched at least twice in the window, so a file
 # whose mtime did not move is unowned even when one touch comes late on a loaded machine; and the window

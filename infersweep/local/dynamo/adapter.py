@@ -20,7 +20,8 @@ from infersweep.platform.select import ADAPTER_ENV, LOCAL_WORKERS_ENV, PLATFORM_
 from infersweep.predict.source import SIMULATED_DEPLOYMENTS_ENV
 
 if TYPE_CHECKING:
-    from infersweep.local.dynamo import GpuWorkers
+    from infersweep.local.dynamo.deployment import WorkerStart
+    from infersweep.local.gpu.workers import GpuWorkers
 
 NAME = "local"  # the value of INFERSWEEP_PLATFORM in local mode (selects the validity profile of that name)
 STATE_ENV = "INFERSWEEP_LOCAL_STATE"  # where each deployment's processes are recorded: <state>/dgd/<name>/
@@ -65,8 +66,8 @@ def step_env(
         env |= {WORKERS_ENV: "gpu", WEIGHTS_ENV: gpu.weights, GPU_PYTHON_ENV: gpu.python}
         if gpu.engine_cache:
             env[ENGINE_CACHE_ENV] = gpu.engine_cache
-        if gpu.fake_gpu_type:  # the steps' deploys find the same fake GPUs (infersweep.local.fake_gpu)
-            from infersweep.local.fake_gpu import FAKE_GPU_ENV, FAKE_GPU_TYPE_ENV
+        if gpu.fake_gpu_type:  # the steps' deploys find the same fake GPUs (infersweep.local.gpu.fake_gpu)
+            from infersweep.local.gpu.fake_gpu import FAKE_GPU_ENV, FAKE_GPU_TYPE_ENV
 
             env |= {FAKE_GPU_ENV: str(len(gpu.gpus)), FAKE_GPU_TYPE_ENV: gpu.fake_gpu_type}
     if prom_targets:
@@ -80,8 +81,8 @@ def gpu_workers_from_env(env: Mapping[str, str]) -> "GpuWorkers | None":
         raise BadInput(f"{WORKERS_ENV}={kind!r}: choose one of {', '.join(WORKER_KINDS)}")
     if kind == "mocker":
         return None
-    from infersweep.local.dynamo import GpuWorkers
-    from infersweep.local.fake_gpu import fake_gpu_count, fake_gpu_type
+    from infersweep.local.gpu.fake_gpu import fake_gpu_count, fake_gpu_type
+    from infersweep.local.gpu.workers import GpuWorkers
 
     if not env.get(GPU_PYTHON_ENV):
         raise BadInput(
@@ -129,6 +130,11 @@ class LocalPlatform:
         self.max_workers = max_workers  # per component: local mode scales a recipe's replicas down to this
         self.prom_targets = prom_targets  # the local Prometheus's file_sd targets (None: no Prometheus)
 
+    def _start(self) -> "WorkerStart":
+        from infersweep.local.dynamo.deployment import WorkerStart
+
+        return WorkerStart(self.max_workers, gpu=self.gpu)
+
     def _dgd_dir(self, name: str) -> Path:
         return deployments_dir(self.state_dir) / name
 
@@ -149,15 +155,15 @@ class LocalPlatform:
         self, dgd: dict[str, Any], namespace: str, owner: dict[str, str] | None, *, patch_own: bool = True
     ) -> str:
         """Apply `dgd` as the operator would: created afresh when nothing runs; over a running deployment
-        of the same name, reconciled by what changed (infersweep.local.reconfigure.apply_local: same spec
+        of the same name, reconciled by what changed (infersweep.local.dynamo.reconfigure.apply_local: same spec
         -> nothing, as for a retried deploy step; router -> frontend swap on the same port; engine
         arguments -> worker restart; model/TP/topology -> full redeploy). apply_local returns after the
         change is made, so the wait-ready that follows never sees the old processes as the new spec.
         `patch_own` (the cluster adapter's: patch a DGD this run already owns) changes nothing here: a
         running deployment of this run's name is this run's."""
-        from infersweep.local import procs
-        from infersweep.local.dynamo import load_local, teardown_local
-        from infersweep.local.reconfigure import apply_local
+        from infersweep.local.dynamo import procs
+        from infersweep.local.dynamo.deployment import load_local, teardown_local
+        from infersweep.local.dynamo.reconfigure import apply_local
 
         d = self._dgd_dir(dgd["metadata"]["name"])
         if (d / "deployment.json").exists():
@@ -181,9 +187,7 @@ class LocalPlatform:
 
         for so in scaled_objects(dgd, namespace):
             validate_document(so)
-        dep, cls = apply_local(
-            dgd, model_dir=self.model_dir, state_dir=d, max_workers_per_component=self.max_workers, gpu=self.gpu
-        )
+        dep, cls = apply_local(dgd, model_dir=self.model_dir, state_dir=d, start=self._start())
         print(
             f"local apply: {'created' if cls is None else cls.label}; processes "
             + ", ".join(f"{r['name']}={r['pid']}" for r in dep.processes),
@@ -233,13 +237,12 @@ class LocalPlatform:
         bundle_path: Path | None = None,
     ) -> float:
         # Local processes have no API objects to bundle: the runner keeps their logs under the run dir.
-        from infersweep.local import reconfigure
+        from infersweep.local.dynamo import reconfigure
 
         return reconfigure.wait_ready_restarting(
             self._dgd_dir(name),
             timeout_s,
-            max_workers_per_component=self.max_workers,
-            gpu=self.gpu,
+            start=self._start(),
             log=lambda line: print(line, flush=True),
         )
 
@@ -248,7 +251,7 @@ class LocalPlatform:
 
     def applied_at(self, name: str, namespace: str, api_version: str) -> float | None:
         """When the local deploy started the DGD's processes (deployment.json created_at)."""
-        from infersweep.local.dynamo import load_local
+        from infersweep.local.dynamo.deployment import load_local
 
         return load_local(self._dgd_dir(name)).created_at or None
 
@@ -260,7 +263,7 @@ class LocalPlatform:
         return {}  # no operator: no per-generation worker namespaces (the scrape uses the base namespace)
 
     def delete_dgd(self, name: str, namespace: str, api_version: str, *, owner_uid: str = "") -> bool:
-        from infersweep.local.dynamo import teardown_local
+        from infersweep.local.dynamo.deployment import teardown_local
 
         d = self._dgd_dir(name)
         if not (d / "deployment.json").exists():

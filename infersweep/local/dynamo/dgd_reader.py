@@ -1,6 +1,6 @@
 """What local mode reads from a DynamoGraphDeployment: its components (role, replicas, nodes, the main
 container's command line with its env expanded), each one's engine, served model name and router mode.
-Both API versions (v1beta1, v1alpha1) read the same; infersweep/local/dynamo.py builds the processes from it.
+Both API versions (v1beta1, v1alpha1) read the same; infersweep/local/dynamo/deploy.py builds the processes from it.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infersweep.engines.registry import engine_by_module
-from infersweep.local.engine_flags import flag_value as _flag
-from infersweep.local.engine_flags import has_switch as _has_switch
+from infersweep.local.gpu.engine_flags import flag_value as _flag
+from infersweep.local.gpu.engine_flags import has_switch as _has_switch
 from infersweep.paths import params_dir
 
 DEFAULT_MODEL_NAME = "infersweep/toy-model"
