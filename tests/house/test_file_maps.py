@@ -21,14 +21,10 @@ from infersweep.step_declarations import DECLARED
 ROOT = Path(__file__).resolve().parents[2]
 TOP_PACKAGES = ("infersweep", "workflows", "steps")
 
-# PENDING: packages whose maps another branch is rewriting (local mode moving into rooms, issue 40 item 2).
-# They are skipped until that branch is merged; the lead then empties this set. A pending package whose
-# map is already complete fails below, so the set only shrinks.
-PENDING = {
-    "infersweep/local",
-    "infersweep/local/dynamo",
-    "infersweep/local/gpu",
-}
+# PENDING: packages whose maps another branch is rewriting (as local mode's rooms were, issue 40 item 2),
+# skipped until that branch is merged; then the entry goes. A pending package whose map is already complete
+# fails below, so the set only shrinks. Empty since the rooms branch was merged.
+PENDING: set[str] = set()
 
 
 def _packages() -> list[Path]:
