@@ -185,7 +185,12 @@ def test_the_contract_imports_only_the_standard_library(name):
     }
     ours = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module.startswith("infersweep")}
     assert optional == ({"orjson"} if name == "artifacts.py" else set())
-    assert foreign == optional and ours <= {"infersweep.aiperf.flags", "infersweep.aiperf.artifacts"}
+    # infersweep.errors: the error family's UserError (standard library only; images/aiperf.Dockerfile copies it)
+    assert foreign == optional and ours <= {
+        "infersweep.aiperf.flags",
+        "infersweep.aiperf.artifacts",
+        "infersweep.errors",
+    }
 
 
 def test_the_point_runner_imports_only_the_standard_library_and_the_contract():
