@@ -279,13 +279,14 @@ def _render(c: _Run, scaled: ScaledRun) -> RenderedRun:
 
 def _gpu_stack(docs: RenderedRun) -> dict[str, Any]:
     """start_gpu_side's words on the stack: the workers' engine modules, versions, the DGD's image."""
-    from infersweep.local.dynamo.gpu_fit import workflow_worker_modules
+    from infersweep.local.dynamo.gpu_fit import worker_modules
     from infersweep.local.gpu.run import dgd_images, workflow_dgd
 
+    dgd = workflow_dgd(docs.workflow)  # parsed once: a retried run has only its stored Workflow
     return {
-        "modules": workflow_worker_modules(docs.workflow),
+        "modules": worker_modules(dgd) if dgd else set(),
         "versions": docs.gpu_versions,
-        "rendered_image": ", ".join(dgd_images(workflow_dgd(docs.workflow))) or None,
+        "rendered_image": ", ".join(dgd_images(dgd)) or None,
     }
 
 

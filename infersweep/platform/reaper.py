@@ -61,7 +61,13 @@ PAGE = 50  # Workflows per list request (limit/continue): a running Workflow's s
 # spec, no status (a running Workflow's status.nodes is the bulk). stale_dgds needs the uid and the
 # controller's phase / completed labels only.
 METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
-_QUERY = {"label_selector": "labelSelector", "field_selector": "fieldSelector", "limit": "limit"}
+# the generated method's keyword -> the API's query parameter (custom_objects_api.py query_params)
+_QUERY = {
+    "label_selector": "labelSelector",
+    "field_selector": "fieldSelector",
+    "limit": "limit",
+    "_continue": "continue",
+}
 
 
 def _metadata_page(custom: Any, namespace: str, query: dict[str, Any]) -> dict[str, Any]:
@@ -77,7 +83,7 @@ def _metadata_page(custom: Any, namespace: str, query: dict[str, Any]) -> dict[s
         "/apis/{group}/{version}/namespaces/{namespace}/{plural}",
         "GET",
         {"group": WORKFLOW_GROUP, "version": WORKFLOW_VERSION, "namespace": namespace, "plural": WORKFLOW_PLURAL},
-        [(_QUERY.get(k, "continue"), v) for k, v in query.items()],
+        [(_QUERY[k], v) for k, v in query.items()],
         {"Accept": METADATA_LIST_ACCEPT},
         response_types_map={200: "object"},
         auth_settings=["BearerToken"],

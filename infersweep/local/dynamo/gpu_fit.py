@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from infersweep.local.dynamo.dgd_reader import read_components, served_model_name
-from infersweep.local.gpu.run import workflow_dgd
 from infersweep.local.gpu.workers import EngineLaunch, Gpu, engine_pythons, plan_workers
 
 
@@ -27,9 +26,3 @@ def check_fits(dgd: dict, gpus: list[Gpu], *, python: str, model_dir: Path, weig
 def worker_modules(dgd: dict) -> set[str]:
     """The engine modules the DGD's workers run (dynamo.vllm, dynamo.sglang)."""
     return {c.module for c in read_components(dgd) if c.role != "frontend" and c.module}
-
-
-def workflow_worker_modules(workflow: dict) -> set[str]:
-    """The engine modules of the DGD a recipe's Workflow deploys (its `dgd` parameter)."""
-    dgd = workflow_dgd(workflow)
-    return worker_modules(dgd) if dgd else set()
