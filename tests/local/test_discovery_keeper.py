@@ -82,6 +82,20 @@ def test_a_round_touches_the_lost_entry_and_records_its_adoption_once(tmp_path):
     assert [r["entry"] for r in records] == [lost] and records[0]["age_s"] >= 5.0
 
 
+def test_an_adopted_entry_is_touched_every_pass_while_its_owner_lives_and_let_go_when_it_dies(tmp_path):
+    # Once adopted, the entry is kept as fresh as one poll: a pass held up 5 s on a loaded machine (CI's 2 cores)
+    # must not let it reach the TTL, as a keeper that waited for it to go stale again would.
+    now = _entries(tmp_path, {"dynamo%2Fbackend%2Fgenerate%2Fff": 0.5, "dynamo%2Fbackend%2Fclear%2Fff": 1.0})
+    mtimes = discovery_keeper.entry_mtimes(tmp_path)
+    lost = "v1/instances/dynamo%2Fbackend%2Fclear%2Fff"
+    assert lost_entries(mtimes, now, {}) == []  # 1 s old: its owner may yet touch it
+    assert lost_entries(mtimes, now, {}, {lost}) == [lost]  # adopted earlier: kept at every pass
+    # the owner dies: its generate entry stops moving, and the adopted one (last touched here) is let go with it
+    now = _entries(tmp_path, {"dynamo%2Fbackend%2Fgenerate%2Fff": 6.0, "dynamo%2Fbackend%2Fclear%2Fff": 1.0})
+    mtimes = discovery_keeper.entry_mtimes(tmp_path)
+    assert lost_entries(mtimes, now, {lost: mtimes[lost]}, {lost}) == []
+
+
 def test_the_keeper_never_touches_an_entry_before_its_owner_missed_a_keep_alive():
     assert discovery_keeper.STALE_S > discovery_keeper.KEEP_ALIVE_S
     assert discovery_keeper.STALE_S + discovery_keeper.POLL_S + 1.0 < discovery_keeper.TTL_S
@@ -92,6 +106,15 @@ def test_the_keeper_never_touches_an_entry_before_its_owner_missed_a_keep_alive(
 needs_dynamo = pytest.mark.skipif(
     not Path(default_dynamo_python()).exists(), reason=f"no Dynamo interpreter at {default_dynamo_python()}"
 )
+
+
+def _keeper_evidence(state_dir: Path) -> str:
+    """What a failure needs to be read: the store's entries with their ages, the keeper's log and adoptions."""
+    now = time.time_ns()
+    ages = {k: round((now - v) / 1e9, 1) for k, v in discovery_keeper.entry_mtimes(state_dir / "discovery").items()}
+    logs = sorted((state_dir / "logs").glob(f"{DISCOVERY_KEEPER}*"))
+    keeper_log = logs[0].read_text()[-2000:] if logs else "(no keeper log)"
+    return f"entries (age s): {ages}\nadoptions: {discovery_keeper.read_adoptions(state_dir / ADOPTIONS_FILE)}\nkeeper log:\n{keeper_log}"
 
 
 @needs_dynamo
@@ -109,7 +132,7 @@ def test_a_live_workers_lost_entry_outlives_the_ttl_and_goes_with_its_worker(tmp
         lost = bucket / f"dynamo%2Fbackend%2Flost%5Fendpoint%2F{iid}"
         shutil.copyfile(real, lost)
         time.sleep(discovery_keeper.TTL_S + 3)  # Dynamo's own expiry deletes an untouched entry at 10 s
-        assert lost.exists()
+        assert lost.exists(), _keeper_evidence(state_dir)
         adoptions = discovery_keeper.read_adoptions(state_dir / ADOPTIONS_FILE)
         assert [a["entry"] for a in adoptions] == [f"v1/instances/{lost.name}"]
         # The owner check now passes without a restart, and says what was kept.

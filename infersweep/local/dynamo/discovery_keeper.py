@@ -19,7 +19,9 @@ What this process does about it: every second it reads the mtimes of the store's
 in its writer's instance id (`dynamo%2Fbackend%2Fgenerate%2F<id>`), shared by every entry that process
 registered. An entry not touched for STALE_S while a sibling with the same id was touched by its owner
 within STALE_S belongs to a living process that lost track of it: it is touched here, as the owner would
-(set mtime to now, file.rs `Directory::keep_alive`), and recorded once in the adoption log. When the owner
+(set mtime to now, file.rs `Directory::keep_alive`), recorded once in the adoption log, and from then on
+touched at every pass (not only when stale again), so a keeper held up by a loaded machine has a whole TTL,
+not the 5 s between STALE_S and the TTL, before the entry is lost. When the owner
 dies its own entries stop moving (or are deleted at its shutdown), this stops touching the lost one, and
 everything of that process expires together, as Dynamo intends. An entry with no living sibling is never
 touched. Standard library only: it runs as a script under any interpreter.
@@ -72,10 +74,14 @@ def instance_id(entry: str) -> str | None:
     return tail or None
 
 
-def lost_entries(mtimes: dict[str, int], now_ns: int, touched_here: dict[str, int]) -> list[str]:
-    """The entries to touch now: stale (not touched for STALE_S, not yet expired) while a sibling of the same
-    instance id was touched within STALE_S by someone other than this keeper (`touched_here`: the mtime this
-    keeper last set on each entry it touched; a sibling still at that mtime is evidence of nothing). Sorted."""
+def lost_entries(
+    mtimes: dict[str, int], now_ns: int, touched_here: dict[str, int], adopted: frozenset[str] | set[str] = frozenset()
+) -> list[str]:
+    """The entries to touch now, while a sibling of the same instance id was touched within STALE_S by someone
+    other than this keeper (`touched_here`: the mtime this keeper last set on each entry it touched; a sibling
+    still at that mtime is evidence of nothing): every stale one (not touched for STALE_S, not yet expired),
+    and every one already `adopted` whatever its age, so that once found it stays as fresh as one poll and a
+    pass delayed by a loaded machine cannot let it reach the TTL. Sorted."""
     by_id: dict[str, list[str]] = {}
     for entry in mtimes:
         iid = instance_id(entry)
@@ -87,7 +93,7 @@ def lost_entries(mtimes: dict[str, int], now_ns: int, touched_here: dict[str, in
         owner_alive = any(now_ns - mtimes[e] < STALE_S * 1e9 and touched_here.get(e) != mtimes[e] for e in entries)
         if not owner_alive:
             continue
-        out += [e for e in entries if STALE_S * 1e9 <= now_ns - mtimes[e] < TTL_S * 1e9]
+        out += [e for e in entries if e in adopted or STALE_S * 1e9 <= now_ns - mtimes[e] < TTL_S * 1e9]
     return sorted(out)
 
 
@@ -96,7 +102,7 @@ def keep_round(store: Path, touched_here: dict[str, int], adopted: set[str], ado
     mtimes = entry_mtimes(store)
     now_ns = time.time_ns()
     touched = []
-    for entry in lost_entries(mtimes, now_ns, touched_here):
+    for entry in lost_entries(mtimes, now_ns, touched_here, adopted):
         path = Path(store) / entry
         try:
             os.utime(path, ns=(now_ns, now_ns))
