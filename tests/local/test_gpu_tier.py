@@ -82,3 +82,52 @@ def test_a_real_engine_point_measures_the_requested_tokens_on_the_server(tmp_pat
     assert (
         json.loads(dgd["metadata"]["annotations"]["infersweep.io/engine-ran"])["engine_wheels"] == ran["engine_wheels"]
     )
+
+
+def test_an_experiment_on_real_engines_resets_the_caches_and_judges_its_claim_on_abba_blocks(tmp_path):
+    """`experiment run` with real engine workers: $INFERSWEEP_GPU_TIER_EXPERIMENT (default gpu-kv-vs-rr, two vLLM
+    workers sharing the GPU, round-robin against KV-aware routing, 3 ABBA blocks of reset runs; about 23 minutes
+    on the H200 with its cold start, so a session runs it on its own: `-k experiment`), kept in
+    $INFERSWEEP_GPU_TIER_OUT when set. Whatever the verdict, it must come from the blocks: every run on emptied
+    caches, warmed over every shared prefix, one paired difference per block."""
+    import json
+    import re
+
+    import pandas as pd
+    import yaml
+
+    from infersweep.local.experiment_run import run_experiment_local
+    from infersweep.paths import params_dir
+
+    name = os.environ.get("INFERSWEEP_GPU_TIER_EXPERIMENT", "gpu-kv-vs-rr")
+    spec = yaml.safe_load((params_dir() / "experiments" / f"{name}.yaml").read_text())
+    res = run_experiment_local(
+        name,
+        out_root=Path(os.environ.get("INFERSWEEP_GPU_TIER_OUT") or tmp_path),
+        workers="gpu",
+        gpu_python=GPU_PYTHON,
+        engine_cache=Path(os.environ["INFERSWEEP_GPU_TIER_ENGINE_CACHE"])
+        if os.environ.get("INFERSWEEP_GPU_TIER_ENGINE_CACHE")
+        else None,
+    )
+    assert res.phase == "Succeeded", why_failed(res)
+    runs = [s.treatment.name for s in res.plan.steps]
+    assert len(runs) == 4 * spec["blocks"]
+    logs = "".join(p.read_text() for p in res.run_dir.glob("nodes/*-deploy_*/main.log"))
+    if spec.get("kv_cache", "reset") == "reset":  # every run after the first on emptied caches, in place
+        resets = re.findall(r"kv reset: (\d+) of (\d+) workers emptied their KV cache", logs)
+        assert len(resets) == len(runs) - 1 and all(a == b for a, b in resets), resets
+        assert "restarting the deployment instead" not in logs
+    treatments = res.run_dir / "volumes" / "workdir" / "treatments"
+    for t in runs:
+        df = pd.read_parquet(treatments / t / "summary" / "results.parquet")
+        assert (df["status"] == "ok").all() and str(df["source"].iloc[0]).startswith("measured (local GPU:"), t
+        # the window is after the warm-up: the cache reads are the workload's prefixes, never a warm-up replay
+        assert (df["prompt_cache_read_pct"] <= 100 * 6144 / 6400 + 1).all(), (t, df["prompt_cache_read_pct"])
+        for f in (treatments / t).rglob("result.json"):
+            argv = json.loads(f.read_text()).get("argv") or []
+            assert int(argv[argv.index("--warmup-request-count") + 1]) >= 16, (t, argv)  # every prefix touched
+    paired = res.report["paired"]
+    assert paired["n_blocks"] + len(paired["dropped"]) == spec["blocks"]
+    assert res.report["claim"]["verdict"] == paired["verdict"] in ("supported", "refuted", "inconclusive")
+    assert "paired over ABBA blocks" in res.report["claim"]["line"]
