@@ -2,8 +2,8 @@
 
 Three tiers, imports running one way (pyproject.toml [tool.importlinter], tests/house/test_layers.py):
   application  cli.py + commands/ (one module per CLI command, preflight.py the checks of one), local/ (local
-               mode), launch/ (the UI launcher's step), api.py: what a user asks for. Only commands/, local/,
-               launch/ and api.py import workflows/ (a contract names them).
+               mode), launcher/ (the UI launcher's render step), api.py: what a user asks for. Only commands/, local/,
+               launcher/ and api.py import workflows/ (a contract names them).
   workflows/   the top-level package beside this one: a recipe or an experiment becomes Argo objects with Hera
                (render.py + render_cache.py: a recipe's documents; pipeline.py, experiment.py, steps_library.py,
                ...). It imports the domain below and nothing of the application.
