@@ -21,8 +21,8 @@ pipeline_params.py (the pipeline's parameters), metrics.py, model_cache.py, reci
 argo_server.py + argo_client.py + argo_kube.py (Argo through its Server, else the Kubernetes API),
 install_version.py (the version label of installed objects), template_holds.py (templates a live Workflow
 still reads), gpu_pool_check.py (what worker pods need of the nodes, before a GPU is held), catalog.py,
-slo_search.py, text_table.py. reference/ holds the upstream schemas shipped with
-the package.
+slo_bisect.py (the bisection `slo-search` runs), text_table.py. reference/ holds the upstream schemas shipped
+with the package.
 
 This file is copied into the AIPerf image (images/aiperf.Dockerfile): it must stay import-free.
 """
