@@ -1,7 +1,7 @@
 # The step image: every workflow step except benchmark points runs `python -m steps.<module>` from here.
 FROM python:3.11-slim
 WORKDIR /opt/infersweep
-# git: the UI launcher's render step fetches a recipe from Git at a pinned commit (infersweep/launch/git_source.py);
+# git: the UI launcher's render step fetches a recipe from Git at a pinned commit (infersweep/launcher/git_source.py);
 # openssh-client for ssh:// and git@host:path repositories (git only Recommends it, which --no-install-recommends drops)
 RUN apt-get update && apt-get install -y --no-install-recommends git openssh-client && rm -rf /var/lib/apt/lists/*
 COPY pyproject.toml README.md images/steps.lock.txt ./

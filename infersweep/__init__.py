@@ -2,8 +2,8 @@
 
 Three tiers, imports running one way (pyproject.toml [tool.importlinter], tests/house/test_layers.py):
   application  cli.py + commands/ (one module per CLI command, preflight.py the checks of one), local/ (local
-               mode), launch/ (the UI launcher's step), api.py: what a user asks for. Only commands/, local/,
-               launch/ and api.py import workflows/ (a contract names them).
+               mode), launcher/ (the UI launcher's render step), api.py: what a user asks for. Only commands/, local/,
+               launcher/ and api.py import workflows/ (a contract names them).
   workflows/   the top-level package beside this one: a recipe or an experiment becomes Argo objects with Hera
                (render.py + render_cache.py: a recipe's documents; pipeline.py, experiment.py, steps_library.py,
                ...). It imports the domain below and nothing of the application.
@@ -21,8 +21,8 @@ pipeline_params.py (the pipeline's parameters), metrics.py, model_cache.py, reci
 argo_server.py + argo_client.py + argo_kube.py (Argo through its Server, else the Kubernetes API),
 install_version.py (the version label of installed objects), template_holds.py (templates a live Workflow
 still reads), gpu_pool_check.py (what worker pods need of the nodes, before a GPU is held), catalog.py,
-slo_search.py, text_table.py. reference/ holds the upstream schemas shipped with
-the package.
+slo_bisect.py (the bisection `slo-search` runs), text_table.py. reference/ holds the upstream schemas shipped
+with the package.
 
 This file is copied into the AIPerf image (images/aiperf.Dockerfile): it must stay import-free.
 """

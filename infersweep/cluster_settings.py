@@ -340,7 +340,7 @@ class StepSettings(_Strict):
         return self.resources.get(step) or self.resources["default"]
 
 
-# What a UI user may change through the launcher's `set` (workflows/launcher.py, infersweep/launch/derive.py):
+# What a UI user may change through the launcher's `set` (workflows/launcher.py, infersweep/launcher/derive.py):
 # recipe field paths (a path covers its sub-fields) and run parameters. Images, env, placement, transport
 # annotations, the bucket, the PVC, the Prometheus and the model source are not in it: they decide what runs
 # on the GPU nodes with which credentials, which is the namespace admins' call (docs/security.md).
@@ -425,7 +425,7 @@ class ClusterSettings(_Strict):
     model_cache: ModelCache
     hf_token_secret: DnsSubdomain
     # Keys username + password (kubernetes.io/basic-auth) or ssh-privatekey + known_hosts (kubernetes.io/ssh-auth)
-    # for the UI launcher's recipes from private Git repositories (infersweep/launch/git_credentials.py).
+    # for the UI launcher's recipes from private Git repositories (infersweep/launcher/git_credentials.py).
     git_credentials_secret: OptionalSecret = ""
     # The Dynamo release of the cluster's operator (a `dynamo:` version of params/engines/releases/*.yaml,
     # e.g. 1.3.1): its images and flags render in whichever DGD apiVersion --dgd-api names, if its operator

@@ -94,9 +94,9 @@ def check_secrets(kube, settings: ClusterSettings) -> tuple[list[str], dict[str,
 
 
 def _check_git_secret(kube, name: str) -> list[str]:
-    """The optional Secret of the launcher's recipes from Git (infersweep/launch/git_credentials.py): one of
+    """The optional Secret of the launcher's recipes from Git (infersweep/launcher/git_credentials.py): one of
     its two key pairs. The launcher mounts it with optional: true, so a missing one shows only at a fetch."""
-    from infersweep.launch.git_credentials import HTTPS_KEYS, SSH_KEYS
+    from infersweep.launcher.git_credentials import HTTPS_KEYS, SSH_KEYS
 
     ns = kube.namespace
     create = (

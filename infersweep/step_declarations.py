@@ -473,9 +473,9 @@ REAP = Step(
 
 # The UI launcher's render step (workflows/launcher.py builds its container: the launcher's own scratch volume
 # and settings, no workdir): writes the run Workflow a resource template then creates.
-LAUNCH = Step(
-    "launch",
-    "launch",
+LAUNCHER_STEP = Step(
+    "launcher",
+    "launcher",
     "Render the run Workflow of a recipe or experiment chosen in the Argo UI; refuse a bad choice, create nothing.",
     (
         Option("--kind", "what is launched", required=True, choices=("recipe", "experiment")),
@@ -542,6 +542,6 @@ DECLARED: tuple[Step, ...] = (
     COMPARE,
     EXPERIMENT_VERDICT,
     REAP,
-    LAUNCH,
+    LAUNCHER_STEP,
     AIPERF_RESULTS,
 )

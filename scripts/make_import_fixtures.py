@@ -1,7 +1,7 @@
 """Make tests/fixtures/aiperf/import/: real AIPerf 0.13 artifact folders for `infersweep import`'s tests.
 
 Starts a local Dynamo frontend (round-robin: the mocker keeps its prefix cache; under the KV router a
-vLLM worker without KV events gets none, infersweep/local/dynamo/commands.py _mocker_passthrough) and one mocker worker serving the toy model under the name of
+vLLM worker without KV events gets none, infersweep/local/dynamo/command_lines.py _mocker_passthrough) and one mocker worker serving the toy model under the name of
 recipe nemotron-3-nano-fp8-vllm-agg-kv's model (infersweep.local.dynamo.deploy.deploy_local), runs `aiperf profile`
 three times (a plain run, a `--concurrency 2,4 --num-profile-runs 3` tree, a prefix-prompt run), trims the
 per-request records and the server-metrics exports (nothing the importer reads), and writes each command

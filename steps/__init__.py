@@ -20,7 +20,7 @@ An experiment's own steps (workflows/experiment.py; infersweep/experiment/workdi
   compare.py           the experiment report from every treatment's results table
   experiment_verdict.py  the experiment's verdict, after the report is published
 Outside the two pipelines:
-  launch.py            the UI launchers' step: the run Workflow of the recipe or experiment chosen
+  launcher.py          the UI launchers' render step: the run Workflow of the recipe or experiment chosen
   reap.py              the `infersweep-reaper` CronWorkflow: delete every DGD whose run is over
   aiperf_results.py    a tool of the AIPerf image: one artifact dir read into a small result dict, as JSON
 Shared by every step:

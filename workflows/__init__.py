@@ -1,6 +1,6 @@
 """workflows: the middle tier, where a recipe or an experiment becomes Argo objects with Hera.
 
-Imported only by the application tier of infersweep/ (commands/, local/, launch/, api.py); it imports the
+Imported only by the application tier of infersweep/ (commands/, local/, launcher/, api.py); it imports the
 domain of infersweep/ (the recipe, dgd/, aiperf/, experiment/, platform/, ...) and nothing above it
 (pyproject.toml [tool.importlinter]). Importing this package loads no Hera: render.py serves a cached
 bundle without it (render_cache.py).

@@ -8,7 +8,7 @@ The Argo UI renders a parameter with `enum` as a drop-down (ui/src/shared/compon
 displaySelectFieldForEnumValues, argo-workflows v4.1.2) and any other as a free-text box.
 
 Two steps, in the cluster, with the step image:
-  1. `render`: the declared step `python -m steps.launch` (infersweep/step_declarations.py LAUNCH) loads the recipe (the catalog of the image, or the Git
+  1. `render`: the declared step `python -m steps.launcher` (infersweep/step_declarations.py LAUNCHER_STEP) loads the recipe (the catalog of the image, or the Git
      file), applies `set` through the recipe-level override rule (infersweep/recipe/overrides.py: the DGD, the
      points, gpu-count, the GPU-lock keys ... cannot be set), renders and validates it with the code of
      `infersweep render`/`validate`, and writes the run's Workflow (the one `infersweep submit` creates,
@@ -47,7 +47,7 @@ import yaml
 from hera.workflows import DAG, Container, Parameter, Resource, Task, WorkflowTemplate
 from hera.workflows import models as m
 
-from infersweep.step_declarations import LAUNCH
+from infersweep.step_declarations import LAUNCHER_STEP
 from workflows.cluster import MANAGED
 from workflows.steps_library import PodAccount, _resources, container_security_context, pod_security_context
 
@@ -90,7 +90,7 @@ def settings_text(settings: ClusterSettings) -> str:
 
 def _git_credentials(secret: str) -> tuple[list[m.Volume], list[m.VolumeMount], list[str]]:
     """The Secret of the cluster setting git_credentials_secret on the render pod, read-only, when it is set
-    (infersweep/launch/git_credentials.py says which keys and how git gets them).
+    (infersweep/launcher/git_credentials.py says which keys and how git gets them).
 
     optional: true: a Secret not (yet) created is an empty folder and the fetch of a private repository
     fails with the step's one line naming the setting and the keys; without it the kubelet would not start
@@ -145,10 +145,10 @@ def _launcher(
     dgd_api: str,
 ) -> WorkflowTemplate:
     steps = settings.steps
-    r = steps.resources_of(LAUNCH.name)
-    deadline_s = int(steps.deadlines_s.get(LAUNCH.name, LAUNCH.deadline_s))
+    r = steps.resources_of(LAUNCHER_STEP.name)
+    deadline_s = int(steps.deadlines_s.get(LAUNCHER_STEP.name, LAUNCHER_STEP.deadline_s))
     # What the UI user typed goes as --flag=value: a value that starts with "-" stays a value to argparse.
-    # tests/workflows/test_launcher.py parses these args with LAUNCH's own parser.
+    # tests/workflows/test_launcher.py parses these args with LAUNCHER_STEP's own parser.
     args = [
         "--kind",
         kind,
@@ -197,12 +197,12 @@ def _launcher(
         render = Container(
             name="render",
             image=settings.images.steps,
-            command=["python", "-m", f"steps.{LAUNCH.module}"],
+            command=["python", "-m", f"steps.{LAUNCHER_STEP.module}"],
             args=args,
             outputs=[Parameter(name="manifest", value_from=m.ValueFrom(path=MANIFEST))],
             volume_mounts=[m.VolumeMount(name="scratch", mount_path=SCRATCH), *cred_mounts],
             env=[m.EnvVar(name="PYTHONUNBUFFERED", value="1"), m.EnvVar(name="HOME", value=SCRATCH)],
-            security_context=container_security_context(LAUNCH.read_only_root),
+            security_context=container_security_context(LAUNCHER_STEP.read_only_root),
             resources=_resources(r.cpu, r.memory),
             active_deadline_seconds=deadline_s,
             # as every step's (workflows/steps_library.py step_container): the logs outlive the pod

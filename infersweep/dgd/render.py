@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from infersweep.dgd import keda, pod_extras
+from infersweep.dgd import autoscaling, pod_extras
 from infersweep.names import DGD_NAME_MAX, dns_label
 from infersweep.recipe.models import Workers
 from infersweep.recipe.release import SKEW_ANNOTATION, for_dgd_api, image_skew
@@ -149,8 +149,8 @@ def dgd_annotations(r: ResolvedRecipe) -> dict[str, str]:
     """What the DGD itself cannot say: the autoscaling KEDA must be given (JSON; infersweep/platform/keda.py turns
     it into ScaledObjects on the component's scaling adapter when the DGD is applied)."""
     names = {role: _component_name(r, role) for role in r.recipe.topology.roles()}
-    spec = keda.autoscaling_annotation(r, names)
-    out = {keda.ANNOTATION: spec} if spec else {}
+    spec = autoscaling.autoscaling_annotation(r, names)
+    out = {autoscaling.ANNOTATION: spec} if spec else {}
     # provenance: an image of another Dynamo line than the release's operator (infersweep/recipe/release.py)
     if skew := image_skew(r):
         out[SKEW_ANNOTATION] = skew

@@ -152,7 +152,7 @@ class Engine(Strict, ABC):
     @abstractmethod
     def publishes_kv_events(self, args: list[str], env: dict[str, str]) -> bool:
         """Whether the real Dynamo worker started with these args/env publishes KV events to the router
-        (local mode's stand-in must be as strict: infersweep/local/dynamo/commands.py)."""
+        (local mode's stand-in must be as strict: infersweep/local/dynamo/command_lines.py)."""
 
     @abstractmethod
     def aic_parallelism(self, w: Workers) -> tuple[int, int]:

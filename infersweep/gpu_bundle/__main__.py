@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from .build import build, load_profile, parse_size, resplit
-from .resolve import BundleError
+from .dependency_walk import BundleError
 
 HOST_PACKAGES = Path(__file__).resolve().parents[2] / "images" / "gpu-host" / "h200-python-packages.txt"
 

@@ -1,8 +1,8 @@
 """Build an offline bundle of a serving stack for a GPU host without internet.
 
-On a machine with internet: walk the profile's roots against the host's ``pip freeze`` (resolve.py), install
-the missing wheels into one site folder as the host's Python would (``pip install --target --no-deps`` with
-the host's platform tags), drop what the host's GPU architecture never loads, pack it as one tar.xz split
+On a machine with internet: walk the profile's roots against the host's ``pip freeze`` (dependency_walk.py),
+install the missing wheels into one site folder as the host's Python would (``pip install --target --no-deps``
+with the host's platform tags), drop what the host's GPU architecture never loads, pack it as one tar.xz split
 into parts of a given size, and write a manifest with each part's sha256. ``assemble.py`` (copied beside the
 parts, standard library only) verifies and unpacks them on the host.
 """
@@ -23,7 +23,7 @@ from packaging.utils import parse_wheel_filename
 
 from infersweep.params_files import RecipeError, read_yaml_mapping
 
-from .resolve import PLATFORMS, BundleError, Walk, read_freeze
+from .dependency_walk import PLATFORMS, BundleError, Walk, read_freeze
 
 PROFILES = Path(__file__).resolve().parents[2] / "params" / "gpu-bundles"
 ASSEMBLE = Path(__file__).with_name("assemble.py")

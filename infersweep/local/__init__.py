@@ -11,7 +11,7 @@ Rooms:
 The drivers, one per command, and the phases they share (scale, render, execute, publish):
 - run.py          `infersweep run --local`: scale down (params/local.yaml), render, run, publish.
 - experiment_run.py `infersweep experiment run --local`.
-- launch_run.py   a launcher WorkflowTemplate submitted as the Argo UI does, and the runs it creates.
+- launcher_run.py a launcher WorkflowTemplate submitted as the Argo UI does, and the runs it creates.
 - slo_search.py   `infersweep slo-search --local`: one local deployment's knee.
 - profile.py      params/local.yaml, typed (LocalProfile).
 - workers.py      LocalWorkers: mocker or real engines, with the `--workers gpu` companions.

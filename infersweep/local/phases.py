@@ -1,5 +1,5 @@
 """The phases every local driver shares: `run --local` (run.py), `experiment run --local` (experiment_run.py),
-the launcher (launch_run.py) and, for its deployment and GPU side, `slo-search --local` (slo_search.py).
+the launcher (launcher_run.py) and, for its deployment and GPU side, `slo-search --local` (slo_search.py).
 
 - the run folder: a new run's id, an earlier run's rendered workflow, the next attempt's id and folder;
 - render: the documents written where `argo` would have them (rendered/), the ConfigMaps a cluster would hold,

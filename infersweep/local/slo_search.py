@@ -2,7 +2,7 @@
 
 One deployment (the recipe's DGD on Dynamo's frontend + mocker workers, or with `--workers gpu` real engine
 workers on this machine's GPUs, as `infersweep run --local` starts it: infersweep.local.dynamo.deploy.deploy_local)
-stays up while infersweep.slo_search.bisect chooses the loads; each probe is one real `steps.aiperf_point` run
+stays up while infersweep.slo_bisect.bisect chooses the loads; each probe is one real `steps.aiperf_point` run
 (the step the pipeline runs) in OUT/points/, judged by the results table's own SLO check
 (infersweep.results.table.point_row). The deployment is torn down at the end, whatever happens.
 
@@ -37,7 +37,7 @@ from infersweep.paths import REPO_ROOT, venv_python
 from infersweep.recipe import RecipeError, ResolvedRecipe, load_recipe
 from infersweep.results.table import point_row
 from infersweep.results.validity import load_thresholds
-from infersweep.slo_search import Search, bisect
+from infersweep.slo_bisect import Search, bisect
 from infersweep.step_declarations import AIPERF_POINT
 from workflows.pipeline import recipe_run
 

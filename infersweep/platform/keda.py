@@ -19,7 +19,7 @@ Kubernetes scrape adds (`namespace`, `pod`); the frontend pod is `<dgd>-frontend
 `<dgd>-0-frontend-<id>` (Grove PodClique), and the anchored regex below matches exactly those.
 
 The DGD carries what the ScaledObjects need as one JSON annotation (ANNOTATION; rendered from the recipe by
-infersweep/dgd/keda.py autoscaling_annotation), so the deploy step builds them from the DGD it applies, whatever
+infersweep/dgd/autoscaling.py autoscaling_annotation), so the deploy step builds them from the DGD it applies, whatever
 name that DGD was given for the run; they are applied with the DGD, owned by it (garbage-collected with it)
 and deleted with it (infersweep/platform/kube.py). Here, beside the adapters, so that infersweep/platform
 imports nothing from workflows/ (pyproject.toml import-linter contracts).

@@ -11,7 +11,7 @@ import re
 from infersweep.cli import main
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.commands.install import install_set
-from steps import launch as step
+from steps import launcher as step
 from tests.support.argo_server_standin import NS, argo  # noqa: F401 (the fixture)
 from workflows.launcher import EXPERIMENT_LAUNCHER, RECIPE_LAUNCHER
 

@@ -1,10 +1,10 @@
-"""The knee search (infersweep.slo_search.bisect): its bracket, its probe count, and its edge cases."""
+"""The knee search (infersweep.slo_bisect.bisect): its bracket, its probe count, and its edge cases."""
 
 from __future__ import annotations
 
 import pytest
 
-from infersweep.slo_search import bisect
+from infersweep.slo_bisect import bisect
 
 
 def _knee(at: float, seen: list):

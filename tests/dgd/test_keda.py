@@ -1,4 +1,4 @@
-"""KEDA for the autoscaled Qwen3.6 recipe (annotation: infersweep/dgd/keda.py; ScaledObjects: infersweep/platform/keda.py):
+"""KEDA for the autoscaled Qwen3.6 recipe (annotation: infersweep/dgd/autoscaling.py; ScaledObjects: infersweep/platform/keda.py):
 rendered, valid against KEDA's CRD, scoped to its own deployment (checked by Prometheus's own PromQL engine),
 applied and deleted with the DGD.
 

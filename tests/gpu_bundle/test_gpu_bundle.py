@@ -13,7 +13,7 @@ from packaging.version import Version
 
 from infersweep.gpu_bundle import assemble
 from infersweep.gpu_bundle.build import load_profile, pack, parse_size, resplit, trim_site
-from infersweep.gpu_bundle.resolve import BundleError, Walk, read_freeze
+from infersweep.gpu_bundle.dependency_walk import BundleError, Walk, read_freeze
 from tests.support.paths import REPO
 
 HOST = REPO / "images" / "gpu-host" / "h200-python-packages.txt"

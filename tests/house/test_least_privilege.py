@@ -312,7 +312,7 @@ def test_the_call_graph_tells_the_steps_apart():
     assert ("nvidia.com", "dynamographdeployments", "delete") in teardown
     assert ("nvidia.com", "dynamographdeployments", "create") not in teardown
     assert ("", "persistentvolumeclaims", "create") in reachable_calls("steps.ensure_pvc")
-    for step in ("aiperf_point", "summarize", "publish", "scrape", "verdict", "archive", "launch"):
+    for step in ("aiperf_point", "summarize", "publish", "scrape", "verdict", "archive", "launcher"):
         assert not reachable_calls(f"steps.{step}"), step
 
 

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from infersweep.cluster_settings import load_cluster_settings
-from infersweep.local.launch_run import launch_local
+from infersweep.local.launcher_run import launch_local
 from infersweep.local.run import ARTIFACT_BUCKET
 from infersweep.local.standins.s3server import LocalS3
 from infersweep.recipe import load_recipe

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from infersweep.dgd.render import render_dgd
-from infersweep.local.dynamo.commands import mocker_argv, publishes_kv_events
+from infersweep.local.dynamo.command_lines import mocker_argv, publishes_kv_events
 from infersweep.local.dynamo.deploy import deploy_local
 from infersweep.local.dynamo.deployment import teardown_local
 from infersweep.local.dynamo.dgd_reader import Component, read_components

@@ -23,7 +23,7 @@ from infersweep.results.run import Run
 from infersweep.results.summarize import markdown_table
 from infersweep.results.table import build_table, finish_table
 from infersweep.results.validity import load_thresholds
-from infersweep.slo_search import bisect
+from infersweep.slo_bisect import bisect
 from tests.support.aws_env import forget_aws
 from tests.support.paths import TESTS
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from infersweep.launch.derive import source
+from infersweep.launcher.derive import source
 from infersweep.params_files import RecipeError
 from tests.support.git_repo import git
 from workflows.launcher import FROM_GIT
@@ -224,7 +224,7 @@ def test_the_lock_is_the_full_closure_of_the_tested_environment(image, venv):
     ],
 )
 def test_userinfo_in_a_git_url_is_refused_and_never_echoed(repo, says):
-    from infersweep.launch.git_source import check_git_source
+    from infersweep.launcher.git_source import check_git_source
 
     with pytest.raises(RecipeError, match=says) as e:
         check_git_source(repo, "a" * 40, "r.yaml")

@@ -1,4 +1,4 @@
-"""The UI launchers (workflows/launcher.py, infersweep/launch/): the drop-downs are the catalog, a launch derives
+"""The UI launchers (workflows/launcher.py, infersweep/launcher/): the drop-downs are the catalog, a launch derives
 everything else and refuses what follows from the recipe, a recipe from Git is taken at a full commit only,
 and what a UI submit creates passes `templateReferencing: Strict`. The end-to-end run is
 tests/local/test_launcher_local.py."""
@@ -15,14 +15,14 @@ import yaml
 from infersweep.cluster_settings import load_cluster_settings, parse_cluster_settings
 from infersweep.commands.install import install_set
 from infersweep.experiment.spec import all_experiment_paths
-from infersweep.launch.derive import SOURCE_ANNOTATION, Launcher, experiment_run, recipe_run
-from infersweep.launch.git_source import check_git_source
+from infersweep.launcher.derive import SOURCE_ANNOTATION, Launcher, experiment_run, recipe_run
+from infersweep.launcher.git_source import check_git_source
 from infersweep.local.argo.resource import check_template
-from infersweep.local.launch_run import ui_submit
+from infersweep.local.launcher_run import ui_submit
 from infersweep.paths import params_dir
 from infersweep.recipe import RecipeError, all_recipe_paths, load_recipe
-from infersweep.step_declarations import LAUNCH
-from steps import launch as step
+from infersweep.step_declarations import LAUNCHER_STEP
+from steps import launcher as step
 from steps.runner import run
 from tests.support.git_repo import git as _git
 from workflows.launcher import EXPERIMENT_LAUNCHER, FROM_GIT, LAUNCHED_BY, LAUNCHER_SA, RECIPE_LAUNCHER, settings_text
@@ -191,11 +191,11 @@ def test_the_step_refuses_with_one_line_and_creates_nothing(settings, tmp_path, 
         "--scratch",
         str(tmp_path),
     ]
-    rc = run(lambda: step.main(argv), LAUNCH)
+    rc = run(lambda: step.main(argv), LAUNCHER_STEP)
     assert rc == 1 and not out.exists()
     err = capsys.readouterr().err.strip().splitlines()
     # the one runner's line (steps/runner.py): the step's name, then the refusal
-    assert len(err) == 1 and err[0].startswith("launch: set: gpu-count: not settable from the UI")
+    assert len(err) == 1 and err[0].startswith("launcher: set: gpu-count: not settable from the UI")
 
 
 def test_the_installed_render_args_are_what_the_step_parses(installed, tmp_path):
@@ -333,7 +333,7 @@ def test_an_experiment_run_is_a_reference_to_its_installed_template(settings, tm
 
 
 def test_a_launcher_tag_the_run_cannot_keep_is_refused():
-    from infersweep.launch.derive import resolve_launcher_tags
+    from infersweep.launcher.derive import resolve_launcher_tags
 
     doc = {
         "metadata": {"generateName": "x-"},

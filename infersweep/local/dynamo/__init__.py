@@ -3,7 +3,7 @@
 - adapter.py          the local DGD adapter (LocalPlatform) and the environment that selects it for the steps.
 - dgd_reader.py       what local mode reads from a DGD: components, command lines, engine, model name, router.
 - deployment.py       a deployment's record (deployment.json), its errors, the `--workers gpu` settings (GpuWorkers).
-- commands.py         the Dynamo processes' command lines and environment: frontend, mocker, ports.
+- command_lines.py    the Dynamo processes' command lines and environment: frontend, mocker, ports.
 - deploy.py           deploy_local: the frontend + mocker workers (or real engine workers on GPUs).
 - gpu_fit.py          a DGD's engine workers against the GPUs here, checked before anything starts.
 - wait.py             wait_ready_local: registered, listed, answering; a lost registration fails fast.

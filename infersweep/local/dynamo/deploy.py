@@ -1,6 +1,6 @@
 """Realise a DynamoGraphDeployment (DGD) on this machine: real Dynamo processes, no K8s.
 
-Mocker workers (infersweep.local.dynamo.commands), or with `--workers gpu` one real engine process per replica
+Mocker workers (infersweep.local.dynamo.command_lines), or with `--workers gpu` one real engine process per replica
 on its GPUs (infersweep.local.gpu.workers), behind one Dynamo frontend. The deploy does not wait: see
 infersweep.local.dynamo.wait.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Iterator
 
 from infersweep.local.dynamo import procs
-from infersweep.local.dynamo.commands import (
+from infersweep.local.dynamo.command_lines import (
     dynamo_env,
     engine_cache_env,
     free_port,

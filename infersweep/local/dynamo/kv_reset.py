@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from infersweep.local.dynamo import procs
-from infersweep.local.dynamo.commands import dynamo_env
+from infersweep.local.dynamo.command_lines import dynamo_env
 from infersweep.local.dynamo.deploy import deploy_local, spawn_mockers
 from infersweep.local.dynamo.deployment import LocalDeployment, WorkerStart, teardown_local
 from infersweep.local.dynamo.dgd_reader import read_components

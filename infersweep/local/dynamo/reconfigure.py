@@ -25,7 +25,7 @@ from pathlib import Path
 from infersweep.experiment.kv_reset import reset_token, without_reset
 from infersweep.experiment.restart import RestartClass, dgd_class
 from infersweep.local.dynamo import procs
-from infersweep.local.dynamo.commands import dynamo_env
+from infersweep.local.dynamo.command_lines import dynamo_env
 from infersweep.local.dynamo.deploy import deploy_local, spawn_frontend, spawn_mockers, worker_count
 from infersweep.local.dynamo.deployment import (
     DEPLOYMENT_FILE,

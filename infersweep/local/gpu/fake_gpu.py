@@ -8,8 +8,8 @@ endpoint, the NVML sampler samples (a fake device here, see FakeNvml), start-up 
 banners and provenance are written. Only the engine process is replaced: at the last moment, the rendered
 `python -m dynamo.vllm|dynamo.sglang ...` becomes infersweep/local/gpu/fake_engine.py running Dynamo's mocker
 (`python -m dynamo.mocker`, the same endpoints: `<namespace>.backend|prefill.generate`) with the engine flags
-the mocker has an equivalent for (infersweep.local.dynamo.commands.mocker_argv); the rendered command is kept in the
-deployment record and at the top of the worker's log as what would have run.
+the mocker has an equivalent for (infersweep.local.dynamo.command_lines.mocker_argv); the rendered command is
+kept in the deployment record and at the top of the worker's log as what would have run.
 
 Nothing of it is a measurement: every row's source is `simulated (fake GPU: ...)` (infersweep.predict.source),
 so validity, verdicts and comparisons treat it like a mocker run, and every banner says `fake GPU`.
@@ -74,7 +74,8 @@ def is_fake(gpus: Sequence) -> bool:
 
 def engine_launcher(role: str, rendered: Sequence[str], mocker: Sequence[str], *, python: str) -> list[str]:
     """What runs instead of the rendered engine command `rendered`: the fake engine launcher around `mocker` (Dynamo's
-    mocker for that component, one simulated engine: infersweep.local.dynamo.commands.mocker_argv with num_workers=1)."""
+    mocker for that component, one simulated engine: infersweep.local.dynamo.command_lines.mocker_argv with
+    num_workers=1)."""
     # -I: no script folder on sys.path, so nothing of infersweep/local/ (its dynamo/ room) shadows ai-dynamo's `dynamo`.
     component = "prefill" if role == "prefill" else "backend"  # the mocker's endpoint (dynamo/mocker/args.py)
     return [python, "-I", str(FAKE_ENGINE), "--component", component, "--rendered", shlex.join(rendered), "--", *mocker]

@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from infersweep.launch.git_credentials import GitCredentials, auth_env, denial, denied_message
+from infersweep.launcher.git_credentials import GitCredentials, auth_env, denial, denied_message
 from infersweep.params_files import RecipeError
 
 COMMIT_RE = re.compile(r"^[0-9a-fA-F]{40}$")
@@ -134,7 +134,7 @@ def refuse_links_out(clone: Path, src: GitSource) -> None:
 
 def checkout(src: GitSource, dest: Path, creds: GitCredentials | None = None, work: Path | None = None) -> Path:
     """Fetch exactly `src.commit` into `dest` (a fresh folder) and return the file's path there. `creds`: the
-    mounted Git credentials Secret (infersweep/launch/git_credentials.py); `work`: a private folder outside
+    mounted Git credentials Secret (infersweep/launcher/git_credentials.py); `work`: a private folder outside
     `dest` for what they need on disk (default: next to `dest`)."""
     dest.mkdir(parents=True, exist_ok=True)
     auth = auth_env(src.repo, creds, work or dest.with_name(dest.name + "-auth"))

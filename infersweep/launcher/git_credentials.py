@@ -6,7 +6,7 @@ The Secret's keys are those of Kubernetes' typed Secrets (kubernetes.io/docs/con
 "Secret types"; pkg/apis/core/validation/validation.go ValidateSecret checks them, other keys may be added):
   * kubernetes.io/basic-auth: `username` and `password` (a token) for https:// repositories. They reach git
     through a credential helper (gitcredentials(7) "CUSTOM HELPERS", protocol in git-credential(1)):
-    infersweep/launch/git_credential_helper.py reads the two files and writes them to git's pipe. The
+    infersweep/launcher/git_credential_helper.py reads the two files and writes them to git's pipe. The
     token is never in the URL, an argument, the environment or the step's output. A credential helper and
     not GIT_ASKPASS (git(1) ENVIRONMENT): an askpass program is asked by prompt text, for whatever host
     the prompt names, while a helper is configured for one URL (`credential.<url>.helper`) and git asks it

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 
-from infersweep.platform.keda import ANNOTATION as ANNOTATION  # re-exported: dgd/render.py reads keda.ANNOTATION
+from infersweep.platform.keda import ANNOTATION as ANNOTATION  # re-exported: dgd/render.py reads autoscaling.ANNOTATION
 from infersweep.recipe import RecipeError, ResolvedRecipe
 
 

@@ -3,7 +3,7 @@ experiment chosen in the Argo UI and write it as JSON to --out, the output param
 template creates. A bad choice (a `set` of what follows from the recipe, a Git source that is not a full
 commit, a recipe that does not fit the pool) fails here with its message and creates nothing.
 
-infersweep/launch/derive.py does the deriving; it renders through workflows.render like `infersweep submit`.
+infersweep/launcher/derive.py does the deriving; it renders through workflows.render like `infersweep submit`.
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from pathlib import Path
 import yaml
 
 from infersweep.cluster_settings import parse_cluster_settings
-from infersweep.launch.derive import Launcher, experiment_run, recipe_run
-from infersweep.launch.git_credentials import GitCredentials
-from infersweep.step_declarations import LAUNCH
+from infersweep.launcher.derive import Launcher, experiment_run, recipe_run
+from infersweep.launcher.git_credentials import GitCredentials
+from infersweep.step_declarations import LAUNCHER_STEP
 from steps.runner import main_of
 
 
 def main(argv: list[str] | None = None) -> int:
-    a = LAUNCH.parser().parse_args(argv)
+    a = LAUNCHER_STEP.parser().parse_args(argv)
     git = {"git-repo": a.git_repo, "git-commit": a.git_commit, "git-path": a.git_path}
     settings = parse_cluster_settings(yaml.safe_load(a.settings), where="launcher --settings")
     # The launcher mounts the Secret only when the setting names one (workflows/launcher.py).
@@ -57,4 +57,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    main_of(main, LAUNCH)
+    main_of(main, LAUNCHER_STEP)

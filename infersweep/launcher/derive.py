@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from infersweep.launch.git_credentials import GitCredentials
-from infersweep.launch.git_source import GitSource, check_git_source, checkout
+from infersweep.launcher.git_credentials import GitCredentials
+from infersweep.launcher.git_source import GitSource, check_git_source, checkout
 from infersweep.names import label_value
 from infersweep.params_files import RecipeError
 

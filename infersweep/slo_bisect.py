@@ -4,6 +4,8 @@ The search is pure: `measure(load)` runs one benchmark point and says whether it
 valid measurement, counted as a miss so the search never reports a load it could not measure). It assumes, like
 every knee search, that meeting the SLOs is monotone in load, and reports the bracket it ended with, so a
 reader sees how exactly the knee is known: `best` met them, `first_miss` did not (None: no miss up to hi).
+The `slo-search` command runs it: infersweep/commands/slo_search.py (its CLI) and infersweep/local/slo_search.py
+(the probes on one local deployment).
 """
 
 from __future__ import annotations

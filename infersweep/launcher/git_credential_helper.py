@@ -2,7 +2,7 @@
 with the `username` and `password` files of a mounted Kubernetes Secret of type kubernetes.io/basic-auth.
 
 Run by git, not imported: `python <this file> <secret folder>` is the `credential.<url>.helper` that
-infersweep/launch/git_credentials.py configures. The token goes from the file to git over this process's
+infersweep/launcher/git_credentials.py configures. The token goes from the file to git over this process's
 stdout (a pipe git reads), never through a URL, an argument or the environment. `store` and `erase` (git
 sends them after a success or a failure) are ignored: the Secret is read-only and stays as it is.
 

@@ -1,5 +1,5 @@
-"""A recipe from a private Git repository (infersweep/launch/git_credentials.py, git_source.py): the UI
-launcher's render step (steps/launch.py) fetches with the Secret of the cluster setting
+"""A recipe from a private Git repository (infersweep/launcher/git_credentials.py, git_source.py): the UI
+launcher's render step (steps/launcher.py) fetches with the Secret of the cluster setting
 `git_credentials_secret`, mounted as files, and refuses with one line naming the setting and its keys when
 the server says no; the token is never printed. Real git against a real smart-HTTP server
 (tests/support/git_http_server.py: `git http-backend` behind basic auth on 127.0.0.1), no network.
@@ -19,19 +19,19 @@ import pytest
 
 from infersweep.cluster_settings import load_cluster_settings
 from infersweep.commands.install import install_set
-from infersweep.launch.git_credentials import (
+from infersweep.launcher.git_credentials import (
     GitCredentials,
     auth_env,
     denial,
     denied_message,
     ssh_command,
 )
-from infersweep.launch.git_source import check_git_source
+from infersweep.launcher.git_source import check_git_source
 from infersweep.paths import params_dir
 from infersweep.recipe import RecipeError
 from infersweep.schemas import validate_document
-from infersweep.step_declarations import LAUNCH
-from steps import launch as step
+from infersweep.step_declarations import LAUNCHER_STEP
+from steps import launcher as step
 from steps.runner import run
 from tests.support.git_http_server import GitHttpServer
 from workflows.launcher import FROM_GIT, GIT_CREDENTIALS, RECIPE_LAUNCHER, settings_text
@@ -107,7 +107,7 @@ def _argv(tmp_path, repo, commit, settings, creds: Path | None):
 
 
 def _refusal(tmp_path, capfd, argv) -> str:
-    rc = run(lambda: step.main(argv), LAUNCH)
+    rc = run(lambda: step.main(argv), LAUNCHER_STEP)
     out, err = capfd.readouterr()
     assert rc == 1 and not (tmp_path / "out" / "manifest.json").exists()
     assert TOKEN not in out + err
@@ -137,7 +137,7 @@ def test_a_wrong_token_is_one_line_naming_the_secret_and_its_keys(private_repo, 
     wrong = TOKEN[:-4] + "XXXX"
     creds = _secret(tmp_path / "secret", username=USER, password=wrong)
     line = _refusal(tmp_path, capfd, _argv(tmp_path, f"{server.url}/recipes.git", commit, settings, creds))
-    assert line.startswith(f"launch: git-repo {server.url}/recipes.git: access denied (HTTP 401) with the Secret")
+    assert line.startswith(f"launcher: git-repo {server.url}/recipes.git: access denied (HTTP 401) with the Secret")
     assert f"{SECRET} (cluster setting git_credentials_secret, keys username, password)" in line
     assert wrong not in line
 
@@ -277,7 +277,7 @@ def test_a_secret_without_the_password_key_says_which_key_is_missing(private_rep
 
 # ------------------------------------------------------------------ issue 42 High 2: only listed https hosts
 def _helper(folder: Path, hosts: str, asked: str) -> str:
-    from infersweep.launch.git_credentials import HELPER
+    from infersweep.launcher.git_credentials import HELPER
 
     return subprocess.run(
         ["python3", str(HELPER), str(folder), hosts, "get"], input=asked, capture_output=True, text=True, check=True
