@@ -314,6 +314,8 @@ class Retry(_Strict):
 
 
 StepName = Annotated[str, _checked(is_dns_label, "must be a step name (as in workflows/steps_library.py STEPS)")]
+# Steps renamed since a settings file may have been written, old name -> new (issue 40: one name per concept).
+RENAMED_STEPS = {"launch": "launcher"}
 
 
 class StepSettings(_Strict):
@@ -334,6 +336,23 @@ class StepSettings(_Strict):
                     )
                 ]
             )
+        return self
+
+    @model_validator(mode="after")
+    def _known_steps(self) -> StepSettings:
+        # A key naming no step would be read by nobody: the setting would silently not apply (a typo, or a
+        # step renamed since the file was written), so it is refused with the names that exist.
+        from infersweep.step_declarations import DECLARED
+
+        known = {s.name for s in DECLARED}
+        mistakes = []
+        for setting, keys in (("resources", set(self.resources) - {"default"}), ("deadlines_s", set(self.deadlines_s))):
+            for key in sorted(keys - known):
+                now = RENAMED_STEPS.get(key)
+                fix = f"the step is called {now!r} now" if now else f"one of {', '.join(sorted(known))}"
+                mistakes.append((f"{setting}.{key}", f"no step is called {key!r}: {fix}"))
+        if mistakes:
+            raise _Mistakes(mistakes)
         return self
 
     def resources_of(self, step: str) -> StepResources:

@@ -114,6 +114,13 @@ def test_the_shipped_file_loads_into_typed_sections():
             "steps.resources.publish.memory: must be a Kubernetes quantity",
         ),
         ("steps.resources.default", DELETE, "steps.resources.default: required"),
+        # a key no step reads would silently not apply: a typo, or a step renamed since (issue 40)
+        (
+            "steps.resources.launch",
+            {"cpu": "1", "memory": "1Gi"},
+            "steps.resources.launch: no step is called 'launch': the step is called 'launcher' now",
+        ),
+        ("steps.deadlines_s.scrap", 60, "steps.deadlines_s.scrap: no step is called 'scrap': one of "),
         ("steps.aiperf.cpu_per_worker", 0, "steps.aiperf.cpu_per_worker: must be a number > 0"),
         ("steps.aiperf.max_workers", "32", "steps.aiperf.max_workers: must be a positive integer"),
         (
