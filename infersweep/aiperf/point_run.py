@@ -206,11 +206,18 @@ def run_point(args: argparse.Namespace) -> int:
     args.chosen_seed, seed_policy, cache_state = choose_seed(args)
     extra_env: dict[str, str] = {}
     hub_cache = None
-    if trace and Path(args.tokenizer).is_dir():
+    tokenizer_dir = None
+    if Path(args.tokenizer).is_dir():
+        # Every local tokenizer folder goes to AIPerf as a hub id in a private offline HF cache: a trace replay
+        # needs it (infersweep.aiperf.flags.LOCAL_TOKENIZER_REPO), and any point gains from it, because AIPerf
+        # 0.13 loads a tokenizer that is not in the HF cache once more in a subprocess before the run
+        # (aiperf/common/tokenizer_validator.py _prefetch_tokenizers; _partition_cached_names skips the ones
+        # tokenizer.py _is_hf_cached finds): 12.7-16.4 s of every H200 point (benchmarks/measured/h200-2026-12-01
+        # and -04 aiperf.log, "Prefetching 1 tokenizer into HF cache"), 1.3 s here.
         hub_cache = Path(tempfile.mkdtemp(prefix="infersweep-hf-"))  # not in OUT: nothing of it is published
         tokenizer_dir = args.tokenizer
         args.tokenizer, extra_env = tokenizer_as_cached_hub_id(Path(tokenizer_dir), hub_cache)
-        print(f"trace replay: tokenizer {tokenizer_dir} given to AIPerf as {args.tokenizer} (offline HF cache)")
+        print(f"tokenizer {tokenizer_dir} given to AIPerf as {args.tokenizer} (offline HF cache)")
     command = build_argv(args)
     log_path = out / CONSOLE_LOG_FILE
     print(f"attempt {attempt}: running AIPerf at concurrency {args.concurrency}, log in {log_path}", flush=True)
@@ -248,6 +255,7 @@ def run_point(args: argparse.Namespace) -> int:
         argv=command,
         exit_code=exit_code,
         wall_s=round(wall_s, 3),
+        tokenizer_dir=tokenizer_dir,  # the folder behind argv's --tokenizer hub id, when it was one
         attempt=attempt,
         stopped_by=stopped_by,
     )
