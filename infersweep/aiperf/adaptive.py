@@ -8,19 +8,20 @@ loop the requests of one round (`concurrency` of them, started together) share t
 independent; consecutive rounds are close to it. A round is max(concurrency, MIN_BATCH) requests in start
 order (at c1 a "round" of one request would make the interval over single requests again).
 
-Today every point runs its fixed request count, so its budget is that count and the decision is recorded,
-not acted on: `target met`, or `budget spent` with how many more requests the interval says would meet the
-target (a re-run with that `requests` does). The point step (infersweep.aiperf.point_run) writes it into
-result.json; results.md's per-load table shows it. Standard library only (the AIPerf image copies this
-package).
+A point's budget is its own request count unless the recipe gives it more (`workload.max_requests_per_concurrency`,
+sent to the step as the workload's `max_requests_factor`; `ci95_target` sets the target): then the point step
+(infersweep.aiperf.point_run) acts on `extend` by measuring the point again as one longer window
+(`next_window` says how long) and records `target met`, or `budget spent` with how many more requests the
+interval says would meet the target. results.md's per-load table shows it. Standard library only (the AIPerf
+image copies this package).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 TARGET_REL = 0.10  # the 95 % half-width a point aims for, relative to its mean
 MIN_BATCH = 4
@@ -99,6 +100,93 @@ def decide(
     if left <= 0:
         return Decision("budget spent", worst, rounds, need, f"{why}; about {need} more requests would do")
     return Decision("extend", worst, rounds, min(need, left), why)
+
+
+def point_budget(requests: int, factor: float | None) -> int:
+    """The most requests one window of this point may measure: `requests` x the workload's
+    max_requests_factor (the recipe's max_requests_per_concurrency / requests_per_concurrency, so a point
+    raised to min_requests keeps its share); no factor: `requests` (today's behaviour, never extended)."""
+    if not factor or factor <= 1:
+        return int(requests)
+    return max(int(requests), int(math.floor(requests * float(factor) + 1e-9)))
+
+
+def next_window(
+    decision: Decision,
+    requests: int,
+    *,
+    seconds_per_request: float | None = None,
+    seconds_left: float | None = None,
+) -> int | None:
+    """How many requests the next, longer window of an `extend` decision measures (`requests` + what decide()
+    asked for), or None when there is nothing to extend or it cannot finish in `seconds_left` (the point's
+    timeout) at `seconds_per_request` (what the last window took per request, warm-up included)."""
+    if decision.stop_reason != "extend" or decision.more_requests <= 0:
+        return None
+    total = requests + decision.more_requests
+    if seconds_per_request and seconds_left is not None:
+        fits = int(seconds_left / seconds_per_request)
+        total = min(total, fits)
+    return total if total > requests else None
+
+
+def measure_until_long_enough(
+    measure: Callable[[int, int], tuple[dict, dict[str, list[float]] | None]],
+    keep_pilot: Callable[[dict, int], dict],
+    restore_pilot: Callable[[dict, dict], dict],
+    *,
+    concurrency: int,
+    requests: int,
+    warmup: int,
+    budget: int,
+    target_rel: float = TARGET_REL,
+    time_left: Callable[[], float | None] = lambda: None,
+) -> tuple[dict, list[dict]]:
+    """The adaptive point: measure a window of `requests`, decide, and while the decision is `extend` and the
+    budget (requests, and the point's time) allows, measure again as one longer window. Returns the final
+    window's result (with `stop_reason`, `adaptive_*`) and the pilots (earlier windows) kept on the way.
+
+    `measure(requests, k)`: run window k (0 = the first) -> (result, per-request series; None if unreadable);
+    `keep_pilot(result, k)`: set window k aside as pilot k (its files), -> what the point records of it;
+    `restore_pilot(pilot, failed)`: a longer window failed: the pilot comes back as the point's result.
+    `time_left()`: seconds left of the point's timeout (None: no timeout)."""
+    pilots: list[dict] = []
+    while True:
+        left = time_left()
+        result, series = measure(requests, len(pilots))
+        if result.get("status") != "ok":
+            if pilots:  # a good measurement is never lost to its extension
+                result = restore_pilot(pilots.pop(), result)
+            return result, pilots
+        if series is None:
+            result["stop_reason"] = "unknown (no per-request records)"
+            return result, pilots
+        decision = decide(
+            series,
+            concurrency,
+            steady=None,  # judged at summarize time (infersweep.results.validity needs pandas; this runs in AIPerf's image)
+            requests_done=len(series.get("ttft") or []),
+            budget_requests=budget,
+            target_rel=target_rel,
+        )
+        grown = None
+        if not result.get("stopped_by"):
+            wall = result.get("wall_s")
+            grown = next_window(
+                decision,
+                requests,
+                seconds_per_request=wall / max(1, requests + warmup) if wall else None,
+                # the next window warms up again: its warm-up comes out of the time too
+                seconds_left=None if left is None or not wall else left - wall - warmup * wall / (requests + warmup),
+            )
+        if decision.stop_reason == "extend" and grown is None:
+            why = "the point was stopped" if result.get("stopped_by") else "the point's timeout leaves no time for more"
+            decision = replace(decision, stop_reason="budget spent", detail=f"{decision.detail}; {why}")
+        result.update(decision.as_result())
+        if grown is None:
+            return result, pilots
+        pilots.append(keep_pilot(result, len(pilots) + 1))
+        requests = grown
 
 
 def series_from_records(records_path: Path) -> dict[str, list[float]]:
