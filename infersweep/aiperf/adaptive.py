@@ -1,5 +1,6 @@
-"""When a point has measured enough: the decision an adaptive point takes after each chunk of requests, and
-the `stop_reason` every point records (issue 32 item 4, "adaptive length").
+"""When a point has measured enough: the decision an adaptive point takes after each window of requests, the
+loop that acts on it (measure_until_long_enough), and the `stop_reason` every point records (issue 32 item 4,
+"adaptive length").
 
 A point is long enough when it is steady and the 95 % confidence interval of its mean TTFT and mean request
 latency is within a target (TARGET_REL of the mean); otherwise it may be extended (more requests of the
@@ -12,8 +13,10 @@ A point's budget is its own request count unless the recipe gives it more (`work
 sent to the step as the workload's `max_requests_factor`; `ci95_target` sets the target): then the point step
 (infersweep.aiperf.point_run) acts on `extend` by measuring the point again as one longer window
 (`next_window` says how long) and records `target met`, or `budget spent` with how many more requests the
-interval says would meet the target. results.md's per-load table shows it. Standard library only (the AIPerf
-image copies this package).
+interval says would meet the target. results.md's per-load table shows it. The step decides with `steady`
+unknown: steadiness is judged afterwards by infersweep.results.validity (pandas and params/validity.yaml, not
+in the AIPerf image), which marks an unsteady point invalid whatever its interval. Standard library only (the
+AIPerf image copies this package).
 """
 
 from __future__ import annotations
@@ -42,6 +45,11 @@ class Decision:
         d = asdict(self)
         d["ci_rel"] = None if self.ci_rel is None else round(self.ci_rel, 4)
         return {f"adaptive_{k}" if k != "stop_reason" else k: v for k, v in d.items()}
+
+
+def _pct(x: float) -> str:
+    """10 % as `10%`, a target below 1 % with its digits (`0.05%`, not `0%`)."""
+    return f"{x:.0%}" if x >= 0.01 else f"{x * 100:.2g}%"
 
 
 def batch_size(concurrency: int) -> int:
@@ -89,14 +97,14 @@ def decide(
         need = max(b * MIN_ROUNDS - requests_done, b)
         why = f"{rounds} round(s) of {b} requests: too few for an interval (needs {MIN_ROUNDS})"
     elif worst <= target_rel and steady is not False:
-        return Decision("target met", worst, rounds, 0, f"±{worst:.1%} <= target ±{target_rel:.0%}, {rounds} rounds")
+        return Decision("target met", worst, rounds, 0, f"±{worst:.1%} <= target ±{_pct(target_rel)}, {rounds} rounds")
     elif steady is False:
         need = requests_done  # unsteady: the same again, to see whether it settles
         why = f"not steady (±{worst:.1%} over {rounds} rounds)"
     else:
         # the half-width shrinks with the square root of the rounds
         need = math.ceil(requests_done * ((worst / target_rel) ** 2 - 1) / b) * b
-        why = f"±{worst:.1%} > target ±{target_rel:.0%} over {rounds} rounds"
+        why = f"±{worst:.1%} > target ±{_pct(target_rel)} over {rounds} rounds"
     if left <= 0:
         return Decision("budget spent", worst, rounds, need, f"{why}; about {need} more requests would do")
     return Decision("extend", worst, rounds, min(need, left), why)
