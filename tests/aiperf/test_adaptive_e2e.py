@@ -76,6 +76,12 @@ def test_a_point_with_a_budget_measures_more_and_records_why_it_stopped(tmp_path
     assert len(phase_conversations(out / pilot["folder"] / "aiperf" / "profile_export.jsonl")["profiling"]) == 12
     assert pilot["seed"] != result["seed"]
 
+    def prompts(folder: Path) -> set[str]:
+        data = json.loads((folder / "aiperf" / "inputs.json").read_text())["data"]
+        return {json.dumps(s["payloads"][0]["messages"]) for s in data}
+
+    assert not prompts(out) & prompts(out / pilot["folder"])  # the pilot's prompts are not resent from the cache
+
     # the summarize step reads the final window, never the pilot
     df = summarize(run, gpu_count=1, slo={}, title="adaptive")
     assert len(df) == 1
