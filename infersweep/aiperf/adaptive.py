@@ -138,16 +138,23 @@ def next_window(
     return total if total > requests else None
 
 
+@dataclass(frozen=True)
+class Plan:
+    """What an adaptive point starts from: its load, its first window (requests after warmup), its budget (the
+    most requests one window may measure: point_budget) and its target."""
+
+    concurrency: int
+    requests: int
+    warmup: int
+    budget: int
+    target_rel: float = TARGET_REL
+
+
 def measure_until_long_enough(
+    plan: Plan,
     measure: Callable[[int, int], tuple[dict, dict[str, list[float]] | None]],
     keep_pilot: Callable[[dict, int], dict],
     restore_pilot: Callable[[dict, dict], dict],
-    *,
-    concurrency: int,
-    requests: int,
-    warmup: int,
-    budget: int,
-    target_rel: float = TARGET_REL,
     time_left: Callable[[], float | None] = lambda: None,
 ) -> tuple[dict, list[dict]]:
     """The adaptive point: measure a window of `requests`, decide, and while the decision is `extend` and the
@@ -159,6 +166,7 @@ def measure_until_long_enough(
     `restore_pilot(pilot, failed)`: a longer window failed: the pilot comes back as the point's result.
     `time_left()`: seconds left of the point's timeout (None: no timeout)."""
     pilots: list[dict] = []
+    requests, warmup = plan.requests, plan.warmup
     while True:
         left = time_left()
         result, series = measure(requests, len(pilots))
@@ -171,11 +179,11 @@ def measure_until_long_enough(
             return result, pilots
         decision = decide(
             series,
-            concurrency,
+            plan.concurrency,
             steady=None,  # judged at summarize time (infersweep.results.validity needs pandas; this runs in AIPerf's image)
             requests_done=len(series.get("ttft") or []),
-            budget_requests=budget,
-            target_rel=target_rel,
+            budget_requests=plan.budget,
+            target_rel=plan.target_rel,
         )
         grown = None
         if not result.get("stopped_by"):

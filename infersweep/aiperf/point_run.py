@@ -32,7 +32,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from infersweep.aiperf.adaptive import TARGET_REL, measure_until_long_enough, point_budget, series_from_records
+from infersweep.aiperf.adaptive import (
+    TARGET_REL,
+    Plan,
+    measure_until_long_enough,
+    point_budget,
+    series_from_records,
+)
 from infersweep.aiperf.artifacts import RECORDS_FILE, RecordCounter, read_point
 from infersweep.aiperf.flags import (
     ARTIFACT_SUBDIR,
@@ -237,14 +243,10 @@ def run_point(args: argparse.Namespace) -> int:
 
     try:
         result, pilots = measure_until_long_enough(
+            Plan(args.concurrency, args.requests, args.warmup, budget, target),
             measure,
             lambda r, k: set_aside_pilot(out, r, k),
             lambda pilot, failed: restore_pilot(out, pilot, failed),
-            concurrency=args.concurrency,
-            requests=args.requests,
-            warmup=args.warmup,
-            budget=budget,
-            target_rel=target,
             time_left=lambda: args.timeout_s - (time.monotonic() - point_started) if args.timeout_s else None,
         )
     finally:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from infersweep.aiperf.adaptive import (
+    Plan,
     decide,
     measure_until_long_enough,
     point_budget,
@@ -98,9 +99,9 @@ def _point(rel_sd: float, *, fail_window: int | None = None):
 
 def _run(rel_sd: float, budget: int, **kw):
     windows, measure, keep, restore = _point(rel_sd, fail_window=kw.pop("fail_window", None))
-    result, pilots = measure_until_long_enough(
-        measure, keep, restore, concurrency=4, requests=32, warmup=4, budget=budget, **kw
-    )
+    time_left = kw.pop("time_left", lambda: None)
+    plan = Plan(concurrency=4, requests=32, warmup=4, budget=budget, **kw)
+    result, pilots = measure_until_long_enough(plan, measure, keep, restore, time_left)
     return windows, result, pilots
 
 
