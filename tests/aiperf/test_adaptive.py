@@ -3,7 +3,9 @@ interval is within target, is extended otherwise up to its budget, and records w
 
 from __future__ import annotations
 
+import json
 import random
+import shutil
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,8 @@ from infersweep.aiperf.adaptive import (
     round_means,
     series_from_records,
 )
+from infersweep.aiperf.point_run import restore_pilot, set_aside_pilot
+from infersweep.results.table import point_dirs
 
 C1 = Path(__file__).resolve().parents[2] / "benchmarks/measured/h200-2026-12-01/qwen3-32b-bf16-c1-c2/points/c1"
 
@@ -157,3 +161,27 @@ def test_a_failed_longer_window_gives_the_point_back_its_pilot():
 def test_point_budget_scales_the_points_own_request_count():
     assert point_budget(32, None) == 32 and point_budget(32, 1) == 32
     assert point_budget(32, 4) == 128 and point_budget(96, 2.5) == 240
+
+
+# -- the point folder: pilots beside the final window, and a failed longer window never costs the good one -----
+def test_a_pilot_is_set_aside_and_comes_back_when_the_longer_window_fails(tmp_path):
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "aiperf" / "0.13.0" / "dynamo-mocker-c4"
+    out = tmp_path / "points" / "c4"
+    shutil.copytree(fixture, out / "aiperf")
+    (out / "aiperf.log").write_text("window 1\n")
+    pilot_result = {"status": "ok", "requests": 40, "requests_ok": 40, "seed": 7, "stop_reason": "extend"}
+    pilot = set_aside_pilot(out, pilot_result, 1)
+    assert pilot["folder"] == "pilots/1" and pilot["requests"] == 40
+    assert not (out / "aiperf").exists() and (out / "pilots/1/aiperf/profile_export.jsonl").is_file()
+    assert point_dirs(tmp_path / "points") == []  # a pilot is never read as a point
+
+    (out / "aiperf").mkdir()  # the longer window: AIPerf failed part-way
+    (out / "aiperf.log").write_text("window 2: connection refused\n")
+    failed = {"status": "failed", "reason": "AIPerf exit code 1", "requests": 80}
+    result = restore_pilot(out, pilot, failed)
+
+    assert result["stop_reason"] == "extension failed" and result["requests_ok"] == 40
+    assert "80 requests" in result["adaptive_detail"] and "pilot is kept" in result["adaptive_detail"]
+    assert (out / "aiperf" / "profile_export.jsonl").is_file() and (out / "aiperf.log").read_text() == "window 1\n"
+    assert json.loads((out / "attempts/1/result.json").read_text())["status"] == "failed"
+    assert not (out / "pilots/1").exists()
