@@ -239,7 +239,8 @@ PARAMS: tuple[PipelineParam, ...] = (
     ),
     PipelineParam(
         "workload",
-        "the AIPerf workload as JSON: isl/osl, seq_dist, prefix_tokens/num_prefixes, turns, trace",
+        "the AIPerf workload as JSON: isl/osl, seq_dist, prefix_tokens/num_prefixes, turns, trace; "
+        "max_requests_factor/ci95_target (how far a point may be extended)",
         check=json_workload,
         recipe_field=True,
     ),
