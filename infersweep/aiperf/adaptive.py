@@ -122,20 +122,25 @@ def point_budget(requests: int, factor: float | None) -> int:
 def next_window(
     decision: Decision,
     requests: int,
+    budget: int,
     *,
     seconds_per_request: float | None = None,
     seconds_left: float | None = None,
-) -> int | None:
-    """How many requests the next, longer window of an `extend` decision measures (`requests` + what decide()
-    asked for), or None when there is nothing to extend or it cannot finish in `seconds_left` (the point's
-    timeout) at `seconds_per_request` (what the last window took per request, warm-up included)."""
+) -> tuple[int | None, str]:
+    """(requests of the next, longer window of an `extend` decision, '') — `requests` + what decide() asked for,
+    at most `budget` and what fits in `seconds_left` (the point's timeout) at `seconds_per_request` (what the
+    last window took a request, warm-up included) — or (None, why not)."""
     if decision.stop_reason != "extend" or decision.more_requests <= 0:
-        return None
-    total = requests + decision.more_requests
+        return None, ""
+    # decide() counts what was measured (successful requests); the window's request count may be more
+    total = min(requests + decision.more_requests, budget)
+    if total <= requests:
+        return None, "the budget is spent"
     if seconds_per_request and seconds_left is not None:
-        fits = int(seconds_left / seconds_per_request)
-        total = min(total, fits)
-    return total if total > requests else None
+        total = min(total, int(seconds_left / seconds_per_request))
+        if total <= requests:
+            return None, "the point's timeout leaves no time for a longer window"
+    return total, ""
 
 
 @dataclass(frozen=True)
@@ -185,18 +190,18 @@ def measure_until_long_enough(
             budget_requests=plan.budget,
             target_rel=plan.target_rel,
         )
-        grown = None
+        grown, why = None, "the point was stopped"
         if not result.get("stopped_by"):
             wall = result.get("wall_s")
-            grown = next_window(
+            grown, why = next_window(
                 decision,
                 requests,
+                plan.budget,
                 seconds_per_request=wall / max(1, requests + warmup) if wall else None,
                 # the next window warms up again: its warm-up comes out of the time too
                 seconds_left=None if left is None or not wall else left - wall - warmup * wall / (requests + warmup),
             )
         if decision.stop_reason == "extend" and grown is None:
-            why = "the point was stopped" if result.get("stopped_by") else "the point's timeout leaves no time for more"
             decision = replace(decision, stop_reason="budget spent", detail=f"{decision.detail}; {why}")
         result.update(decision.as_result())
         if grown is None:

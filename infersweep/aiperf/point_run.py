@@ -219,7 +219,9 @@ def run_point(args: argparse.Namespace) -> int:
         args.tokenizer, extra_env = tokenizer_as_cached_hub_id(Path(tokenizer_dir), hub_cache)
         print(f"trace replay: tokenizer {tokenizer_dir} given to AIPerf as {args.tokenizer} (offline HF cache)")
     workload = args.workload or {}
-    budget = point_budget(args.requests, workload.get("max_requests_factor"))
+    # a fixed schedule replays the whole trace: its request count is the trace's, never extended (flags.build_argv)
+    factor = None if workload.get("fixed_schedule") else workload.get("max_requests_factor")
+    budget = point_budget(args.requests, factor)
     target = float(workload.get("ci95_target") or TARGET_REL)
     initial, point_started = args.requests, time.monotonic()
 

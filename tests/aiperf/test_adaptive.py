@@ -80,7 +80,7 @@ def test_the_recorded_c1_point_misses_the_target_because_of_its_replayed_warm_up
 
 
 # -- the loop that acts on the decision (measure_until_long_enough; the point step runs it with real AIPerf) ----
-def _point(rel_sd: float, *, fail_window: int | None = None):
+def _point(rel_sd: float, *, fail_window: int | None = None, lost: int = 0):
     """A point whose requests' TTFT and latency scatter by rel_sd: measure(n, k) draws window k's n requests
     (the same distribution every window, as a longer AIPerf window of the same prompts' distribution would)."""
     windows: list[int] = []
@@ -89,7 +89,8 @@ def _point(rel_sd: float, *, fail_window: int | None = None):
         windows.append(n)
         if k == fail_window:
             return {"status": "failed", "reason": "AIPerf exit code 1", "requests": n}, None
-        series = {"ttft": _noisy(n, 120, rel_sd, seed=10 + k), "latency": _noisy(n, 900, rel_sd / 4, seed=20 + k)}
+        ok = n - lost  # `lost` requests of every window failed (a point may allow some: max_error_rate)
+        series = {"ttft": _noisy(ok, 120, rel_sd, seed=10 + k), "latency": _noisy(ok, 900, rel_sd / 4, seed=20 + k)}
         return {"status": "ok", "requests": n, "wall_s": (n + 4) * 0.5}, series  # 0.5 s a request, warm-up too
 
     def keep_pilot(result: dict, k: int) -> dict:
@@ -102,7 +103,7 @@ def _point(rel_sd: float, *, fail_window: int | None = None):
 
 
 def _run(rel_sd: float, budget: int, **kw):
-    windows, measure, keep, restore = _point(rel_sd, fail_window=kw.pop("fail_window", None))
+    windows, measure, keep, restore = _point(rel_sd, fail_window=kw.pop("fail_window", None), lost=kw.pop("lost", 0))
     time_left = kw.pop("time_left", lambda: None)
     plan = Plan(concurrency=4, requests=32, warmup=4, budget=budget, **kw)
     result, pilots = measure_until_long_enough(plan, measure, keep, restore, time_left)
@@ -124,6 +125,12 @@ def test_a_budget_stops_the_extension_and_says_so():
     assert result["stop_reason"] == "budget spent" and result["adaptive_ci_rel"] > 0.10
     assert "more requests would do" in result["adaptive_detail"] and result["adaptive_more_requests"] > 0
     assert len(pilots) == 1
+
+
+def test_failed_requests_never_stretch_a_window_past_its_budget():
+    windows, result, _ = _run(0.8, budget=64, lost=4)  # decide() counts the 28 that succeeded, not the 32 sent
+    assert windows == [32, 64] and result["stop_reason"] == "budget spent"
+    assert "the budget is spent" in result["adaptive_detail"]
 
 
 def test_a_steady_tight_point_is_not_extended():
