@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from infersweep.aiperf import TRACE_KEYS, WORKLOAD_FLAGS
+from infersweep.aiperf import LENGTH_KEYS, TRACE_KEYS, WORKLOAD_FLAGS
 from infersweep.aiperf.point import PointError, parse_points, points_text
 from infersweep.names import is_dns_label
 from infersweep.params_files import RecipeError
@@ -107,10 +107,11 @@ def json_points(key: str, value: str) -> str:
 def json_workload(key: str, value: str) -> None:
     """The AIPerf workload: known keys only (its flags and the trace's), each a number or a one-line string."""
     w = _json(key, value, dict)
-    unknown = sorted(set(w) - set(WORKLOAD_FLAGS) - set(TRACE_KEYS))
+    unknown = sorted(set(w) - set(WORKLOAD_FLAGS) - set(TRACE_KEYS) - set(LENGTH_KEYS))
     if unknown:
         raise RecipeError(
-            f"--set {key}=...: unknown keys {unknown}; known: {sorted(WORKLOAD_FLAGS)} + trace, trace_type"
+            f"--set {key}=...: unknown keys {unknown}; known: {sorted(WORKLOAD_FLAGS)} + trace, trace_type + "
+            + ", ".join(LENGTH_KEYS)
         )
     for k, v in w.items():
         if not isinstance(v, (str, int, float)) or isinstance(v, bool) or (isinstance(v, str) and bad_chars(v)):
@@ -238,7 +239,8 @@ PARAMS: tuple[PipelineParam, ...] = (
     ),
     PipelineParam(
         "workload",
-        "the AIPerf workload as JSON: isl/osl, seq_dist, prefix_tokens/num_prefixes, turns, trace",
+        "the AIPerf workload as JSON: isl/osl, seq_dist, prefix_tokens/num_prefixes, turns, trace; "
+        "max_requests_factor/ci95_target (how far a point may be extended)",
         check=json_workload,
         recipe_field=True,
     ),

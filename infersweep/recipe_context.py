@@ -18,7 +18,14 @@ if TYPE_CHECKING:
 
 # Workload fields added after recipes were first hashed, with their defaults: left at the default they
 # are not hashed, so a recipe that does not use them keeps the hash its earlier runs and baselines carry.
-LATER_WORKLOAD_DEFAULTS = {"request_rate": None, "arrival": None}
+# (max_requests_per_concurrency, ci95_target: the adaptive length's budget and target, added later, unset =
+# today's fixed-length point)
+LATER_WORKLOAD_DEFAULTS = {
+    "request_rate": None,
+    "arrival": None,
+    "max_requests_per_concurrency": None,
+    "ci95_target": None,
+}
 LATER_TRACE_DEFAULTS = {"fixed_schedule": False, "block_size": None}
 
 

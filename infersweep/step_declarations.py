@@ -192,7 +192,11 @@ AIPERF_POINT = Step(
         Option("--isl", "input tokens per request (synthetic prompts)", type=int),
         Option("--osl", "output tokens per request (synthetic prompts)", type=int),
         Option(
-            "--workload", "the workload as JSON (isl/osl, seq_dist, prefix, turns, trace)", type=json_object, input=True
+            "--workload",
+            "the workload as JSON (isl/osl, seq_dist, prefix, turns, trace; max_requests_factor, ci95_target: "
+            "how far the point may be extended)",
+            type=json_object,
+            input=True,
         ),
         Option("--trace", "trace file to take requests from instead of --isl/--osl"),
         Option("--trace-type", "AIPerf --custom-dataset-type of --trace", default="mooncake_trace"),

@@ -1,5 +1,6 @@
-"""When a point has measured enough: the decision an adaptive point takes after each chunk of requests, and
-the `stop_reason` every point records (issue 32 item 4, "adaptive length").
+"""When a point has measured enough: the decision an adaptive point takes after each window of requests, the
+loop that acts on it (measure_until_long_enough), and the `stop_reason` every point records (issue 32 item 4,
+"adaptive length").
 
 A point is long enough when it is steady and the 95 % confidence interval of its mean TTFT and mean request
 latency is within a target (TARGET_REL of the mean); otherwise it may be extended (more requests of the
@@ -8,19 +9,22 @@ loop the requests of one round (`concurrency` of them, started together) share t
 independent; consecutive rounds are close to it. A round is max(concurrency, MIN_BATCH) requests in start
 order (at c1 a "round" of one request would make the interval over single requests again).
 
-Today every point runs its fixed request count, so its budget is that count and the decision is recorded,
-not acted on: `target met`, or `budget spent` with how many more requests the interval says would meet the
-target (a re-run with that `requests` does). The point step (infersweep.aiperf.point_run) writes it into
-result.json; results.md's per-load table shows it. Standard library only (the AIPerf image copies this
-package).
+A point's budget is its own request count unless the recipe gives it more (`workload.max_requests_per_concurrency`,
+sent to the step as the workload's `max_requests_factor`; `ci95_target` sets the target): then the point step
+(infersweep.aiperf.point_run) acts on `extend` by measuring the point again as one longer window
+(`next_window` says how long) and records `target met`, or `budget spent` with how many more requests the
+interval says would meet the target. results.md's per-load table shows it. The step decides with `steady`
+unknown: steadiness is judged afterwards by infersweep.results.validity (pandas and params/validity.yaml, not
+in the AIPerf image), which marks an unsteady point invalid whatever its interval. Standard library only (the
+AIPerf image copies this package).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 TARGET_REL = 0.10  # the 95 % half-width a point aims for, relative to its mean
 MIN_BATCH = 4
@@ -41,6 +45,11 @@ class Decision:
         d = asdict(self)
         d["ci_rel"] = None if self.ci_rel is None else round(self.ci_rel, 4)
         return {f"adaptive_{k}" if k != "stop_reason" else k: v for k, v in d.items()}
+
+
+def _pct(x: float) -> str:
+    """10 % as `10%`, a target below 1 % with its digits (`0.05%`, not `0%`)."""
+    return f"{x:.0%}" if x >= 0.01 else f"{x * 100:.2g}%"
 
 
 def batch_size(concurrency: int) -> int:
@@ -88,17 +97,117 @@ def decide(
         need = max(b * MIN_ROUNDS - requests_done, b)
         why = f"{rounds} round(s) of {b} requests: too few for an interval (needs {MIN_ROUNDS})"
     elif worst <= target_rel and steady is not False:
-        return Decision("target met", worst, rounds, 0, f"±{worst:.1%} <= target ±{target_rel:.0%}, {rounds} rounds")
+        return Decision("target met", worst, rounds, 0, f"±{worst:.1%} <= target ±{_pct(target_rel)}, {rounds} rounds")
     elif steady is False:
         need = requests_done  # unsteady: the same again, to see whether it settles
         why = f"not steady (±{worst:.1%} over {rounds} rounds)"
     else:
         # the half-width shrinks with the square root of the rounds
         need = math.ceil(requests_done * ((worst / target_rel) ** 2 - 1) / b) * b
-        why = f"±{worst:.1%} > target ±{target_rel:.0%} over {rounds} rounds"
+        why = f"±{worst:.1%} > target ±{_pct(target_rel)} over {rounds} rounds"
     if left <= 0:
         return Decision("budget spent", worst, rounds, need, f"{why}; about {need} more requests would do")
     return Decision("extend", worst, rounds, min(need, left), why)
+
+
+def point_budget(requests: int, factor: float | None) -> int:
+    """The most requests one window of this point may measure: `requests` x the workload's
+    max_requests_factor (the recipe's max_requests_per_concurrency / requests_per_concurrency, so a point
+    raised to min_requests keeps its share); no factor: `requests` (today's behaviour, never extended)."""
+    if not factor or factor <= 1:
+        return int(requests)
+    return max(int(requests), int(math.floor(requests * float(factor) + 1e-9)))
+
+
+def next_window(
+    decision: Decision,
+    requests: int,
+    budget: int,
+    *,
+    seconds_per_request: float | None = None,
+    seconds_left: float | None = None,
+) -> tuple[int | None, str]:
+    """(requests of the next, longer window of an `extend` decision, '') — `requests` + what decide() asked for,
+    at most `budget` and what fits in `seconds_left` (the point's timeout) at `seconds_per_request` (what the
+    last window took a request, warm-up included) — or (None, why not)."""
+    if decision.stop_reason != "extend" or decision.more_requests <= 0:
+        return None, ""
+    # decide() counts what was measured (successful requests); the window's request count may be more
+    total = min(requests + decision.more_requests, budget)
+    if total <= requests:
+        return None, "the budget is spent"
+    if seconds_per_request and seconds_left is not None:
+        total = min(total, int(seconds_left / seconds_per_request))
+        if total <= requests:
+            return None, "the point's timeout leaves no time for a longer window"
+    return total, ""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What an adaptive point starts from: its load, its first window (requests after warmup), its budget (the
+    most requests one window may measure: point_budget) and its target."""
+
+    concurrency: int
+    requests: int
+    warmup: int
+    budget: int
+    target_rel: float = TARGET_REL
+
+
+def measure_until_long_enough(
+    plan: Plan,
+    measure: Callable[[int, int], tuple[dict, dict[str, list[float]] | None]],
+    keep_pilot: Callable[[dict, int], dict],
+    restore_pilot: Callable[[dict, dict], dict],
+    time_left: Callable[[], float | None] = lambda: None,
+) -> tuple[dict, list[dict]]:
+    """The adaptive point: measure a window of `requests`, decide, and while the decision is `extend` and the
+    budget (requests, and the point's time) allows, measure again as one longer window. Returns the final
+    window's result (with `stop_reason`, `adaptive_*`) and the pilots (earlier windows) kept on the way.
+
+    `measure(requests, k)`: run window k (0 = the first) -> (result, per-request series; None if unreadable);
+    `keep_pilot(result, k)`: set window k aside as pilot k (its files), -> what the point records of it;
+    `restore_pilot(pilot, failed)`: a longer window failed: the pilot comes back as the point's result.
+    `time_left()`: seconds left of the point's timeout (None: no timeout)."""
+    pilots: list[dict] = []
+    requests, warmup = plan.requests, plan.warmup
+    while True:
+        left = time_left()
+        result, series = measure(requests, len(pilots))
+        if result.get("status") != "ok":
+            if pilots:  # a good measurement is never lost to its extension
+                result = restore_pilot(pilots.pop(), result)
+            return result, pilots
+        if series is None:
+            result["stop_reason"] = "unknown (no per-request records)"
+            return result, pilots
+        decision = decide(
+            series,
+            plan.concurrency,
+            steady=None,  # judged at summarize time (infersweep.results.validity needs pandas; this runs in AIPerf's image)
+            requests_done=len(series.get("ttft") or []),
+            budget_requests=plan.budget,
+            target_rel=plan.target_rel,
+        )
+        grown, why = None, "the point was stopped"
+        if not result.get("stopped_by"):
+            wall = result.get("wall_s")
+            grown, why = next_window(
+                decision,
+                requests,
+                plan.budget,
+                seconds_per_request=wall / max(1, requests + warmup) if wall else None,
+                # the next window warms up again: its warm-up comes out of the time too
+                seconds_left=None if left is None or not wall else left - wall - warmup * wall / (requests + warmup),
+            )
+        if decision.stop_reason == "extend" and grown is None:
+            decision = replace(decision, stop_reason="budget spent", detail=f"{decision.detail}; {why}")
+        result.update(decision.as_result())
+        if grown is None:
+            return result, pilots
+        pilots.append(keep_pilot(result, len(pilots) + 1))
+        requests = grown
 
 
 def series_from_records(records_path: Path) -> dict[str, list[float]]:

@@ -45,6 +45,10 @@ WORKLOAD_FLAGS = {
 WORKLOAD_SWITCHES = {"server_token_count": "--use-server-token-count"}
 
 TRACE_KEYS = ("trace", "trace_type", "fixed_schedule")  # taken by build_argv itself, not WORKLOAD_FLAGS
+# How long a point measures (infersweep.aiperf.adaptive): taken by the point step, never given to AIPerf.
+# max_requests_factor: a window may grow to requests x this (the recipe's max_requests_per_concurrency over its
+# requests_per_concurrency); ci95_target: the relative 95 % half-width that stops it.
+LENGTH_KEYS = ("max_requests_factor", "ci95_target")
 
 # Workload keys that make requests reuse prompts on purpose (shared prefixes, multi-turn sessions, a trace):
 # their points keep one seed, so every point sees the same prefixes/sessions.
@@ -80,12 +84,16 @@ def choose_seed(args: argparse.Namespace) -> tuple[int, str, str]:
 
 
 def workload_argv(workload: dict) -> list[str]:
-    unknown = sorted(set(workload) - set(WORKLOAD_FLAGS) - set(WORKLOAD_SWITCHES) - set(TRACE_KEYS))
+    unknown = sorted(set(workload) - set(WORKLOAD_FLAGS) - set(WORKLOAD_SWITCHES) - set(TRACE_KEYS) - set(LENGTH_KEYS))
     if unknown:
         raise ValueError(
             f"--workload: unknown keys {unknown}; known: {sorted(WORKLOAD_FLAGS)} + "
-            f"{sorted(WORKLOAD_SWITCHES)} + trace, trace_type"
+            f"{sorted(WORKLOAD_SWITCHES)} + trace, trace_type + {', '.join(LENGTH_KEYS)}"
         )
+    for key in LENGTH_KEYS:
+        value = workload.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0):
+            raise ValueError(f"--workload: {key} must be a number > 0, not {value!r}")
     argv: list[str] = []
     for key, flag in WORKLOAD_FLAGS.items():
         if workload.get(key) is not None:

@@ -32,7 +32,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from infersweep.aiperf.adaptive import decide, series_from_records
+from infersweep.aiperf.adaptive import (
+    TARGET_REL,
+    Plan,
+    measure_until_long_enough,
+    point_budget,
+    series_from_records,
+)
 from infersweep.aiperf.artifacts import RECORDS_FILE, RecordCounter, read_point
 from infersweep.aiperf.flags import (
     ARTIFACT_SUBDIR,
@@ -43,6 +49,7 @@ from infersweep.aiperf.flags import (
     child_env,
     choose_seed,
     point_folder,
+    point_seed,
     tokenizer_as_cached_hub_id,
     workload_argv,
 )
@@ -210,71 +217,64 @@ def run_point(args: argparse.Namespace) -> int:
     if Path(args.tokenizer).is_dir():
         # Every local tokenizer folder goes to AIPerf as a hub id in a private offline HF cache: a trace replay
         # needs it (infersweep.aiperf.flags.LOCAL_TOKENIZER_REPO), and any point gains from it, because AIPerf
-        # 0.13 loads a tokenizer that is not in the HF cache once more in a subprocess before the run
-        # (aiperf/common/tokenizer_validator.py _prefetch_tokenizers; _partition_cached_names skips the ones
-        # tokenizer.py _is_hf_cached finds): 12.7-16.4 s of every H200 point (benchmarks/measured/h200-2026-12-01
-        # and -04 aiperf.log, "Prefetching 1 tokenizer into HF cache"), 1.3 s here.
+        # 0.13 otherwise loads the tokenizer once more in a subprocess before the run (aiperf/common/
+        # tokenizer_validator.py _prefetch_tokenizers), which it skips under HF_HUB_OFFLINE ("HF offline mode
+        # already set, skipping cache warming", tokenizer_validator.py:306): 12.7-16.4 s of every H200 point
+        # (benchmarks/measured/h200-2026-12-01 and -04 aiperf.log, "Prefetching 1 tokenizer into HF cache").
         hub_cache = Path(tempfile.mkdtemp(prefix="infersweep-hf-"))  # not in OUT: nothing of it is published
         tokenizer_dir = args.tokenizer
         args.tokenizer, extra_env = tokenizer_as_cached_hub_id(Path(tokenizer_dir), hub_cache)
         print(f"tokenizer {tokenizer_dir} given to AIPerf as {args.tokenizer} (offline HF cache)")
-    command = build_argv(args)
-    log_path = out / CONSOLE_LOG_FILE
-    print(f"attempt {attempt}: running AIPerf at concurrency {args.concurrency}, log in {log_path}", flush=True)
+    workload = args.workload or {}
+    # a fixed schedule replays the whole trace: its request count is the trace's, never extended (flags.build_argv)
+    factor = None if workload.get("fixed_schedule") else workload.get("max_requests_factor")
+    budget = point_budget(args.requests, factor)
+    target = float(workload.get("ci95_target") or TARGET_REL)
+    initial, point_started = args.requests, time.monotonic()
 
-    started = time.monotonic()
+    def measure(requests: int, k: int) -> tuple[dict, dict[str, list[float]] | None]:
+        args.requests = requests
+        if k and seed_policy == "per-point":  # fresh prompts: the pilot's are in the prefix cache now
+            args.chosen_seed = point_seed(args.chosen_seed, "extend", k)
+        if k:
+            print(f"length: measuring the point again as one window of {requests} requests (was {initial})")
+        left = args.timeout_s - (time.monotonic() - point_started) if args.timeout_s else None
+        result = measure_window(args, out, attempt, extra_env, left)
+        # a per-point seed is renewed for every window; any other seed resends the pilot's prompts
+        reused = k > 0 and seed_policy != "per-point"
+        result.update(
+            seed_policy=seed_policy,
+            cache_state="reused-prompts" if reused else cache_state,
+            tokenizer_dir=tokenizer_dir,  # the folder behind argv's --tokenizer hub id, when it was one
+        )
+        try:
+            series = series_from_records(out / ARTIFACT_SUBDIR / RECORDS_FILE) if result["status"] == "ok" else None
+        except (OSError, ValueError) as e:
+            print(f"length: cannot read the records ({e})", file=sys.stderr)
+            series = None
+        return result, series
+
     try:
-        progress = PointProgress(
-            out / ARTIFACT_SUBDIR, args.requests, progress_file=os.environ.get("ARGO_PROGRESS_FILE")
+        result, pilots = measure_until_long_enough(
+            Plan(args.concurrency, args.requests, args.warmup, budget, target),
+            measure,
+            lambda r, k: set_aside_pilot(out, r, k),
+            lambda pilot, failed: restore_pilot(out, pilot, failed),
+            time_left=lambda: args.timeout_s - (time.monotonic() - point_started) if args.timeout_s else None,
         )
-        exit_code, stopped_by = run_aiperf(
-            command, log_path, timeout_s=args.timeout_s, grace_s=args.grace_s, env=extra_env, on_tick=progress.tick
-        )
-        progress.tick(force=True)
     finally:
         if hub_cache is not None:
             shutil.rmtree(hub_cache, ignore_errors=True)
-    wall_s = time.monotonic() - started
-
-    result = read_point(
-        out / ARTIFACT_SUBDIR, max_error_rate=args.max_error_rate, exit_code=exit_code, console_log=log_path
-    )
-    if stopped_by:  # say who stopped it: "(stopped by SIGTERM)", "(stopped by --timeout-s 600, then SIGKILL ...)"
-        who = stopped_by
-        if stopped_by.startswith("timeout"):
-            who = stopped_by.replace("timeout", f"--timeout-s {args.timeout_s:g}", 1)
-        result["reason"] += f" (stopped by {who})"
-    result.update(
-        concurrency=args.concurrency,
-        request_rate=args.request_rate,
-        arrival=(args.workload or {}).get("arrival", "poisson") if args.request_rate else None,
-        repetition=args.repetition,
-        seed=args.chosen_seed,
-        seed_policy=seed_policy,
-        cache_state=cache_state,
-        argv=command,
-        exit_code=exit_code,
-        wall_s=round(wall_s, 3),
-        tokenizer_dir=tokenizer_dir,  # the folder behind argv's --tokenizer hub id, when it was one
-        attempt=attempt,
-        stopped_by=stopped_by,
-    )
-    if result["status"] == "ok":
-        # Whether this point measured enough (infersweep.aiperf.adaptive): its fixed request count is its budget,
-        # so the decision is recorded (stop_reason) rather than acted on; never fails the point.
-        try:
-            series = series_from_records(out / ARTIFACT_SUBDIR / RECORDS_FILE)
-            decision = decide(
-                series,
-                args.concurrency,
-                steady=None,  # steadiness is judged at summarize time (infersweep.results.validity)
-                requests_done=len(series["ttft"]),
-                budget_requests=args.requests,
-            )
-            result.update(decision.as_result())
-            print(f"length: {decision.stop_reason}: {decision.detail}")
-        except (OSError, ValueError) as e:
-            result["stop_reason"] = f"unknown ({e})"
+    if result.get("stop_reason"):
+        print(f"length: {result['stop_reason']}: {result.get('adaptive_detail', '')}", flush=True)
+    if budget > initial:  # an adaptive point: what it measured in the end against what it was given
+        result.update(
+            requests_initial=initial,
+            requests_budget=budget,
+            requests_extended=int(result.get("requests") or initial) - initial,
+            pilots=pilots,
+            wall_s_total=round(time.monotonic() - point_started, 3),
+        )
     write_json(result_path, result)
     write_result_param(args.result_param, result)
 
@@ -289,6 +289,103 @@ def run_point(args: argparse.Namespace) -> int:
         return EXIT_OK
     print(line, file=sys.stderr)
     return EXIT_BAD_POINT
+
+
+# -- one window of the point, and making it longer -------------------------------------------------------------
+def measure_window(
+    args: argparse.Namespace, out: Path, attempt: int, extra_env: dict[str, str], time_left: float | None
+) -> dict:
+    """Run AIPerf once for `args.requests` measured requests (after `args.warmup`) into OUT/; its result.
+
+    Why an extended point is measured again as ONE longer window rather than as more chunks merged: AIPerf 0.13
+    fixes a phase's request count when the phase starts (timing/config.py:242 CreditPhaseConfig is frozen,
+    :268 total_expected_requests) and stops sending at it (timing/phase/stop_conditions.py:147-149
+    RequestCountStopCondition), then waits for every credit to return (timing/phase/runner.py:1160
+    all_credits_returned_event); nothing outside the process can raise the count of a running phase. A
+    second AIPerf run would open with `concurrency` requests started together and its first window's last
+    round would drain with fewer and fewer in flight: stitched together, that drain and start burst sit
+    inside the window, where infersweep's steadiness rule (infersweep.results.validity cycle_measures judges
+    whole closed-loop cycles of one window) would read them as drift, and AIPerf's summary percentiles would
+    be per chunk, not of the point. One window keeps every number (AIPerf's own, the validity verdict, the
+    scrape's server window) a measurement of one steady run, at the cost of measuring the pilot's requests
+    twice; the pilot stays under OUT/pilots/<k>/ as evidence."""
+    command = build_argv(args)
+    log_path = out / CONSOLE_LOG_FILE
+    print(
+        f"attempt {attempt}: running AIPerf at concurrency {args.concurrency} ({args.requests} requests), "
+        f"log in {log_path}",
+        flush=True,
+    )
+    started = time.monotonic()
+    progress = PointProgress(out / ARTIFACT_SUBDIR, args.requests, progress_file=os.environ.get("ARGO_PROGRESS_FILE"))
+    timeout_s = max(1.0, time_left) if time_left is not None else None
+    exit_code, stopped_by = run_aiperf(
+        command, log_path, timeout_s=timeout_s, grace_s=args.grace_s, env=extra_env, on_tick=progress.tick
+    )
+    progress.tick(force=True)
+    wall_s = time.monotonic() - started
+    result = read_point(
+        out / ARTIFACT_SUBDIR, max_error_rate=args.max_error_rate, exit_code=exit_code, console_log=log_path
+    )
+    if stopped_by:  # say who stopped it: "(stopped by SIGTERM)", "(stopped by --timeout-s 600, then SIGKILL ...)"
+        who = stopped_by
+        if stopped_by.startswith("timeout"):
+            who = stopped_by.replace("timeout", f"--timeout-s {args.timeout_s:g}", 1)
+        result["reason"] += f" (stopped by {who})"
+    result.update(
+        concurrency=args.concurrency,
+        request_rate=args.request_rate,
+        arrival=(args.workload or {}).get("arrival", "poisson") if args.request_rate else None,
+        repetition=args.repetition,
+        requests=args.requests,
+        seed=args.chosen_seed,
+        argv=command,
+        exit_code=exit_code,
+        wall_s=round(wall_s, 3),
+        attempt=attempt,
+        stopped_by=stopped_by,
+    )
+    return result
+
+
+PILOTS_DIR = "pilots"
+WINDOW_FILES = (RESULT_FILE, ARTIFACT_SUBDIR, CONSOLE_LOG_FILE)
+
+
+def set_aside_pilot(out: Path, result: dict, k: int) -> dict:
+    """Move the window in OUT/ (with its result.json, stop_reason `extend`) to OUT/pilots/<k>/; what the point's
+    result.json says of it. Only OUT/result.json is a point (infersweep.results.table.point_dirs), so summarize
+    reads the final window, never a pilot."""
+    taken = {p.name for p in (out / PILOTS_DIR).iterdir()} if (out / PILOTS_DIR).is_dir() else set()
+    while str(k) in taken:  # a pilot of an earlier, interrupted attempt
+        k += 1
+    dest = out / PILOTS_DIR / str(k)
+    dest.mkdir(parents=True)
+    write_json(out / RESULT_FILE, result)
+    for name in WINDOW_FILES:
+        if (out / name).exists():
+            (out / name).rename(dest / name)
+    keys = ("requests", "requests_ok", "seed", "wall_s", "start_time", "end_time", "adaptive_ci_rel")
+    return {"folder": f"{PILOTS_DIR}/{k}"} | {key: result.get(key) for key in keys}
+
+
+def restore_pilot(out: Path, pilot: dict, failed: dict) -> dict:
+    """The longer window failed: it goes to OUT/attempts/<n>/ like any failed attempt, and the pilot it was to
+    replace comes back to OUT/ as the point's measurement (a good result is never lost to an extension)."""
+    write_json(out / RESULT_FILE, failed)
+    set_aside_previous_attempt(out)
+    src = out / pilot["folder"]
+    for name in WINDOW_FILES:
+        if (src / name).exists():
+            (src / name).rename(out / name)
+    src.rmdir()
+    result = load_json(out / RESULT_FILE) or {}
+    result.update(
+        stop_reason="extension failed",
+        adaptive_detail=f"the longer window ({failed.get('requests')} requests) was {failed.get('status')}: "
+        f"{failed.get('reason')}; the pilot is kept",
+    )
+    return result
 
 
 # -- AIPerf as a child, and the point folder --------------------------------------------------------------
@@ -383,7 +480,7 @@ def set_aside_previous_attempt(out: Path) -> int:
     """Move an earlier attempt's files to OUT/attempts/<n>/; return this attempt's number."""
     attempts = out / "attempts"
     taken = [int(p.name) for p in attempts.iterdir() if p.name.isdigit()] if attempts.is_dir() else []
-    leftovers = [out / name for name in (RESULT_FILE, ARTIFACT_SUBDIR, CONSOLE_LOG_FILE) if (out / name).exists()]
+    leftovers = [out / name for name in WINDOW_FILES if (out / name).exists()]
     if leftovers:
         dest = attempts / str(max(taken, default=0) + 1)
         dest.mkdir(parents=True)

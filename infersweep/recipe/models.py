@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from infersweep.aiperf.adaptive import TARGET_REL
 from infersweep.aiperf.point import Point, round_warmup, sweep
 from infersweep.k8s_types import DNS_LABEL
 from infersweep.params_files import Strict as _Strict
@@ -186,6 +187,23 @@ class Workload(_Strict):
     )
     requests_per_concurrency: int = Field(default=10, gt=0, le=10_000)
     min_requests: int = Field(default=32, gt=0)
+    # Adaptive length (infersweep/aiperf/adaptive.py): a point whose round-mean interval is wider than
+    # ci95_target is measured again as one longer window, up to this many requests per concurrency (its
+    # requests scaled by max_requests_per_concurrency / requests_per_concurrency). None: never extended.
+    max_requests_per_concurrency: int | None = Field(
+        default=None,
+        gt=0,
+        le=100_000,
+        description="a point's budget: it may be extended up to this many requests per concurrency "
+        "until its 95 % interval is within ci95_target; unset = no extension",
+    )
+    ci95_target: float | None = Field(
+        default=None,
+        gt=0,
+        lt=1,
+        description=f"the relative 95 % half-width of mean TTFT and latency a point aims for "
+        f"(default {TARGET_REL:g}); applies with max_requests_per_concurrency",
+    )
     warmup_requests: int = Field(
         default=8,
         ge=0,
@@ -275,6 +293,23 @@ class Workload(_Strict):
             )
         if self.multi_turn and self.trace:
             raise ValueError("a trace brings its own sessions; remove `multi_turn`")
+        budget = self.max_requests_per_concurrency
+        if budget is not None and budget < self.requests_per_concurrency:
+            raise ValueError(
+                f"max_requests_per_concurrency {budget} is below requests_per_concurrency "
+                f"{self.requests_per_concurrency}: a point's budget includes its first window; raise it to at "
+                f"least {self.requests_per_concurrency}, or remove it (no extension)"
+            )
+        if budget is not None and self.trace and self.trace.fixed_schedule:
+            raise ValueError(
+                "max_requests_per_concurrency cannot extend trace.fixed_schedule (the trace is the request "
+                "count); remove one of them"
+            )
+        if self.ci95_target is not None and budget is None:
+            raise ValueError(
+                "ci95_target applies to a point that may be extended; add max_requests_per_concurrency "
+                "or remove ci95_target"
+            )
         if self.trace and self.trace.fixed_schedule and (self.request_rate or len(self.concurrency) != 1):
             raise ValueError(
                 "trace.fixed_schedule replays the trace's timestamps: one point, so give one concurrency "
@@ -302,8 +337,23 @@ class Workload(_Strict):
             }
         return {k: v for k, v in out.items() if v is not None}
 
+    def length(self) -> dict[str, Any]:
+        """The point step's length keys (infersweep.aiperf.LENGTH_KEYS): {} unless a budget is set, so a recipe
+        without one renders as before."""
+        if (
+            self.max_requests_per_concurrency is None
+            or self.max_requests_per_concurrency == self.requests_per_concurrency
+        ):
+            return {}
+        factor = round(self.max_requests_per_concurrency / self.requests_per_concurrency, 6)
+        return {"max_requests_factor": factor} | ({"ci95_target": self.ci95_target} if self.ci95_target else {})
+
     def aiperf_workload(self) -> dict[str, Any]:
-        """What the benchmark-point step sends (keys of infersweep.aiperf.WORKLOAD_FLAGS + trace, trace_type)."""
+        """What the benchmark-point step sends (keys of infersweep.aiperf.WORKLOAD_FLAGS + trace, trace_type, and
+        the point's length keys)."""
+        return self._aiperf_workload() | self.length()
+
+    def _aiperf_workload(self) -> dict[str, Any]:
         arrival = {"arrival": self.arrival or "poisson"} if self.request_rate else {}
         if self.trace:
             fixed: dict[str, Any] = {"fixed_schedule": True} if self.trace.fixed_schedule else {}
@@ -321,7 +371,8 @@ class Workload(_Strict):
         """The synthetic stand-in local mode runs at (scaled) `isl`/`osl`: a trace it cannot replay (see
         infersweep.local.run.local_workload) or a mix becomes its average lengths (a mix's 32K-token buckets
         do not fit a laptop); a shared prefix keeps its share of the input."""
-        return self._shape(isl, osl) | ({"arrival": self.arrival or "poisson"} if self.request_rate else {})
+        arrival = {"arrival": self.arrival or "poisson"} if self.request_rate else {}
+        return self._shape(isl, osl) | arrival | self.length()
 
     @property
     def load(self) -> Literal["concurrency", "request_rate"]:

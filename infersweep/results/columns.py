@@ -22,10 +22,10 @@ from infersweep.metrics import ALIASES, METRICS, SLO_KEYS, UNITS
 # The results table's schema version (summary/results.parquet: the `schema_version` column and the parquet's
 # key-value metadata). v3: canonical metric names with units, the raw AIPerf statistics moved to
 # results_raw.parquet, UTC timestamps as timestamp types. v1/v2 tables still read (infersweep.results.legacy).
-SCHEMA_VERSION = "infersweep.results/v4"
+SCHEMA_VERSION = "infersweep.results/v5"
 # sha256 of the summary table's names and types (columns_fingerprint()): a column added, removed, renamed or
 # retyped changes it, and tests/results/test_results_columns.py then asks for a new SCHEMA_VERSION with this value.
-COLUMNS_FINGERPRINT = "0081651a2d8a6aecce34eb39777d07aad8c52c7bc8f56e38dc5b425ed25b25ee"
+COLUMNS_FINGERPRINT = "43acd1a6cb464acf0aacc8544f8e042f0a5563246a2cddf36c340c9c20677af1"
 RAW_SCHEMA_VERSION = "infersweep.results-raw/v1"
 
 
@@ -64,6 +64,22 @@ POINT = [
     Column("validity_profile", "string", "", "validity", "which params/validity.yaml profile judged it"),
     Column("requests_ok", "Int64", "", "point", "successful requests of the profiling phase"),
     Column("requests_failed", "Int64", "", "point", "failed requests of the profiling phase"),
+    Column(
+        "stop_reason",
+        "string",
+        "",
+        "point",
+        "why the point measured no more: target met / budget spent (its round-mean 95 % interval against the "
+        "target, infersweep.aiperf.adaptive) / extension failed (the pilot kept); NA: not recorded",
+    ),
+    Column(
+        "requests_extended",
+        "Int64",
+        "",
+        "point",
+        "requests the point measured beyond its recipe count, as one longer window "
+        "(workload.max_requests_per_concurrency); NA: no budget to extend",
+    ),
     Column("duration_s", "float64", "s", "point", "AIPerf's benchmark duration"),
     Column("point_start", TS, "", "point", "when AIPerf started the point (UTC)"),
     Column("point_end", TS, "", "point", "when AIPerf ended the point (UTC)"),

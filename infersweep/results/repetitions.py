@@ -106,16 +106,23 @@ def by_load(df: pd.DataFrame) -> pd.DataFrame:
 
 def stop_text(results: list[dict]) -> str:
     """Why a load's repetitions stopped where they did (their result.json `stop_reason`, infersweep.aiperf.adaptive):
-    `target met 3/3`, or `budget spent 3/3 (±22 % in-point; ~132 more requests)` with the widest interval."""
+    `target met 3/3`, or `budget spent 3/3 (±22 % in-point; ~132 more requests)` with the widest interval, and
+    how far points with a budget were extended (`extended 2/3: +64 to 96 requests`, the longest)."""
     reasons = [str(r.get("stop_reason")) for r in results if r.get("stop_reason")]
     if not reasons:
         return "NA"
     parts = [f"{k} {reasons.count(k)}/{len(results)}" for k in sorted(set(reasons))]
     widths = [r["adaptive_ci_rel"] for r in results if isinstance(r.get("adaptive_ci_rel"), (int, float))]
     more = [r["adaptive_more_requests"] for r in results if r.get("stop_reason") == "budget spent"]
+    extended = [r for r in results if isinstance(r.get("requests_extended"), int) and r["requests_extended"] > 0]
     extra = [f"±{max(widths):.0%} in-point"] if widths else []
     if more and any(more):
         extra.append(f"~{max(more)} more requests")
+    if extended:  # measured again as one longer window (infersweep.aiperf.point_run)
+        top = max(extended, key=lambda r: r["requests_extended"])
+        extra.append(
+            f"extended {len(extended)}/{len(results)}: +{top['requests_extended']} to {top.get('requests')} requests"
+        )
     return ", ".join(parts) + (f" ({'; '.join(extra)})" if extra else "")
 
 
@@ -153,7 +160,8 @@ def markdown(df: pd.DataFrame, results: list[dict] | None = None) -> str:
         "repetitions of each load (n = how many; n=1: no interval, one measurement)."
         + (
             f" `length`: whether each point's own TTFT and latency, as round means, reached a ±{TARGET_REL:.0%} interval "
-            "(infersweep/aiperf/adaptive.py)."
+            "(or the workload's ci95_target; infersweep/aiperf/adaptive.py); a point with a budget "
+            "(workload.max_requests_per_concurrency) is measured again as one longer window until it does."
             if results
             else ""
         )

@@ -66,6 +66,7 @@ MD_COLUMNS = [
     "request_throughput_req_s",
     "goodput_req_s",
     "error_ratio",
+    "requests_extended",  # NA (so not shown) unless a point had a budget to extend (workload.max_requests_per_concurrency)
     "slo_pass",
     "predicted_itl_avg_ms",
     "implausible",

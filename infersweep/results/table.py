@@ -220,6 +220,9 @@ def point_row(
         "reason": result.get("reason", ""),
         "requests_ok": int(result.get("requests_ok") or 0),
         "requests_failed": int(result.get("requests_failed") or 0),
+        # why it measured no more, and by how much it was extended (the point step's adaptive length)
+        "stop_reason": result.get("stop_reason"),
+        "requests_extended": result.get("requests_extended"),
         "error_ratio": _num(result.get("error_rate")),
         "duration_s": _num(result.get("duration_s")),
         "point_start": result.get("start_time"),

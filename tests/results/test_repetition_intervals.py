@@ -67,6 +67,29 @@ def test_the_per_load_table_says_why_each_loads_points_stopped():
     md = markdown(df.assign(ttft_avg_ms=[1300.0, 1330.0]), results)
     assert "| length |" in md
     assert "budget spent 1/2, target met 1/2 (±21% in-point; ~336 more requests)" in md
+    assert "extended" not in md  # no budget to extend: as before
+
+
+def test_the_per_load_table_says_how_far_points_with_a_budget_were_extended():
+    df = pd.DataFrame({"concurrency": [16, 16], "request_rate": [0.0, 0.0], "repetition": [0, 1], "valid": [True] * 2})
+    results = [
+        {
+            "concurrency": 16,
+            "stop_reason": "target met",
+            "adaptive_ci_rel": 0.08,
+            "requests": 96,
+            "requests_extended": 0,
+        },
+        {
+            "concurrency": 16,
+            "stop_reason": "target met",
+            "adaptive_ci_rel": 0.09,
+            "requests": 192,
+            "requests_extended": 96,
+        },
+    ]
+    md = markdown(df.assign(ttft_avg_ms=[1300.0, 1330.0]), results)
+    assert "target met 2/2 (±9% in-point; extended 1/2: +96 to 192 requests)" in md
 
 
 def test_the_html_report_shows_each_loads_interval_and_n():
