@@ -303,7 +303,10 @@ def test_argv_is_a_list_and_recipe_values_never_reach_a_shell(aiperf_ref, tmp_pa
     assert (flags["--concurrency"], flags["--request-count"], flags["--warmup-request-count"]) == ("4", "40", "4")
     assert (flags["--isl"], flags["--osl"], flags["--ui-type"]) == ("128", "32", "none")
     assert flags["--artifact-dir"] == str(out / "aiperf")
-    assert flags["--tokenizer"] == str(tmp_path)
+    # the tokenizer folder goes as a hub id of a private offline HF cache (no second load by AIPerf's cache
+    # warming); result.json names the folder
+    assert flags["--tokenizer"] == "infersweep-local/tokenizer"
+    assert json.loads((out / "result.json").read_text())["tokenizer_dir"] == str(tmp_path)
     assert [called[i + 1] for i, a in enumerate(called) if a == "--extra-inputs"] == [
         "ignore_eos:true",
         "min_tokens:32",
@@ -313,7 +316,7 @@ def test_argv_is_a_list_and_recipe_values_never_reach_a_shell(aiperf_ref, tmp_pa
 def test_sigterm_reaches_aiperf_as_sigint_and_keeps_partial_results(aiperf_ref, tmp_path):
     out = tmp_path / "c2"
     fake = fake_aiperf(tmp_path, "sigint", aiperf_ref / "sigint_cancelled_rc0")
-    env = dict(os.environ, HF_HUB_OFFLINE="1")  # must not reach AIPerf
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
     point = subprocess.Popen(
         [sys.executable, "-m", "steps.aiperf_point", *point_args(out, fake)],
         cwd=REPO,
@@ -342,7 +345,9 @@ def test_sigterm_reaches_aiperf_as_sigint_and_keeps_partial_results(aiperf_ref, 
     assert result["requests_ok"] == 104
     assert result["metrics"]["ttft_p50_ms"] == pytest.approx(32.19, abs=0.01)
     assert "cancelled" in stderr
-    assert json.loads((tmp_path / "called.json").read_text())["HF_HUB_OFFLINE"] is None
+    # offline mode reaches AIPerf only with the tokenizer folder as a hub id of its private cache, which it can load
+    called = json.loads((tmp_path / "called.json").read_text())
+    assert called["HF_HUB_OFFLINE"] == "1" and "infersweep-local/tokenizer" in called["argv"]
 
 
 def test_timeout_sends_sigint_then_sigkill(tmp_path):
