@@ -503,6 +503,22 @@ def free_retry_prefix(bucket: str, prefix: str, s3=None) -> str:
     raise PublishError(f"{prefix}: 999 retries already published")
 
 
+def _pointer_place(store_prefix: str, stored_prefix: str) -> tuple[str, str, str, str]:
+    """(base, recipe, run_id, the run's prefix relative to base) of a pointer at `store_prefix` to the run at
+    `stored_prefix`; BadArgument when the run is not under that store's base (a pointer names it from there)."""
+    try:
+        base, recipe, run_id = ix.split_run_prefix(store_prefix)
+    except ValueError as e:
+        raise BadArgument(f"--store-prefix {store_prefix}: {e}") from None
+    stored_prefix = stored_prefix.strip("/")
+    if not stored_prefix.startswith(f"{base}/" if base else ""):
+        raise BadArgument(
+            f"--store-prefix {store_prefix}: the run is published at {stored_prefix}, outside that store's base "
+            f"{base!r}; give a store prefix <base>/<recipe>/<run-id> whose base holds {stored_prefix}"
+        )
+    return base, recipe, run_id, stored_prefix[len(base) + 1 :] if base else stored_prefix
+
+
 def publish_pointer(bucket: str, store_prefix: str, stored_prefix: str, *, retry_prefix: bool = False, s3=None) -> str:
     """Make the complete run published at s3://bucket/stored_prefix the run <base>/<recipe>/<run-id> =
     `store_prefix` of the results store at <base>: a pointer there and an index entry (RunStore.point_run),
@@ -510,15 +526,8 @@ def publish_pointer(bucket: str, store_prefix: str, stored_prefix: str, *, retry
     relative to the base). With `retry_prefix`, a `store_prefix` that holds something else (the pointer of an
     earlier attempt, which went to another prefix) makes this one `store_prefix-rN`, as publish_run does.
     Returns the run prefix the pointer went to."""
-    base, recipe, run_id = ix.split_run_prefix(store_prefix)
-    stored_prefix = stored_prefix.strip("/")
-    if not stored_prefix.startswith(f"{base}/" if base else ""):
-        raise BadArgument(
-            f"--store-prefix {store_prefix}: the run is published at {stored_prefix}, outside that store's base "
-            f"{base!r}; give a store prefix <base>/<recipe>/<run-id> whose base holds {stored_prefix}"
-        )
+    base, recipe, run_id, stored_at = _pointer_place(store_prefix, stored_prefix)
     store = RunStore(f"s3://{bucket}/{base}" if base else f"s3://{bucket}", s3=s3)
-    stored_at = stored_prefix[len(base) + 1 :] if base else stored_prefix
     for candidate in [run_id] + [f"{run_id}-r{n}" for n in range(1, 1000)]:
         try:
             store.point_run(recipe, candidate, stored_at)
@@ -545,6 +554,8 @@ def publish_run(
     run `store_prefix` of the results store, by a pointer (publish_pointer); a pointer that cannot be written
     fails the publish (a retried step writes it: nothing else would).
     """
+    if store_prefix:
+        _pointer_place(store_prefix, prefix)  # a store prefix that cannot hold the pointer: refused before uploading
     try:
         summary = publish_tree(local_dir, bucket=bucket, prefix=prefix)
     except PublishConflict:

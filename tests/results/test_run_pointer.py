@@ -188,3 +188,15 @@ def test_a_local_experiments_store_folder_lists_its_treatments_as_runs_of_their_
     assert f"{WF}-kv" in out and f"{WF}-rr" in out and RECIPE in out, out
     assert main(["compare", f"{WF}-rr", f"{WF}-kv", "--store", str(folder)]) == 0
     assert RunStore(folder).load(f"{WF}-kv").source == str(folder / "experiments" / EXP / WF / "kv")
+
+
+def test_infersweep_publish_finishes_a_treatments_publish_with_its_pointer(s3, base, run_folder, capsys):
+    """`infersweep publish --store-prefix`: what a user runs when a treatment's publish step gave up."""
+    here = f"{base}/experiments/{EXP}/{WF}/kv"
+    argv = ["publish", str(run_folder), "--bucket", BUCKET, "--prefix", here]
+    assert main([*argv, "--store-prefix", f"other-{base}/{RECIPE}/{WF}-kv"]) == 2  # not under that store's base
+    assert "outside that store's base" in capsys.readouterr().err
+    assert stored(s3, base) == {}  # refused before anything was uploaded
+    assert main([*argv, "--store-prefix", f"{base}/{RECIPE}/{WF}-kv"]) == 0
+    assert f"a pointer to s3://{BUCKET}/{here}, not a copy" in capsys.readouterr().out
+    assert list(RunStore(f"s3://{BUCKET}/{base}", s3=s3).runs(RECIPE)["run_id"]) == [f"{WF}-kv"]
