@@ -232,12 +232,19 @@ class RunStore:
         body = self.backend.get(key)
         if body is None:
             return None
-        pointer = json.loads(body)
-        if not isinstance(pointer, dict) or pointer.get("schema") != ix.POINTER_SCHEMA or not pointer.get("stored_at"):
-            found = pointer.get("schema") if isinstance(pointer, dict) else type(pointer).__name__
+        try:
+            pointer = json.loads(body)
+        except ValueError:
+            pointer = None
+        if not isinstance(pointer, dict) or pointer.get("schema") != ix.POINTER_SCHEMA:
+            found = pointer.get("schema") if isinstance(pointer, dict) else "not a JSON object"
             raise RunIntegrityError(
                 f"{self.backend.url(key)}: unknown run pointer schema {found!r} (this reader knows {ix.POINTER_SCHEMA})"
             )
+        stored_at = str(pointer.get("stored_at") or "")
+        # a prefix of this store, never one outside it (a store folder's pointer must not read other files)
+        if not stored_at.strip("/") or stored_at.startswith("/") or ".." in stored_at.split("/"):
+            raise RunIntegrityError(f"{self.backend.url(key)}: stored_at {stored_at!r} names no prefix of this store")
         return pointer
 
     def stored_prefix(self, recipe: str, run_id: str) -> str:

@@ -14,7 +14,7 @@ import pytest
 from infersweep.cli import main
 from infersweep.local.disk_store import keep_experiment
 from infersweep.local.standins.s3server import LocalS3
-from infersweep.results.manifest import MANIFEST_NAME
+from infersweep.results.manifest import MANIFEST_NAME, RunIntegrityError
 from infersweep.results.promote import promote
 from infersweep.results.publish import publish_run
 from infersweep.results.store import DanglingRunPointer, RunPointerConflict, RunStore
@@ -200,3 +200,12 @@ def test_infersweep_publish_finishes_a_treatments_publish_with_its_pointer(s3, b
     assert main([*argv, "--store-prefix", f"{base}/{RECIPE}/{WF}-kv"]) == 0
     assert f"a pointer to s3://{BUCKET}/{here}, not a copy" in capsys.readouterr().out
     assert list(RunStore(f"s3://{BUCKET}/{base}", s3=s3).runs(RECIPE)["run_id"]) == [f"{WF}-kv"]
+
+
+def test_a_pointer_never_reads_outside_its_store_folder(tmp_path):
+    store = RunStore(tmp_path / "store")
+    store.backend.put(
+        f"{RECIPE}/{WF}-kv/run-pointer.json", b'{"schema": "infersweep.run-pointer/v1", "stored_at": "../x"}'
+    )
+    with pytest.raises(RunIntegrityError, match="names no prefix of this store"):
+        store.load(f"{RECIPE}/{WF}-kv")
