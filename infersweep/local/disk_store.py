@@ -3,6 +3,8 @@ kept as files in a RunStore folder after the server is gone.
 
     runs/store/<recipe>/<run-id>/...            the run, as under s3://<bucket>/<prefix>/ (results.publish)
     runs/store/_index/<recipe>/<run-id>.json    its index entry (results.index)
+    runs/store/experiments/<experiment>/...     a local experiment's treatments, each once (keep_experiment)
+    runs/store/<recipe>/<workflow>-<treatment>/run-pointer.json   each of them as a run of its recipe
 
 The folder has the layout RunStore reads (infersweep/results/store.py _DirBackend: keys relative to the
 folder), so `infersweep runs --store runs/store`, `report RUN --store runs/store`, `compare`, `regress` and
