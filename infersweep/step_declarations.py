@@ -318,6 +318,13 @@ PUBLISH = Step(
             switch=True,
             value=True,
         ),
+        Option(
+            "--store-prefix",
+            "also make the run the results store's run <base>/<recipe>/<run-id> (this prefix) by a pointer to "
+            "PREFIX, not a second copy: an experiment's treatment ('' = none)",
+            default="",
+            input=True,
+        ),
     ),
     env_from_secret="s3",
     retry=True,

@@ -16,8 +16,9 @@ run its own step; a run on empty KV caches warms every shared prefix first, infe
   on a full redeploy, else the same DGD patched, which the operator turns into a frontend swap, a scale or a
   worker restart, see infersweep.experiment.restart) -> wait-ready, with mark-start before the deploy and
   record-ready after (time-to-ready) -> sweep (the AIPerf points, one at a time, failFast off) -> summarize
-  -> publish (to <prefix>/experiments/<experiment>/<workflow>/<treatment>, and to <prefix>/<recipe>/<workflow>-<treatment>,
-  where `infersweep runs` lists it) -> archive (the run folder moves
+  -> publish (to <prefix>/experiments/<experiment>/<workflow>/<treatment>, once; a pointer at
+  <prefix>/<recipe>/<workflow>-<treatment> makes it a run of its recipe, where `infersweep runs` lists it and
+  `report` / `compare` read it: infersweep/results/index.py) -> archive (the run folder moves
   to /work/treatments/<treatment>, since the step templates write one run to /work/run).
 The next treatment starts when the previous one's archive has run, whatever happened before it (every
 outcome, Omitted included: Argo's depends grammar, common.TaskResult in argo-workflows), so a failed
@@ -353,30 +354,24 @@ def _bookkeeping(run: _Treatments, i: int, s: PlanStep, r: ResolvedRecipe, gpu_c
             "context": json.dumps(context, separators=(",", ":"), sort_keys=True),
         },
     )
+    # Published once, under the experiment; `store-prefix` makes it also a run of its recipe in the results
+    # store (<prefix>/<recipe>/<workflow>-<treatment>) by a pointer, not a second upload: `infersweep runs`
+    # lists it beside the recipe's other runs, `report` / `compare` / `regress` read it through the pointer
+    # (a store lists only <base>/<recipe>/<run-id>, infersweep/results/index.py).
     step_task(
         "publish",
         name=f"{t}-publish",
         depends=f"{t}-summarize",
-        arguments={"bucket": run.settings.s3.bucket, "prefix": f"{run.prefix}/{s.treatment.name}"},
-    )
-    # The treatment again, in the results store's own layout, as a run of its recipe
-    # (<prefix>/<recipe>/<workflow>-<treatment>): `infersweep runs` lists it beside the recipe's
-    # other runs, and `report` / `compare` read it. A store is <base>/<recipe>/<run-id> with its
-    # index under <base>/_index (infersweep/results/index.py), so the experiments/ copy above is a
-    # store of its own that only `runs --store .../experiments/<experiment>` would list.
-    step_task(
-        "publish",
-        name=f"{t}-publish-store",
-        depends=f"{t}-publish",
         arguments={
             "bucket": run.settings.s3.bucket,
-            "prefix": f"{run.settings.s3.prefix}/{r.name}/{{{{workflow.name}}}}-{s.treatment.name}",
+            "prefix": f"{run.prefix}/{s.treatment.name}",
+            "store-prefix": f"{run.settings.s3.prefix}/{r.name}/{{{{workflow.name}}}}-{s.treatment.name}",
         },
     )
     step_task(
         "archive",
         name=f"{t}-archive",
-        depends=f"{_any(f'{t}-publish')} && {_any(f'{t}-publish-store')}",
+        depends=_any(f"{t}-publish"),
         arguments={"treatment": s.treatment.name},
     )
 
@@ -421,7 +416,7 @@ def _experiment_dag(run: _Treatments, model_source: str, treatment_points: dict[
             "publish",
             name="publish-report",
             depends="compare",
-            arguments={"bucket": settings.s3.bucket, "prefix": f"{run.prefix}/report"},
+            arguments={"bucket": settings.s3.bucket, "prefix": f"{run.prefix}/report", "store-prefix": ""},
         )
         # The leaf that makes a failed treatment fail the Workflow (dag.go assessDAGPhase judges a DAG by
         # its leaves, and compare/publish-report succeed whatever the treatments did), after the report

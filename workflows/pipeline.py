@@ -217,6 +217,7 @@ def _exit_handler() -> None:
             arguments={
                 "bucket": _wf("s3-bucket"),
                 "prefix": f"{_wf('s3-prefix')}/{_wf('recipe')}/{{{{workflow.name}}}}",
+                "store-prefix": "",  # the run's own prefix is its place in the results store
             },
         )
         check = _step("regression-check")

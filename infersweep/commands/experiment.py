@@ -212,7 +212,9 @@ def _run(a: argparse.Namespace) -> int:
     for line in res.failed_steps:
         print(f"failed:   {line}")
     if res.store is not None:
-        print(f"store:    {res.store} (the treatments as published: infersweep runs --store {res.store})")
+        # kept as runs/store/experiments/<experiment>; runs/store lists each treatment as a run of its recipe
+        print(f"store:    {res.store} (the treatments as published: infersweep runs --store {res.store};")
+        print(f"          as runs of their recipes: infersweep runs --store {res.store.parent.parent})")
     names = [*res.kept, *(s.treatment.name for s in res.plan.steps)]
     for line in treatment_commands(res.plan.experiment.name, res.run_dir, names):
         print(line)

@@ -3,6 +3,8 @@ kept as files in a RunStore folder after the server is gone.
 
     runs/store/<recipe>/<run-id>/...            the run, as under s3://<bucket>/<prefix>/ (results.publish)
     runs/store/_index/<recipe>/<run-id>.json    its index entry (results.index)
+    runs/store/experiments/<experiment>/...     a local experiment's treatments, each once (keep_experiment)
+    runs/store/<recipe>/<workflow>-<treatment>/run-pointer.json   each of them as a run of its recipe
 
 The folder has the layout RunStore reads (infersweep/results/store.py _DirBackend: keys relative to the
 folder), so `infersweep runs --store runs/store`, `report RUN --store runs/store`, `compare`, `regress` and
@@ -12,6 +14,7 @@ manifest.json, then the index entry, so a copy cut short is never listed as comp
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -83,12 +86,17 @@ def seed_from_disk(s3: Any, bucket: str, prefix: str, recipe: str, run_id: str, 
 
 
 def keep_experiment(s3: Any, bucket: str, prefix: str, experiment: str, store_dir: Path) -> Path | None:
-    """An experiment's published treatments (workflows/experiment.py publishes each under
-    <prefix>/experiments/<experiment>/<workflow>/<treatment>, indexed there) kept as a store folder on disk,
-    store_dir/experiments/<experiment>: `infersweep runs --store` of it lists the treatments as runs. None when
-    nothing was published or the copy failed (said on stderr; the run folder has the results)."""
-    base = f"{prefix.strip('/')}/experiments/{experiment}"
-    out = Path(store_dir) / "experiments" / experiment
+    """An experiment's published treatments (workflows/experiment.py publishes each once, under
+    <prefix>/experiments/<experiment>/<workflow>/<treatment>, indexed there, and points
+    <prefix>/<recipe>/<workflow>-<treatment> at it) kept on disk: the copy as store_dir/experiments/<experiment>
+    (`infersweep runs --store` of it lists the treatments as runs), and the pointers with their index entries in
+    store_dir itself, so `infersweep runs --store store_dir` lists each treatment as a run of its recipe, read
+    from that one copy. None when nothing was published or the copy failed (said on stderr; the run folder has
+    the results)."""
+    root = prefix.strip("/")
+    stored_at = f"{ix.EXPERIMENTS_DIR}/{experiment}"
+    base = "/".join(p for p in (root, stored_at) if p)
+    out = Path(store_dir) / stored_at
     try:
         keys: list[str] = []
         for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=base + "/"):
@@ -98,7 +106,28 @@ def keep_experiment(s3: Any, bucket: str, prefix: str, experiment: str, store_di
         store = RunStore(out)
         for key in sorted(keys, key=_order):  # objects, then manifests, then index entries: never half listed
             store.backend.put(key[len(base) + 1 :], s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+        # after the copy they point at: a pointer, then its index entry (listed only once it can be read)
+        for key in _pointers_into(s3, bucket, root, stored_at + "/"):
+            RunStore(store_dir).backend.put(key[len(root) + 1 :] if root else key, _get(s3, bucket, key))
         return out
     except Exception as e:  # noqa: BLE001 (S3 gone, disk full: the experiment's verdict stands)
         print(f"infersweep: the results store {out} was not updated ({type(e).__name__}: {e})", file=sys.stderr)
         return None
+
+
+def _get(s3: Any, bucket: str, key: str) -> bytes:
+    return s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+
+
+def _pointers_into(s3: Any, bucket: str, root: str, stored_under: str) -> list[str]:
+    """The keys of the runs of the store at `root` that point under `stored_under` (relative to root): each
+    pointer, then its index entry (an entry records where its run is stored: index.py make_entry)."""
+    entries: list[str] = []
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=ix.index_prefix(root)):
+        entries.extend(o["Key"] for o in page.get("Contents", []) if o["Key"].endswith(".json"))
+    keys: list[str] = []
+    for key in entries:
+        entry = json.loads(_get(s3, bucket, key))
+        if str(entry.get("stored_at") or "").startswith(stored_under):
+            keys += [ix.pointer_key(root, entry["recipe"], entry["run_id"]), key]
+    return keys

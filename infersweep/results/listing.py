@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-from infersweep.results import index as ix
-from infersweep.results.manifest import MANIFEST_NAME
 from infersweep.results.store import RunStore
 
 STATUSES = ("complete", "partial", "incomplete")
@@ -28,13 +26,12 @@ def list_runs(store: RunStore, *, recipe: str | None = None, incomplete: bool = 
     if incomplete:
         listed = set(zip(df["recipe"], df["run_id"], strict=True))
         rows = []
-        recipes = [recipe] if recipe else [r for r in store.backend.children(store._prefix()) if r != ix.INDEX_DIR]
-        for rec in recipes:
+        # experiments/ is no recipe: its treatments are listed as runs of their recipes, through pointers
+        for rec in [recipe] if recipe else store.recipes():
             for run_id in store.backend.children(store._prefix(rec)):
                 if (rec, run_id) in listed:
                     continue
-                key = f"{store._prefix(rec, run_id)}{MANIFEST_NAME}"
-                if store.backend.get(key) is None:
+                if not store.has_manifest(rec, run_id):
                     rows.append({"run_id": run_id, "recipe": rec, "status": "incomplete", "date": None})
         if rows:
             df = pd.concat([df, pd.DataFrame(rows)], ignore_index=True)

@@ -17,6 +17,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from infersweep.results.index import manifest_rel
 from infersweep.results.store import RunStore, _DirBackend, _S3Backend
 
 BASELINE_RECORD = "baseline.json"
@@ -42,7 +43,7 @@ def promote(source: RunStore, run_ref: str, dest: RunStore) -> dict:
     before = set(dest.backend.list(prefix + "/"))
     written = set()
     for obj in manifest["objects"]:
-        rel = obj["key"].split(f"/{run_id}/", 1)[-1]
+        rel = manifest_rel(manifest, obj["key"], run_id)  # a pointed-at run's keys hold no /<run-id>/
         body = source.read(recipe, run_id, rel, manifest)  # checked against the manifest
         dest.backend.put(f"{prefix}/{rel}", body)
         written.add(f"{prefix}/{rel}")
@@ -50,7 +51,7 @@ def promote(source: RunStore, run_ref: str, dest: RunStore) -> dict:
     record = {
         "recipe": recipe,
         "run_id": run_id,
-        "source": source.backend.url(f"{source._prefix(recipe, run_id)}"),
+        "source": source.backend.url(source.stored_prefix(recipe, run_id) + "/"),
         "manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest(),
         "promoted_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }

@@ -20,7 +20,9 @@ Credentials come only from the standard AWS chain (env, config files, IRSA,
 instance profile): no function here takes keys as arguments, so they can never
 end up in workflow parameters or logs.
 
-CLI:  python -m steps.publish LOCAL_DIR --bucket B --prefix P   (or `infersweep publish`): publish_run
+CLI:  python -m steps.publish LOCAL_DIR --bucket B --prefix P [--store-prefix S]   (or `infersweep publish`):
+publish_run. With --store-prefix (an experiment's treatment, published under experiments/), the run is also
+made a run of its recipe at S = <base>/<recipe>/<run-id> by a pointer (publish_pointer), not a second copy.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from pathlib import Path
 from botocore.exceptions import ClientError
 
 from infersweep.errors import BadArgument, UserError
+from infersweep.results import index as ix
 from infersweep.results.manifest import (
     MANIFEST_NAME,
     MANIFEST_SCHEMA,
@@ -53,7 +56,7 @@ from infersweep.results.manifest import (
     parse_manifest,
 )
 from infersweep.results.s3 import MAX_WORKERS, TRANSFER_CONFIG, s3_client
-from infersweep.results.store import publish_index_entry
+from infersweep.results.store import RunPointerConflict, RunStore, publish_index_entry
 
 APPEND_ONLY_DIR = "attempts"
 CHUNK = 1024 * 1024
@@ -500,7 +503,45 @@ def free_retry_prefix(bucket: str, prefix: str, s3=None) -> str:
     raise PublishError(f"{prefix}: 999 retries already published")
 
 
-def publish_run(local_dir: Path, bucket: str, prefix: str, *, retry_prefix: bool = False) -> dict:
+def _pointer_place(store_prefix: str, stored_prefix: str) -> tuple[str, str, str, str]:
+    """(base, recipe, run_id, the run's prefix relative to base) of a pointer at `store_prefix` to the run at
+    `stored_prefix`; BadArgument when the run is not under that store's base (a pointer names it from there)."""
+    try:
+        base, recipe, run_id = ix.split_run_prefix(store_prefix)
+    except ValueError as e:
+        raise BadArgument(f"--store-prefix {store_prefix}: {e}") from None
+    stored_prefix = stored_prefix.strip("/")
+    if not stored_prefix.startswith(f"{base}/" if base else ""):
+        raise BadArgument(
+            f"--store-prefix {store_prefix}: the run is published at {stored_prefix}, outside that store's base "
+            f"{base!r}; give a store prefix <base>/<recipe>/<run-id> whose base holds {stored_prefix}"
+        )
+    return base, recipe, run_id, stored_prefix[len(base) + 1 :] if base else stored_prefix
+
+
+def publish_pointer(bucket: str, store_prefix: str, stored_prefix: str, *, retry_prefix: bool = False, s3=None) -> str:
+    """Make the complete run published at s3://bucket/stored_prefix the run <base>/<recipe>/<run-id> =
+    `store_prefix` of the results store at <base>: a pointer there and an index entry (RunStore.point_run),
+    no second copy of its objects. The pointed-at run must be under the same base (the pointer names it
+    relative to the base). With `retry_prefix`, a `store_prefix` that holds something else (the pointer of an
+    earlier attempt, which went to another prefix) makes this one `store_prefix-rN`, as publish_run does.
+    Returns the run prefix the pointer went to."""
+    base, recipe, run_id, stored_at = _pointer_place(store_prefix, stored_prefix)
+    store = RunStore(f"s3://{bucket}/{base}" if base else f"s3://{bucket}", s3=s3)
+    for candidate in [run_id] + [f"{run_id}-r{n}" for n in range(1, 1000)]:
+        try:
+            store.point_run(recipe, candidate, stored_at)
+        except RunPointerConflict:
+            if not retry_prefix:
+                raise
+            continue
+        return ix.run_prefix(base, recipe, candidate)
+    raise PublishError(f"{store_prefix}: 999 retries already published")
+
+
+def publish_run(
+    local_dir: Path, bucket: str, prefix: str, *, retry_prefix: bool = False, store_prefix: str = ""
+) -> dict:
     """Publish a run folder and index it, saying what happened; the work of `python -m steps.publish`.
 
     Returns publish_tree's summary (an index entry that could not be written is reported, not fatal:
@@ -509,8 +550,12 @@ def publish_run(local_dir: Path, bucket: str, prefix: str, *, retry_prefix: bool
     `causes` (the step runner, steps/runner.py, exits 75 when every one of them is transient, so Argo retries
     it, else 1), ValueError for a folder that cannot be published. With `retry_prefix`, a PREFIX that
     already holds an earlier attempt of the run (an Argo UI Retry of the same workflow re-publishes) makes
-    this attempt go to PREFIX-rN instead, never over it.
+    this attempt go to PREFIX-rN instead, never over it. With `store_prefix`, the published run is also the
+    run `store_prefix` of the results store, by a pointer (publish_pointer); a pointer that cannot be written
+    fails the publish (a retried step writes it: nothing else would).
     """
+    if store_prefix:
+        _pointer_place(store_prefix, prefix)  # a store prefix that cannot hold the pointer: refused before uploading
     try:
         summary = publish_tree(local_dir, bucket=bucket, prefix=prefix)
     except PublishConflict:
@@ -534,4 +579,7 @@ def publish_run(local_dir: Path, bucket: str, prefix: str, *, retry_prefix: bool
         print(f"indexed as s3://{bucket}/{publish_index_entry(bucket, prefix)}")
     except Exception as exc:  # the run itself is published and complete; `RunStore.reindex()` can list it later
         print(f"publish: run published, but its index entry was not written: {exc}", file=sys.stderr)
+    if store_prefix:
+        pointed = publish_pointer(bucket, store_prefix, prefix, retry_prefix=retry_prefix)
+        print(f"a run of its recipe as s3://{bucket}/{pointed}: a pointer to s3://{bucket}/{prefix}, not a copy")
     return summary

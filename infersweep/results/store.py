@@ -8,6 +8,10 @@
 "Complete" means the run's manifest.json exists (publish writes it last); load() refuses anything else, and
 checks every file it reads against the sha256 the manifest records (infersweep.results.manifest: the same
 checker and errors as verify_run).
+
+A run whose prefix holds a run pointer (index.py: an experiment's treatment, stored once under experiments/)
+is read from where the pointer says, by every method here: listing, locate, load, index, copy, promote. A
+pointer to nothing is refused with one line (DanglingRunPointer).
 """
 
 from __future__ import annotations
@@ -55,6 +59,16 @@ RUN_CONTEXT_COLUMNS = (
 
 class RunNotFound(UserError, LookupError):
     """No run of that id under this store."""
+
+
+class DanglingRunPointer(IncompleteRunError):
+    """A run pointer names a prefix that holds no complete run (the experiment copy was deleted or moved)."""
+
+
+class RunPointerConflict(UserError, RuntimeError):
+    """A pointer would go where another run (or a pointer elsewhere) already is; nothing was written."""
+
+    exit_code = 2
 
 
 # ---------------------------------------------------------------- backends
@@ -155,6 +169,7 @@ class RunStore:
             self.backend = _DirBackend(Path(location))
             self.base = ""
         self.location = text
+        self._stored: dict[tuple[str, str], str] = {}  # (recipe, run_id) -> the prefix its objects are under
 
     # -- listing
 
@@ -196,8 +211,8 @@ class RunStore:
             if key.endswith(f"/{run_ref}.json"):
                 return key.rsplit("/", 2)[-2], run_ref
         # Not indexed: a run whose publish never finished, or one published before indexing.
-        for recipe in self.backend.children(self._prefix()):
-            if recipe != ix.INDEX_DIR and self.backend.children(self._prefix(recipe)).count(run_ref):
+        for recipe in self.recipes():
+            if self.backend.children(self._prefix(recipe)).count(run_ref):
                 return recipe, run_ref
         raise RunNotFound(
             f"no run {run_ref!r} in {self.location} (`infersweep runs --store {self.location}` lists the complete ones)"
@@ -206,15 +221,67 @@ class RunStore:
     def _prefix(self, *parts: str) -> str:
         return "/".join(p for p in (self.base, *parts) if p) + "/" if (self.base or parts) else ""
 
-    def manifest(self, recipe: str, run_id: str) -> tuple[dict, bytes]:
-        key = ix.run_prefix(self.base, recipe, run_id) + "/" + MANIFEST_NAME
+    def recipes(self) -> builtins.list[str]:
+        """The recipes with runs (or run folders) in this store: its base's folders, less _index/ and
+        experiments/ (an experiment's treatments are runs of their recipes through pointers)."""
+        return [r for r in self.backend.children(self._prefix()) if r not in ix.NOT_RECIPES]
+
+    def pointer(self, recipe: str, run_id: str) -> dict | None:
+        """The run's pointer (index.py make_pointer), or None when the run's objects are under its own prefix."""
+        key = ix.pointer_key(self.base, recipe, run_id)
         body = self.backend.get(key)
+        if body is None:
+            return None
+        try:
+            pointer = json.loads(body)
+        except ValueError:
+            pointer = None
+        if not isinstance(pointer, dict) or pointer.get("schema") != ix.POINTER_SCHEMA:
+            found = pointer.get("schema") if isinstance(pointer, dict) else "not a JSON object"
+            raise RunIntegrityError(
+                f"{self.backend.url(key)}: unknown run pointer schema {found!r} (this reader knows {ix.POINTER_SCHEMA})"
+            )
+        stored_at = str(pointer.get("stored_at") or "")
+        # a prefix of this store, never one outside it (a store folder's pointer must not read other files)
+        if not stored_at.strip("/") or stored_at.startswith("/") or ".." in stored_at.split("/"):
+            raise RunIntegrityError(f"{self.backend.url(key)}: stored_at {stored_at!r} names no prefix of this store")
+        return pointer
+
+    def stored_prefix(self, recipe: str, run_id: str) -> str:
+        """The key prefix that holds the run's objects: its own, or the one its pointer names."""
+        if (recipe, run_id) not in self._stored:
+            pointer = self.pointer(recipe, run_id)
+            own = ix.run_prefix(self.base, recipe, run_id)
+            self._stored[recipe, run_id] = self._join(pointer["stored_at"]) if pointer else own
+        return self._stored[recipe, run_id]
+
+    def _join(self, rel: str) -> str:
+        return "/".join(p for p in (self.base, rel.strip("/")) if p)
+
+    def manifest(self, recipe: str, run_id: str) -> tuple[dict, bytes]:
+        prefix = self.stored_prefix(recipe, run_id)
+        key = prefix + "/" + MANIFEST_NAME
+        body = self.backend.get(key)
+        if body is None and prefix != ix.run_prefix(self.base, recipe, run_id):
+            raise DanglingRunPointer(
+                f"run {recipe}/{run_id} is stored at {self.backend.url(prefix)}/ (its pointer "
+                f"{self.backend.url(ix.pointer_key(self.base, recipe, run_id))} says so), but there is no "
+                f"{MANIFEST_NAME} there: that copy was deleted, moved or never finished publishing. Publish the "
+                f"run there again (`infersweep publish DIR --bucket B --prefix P`), or delete the pointer"
+            )
         return parse_manifest(body, self.backend.url(key), f"{recipe}/{run_id}"), body
+
+    def has_manifest(self, recipe: str, run_id: str) -> bool:
+        """Whether the run is complete (its manifest is there, under its own prefix or where it points)."""
+        try:
+            return self.backend.get(self.stored_prefix(recipe, run_id) + "/" + MANIFEST_NAME) is not None
+        except RunIntegrityError:
+            return False
 
     def read(self, recipe: str, run_id: str, rel: str, manifest: dict) -> bytes | None:
         """A file of the run, checked against the manifest's sha256; None when the manifest does not list it."""
-        key = ix.run_prefix(self.base, recipe, run_id) + "/" + rel
-        listed = {o["key"].split(f"/{run_id}/", 1)[-1]: o for o in manifest.get("objects", [])}
+        key = self.stored_prefix(recipe, run_id) + "/" + rel
+        listed = {ix.manifest_rel(manifest, o["key"], run_id): o for o in manifest.get("objects", [])}
         if rel not in listed:
             return None
         body = self.backend.get(key)
@@ -249,7 +316,7 @@ class RunStore:
             context=context,
             manifest=manifest,
             raw=raw,
-            source=self.backend.url(ix.run_prefix(self.base, recipe, run_id)),
+            source=self.backend.url(self.stored_prefix(recipe, run_id)),
             server_metrics=pd.read_parquet(io.BytesIO(metrics_body)) if metrics_body else None,
             metrics_note=skipped.decode(errors="replace").strip() if skipped else "",
         )
@@ -264,7 +331,15 @@ class RunStore:
         """Write the run's index entry (after its manifest exists; IncompleteRunError otherwise)."""
         manifest, manifest_bytes = self.manifest(recipe, run_id)
         record = self.read(recipe, run_id, ix.RUN_RECORD, manifest)
-        entry = ix.make_entry(self.base, recipe, run_id, manifest_bytes, json.loads(record) if record else None)
+        pointer = self.pointer(recipe, run_id)
+        entry = ix.make_entry(
+            self.base,
+            recipe,
+            run_id,
+            manifest_bytes,
+            json.loads(record) if record else None,
+            stored_at=pointer["stored_at"] if pointer else None,
+        )
         key = ix.entry_key(self.base, recipe, run_id)
         self.backend.put(key, json.dumps(entry, indent=1, sort_keys=True).encode())
         return key
@@ -277,8 +352,7 @@ class RunStore:
             if k.endswith(".json")
         }
         written = []
-        recipes = [recipe] if recipe else [r for r in self.backend.children(self._prefix()) if r != ix.INDEX_DIR]
-        for rec in recipes:
+        for rec in [recipe] if recipe else self.recipes():
             for run_id in self.backend.children(self._prefix(rec)):
                 if f"{rec}/{run_id}" in indexed:
                     continue
@@ -287,6 +361,29 @@ class RunStore:
                 except RunIntegrityError:
                     continue  # not complete (or damaged): stays unlisted, which is the point
         return written
+
+    def point_run(self, recipe: str, run_id: str, stored_at: str) -> str:
+        """Make the complete run stored at `stored_at` (a prefix relative to this store's base, e.g.
+        experiments/<experiment>/<workflow>/<treatment>) the run recipe/run_id of this store without a second
+        copy: its pointer, then its index entry, so it is listed only once the pointer is there. A pointer
+        already there with these bytes is kept (a retried publish); anything else there is a RunPointerConflict
+        and nothing is written. Returns the index entry's key."""
+        target = self._join(stored_at)
+        manifest_key = f"{target}/{MANIFEST_NAME}"  # never a pointer to nothing: the run must be complete there
+        parse_manifest(self.backend.get(manifest_key), self.backend.url(manifest_key), stored_at)
+        own = ix.run_prefix(self.base, recipe, run_id)
+        key = ix.pointer_key(self.base, recipe, run_id)
+        body = json.dumps(ix.make_pointer(recipe, run_id, stored_at), indent=1, sort_keys=True).encode()
+        there = self.backend.list(own + "/")
+        if there and not (there == [key] and self.backend.get(key) == body):
+            held = "a pointer to another copy" if there == [key] else f"{len(there)} object(s) of another run"
+            raise RunPointerConflict(
+                f"{self.backend.url(own)}/ already holds {held}: no pointer to {self.backend.url(target)}/ written"
+            )
+        if not there:
+            self.backend.put(key, body)
+        self._stored.pop((recipe, run_id), None)
+        return self.index_run(recipe, run_id)
 
     def put_run(self, local_dir: Path, recipe: str, run_id: str, manifest_extra: dict | None = None) -> str:
         """Write a local run folder into this (folder) store as publish_tree does into S3: every file, then
@@ -323,7 +420,7 @@ class RunStore:
         manifest, manifest_bytes = self.manifest(recipe, run_id)
         dest_prefix = ix.run_prefix(other.base, recipe, run_id)
         for obj in manifest["objects"]:
-            rel = obj["key"].split(f"/{run_id}/", 1)[-1]
+            rel = ix.manifest_rel(manifest, obj["key"], run_id)
             body = self.read(recipe, run_id, rel, manifest)
             other.backend.put(f"{dest_prefix}/{rel}", body)
         other.backend.put(f"{dest_prefix}/{MANIFEST_NAME}", manifest_bytes)

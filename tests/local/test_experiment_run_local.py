@@ -105,6 +105,17 @@ def test_nemotron_rr_vs_kv_runs_with_one_worker_deploy_and_two_frontends(tmp_pat
         v["seconds"] > 0 for v in report["time_to_ready"].values()
     )
     assert "## Claim" in res.report_text and "## Time to ready" in res.report_text
+    # the treatments are runs of their recipes in runs/store, read through pointers: uploaded once, under
+    # experiments/ (infersweep/results/index.py), never a second copy under the recipe's folder
+    from infersweep.results.store import RunStore
+
+    store = RunStore(res.run_dir.parent / "store")
+    listed = store.runs()
+    assert sorted(r.rsplit("-", 1)[1] for r in listed["run_id"]) == ["kv", "rr"], listed  # <workflow>-<treatment>
+    for recipe, run_id in zip(listed["recipe"], listed["run_id"], strict=True):
+        assert store.pointer(recipe, run_id) is not None
+        assert not list((store.backend.root / recipe / run_id).glob("summary"))
+        assert store.load(run_id).context["treatment"] == run_id.rsplit("-", 1)[1]
 
 
 def _treatment_context(run_dir: Path, treatment: str) -> dict:
