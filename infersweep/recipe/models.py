@@ -30,6 +30,23 @@ def require_name(v: str) -> str:
     return v
 
 
+# The results store's own top-level folders (infersweep/results/index.py NOT_RECIPES: the run index and the
+# experiments' treatments). A recipe's runs go to <base>/<recipe>/<run-id>, so a recipe of one of these names
+# would write its runs into them and be skipped by every listing. Spelled here because the recipe layer does not
+# import results/ (pyproject.toml [tool.importlinter]); tests/recipe/test_recipes.py pins the two together.
+RESERVED_RECIPE_NAMES = frozenset({"_index", "experiments"})
+
+
+def require_recipe_name(v: str) -> str:
+    """A recipe's name: a DNS-1123 label that is none of the results store's own folders."""
+    if v in RESERVED_RECIPE_NAMES:
+        raise ValueError(
+            f"{v!r} is reserved: the results store keeps its own {v}/ folder beside the recipes' runs; "
+            f"rename the recipe (e.g. {v.strip('_')}-1) and its file"
+        )
+    return require_name(v)
+
+
 SEQ_DIST_RE = re.compile(r"^\d+,\d+:\d+(\.\d+)?(;\d+,\d+:\d+(\.\d+)?)*$")
 SPEC_MODES_WITH_DRAFT = ("eagle", "dflash", "dspark")  # MTP drafts with the model's own heads
 PositiveInt = Annotated[int, Field(gt=0)]
@@ -530,8 +547,9 @@ class Recipe(_Strict):
     @classmethod
     def _dns_name(cls, v: str) -> str:
         # The name becomes a DGD name, pod names and label values: it must be a DNS-1123 label and leave
-        # room for the operator's suffixes (`-frontend`, `-decode-0`...), hence 52 and not 63.
-        return require_name(v)
+        # room for the operator's suffixes (`-frontend`, `-decode-0`...), hence 52 and not 63. It also names
+        # the run's folder in the results store, beside the store's own folders.
+        return require_recipe_name(v)
 
     @field_validator("image")
     @classmethod

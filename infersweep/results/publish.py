@@ -342,17 +342,21 @@ def _some(keys: list[str], limit: int = 10) -> str:
 
 def verify_run(bucket: str, prefix: str, s3=None, max_workers: int = MAX_WORKERS) -> dict:
     """Check a published run end to end: manifest present, every object intact (the one checker of
-    infersweep.results.manifest; IncompleteRunError or ChecksumError otherwise)."""
+    infersweep.results.manifest; IncompleteRunError or ChecksumError otherwise).
+
+    A prefix that holds a run pointer instead (index.py: an experiment's treatment as a run of its recipe) is
+    verified where the pointer says, as every reader of the store follows it: the summary's `stored_at` is the
+    prefix its bytes are under (`prefix` itself for a run stored there) and `pointer` the pointer's key. A
+    pointer to no complete run is DanglingRunPointer, the store's one line."""
     started = time.monotonic()
     s3 = s3 or s3_client()
     prefix = prefix.strip("/")
-    manifest_key = f"{prefix}/{MANIFEST_NAME}"
-    try:
-        body = read_object_verified(bucket, manifest_key, s3=s3)
-    except ClientError as exc:
-        if not _is_missing(exc):
-            raise
-        body = None
+    stored, pointer = prefix, None
+    body = _manifest_body(s3, bucket, prefix)
+    if body is None and (pointed := _pointed_prefix(s3, bucket, prefix)):
+        stored, pointer = pointed
+        body = _manifest_body(s3, bucket, stored)
+    manifest_key = f"{stored}/{MANIFEST_NAME}"
     manifest = parse_manifest(body, f"s3://{bucket}/{manifest_key}", prefix)
     objects = listed_objects(manifest)
     _, errors, _ = _run_parallel(lambda o: _verify_object(s3, bucket, o), objects, max_workers, key=lambda o: o["key"])
@@ -361,10 +365,12 @@ def verify_run(bucket: str, prefix: str, s3=None, max_workers: int = MAX_WORKERS
         key = next(o["key"] for o in objects if o["key"] in errors)
         raise errors[key]
     listed = {o["key"] for o in objects} | {manifest_key}
-    unlisted = [k for k in _list_keys(s3, bucket, prefix + "/") if k not in listed]
+    unlisted = [k for k in _list_keys(s3, bucket, stored + "/") if k not in listed]
     return {
         "bucket": bucket,
         "prefix": prefix,
+        "stored_at": stored,  # where the run's bytes are: under prefix, or where its pointer says
+        "pointer": pointer,
         "ok": True,
         "objects": len(objects),
         "bytes": sum(o["size"] for o in objects),
@@ -372,6 +378,28 @@ def verify_run(bucket: str, prefix: str, s3=None, max_workers: int = MAX_WORKERS
         "created_at": manifest.get("created_at"),
         "seconds": round(time.monotonic() - started, 3),
     }
+
+
+def _manifest_body(s3, bucket: str, prefix: str) -> bytes | None:
+    """prefix/manifest.json, checked against its sha256 metadata; None when there is none."""
+    try:
+        return read_object_verified(bucket, f"{prefix}/{MANIFEST_NAME}", s3=s3)
+    except ClientError as exc:
+        if not _is_missing(exc):
+            raise
+        return None
+
+
+def _pointed_prefix(s3, bucket: str, prefix: str) -> tuple[str, str] | None:
+    """(the prefix a run pointer at `prefix` names, the pointer's key), read and checked by RunStore as every
+    reader does; None when there is no pointer there. DanglingRunPointer when no complete run is there."""
+    parts = prefix.rsplit("/", 2)  # a pointer is at [<base>/]<recipe>/<run-id> only
+    if len(parts) < 2 or _head(s3, bucket, f"{prefix}/{ix.POINTER_NAME}") is None:
+        return None
+    base, recipe, run_id = parts if len(parts) == 3 else ["", *parts]
+    store = RunStore(f"s3://{bucket}/{base}" if base else f"s3://{bucket}", s3=s3)
+    store.manifest(recipe, run_id)  # the pointer's checks, and DanglingRunPointer when its copy is gone
+    return store.stored_prefix(recipe, run_id), ix.pointer_key(base, recipe, run_id)
 
 
 def _verify_object(s3, bucket: str, entry: dict) -> None:

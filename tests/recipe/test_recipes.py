@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from infersweep.cli import main
 from infersweep.recipe import RecipeError, find_recipe, load_recipe, parse_recipe, recipe_data
+from infersweep.results.index import NOT_RECIPES
 
 NEMOTRON = "nemotron-3-nano-fp8-vllm-agg-kv"
 VLLM_DISAGG = "qwen3-32b-fp8-vllm-disagg-4p4d-kv-offload"
@@ -109,6 +111,9 @@ CASES = [
     (NEMOTRON, lambda d: d.update(model="no-such-model"), "model", "unknown model"),
     (NEMOTRON, _set("gpu.type", "A100"), "gpu.type", "unknown GPU type"),
     (NEMOTRON, lambda d: d.update(name="Nemotron_Nano"), "name", "lowercase"),
+    # the results store's own folders (<base>/experiments/, <base>/_index/) beside <base>/<recipe>/
+    (NEMOTRON, lambda d: d.update(name="experiments"), "name", "'experiments' is reserved"),
+    (NEMOTRON, lambda d: d.update(name="_index"), "name", "'_index' is reserved"),
     (NEMOTRON, lambda d: d.pop("workload"), "workload", "missing"),
     (SPEC, _set("workload.preset", "no-such-trace"), "workload.preset", "unknown workload"),
     # GPU arithmetic
@@ -250,3 +255,21 @@ def test_the_prefix_demos_carry_the_shared_prefix_they_are_named_for():
         assert cache < working_set < r.recipe.topology.workers.replicas * cache, name
         local = scaled_workload(r, load_local_profile())
         assert (local["prefix_tokens"], local["num_prefixes"]) == (w.prefix.tokens, w.prefix.count), name
+
+
+def test_a_recipe_named_like_a_store_folder_is_refused_before_anything_is_rendered(tmp_path, capsys):
+    """A recipe's runs go to <base>/<recipe>/<run-id>: one named `experiments` would put them among the
+    experiments' treatments, which no listing reads as runs of a recipe."""
+    recipe = tmp_path / "experiments.yaml"
+    recipe.write_text(yaml.safe_dump({**data(NEMOTRON), "name": "experiments"}))
+    out = tmp_path / "out"
+    assert main(["render", str(recipe), "--out", str(out), "--no-cache"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "name:" in err and "rename the recipe" in err, err
+    assert not out.exists()
+
+
+def test_the_reserved_recipe_names_are_the_store_folders_that_hold_no_recipe():
+    from infersweep.recipe.models import RESERVED_RECIPE_NAMES
+
+    assert RESERVED_RECIPE_NAMES == NOT_RECIPES  # the recipe layer cannot import results/: spelled twice

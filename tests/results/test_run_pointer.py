@@ -14,9 +14,9 @@ import pytest
 from infersweep.cli import main
 from infersweep.local.disk_store import keep_experiment
 from infersweep.local.standins.s3server import LocalS3
-from infersweep.results.manifest import MANIFEST_NAME, RunIntegrityError
+from infersweep.results.manifest import MANIFEST_NAME, ChecksumError, RunIntegrityError
 from infersweep.results.promote import promote
-from infersweep.results.publish import publish_run
+from infersweep.results.publish import publish_run, verify_run
 from infersweep.results.store import DanglingRunPointer, RunPointerConflict, RunStore
 from tests.support.run_folders import make_run_folder, summarize
 
@@ -123,6 +123,31 @@ def test_a_dangling_pointer_is_one_line_naming_the_run_and_what_is_missing(s3, b
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1, err
     assert f"{RECIPE}/{WF}-kv" in err and f"experiments/{EXP}/{WF}/kv/" in err and "no manifest.json" in err, err
+
+
+def test_verify_run_on_a_pointed_run_verifies_the_experiment_copy_and_says_where_it_is(s3, base, run_folder):
+    """verify_run follows the pointer as every reader does: the run of its recipe is checked object by object
+    where its bytes are, not refused for having no manifest under its own prefix."""
+    publish_treatment(base, "kv", run_folder)
+    here = f"{base}/experiments/{EXP}/{WF}/kv"
+    report = verify_run(BUCKET, f"{base}/{RECIPE}/{WF}-kv", s3=s3)
+    assert report["ok"] and report["stored_at"] == here, report
+    assert report["pointer"] == f"{base}/{RECIPE}/{WF}-kv/run-pointer.json"
+    assert (report["objects"], report["bytes"]) == folder_bytes(run_folder)
+    assert report["unlisted_keys"] == []
+    assert verify_run(BUCKET, here, s3=s3)["stored_at"] == here  # the copy itself: no pointer
+    # damage in the experiment copy is found through the pointer, naming the damaged object
+    key = f"{here}/summary/results.parquet"
+    s3.put_object(Bucket=BUCKET, Key=key, Body=b"not the published bytes")
+    with pytest.raises(ChecksumError, match=rf"s3://{BUCKET}/{key}: content sha256="):
+        verify_run(BUCKET, f"{base}/{RECIPE}/{WF}-kv", s3=s3)
+
+
+def test_verify_run_on_a_dangling_pointer_names_the_run_and_the_missing_copy(s3, base, run_folder):
+    publish_treatment(base, "kv", run_folder)
+    s3.delete_object(Bucket=BUCKET, Key=f"{base}/experiments/{EXP}/{WF}/kv/{MANIFEST_NAME}")
+    with pytest.raises(DanglingRunPointer, match=rf"run {RECIPE}/{WF}-kv is stored at .*experiments/{EXP}/{WF}/kv/"):
+        verify_run(BUCKET, f"{base}/{RECIPE}/{WF}-kv", s3=s3)
 
 
 def test_a_pointer_is_never_written_to_nothing_nor_over_another_run(s3, base, run_folder):
