@@ -254,11 +254,7 @@ def run_point(args: argparse.Namespace) -> int:
         try:
             series = series_from_records(records) if result["status"] == "ok" else None
             if series is not None and steadiness is not None:
-                # the rule summarize judges the point by (infersweep.results.validity), over the same records
-                m = window_measures(records, args.concurrency, args.request_rate)
-                result["steady_reasons"] = steady_state_reasons(m, steadiness)
-                why = "; ".join(result["steady_reasons"])
-                print(f"length: {'not steady: ' + why if why else 'steady'} ({m['steady_cycles']} whole cycles)")
+                result["steady_reasons"] = window_steadiness(records, args, steadiness)
         except (OSError, ValueError) as e:
             print(f"length: cannot read the records ({e})", file=sys.stderr)
             series = None
@@ -302,6 +298,16 @@ def run_point(args: argparse.Namespace) -> int:
 
 
 # -- one window of the point, and making it longer -------------------------------------------------------------
+def window_steadiness(records: Path, args: argparse.Namespace, thresholds: dict) -> list[str]:
+    """Why the window whose records these are is not steady ([] = steady): the rule summarize judges the point by
+    (infersweep.results.validity), over the same records, at the same load, with the run profile's thresholds."""
+    m = window_measures(records, args.concurrency, args.request_rate)
+    reasons = steady_state_reasons(m, thresholds)
+    why = "; ".join(reasons)
+    print(f"length: {'not steady: ' + why if why else 'steady'} ({m['steady_cycles']} whole cycles)", flush=True)
+    return reasons
+
+
 def measure_window(
     args: argparse.Namespace, out: Path, attempt: int, extra_env: dict[str, str], time_left: float | None
 ) -> dict:
