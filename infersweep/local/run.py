@@ -8,7 +8,6 @@ starts is stopped when it ends: on success, on a failed step, on Ctrl-C and on S
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 import uuid
@@ -19,7 +18,6 @@ from typing import Any, Callable
 from infersweep.aiperf.point import Point, points_text
 from infersweep.cluster_settings import ClusterSettings, load_cluster_settings
 from infersweep.local.argo import LocalArgo, Node
-from infersweep.local.dynamo.adapter import step_env as adapter_step_env
 from infersweep.local.executor import (  # ARTIFACT_BUCKET: also imported from here
     ARTIFACT_BUCKET,
     execute,
@@ -40,7 +38,14 @@ from infersweep.local.phases import (
 )
 from infersweep.local.profile import LocalProfile, load_local_profile
 from infersweep.local.publish import keep_published, seed_earlier_attempt
-from infersweep.local.scale import compact_json, local_workload, run_points, scaled_lengths, simulated_gpus
+from infersweep.local.scale import (
+    compact_json,
+    local_workload,
+    run_points,
+    scaled_lengths,
+    simulated_gpus,
+    step_steadiness_here,
+)
 from infersweep.local.standins.prometheus import BINARY as PROMETHEUS_BINARY
 from infersweep.local.standins.prometheus import LocalPrometheus
 from infersweep.local.standins.s3server import LocalS3
@@ -48,7 +53,6 @@ from infersweep.local.toolchain import check_before_deploying, prometheus_warnin
 from infersweep.local.workers import LocalWorkers
 from infersweep.names import dns_label
 from infersweep.recipe import RecipeError, ResolvedRecipe, load_recipe
-from infersweep.validity_thresholds import step_steadiness
 from workflows.render import render_recipe
 
 __all__ = ["ARTIFACT_BUCKET", "LocalRun", "LocalRunOptions", "run_local"]
@@ -196,12 +200,7 @@ def _scale(c: _Run) -> ScaledRun:
         model_dir = model_folder(r.model.id, c.gpu.weights, c.cache_root)
         workload = r.recipe.workload.aiperf_workload() | {"server_token_count": True}
         timeouts, extra = ("1800", "1200"), {}
-    # A point with a budget is judged steady by the step with the thresholds summarize will use: the profile the
-    # steps' environment selects (infersweep.validity_thresholds.load_thresholds: local, or local-gpu on real engines)
-    step_env = os.environ | adapter_step_env(
-        state_dir=c.folder.state_dir, model_dir=model_dir, max_workers=prof.max_workers_per_component, gpu=c.gpu
-    )
-    workload |= step_steadiness(r.recipe.workload.length(), env=step_env)
+    workload |= step_steadiness_here(r.recipe.workload, c.gpu)  # with a budget: the thresholds summarize will use
     parameters = {
         "model-source": f"file://{model_dir}",
         "workload": compact_json(workload),
