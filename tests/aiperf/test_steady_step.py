@@ -14,7 +14,8 @@ import pytest
 from infersweep.aiperf.adaptive import decide
 from infersweep.aiperf.flags import STEADY_KEYS
 from infersweep.cluster_settings import load_cluster_settings
-from infersweep.recipe import load_recipe
+from infersweep.pipeline_params import check_value
+from infersweep.recipe import RecipeError, load_recipe
 from infersweep.results.validity import judge_point, load_thresholds, point_measures
 from infersweep.validity_thresholds import step_steadiness
 from steps import aiperf_point
@@ -62,6 +63,11 @@ def test_the_step_refuses_part_of_the_thresholds_naming_what_is_missing(capsys):
         )
     err = capsys.readouterr().err
     assert "steadiness thresholds come together" in err and "steady_min_cycles" in err
+    # and `--set workload=...` refuses it before anything is submitted (the CLI's check of a run parameter)
+    with pytest.raises(RecipeError, match="--set workload=.*steadiness thresholds come together.*steady_min_cycles"):
+        check_value("workload", json.dumps(workload))
+    complete = workload | step_steadiness(workload, env={})
+    assert check_value("workload", json.dumps(complete)) is None
 
 
 def test_the_step_judges_every_committed_h200_window_as_summarize_does(image_root):  # noqa: F811
