@@ -16,7 +16,7 @@ Packages of the domain (each with its own file map):
   gpu_bundle/       offline serving stacks for GPU hosts
 Modules: cli.py/cli_util.py (entry point), errors.py (UserError), params_files.py + model_errors.py (data
 files and their error messages), k8s_types.py (Kubernetes field grammars), names.py, paths.py,
-cluster_settings.py (params/cluster.yaml), step_interface.py + step_declarations.py (the steps),
+cluster_settings.py (params/cluster.yaml), validity_thresholds.py (params/validity.yaml), step_interface.py + step_declarations.py (the steps),
 pipeline_params.py (the pipeline's parameters), metrics.py, model_cache.py, recipe_context.py,
 argo_server.py + argo_client.py + argo_kube.py (Argo through its Server, else the Kubernetes API),
 install_version.py (the version label of installed objects), template_holds.py (templates a live Workflow

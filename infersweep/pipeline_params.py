@@ -24,6 +24,7 @@ from typing import Callable
 
 from infersweep.aiperf import LENGTH_KEYS, TRACE_KEYS, WORKLOAD_FLAGS
 from infersweep.aiperf.point import PointError, parse_points, points_text
+from infersweep.aiperf.steadiness import thresholds_from_workload
 from infersweep.names import is_dns_label
 from infersweep.params_files import RecipeError
 
@@ -116,6 +117,10 @@ def json_workload(key: str, value: str) -> None:
     for k, v in w.items():
         if not isinstance(v, (str, int, float)) or isinstance(v, bool) or (isinstance(v, str) and bad_chars(v)):
             raise RecipeError(f"--set {key}=...: {k} must be a number or a one-line string")
+    try:
+        thresholds_from_workload(w)  # the steadiness thresholds come all together or not at all
+    except ValueError as e:
+        raise RecipeError(f"--set {key}=...: {e}") from None
 
 
 def json_positive_bounds(key: str, value: str) -> None:

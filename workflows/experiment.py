@@ -60,6 +60,7 @@ from infersweep.names import dns_label
 from infersweep.recipe import RecipeError, ResolvedRecipe
 from infersweep.recipe.release import for_dgd_api
 from infersweep.recipe_context import recipe_context
+from infersweep.validity_thresholds import step_steadiness
 from workflows.gpu_guard import recipes_synchronization
 from workflows.pipeline import QUEUE_BUDGET_S, points_json
 from workflows.steps_library import step_task
@@ -250,7 +251,7 @@ def _treatment(run: _Treatments, i: int, s: PlanStep) -> str:
     w = r.recipe.workload
     args = {
         "points": points_text(w.points()),
-        "workload": _compact(w.aiperf_workload()),
+        "workload": _compact(w.aiperf_workload() | step_steadiness(w.length(), env={})),  # as workflows/pipeline.py
         "gpu-count": str(r.gpu_count),
     } | (run.treatment_args(r) if run.treatment_args else {})
     # A step on empty caches (a deploy, a restart, a reset) warms every shared prefix before its

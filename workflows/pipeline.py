@@ -30,6 +30,7 @@ from infersweep.names import label_value
 from infersweep.pipeline_params import LOCK_PARAMS, PARAMS
 from infersweep.recipe import RecipeError, ResolvedRecipe
 from infersweep.recipe_context import recipe_context
+from infersweep.validity_thresholds import step_steadiness
 from workflows.gpu_guard import guard_arguments, span_synchronization
 from workflows.steps_library import aiperf_resources, step_task
 from workflows.template_spec import point_task, workflow_spec
@@ -277,7 +278,9 @@ def recipe_run(
             "model-revision": r.model.revision,
             "draft-model": r.draft_model or "",
             "points": points_json(points if points is not None else recipe_points(r), settings),
-            "workload": json.dumps(w.aiperf_workload(), separators=(",", ":")),
+            # a point with a budget is judged steady by the step too; a cluster's steps set no
+            # INFERSWEEP_PLATFORM, so summarize judges by the default profile, and so does the step (env {})
+            "workload": json.dumps(w.aiperf_workload() | step_steadiness(w.length(), env={}), separators=(",", ":")),
             "max-error-rate": str(w.max_error_rate),
             "point-timeout-s": str(w.point_timeout_s),
             "gpu-count": str(r.gpu_count),

@@ -10,6 +10,7 @@ only: the AIPerf image (images/aiperf.Dockerfile) copies this package, without a
 - point.py      a benchmark point (one AIPerf run at one load): one type and one parser for every place
                 that builds or reads one.
 - adaptive.py   when a point has measured enough: the adaptive point's decision and its `stop_reason`.
+- steadiness.py is a window of requests steady: the rule the point step and infersweep.results.validity share.
 - server_export.py  the Dynamo frontend's own prompt-cache count, from the server metrics AIPerf scraped.
 """
 

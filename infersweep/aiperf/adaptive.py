@@ -13,10 +13,13 @@ A point's budget is its own request count unless the recipe gives it more (`work
 sent to the step as the workload's `max_requests_factor`; `ci95_target` sets the target): then the point step
 (infersweep.aiperf.point_run) acts on `extend` by measuring the point again as one longer window
 (`next_window` says how long) and records `target met`, or `budget spent` with how many more requests the
-interval says would meet the target. results.md's per-load table shows it. The step decides with `steady`
-unknown: steadiness is judged afterwards by infersweep.results.validity (pandas and params/validity.yaml, not
-in the AIPerf image), which marks an unsteady point invalid whatever its interval. Standard library only (the
-AIPerf image copies this package).
+interval says would meet the target. results.md's per-load table shows it. Steady is the rule of
+infersweep.aiperf.steadiness over the window's records, with params/validity.yaml's thresholds sent in the
+workload (the steady_* keys): an unsteady window is measured again, longer, while the budget lasts, and one
+still unsteady when it is spent stops with `budget spent`, saying so; summarize's validity check
+(infersweep.results.validity, the same rule) then marks it invalid whatever its interval. A workload without
+the thresholds leaves `steady` unknown (judged at summarize time only). Standard library only (the AIPerf image
+copies this package).
 """
 
 from __future__ import annotations
@@ -84,28 +87,35 @@ def decide(
     requests_done: int,
     budget_requests: int,
     target_rel: float = TARGET_REL,
+    unsteady_because: str = "",
 ) -> Decision:
     """`series`: per-request values in start order, by metric name (ttft, latency). Stop when steady and
-    every metric's round-mean interval is within target_rel; else extend, or stop with `budget spent`."""
+    every metric's round-mean interval is within target_rel; else extend, or stop with `budget spent`.
+    `steady`: None when not judged; `unsteady_because`: the steadiness rule's reasons, for the detail."""
     b = batch_size(concurrency)
     widths = {k: rel_half_width(round_means(v, concurrency)) for k, v in series.items()}
     rounds = min((len(round_means(v, concurrency)) for v in series.values()), default=0)
     known = [w for w in widths.values() if w is not None]
     worst = max(known) if known and len(known) == len(widths) else None
     left = max(0, budget_requests - requests_done)
+    unsteady = f"not steady ({unsteady_because})" if unsteady_because else "not steady"
     if worst is None:
         need = max(b * MIN_ROUNDS - requests_done, b)
         why = f"{rounds} round(s) of {b} requests: too few for an interval (needs {MIN_ROUNDS})"
+        if steady is False:
+            why = f"{unsteady}; {why}"
     elif worst <= target_rel and steady is not False:
         return Decision("target met", worst, rounds, 0, f"±{worst:.1%} <= target ±{_pct(target_rel)}, {rounds} rounds")
     elif steady is False:
         need = requests_done  # unsteady: the same again, to see whether it settles
-        why = f"not steady (±{worst:.1%} over {rounds} rounds)"
+        why = f"{unsteady}; ±{worst:.1%} over {rounds} rounds"
     else:
         # the half-width shrinks with the square root of the rounds
         need = math.ceil(requests_done * ((worst / target_rel) ** 2 - 1) / b) * b
         why = f"±{worst:.1%} > target ±{_pct(target_rel)} over {rounds} rounds"
     if left <= 0:
+        if steady is False:  # how many more would settle it, nobody can say
+            return Decision("budget spent", worst, rounds, 0, f"{why}; still not steady when the budget was spent")
         return Decision("budget spent", worst, rounds, need, f"{why}; about {need} more requests would do")
     return Decision("extend", worst, rounds, min(need, left), why)
 
@@ -167,6 +177,7 @@ def measure_until_long_enough(
     window's result (with `stop_reason`, `adaptive_*`) and the pilots (earlier windows) kept on the way.
 
     `measure(requests, k)`: run window k (0 = the first) -> (result, per-request series; None if unreadable);
+    the result's `steady_reasons` (a list; [] = steady) is the steadiness verdict, absent when not judged;
     `keep_pilot(result, k)`: set window k aside as pilot k (its files), -> what the point records of it;
     `restore_pilot(pilot, failed)`: a longer window failed: the pilot comes back as the point's result.
     `time_left()`: seconds left of the point's timeout (None: no timeout)."""
@@ -182,13 +193,16 @@ def measure_until_long_enough(
         if series is None:
             result["stop_reason"] = "unknown (no per-request records)"
             return result, pilots
+        # the steadiness rule's reasons over this window (infersweep.aiperf.steadiness), when `measure` judged it
+        unsteady = result.get("steady_reasons")
         decision = decide(
             series,
             plan.concurrency,
-            steady=None,  # judged at summarize time (infersweep.results.validity needs pandas; this runs in AIPerf's image)
+            steady=None if unsteady is None else not unsteady,
             requests_done=len(series.get("ttft") or []),
             budget_requests=plan.budget,
             target_rel=plan.target_rel,
+            unsteady_because="; ".join(unsteady or []),
         )
         grown, why = None, "the point was stopped"
         if not result.get("stopped_by"):

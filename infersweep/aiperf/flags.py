@@ -45,10 +45,24 @@ WORKLOAD_FLAGS = {
 WORKLOAD_SWITCHES = {"server_token_count": "--use-server-token-count"}
 
 TRACE_KEYS = ("trace", "trace_type", "fixed_schedule")  # taken by build_argv itself, not WORKLOAD_FLAGS
+
+# The workload keys that carry the steadiness thresholds to the point step (infersweep.aiperf.steadiness):
+# key -> (params/validity.yaml block, threshold). Each is a number > 0, checked with the other length keys.
+STEADY_KEYS = {
+    "steady_max_throughput_drift": ("steady_state", "max_throughput_drift"),
+    "steady_max_ttft_drift": ("steady_state", "max_ttft_drift"),
+    "steady_max_ttft_drift_few_requests": ("steady_state", "max_ttft_drift_few_requests"),
+    "steady_few_requests_per_cycle": ("steady_state", "few_requests_per_cycle"),
+    "steady_max_first_cycle_ttft_excess": ("steady_state", "max_first_cycle_ttft_excess"),
+    "steady_min_cycles": ("steady_state", "min_cycles"),
+    "steady_max_ttft_growth": ("overload", "max_ttft_growth"),
+}
+
 # How long a point measures (infersweep.aiperf.adaptive): taken by the point step, never given to AIPerf.
 # max_requests_factor: a window may grow to requests x this (the recipe's max_requests_per_concurrency over its
-# requests_per_concurrency); ci95_target: the relative 95 % half-width that stops it.
-LENGTH_KEYS = ("max_requests_factor", "ci95_target")
+# requests_per_concurrency); ci95_target: the relative 95 % half-width that stops it; steady_*: the steadiness
+# thresholds a window must meet too (STEADY_KEYS).
+LENGTH_KEYS = ("max_requests_factor", "ci95_target", *STEADY_KEYS)
 
 # Workload keys that make requests reuse prompts on purpose (shared prefixes, multi-turn sessions, a trace):
 # their points keep one seed, so every point sees the same prefixes/sessions.

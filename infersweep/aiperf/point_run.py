@@ -53,6 +53,7 @@ from infersweep.aiperf.flags import (
     tokenizer_as_cached_hub_id,
     workload_argv,
 )
+from infersweep.aiperf.steadiness import steady_state_reasons, thresholds_from_workload, window_measures
 from infersweep.step_interface import json_object
 
 # Kubernetes' default terminationGracePeriodSeconds is 30 s: AIPerf must be gone (and result.json
@@ -72,6 +73,7 @@ def workload_json(text: str) -> dict:
     value = json_object(text)
     try:
         workload_argv({k: v for k, v in value.items() if k not in TRACE_KEYS})
+        thresholds_from_workload(value)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
     return value
@@ -230,6 +232,7 @@ def run_point(args: argparse.Namespace) -> int:
     factor = None if workload.get("fixed_schedule") else workload.get("max_requests_factor")
     budget = point_budget(args.requests, factor)
     target = float(workload.get("ci95_target") or TARGET_REL)
+    steadiness = thresholds_from_workload(workload)  # None: steadiness judged at summarize time only
     initial, point_started = args.requests, time.monotonic()
 
     def measure(requests: int, k: int) -> tuple[dict, dict[str, list[float]] | None]:
@@ -247,8 +250,11 @@ def run_point(args: argparse.Namespace) -> int:
             cache_state="reused-prompts" if reused else cache_state,
             tokenizer_dir=tokenizer_dir,  # the folder behind argv's --tokenizer hub id, when it was one
         )
+        records = out / ARTIFACT_SUBDIR / RECORDS_FILE
         try:
-            series = series_from_records(out / ARTIFACT_SUBDIR / RECORDS_FILE) if result["status"] == "ok" else None
+            series = series_from_records(records) if result["status"] == "ok" else None
+            if series is not None and steadiness is not None:
+                result["steady_reasons"] = window_steadiness(records, args, steadiness)
         except (OSError, ValueError) as e:
             print(f"length: cannot read the records ({e})", file=sys.stderr)
             series = None
@@ -292,6 +298,16 @@ def run_point(args: argparse.Namespace) -> int:
 
 
 # -- one window of the point, and making it longer -------------------------------------------------------------
+def window_steadiness(records: Path, args: argparse.Namespace, thresholds: dict) -> list[str]:
+    """Why the window whose records these are is not steady ([] = steady): the rule summarize judges the point by
+    (infersweep.results.validity), over the same records, at the same load, with the run profile's thresholds."""
+    m = window_measures(records, args.concurrency, args.request_rate)
+    reasons = steady_state_reasons(m, thresholds)
+    why = "; ".join(reasons)
+    print(f"length: {'not steady: ' + why if why else 'steady'} ({m['steady_cycles']} whole cycles)", flush=True)
+    return reasons
+
+
 def measure_window(
     args: argparse.Namespace, out: Path, attempt: int, extra_env: dict[str, str], time_left: float | None
 ) -> dict:
@@ -304,7 +320,7 @@ def measure_window(
     all_credits_returned_event); nothing outside the process can raise the count of a running phase. A
     second AIPerf run would open with `concurrency` requests started together and its first window's last
     round would drain with fewer and fewer in flight: stitched together, that drain and start burst sit
-    inside the window, where infersweep's steadiness rule (infersweep.results.validity cycle_measures judges
+    inside the window, where infersweep's steadiness rule (infersweep.aiperf.steadiness cycle_measures judges
     whole closed-loop cycles of one window) would read them as drift, and AIPerf's summary percentiles would
     be per chunk, not of the point. One window keeps every number (AIPerf's own, the validity verdict, the
     scrape's server window) a measurement of one steady run, at the cost of measuring the pilot's requests
@@ -365,7 +381,7 @@ def set_aside_pilot(out: Path, result: dict, k: int) -> dict:
     for name in WINDOW_FILES:
         if (out / name).exists():
             (out / name).rename(dest / name)
-    keys = ("requests", "requests_ok", "seed", "wall_s", "start_time", "end_time", "adaptive_ci_rel")
+    keys = ("requests", "requests_ok", "seed", "wall_s", "start_time", "end_time", "adaptive_ci_rel", "steady_reasons")
     return {"folder": f"{PILOTS_DIR}/{k}"} | {key: result.get(key) for key in keys}
 
 

@@ -205,7 +205,7 @@ def _treatment_workers(
         for s in plan.steps
     )
     # Real engines take each treatment as it is: its own sweep and lengths, server-counted tokens.
-    return TreatmentWorkers(model_dir, lambda r: unscaled_arguments(r, used), 1800, gpu, used)
+    return TreatmentWorkers(model_dir, lambda r: unscaled_arguments(r, used, gpu), 1800, gpu, used)
 
 
 def _render_experiment(

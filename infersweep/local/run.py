@@ -38,7 +38,14 @@ from infersweep.local.phases import (
 )
 from infersweep.local.profile import LocalProfile, load_local_profile
 from infersweep.local.publish import keep_published, seed_earlier_attempt
-from infersweep.local.scale import compact_json, local_workload, run_points, scaled_lengths, simulated_gpus
+from infersweep.local.scale import (
+    compact_json,
+    local_workload,
+    run_points,
+    scaled_lengths,
+    simulated_gpus,
+    step_steadiness_here,
+)
 from infersweep.local.standins.prometheus import BINARY as PROMETHEUS_BINARY
 from infersweep.local.standins.prometheus import LocalPrometheus
 from infersweep.local.standins.s3server import LocalS3
@@ -193,6 +200,7 @@ def _scale(c: _Run) -> ScaledRun:
         model_dir = model_folder(r.model.id, c.gpu.weights, c.cache_root)
         workload = r.recipe.workload.aiperf_workload() | {"server_token_count": True}
         timeouts, extra = ("1800", "1200"), {}
+    workload |= step_steadiness_here(r.recipe.workload, c.gpu)  # with a budget: the thresholds summarize will use
     parameters = {
         "model-source": f"file://{model_dir}",
         "workload": compact_json(workload),

@@ -6,11 +6,18 @@ all cut it on the mocker. On real GPUs (`--workers gpu`) nothing is scaled: the 
 from __future__ import annotations
 
 import json
-from typing import Any
+import os
+from typing import TYPE_CHECKING, Any
 
 from infersweep.aiperf.point import Point, points_text, repeated, round_warmup, sweep
+from infersweep.local.dynamo.adapter import platform_env
 from infersweep.local.profile import LocalProfile
 from infersweep.recipe import ResolvedRecipe
+from infersweep.recipe.models import Workload
+from infersweep.validity_thresholds import step_steadiness
+
+if TYPE_CHECKING:
+    from infersweep.local.gpu.workers import GpuWorkers
 
 
 def scaled_points(r: ResolvedRecipe, prof: LocalProfile) -> list[Point]:
@@ -103,17 +110,26 @@ def compact_json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
+def step_steadiness_here(w: Workload, gpu: GpuWorkers | None) -> dict[str, float]:
+    """The steadiness thresholds a point step of `w` is given (infersweep.validity_thresholds.step_steadiness; only
+    with a budget): the validity profile local mode's steps select, on the mocker (gpu None) or on `gpu`."""
+    return step_steadiness(w.length(), env=os.environ | platform_env(gpu))
+
+
 def scaled_arguments(r: ResolvedRecipe, prof: LocalProfile) -> dict[str, str]:
     """The workflow arguments of one recipe scaled to this machine: its points, workload and GPU count."""
     return {
         "points": points_text(scaled_points(r, prof)),
-        "workload": compact_json(scaled_workload(r, prof)),
+        "workload": compact_json(scaled_workload(r, prof) | step_steadiness_here(r.recipe.workload, None)),
         "gpu-count": str(simulated_gpus(r, prof)),
     }
 
 
-def unscaled_arguments(r: ResolvedRecipe, gpu_count: int | str | None = None) -> dict[str, str]:
-    """Real engines take a recipe as it is: its own sweep and lengths, tokens counted by the server (random
+def unscaled_arguments(
+    r: ResolvedRecipe, gpu_count: int | str | None = None, gpu: GpuWorkers | None = None
+) -> dict[str, str]:
+    """Real engines (`gpu`) take a recipe as it is: its own sweep and lengths, tokens counted by the server (random
     weights emit ids a client tokenizer miscounts)."""
-    args = {"workload": compact_json(r.recipe.workload.aiperf_workload() | {"server_token_count": True})}
+    w = r.recipe.workload
+    args = {"workload": compact_json(w.aiperf_workload() | {"server_token_count": True} | step_steadiness_here(w, gpu))}
     return args | ({"gpu-count": str(gpu_count)} if gpu_count is not None else {})

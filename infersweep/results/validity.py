@@ -14,26 +14,22 @@ a number nobody can vouch for is not presented as valid.
 
 from __future__ import annotations
 
-import copy
 import math
-import os
 import re
-import statistics
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from infersweep.aiperf import LOG_FILE, RECORDS_FILE, iter_profiling_records
+from infersweep.aiperf import LOG_FILE, RECORDS_FILE
 from infersweep.aiperf.server_export import SOURCE as FRONTEND_CACHE_SOURCE
 from infersweep.aiperf.server_export import frontend_cache_read_pct
-from infersweep.platform.select import LOCAL_WORKERS_ENV, PLATFORM_ENV
 
-# Set by local mode for its steps (infersweep/local/gpu/fake_gpu.py FAKE_GPU_ENV); named here because results/
-# imports no local mode (pyproject.toml's layer contracts).
-FAKE_GPU_ENV = "INFERSWEEP_FAKE_GPU"
+# The steadiness rule lives beside the point step, which judges every window with it (standard library only:
+# the AIPerf image carries it); the final window is judged here with the same rule.
+from infersweep.aiperf.steadiness import steady_state_reasons, window_measures
+from infersweep.validity_thresholds import load_thresholds  # noqa: F401  (results/ reads them from here)
 
-THRESHOLDS_FILE = "validity.yaml"
 # The warning AIPerf's worker manager logs when a worker's CPU passes Environment.WORKER.HIGH_LOAD_CPU_USAGE
 # (85 %): aiperf/workers/worker_group_state.py update_worker_status in 0.13.0, aiperf/workers/worker_manager.py
 # in 0.10.0, 0.11.0 and 0.12.0, same text. AIPerf writes no CPU figure into its exports.
@@ -56,46 +52,6 @@ MEASURE_COLUMNS = [
     "osl_requested",
     "osl_delivered",
 ]
-
-
-# ---------------------------------------------------------------- thresholds
-
-
-def load_thresholds(profile: str | None = None, path: Path | None = None) -> dict[str, Any]:
-    """params/validity.yaml, with the overrides of `profile` merged in (default: the profile named like the
-    platform the steps run on, when there is one: 'local' in local mode; else none). The result says which
-    profile it is."""
-    from infersweep.params_files import read_yaml_mapping
-    from infersweep.paths import params_dir
-
-    path = path or params_dir() / THRESHOLDS_FILE
-    data = read_yaml_mapping(Path(path))
-    profiles = data.pop("profiles", {}) or {}
-    if profile is None and os.environ.get(PLATFORM_ENV) in profiles:
-        profile = os.environ[PLATFORM_ENV]
-        # Local mode with real engine workers measures a real server: the mocker's allowances (second-long
-        # points, the toy tokenizer's identical prompts) do not apply (local/adapter.py step_env sets the
-        # workers kind; local/fake_gpu.py the fake GPU count, whose engines are the mocker again).
-        if (
-            profile == "local"
-            and os.environ.get(LOCAL_WORKERS_ENV) == "gpu"
-            and not os.environ.get(FAKE_GPU_ENV)
-            and "local-gpu" in profiles
-        ):
-            profile = "local-gpu"
-    if profile:
-        if profile not in profiles:
-            raise ValueError(f"{path}: no validity profile {profile!r}; profiles: {sorted(profiles)}")
-        data = _merge(data, profiles[profile])
-    data["profile"] = profile or "default"
-    return data
-
-
-def _merge(base: dict, over: dict) -> dict:
-    out = copy.deepcopy(base)
-    for k, v in over.items():
-        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
 
 
 # ---------------------------------------------------------------- what one point measured
@@ -144,187 +100,6 @@ def requested_osl(argv: list[str]) -> float:
             except ValueError:
                 return math.nan
     return math.nan
-
-
-def window_measures(records_path: Path, concurrency: int | None, request_rate: float | None = None) -> dict[str, Any]:
-    """Steady state, delivered load and send delay from the profiling records of profile_export.jsonl.
-
-    Delivered load and send delay are read over the issuing window [first request start, last request start]:
-    while AIPerf still issues requests a closed loop holds `concurrency` requests in flight; after the last
-    start only the drain remains. Steady state is judged over whole cycles of the loop (`cycle_measures`).
-    """
-    out = {
-        "osl_delivered": math.nan,
-        "delivered_concurrency": math.nan,
-        **_no_cycles(0),
-        "send_delay_p99_ms": math.nan,
-        "records": 0,
-    }
-    if not Path(records_path).exists():
-        return out
-    reqs = read_requests(records_path)
-    out["records"] = len(reqs)
-    lengths = [r[3] for r in reqs if math.isfinite(r[2]) and math.isfinite(r[3]) and r[3] > 0]
-    out["osl_delivered"] = sum(lengths) / len(lengths) if lengths else math.nan
-    if len(reqs) < 2:
-        return out
-    a = min(r[0] for r in reqs)
-    b = max(r[0] for r in reqs)
-    if b > a:
-        busy = sum(max(0, min(e, b) - max(s, a)) for s, e, *_ in reqs)
-        out["delivered_concurrency"] = busy / (b - a)
-    delays = sorted(d for *_, d in reqs if math.isfinite(d))
-    if delays:
-        out["send_delay_p99_ms"] = delays[min(len(delays) - 1, math.ceil(0.99 * len(delays)) - 1)]
-    open_loop = request_rate is not None and math.isfinite(request_rate) and request_rate > 0
-    if open_loop or not concurrency:
-        # An open loop has no rounds: its cycle is the requests the server holds at once (Little's law: the
-        # arrivals over one mean latency), which is what the delivered concurrency measures.
-        dc = out["delivered_concurrency"]
-        size = max(1, round(dc)) if math.isfinite(dc) else 1
-    else:
-        size = int(concurrency)
-    out.update(cycle_measures(reqs, size, closed_loop=not (open_loop or not concurrency)))
-    return out
-
-
-def read_requests(records_path: Path) -> list[tuple[int, int, float, float, float]]:
-    """(start ns, end ns, TTFT ms, output tokens, send delay ms) of each profiling request, by start time."""
-    reqs = []
-    for rec in iter_profiling_records(records_path):
-        meta = rec.get("metadata") or {}
-        start, end = meta.get("request_start_ns"), meta.get("request_end_ns")
-        if not isinstance(start, int) or not isinstance(end, int):
-            continue
-        metrics = rec.get("metrics") or {}
-        issued = meta.get("credit_issued_ns")
-        delay = (start - issued) / 1e6 if isinstance(issued, int) else math.nan
-        if rec.get("error"):
-            reqs.append((start, end, math.nan, 0.0, delay))
-            continue
-        reqs.append(
-            (start, end, _value(metrics, "time_to_first_token"), _value(metrics, "output_sequence_length"), delay)
-        )
-    return sorted(reqs)
-
-
-def _no_cycles(size: int) -> dict[str, Any]:
-    """cycle_measures' figures before any cycle is read (nothing to judge)."""
-    return {
-        "steady_throughput_change": math.nan,
-        "steady_ttft_change": math.nan,
-        "steady_first_cycle_ttft_excess": math.nan,
-        "steady_cycles": 0,
-        "steady_cycles_judged": 0,
-        "steady_edges_left_out": 0,
-        "steady_cycle_size": size,
-    }
-
-
-def cycle_measures(reqs: list[tuple], size: int, closed_loop: bool = True) -> dict[str, Any]:
-    """Steady state over whole cycles of the loop: drift of the output rate and of TTFT from the first cycle
-    to the last, and the first cycle's weight in the mean TTFT.
-
-    A closed loop's cycle k is the k-th request of every slot: AIPerf issues the first `size` requests at once
-    and each later one when an earlier one ends (concurrency mode), so the i-th request issued after the first
-    `size` follows the i-th to end, one cycle later. In a lockstep loop a cycle is a round; when the slots
-    drift apart (c128 on the H200) it still holds one request of each. An open loop's cycle is `size`
-    consecutive arrivals (the requests it holds at once). Per cycle: the output rate, output tokens over
-    request time (sum of tokens / sum of latencies: a closed loop's throughput is `size` times it, by
-    Little's law), and the TTFT median.
-
-    Why whole requests: the rule this replaces cut [first start, last start] at its midpoint and counted the
-    tokens streamed in each half. In a lockstep loop of R rounds that window holds R-1 rounds and the
-    midpoint falls inside one, so one half got that round's prefill (no tokens) and the other its decode: a
-    perfectly periodic 6-round loop read +10.5 % at TTFT = 20 % of request latency, +24 % at 35 % and +31 % at
-    40 % (issue 32), and a steady server failed once TTFT passed about 36 % of latency. Any time window has
-    such edges while the loop is locked (and while it fills); a cycle holds every request whole, so a
-    periodic loop reads the same in every cycle at any TTFT share and what is left to see is the server.
-
-    Drift is the least-squares line through the per-cycle figures (the interior ones from
-    INTERIOR_FROM_CYCLES cycles on: the loop's start and drain are not the server), read across the whole span
-    of the cycles (from the first one's leading edge to the last one's trailing edge) relative to its start: a
-    server whose output rate falls evenly by 20 % reads -20 % whatever the number of cycles, where halves read
-    about half of it. The first cycle's excess is how much it alone raises the point's mean TTFT (mean over
-    all requests / mean without the first cycle - 1): a cold start (a whole batch's prefills at once, caches
-    empty) that the warm-up did not absorb, which a line through few cycles only partly shows.
-    """
-    out = _no_cycles(size)
-    cycle = _closed_loop_cycles(reqs, size) if closed_loop else [i // size for i in range(len(reqs))]
-    groups: list[list[tuple]] = [[] for _ in range(max(cycle) + 1 if cycle else 0)]
-    for r, k in zip(reqs, cycle, strict=True):
-        groups[k].append(r)
-    # whole cycles only: the slots that drifted ahead started a cycle the others had not reached
-    groups = [g for g in groups if len(g) >= max(1, size // 2)]
-    out["steady_cycles"] = len(groups)
-    if len(groups) < 2:  # a line needs two cycles; judge_point asks for steady_state.min_cycles
-        return out
-    rate, ttft = [], []
-    for g in groups:
-        toks = sum(t for _, _, f, t, _ in g if math.isfinite(t) and math.isfinite(f))
-        busy = sum(e - s for s, e, f, t, _ in g if math.isfinite(t) and math.isfinite(f)) / 1e9
-        rate.append(toks / busy if busy > 0 else math.nan)
-        fs = [f for _, _, f, *_ in g if math.isfinite(f)]
-        ttft.append(statistics.median(fs) if fs else math.nan)
-    # The loop's own two edges are not the server's, its start and its drain (INTERIOR_FROM_CYCLES): the line is
-    # fitted through the interior cycles and still read across the span of all of them, so a server that slows
-    # down evenly reads the same whole-point change either way.
-    edges = 2 if len(groups) >= INTERIOR_FROM_CYCLES else 0
-    out["steady_cycles_judged"] = len(groups) - edges
-    out["steady_edges_left_out"] = edges
-    if edges:
-        rate[0] = rate[-1] = ttft[0] = ttft[-1] = math.nan
-    out["steady_throughput_change"] = _drift(rate)
-    out["steady_ttft_change"] = _drift(ttft)
-    ttfts = [[f for _, _, f, *_ in g if math.isfinite(f)] for g in groups]
-    first, rest = ttfts[0], [f for fs in ttfts[1:] for f in fs]
-    if first and rest and statistics.fmean(rest) > 0:
-        out["steady_first_cycle_ttft_excess"] = statistics.fmean(first + rest) / statistics.fmean(rest) - 1
-    return out
-
-
-# From this many whole cycles on, the drift lines run through the interior cycles only: the first and the last
-# belong to the loop, not to the server.
-# - The first starts every slot at once. AIPerf 0.13 waits for every warm-up request to return before the
-#   profiling phase issues its first credit (aiperf/timing/phase/runner.py:698-704: a phase that is not
-#   `seamless` awaits _wait_for_returning_complete; `seamless` exists only in AIPerf's YAML phase config,
-#   aiperf/config/phases.py:237, and is not used here), so however long the warm-up, the first measured round
-#   is a synchronised burst of prefills: +13 % mean TTFT at c64 on the H200 (docs/measured-h200.md).
-# - The last is the drain: each slot's last request runs while the others have stopped, with no prefills
-#   interleaved, so its output rate is higher (+15 % at c64 on the H200) whatever the server does.
-# A line through six cycles with both edges read +25 % at c64 where the four interior cycles were flat within
-# 0.2 %. The first cycle still counts where it moves the reported numbers: `steady_first_cycle_ttft_excess`
-# is its weight in the point's mean TTFT, judged against steady_state.max_first_cycle_ttft_excess. Below this
-# many cycles there is no interior line worth drawing (steady_state.min_cycles is judged on what is left).
-INTERIOR_FROM_CYCLES = 5
-
-
-def _closed_loop_cycles(reqs: list[tuple], size: int) -> list[int]:
-    """The cycle of each request (sorted by start) of a closed loop of `size` slots: the first `size` are
-    cycle 0; the i-th one after them follows the i-th request to end."""
-    by_end = sorted(range(len(reqs)), key=lambda i: reqs[i][1])
-    cycle = [0] * len(reqs)
-    for i in range(size, len(reqs)):
-        cycle[i] = cycle[by_end[i - size]] + 1
-    return cycle
-
-
-def _drift(values: list[float]) -> float:
-    """Relative change of the least-squares line through `values` (one per cycle, in order) from the first
-    cycle's leading edge (x = -0.5) to the last one's trailing edge; +inf when the line starts at or below
-    zero and rises (a queue from nothing)."""
-    pts = [(i, v) for i, v in enumerate(values) if math.isfinite(v)]
-    if len(pts) < 2 or len(pts) < len(values) / 2:
-        return math.nan
-    mx = statistics.fmean(i for i, _ in pts)
-    my = statistics.fmean(v for _, v in pts)
-    var = sum((i - mx) ** 2 for i, _ in pts)
-    slope = sum((i - mx) * (v - my) for i, v in pts) / var
-    first = my + slope * (-0.5 - mx)
-    last = my + slope * (len(values) - 0.5 - mx)
-    if first <= 0:
-        return math.inf if last > first else math.nan
-    return last / first - 1
 
 
 def high_cpu_warnings(log_path: Path) -> int:
@@ -448,52 +223,6 @@ def judge_point(m: dict[str, Any], t: dict[str, Any]) -> tuple[bool, list[str]]:
     return not reasons, reasons
 
 
-def steady_state_reasons(m: dict[str, Any], t: dict[str, Any]) -> list[str]:
-    """The steady-state check over whole cycles of the loop (`cycle_measures`; thresholds: steady_state and
-    overload in params/validity.yaml)."""
-    s = t["steady_state"]
-    cycles, size = m.get("steady_cycles", 0), m.get("steady_cycle_size", 0)
-    if cycles < s["min_cycles"]:
-        return [
-            f"cannot tell steady state: {cycles} whole cycle(s) of {size} requests "
-            f"(< steady_state.min_cycles {s['min_cycles']})"
-        ]
-    judged = m.get("steady_cycles_judged") or cycles
-    over = f"over {cycles} whole cycles of {size} requests"
-    if judged < cycles:
-        over = f"over cycles 2-{cycles - 1} of {cycles} of {size} requests; the loop's start and drain left out"
-    tput, ttft = m["steady_throughput_change"], m["steady_ttft_change"]
-    reasons = []
-    growth = 1 + ttft  # nan stays nan, +inf (TTFT from zero) stays +inf
-    tput_flat = math.isfinite(tput) and abs(tput) <= s["max_throughput_drift"]
-    if tput_flat and not math.isnan(growth) and growth > t["overload"]["max_ttft_growth"]:
-        reasons.append(
-            f"overloaded: TTFT p50 grew {growth:.2f}x from the first cycle to the last (trend {over}) while "
-            f"output tok/s changed {tput:+.0%} (queue building up; overload.max_ttft_growth "
-            f"{t['overload']['max_ttft_growth']:g})"
-        )
-    else:
-        if not math.isfinite(tput) or abs(tput) > s["max_throughput_drift"]:
-            reasons.append(
-                f"unsteady: output tok/s drifted {_pct(tput)} from the first cycle to the last (trend {over}; "
-                f"steady_state.max_throughput_drift ±{s['max_throughput_drift']:.0%})"
-            )
-        # a cycle's median of few requests is noisy (c1: one request a cycle), of many it is not
-        key = "max_ttft_drift" if size >= s["few_requests_per_cycle"] else "max_ttft_drift_few_requests"
-        if math.isnan(ttft) or abs(ttft) > s[key]:
-            reasons.append(
-                f"unsteady: TTFT p50 drifted {_pct(ttft)} from the first cycle to the last (trend {over}; "
-                f"steady_state.{key} ±{s[key]:.0%})"
-            )
-    excess = m.get("steady_first_cycle_ttft_excess", math.nan)
-    if math.isfinite(excess) and excess > s["max_first_cycle_ttft_excess"]:
-        reasons.append(
-            f"unsteady: the first cycle raises the mean TTFT by {excess:+.0%} (a cold start inside the window; "
-            f"steady_state.max_first_cycle_ttft_excess {s['max_first_cycle_ttft_excess']:.0%})"
-        )
-    return reasons
-
-
 def mark_saturation(df: pd.DataFrame, t: dict[str, Any]) -> pd.DataFrame:
     """Mark points past the knee: vs the next lower measured concurrency (repetitions reduced to the median),
     throughput barely grows while TTFT p50 does. The rows stay, marked invalid with the reason."""
@@ -543,20 +272,9 @@ def split_valid(df: pd.DataFrame, include_invalid: bool = False) -> tuple[pd.Dat
 # ---------------------------------------------------------------- helpers
 
 
-def _value(metrics: dict, name: str) -> float:
-    v = (metrics.get(name) or {}).get("value")
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
-
-
 def _num(x: Any) -> float:
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else math.nan
 
 
 def _fmt(x: float) -> str:
     return f"{x:.1f}" if math.isfinite(x) else "unknown"
-
-
-def _pct(x: float) -> str:
-    if math.isinf(x):
-        return "+inf (from zero)" if x > 0 else "-inf"
-    return f"{x:+.0%}" if math.isfinite(x) else "(unknown)"

@@ -167,7 +167,9 @@ def _top_modules(nodes) -> set[str]:
     return out
 
 
-@pytest.mark.parametrize("name", ["__init__.py", "flags.py", "artifacts.py", "point.py", "adaptive.py"])
+@pytest.mark.parametrize(
+    "name", ["__init__.py", "flags.py", "artifacts.py", "point.py", "adaptive.py", "steadiness.py"]
+)
 def test_the_contract_imports_only_the_standard_library(name):
     """Its import statements, read from the source. orjson is tried and optional (AIPerf brings it)."""
     tree = ast.parse((REPO / "infersweep" / "aiperf" / name).read_text())
@@ -203,6 +205,7 @@ def test_the_point_runner_imports_only_the_standard_library_and_the_contract():
         "infersweep.aiperf.flags",
         "infersweep.aiperf.artifacts",
         "infersweep.aiperf.adaptive",
+        "infersweep.aiperf.steadiness",
         "infersweep.step_interface",
     }
     assert foreign == {"infersweep"}

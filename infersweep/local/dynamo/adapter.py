@@ -53,25 +53,33 @@ def step_env(
     that the results are simulated (mocker workers) and where the deployments recorded their timing
     (infersweep.predict.source). With real engine workers (`gpu`) nothing is simulated."""
     env = {
-        PLATFORM_ENV: NAME,
         ADAPTER_ENV: f"{__name__}:from_env",
         STATE_ENV: str(state_dir),
         MODEL_DIR_ENV: str(model_dir),
         MAX_WORKERS_ENV: str(max_workers),
-    }
+    } | platform_env(gpu)
     if gpu is None:
         env[SIMULATED_DEPLOYMENTS_ENV] = str(deployments_dir(state_dir))
-        env[WORKERS_ENV] = "mocker"
     else:
-        env |= {WORKERS_ENV: "gpu", WEIGHTS_ENV: gpu.weights, GPU_PYTHON_ENV: gpu.python}
+        env |= {WEIGHTS_ENV: gpu.weights, GPU_PYTHON_ENV: gpu.python}
         if gpu.engine_cache:
             env[ENGINE_CACHE_ENV] = gpu.engine_cache
-        if gpu.fake_gpu_type:  # the steps' deploys find the same fake GPUs (infersweep.local.gpu.fake_gpu)
-            from infersweep.local.gpu.fake_gpu import FAKE_GPU_ENV, FAKE_GPU_TYPE_ENV
-
-            env |= {FAKE_GPU_ENV: str(len(gpu.gpus)), FAKE_GPU_TYPE_ENV: gpu.fake_gpu_type}
     if prom_targets:
         env[PROM_TARGETS_ENV] = str(prom_targets)
+    return env
+
+
+def platform_env(gpu: "GpuWorkers | None") -> dict[str, str]:
+    """The part of step_env that says what the steps run on: this platform, the workers' kind and any fake GPUs.
+    It selects the validity profile summarize judges by (infersweep.validity_thresholds.load_thresholds), so local
+    mode renders the step's steadiness thresholds from it before the steps' environment exists."""
+    env = {PLATFORM_ENV: NAME, WORKERS_ENV: "mocker" if gpu is None else "gpu"}
+    if (
+        gpu is not None and gpu.fake_gpu_type
+    ):  # the steps' deploys find the same fake GPUs (infersweep.local.gpu.fake_gpu)
+        from infersweep.local.gpu.fake_gpu import FAKE_GPU_ENV, FAKE_GPU_TYPE_ENV
+
+        env |= {FAKE_GPU_ENV: str(len(gpu.gpus)), FAKE_GPU_TYPE_ENV: gpu.fake_gpu_type}
     return env
 
 
