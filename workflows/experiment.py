@@ -55,6 +55,7 @@ from infersweep.experiment.kv_reset import mark_reset
 from infersweep.experiment.plan import Plan
 from infersweep.experiment.plan import Step as PlanStep
 from infersweep.experiment.restart import RestartClass
+from infersweep.experiment.spec import REPORT_FOLDER
 from infersweep.experiment.warmup import warmed_points
 from infersweep.names import dns_label
 from infersweep.recipe import RecipeError, ResolvedRecipe
@@ -417,7 +418,7 @@ def _experiment_dag(run: _Treatments, model_source: str, treatment_points: dict[
             "publish",
             name="publish-report",
             depends="compare",
-            arguments={"bucket": settings.s3.bucket, "prefix": f"{run.prefix}/report", "store-prefix": ""},
+            arguments={"bucket": settings.s3.bucket, "prefix": f"{run.prefix}/{REPORT_FOLDER}", "store-prefix": ""},
         )
         # The leaf that makes a failed treatment fail the Workflow (dag.go assessDAGPhase judges a DAG by
         # its leaves, and compare/publish-report succeed whatever the treatments did), after the report

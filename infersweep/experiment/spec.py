@@ -141,6 +141,11 @@ class ExperimentSpec(_Strict):
         return require_name(v)
 
 
+# The experiment report's folder beside the treatments' runs in the store (workflows/experiment.py
+# publish-report): a treatment of that name would publish onto it.
+REPORT_FOLDER = "report"
+
+
 def run_name(treatment: str, block: int, order_pass: int) -> str:
     """The name of a treatment's run in a balanced order: block 1 keeps the names records already carry
     (rr, kv, kv-2, rr-2); block b's passes are suffixed 2b-1 and 2b (rr-3, kv-3, kv-4, rr-4), so every run
@@ -330,6 +335,11 @@ def load_experiment(ref: str | Path, pdir: Path | None = None) -> Experiment:
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise RecipeError(f"{path}: treatments: the name {dup[0]!r} is used twice; give each treatment its own name")
+    if REPORT_FOLDER in names:
+        raise RecipeError(
+            f"{path}: treatments: {REPORT_FOLDER!r} is where the experiment's report is published, beside the "
+            f"treatments' runs (experiments/<experiment>/<workflow>/{REPORT_FOLDER}); rename that treatment"
+        )
     if len(treatments) > MAX_TREATMENTS:
         raise RecipeError(
             f"{path}: design: {len(treatments)} treatments, over {MAX_TREATMENTS}; list a fractional design"

@@ -58,6 +58,17 @@ def test_blocks_without_a_balanced_order_is_one_error_naming_the_field(tmp_path)
     assert "blocks:" in msg and "order: balanced" in msg and msg.count("\n") == 0
 
 
+def test_a_treatment_named_report_is_refused_it_would_publish_onto_the_experiments_report(tmp_path):
+    spec = yaml.safe_load((params_dir() / "experiments" / "gpu-kv-vs-rr.yaml").read_text())
+    spec["factors"]["router"] = {"rr": {"router": "round-robin"}, "report": {"router": "kv"}}
+    spec.pop("claim"), spec.pop("seed")
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    with pytest.raises(RecipeError, match="'report' is where the experiment's report is published") as err:
+        load_experiment(path)
+    assert str(err.value).count("\n") == 0 and "rename that treatment" in str(err.value)
+
+
 def test_a_treatment_named_like_a_repeat_is_refused(tmp_path):
     spec = yaml.safe_load((params_dir() / "experiments" / "gpu-kv-vs-rr.yaml").read_text())
     spec["factors"]["router"] = {"rr": {"router": "round-robin"}, "rr-3": {"router": "kv"}}
