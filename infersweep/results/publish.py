@@ -34,9 +34,7 @@ import mimetypes
 import os
 import shlex
 import sys
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,7 +53,15 @@ from infersweep.results.manifest import (
     missing_object,
     parse_manifest,
 )
-from infersweep.results.s3 import MAX_WORKERS, TRANSFER_CONFIG, s3_client
+from infersweep.results.s3 import (
+    MAX_WORKERS,
+    TRANSFER_CONFIG,
+    head_or_none,
+    is_missing,
+    list_keys,
+    run_parallel,
+    s3_client,
+)
 from infersweep.results.store import RunPointerConflict, RunStore, publish_index_entry
 
 APPEND_ONLY_DIR = "attempts"
@@ -143,10 +149,10 @@ def publish_tree(
     # anything, so a conflict or unreadable file leaves S3 untouched.
     try:
         # One LIST instead of a HEAD per file: a new run's prefix is empty, so nothing needs a HEAD.
-        existing: set[str] | None = set(_list_keys(s3, bucket, prefix + "/"))
+        existing: set[str] | None = set(list_keys(s3, bucket, prefix + "/"))
     except Exception:
         existing = None  # HEAD each file instead; its errors are reported per file below
-    _, errors, _ = _run_parallel(lambda f: _plan(s3, bucket, f, existing), files, max_workers, key=lambda f: f.key)
+    _, errors, _ = run_parallel(lambda f: _plan(s3, bucket, f, existing), files, max_workers, key=lambda f: f.key)
     if errors:
         raise _publish_error("checking", bucket, prefix, local_dir, command, files, errors, uploaded=[])
     conflicts = [f for f in files if f.action == "conflict"]
@@ -161,7 +167,7 @@ def publish_tree(
 
     # Phase 2: upload what is missing (or an extended attempts/ file).
     to_send = [f for f in files if f.action in ("upload", "replace")]
-    done, errors, _ = _run_parallel(lambda f: _upload(s3, bucket, f), to_send, max_workers, key=lambda f: f.key)
+    done, errors, _ = run_parallel(lambda f: _upload(s3, bucket, f), to_send, max_workers, key=lambda f: f.key)
     if errors:
         raise _publish_error("uploading", bucket, prefix, local_dir, command, files, errors, uploaded=done)
 
@@ -229,7 +235,7 @@ def _plan(s3, bucket: str, f: _File, existing: set[str] | None = None) -> None:
     stat = f.path.stat()
     f.size, f.mtime_ns = stat.st_size, stat.st_mtime_ns
     f.sha256 = _sha256_file(f.path)
-    head = _head(s3, bucket, f.key) if existing is None or f.key in existing else None
+    head = head_or_none(s3, bucket, f.key) if existing is None or f.key in existing else None
     if head is None:
         f.action = "upload"
         return
@@ -285,7 +291,7 @@ def _write_manifest(s3, bucket: str, prefix: str, files: list[_File], extra: dic
     key = f"{prefix}/{MANIFEST_NAME}"
     objects = {}
     old = None
-    if _head(s3, bucket, key) is not None:
+    if head_or_none(s3, bucket, key) is not None:
         old = json.loads(read_object_verified(bucket, key, s3=s3))
         objects = {o["key"]: o for o in old.get("objects", [])}
     objects.update({f.key: {"key": f.key, "sha256": f.sha256, "size": f.size} for f in files})
@@ -359,13 +365,13 @@ def verify_run(bucket: str, prefix: str, s3=None, max_workers: int = MAX_WORKERS
     manifest_key = f"{stored}/{MANIFEST_NAME}"
     manifest = parse_manifest(body, f"s3://{bucket}/{manifest_key}", prefix)
     objects = listed_objects(manifest)
-    _, errors, _ = _run_parallel(lambda o: _verify_object(s3, bucket, o), objects, max_workers, key=lambda o: o["key"])
+    _, errors, _ = run_parallel(lambda o: _verify_object(s3, bucket, o), objects, max_workers, key=lambda o: o["key"])
     if errors:
         # Report the first key in manifest order, so the message is stable.
         key = next(o["key"] for o in objects if o["key"] in errors)
         raise errors[key]
     listed = {o["key"] for o in objects} | {manifest_key}
-    unlisted = [k for k in _list_keys(s3, bucket, stored + "/") if k not in listed]
+    unlisted = [k for k in list_keys(s3, bucket, stored + "/") if k not in listed]
     return {
         "bucket": bucket,
         "prefix": prefix,
@@ -385,7 +391,7 @@ def _manifest_body(s3, bucket: str, prefix: str) -> bytes | None:
     try:
         return read_object_verified(bucket, f"{prefix}/{MANIFEST_NAME}", s3=s3)
     except ClientError as exc:
-        if not _is_missing(exc):
+        if not is_missing(exc):
             raise
         return None
 
@@ -394,7 +400,7 @@ def _pointed_prefix(s3, bucket: str, prefix: str) -> tuple[str, str] | None:
     """(the prefix a run pointer at `prefix` names, the pointer's key), read and checked by RunStore as every
     reader does; None when there is no pointer there. DanglingRunPointer when no complete run is there."""
     parts = prefix.rsplit("/", 2)  # a pointer is at [<base>/]<recipe>/<run-id> only
-    if len(parts) < 2 or _head(s3, bucket, f"{prefix}/{ix.POINTER_NAME}") is None:
+    if len(parts) < 2 or head_or_none(s3, bucket, f"{prefix}/{ix.POINTER_NAME}") is None:
         return None
     base, recipe, run_id = parts if len(parts) == 3 else ["", *parts]
     store = RunStore(f"s3://{bucket}/{base}" if base else f"s3://{bucket}", s3=s3)
@@ -407,7 +413,7 @@ def _verify_object(s3, bucket: str, entry: dict) -> None:
     try:
         response = s3.get_object(Bucket=bucket, Key=entry["key"])
     except ClientError as exc:
-        if _is_missing(exc):
+        if is_missing(exc):
             raise missing_object(url) from exc
         raise
     digest, size = hashlib.sha256(), 0
@@ -427,65 +433,6 @@ def read_object_verified(bucket: str, key: str, s3=None) -> bytes:
 
 
 # -- helpers ----------------------------------------------------------------
-
-
-def _run_parallel(fn, items, max_workers: int, key):
-    """Run fn over items in a bounded pool; stop starting new work on the first error.
-
-    Returns (keys done, {key: exception}, keys never started). Failing fast
-    matters when S3 is down: otherwise every file would wait out its own
-    retries, and a large tree would take minutes to report the outage.
-    """
-    failed = threading.Event()
-    done, errors, skipped = [], {}, []
-    lock = threading.Lock()
-
-    def task(item):
-        name = key(item)
-        if failed.is_set():
-            with lock:
-                skipped.append(name)
-            return
-        try:
-            fn(item)
-        except Exception as exc:  # collected and reported by the caller
-            failed.set()
-            with lock:
-                errors[name] = exc
-        else:
-            with lock:
-                done.append(name)
-
-    with ThreadPoolExecutor(max_workers=max(1, max_workers)) as pool:
-        list(pool.map(task, items))
-    return done, errors, skipped
-
-
-def _head(s3, bucket: str, key: str) -> dict | None:
-    try:
-        return s3.head_object(Bucket=bucket, Key=key)
-    except ClientError as exc:
-        if _is_missing(exc):
-            return None
-        if exc.response.get("Error", {}).get("Code") in ("403", "AccessDenied"):
-            # Without s3:ListBucket, S3 answers 403 (not 404) for a missing
-            # key, and we cannot tell "absent" from "forbidden".
-            raise PermissionError(
-                f"HEAD s3://{bucket}/{key} forbidden; publishing needs s3:GetObject, "
-                "s3:PutObject and s3:ListBucket on the bucket"
-            ) from exc
-        raise
-
-
-def _is_missing(exc: ClientError) -> bool:
-    return exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound")
-
-
-def _list_keys(s3, bucket: str, prefix: str) -> list[str]:
-    keys: list[str] = []
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-        keys.extend(o["Key"] for o in page.get("Contents", []))
-    return keys
 
 
 def _sha256_file(path: Path, limit: int | None = None) -> str:
@@ -526,7 +473,7 @@ def free_retry_prefix(bucket: str, prefix: str, s3=None) -> str:
     prefix = prefix.strip("/")
     for n in range(1, 1000):
         candidate = f"{prefix}-r{n}"
-        if f"{candidate}/{MANIFEST_NAME}" not in set(_list_keys(s3, bucket, candidate + "/")):
+        if f"{candidate}/{MANIFEST_NAME}" not in set(list_keys(s3, bucket, candidate + "/")):
             return candidate
     raise PublishError(f"{prefix}: 999 retries already published")
 

@@ -1,15 +1,19 @@
 """The S3 client every reader and writer of results uses: one place for its timeouts, retries and pool size.
 
-Used by infersweep.results.publish, RunStore and infersweep.results.baseline (the regression-check step).
+Used by infersweep.results.publish, RunStore and infersweep.results.baseline (the regression-check step); with
+the object primitives publish and verify share (HEAD that says absent, listing, a fail-fast pool).
 """
 
 from __future__ import annotations
 
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
 from infersweep.errors import UserError
 
@@ -78,3 +82,62 @@ def download_prefix(bucket: str, prefix: str, dest: Path) -> int:
             s3.download_file(bucket, obj["Key"], str(target))
             n += 1
     return n
+
+
+def run_parallel(fn, items, max_workers: int, key):
+    """Run fn over items in a bounded pool; stop starting new work on the first error.
+
+    Returns (keys done, {key: exception}, keys never started). Failing fast
+    matters when S3 is down: otherwise every file would wait out its own
+    retries, and a large tree would take minutes to report the outage.
+    """
+    failed = threading.Event()
+    done, errors, skipped = [], {}, []
+    lock = threading.Lock()
+
+    def task(item):
+        name = key(item)
+        if failed.is_set():
+            with lock:
+                skipped.append(name)
+            return
+        try:
+            fn(item)
+        except Exception as exc:  # collected and reported by the caller
+            failed.set()
+            with lock:
+                errors[name] = exc
+        else:
+            with lock:
+                done.append(name)
+
+    with ThreadPoolExecutor(max_workers=max(1, max_workers)) as pool:
+        list(pool.map(task, items))
+    return done, errors, skipped
+
+
+def head_or_none(s3, bucket: str, key: str) -> dict | None:
+    try:
+        return s3.head_object(Bucket=bucket, Key=key)
+    except ClientError as exc:
+        if is_missing(exc):
+            return None
+        if exc.response.get("Error", {}).get("Code") in ("403", "AccessDenied"):
+            # Without s3:ListBucket, S3 answers 403 (not 404) for a missing
+            # key, and we cannot tell "absent" from "forbidden".
+            raise PermissionError(
+                f"HEAD s3://{bucket}/{key} forbidden; publishing needs s3:GetObject, "
+                "s3:PutObject and s3:ListBucket on the bucket"
+            ) from exc
+        raise
+
+
+def is_missing(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound")
+
+
+def list_keys(s3, bucket: str, prefix: str) -> list[str]:
+    keys: list[str] = []
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        keys.extend(o["Key"] for o in page.get("Contents", []))
+    return keys
