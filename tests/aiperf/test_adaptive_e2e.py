@@ -8,61 +8,31 @@ no real timing meets, so the point extends until its budget is spent, whatever t
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from infersweep.aiperf.point import round_warmup
-from infersweep.recipe import load_recipe
-from tests.aiperf.test_warmup import AIPERF_BIN, phase_conversations
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.aiperf.test_warmup import phase_conversations
+from tests.support.mocker_point import mocker_deployment, run_point_step
 
 
 @pytest.mark.e2e
 def test_a_point_with_a_budget_measures_more_and_records_why_it_stopped(tmp_path):
-    from infersweep.dgd.render import render_dgd
-    from infersweep.local.dynamo.deploy import deploy_local
-    from infersweep.local.dynamo.deployment import teardown_local
-    from infersweep.local.dynamo.wait import wait_ready_local
-    from infersweep.local.toolchain import default_dynamo_python
-    from infersweep.paths import venv_python
     from infersweep.results.summarize import summarize
 
-    if not Path(default_dynamo_python()).exists() or not AIPERF_BIN.exists():
-        pytest.skip("needs .venv-dynamo and .venv-aiperf (scripts/setup.sh)")
-    state = tmp_path / "dgd"
-    dep = deploy_local(
-        render_dgd(load_recipe("nemotron-3-nano-fp8-vllm-agg-kv")),
-        model_dir=tmp_path / "model",
-        state_dir=state,
-        max_workers_per_component=1,
-    )
     run = tmp_path / "run"
     out = run / "points" / "c2"
     # 12 requests at c2 = 3 rounds of 4 (adaptive.batch_size): enough for an interval; budget 2 x 12 = 24
     workload = {"isl": 32, "osl": 4, "max_requests_factor": 2, "ci95_target": 1e-6}
-    try:
-        wait_ready_local(state, timeout_s=180)
-        point = [
-            *("--url", dep.frontend_url, "--model", dep.model_name, "--tokenizer", dep.model_dir),
+    with mocker_deployment(tmp_path, "nemotron-3-nano-fp8-vllm-agg-kv") as dep:
+        proc = run_point_step(
+            dep,
             *("--concurrency", "2", "--requests", "12", "--warmup", str(round_warmup(2, 2))),
-            *("--workload", json.dumps(workload), "--out", str(out), "--aiperf", str(AIPERF_BIN)),
+            *("--workload", json.dumps(workload), "--out", str(out)),
             *("--timeout-s", "400", "--extra-inputs", "ignore_eos:true"),
-        ]
-        env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"} | {"PYTHONPATH": str(REPO)}
-        proc = subprocess.run(
-            [venv_python("aiperf"), "-m", "steps.aiperf_point", *point],
-            cwd=REPO,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=500,
+            timeout_s=500,
         )
-    finally:
-        teardown_local(state)
     result = json.loads((out / "result.json").read_text())
     assert result["status"] == "ok", (result["reason"], proc.stdout[-2000:], proc.stderr[-2000:])
     # measured more than its initial count, as one window of 24, and says why it stopped

@@ -21,10 +21,10 @@ from infersweep.aiperf.point import round_warmup
 from infersweep.recipe import load_recipe
 from infersweep.recipe.models import Workload
 from steps import aiperf_point
+from tests.support.mocker_point import AIPERF_BIN, mocker_deployment, run_point_step
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "aiperf" / "0.13.0" / "dynamo-mocker-c4"
-AIPERF_BIN = REPO / ".venv-aiperf" / "bin" / "aiperf"
 
 
 def _argv(workload: dict, *, requests: int = 160, warmup: int = 16, concurrency: int = 16) -> list[str]:
@@ -104,42 +104,15 @@ def test_aiperf_itself_sizes_the_dataset_from_our_argv():
 def test_no_measured_request_repeats_a_warmup_prompt_on_a_real_frontend(tmp_path):
     """A real Dynamo frontend + mocker and real AIPerf: warm-up and measured requests are distinct sessions
     with distinct prompts (AIPerf's inputs.json), and the full round of warm-up ran before the window."""
-    from infersweep.dgd.render import render_dgd
-    from infersweep.local.dynamo.deploy import deploy_local
-    from infersweep.local.dynamo.deployment import teardown_local
-    from infersweep.local.dynamo.wait import wait_ready_local
-    from infersweep.local.toolchain import default_dynamo_python
-    from infersweep.paths import venv_python
-
-    if not Path(default_dynamo_python()).exists() or not AIPERF_BIN.exists():
-        pytest.skip("needs .venv-dynamo and .venv-aiperf (scripts/setup.sh)")
-    state = tmp_path / "dgd"
-    dep = deploy_local(
-        render_dgd(load_recipe("nemotron-3-nano-fp8-vllm-agg-kv")),
-        model_dir=tmp_path / "model",
-        state_dir=state,
-        max_workers_per_component=1,
-    )
     out = tmp_path / "c4"
-    try:
-        wait_ready_local(state, timeout_s=180)
-        point = [
-            *("--url", dep.frontend_url, "--model", dep.model_name, "--tokenizer", dep.model_dir),
+    with mocker_deployment(tmp_path, "nemotron-3-nano-fp8-vllm-agg-kv") as dep:
+        proc = run_point_step(
+            dep,
             *("--concurrency", "4", "--requests", "12", "--warmup", str(round_warmup(4, 2))),
-            *("--isl", "64", "--osl", "8", "--out", str(out), "--aiperf", str(AIPERF_BIN), "--timeout-s", "300"),
+            *("--isl", "64", "--osl", "8", "--out", str(out), "--timeout-s", "300"),
             *("--extra-inputs", "ignore_eos:true"),
-        ]
-        env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"} | {"PYTHONPATH": str(REPO)}
-        proc = subprocess.run(
-            [venv_python("aiperf"), "-m", "steps.aiperf_point", *point],
-            cwd=REPO,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=420,
+            timeout_s=420,
         )
-    finally:
-        teardown_local(state)
     result = json.loads((out / "result.json").read_text())
     assert result["status"] == "ok", (result["reason"], proc.stderr[-2000:])
     phases = phase_conversations(out / "aiperf" / "profile_export.jsonl")

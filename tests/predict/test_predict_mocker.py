@@ -9,19 +9,17 @@ frontend + mocker, one real AIPerf point). Both skip without .venv-aic; the seco
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from infersweep.paths import REPO_ROOT, venv_python
 from infersweep.predict import aic
 from infersweep.predict.mocker_table import Grid, build_table, check_table
 from infersweep.predict.target import Target, map_recipe
 from infersweep.recipe import load_recipe
+from tests.support.mocker_point import mocker_deployment, run_point_step
 
 pytestmark = pytest.mark.skipif(
     not Path(aic.aic_python()).exists(), reason="no .venv-aic (AIConfigurator): run scripts/setup.sh"
@@ -65,65 +63,20 @@ def test_table_builder_small_case(aic_cache):
 @pytest.mark.e2e
 def test_mocker_runs_on_the_calibrated_table(aic_cache, tmp_path):
     """The real mocker loads the table local mode builds for the recipe, and AIPerf measures the table's ITL."""
-    from infersweep.dgd.render import render_dgd
-    from infersweep.local.dynamo.deploy import deploy_local
-    from infersweep.local.dynamo.deployment import teardown_local
-    from infersweep.local.dynamo.wait import wait_ready_local
-    from infersweep.local.toolchain import default_dynamo_python
-
-    if not Path(default_dynamo_python()).exists() or not Path(venv_python("aiperf")).exists():
-        pytest.skip("needs .venv-dynamo and .venv-aiperf (scripts/setup.sh)")
-    r = load_recipe("qwen3-32b-fp8-vllm-agg")
-    dgd = render_dgd(r)
-    state = tmp_path / "dgd"
-    dep = deploy_local(dgd, model_dir=tmp_path / "model", state_dir=state, max_workers_per_component=2)
-    try:
-        timing = json.loads((state / "timing.json").read_text())["worker"]
+    with mocker_deployment(tmp_path, "qwen3-32b-fp8-vllm-agg", max_workers=2) as dep:
+        timing = json.loads((tmp_path / "dgd" / "timing.json").read_text())["worker"]
         assert timing["timing"] == "calibrated", timing
         assert timing["database"] == "AIConfigurator 0.12.0 h100_sxm vllm 0.24.0"
-        wait_ready_local(state, timeout_s=180)
         out = tmp_path / "point"
-        aiperf_bin = str(Path(venv_python("aiperf")).parent / "aiperf")
-        env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"} | {"PYTHONPATH": str(REPO_ROOT)}
-        proc = subprocess.run(
-            [
-                venv_python("aiperf"),
-                "-m",
-                "steps.aiperf_point",
-                "--url",
-                dep.frontend_url,
-                "--model",
-                dep.model_name,
-                "--tokenizer",
-                dep.model_dir,
-                "--concurrency",
-                "1",
-                "--requests",
-                "6",
-                "--warmup",
-                "1",
-                "--isl",
-                "128",
-                "--osl",
-                "48",
-                "--out",
-                str(out),
-                "--aiperf",
-                aiperf_bin,
-                "--timeout-s",
-                "300",
-            ],
-            cwd=REPO_ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=420,
+        proc = run_point_step(
+            dep,
+            *("--concurrency", "1", "--requests", "6", "--warmup", "1", "--isl", "128", "--osl", "48"),
+            *("--out", str(out), "--timeout-s", "300"),
+            timeout_s=420,
         )
         result = json.loads((out / "result.json").read_text())
         assert result["status"] == "ok", (result, proc.stderr[-2000:])
         worker_argv = next(p["argv"] for p in dep.processes if "dynamo.mocker" in p["argv"])
-    finally:
-        teardown_local(state)
     itl = result["metrics"]["itl_avg_ms"]
     # One request at a time: every decode step is batch 1 at a context of 128..176 tokens, which the
     # table clamps to its smallest context: the design's batch-1 answer.
