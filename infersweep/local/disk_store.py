@@ -21,6 +21,7 @@ from typing import Any
 
 from infersweep.results import index as ix
 from infersweep.results.manifest import MANIFEST_NAME
+from infersweep.results.s3 import list_keys
 from infersweep.results.store import RunStore
 
 STORE_DIR = "store"
@@ -36,14 +37,10 @@ def keep_on_disk(s3: Any, bucket: str, prefix: str, recipe: str, run_id: str, st
     """Copy the run's objects and its index entry from s3://bucket/prefix/ into store_dir; return how many."""
     base = prefix.strip("/")
     wanted = [ix.run_prefix(base, recipe, run_id) + "/", ix.entry_key(base, recipe, run_id)]
-    keys: list[str] = []
-    for want in wanted:
-        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=want):
-            keys.extend(o["Key"] for o in page.get("Contents", []))
+    keys = [key for want in wanted for key in list_keys(s3, bucket, want)]
     store = RunStore(store_dir)
     for key in sorted(keys, key=_order):
-        rel = key[len(base) + 1 :] if base else key
-        store.backend.put(rel, s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+        store.backend.put(key[len(base) + 1 :] if base else key, _get(s3, bucket, key))
     return len(keys)
 
 
@@ -98,17 +95,16 @@ def keep_experiment(s3: Any, bucket: str, prefix: str, experiment: str, store_di
     base = "/".join(p for p in (root, stored_at) if p)
     out = Path(store_dir) / stored_at
     try:
-        keys: list[str] = []
-        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=base + "/"):
-            keys.extend(o["Key"] for o in page.get("Contents", []))
+        keys = list_keys(s3, bucket, base + "/")
         if not keys:
             return None
-        store = RunStore(out)
+        copy = RunStore(out)
         for key in sorted(keys, key=_order):  # objects, then manifests, then index entries: never half listed
-            store.backend.put(key[len(base) + 1 :], s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+            copy.backend.put(key[len(base) + 1 :], _get(s3, bucket, key))
         # after the copy they point at: a pointer, then its index entry (listed only once it can be read)
+        store = RunStore(store_dir)
         for key in _pointers_into(s3, bucket, root, stored_at + "/"):
-            RunStore(store_dir).backend.put(key[len(root) + 1 :] if root else key, _get(s3, bucket, key))
+            store.backend.put(key[len(root) + 1 :] if root else key, _get(s3, bucket, key))
         return out
     except Exception as e:  # noqa: BLE001 (S3 gone, disk full: the experiment's verdict stands)
         print(f"infersweep: the results store {out} was not updated ({type(e).__name__}: {e})", file=sys.stderr)
@@ -122,11 +118,8 @@ def _get(s3: Any, bucket: str, key: str) -> bytes:
 def _pointers_into(s3: Any, bucket: str, root: str, stored_under: str) -> list[str]:
     """The keys of the runs of the store at `root` that point under `stored_under` (relative to root): each
     pointer, then its index entry (an entry records where its run is stored: index.py make_entry)."""
-    entries: list[str] = []
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=ix.index_prefix(root)):
-        entries.extend(o["Key"] for o in page.get("Contents", []) if o["Key"].endswith(".json"))
     keys: list[str] = []
-    for key in entries:
+    for key in [k for k in list_keys(s3, bucket, ix.index_prefix(root)) if k.endswith(".json")]:
         entry = json.loads(_get(s3, bucket, key))
         if str(entry.get("stored_at") or "").startswith(stored_under):
             keys += [ix.pointer_key(root, entry["recipe"], entry["run_id"]), key]
