@@ -119,14 +119,17 @@ def test_an_experiment_on_real_engines_resets_the_caches_and_judges_its_claim_on
         assert len(resets) == len(runs) - 1 and all(a == b for a, b in resets), resets
         assert "restarting the deployment instead" not in logs
     treatments = res.run_dir / "volumes" / "workdir" / "treatments"
-    for t in runs:
+    for step in res.plan.steps:
+        t, w = step.treatment.name, step.treatment.recipe.recipe.workload
         df = pd.read_parquet(treatments / t / "summary" / "results.parquet")
         assert (df["status"] == "ok").all() and str(df["source"].iloc[0]).startswith("measured (local GPU:"), t
         # the window is after the warm-up: the cache reads are the workload's prefixes, never a warm-up replay
-        assert (df["prompt_cache_read_pct"] <= 100 * 6144 / 6400 + 1).all(), (t, df["prompt_cache_read_pct"])
+        shared_pct = 100 * w.prefix.tokens / w.isl if w.prefix else 0
+        assert (df["prompt_cache_read_pct"] <= shared_pct + 1).all(), (t, df["prompt_cache_read_pct"])
         for f in (treatments / t).rglob("result.json"):
             argv = json.loads(f.read_text()).get("argv") or []
-            assert int(argv[argv.index("--warmup-request-count") + 1]) >= 16, (t, argv)  # every prefix touched
+            warmup = int(argv[argv.index("--warmup-request-count") + 1])
+            assert warmup >= (w.prefix.count if w.prefix else 0), (t, argv)  # every prefix touched
     paired = res.report["paired"]
     assert paired["n_blocks"] + len(paired["dropped"]) == spec["blocks"]
     assert res.report["claim"]["verdict"] == paired["verdict"] in ("supported", "refuted", "inconclusive")
