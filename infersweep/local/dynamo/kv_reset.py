@@ -16,6 +16,12 @@ from infersweep.local.toolchain import default_dynamo_python
 RESET_CLIENT = Path(__file__).with_name("kv_reset_client.py")
 
 
+def confirmed_every_worker(stdout: str, expected: int) -> bool:
+    """Whether the reset client's output says that all `expected` workers emptied their caches (its last line,
+    kv_reset_client.py, printed only once every instance answered {"status": "success"})."""
+    return f"kv reset: {expected} of {expected} workers emptied their KV cache" in stdout
+
+
 def reset_kv_caches(
     dep: LocalDeployment,
     state_dir: Path,
@@ -60,8 +66,15 @@ def reset_kv_caches(
             text=True,
             timeout=300,
         )
-        ok, why = proc.returncode == 0, (proc.stderr.strip().splitlines() or ["?"])[-1]
         print(proc.stdout.strip(), flush=True)
+        ok, why = proc.returncode == 0, (proc.stderr.strip().splitlines() or ["?"])[-1]
+        if not ok and confirmed_every_worker(proc.stdout, expected):
+            # Every worker answered success and only the client's exit failed: on the H200 (2026-12-04, 1 of 11
+            # resets) ai-dynamo 1.3.1's runtime aborted at interpreter teardown ("FATAL: exception not
+            # rethrown") after both confirmations were printed. The caches are empty; a restart would only
+            # cost a start (81 s there) and call a reset run a redeploy.
+            print(f"kv reset: client exited {proc.returncode} after every worker confirmed ({why}); kept", flush=True)
+            ok = True
     except (OSError, subprocess.TimeoutExpired) as e:
         ok, why = False, str(e)
     if not ok:

@@ -57,13 +57,19 @@ async def reset(expect: int, wait_s: float) -> int:
     return 0
 
 
-def main() -> int:
+def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--expect", type=int, required=True, help="workers that must confirm")
     ap.add_argument("--wait-s", type=float, default=10.0)
     a = ap.parse_args()
-    return asyncio.run(reset(a.expect, a.wait_s))
+    code = asyncio.run(reset(a.expect, a.wait_s))
+    # Leave without the interpreter's teardown: ai-dynamo 1.3.1's runtime threads aborted it once on the H200
+    # ("FATAL: exception not rethrown", exit by SIGABRT) after every worker had confirmed (benchmarks/measured/
+    # h200-2026-12-04/gpu-kv-vs-rr, run rr-3's deploy log), which read as a failed reset.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()
