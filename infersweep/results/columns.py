@@ -270,12 +270,16 @@ Reading them:
 
 ```python
 import pandas as pd
+
+from infersweep.results.run import load_run_folder
+
 summary = pd.read_parquet("summary/results.parquet")
 raw = pd.read_parquet("summary/results_raw.parquet")
 # every AIPerf statistic of a point beside its summary row
-wide = raw.pivot_table(index=[{", ".join(repr(k) for k in RAW_KEY)}], columns=["metric", "stat"], values="value")
+wide = raw.pivot_table(
+    index=[{", ".join(f'"{k}"' for k in RAW_KEY)}], columns=["metric", "stat"], values="value"
+)
 # a run folder of any schema version, under these names (the raw table from a v1/v2 table's columns too)
-from infersweep.results.run import load_run_folder
 run = load_run_folder("runs/<run-id>")  # run.table, run.raw
 ```
 
