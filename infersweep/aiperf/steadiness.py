@@ -153,12 +153,7 @@ def cycle_measures(reqs: list[tuple], size: int, closed_loop: bool = True) -> di
     empty) that the warm-up did not absorb, which a line through few cycles only partly shows.
     """
     out = _no_cycles(size)
-    cycle = _closed_loop_cycles(reqs, size) if closed_loop else [i // size for i in range(len(reqs))]
-    groups: list[list[tuple]] = [[] for _ in range(max(cycle) + 1 if cycle else 0)]
-    for r, k in zip(reqs, cycle, strict=True):
-        groups[k].append(r)
-    # whole cycles only: the slots that drifted ahead started a cycle the others had not reached
-    groups = [g for g in groups if len(g) >= max(1, size // 2)]
+    groups = whole_cycles(reqs, size, closed_loop)
     out["steady_cycles"] = len(groups)
     if len(groups) < 2:  # a line needs two cycles; judge_point asks for steady_state.min_cycles
         return out
@@ -200,6 +195,38 @@ def cycle_measures(reqs: list[tuple], size: int, closed_loop: bool = True) -> di
 # is its weight in the point's mean TTFT, judged against steady_state.max_first_cycle_ttft_excess. Below this
 # many cycles there is no interior line worth drawing (steady_state.min_cycles is judged on what is left).
 INTERIOR_FROM_CYCLES = 5
+
+
+def whole_cycles(reqs: list[tuple], size: int, closed_loop: bool = True) -> list[list[tuple]]:
+    """The requests (read_requests' tuples, by start) grouped into the loop's whole cycles, in order (see
+    cycle_measures); a cycle that fewer than half the slots reached is left out."""
+    cycle = _closed_loop_cycles(reqs, size) if closed_loop else [i // size for i in range(len(reqs))]
+    groups: list[list[tuple]] = [[] for _ in range(max(cycle) + 1 if cycle else 0)]
+    for r, k in zip(reqs, cycle, strict=True):
+        groups[k].append(r)
+    # whole cycles only: the slots that drifted ahead started a cycle the others had not reached
+    return [g for g in groups if len(g) >= max(1, size // 2)]
+
+
+def start_transient_cycles(values: list[float], max_share: float = 0.5) -> int:
+    """How many leading cycles the loop's start transient lasts, by the Marginal Standard Error Rule (MSER;
+    White, "An effective truncation heuristic for bias reduction in simulation output", Simulation 69(6),
+    1997), with the cycles as its batches: the d that minimises sum_{i>=d} (x_i - mean_d)^2 / (n - d)^2 over
+    d < max_share * n, i.e. the cut after which the remaining mean is known most precisely. A steady series
+    gives 0 or a cycle or two of noise; a burst that echoes for k cycles gives about k. Not the verdict's
+    rule (cycle_measures is): an estimate of where the steady part of a window begins."""
+    xs = [v for v in values if math.isfinite(v)]
+    n = len(xs)
+    best, best_d = math.inf, 0
+    for d in range(0, max(1, int(max_share * n))):
+        rest = xs[d:]
+        if len(rest) < 2:
+            break
+        m = statistics.fmean(rest)
+        score = sum((x - m) ** 2 for x in rest) / len(rest) ** 2
+        if score < best:
+            best, best_d = score, d
+    return best_d
 
 
 def _closed_loop_cycles(reqs: list[tuple], size: int) -> list[int]:
