@@ -31,7 +31,13 @@ from infersweep.local.dynamo.reconfigure import DGD_FILE, wait_ready_restarting
 from infersweep.local.gpu.workers import GpuWorkers
 from infersweep.local.phases import gpu_side
 from infersweep.local.profile import LocalProfile, load_local_profile
-from infersweep.local.scale import local_workload, scaled_lengths, scaled_point, simulated_gpus
+from infersweep.local.scale import (
+    local_workload,
+    scaled_lengths,
+    scaled_point,
+    simulated_gpus,
+    step_steadiness_here,
+)
 from infersweep.local.workers import LocalWorkers
 from infersweep.paths import REPO_ROOT, venv_python
 from infersweep.recipe import RecipeError, ResolvedRecipe, load_recipe
@@ -79,10 +85,11 @@ def _probe_side(r: ResolvedRecipe, o: SloSearchOptions, prof: LocalProfile, dgd:
     w = r.recipe.workload
     if not o.workers.gpu:
         workload, _ = local_workload(r, prof, *scaled_lengths(r, prof))
+        # with a budget the probe's step extends its window until steady, by the profile summarize will judge with
         return ProbeSide(
             out / "toy-model",
             simulated_gpus(r, prof),
-            workload,
+            workload | step_steadiness_here(w, None),
             prof.max_concurrency,
             lambda c, rate: scaled_point(prof, c, rate),
         )
@@ -99,7 +106,8 @@ def _probe_side(r: ResolvedRecipe, o: SloSearchOptions, prof: LocalProfile, dgd:
         # the recipe's own request and warm-up counts for this one load (Workload.points, aiperf/point.py sweep)
         return w.model_copy(update={"concurrency": [conc], "request_rate": [rate] if rate else []}).points()[0]
 
-    workload = w.aiperf_workload() | {"server_token_count": True}  # random weights: count as the server does
+    # random weights: count as the server does; with a budget, the steadiness thresholds of local-gpu
+    workload = w.aiperf_workload() | {"server_token_count": True} | step_steadiness_here(w, gpu)
     return ProbeSide(model_dir, gpus, workload, max(w.concurrency), point_of, 1800, 1200, gpu)
 
 

@@ -42,3 +42,15 @@ def test_a_local_experiments_treatment_with_a_budget_carries_them():
     args = scaled_arguments(r, load_local_profile())
     assert '"steady_max_ttft_drift":0.5' in args["workload"]
     assert "steady_" not in scaled_arguments(load_recipe("demo-prefix-rr"), load_local_profile())["workload"]
+
+
+def test_a_local_slo_search_probe_with_a_budget_carries_them(tmp_path):
+    # slo-search --local's probes run the same point step: with a budget they extend until steady, judged as
+    # the probe's row is judged (the `local` profile on the mocker)
+    from infersweep.local.slo_search import SloSearchOptions, _probe_side
+
+    o = SloSearchOptions(out=tmp_path, lo=1, hi=8)
+    side = _probe_side(load_recipe("demo-prefix-rr", overrides=BUDGET), o, load_local_profile(), {}, tmp_path)
+    assert side.workload["steady_max_ttft_drift"] == 0.5 and "max_requests_factor" in side.workload
+    plain = _probe_side(load_recipe("demo-prefix-rr"), o, load_local_profile(), {}, tmp_path)
+    assert not any(k.startswith("steady_") for k in plain.workload)
