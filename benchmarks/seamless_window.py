@@ -3,7 +3,7 @@ argv plus a seamless profiling phase (AIPerf 0.13 YAML `seamless: true`), on a r
 
 Prints, per run, the mean TTFT of each cycle of the profiling phase (c requests by request_start_ns), and how
 many warm-up requests were still in flight when the first profiling request started. The mocker's timing is
-not a GPU's: the question is only whether the window opens on a synchronised burst. SEAMLESS_FINDINGS.md.
+not a GPU's: the question is only whether the window opens on a synchronised burst. docs/seamless-warmup.md.
 
     PYTHONPATH=$PWD nice .venv/bin/python -m benchmarks.seamless_window [--out DIR]
 """
