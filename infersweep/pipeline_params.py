@@ -240,7 +240,7 @@ PARAMS: tuple[PipelineParam, ...] = (
         "the sweep as JSON: [{concurrency, requests, warmup}, ...]",
         check=json_points,
         derived="the sweep follows from the workload; set workload.concurrency (or workload.request_rate), "
-        "workload.requests_per_concurrency, workload.min_requests or workload.warmup_requests",
+        "workload.requests_per_concurrency, workload.min_requests, workload.warmup_requests or workload.warmup_rounds",
     ),
     PipelineParam(
         "workload",

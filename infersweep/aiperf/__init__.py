@@ -12,6 +12,8 @@ only: the AIPerf image (images/aiperf.Dockerfile) copies this package, without a
 - adaptive.py   when a point has measured enough: the adaptive point's decision and its `stop_reason`.
 - steadiness.py is a window of requests steady: the rule the point step and infersweep.results.validity share.
 - server_export.py  the Dynamo frontend's own prompt-cache count, from the server metrics AIPerf scraped.
+- phase_overlap.py  a window that follows its warm-up without a drain: its throughputs over the requests' own
+                span, and the warm-up requests still in flight when it opens.
 """
 
 from infersweep.aiperf.artifacts import (

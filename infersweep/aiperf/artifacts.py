@@ -25,6 +25,13 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
+from infersweep.aiperf.phase_overlap import (
+    THROUGHPUT_OVER_PHASE,
+    THROUGHPUT_OVER_REQUESTS,
+    seamless_profiling,
+    throughputs_over_requests,
+)
+
 # Inside the artifact dir (OUT/aiperf/).
 SUMMARY_FILE = "profile_export_aiperf.json"
 RECORDS_FILE = "profile_export.jsonl"
@@ -228,6 +235,7 @@ def _blank_result() -> dict:
         "end_time": None,
         "profiling_start_ns": None,
         "profiling_end_ns": None,
+        "throughput_window": None,
         "aiperf_version": None,
         "metrics": {},
     }
@@ -280,7 +288,11 @@ def _fill(result: dict, artifact_dir: Path, max_error_rate: float, exit_code: in
     )
     if "is_complete" not in summary:
         result["is_complete"], result["is_complete_source"] = _infer_complete(result, summary)
-    result["profiling_start_ns"], result["profiling_end_ns"] = _profiling_window(artifact_dir)
+    seamless = seamless_profiling(summary)
+    if seamless:
+        throughputs_over_requests(result["metrics"], summary)
+    result["throughput_window"] = THROUGHPUT_OVER_REQUESTS if seamless else THROUGHPUT_OVER_PHASE
+    result["profiling_start_ns"], result["profiling_end_ns"] = _profiling_window(artifact_dir, from_records=seamless)
     result["status"], result["reason"] = _classify(result, summary, artifact_dir, max_error_rate, exit_code)
 
 
@@ -425,9 +437,12 @@ def _metrics(summary: dict) -> dict:
     return out
 
 
-def _profiling_window(artifact_dir: Path) -> tuple[int | None, int | None]:
-    """The profiling phase's [start, end] in ns: phase_manifest.json when present, else the records."""
+def _profiling_window(artifact_dir: Path, *, from_records: bool = False) -> tuple[int | None, int | None]:
+    """The profiling phase's [start, end] in ns: phase_manifest.json when present, else the records. A seamless
+    phase (`from_records`) starts before its first request (infersweep/aiperf/phase_overlap.py): the records'."""
     try:
+        if from_records:
+            raise ValueError("the manifest's window opens before the first request")
         manifest = json.loads((artifact_dir / MANIFEST_FILE).read_text(encoding="utf-8"))
         phases = [p for p in manifest.get("phases", []) if p.get("phase_kind") == "profiling"]
         starts = [p["start_ns"] for p in phases if isinstance(p.get("start_ns"), int)]

@@ -135,6 +135,66 @@ def dataset_entries(workload: dict, requests: int, warmup: int, *, trace: bool =
     return requests + warmup
 
 
+# The measured window of a closed-loop point opens without a burst: AIPerf's profiling phase starts as the warm-up
+# finishes sending, each measured request taking the slot a warm-up request frees, so the loop never drains
+# to zero and restarts with `concurrency` requests sent together. AIPerf drains the warm-up by default, and on
+# the H200 the drained window's first 2-4 of 12 closed-loop cycles echoed that restart (Llama-3.1-8B c16
+# per-cycle mean TTFT 996 603 336 326 ... ms: every KV-vs-RR window of 2026-12-04 was judged unsteady).
+#
+# AIPerf 0.13 has no flag for it: `seamless` is a field of a phase in its YAML config only
+# (aiperf/config/phases.py BasePhaseConfig.seamless, "Start this phase immediately when previous phase stops,
+# without waiting for in-flight requests to complete"), and `--config FILE` merges our flags on top of FILE
+# (aiperf/config/flags/resolver.py resolve_config / _resolve_config_envelopes). FILE must declare the warm-up
+# phase itself (config/config.py refuses `seamless` on a first phase before --warmup-request-count could insert
+# one) and a dataset; every value in it but `seamless` is overwritten by our flags (--request-count and
+# --concurrency onto the profiling phase: resolver.py _apply_phase_loadgen_overrides; --warmup-* onto the
+# warm-up: _apply_warmup_overrides). `--warmup-concurrency` is given because under --config the warm-up's
+# concurrency does not default to --concurrency (config/flags/_converter_warmup.py). The dataset is named
+# `main`, the name the CLI-only path gives it. tests/aiperf/test_seamless_warmup.py resolves both argvs with
+# AIPerf's own resolver: the benchmarks are the same but for the profiling phase's `seamless`.
+#
+# With phases that overlap, AIPerf's throughputs divide by the phase's window, which now opens before its first
+# request (metrics/metric_dicts.py observation_duration): artifacts.py reads them over the requests' own span.
+# Research and mocker measurements: docs/seamless-warmup.md.
+PHASES_FILE = "aiperf-phases.yaml"
+SEAMLESS_PHASES_YAML = """\
+# infersweep: AIPerf's phases for a closed-loop point with a warm-up (infersweep/aiperf/flags.py
+# seamless_warmup). Every value but `seamless` is overwritten by the command line's flags.
+schemaVersion: "2.0"
+benchmark:
+  datasets:
+    - name: main
+      type: synthetic
+  phases:
+    - name: warmup
+      type: concurrency
+      concurrency: 1
+      requests: 1
+    - name: profiling
+      type: concurrency
+      concurrency: 1
+      requests: 1
+      seamless: true
+"""
+
+
+def seamless_warmup(args: argparse.Namespace) -> bool:
+    """Whether this point's measured window follows its warm-up without a drain (PHASES_FILE): a closed-loop
+    point with a warm-up and synthetic prompts. Not a rate point (its warm-up would be a rate phase the YAML
+    does not declare: _converter_warmup.py builds one from --request-rate) and not a trace (--no-fixed-schedule
+    is refused beside --config: config/flags/_config_flag_routing.py; a fixed schedule has no warm-up)."""
+    workload = args.workload or {}
+    trace = args.trace or workload.get("trace") or workload.get("fixed_schedule")
+    return args.warmup > 0 and not args.request_rate and not trace
+
+
+def write_phases_file(out: Path) -> Path:
+    """OUT/PHASES_FILE, the constant YAML build_argv's `--config` names."""
+    path = Path(out) / PHASES_FILE
+    path.write_text(SEAMLESS_PHASES_YAML, encoding="utf-8")
+    return path
+
+
 def build_argv(args: argparse.Namespace) -> list[str]:
     """The AIPerf command line, as a list. Every value is a separate item, never shell-parsed."""
     argv = [
@@ -159,6 +219,8 @@ def build_argv(args: argparse.Namespace) -> list[str]:
         argv += ["--request-count", str(args.requests)]
         if args.warmup > 0:
             argv += ["--warmup-request-count", str(args.warmup)]
+        if seamless_warmup(args):
+            argv += ["--config", str(Path(args.out) / PHASES_FILE), "--warmup-concurrency", str(args.concurrency)]
         entries = dataset_entries(workload, args.requests, args.warmup, trace=bool(args.trace))
         if entries:
             argv += ["--num-dataset-entries", str(entries)]

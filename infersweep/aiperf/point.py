@@ -98,12 +98,20 @@ def parse_points(value: str | list[Any]) -> list[Point]:
     return points
 
 
-def round_warmup(concurrency: int, warmup: int) -> int:
-    """Warm-up requests of a point at `concurrency` (or rate cap) when `warmup` are asked for: at least one
-    full round, so every slot of the batch has run once before the window opens (4 warm-up requests at
-    c128 left the first measured round a cold, synchronised burst: its mean TTFT was twice the next
+# How many closed-loop rounds a point warms up for by default (the recipe's `warmup_rounds`). One round fills
+# the batch, but the loop starts with `concurrency` requests sent together and that burst echoes for several
+# rounds: on the H200 (Llama-3.1-8B c16, 2026-12-04) the first 2-4 of 12 measured cycles still read high after a
+# drained warm-up, and on the mocker a seamless window (flags.seamless_warmup) was steady after 4 warm-up
+# rounds in 2 of 3 fresh runs, after 1 or 2 rounds in none (docs/seamless-warmup.md).
+WARMUP_ROUNDS = 4
+
+
+def round_warmup(concurrency: int, warmup: int, rounds: int = 1) -> int:
+    """Warm-up requests of a point at `concurrency` (or rate cap) when `warmup` are asked for: at least `rounds`
+    full rounds, so every slot of the batch has run `rounds` times before the window opens (4 warm-up requests
+    at c128 left the first measured round a cold, synchronised burst: its mean TTFT was twice the next
     rounds'). 0 stays 0: a point that asks for no warm-up (a cold-cache study) gets none."""
-    return max(warmup, concurrency) if warmup > 0 else 0
+    return max(warmup, rounds * concurrency) if warmup > 0 else 0
 
 
 def sweep(

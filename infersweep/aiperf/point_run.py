@@ -50,8 +50,10 @@ from infersweep.aiperf.flags import (
     choose_seed,
     point_folder,
     point_seed,
+    seamless_warmup,
     tokenizer_as_cached_hub_id,
     workload_argv,
+    write_phases_file,
 )
 from infersweep.aiperf.steadiness import steady_state_reasons, thresholds_from_workload, window_measures
 from infersweep.step_interface import json_object
@@ -325,6 +327,9 @@ def measure_window(
     be per chunk, not of the point. One window keeps every number (AIPerf's own, the validity verdict, the
     scrape's server window) a measurement of one steady run, at the cost of measuring the pilot's requests
     twice; the pilot stays under OUT/pilots/<k>/ as evidence."""
+    seamless = seamless_warmup(args)
+    if seamless:
+        write_phases_file(out)  # the YAML build_argv's --config names
     command = build_argv(args)
     log_path = out / CONSOLE_LOG_FILE
     print(
@@ -354,6 +359,10 @@ def measure_window(
         arrival=(args.workload or {}).get("arrival", "poisson") if args.request_rate else None,
         repetition=args.repetition,
         requests=args.requests,
+        warmup=args.warmup,
+        # seamless: the window follows the warm-up without a drain (flags.seamless_warmup); drained: AIPerf's
+        # default, the window opens with `concurrency` requests sent together
+        warmup_mode=("seamless" if seamless else "drained") if args.warmup else "none",
         seed=args.chosen_seed,
         argv=command,
         exit_code=exit_code,

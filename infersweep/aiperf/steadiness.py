@@ -23,6 +23,7 @@ from typing import Any
 
 from infersweep.aiperf.artifacts import iter_profiling_records
 from infersweep.aiperf.flags import STEADY_KEYS
+from infersweep.aiperf.phase_overlap import warmup_spans
 
 
 def thresholds_as_workload(thresholds: dict[str, Any]) -> dict[str, float]:
@@ -54,7 +55,11 @@ def window_measures(records_path: Path, concurrency: int | None, request_rate: f
 
     Delivered load and send delay are read over the issuing window [first request start, last request start]:
     while AIPerf still issues requests a closed loop holds `concurrency` requests in flight; after the last
-    start only the drain remains. Steady state is judged over whole cycles of the loop (`cycle_measures`).
+    start only the drain remains. The delivered load counts every request in flight then, the warm-up's last
+    ones too: a seamless window (infersweep/aiperf/flags.py seamless_warmup) opens while they still run, each
+    measured request taking the slot one frees, and counting the measured ones alone would read the first
+    round as a ramp from 1 to `concurrency`. Steady state is judged over whole cycles of the loop
+    (`cycle_measures`).
     """
     out = {
         "osl_delivered": math.nan,
@@ -74,7 +79,8 @@ def window_measures(records_path: Path, concurrency: int | None, request_rate: f
     a = min(r[0] for r in reqs)
     b = max(r[0] for r in reqs)
     if b > a:
-        busy = sum(max(0, min(e, b) - max(s, a)) for s, e, *_ in reqs)
+        spans = [(s, e) for s, e, *_ in reqs] + warmup_spans(records_path)
+        busy = sum(max(0, min(e, b) - max(s, a)) for s, e in spans)
         out["delivered_concurrency"] = busy / (b - a)
     delays = sorted(d for *_, d in reqs if math.isfinite(d))
     if delays:

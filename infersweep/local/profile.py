@@ -20,7 +20,8 @@ class LocalProfile(Strict):
     max_points: PositiveInt  # the sweep's lowest levels, at most this many
     requests_per_concurrency: PositiveInt  # requests per point: this many per concurrency level ...
     min_requests: PositiveInt  # ... and at least this many
-    max_warmup: int  # warm-up requests per point, at least the point's concurrency (aiperf/point.py round_warmup)
+    max_warmup: int  # warm-up requests per point, at least warmup_rounds x the point's concurrency (round_warmup)
+    warmup_rounds: PositiveInt  # rounds of warm-up at least (the recipe's warmup_rounds: aiperf/point.py WARMUP_ROUNDS)
     max_isl: PositiveInt  # prompt length cap (the ISL:OSL ratio is kept: infersweep.local.scale.scaled_lengths)
     max_osl: PositiveInt  # output length cap
     max_turn_delay_ms: int | None = None  # multi-turn think time cap (None: the recipe's own)

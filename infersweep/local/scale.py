@@ -35,7 +35,7 @@ def scaled_points(r: ResolvedRecipe, prof: LocalProfile) -> list[Point]:
         rates,
         requests_per_concurrency=prof.requests_per_concurrency,
         min_requests=prof.min_requests,
-        warmup=lambda c: round_warmup(c, prof.max_warmup),
+        warmup=lambda c: round_warmup(c, prof.max_warmup, prof.warmup_rounds),
     )
 
 
@@ -43,7 +43,7 @@ def scaled_point(prof: LocalProfile, concurrency: int, rate: float) -> Point:
     """One load's point cut to this machine (slo-search's probes), by the formula of scaled_points."""
     load = concurrency if not rate else rate
     requests = max(prof.min_requests, int(load * prof.requests_per_concurrency) + 1)
-    return Point(concurrency, requests, round_warmup(concurrency, prof.max_warmup), rate)
+    return Point(concurrency, requests, round_warmup(concurrency, prof.max_warmup, prof.warmup_rounds), rate)
 
 
 def local_repetitions(r: ResolvedRecipe, workers: str) -> int:

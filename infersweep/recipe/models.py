@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from infersweep.aiperf.adaptive import TARGET_REL
-from infersweep.aiperf.point import Point, round_warmup, sweep
+from infersweep.aiperf.point import WARMUP_ROUNDS, Point, round_warmup, sweep
 from infersweep.k8s_types import DNS_LABEL
 from infersweep.params_files import Strict as _Strict
 from infersweep.paths import params_dir
@@ -224,8 +224,15 @@ class Workload(_Strict):
     warmup_requests: int = Field(
         default=8,
         ge=0,
-        description="warm-up requests per point, raised to the point's concurrency (one full round: "
-        "infersweep/aiperf/point.py round_warmup); 0 = no warm-up",
+        description="warm-up requests per point, raised to warmup_rounds full rounds at the point's "
+        "concurrency (infersweep/aiperf/point.py round_warmup); 0 = no warm-up",
+    )
+    warmup_rounds: int = Field(
+        default=WARMUP_ROUNDS,
+        ge=1,
+        le=32,
+        description="a point with a warm-up warms up for at least this many rounds at its concurrency (the "
+        "start burst's echo: infersweep/aiperf/point.py WARMUP_ROUNDS)",
     )
     request_timeout_s: int = Field(default=1200, gt=0)
     max_error_rate: float = Field(
@@ -403,7 +410,7 @@ class Workload(_Strict):
             self.request_rate or [],
             requests_per_concurrency=self.requests_per_concurrency,
             min_requests=self.min_requests,
-            warmup=lambda c: round_warmup(c, self.warmup_requests),
+            warmup=lambda c: round_warmup(c, self.warmup_requests, self.warmup_rounds),
         )
 
 

@@ -168,7 +168,7 @@ def _top_modules(nodes) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    "name", ["__init__.py", "flags.py", "artifacts.py", "point.py", "adaptive.py", "steadiness.py"]
+    "name", ["__init__.py", "flags.py", "artifacts.py", "point.py", "adaptive.py", "steadiness.py", "phase_overlap.py"]
 )
 def test_the_contract_imports_only_the_standard_library(name):
     """Its import statements, read from the source. orjson is tried and optional (AIPerf brings it)."""
@@ -191,6 +191,7 @@ def test_the_contract_imports_only_the_standard_library(name):
     assert foreign == optional and ours <= {
         "infersweep.aiperf.flags",
         "infersweep.aiperf.artifacts",
+        "infersweep.aiperf.phase_overlap",
         "infersweep.errors",
     }
 
