@@ -1,5 +1,6 @@
-"""Does the measured window open on a burst? Today's argv (warm-up drained, then profiling) against the same
-argv plus a seamless profiling phase (AIPerf 0.13 YAML `seamless: true`), on a real Dynamo frontend + mocker.
+"""Does the measured window open on a burst? AIPerf's default (warm-up drained, then profiling) against the point
+step's argv, whose profiling phase is seamless (AIPerf 0.13 YAML `seamless: true`: infersweep.aiperf.flags
+seamless_warmup), on a real Dynamo frontend + mocker.
 
 Prints, per run, the mean TTFT of each cycle of the profiling phase (c requests by request_start_ns), and how
 many warm-up requests were still in flight when the first profiling request started. The mocker's timing is
@@ -17,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from infersweep.aiperf.flags import build_argv, child_env, tokenizer_as_cached_hub_id
+from infersweep.aiperf.flags import build_argv, child_env, tokenizer_as_cached_hub_id, write_phases_file
 from infersweep.aiperf.steadiness import steady_state_reasons, window_measures
 from infersweep.dgd.render import render_dgd
 from infersweep.local.dynamo.deploy import deploy_local
@@ -31,30 +32,16 @@ REPO = Path(__file__).resolve().parents[1]
 AIPERF = REPO / ".venv-aiperf" / "bin" / "aiperf"
 RECIPE = "llama-3-1-8b-vllm-h200-2w-kv"  # the H200 run's recipe: 2 workers, KV router, 16 x 6,144-token prefixes
 
-# A warm-up and a profiling phase, both closed loop, the profiling phase seamless. Every value below is a
-# placeholder the CLI flags overwrite (aiperf/config/flags/resolver.py _apply_phase_loadgen_overrides onto the
-# profiling phase, _apply_warmup_overrides onto the warm-up phase, _apply_dataset_overrides onto the dataset),
-# except `seamless` and the warm-up's concurrency, which only --warmup-concurrency reaches.
-SEAMLESS_YAML = """\
-schemaVersion: "2.0"
-benchmark:
-  dataset:
-    type: synthetic
-  phases:
-    - name: warmup
-      type: concurrency
-      concurrency: 1
-      requests: 1
-    - name: profiling
-      type: concurrency
-      concurrency: 1
-      requests: 1
-      seamless: true
-"""
+SEAMLESS_FLAGS = ("--config", "--warmup-concurrency")  # what infersweep.aiperf.flags.seamless_warmup adds
+
+
+def drained(argv: list[str]) -> list[str]:
+    """The point step's argv without its seamless flags: AIPerf's default, the warm-up drained before profiling."""
+    return [x for i, x in enumerate(argv) if x not in SEAMLESS_FLAGS and not (i and argv[i - 1] in SEAMLESS_FLAGS)]
 
 
 def point_argv(url: str, model: str, tokenizer: str, out: Path, c: int, requests: int, warmup: int, workload: dict):
-    """Today's argv of one point, built by the point step's own code."""
+    """The argv of one point, built by the point step's own code (seamless since flags.seamless_warmup)."""
     args = aiperf_point.parse_args(
         [
             *("--url", url, "--model", model, "--tokenizer", tokenizer, "--out", str(out)),
@@ -122,7 +109,6 @@ def main() -> None:
         return
     out = (a.out or Path(tempfile.mkdtemp(prefix="seamless-"))).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    (out / "seamless.yaml").write_text(SEAMLESS_YAML)
     # A fresh deployment per run: both modes send the same prompts (same seed), so a second run on the same
     # mocker would find every prompt in its prefix cache. Modes alternate so neither always goes first.
     order = [("drained", "seamless"), ("seamless", "drained")] * a.repetitions
@@ -143,9 +129,9 @@ def run_once(folder: Path, mode: str, a: argparse.Namespace) -> None:
         workload = {"isl": a.isl, "osl": 64, "prefix_tokens": a.prefix_tokens, "num_prefixes": 16}
         argv = point_argv(dep.frontend_url, dep.model_name, tok, folder, c, a.requests, a.warmup, workload)
         if mode == "seamless":
-            # The warm-up keeps c in flight only with --warmup-concurrency: under --config, --concurrency
-            # reaches the profiling phase alone (resolver.py _apply_phase_loadgen_overrides).
-            argv += ["--config", str(folder.parent / "seamless.yaml"), "--warmup-concurrency", str(c)]
+            write_phases_file(folder)  # the YAML the argv's --config names (flags.PHASES_FILE)
+        else:
+            argv = drained(argv)
         (folder / "argv.json").write_text(json.dumps(argv))
         t0 = time.monotonic()
         with open(folder / "aiperf.log", "w") as log:

@@ -13,8 +13,8 @@ sequential sampler for both phases: infersweep/aiperf/flags.py dataset_entries).
 requests touch every prefix only by luck (16 draws from 16 cover all of them with probability 16!/16^16,
 about 1e-6). The warm-up is the number of draws W after which a prefix is still untouched with probability
 at most MISS, by the union bound P * (1 - 1/P)^W <= MISS (the coupon collector's tail): 150 for 16
-prefixes. It is also at least `prefix.count` and at least one round at the point's concurrency
-(infersweep/aiperf/point.py round_warmup), and never below what the recipe asks for.
+prefixes. It is also at least `prefix.count` and at least WARMUP_ROUNDS rounds at the point's concurrency
+(infersweep/aiperf/point.py: the start burst's echo), and never below what the recipe asks for.
 
 Steps that start on a cache another treatment left (`kv_cache: keep`) keep the recipe's warm-up: what they
 inherit is what such an experiment measures.
@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from infersweep.aiperf.point import Point
+from infersweep.aiperf.point import WARMUP_ROUNDS, Point
 
 MISS = 1e-3  # the chance, at most, that some prefix is still untouched when the window opens
 
@@ -41,7 +41,7 @@ def after_reset_warmup(point: Point, prefixes: int) -> int:
     """The warm-up of `point` when it starts on empty caches under a workload of `prefixes` shared prefixes."""
     if prefixes <= 0:
         return point.warmup
-    return max(point.warmup, point.concurrency, prefix_cover_requests(prefixes))
+    return max(point.warmup, WARMUP_ROUNDS * point.concurrency, prefix_cover_requests(prefixes))
 
 
 def warmed_points(points: list[Point], workload: dict, starts_empty: bool) -> list[Point]:

@@ -11,12 +11,13 @@ import pandas as pd
 import pytest
 import yaml
 
+from infersweep.aiperf.point import WARMUP_ROUNDS, Point
 from infersweep.experiment.order import order_findings
 from infersweep.experiment.paired import Block, blocks_to_decide, judge_paired, paired_claim
 from infersweep.experiment.plan import make_plan
 from infersweep.experiment.report import experiment_report
 from infersweep.experiment.spec import load_experiment
-from infersweep.experiment.warmup import prefix_cover_requests
+from infersweep.experiment.warmup import after_reset_warmup, prefix_cover_requests
 from infersweep.paths import params_dir
 from infersweep.recipe import RecipeError
 from infersweep.results.noise import t_ppf
@@ -90,6 +91,15 @@ def test_the_warm_up_covers_every_prefix_with_high_probability():
         assert w >= p and p * (1 - 1 / p) ** w <= 1e-3  # union bound on a prefix never drawn
 
 
+def test_after_a_reset_the_warm_up_is_also_at_least_the_default_rounds():
+    """Few prefixes are covered in a handful of requests, but the window still must not open on the start burst's
+    echo: at least WARMUP_ROUNDS rounds at the point's concurrency (2 prefixes at c16: 64, not their cover of 11);
+    a recipe that asks for more keeps it."""
+    assert prefix_cover_requests(2) < 64
+    assert after_reset_warmup(Point(16, 192, 0), 2) == WARMUP_ROUNDS * 16 == 64
+    assert after_reset_warmup(Point(16, 192, 100), 2) == 100
+
+
 def _sweep_points(plan) -> list[list[dict]]:
     from infersweep.cluster_settings import load_cluster_settings
     from workflows.experiment import experiment_template
@@ -109,7 +119,7 @@ def test_every_run_on_emptied_caches_warms_every_prefix_before_its_window(tmp_pa
     points = _sweep_points(make_plan(e))
     assert len(points) == 8
     for run in points:
-        assert [p["warmup"] for p in run] == [150]  # 16 prefixes at c16: the prefix cover, above one round
+        assert [p["warmup"] for p in run] == [150]  # 16 prefixes at c16: the prefix cover, above 4 rounds (64)
 
 
 def test_runs_on_inherited_caches_keep_the_recipes_warm_up(tmp_path):

@@ -4,6 +4,7 @@ on a GPU host are committed as data in benchmarks/measured/ and read by the CPU 
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -63,13 +64,15 @@ def test_a_real_engine_point_measures_the_requested_tokens_on_the_server(tmp_pat
     if Path(os.environ.get("INFERSWEEP_PROMETHEUS", "/usr/bin/prometheus")).exists():
         ratio = c1["ttft_avg_ms"] / c1["server_ttft_avg_ms"]
         assert ((ratio - 1).abs() < 0.15).all(), c1[["ttft_avg_ms", "server_ttft_avg_ms", "server_figures_source"]]
+    # every window followed its warm-up without a drain, after 4 rounds (infersweep/aiperf/flags.py seamless_warmup)
+    points = [json.loads(f.read_text()) for f in (res.run_dir / "points").glob("*/result.json")]
+    assert len(points) == len(df) and all(p["warmup_mode"] == "seamless" for p in points)
+    assert all(p["warmup"] >= 4 * p["concurrency"] for p in points)
     row = df.iloc[0]
     assert row["status"] == "ok" and str(row["source"]).startswith("measured (local GPU:")
     assert 250 <= row["osl_delivered"] <= 256 and 5 < row["itl_avg_ms"] < 100
     assert row["gpu_power_total_w"] > 50 and row["energy_j_per_output_token"] > 0
     # provenance names what ran (the GPU python's ai-dynamo + vLLM), not the rendered image (issue 32 item 7)
-    import json
-
     import yaml
 
     stack = json.loads((res.run_dir / "telemetry" / "stack.json").read_text())["versions"]
@@ -90,7 +93,6 @@ def test_an_experiment_on_real_engines_resets_the_caches_and_judges_its_claim_on
     on the H200 with its cold start, so a session runs it on its own: `-k experiment`), kept in
     $INFERSWEEP_GPU_TIER_OUT when set. Whatever the verdict, it must come from the blocks: every run on emptied
     caches, warmed over every shared prefix, one paired difference per block."""
-    import json
     import re
 
     import pandas as pd
@@ -128,9 +130,11 @@ def test_an_experiment_on_real_engines_resets_the_caches_and_judges_its_claim_on
         shared_pct = 100 * w.prefix.tokens / (w.prefix.tokens + w.isl) if w.prefix else 0
         assert (df["prompt_cache_read_pct"] <= shared_pct + 1).all(), (t, df["prompt_cache_read_pct"])
         for f in (treatments / t).rglob("result.json"):
-            argv = json.loads(f.read_text()).get("argv") or []
+            point = json.loads(f.read_text())
+            argv = point.get("argv") or []
             warmup = int(argv[argv.index("--warmup-request-count") + 1])
             assert warmup >= (w.prefix.count if w.prefix else 0), (t, argv)  # every prefix touched
+            assert point["warmup_mode"] == "seamless", (t, f)  # the window opens on a running loop, not a burst
     paired = res.report["paired"]
     assert paired["n_blocks"] + len(paired["dropped"]) == spec["blocks"]
     assert res.report["claim"]["verdict"] == paired["verdict"] in ("supported", "refuted", "inconclusive")
