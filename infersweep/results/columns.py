@@ -22,10 +22,10 @@ from infersweep.metrics import ALIASES, METRICS, SLO_KEYS, UNITS
 # The results table's schema version (summary/results.parquet: the `schema_version` column and the parquet's
 # key-value metadata). v3: canonical metric names with units, the raw AIPerf statistics moved to
 # results_raw.parquet, UTC timestamps as timestamp types. v1/v2 tables still read (infersweep.results.legacy).
-SCHEMA_VERSION = "infersweep.results/v5"
+SCHEMA_VERSION = "infersweep.results/v6"
 # sha256 of the summary table's names and types (columns_fingerprint()): a column added, removed, renamed or
 # retyped changes it, and tests/results/test_results_columns.py then asks for a new SCHEMA_VERSION with this value.
-COLUMNS_FINGERPRINT = "43acd1a6cb464acf0aacc8544f8e042f0a5563246a2cddf36c340c9c20677af1"
+COLUMNS_FINGERPRINT = "df6cacaea51d39e9fd9401d8bd74b84526bdca3c80a0ae3b1153799973498b69"
 RAW_SCHEMA_VERSION = "infersweep.results-raw/v1"
 
 
@@ -79,6 +79,16 @@ POINT = [
         "point",
         "requests the point measured beyond its recipe count, as one longer window "
         "(workload.max_requests_per_concurrency); NA: no budget to extend",
+    ),
+    Column("warmup_requests", "Int64", "", "point", "warm-up requests sent before the window; NA: not recorded"),
+    Column(
+        "warmup_mode",
+        "string",
+        "",
+        "point",
+        "how the window followed the warm-up: seamless (on a running loop, AIPerf's seamless phase; throughputs over "
+        "the requests' span: infersweep/aiperf/phase_overlap.py) / drained (AIPerf's default: the window opens with "
+        "`concurrency` requests sent together) / none; NA: not recorded",
     ),
     Column("duration_s", "float64", "s", "point", "AIPerf's benchmark duration"),
     Column("point_start", TS, "", "point", "when AIPerf started the point (UTC)"),

@@ -223,6 +223,9 @@ def point_row(
         # why it measured no more, and by how much it was extended (the point step's adaptive length)
         "stop_reason": result.get("stop_reason"),
         "requests_extended": result.get("requests_extended"),
+        # how the window followed its warm-up (infersweep/aiperf/flags.py seamless_warmup); older points: NA
+        "warmup_requests": result.get("warmup"),
+        "warmup_mode": result.get("warmup_mode"),
         "error_ratio": _num(result.get("error_rate")),
         "duration_s": _num(result.get("duration_s")),
         "point_start": result.get("start_time"),
