@@ -56,6 +56,13 @@ def run_figures(records: Path, size: int) -> dict:
     }
 
 
+def _block(number: int, runs: dict[str, list[str]], figures: dict[str, dict], key: str, claim) -> Block:
+    """One ABBA block's paired figures: each side's mean of `key` over its two runs, and the relative improvement."""
+    treatment = statistics.fmean(figures[n][key] for n in runs[claim.treatment])
+    base = statistics.fmean(figures[n][key] for n in runs[claim.baseline])
+    return Block(number, runs, treatment, base, (base - treatment) / base)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("folder", nargs="?", type=Path, default=DEFAULT)
@@ -88,27 +95,9 @@ def main() -> None:
                     f"| {name} | {f['cycles']} | {f['cut']} | {f['requests_kept']} | {f['window_ttft_ms']:.0f} | "
                     f"{f['steady_ttft_ms']:.0f} | {f['steady_drift']:+.0%} | {' '.join(map(str, f['cycle_means_ms']))} |"
                 )
-        t = statistics.fmean(figures[n]["steady_ttft_ms"] for n in sides[claim.treatment])
-        base = statistics.fmean(figures[n]["steady_ttft_ms"] for n in sides[claim.baseline])
-        blocks.append(Block(b, sides, t, base, (base - t) / base))
+        blocks.append(_block(b, sides, figures, "steady_ttft_ms", claim))
     steady = judge_paired(claim, blocks, [])
-    whole = judge_paired(
-        claim,
-        [
-            Block(
-                blk.block,
-                blk.runs,
-                statistics.fmean(figures[n]["window_ttft_ms"] for n in blk.runs[claim.treatment]),
-                statistics.fmean(figures[n]["window_ttft_ms"] for n in blk.runs[claim.baseline]),
-                0.0,
-            )
-            for blk in blocks
-        ],
-        [],
-    )
-    for blk in whole.blocks:
-        blk.improvement = (blk.baseline - blk.treatment) / blk.baseline
-    whole = judge_paired(claim, whole.blocks, [])
+    whole = judge_paired(claim, [_block(blk.block, blk.runs, figures, "window_ttft_ms", claim) for blk in blocks], [])
     lines += [
         "",
         "| block | kv steady ms | rr steady ms | improvement (steady) | improvement (whole window) |",

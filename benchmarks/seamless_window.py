@@ -18,7 +18,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from infersweep.aiperf.flags import build_argv, child_env, tokenizer_as_cached_hub_id, write_phases_file
+from infersweep.aiperf.flags import (
+    build_argv,
+    child_env,
+    drained_argv,
+    tokenizer_as_cached_hub_id,
+    write_phases_file,
+)
 from infersweep.aiperf.steadiness import steady_state_reasons, window_measures
 from infersweep.dgd.render import render_dgd
 from infersweep.local.dynamo.deploy import deploy_local
@@ -31,13 +37,6 @@ from steps import aiperf_point
 REPO = Path(__file__).resolve().parents[1]
 AIPERF = REPO / ".venv-aiperf" / "bin" / "aiperf"
 RECIPE = "llama-3-1-8b-vllm-h200-2w-kv"  # the H200 run's recipe: 2 workers, KV router, 16 x 6,144-token prefixes
-
-SEAMLESS_FLAGS = ("--config", "--warmup-concurrency")  # what infersweep.aiperf.flags.seamless_warmup adds
-
-
-def drained(argv: list[str]) -> list[str]:
-    """The point step's argv without its seamless flags: AIPerf's default, the warm-up drained before profiling."""
-    return [x for i, x in enumerate(argv) if x not in SEAMLESS_FLAGS and not (i and argv[i - 1] in SEAMLESS_FLAGS)]
 
 
 def point_argv(url: str, model: str, tokenizer: str, out: Path, c: int, requests: int, warmup: int, workload: dict):
@@ -131,7 +130,7 @@ def run_once(folder: Path, mode: str, a: argparse.Namespace) -> None:
         if mode == "seamless":
             write_phases_file(folder)  # the YAML the argv's --config names (flags.PHASES_FILE)
         else:
-            argv = drained(argv)
+            argv = drained_argv(argv)
         (folder / "argv.json").write_text(json.dumps(argv))
         t0 = time.monotonic()
         with open(folder / "aiperf.log", "w") as log:

@@ -13,7 +13,7 @@ only: the AIPerf image (images/aiperf.Dockerfile) copies this package, without a
 - steadiness.py is a window of requests steady: the rule the point step and infersweep.results.validity share.
 - server_export.py  the Dynamo frontend's own prompt-cache count, from the server metrics AIPerf scraped.
 - phase_overlap.py  a window that follows its warm-up without a drain: its throughputs over the requests' own
-                span, and the warm-up requests still in flight when it opens.
+                span.
 """
 
 from infersweep.aiperf.artifacts import (

@@ -87,6 +87,13 @@ def iter_profiling_records(jsonl_path: str | Path) -> Iterator[dict]:
     is skipped: a killed AIPerf can leave a torn last line, and the records before it are
     still real measurements.
     """
+    return (record for phase, record in iter_records(jsonl_path) if phase == "profiling")
+
+
+def iter_records(jsonl_path: str | Path) -> Iterator[tuple[Any, dict]]:
+    """Yield (phase, record) for every record of profile_export.jsonl, warm-up and profiling alike (the phase as
+    AIPerf 0.13 writes it, `benchmark_phase`, or `phase_kind` before it); torn lines are skipped, as in
+    iter_profiling_records."""
     with open(jsonl_path, "rb") as f:
         for line in f:
             try:
@@ -96,8 +103,7 @@ def iter_profiling_records(jsonl_path: str | Path) -> Iterator[dict]:
             if not isinstance(record, dict):
                 continue
             meta = record.get("metadata") or {}
-            if meta.get("benchmark_phase", meta.get("phase_kind")) == "profiling":
-                yield record
+            yield meta.get("benchmark_phase", meta.get("phase_kind")), record
 
 
 class RecordCounter:
@@ -440,17 +446,16 @@ def _metrics(summary: dict) -> dict:
 def _profiling_window(artifact_dir: Path, *, from_records: bool = False) -> tuple[int | None, int | None]:
     """The profiling phase's [start, end] in ns: phase_manifest.json when present, else the records. A seamless
     phase (`from_records`) starts before its first request (infersweep/aiperf/phase_overlap.py): the records'."""
-    try:
-        if from_records:
-            raise ValueError("the manifest's window opens before the first request")
-        manifest = json.loads((artifact_dir / MANIFEST_FILE).read_text(encoding="utf-8"))
-        phases = [p for p in manifest.get("phases", []) if p.get("phase_kind") == "profiling"]
-        starts = [p["start_ns"] for p in phases if isinstance(p.get("start_ns"), int)]
-        ends = [p["end_ns"] for p in phases if isinstance(p.get("end_ns"), int)]
-        if starts and ends:
-            return min(starts), max(ends)
-    except (OSError, ValueError, AttributeError, TypeError):
-        pass  # no (or damaged) manifest: AIPerf writes one only with several phases
+    if not from_records:
+        try:
+            manifest = json.loads((artifact_dir / MANIFEST_FILE).read_text(encoding="utf-8"))
+            phases = [p for p in manifest.get("phases", []) if p.get("phase_kind") == "profiling"]
+            starts = [p["start_ns"] for p in phases if isinstance(p.get("start_ns"), int)]
+            ends = [p["end_ns"] for p in phases if isinstance(p.get("end_ns"), int)]
+            if starts and ends:
+                return min(starts), max(ends)
+        except (OSError, ValueError, AttributeError, TypeError):
+            pass  # no (or damaged) manifest: AIPerf writes one only with several phases
     starts, ends = [], []
     records = artifact_dir / RECORDS_FILE
     if records.exists():

@@ -188,6 +188,15 @@ def seamless_warmup(args: argparse.Namespace) -> bool:
     return args.warmup > 0 and not args.request_rate and not trace
 
 
+SEAMLESS_FLAGS = ("--config", "--warmup-concurrency")  # what build_argv adds for seamless_warmup, each with a value
+
+
+def drained_argv(argv: list[str]) -> list[str]:
+    """build_argv's command without SEAMLESS_FLAGS: the same point under AIPerf's default, the warm-up drained before
+    the window (what benchmarks/seamless_window.py and tests/aiperf/test_seamless_warmup.py compare it with)."""
+    return [x for i, x in enumerate(argv) if x not in SEAMLESS_FLAGS and not (i and argv[i - 1] in SEAMLESS_FLAGS)]
+
+
 def write_phases_file(out: Path) -> Path:
     """OUT/PHASES_FILE, the constant YAML build_argv's `--config` names."""
     path = Path(out) / PHASES_FILE

@@ -1,16 +1,14 @@
 """What changes when the measured window follows the warm-up without a drain (flags.py seamless_warmup): AIPerf's
-throughputs and the phase's window open before the first measured request, and the warm-up's last requests run
-inside the window. The fixes artifacts.py (read_point) and steadiness.py (delivered load) apply.
+phase window, which its throughputs divide by, opens before the first measured request. read_point
+(artifacts.py) reads them over the requests' own span instead. (The warm-up's last requests also run inside the
+window: steadiness.read_window gives the delivered load those.)
 
 Standard library only: this file is copied into the AIPerf image (images/aiperf.Dockerfile).
 """
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
-from typing import Any
 
 # What a point's throughputs (artifacts.SCALARS) are divided by. AIPerf 0.13 divides all four by the phase's
 # window (metrics/metric_dicts.py MetricResultsDict.observation_duration: window_end_ns - window_start_ns, set
@@ -61,26 +59,3 @@ def throughputs_over_requests(metrics: dict, summary: dict) -> None:
         totals = [_avg(summary, name) for name in names]
         if ours in metrics and all(v is not None for v in totals):
             metrics[ours] = sum(v or 0.0 for v in totals) / duration
-
-
-_WARMUP = (b'"benchmark_phase":"warmup"', b'"benchmark_phase": "warmup"')
-
-
-def warmup_spans(jsonl_path: str | Path) -> list[tuple[int, int]]:
-    """(start ns, end ns) of every warm-up request in profile_export.jsonl. A seamless window opens while the
-    warm-up's last requests are still running, and the server holds them as it holds the measured ones: the
-    delivered load counts them (steadiness.window_measures). Only lines naming the warm-up phase are parsed."""
-    spans = []
-    with open(jsonl_path, "rb") as f:
-        for line in f:
-            if not any(tag in line for tag in _WARMUP):
-                continue
-            try:
-                meta: Any = json.loads(line.decode("utf-8", errors="replace")).get("metadata")
-            except (ValueError, AttributeError):
-                continue  # a torn last line
-            if isinstance(meta, dict) and meta.get("benchmark_phase") == "warmup":
-                start, end = meta.get("request_start_ns"), meta.get("request_end_ns")
-                if isinstance(start, int) and isinstance(end, int):
-                    spans.append((start, end))
-    return spans

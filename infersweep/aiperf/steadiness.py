@@ -21,9 +21,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from infersweep.aiperf.artifacts import iter_profiling_records
+from infersweep.aiperf.artifacts import iter_records
 from infersweep.aiperf.flags import STEADY_KEYS
-from infersweep.aiperf.phase_overlap import warmup_spans
 
 
 def thresholds_as_workload(thresholds: dict[str, Any]) -> dict[str, float]:
@@ -70,7 +69,7 @@ def window_measures(records_path: Path, concurrency: int | None, request_rate: f
     }
     if not Path(records_path).exists():
         return out
-    reqs = read_requests(records_path)
+    reqs, warmup = read_window(records_path)
     out["records"] = len(reqs)
     lengths = [r[3] for r in reqs if math.isfinite(r[2]) and math.isfinite(r[3]) and r[3] > 0]
     out["osl_delivered"] = sum(lengths) / len(lengths) if lengths else math.nan
@@ -79,7 +78,7 @@ def window_measures(records_path: Path, concurrency: int | None, request_rate: f
     a = min(r[0] for r in reqs)
     b = max(r[0] for r in reqs)
     if b > a:
-        spans = [(s, e) for s, e, *_ in reqs] + warmup_spans(records_path)
+        spans = [(s, e) for s, e, *_ in reqs] + warmup
         busy = sum(max(0, min(e, b) - max(s, a)) for s, e in spans)
         out["delivered_concurrency"] = busy / (b - a)
     delays = sorted(d for *_, d in reqs if math.isfinite(d))
@@ -99,11 +98,23 @@ def window_measures(records_path: Path, concurrency: int | None, request_rate: f
 
 def read_requests(records_path: Path) -> list[tuple[int, int, float, float, float]]:
     """(start ns, end ns, TTFT ms, output tokens, send delay ms) of each profiling request, by start time."""
-    reqs = []
-    for rec in iter_profiling_records(records_path):
+    return read_window(records_path)[0]
+
+
+def read_window(records_path: Path) -> tuple[list[tuple[int, int, float, float, float]], list[tuple[int, int]]]:
+    """read_requests' tuples, and the (start ns, end ns) of every warm-up request, in one pass over the records: a
+    seamless window (infersweep/aiperf/flags.py seamless_warmup) opens while the warm-up's last requests still run,
+    and the server holds them as it holds the measured ones (window_measures' delivered load)."""
+    reqs, warmup = [], []
+    for phase, rec in iter_records(records_path):
         meta = rec.get("metadata") or {}
         start, end = meta.get("request_start_ns"), meta.get("request_end_ns")
         if not isinstance(start, int) or not isinstance(end, int):
+            continue
+        if phase == "warmup":
+            warmup.append((start, end))
+            continue
+        if phase != "profiling":
             continue
         metrics = rec.get("metrics") or {}
         issued = meta.get("credit_issued_ns")
@@ -114,7 +125,7 @@ def read_requests(records_path: Path) -> list[tuple[int, int, float, float, floa
         reqs.append(
             (start, end, _value(metrics, "time_to_first_token"), _value(metrics, "output_sequence_length"), delay)
         )
-    return sorted(reqs)
+    return sorted(reqs), warmup
 
 
 def _no_cycles(size: int) -> dict[str, Any]:

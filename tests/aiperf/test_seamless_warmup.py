@@ -19,7 +19,7 @@ import pytest
 
 from infersweep import aiperf as aiperf_contract
 from infersweep.aiperf.artifacts import read_point
-from infersweep.aiperf.flags import PHASES_FILE, write_phases_file
+from infersweep.aiperf.flags import PHASES_FILE, SEAMLESS_FLAGS, drained_argv, write_phases_file
 from infersweep.aiperf.phase_overlap import THROUGHPUT_OVER_PHASE, THROUGHPUT_OVER_REQUESTS
 from steps import aiperf_point
 from tests.support.mocker_point import AIPERF_BIN, mocker_deployment, run_point_step
@@ -38,16 +38,9 @@ def _args(out: Path, workload: dict, *extra: str, concurrency: int = 16, warmup:
     )
 
 
-SEAMLESS_FLAGS = ("--config", "--warmup-concurrency")
-
-
 def _seamless_flags(argv: list[str]) -> list[str]:
     """The flags (with their values) that make the window seamless."""
     return [x for i, x in enumerate(argv) if x in SEAMLESS_FLAGS or (i and argv[i - 1] in SEAMLESS_FLAGS)]
-
-
-def _without_seamless_flags(argv: list[str]) -> list[str]:
-    return [x for i, x in enumerate(argv) if x not in SEAMLESS_FLAGS and not (i and argv[i - 1] in SEAMLESS_FLAGS)]
 
 
 def test_a_closed_loop_point_with_a_warmup_runs_its_window_seamless(tmp_path):
@@ -120,7 +113,7 @@ def test_aiperf_resolves_the_seamless_argv_to_the_same_benchmark_but_seamless(tm
     argv = aiperf_contract.build_argv(_args(out, workload, "--extra-inputs", "ignore_eos:true"))
     flags = _seamless_flags(argv)
     assert flags, "the point did not ask for a seamless window"
-    drained = _without_seamless_flags(argv)
+    drained = drained_argv(argv)
     [seamless_cfg], [drained_cfg] = _resolved(argv, tmp_path), _resolved(drained, tmp_path)
     phases = {p["name"]: p for p in seamless_cfg["phases"]}
     assert phases["profiling"]["seamless"] is True and phases["warmup"]["concurrency"] == 16
