@@ -7,7 +7,7 @@ RUN pip install --no-cache-dir -r /tmp/aiperf.requirements.txt -c /tmp/aiperf.lo
 # from their declarations), the one step runner and the two steps that use them; tests/aiperf/test_aiperf_contract.py and
 # tests/steps/test_step_declarations.py run them with only these files.
 COPY infersweep/__init__.py infersweep/errors.py infersweep/step_interface.py infersweep/step_declarations.py /opt/infersweep/infersweep/
-COPY infersweep/aiperf/__init__.py infersweep/aiperf/flags.py infersweep/aiperf/artifacts.py infersweep/aiperf/point.py infersweep/aiperf/point_run.py infersweep/aiperf/adaptive.py infersweep/aiperf/steadiness.py infersweep/aiperf/server_export.py infersweep/aiperf/phase_overlap.py /opt/infersweep/infersweep/aiperf/
+COPY infersweep/aiperf/__init__.py infersweep/aiperf/flags.py infersweep/aiperf/artifacts.py infersweep/aiperf/point.py infersweep/aiperf/point_run.py infersweep/aiperf/adaptive.py infersweep/aiperf/steadiness.py infersweep/aiperf/server_export.py infersweep/aiperf/phase_overlap.py infersweep/aiperf/student_t.py /opt/infersweep/infersweep/aiperf/
 COPY steps/__init__.py steps/runner.py steps/transient.py steps/aiperf_point.py steps/aiperf_results.py /opt/infersweep/steps/
 ENV PYTHONPATH=/opt/infersweep PYTHONUNBUFFERED=1
 USER 1000

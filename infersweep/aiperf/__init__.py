@@ -14,6 +14,7 @@ only: the AIPerf image (images/aiperf.Dockerfile) copies this package, without a
 - server_export.py  the Dynamo frontend's own prompt-cache count, from the server metrics AIPerf scraped.
 - phase_overlap.py  a window that follows its warm-up without a drain: its throughputs over the requests' own
                 span.
+- student_t.py  Student's t (CDF and quantiles): the steadiness rule's trend test, and infersweep.results.noise.
 """
 
 from infersweep.aiperf.artifacts import (

@@ -56,7 +56,12 @@ STEADY_KEYS = {
     "steady_max_first_cycle_ttft_excess": ("steady_state", "max_first_cycle_ttft_excess"),
     "steady_min_cycles": ("steady_state", "min_cycles"),
     "steady_max_ttft_growth": ("overload", "max_ttft_growth"),
+    "steady_trend_alpha": ("steady_state", "trend_alpha"),
+    "steady_trend_test_min_cycles": ("steady_state", "trend_test_min_cycles"),
 }
+# The drift's trend test (infersweep.aiperf.steadiness._told_from_noise) came later: a workload rendered without
+# these keys is judged by drift size alone, as when it was rendered.
+OPTIONAL_STEADY_KEYS = ("steady_trend_alpha", "steady_trend_test_min_cycles")
 
 # How long a point measures (infersweep.aiperf.adaptive): taken by the point step, never given to AIPerf.
 # max_requests_factor: a window may grow to requests x this (the recipe's max_requests_per_concurrency over its

@@ -22,12 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from infersweep.aiperf.artifacts import iter_records
-from infersweep.aiperf.flags import STEADY_KEYS
+from infersweep.aiperf.flags import OPTIONAL_STEADY_KEYS, STEADY_KEYS
+from infersweep.aiperf.student_t import t_two_sided_p
 
 
 def thresholds_as_workload(thresholds: dict[str, Any]) -> dict[str, float]:
     """The STEADY_KEYS of `thresholds` (load_thresholds' dict), for the point step's workload."""
-    return {key: thresholds[block][name] for key, (block, name) in STEADY_KEYS.items()}
+    return {key: thresholds[block][name] for key, (block, name) in STEADY_KEYS.items() if name in thresholds[block]}
 
 
 def thresholds_from_workload(workload: dict[str, Any]) -> dict[str, Any] | None:
@@ -37,7 +38,8 @@ def thresholds_from_workload(workload: dict[str, Any]) -> dict[str, Any] | None:
     given = [k for k in STEADY_KEYS if workload.get(k) is not None]
     if not given:
         return None
-    missing = [k for k in STEADY_KEYS if k not in given]
+    # The trend test's keys came later: a workload rendered before them is judged as it was (by size alone).
+    missing = [k for k in STEADY_KEYS if k not in given and k not in OPTIONAL_STEADY_KEYS]
     if missing:
         raise ValueError(
             f"--workload: the steadiness thresholds come together; missing {missing}: render the workflow "
@@ -45,7 +47,8 @@ def thresholds_from_workload(workload: dict[str, Any]) -> dict[str, Any] | None:
         )
     out: dict[str, Any] = {}
     for key, (block, name) in STEADY_KEYS.items():
-        out.setdefault(block, {})[name] = workload[key]
+        if key in given:
+            out.setdefault(block, {})[name] = workload[key]
     return out
 
 
@@ -133,6 +136,8 @@ def _no_cycles(size: int) -> dict[str, Any]:
     return {
         "steady_throughput_change": math.nan,
         "steady_ttft_change": math.nan,
+        "steady_throughput_trend_p": math.nan,
+        "steady_ttft_trend_p": math.nan,
         "steady_first_cycle_ttft_excess": math.nan,
         "steady_cycles": 0,
         "steady_cycles_judged": 0,
@@ -165,7 +170,9 @@ def cycle_measures(reqs: list[tuple], size: int, closed_loop: bool = True) -> di
     INTERIOR_FROM_CYCLES cycles on: the loop's start and drain are not the server), read across the whole span
     of the cycles (from the first one's leading edge to the last one's trailing edge) relative to its start: a
     server whose output rate falls evenly by 20 % reads -20 % whatever the number of cycles, where halves read
-    about half of it. The first cycle's excess is how much it alone raises the point's mean TTFT (mean over
+    about half of it. Each line's slope also gets a two-sided p-value (its t statistic against the scatter of
+    the cycles about the line, `_trend_p`): a drift counts only when the cycles tell it from their own noise
+    (steady_state_reasons). The first cycle's excess is how much it alone raises the point's mean TTFT (mean over
     all requests / mean without the first cycle - 1): a cold start (a whole batch's prefills at once, caches
     empty) that the warm-up did not absorb, which a line through few cycles only partly shows.
     """
@@ -191,6 +198,8 @@ def cycle_measures(reqs: list[tuple], size: int, closed_loop: bool = True) -> di
         rate[0] = rate[-1] = ttft[0] = ttft[-1] = math.nan
     out["steady_throughput_change"] = _drift(rate)
     out["steady_ttft_change"] = _drift(ttft)
+    out["steady_throughput_trend_p"] = _trend_p(rate)
+    out["steady_ttft_trend_p"] = _trend_p(ttft)
     ttfts = [[f for _, _, f, *_ in g if math.isfinite(f)] for g in groups]
     first, rest = ttfts[0], [f for fs in ttfts[1:] for f in fs]
     if first and rest and statistics.fmean(rest) > 0:
@@ -274,9 +283,48 @@ def _drift(values: list[float]) -> float:
     return last / first - 1
 
 
+def _trend_p(values: list[float]) -> float:
+    """Two-sided p-value of the least-squares slope through `values` (one per cycle; NaN cycles left out): its t
+    statistic, slope over its standard error from the scatter about the line, with points - 2 degrees of
+    freedom. NaN with fewer than 3 points; 0 for a line without scatter that moves (a clean ramp), 1 for a flat
+    one."""
+    pts = [(i, v) for i, v in enumerate(values) if math.isfinite(v)]
+    n = len(pts)
+    if n < 3:
+        return math.nan
+    mx = statistics.fmean(i for i, _ in pts)
+    my = statistics.fmean(v for _, v in pts)
+    sxx = sum((i - mx) ** 2 for i, _ in pts)
+    slope = sum((i - mx) * (v - my) for i, v in pts) / sxx
+    scatter = sum((v - my - slope * (i - mx)) ** 2 for i, v in pts) / (n - 2)
+    if slope == 0:
+        return 1.0
+    if scatter <= 0:
+        return 0.0
+    return t_two_sided_p(slope / math.sqrt(scatter / sxx), n - 2)
+
+
+def _told_from_noise(p: float, judged: int, s: dict[str, Any]) -> bool:
+    """Whether a drift's trend counts as the server's: its slope's p-value is below steady_state.trend_alpha. With
+    fewer judged cycles than steady_state.trend_test_min_cycles (or thresholds without the test: a workload
+    rendered before it) the scatter is too poorly known to test against, and the size alone decides."""
+    alpha, min_cycles = s.get("trend_alpha"), s.get("trend_test_min_cycles")
+    if alpha is None or min_cycles is None or judged < min_cycles or math.isnan(p):
+        return True
+    return p < alpha
+
+
 def steady_state_reasons(m: dict[str, Any], t: dict[str, Any]) -> list[str]:
     """The steady-state check over whole cycles of the loop (`cycle_measures`; thresholds: steady_state and
-    overload in params/validity.yaml)."""
+    overload in params/validity.yaml).
+
+    A drift is judged by its size and by whether it is a trend at all: a stationary loop's per-cycle figures
+    scatter, and the line through them tilts by chance. On the H200 (2026-12-04, gpu-kv-vs-rr with seamless
+    windows) each cycle's TTFT median of 16 requests flipped between the prefix-cache-hit mode (~70 ms) and the
+    queued one (~350 ms): lines through 22 such cycles read -35 % to +78 % with |t| <= 1.3, and three of twelve
+    flat windows were called unsteady or overloaded. So a drift past its limit fails only when its slope's
+    p-value is below steady_state.trend_alpha (from steady_state.trend_test_min_cycles judged cycles; with fewer,
+    by size alone). A clean ramp of 20 % has no scatter and fails at any number of cycles."""
     s = t["steady_state"]
     cycles, size = m.get("steady_cycles", 0), m.get("steady_cycle_size", 0)
     if cycles < s["min_cycles"]:
@@ -289,27 +337,29 @@ def steady_state_reasons(m: dict[str, Any], t: dict[str, Any]) -> list[str]:
     if judged < cycles:
         over = f"over cycles 2-{cycles - 1} of {cycles} of {size} requests; the loop's start and drain left out"
     tput, ttft = m["steady_throughput_change"], m["steady_ttft_change"]
+    tput_p, ttft_p = m.get("steady_throughput_trend_p", math.nan), m.get("steady_ttft_trend_p", math.nan)
+    tput_real, ttft_real = _told_from_noise(tput_p, judged, s), _told_from_noise(ttft_p, judged, s)
     reasons = []
     growth = 1 + ttft  # nan stays nan, +inf (TTFT from zero) stays +inf
-    tput_flat = math.isfinite(tput) and abs(tput) <= s["max_throughput_drift"]
-    if tput_flat and not math.isnan(growth) and growth > t["overload"]["max_ttft_growth"]:
+    tput_drifts = not math.isfinite(tput) or (abs(tput) > s["max_throughput_drift"] and tput_real)
+    if not tput_drifts and not math.isnan(growth) and growth > t["overload"]["max_ttft_growth"] and ttft_real:
         reasons.append(
-            f"overloaded: TTFT p50 grew {growth:.2f}x from the first cycle to the last (trend {over}) while "
-            f"output tok/s changed {tput:+.0%} (queue building up; overload.max_ttft_growth "
-            f"{t['overload']['max_ttft_growth']:g})"
+            f"overloaded: TTFT p50 grew {growth:.2f}x from the first cycle to the last (trend {over}"
+            f"{_p_note(ttft_p, judged, s)}) while output tok/s changed {tput:+.0%} (queue building up; "
+            f"overload.max_ttft_growth {t['overload']['max_ttft_growth']:g})"
         )
     else:
-        if not math.isfinite(tput) or abs(tput) > s["max_throughput_drift"]:
+        if tput_drifts:
             reasons.append(
-                f"unsteady: output tok/s drifted {_pct(tput)} from the first cycle to the last (trend {over}; "
-                f"steady_state.max_throughput_drift ±{s['max_throughput_drift']:.0%})"
+                f"unsteady: output tok/s drifted {_pct(tput)} from the first cycle to the last (trend {over}"
+                f"{_p_note(tput_p, judged, s)}; steady_state.max_throughput_drift ±{s['max_throughput_drift']:.0%})"
             )
         # a cycle's median of few requests is noisy (c1: one request a cycle), of many it is not
         key = "max_ttft_drift" if size >= s["few_requests_per_cycle"] else "max_ttft_drift_few_requests"
-        if math.isnan(ttft) or abs(ttft) > s[key]:
+        if math.isnan(ttft) or (abs(ttft) > s[key] and ttft_real):
             reasons.append(
-                f"unsteady: TTFT p50 drifted {_pct(ttft)} from the first cycle to the last (trend {over}; "
-                f"steady_state.{key} ±{s[key]:.0%})"
+                f"unsteady: TTFT p50 drifted {_pct(ttft)} from the first cycle to the last (trend {over}"
+                f"{_p_note(ttft_p, judged, s)}; steady_state.{key} ±{s[key]:.0%})"
             )
     excess = m.get("steady_first_cycle_ttft_excess", math.nan)
     if math.isfinite(excess) and excess > s["max_first_cycle_ttft_excess"]:
@@ -326,6 +376,16 @@ def steady_state_reasons(m: dict[str, Any], t: dict[str, Any]) -> list[str]:
 def _value(metrics: dict, name: str) -> float:
     v = (metrics.get(name) or {}).get("value")
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
+
+
+def _p_note(p: float, judged: int, s: dict[str, Any]) -> str:
+    """The trend test's part of a reason: its p-value when it was tested, else why size alone decided."""
+    alpha, min_cycles = s.get("trend_alpha"), s.get("trend_test_min_cycles")
+    if alpha is None or min_cycles is None:
+        return ""
+    if judged < min_cycles:
+        return f"; {judged} judged cycles < steady_state.trend_test_min_cycles {min_cycles}: size alone"
+    return f"; trend p = {p:.2g} < steady_state.trend_alpha {alpha:g}" if math.isfinite(p) else ""
 
 
 def _pct(x: float) -> str:

@@ -22,10 +22,10 @@ from infersweep.metrics import ALIASES, METRICS, SLO_KEYS, UNITS
 # The results table's schema version (summary/results.parquet: the `schema_version` column and the parquet's
 # key-value metadata). v3: canonical metric names with units, the raw AIPerf statistics moved to
 # results_raw.parquet, UTC timestamps as timestamp types. v1/v2 tables still read (infersweep.results.legacy).
-SCHEMA_VERSION = "infersweep.results/v6"
+SCHEMA_VERSION = "infersweep.results/v7"
 # sha256 of the summary table's names and types (columns_fingerprint()): a column added, removed, renamed or
 # retyped changes it, and tests/results/test_results_columns.py then asks for a new SCHEMA_VERSION with this value.
-COLUMNS_FINGERPRINT = "df6cacaea51d39e9fd9401d8bd74b84526bdca3c80a0ae3b1153799973498b69"
+COLUMNS_FINGERPRINT = "1dd9d299fb770c59e361c854122bf5017f82c3087a2bd59f5e10d2cd1ad14cd2"
 RAW_SCHEMA_VERSION = "infersweep.results-raw/v1"
 
 
@@ -102,8 +102,35 @@ VERDICT = [
 ]
 VALIDITY_MEASURES = [
     Column("delivered_concurrency", "float64", "", "validity", "requests in flight AIPerf really kept, mean"),
-    Column("steady_throughput_change", "float64", "ratio", "validity", "output throughput change, 2nd vs 1st half"),
-    Column("steady_ttft_change", "float64", "ratio", "validity", "TTFT p50 change, 2nd vs 1st half"),
+    Column(
+        "steady_throughput_change",
+        "float64",
+        "ratio",
+        "validity",
+        "output throughput change along the line through the window's whole cycles, first to last",
+    ),
+    Column(
+        "steady_ttft_change",
+        "float64",
+        "ratio",
+        "validity",
+        "TTFT p50 change along the line through the window's whole cycles, first to last",
+    ),
+    Column(
+        "steady_throughput_trend_p",
+        "float64",
+        "",
+        "validity",
+        "two-sided p-value of that throughput line's slope against the cycles' scatter (a drift counts below "
+        "steady_state.trend_alpha); NA: not recorded",
+    ),
+    Column(
+        "steady_ttft_trend_p",
+        "float64",
+        "",
+        "validity",
+        "two-sided p-value of that TTFT line's slope against the cycles' scatter; NA: not recorded",
+    ),
     Column("send_delay_p99_ms", "float64", "ms", "validity", "AIPerf's delay from issuing to sending a request, p99"),
     Column("aiperf_high_cpu_warnings", "Int64", "", "validity", "AIPerf's high-CPU warnings in its log"),
     Column(

@@ -1,6 +1,7 @@
-"""Reading a results table of any schema version this code knows: v6 as it is, v1/v2 mapped to its names, v3
+"""Reading a results table of any schema version this code knows: v7 as it is, v1/v2 mapped to its names, v3
 with the server figures v4 added (server_figures.py) as NA, v3/v4 with v5's stop_reason and requests_extended
-(the point's adaptive length) as NA, v3-v5 with v6's warmup_requests and warmup_mode as NA.
+(the point's adaptive length) as NA, v3-v5 with v6's warmup_requests and warmup_mode as NA, v3-v6 with v7's
+steadiness trend p-values (steady_throughput_trend_p, steady_ttft_trend_p) as NA.
 
 v1/v2 tables (summary/results.parquet written before schema v3: tests/fixtures, benchmarks/measured/) carry
 ~800 columns: read_point's names (ttft_ms_p50, output_tok_s), v0 aliases (ttft_p50_ms, latency_p50_ms),
@@ -26,6 +27,7 @@ OLD_VERSIONS = (
     "infersweep.results/v3",
     "infersweep.results/v4",
     "infersweep.results/v5",
+    "infersweep.results/v6",
 )
 READABLE_VERSIONS = OLD_VERSIONS + (SCHEMA_VERSION,)
 # Non-metric columns renamed in v3 (metrics: infersweep.metrics.ALIASES).

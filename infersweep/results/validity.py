@@ -43,6 +43,8 @@ MEASURE_COLUMNS = [
     "delivered_concurrency",
     "steady_throughput_change",
     "steady_ttft_change",
+    "steady_throughput_trend_p",
+    "steady_ttft_trend_p",
     "send_delay_p99_ms",
     "aiperf_high_cpu_warnings",
     "prompt_cache_read_pct",

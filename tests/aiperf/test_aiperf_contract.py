@@ -168,7 +168,17 @@ def _top_modules(nodes) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    "name", ["__init__.py", "flags.py", "artifacts.py", "point.py", "adaptive.py", "steadiness.py", "phase_overlap.py"]
+    "name",
+    [
+        "__init__.py",
+        "flags.py",
+        "artifacts.py",
+        "point.py",
+        "adaptive.py",
+        "steadiness.py",
+        "phase_overlap.py",
+        "student_t.py",
+    ],
 )
 def test_the_contract_imports_only_the_standard_library(name):
     """Its import statements, read from the source. orjson is tried and optional (AIPerf brings it)."""
@@ -192,6 +202,7 @@ def test_the_contract_imports_only_the_standard_library(name):
         "infersweep.aiperf.flags",
         "infersweep.aiperf.artifacts",
         "infersweep.aiperf.phase_overlap",
+        "infersweep.aiperf.student_t",
         "infersweep.errors",
     }
 

@@ -27,6 +27,7 @@ PINNED = {
     "infersweep.results/v4": "0081651a2d8a6aecce34eb39777d07aad8c52c7bc8f56e38dc5b425ed25b25ee",  # + server_ttft_avg_ms, server_itl_avg_ms, server_output_tokens, server_figures_source
     "infersweep.results/v5": "43acd1a6cb464acf0aacc8544f8e042f0a5563246a2cddf36c340c9c20677af1",  # + stop_reason, requests_extended
     "infersweep.results/v6": "df6cacaea51d39e9fd9401d8bd74b84526bdca3c80a0ae3b1153799973498b69",  # + warmup_requests, warmup_mode
+    "infersweep.results/v7": "1dd9d299fb770c59e361c854122bf5017f82c3087a2bd59f5e10d2cd1ad14cd2",  # + steady_throughput_trend_p, steady_ttft_trend_p
 }
 
 
