@@ -61,10 +61,12 @@ def rejudge(before: str = BEFORE, profile: str | None = "local-gpu") -> list[dic
         conc = result.get("concurrency") or int(d.name[1:])
         result = {**result, "concurrency": conc}
         stats = _summary_stats(d)
-        ok0, why0 = old.judge_point(old.point_measures(d, result, stats), old_t)
-        m = point_measures(d, result, stats)
         run = d.parent.parent / "summary" / "run.json"
         ctx = json.loads(run.read_text()).get("context", {}) if run.exists() else {}
+        m0 = old.point_measures(d, result, stats)
+        m0["kv_cache_state"] = ctx.get("kv_cache_state")  # both rules see what the run recorded
+        ok0, why0 = old.judge_point(m0, old_t)
+        m = point_measures(d, result, stats)
         m["kv_cache_state"] = ctx.get("kv_cache_state")
         ok1, why1 = judge_point(m, new_t)
         rows.append(
@@ -92,22 +94,28 @@ def _verdict(ok: bool, why: list[str]) -> str:
     return "invalid: " + "; ".join(w.split(" (")[0] for w in why)
 
 
-def markdown(rows: list[dict]) -> str:
+def markdown(rows: list[dict], before: str = BEFORE, changed_only: bool = False) -> str:
     out = [
-        "| point | before (halves of [first start, last start]) | after (whole cycles) | cycles x size | "
-        "rate drift | TTFT drift | first cycle's TTFT weight |",
+        f"| point | before ({before}) | after (this tree) | cycles x size | "
+        "rate drift (trend p) | TTFT drift (trend p) | first cycle's TTFT weight |",
         "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         m = r["m"]
+        if changed_only and _verdict(r["before"], r["before_why"]) == _verdict(r["after"], r["after_why"]):
+            continue
 
         def pct(x):
             return f"{x:+.1%}" if x == x and abs(x) != float("inf") else str(x)
 
+        def p(x):
+            return f"p = {x:.2g}" if isinstance(x, float) and x == x else "p n/a"
+
         out.append(
             f"| {r['point']} | {_verdict(r['before'], r['before_why'])} | {_verdict(r['after'], r['after_why'])} "
             f"| {m['steady_cycles']} x {m['steady_cycle_size']} | {pct(m['steady_throughput_change'])} "
-            f"| {pct(m['steady_ttft_change'])} | {pct(m['steady_first_cycle_ttft_excess'])} |"
+            f"({p(m.get('steady_throughput_trend_p'))}) | {pct(m['steady_ttft_change'])} "
+            f"({p(m.get('steady_ttft_trend_p'))}) | {pct(m['steady_first_cycle_ttft_excess'])} |"
         )
     return "\n".join(out)
 
@@ -117,12 +125,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--before", default=BEFORE, help="the commit whose rules judge 'before'")
     ap.add_argument("--profile", default="local-gpu", help="params/validity.yaml profile (the H200 runs: local-gpu)")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON instead of markdown")
+    ap.add_argument("--changed", action="store_true", help="only the points whose verdict or reasons changed")
     args = ap.parse_args(argv)
     rows = rejudge(args.before, None if args.profile == "default" else args.profile)
     if args.json:
         print(json.dumps([{k: v for k, v in r.items() if k != "m"} for r in rows], indent=1))
     else:
-        print(markdown(rows))
+        print(markdown(rows, args.before, args.changed))
     return 0
 
 
