@@ -89,9 +89,9 @@ def test_a_real_engine_point_measures_the_requested_tokens_on_the_server(tmp_pat
 
 def test_an_experiment_on_real_engines_resets_the_caches_and_judges_its_claim_on_abba_blocks(tmp_path):
     """`experiment run` with real engine workers: $INFERSWEEP_GPU_TIER_EXPERIMENT (default gpu-kv-vs-rr, two vLLM
-    workers sharing the GPU, round-robin against KV-aware routing, 3 ABBA blocks of reset runs; 23 minutes
-    on the H200 with its cold start at 192 requests per run, about 30 at today's 384, so a session runs it on its
-    own, `-k experiment`, and one that cannot finish it goes on with `experiment run --local --resume`), kept in
+    workers sharing the GPU, round-robin against KV-aware routing, 3 ABBA blocks of reset runs; 22 minutes on the
+    H200 with its cold start at today's 384 requests per run, so a session runs it on its own, `-k experiment`, and
+    one that cannot finish it goes on with `experiment run --local --resume`), kept in
     $INFERSWEEP_GPU_TIER_OUT when set. Whatever the verdict, it must come from the blocks: every run on emptied
     caches, warmed over every shared prefix, one paired difference per block."""
     import re
