@@ -31,7 +31,14 @@ def test_there_are_committed_points_of_both_kinds():
 def test_the_frontend_count_agrees_with_aiperf_where_both_exist_and_reads_zero_where_aiperf_has_none(export):
     art = export.parent
     aiperf, frontend = _aiperf_pct(art), frontend_cache_read_pct(art)
-    if math.isfinite(aiperf):
+    result = art.parent / "result.json"
+    seamless = result.exists() and json.loads(result.read_text()).get("warmup_mode") == "seamless"
+    if math.isfinite(aiperf) and seamless:
+        # Behind a seamless window AIPerf's phase split gives the frontend's histograms a different set of
+        # requests than the measured ones (server_export.py): on the H200 KV study it read 1.1-4.2 points above
+        # AIPerf's per-response figure, which is the one a point is judged on wherever it exists.
+        assert 0 <= frontend - aiperf < 5
+    elif math.isfinite(aiperf):
         assert frontend == pytest.approx(aiperf, abs=0.01)
     else:
         assert frontend == 0.0
