@@ -287,7 +287,9 @@ def _trend_p(values: list[float]) -> float:
     """Two-sided p-value of the least-squares slope through `values` (one per cycle; NaN cycles left out): its t
     statistic, slope over its standard error from the scatter about the line, with points - 2 degrees of
     freedom. NaN with fewer than 3 points; 0 for a line without scatter that moves (a clean ramp), 1 for a flat
-    one."""
+    one. The cycles are taken as independent: no two share a request, but a loop whose cycles are positively
+    correlated (slots that stay slow for several cycles) reads smaller p-values than it should, which errs
+    toward calling a window unsteady, never toward passing a drifting one."""
     pts = [(i, v) for i, v in enumerate(values) if math.isfinite(v)]
     n = len(pts)
     if n < 3:
