@@ -53,8 +53,6 @@ def rejudge(folder: Path, out: Path) -> str:
     compare_log = next(nodes.glob("*.compare/main.log")).read_text(encoding="utf-8")
     # `$ PYTHON -m steps.compare --experiment YAML --treatments-dir D --out O`, the YAML on many lines
     spec = compare_log.split("--experiment ", 1)[1].split(" --treatments-dir ", 1)[0]
-    spec_file = out / "experiment.yaml"
-    spec_file.write_text(spec, encoding="utf-8")
     (out / "run").mkdir()
     subprocess.run(
         [

@@ -22,7 +22,7 @@ sys.path.insert(0, str(REPO))
 
 from infersweep.aiperf.steadiness import steady_state_reasons, window_measures  # noqa: E402
 from infersweep.validity_thresholds import load_thresholds  # noqa: E402
-from tests.results.test_steady_state import SIZE_ALONE, _unsteady_share  # noqa: E402
+from tests.results.test_steady_state import SIZE_ALONE, _unsteady_share, size_alone  # noqa: E402
 
 LOOPS = [
     ("stationary, 50 % slow", lambda x: 0.5),
@@ -47,8 +47,7 @@ def main() -> None:
         print(f"| {name} | {alone:.1%} | {tested:.1%} |")
     if KV_STUDY.is_dir():
         gpu = load_thresholds("local-gpu")
-        gpu_alone = {"steady_state": {k: v for k, v in gpu["steady_state"].items() if not k.startswith("trend_")}}
-        gpu_alone["overload"] = gpu["overload"]
+        gpu_alone = size_alone(gpu)
         print()
         print(
             "| H200 KV study run (24 cycles of 16) | TTFT drift (trend p) | rate drift (trend p) | size alone | test |"

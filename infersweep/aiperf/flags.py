@@ -59,7 +59,7 @@ STEADY_KEYS = {
     "steady_trend_alpha": ("steady_state", "trend_alpha"),
     "steady_trend_test_min_cycles": ("steady_state", "trend_test_min_cycles"),
 }
-# The drift's trend test (infersweep.aiperf.steadiness._told_from_noise) came later: a workload rendered without
+# The drift's trend test (infersweep.aiperf.steadiness._trend) came later: a workload rendered without
 # these keys is judged by drift size alone, as when it was rendered.
 OPTIONAL_STEADY_KEYS = ("steady_trend_alpha", "steady_trend_test_min_cycles")
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import statistics
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from infersweep.aiperf.artifacts import iter_records
 from infersweep.aiperf.flags import OPTIONAL_STEADY_KEYS, STEADY_KEYS
@@ -265,19 +265,38 @@ def _closed_loop_cycles(reqs: list[tuple], size: int) -> list[int]:
     return cycle
 
 
+class _Line(NamedTuple):
+    """The least-squares line through the finite (cycle index, value) points of a per-cycle series."""
+
+    n: int  # finite points
+    mx: float
+    my: float
+    sxx: float
+    slope: float
+    scatter: float  # residual variance about the line (n - 2 degrees of freedom); nan below 3 points
+
+
+def _fit(values: list[float]) -> _Line:
+    """The line `_drift` reads and `_trend_p` tests (at least 2 finite values)."""
+    pts = [(i, v) for i, v in enumerate(values) if math.isfinite(v)]
+    n = len(pts)
+    mx = statistics.fmean(i for i, _ in pts)
+    my = statistics.fmean(v for _, v in pts)
+    sxx = sum((i - mx) ** 2 for i, _ in pts)
+    slope = sum((i - mx) * (v - my) for i, v in pts) / sxx
+    scatter = sum((v - my - slope * (i - mx)) ** 2 for i, v in pts) / (n - 2) if n > 2 else math.nan
+    return _Line(n, mx, my, sxx, slope, scatter)
+
+
 def _drift(values: list[float]) -> float:
     """Relative change of the least-squares line through `values` (one per cycle, in order) from the first
     cycle's leading edge (x = -0.5) to the last one's trailing edge; +inf when the line starts at or below
     zero and rises (a queue from nothing)."""
-    pts = [(i, v) for i, v in enumerate(values) if math.isfinite(v)]
-    if len(pts) < 2 or len(pts) < len(values) / 2:
+    if sum(math.isfinite(v) for v in values) < max(2, len(values) / 2):
         return math.nan
-    mx = statistics.fmean(i for i, _ in pts)
-    my = statistics.fmean(v for _, v in pts)
-    var = sum((i - mx) ** 2 for i, _ in pts)
-    slope = sum((i - mx) * (v - my) for i, v in pts) / var
-    first = my + slope * (-0.5 - mx)
-    last = my + slope * (len(values) - 0.5 - mx)
+    fit = _fit(values)
+    first = fit.my + fit.slope * (-0.5 - fit.mx)
+    last = fit.my + fit.slope * (len(values) - 0.5 - fit.mx)
     if first <= 0:
         return math.inf if last > first else math.nan
     return last / first - 1
@@ -290,30 +309,29 @@ def _trend_p(values: list[float]) -> float:
     one. The cycles are taken as independent: no two share a request, but a loop whose cycles are positively
     correlated (slots that stay slow for several cycles) reads smaller p-values than it should, which errs
     toward calling a window unsteady, never toward passing a drifting one."""
-    pts = [(i, v) for i, v in enumerate(values) if math.isfinite(v)]
-    n = len(pts)
-    if n < 3:
+    if sum(math.isfinite(v) for v in values) < 3:
         return math.nan
-    mx = statistics.fmean(i for i, _ in pts)
-    my = statistics.fmean(v for _, v in pts)
-    sxx = sum((i - mx) ** 2 for i, _ in pts)
-    slope = sum((i - mx) * (v - my) for i, v in pts) / sxx
-    scatter = sum((v - my - slope * (i - mx)) ** 2 for i, v in pts) / (n - 2)
-    if slope == 0:
+    fit = _fit(values)
+    if fit.slope == 0:
         return 1.0
-    if scatter <= 0:
+    if fit.scatter <= 0:
         return 0.0
-    return t_two_sided_p(slope / math.sqrt(scatter / sxx), n - 2)
+    return t_two_sided_p(fit.slope / math.sqrt(fit.scatter / fit.sxx), fit.n - 2)
 
 
-def _told_from_noise(p: float, judged: int, s: dict[str, Any]) -> bool:
-    """Whether a drift's trend counts as the server's: its slope's p-value is below steady_state.trend_alpha. With
-    fewer judged cycles than steady_state.trend_test_min_cycles (or thresholds without the test: a workload
-    rendered before it) the scatter is too poorly known to test against, and the size alone decides."""
+def _trend(p: float, judged: int, s: dict[str, Any]) -> tuple[bool, str]:
+    """Whether a drift's trend counts as the server's, and what the reason says of it: its slope's p-value is
+    below steady_state.trend_alpha. With fewer judged cycles than steady_state.trend_test_min_cycles the scatter is
+    too poorly known to test against, and the size alone decides; so it does with thresholds without the test
+    (a workload rendered before it), and the reason says nothing of it."""
     alpha, min_cycles = s.get("trend_alpha"), s.get("trend_test_min_cycles")
-    if alpha is None or min_cycles is None or judged < min_cycles or math.isnan(p):
-        return True
-    return p < alpha
+    if alpha is None or min_cycles is None:
+        return True, ""
+    if judged < min_cycles:
+        return True, f"; {judged} judged cycles < steady_state.trend_test_min_cycles {min_cycles}: size alone"
+    if math.isnan(p):
+        return True, ""
+    return p < alpha, f"; trend p = {p:.2g} < steady_state.trend_alpha {alpha:g}"
 
 
 def steady_state_reasons(m: dict[str, Any], t: dict[str, Any]) -> list[str]:
@@ -339,29 +357,29 @@ def steady_state_reasons(m: dict[str, Any], t: dict[str, Any]) -> list[str]:
     if judged < cycles:
         over = f"over cycles 2-{cycles - 1} of {cycles} of {size} requests; the loop's start and drain left out"
     tput, ttft = m["steady_throughput_change"], m["steady_ttft_change"]
-    tput_p, ttft_p = m.get("steady_throughput_trend_p", math.nan), m.get("steady_ttft_trend_p", math.nan)
-    tput_real, ttft_real = _told_from_noise(tput_p, judged, s), _told_from_noise(ttft_p, judged, s)
+    tput_real, tput_note = _trend(m.get("steady_throughput_trend_p", math.nan), judged, s)
+    ttft_real, ttft_note = _trend(m.get("steady_ttft_trend_p", math.nan), judged, s)
     reasons = []
     growth = 1 + ttft  # nan stays nan, +inf (TTFT from zero) stays +inf
     tput_drifts = not math.isfinite(tput) or (abs(tput) > s["max_throughput_drift"] and tput_real)
     if not tput_drifts and not math.isnan(growth) and growth > t["overload"]["max_ttft_growth"] and ttft_real:
         reasons.append(
             f"overloaded: TTFT p50 grew {growth:.2f}x from the first cycle to the last (trend {over}"
-            f"{_p_note(ttft_p, judged, s)}) while output tok/s changed {tput:+.0%} (queue building up; "
+            f"{ttft_note}) while output tok/s changed {tput:+.0%} (queue building up; "
             f"overload.max_ttft_growth {t['overload']['max_ttft_growth']:g})"
         )
     else:
         if tput_drifts:
             reasons.append(
                 f"unsteady: output tok/s drifted {_pct(tput)} from the first cycle to the last (trend {over}"
-                f"{_p_note(tput_p, judged, s)}; steady_state.max_throughput_drift ±{s['max_throughput_drift']:.0%})"
+                f"{tput_note}; steady_state.max_throughput_drift ±{s['max_throughput_drift']:.0%})"
             )
         # a cycle's median of few requests is noisy (c1: one request a cycle), of many it is not
         key = "max_ttft_drift" if size >= s["few_requests_per_cycle"] else "max_ttft_drift_few_requests"
         if math.isnan(ttft) or (abs(ttft) > s[key] and ttft_real):
             reasons.append(
                 f"unsteady: TTFT p50 drifted {_pct(ttft)} from the first cycle to the last (trend {over}"
-                f"{_p_note(ttft_p, judged, s)}; steady_state.{key} ±{s[key]:.0%})"
+                f"{ttft_note}; steady_state.{key} ±{s[key]:.0%})"
             )
     excess = m.get("steady_first_cycle_ttft_excess", math.nan)
     if math.isfinite(excess) and excess > s["max_first_cycle_ttft_excess"]:
@@ -378,16 +396,6 @@ def steady_state_reasons(m: dict[str, Any], t: dict[str, Any]) -> list[str]:
 def _value(metrics: dict, name: str) -> float:
     v = (metrics.get(name) or {}).get("value")
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
-
-
-def _p_note(p: float, judged: int, s: dict[str, Any]) -> str:
-    """The trend test's part of a reason: its p-value when it was tested, else why size alone decided."""
-    alpha, min_cycles = s.get("trend_alpha"), s.get("trend_test_min_cycles")
-    if alpha is None or min_cycles is None:
-        return ""
-    if judged < min_cycles:
-        return f"; {judged} judged cycles < steady_state.trend_test_min_cycles {min_cycles}: size alone"
-    return f"; trend p = {p:.2g} < steady_state.trend_alpha {alpha:g}" if math.isfinite(p) else ""
 
 
 def _pct(x: float) -> str:

@@ -220,10 +220,13 @@ def two_mode_loop(slots: int, rounds: int, slow_share, seed: int) -> list[dict]:
     return recs
 
 
-SIZE_ALONE = {
-    "steady_state": {k: v for k, v in DEFAULT["steady_state"].items() if not k.startswith("trend_")},
-    "overload": DEFAULT["overload"],
-}
+def size_alone(thresholds: dict) -> dict:
+    """`thresholds` without the trend test: drifts judged by their size alone, as before it."""
+    steady = {k: v for k, v in thresholds["steady_state"].items() if not k.startswith("trend_")}
+    return {**thresholds, "steady_state": steady}
+
+
+SIZE_ALONE = size_alone(DEFAULT)
 
 
 def _unsteady_share(tmp_path: Path, slow_share, thresholds: dict, loops: int) -> float:
