@@ -13,7 +13,7 @@ case "$verb" in
     shift 3  # start NAME --
     rm -rf "/tmp/$name-repo" && mkdir -p "/tmp/$name-repo"
     # A copy: the next call lays the working tree anew, and the run's steps import from its checkout.
-    tar --exclude=./.carry --exclude=./.gpu-bundle -cf - . | tar -xf - -C "/tmp/$name-repo"
+    tar --exclude="./.carry*" --exclude="./.gpu-bundle*" -cf - . | tar -xf - -C "/tmp/$name-repo"
     cd "/tmp/$name-repo" || exit 1
     setsid nohup "$@" >"/tmp/$name.log" 2>&1 </dev/null &
     echo $! >"/tmp/$name.pid"

@@ -20,7 +20,11 @@ case "${1:-}" in
     echo "assemble: $(( $(date +%s) - t0 )) s" ;;
   run|test)
     verb=$1; shift
-    export INFERSWEEP_GPU_PYTHON="$SITES/venv-site-vllm/bin/python"
+    # The frontend and the KV-reset client run in the GPU interpreter (any site with ai-dynamo): the vLLM site's,
+    # else, on a host that was sent the SGLang bundle alone, the SGLang site's (its ai-dynamo is the same 1.3.1).
+    gpu_site=vllm
+    if [ ! -x "$SITES/venv-site-vllm/bin/python" ] && [ -x "$SITES/venv-site-sglang/bin/python" ]; then gpu_site=sglang; fi
+    export INFERSWEEP_GPU_PYTHON="${INFERSWEEP_GPU_PYTHON:-$SITES/venv-site-$gpu_site/bin/python}"
     export INFERSWEEP_AIPERF_PYTHON="$SITES/venv-site-aiperf/bin/python"
     # dynamo.sglang workers run in the SGLang site's own interpreter when that site was assembled
     # (infersweep/local/gpu/workers.py engine_pythons).

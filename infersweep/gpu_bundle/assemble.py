@@ -11,7 +11,9 @@ corrupt part is named with its expected size and checksum; nothing is unpacked u
 ``export PYTHONPATH=...`` line to use. ``--venv`` also makes ``<into>/venv-<site>``: a virtual environment over
 the host's Python (``--system-site-packages``) whose ``.pth`` puts the site before the host's own packages
 (site.addsitedir processes a venv's .pth files before the base prefix's site-packages), with the site's
-console scripts (``aiperf``, ...) written for that interpreter.
+console scripts (``aiperf``, ...) written for that interpreter. A manifest's ``hide_host_modules`` are made
+unimportable in that venv (a ``.pth`` sets ``sys.modules[name] = None``, so ``importlib.util.find_spec`` returns
+None and ``import`` raises ImportError, CPython Lib/importlib/util.py find_spec).
 """
 
 from __future__ import annotations
@@ -88,7 +90,7 @@ def assemble(manifest_path: Path, into: Path) -> Path:
     return into / manifest["site"]
 
 
-def make_venv(site: Path) -> Path:
+def make_venv(site: Path, hide: list[str] | tuple[str, ...] = ()) -> Path:
     venv = site.parent / f"venv-{site.name}"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
     purelib = Path(
@@ -103,6 +105,14 @@ def make_venv(site: Path) -> Path:
     # venv, /opt/torch/.venv, whose packages --system-site-packages would not see: only the base Python's).
     host = sysconfig.get_paths()["purelib"]
     (purelib / "_infersweep_bundle.pth").write_text(f"{site}\n{host}\n")
+    # Hidden host modules: AIPerf's transformers 5.x imports torch whenever find_spec finds it
+    # (transformers/modeling_rope_utils.py, utils/import_utils.py _is_package_available), in each of its spawned
+    # processes; AIPerf never uses it. A .pth's `import` line runs at every start of this venv's interpreter.
+    hidden = purelib / "_infersweep_hide.pth"
+    if hide:
+        hidden.write_text(f"import sys; sys.modules.update(dict.fromkeys({sorted(hide)!r}))\n")
+    elif hidden.exists():
+        hidden.unlink()
     python = venv / "bin" / "python"
     for ep_file in site.glob("*.dist-info/entry_points.txt"):
         section = None
@@ -146,7 +156,11 @@ def main(argv: list[str] | None = None) -> int:
         site = assemble(m, args.into)
         print(f"assemble: {site} ({len(json.loads(m.read_text())['parts'])} parts verified)")
         if args.venv:
-            print(f"assemble: {make_venv(site)}/bin/python has {site.name} first on its path")
+            hide = json.loads(m.read_text()).get("hide_host_modules") or []
+            venv = make_venv(site, hide)
+            print(
+                f"assemble: {venv}/bin/python has {site.name} first on its path" + (f", hides {hide}" if hide else "")
+            )
         if args.check:
             failed = smoke(site, json.loads(m.read_text()).get("smoke", []))
             if failed:

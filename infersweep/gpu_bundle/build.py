@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.utils import parse_wheel_filename
@@ -27,7 +27,7 @@ from .dependency_walk import PLATFORMS, BundleError, Walk, read_freeze
 
 PROFILES = Path(__file__).resolve().parents[2] / "params" / "gpu-bundles"
 ASSEMBLE = Path(__file__).with_name("assemble.py")
-PROFILE_KEYS = {"site", "roots", "exclude", "overrides", "trim", "smoke"}
+PROFILE_KEYS = {"site", "roots", "exclude", "overrides", "trim", "smoke", "hide_host_modules"}
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,9 @@ class Profile:
     overrides: dict[str, tuple[str, str]]
     trim: dict[str, list[dict[str, str]]]
     smoke: list[str]
+    # Host modules the site's venv must not see (assemble.py make_venv): a site that never needs them, where
+    # their mere presence costs a start (AIPerf's transformers imports the host's torch when it can find it).
+    hide_host_modules: list[str] = field(default_factory=list)
 
 
 def load_profile(name_or_path: str) -> Profile:
@@ -68,6 +71,7 @@ def load_profile(name_or_path: str) -> Profile:
         overrides,
         dict(data.get("trim") or {}),
         list(data.get("smoke") or []),
+        list(data.get("hide_host_modules") or []),
     )
 
 
@@ -184,6 +188,7 @@ def build(profile: Profile, host_packages: Path, arch: str, part_bytes: int, out
         "parts": parts,
         "whole_sha256": whole["whole_sha256"],
         "smoke": profile.smoke,
+        "hide_host_modules": profile.hide_host_modules,
     }
     (out / f"{profile.site}.manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
     shutil.copy(ASSEMBLE, out / "assemble.py")

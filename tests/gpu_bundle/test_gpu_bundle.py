@@ -116,6 +116,26 @@ def test_parts_verify_join_and_unpack_and_a_corrupt_part_is_named(tmp_path):
         assemble.assemble(mpath, tmp_path / "host3")
 
 
+def test_a_site_venv_hides_the_host_modules_its_profile_names(tmp_path):
+    """The AIPerf site's venv cannot import the host's torch (transformers would import it in every AIPerf
+    process); the other sites' venvs see the host's modules as before."""
+    import subprocess
+
+    assert load_profile("aiperf-0.13").hide_host_modules == ["torch"]
+    assert load_profile("vllm-0.23-dynamo-1.3").hide_host_modules == []
+    site = tmp_path / "site-demo"
+    site.mkdir()
+    probe = "import importlib.util, sys; print(importlib.util.find_spec(sys.argv[1]) is not None)"
+    host_module = "sqlite3"  # on every host, and nothing imports it at start-up
+    venv = assemble.make_venv(site, [host_module])
+    run = [str(venv / "bin" / "python"), "-c", probe, host_module]
+    assert subprocess.run(run, capture_output=True, text=True, check=True).stdout.strip() == "False"
+    failed = subprocess.run([str(venv / "bin" / "python"), "-c", f"import {host_module}"], capture_output=True)
+    assert failed.returncode != 0 and b"ModuleNotFoundError" in failed.stderr  # an ImportError: callers fall back
+    assemble.make_venv(site)  # assembled again without the rule: the host's module is back
+    assert subprocess.run(run, capture_output=True, text=True, check=True).stdout.strip() == "True"
+
+
 def test_the_sglang_profile_is_its_own_site_and_keeps_the_hosts_torch():
     """SGLang 0.5.14's pins (transformers 5.8.1, xgrammar 0.2.1) are not vLLM 0.23.0's: a site of its own. Its
     torch==2.11.0 is the host's (not fetched); transformers 5.8.1 is fetched over the host's 5.17."""

@@ -23,7 +23,8 @@ def _fake_python(path):
 
 def _call(sites, *args):
     env = {**os.environ, "SITES": str(sites)}
-    env.pop("INFERSWEEP_GPU_PYTHON_SGLANG", None)
+    for name in ("INFERSWEEP_GPU_PYTHON", "INFERSWEEP_GPU_PYTHON_SGLANG"):
+        env.pop(name, None)
     return subprocess.run([str(SCRIPT), *args], env=env, capture_output=True, text=True, check=True).stdout
 
 
@@ -38,6 +39,16 @@ def test_run_and_test_use_the_tool_site_with_the_engine_interpreters_of_the_bund
     assert out.splitlines()[0] == f"{tool} -m pytest -m gpu -q"
     _fake_python(tmp_path / "venv-site-sglang" / "bin" / "python")
     assert f"sglang={tmp_path}/venv-site-sglang/bin/python" in _call(tmp_path, "test", "-m", "gpu")
+
+
+def test_a_host_sent_the_sglang_bundle_alone_runs_the_frontend_in_the_sglang_site(tmp_path):
+    """Without a vLLM site the GPU interpreter (frontend, KV-reset client) is the SGLang site's; with both, vLLM's."""
+    _fake_python(tmp_path / "venv-site-tool" / "bin" / "python")
+    sglang = tmp_path / "venv-site-sglang" / "bin" / "python"
+    _fake_python(sglang)
+    assert f"gpu={sglang} " in _call(tmp_path, "test", "-m", "gpu")
+    _fake_python(tmp_path / "venv-site-vllm" / "bin" / "python")
+    assert f"gpu={tmp_path}/venv-site-vllm/bin/python " in _call(tmp_path, "test", "-m", "gpu")
 
 
 def test_an_unknown_verb_prints_the_usage_and_fails():

@@ -29,12 +29,16 @@ pytestmark = [
 
 
 def test_a_real_engine_point_measures_the_requested_tokens_on_the_server(tmp_path):
-    """The recipe's run at $INFERSWEEP_GPU_TIER_CONCURRENCY (default 1; the H200 sessions ran 1,16,64 and 1,64)
+    """$INFERSWEEP_GPU_TIER_RECIPE's run (default qwen3-32b-bf16-vllm-h200-tp1; its SGLang twin is
+    qwen3-32b-bf16-sglang-h200-tp1) at $INFERSWEEP_GPU_TIER_CONCURRENCY (default 1; the H200 sessions ran 1,16,64 and 1,64)
     and $INFERSWEEP_GPU_TIER_ROUNDS rounds per point (default: the recipe's) with its
     repetitions (regression.repetitions, default 3), kept in $INFERSWEEP_GPU_TIER_OUT when set (what
     benchmarks/measured/ commits). Needs a Prometheus ($INFERSWEEP_PROMETHEUS) for the server's own figures."""
     from infersweep.local.run import run_local
+    from infersweep.recipe.loading import load_recipe
 
+    recipe = os.environ.get("INFERSWEEP_GPU_TIER_RECIPE", "qwen3-32b-bf16-vllm-h200-tp1")
+    engine = load_recipe(recipe).recipe.engine  # vllm / sglang: the wheel the provenance must name
     conc = [int(c) for c in os.environ.get("INFERSWEEP_GPU_TIER_CONCURRENCY", "1").split(",")]
     out = Path(os.environ.get("INFERSWEEP_GPU_TIER_OUT") or tmp_path)
     overrides: dict = {"workload.concurrency": conc}
@@ -43,7 +47,7 @@ def test_a_real_engine_point_measures_the_requested_tokens_on_the_server(tmp_pat
     if os.environ.get("INFERSWEEP_GPU_TIER_ROUNDS"):
         overrides["workload.requests_per_concurrency"] = int(os.environ["INFERSWEEP_GPU_TIER_ROUNDS"])
     res = run_local(
-        "qwen3-32b-bf16-vllm-h200-tp1",
+        recipe,
         out_root=out,
         workers="gpu",
         gpu_python=GPU_PYTHON,
@@ -56,10 +60,10 @@ def test_a_real_engine_point_measures_the_requested_tokens_on_the_server(tmp_pat
     import pandas as pd
 
     df = pd.read_parquet(res.results_dir / "summary" / "results.parquet")
-    assert sorted(set(df["concurrency"])) == conc and len(df) == 3 * len(conc)  # three repetitions of each load
+    assert sorted(set(df["concurrency"])) == sorted(conc) and len(df) == 3 * len(conc)  # three repetitions of each
     # warm-up prompts never come back as measured ones: no prompt-cache reads on fresh random prompts
     assert (df["prompt_cache_read_pct"] < 3).all(), df[["concurrency", "repetition", "prompt_cache_read_pct"]]
-    c1 = df[df["concurrency"] == conc[0]]
+    c1 = df[df["concurrency"] == min(conc)]  # the lightest load (the list may run heaviest first)
     # TTFT is the first token: the client's agrees with the engine's own histogram (issue 32's 15 %)
     if Path(os.environ.get("INFERSWEEP_PROMETHEUS", "/usr/bin/prometheus")).exists():
         ratio = c1["ttft_avg_ms"] / c1["server_ttft_avg_ms"]
@@ -68,7 +72,7 @@ def test_a_real_engine_point_measures_the_requested_tokens_on_the_server(tmp_pat
     points = [json.loads(f.read_text()) for f in (res.run_dir / "points").glob("*/result.json")]
     assert len(points) == len(df) and all(p["warmup_mode"] == "seamless" for p in points)
     assert all(p["warmup"] >= 4 * p["concurrency"] for p in points)
-    row = df.iloc[0]
+    row = c1.iloc[0]
     assert row["status"] == "ok" and str(row["source"]).startswith("measured (local GPU:")
     assert 250 <= row["osl_delivered"] <= 256 and 5 < row["itl_avg_ms"] < 100
     assert row["gpu_power_total_w"] > 50 and row["energy_j_per_output_token"] > 0
@@ -80,7 +84,7 @@ def test_a_real_engine_point_measures_the_requested_tokens_on_the_server(tmp_pat
     assert f"ai-dynamo {stack['ai-dynamo']}" in record["context"]["engine_image"]
     assert "did not run" in record["context"]["engine_image"]
     ran = record["engine_ran"]
-    assert ran["engine_release"] == f"dynamo {stack['ai-dynamo']}" and ran["engine_wheels"]["vllm"] == stack["vllm"]
+    assert ran["engine_release"] == f"dynamo {stack['ai-dynamo']}" and ran["engine_wheels"][engine] == stack[engine]
     dgd = yaml.safe_load((res.run_dir / "rendered" / "dgd.yaml").read_text())
     assert (
         json.loads(dgd["metadata"]["annotations"]["infersweep.io/engine-ran"])["engine_wheels"] == ran["engine_wheels"]
