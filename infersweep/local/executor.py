@@ -15,7 +15,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TextIO
 
 from infersweep.local.argo import LocalArgo, LocalCluster, Node
 from infersweep.local.progress_watch import ProgressWatcher, step_label
@@ -57,7 +57,9 @@ def failed_step_lines(argo: Any) -> list[str]:
     return lines
 
 
-def event_printer(stream=sys.stdout) -> Callable[[str, Node], None]:
+def event_printer(stream: TextIO | None = None) -> Callable[[str, Node], None]:
+    """Prints each step's start and end; to `stream`, else to sys.stdout as it is when a line is printed (a
+    default bound at import time kept whatever sys.stdout was then: in the suite, a test's closed capture)."""
     t0 = time.monotonic()
 
     def on_event(kind: str, node: Node) -> None:
@@ -68,7 +70,7 @@ def event_printer(stream=sys.stdout) -> Callable[[str, Node], None]:
             return
         stamp = f"[{time.monotonic() - t0:6.1f}s]"
         if kind == "start":
-            print(f"{stamp} > {short}", file=stream, flush=True)
+            print(f"{stamp} > {short}", file=stream or sys.stdout, flush=True)
             return
         detail = ""
         if "result" in node.outputs:
@@ -80,7 +82,7 @@ def event_printer(stream=sys.stdout) -> Callable[[str, Node], None]:
         elif node.message:
             detail = f"  {node.message}"[:300]
         mark = {"Succeeded": "ok", "Omitted": "skipped"}.get(node.phase, node.phase.upper())
-        print(f"{stamp} {mark:>9} {short} ({node.seconds:.1f}s){detail}", file=stream, flush=True)
+        print(f"{stamp} {mark:>9} {short} ({node.seconds:.1f}s){detail}", file=stream or sys.stdout, flush=True)
 
     return on_event
 
