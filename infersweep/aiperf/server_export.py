@@ -48,17 +48,61 @@ def _histogram_sum(metrics: dict[str, Any], name: str) -> float | None:
     return total
 
 
-def frontend_cache_read_pct(aiperf_dir: Path) -> float:
-    """Percent of the measured prompts' tokens the frontend saw served from the prefix cache; NaN when the
-    point has no server-metrics export or the frontend exported neither histogram (another server)."""
+def _histogram_count(metrics: dict[str, Any], name: str) -> float:
+    family = metrics.get(name)
+    if not isinstance(family, dict) or family.get("type") != "histogram":
+        return 0.0
+    return sum(float((series.get("stats") or {}).get("count") or 0.0) for series in family.get("series") or [])
+
+
+def _profiling_metrics(aiperf_dir: Path) -> dict[str, Any] | None:
+    """The export's profiling-phase metrics, None without an export (or one of another phase)."""
     try:
         export = json.loads((Path(aiperf_dir) / SERVER_METRICS_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return math.nan
+        return None
     if not isinstance(export, dict) or export.get("metrics_phase", "profiling") != "profiling":
+        return None
+    return export.get("metrics") or {}
+
+
+def frontend_cache_read_pct(aiperf_dir: Path) -> float:
+    """Percent of the measured prompts' tokens the frontend saw served from the prefix cache; NaN when the
+    point has no server-metrics export or the frontend exported neither histogram (another server)."""
+    metrics = _profiling_metrics(aiperf_dir)
+    if metrics is None:
         return math.nan
-    metrics = export.get("metrics") or {}
     cached, prompt = _histogram_sum(metrics, CACHED), _histogram_sum(metrics, INPUT)
     if cached is None or not prompt:
         return math.nan
     return 100.0 * cached / prompt
+
+
+TTFT = "dynamo_frontend_time_to_first_token_seconds"
+ITL = "dynamo_frontend_inter_token_latency_seconds"
+
+
+def frontend_token_figures(aiperf_dir: Path) -> dict[str, float] | None:
+    """The frontend's own first-token and inter-token means over AIPerf's profiling phase, as AIPerf scraped them
+    (its server-metrics manager fetches the frontend's /metrics about 3 times a second and splits by the
+    phases' time ranges, as for the cache count above): {ttft_avg_ms, itl_avg_ms, first_tokens}, None when the
+    export holds no first token. Run-level Prometheus series are read first (infersweep.results.server_figures);
+    this is their fallback for a window Prometheus has no sample after, the run's last point, whose frontend the
+    exit handler's teardown stops beside the scrape.
+
+    No token count: behind a seamless window AIPerf's profiling phase opens before the first measured request
+    (infersweep/aiperf/phase_overlap.py), so the export's output-token total also holds the warm-up's tails over
+    a span the records do not delimit (H200 SGLang c64: 180,604 tokens for 163,840 measured, 703 first tokens
+    for 640 requests). The two means are those of the same steady loop, and first_tokens says how many."""
+    metrics = _profiling_metrics(aiperf_dir)
+    if metrics is None:
+        return None
+    first_tokens = _histogram_count(metrics, TTFT)
+    ttft_sum = _histogram_sum(metrics, TTFT)
+    if not first_tokens or ttft_sum is None:
+        return None
+    out: dict[str, float] = {"ttft_avg_ms": 1000.0 * ttft_sum / first_tokens, "first_tokens": first_tokens}
+    itl_n, itl_sum = _histogram_count(metrics, ITL), _histogram_sum(metrics, ITL)
+    if itl_n and itl_sum is not None:
+        out["itl_avg_ms"] = 1000.0 * itl_sum / itl_n
+    return out

@@ -173,7 +173,7 @@ SERVER = [
         "string",
         "",
         "server",
-        "whose histograms: engine (vllm:/sglang:) or frontend (dynamo_frontend_), and the first tokens counted",
+        "whose histograms: engine (vllm:/sglang:), frontend (dynamo_frontend_ via Prometheus, else via AIPerf's export), and the first tokens counted",
     ),
 ]
 CONTEXT = [

@@ -9,7 +9,10 @@ read from the run's scraped series (metrics/server_metrics.parquet; params/metri
 
 Source, strongest first: the engine's histograms (vLLM `vllm:time_to_first_token_seconds`, SGLang's
 `sglang:...`), else the Dynamo frontend's (`dynamo_frontend_time_to_first_token_seconds`). Local mode's
-Prometheus scrapes the frontend only, so its figures are the frontend's.
+Prometheus scrapes the frontend only, so its figures are the frontend's. Where Prometheus has no sample after
+a window (a run's last point: the exit handler stops the frontend beside the scrape, and its staleness marker
+ends the series), the frontend's histograms as AIPerf scraped them over its profiling phase
+(infersweep.aiperf.server_export.frontend_token_figures) stand in, and the source says so.
 
 Precision: a Prometheus sample at time t is the last scrape at or before t, so the start is exact to one scrape
 interval (local mode: 1 s): tokens of the warm-up's last scrape interval can count in the window (its first
@@ -25,6 +28,7 @@ from typing import Any
 
 import pandas as pd
 
+from infersweep.aiperf.server_export import frontend_token_figures
 from infersweep.results.files import SERVER_METRICS_FILE
 
 COLUMNS = ("server_ttft_avg_ms", "server_itl_avg_ms", "server_output_tokens", "server_figures_source")
@@ -93,6 +97,23 @@ def point_figures(point_dir: Path, result: dict) -> dict[str, Any]:
     """The server figures of the point in point_dir (<run>/points/<point>), from its run's scraped series."""
     start, end = result.get("profiling_start_ns"), result.get("profiling_end_ns")
     samples = run_samples(Path(point_dir).parent.parent)
-    if samples is None or not start or not end:
-        return dict.fromkeys(COLUMNS)
-    return figures(samples, start / 1e9, end / 1e9)
+    found = figures(samples, start / 1e9, end / 1e9) if samples is not None and start and end else {}
+    if found.get("server_ttft_avg_ms") is not None:
+        return found
+    return aiperf_export_figures(Path(point_dir) / "aiperf") or found or dict.fromkeys(COLUMNS)
+
+
+def aiperf_export_figures(aiperf_dir: Path) -> dict[str, Any] | None:
+    """The frontend's figures from AIPerf's own server-metrics export of the point (the fallback: Prometheus
+    had no sample after the window, as for a run's last point, whose frontend the exit handler's teardown stops
+    beside the scrape; H200, SGLang c1 r2 of benchmarks/measured/h200-2026-12-04/sglang-qwen3-32b-bf16-c1-c64)."""
+    got = frontend_token_figures(aiperf_dir)
+    if got is None:
+        return None
+    return {
+        "server_ttft_avg_ms": got["ttft_avg_ms"],
+        "server_itl_avg_ms": got.get("itl_avg_ms"),
+        "server_output_tokens": None,  # the export's phase is not the records' window (frontend_token_figures)
+        "server_figures_source": f"frontend via AIPerf's export ({int(round(got['first_tokens']))} first tokens "
+        "in the profiling phase)",
+    }

@@ -83,6 +83,55 @@ def test_a_point_reads_its_runs_scraped_series(tmp_path):
     assert point_figures(tmp_path / "other" / "points" / "c1", result) == dict.fromkeys(COLUMNS)
 
 
+def _export(aiperf_dir: Path, ttft_s: list[float], itl_s: list[float]) -> None:
+    """An AIPerf 0.13 server_metrics_export.json with the frontend's two histograms over the profiling phase (the
+    shape aiperf writes: per series `stats` with count and sum; a histogram with nothing observed has count 0)."""
+
+    def hist(values: list[float]) -> dict:
+        stats = {"count": len(values), "sum": sum(values)} if values else {"count": 0}
+        return {"type": "histogram", "series": [{"labels": {"model": "m"}, "stats": stats}]}
+
+    aiperf_dir.mkdir(parents=True)
+    metrics = {
+        "dynamo_frontend_time_to_first_token_seconds": hist(ttft_s),
+        "dynamo_frontend_inter_token_latency_seconds": hist(itl_s),
+    }
+    (aiperf_dir / "server_metrics_export.json").write_text(
+        json.dumps({"metrics_phase": "profiling", "metrics": metrics, "warmup_metrics": {}})
+    )
+
+
+def test_a_window_prometheus_lost_the_end_of_falls_back_to_aiperfs_own_scrape(tmp_path):
+    """The run's last point: the exit handler stops the frontend beside the scrape, Prometheus marks the series
+    stale, and no sample follows the window (H200 SGLang c1 r2). AIPerf scraped the frontend itself during the
+    point: its profiling-phase histograms give the figures, and the source says whose they are; no token count
+    (its phase is not the records' window)."""
+    run = tmp_path / "run"
+    point = run / "points" / "c1-r2"
+    (run / "metrics").mkdir(parents=True)
+    # the series stop at 158 s, before the window's end at 160 s
+    cut = [(t, v) for t, v in cumulative(0, 8 * 0.05) if t < 158]
+    cut_n = [(t, v) for t, v in cumulative(0, 8) if t < 158]
+    samples(series("frontend_ttft_sum_s", cut), series("frontend_ttft_count", cut_n)).to_parquet(
+        run / "metrics" / "server_metrics.parquet"
+    )
+    result = {"profiling_start_ns": int(100e9), "profiling_end_ns": int(160e9)}
+    _export(point / "aiperf", [0.120] * 8 + [0.150], [0.018] * 100)
+    got = point_figures(point, result)
+    assert got["server_ttft_avg_ms"] == pytest.approx(1000 * (8 * 0.120 + 0.150) / 9)
+    assert got["server_itl_avg_ms"] == pytest.approx(18.0)
+    assert got["server_output_tokens"] is None
+    assert got["server_figures_source"] == "frontend via AIPerf's export (9 first tokens in the profiling phase)"
+    # Prometheus's figure wins wherever it has one
+    samples(
+        series("frontend_ttft_sum_s", cumulative(0, 8 * 0.05)), series("frontend_ttft_count", cumulative(0, 8))
+    ).to_parquet(run / "metrics" / "server_metrics.parquet")
+    assert point_figures(point, result)["server_figures_source"] == "frontend (8 first tokens in the window)"
+    # an export whose frontend saw no first token gives nothing
+    _export(tmp_path / "empty" / "aiperf", [], [])
+    assert point_figures(tmp_path / "empty", result) == dict.fromkeys(COLUMNS)
+
+
 @pytest.mark.skipif(not FIXTURE.is_dir(), reason="recorded mocker run not present")
 def test_a_recorded_local_run_has_the_frontends_figures_beside_the_clients():
     """A real `run --local` (Dynamo 1.6.1 frontend + mocker, real Prometheus, real AIPerf): the frontend counted the
