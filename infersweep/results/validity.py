@@ -27,7 +27,7 @@ from infersweep.aiperf.server_export import frontend_cache_read_pct
 
 # The steadiness rule lives beside the point step, which judges every window with it (standard library only:
 # the AIPerf image carries it); the final window is judged here with the same rule.
-from infersweep.aiperf.steadiness import steady_state_reasons, window_measures
+from infersweep.aiperf.steadiness import steady_state_reasons, warmup_tokens_after, window_measures
 from infersweep.validity_thresholds import load_thresholds  # noqa: F401  (results/ reads them from here)
 
 # The warning AIPerf's worker manager logs when a worker's CPU passes Environment.WORKER.HIGH_LOAD_CPU_USAGE
@@ -88,6 +88,12 @@ def point_measures(
         m["prompt_cache_read_pct"] = frontend_cache_read_pct(art)
         m["prompt_cache_read_source"] = FRONTEND_CACHE_SOURCE if math.isfinite(m["prompt_cache_read_pct"]) else "none"
     m.update(window_measures(art / RECORDS_FILE, m["concurrency"], m["request_rate"]))
+    # The server counts every token generated inside the window, the warm-up's last requests' tails too (a
+    # seamless window opens while they run): the client's side of the comparison holds them as well.
+    start_ns = result.get("profiling_start_ns")
+    tails = warmup_tokens_after(art / RECORDS_FILE, start_ns) if isinstance(start_ns, int) else 0.0
+    m["client_warmup_tail_tokens"] = tails
+    m["client_output_tokens"] += tails
     m["osl_requested"] = requested_osl(result.get("argv") or [])
     m["aiperf_high_cpu_warnings"] = high_cpu_warnings(art / LOG_FILE)
     return m
@@ -139,9 +145,11 @@ def server_agreement_reasons(m: dict[str, Any], t: dict[str, Any]) -> list[str]:
             continue
         if abs(client / server - 1) > limit:
             src = m.get("server_figures_source") or "server"
+            tails = m.get("client_warmup_tail_tokens") if client_key == "client_output_tokens" else None
+            held = f" (of them {tails:.0f} from warm-up requests inside the window)" if tails else ""
             out.append(
-                f"client and server disagree: {what} {client:.1f}{unit} by the client, {server:.1f}{unit} by the "
-                f"{src} ({client / server - 1:+.0%} > server_agreement.{tol_key} {limit:.0%})"
+                f"client and server disagree: {what} {client:.1f}{unit} by the client{held}, {server:.1f}{unit} by "
+                f"the {src} ({client / server - 1:+.0%} > server_agreement.{tol_key} {limit:.0%})"
             )
     return out
 

@@ -59,3 +59,47 @@ def test_the_mocker_profile_leaves_it_out_and_local_gpu_runs_are_judged_as_a_clu
     assert server_agreement_reasons(_m(client_ttft_avg_ms=500.0), gpu)
     monkeypatch.setenv("INFERSWEEP_FAKE_GPU", "1")  # a fake GPU's engines are the mocker: simulated
     assert load_thresholds()["profile"] == "local"
+
+
+def _warmup_record(start_s: float, ttft_ms: float, gaps_ms: list[float], tokens: int, phase: str = "warmup") -> dict:
+    """One profile_export.jsonl record as AIPerf 0.13 writes it: start/end in ns, TTFT and the inter-chunk gaps."""
+    end_s = start_s + (ttft_ms + sum(gaps_ms)) / 1000
+    return {
+        "metadata": {
+            "benchmark_phase": phase,
+            "request_start_ns": int(start_s * 1e9),
+            "request_end_ns": int(end_s * 1e9),
+        },
+        "metrics": {
+            "time_to_first_token": {"value": ttft_ms, "unit": "ms"},
+            "inter_chunk_latency": {"value": gaps_ms, "unit": "ms"},
+            "output_sequence_length": {"value": tokens, "unit": "tokens"},
+        },
+    }
+
+
+def test_the_warmups_tails_inside_a_seamless_window_count_on_the_clients_side(tmp_path):
+    """A seamless window opens while the warm-up's last requests still generate: the server counts their tokens
+    after the start, so the client's side must too (H200 SGLang c64: 63 warm-up requests in flight at the start,
+    ~9,000 of their tokens inside the window, and two steady points refused at -7 %)."""
+    import json
+
+    from infersweep.aiperf.steadiness import warmup_tokens_after
+
+    records = tmp_path / "profile_export.jsonl"
+    rows = [
+        # 11 chunks, 10 ms apart from t = 100.1 s: 6 (100.15 .. 100.2 s) arrive after the window opens at 100.1455 s
+        _warmup_record(100.0, 100.0, [10.0] * 10, 22),
+        _warmup_record(99.0, 50.0, [10.0] * 3, 4),  # ended before the start: nothing
+        _warmup_record(100.2, 30.0, [10.0], 2),  # first token inside: all of it
+        _warmup_record(100.1455, 20.0, [10.0], 2, phase="profiling"),  # a measured request: the client's own count
+    ]
+    records.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    assert warmup_tokens_after(records, int(100.1455e9)) == pytest.approx(22 * 6 / 11 + 2)
+    assert warmup_tokens_after(tmp_path / "none.jsonl", 0) == 0.0
+    # the agreement check names them when it still fails
+    why = server_agreement_reasons(
+        _m(client_output_tokens=9000.0, client_warmup_tail_tokens=500.0, server_output_tokens=12000.0),
+        load_thresholds(None),
+    )
+    assert "of them 500 from warm-up requests inside the window" in why[0]
