@@ -233,7 +233,9 @@ def main(argv: list[str] | None = None) -> int:
         if not tarballs:
             ap.error(f"{a.folder}: no *-snapshot.tar.xz")
         for tb in tarballs:
-            print(f"{tb.name} -> {summarize_snapshot(tb, a.folder.resolve() / 'summary', a.keep_all).relative_to(REPO)}")
+            print(
+                f"{tb.name} -> {summarize_snapshot(tb, a.folder.resolve() / 'summary', a.keep_all).relative_to(REPO)}"
+            )
     print(docs_markdown(a.folder))
     return 0
 
