@@ -73,6 +73,8 @@ def worker_args(r: ResolvedRecipe, role: str, w: Workers) -> list[str]:
         # the router scores the workers a request enters at; a recipe that already gives the events flag in its
         # engine_args (e.g. an experiment keeping events on for round-robin too) keeps its own, never twice
         args += e.kv_router_args
+    if e.metrics_args and e.metrics_args[0] not in args:
+        args += e.metrics_args
     args += e.offload_args(r, role)
     # Speculation is set on every role: vLLM and SGLang need the same draft config on both sides of a
     # disaggregated pair for the KV layout to match.

@@ -75,6 +75,9 @@ class Engine(Strict, ABC):
     ep_flag: str | None = None  # EP size as a value...
     ep_switch: str | None = None  # ...or a switch whose size follows from TP x DP (vLLM)
     kv_router_args: list[str] = []  # what a worker needs so the KV router sees its cache (KV events)
+    # what a worker needs to export the engine's own first-token / inter-token histograms (SGLang's are off by
+    # default), which the validity check reads beside the client's (infersweep.results.server_figures)
+    metrics_args: list[str] = []
     speculative: EngineSpeculative | None = None
     offload: EngineOffload = EngineOffload()
 

@@ -172,6 +172,7 @@ def engine_spelled_flags(e: Engine) -> list[tuple[str, str]]:
         "ep_flag",
         "ep_switch",
         "kv_router_args",
+        "metrics_args",
     ):
         add(field, getattr(e, field))
     if e.speculative:
