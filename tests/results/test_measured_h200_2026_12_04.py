@@ -9,51 +9,23 @@ Recomputed with plain arithmetic (AIPerf's profile_export.jsonl, profiling recor
 
 from __future__ import annotations
 
-import io
-import json
 import math
-import re
 import statistics
-import tarfile
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from tests.support.measured_snapshot import read_snapshot
+
 FOLDER = Path(__file__).resolve().parents[2] / "benchmarks" / "measured" / "h200-2026-12-04"
 SNAPSHOT = FOLDER / "qwen3-32b-bf16-c1-c64-snapshot.tar.xz"
-POINT = re.compile(r"/volumes/workdir/run/points/(c\d+(?:-r\d+)?)/(result\.json|aiperf/profile_export\.jsonl)$")
-METRICS = re.compile(r"/volumes/workdir/run/metrics/server_metrics\.parquet$")
 T975 = {1: 12.706, 2: 4.303}  # two-sided 95 % Student-t critical values by degrees of freedom
-
-
-def _identity(name: str) -> tuple[int, int]:
-    conc, _, rep = name[1:].partition("-r")
-    return int(conc), int(rep or 0)
 
 
 @pytest.fixture(scope="module")
 def snapshot() -> tuple[dict[tuple[int, int], dict], pd.DataFrame]:
-    points: dict[tuple[int, int], dict] = {}
-    metrics = pd.DataFrame()
-    with tarfile.open(SNAPSHOT) as tf:  # one pass: an xz stream has no random access
-        for member in tf:
-            if not member.isfile():
-                continue
-            if METRICS.search(member.name):
-                metrics = pd.read_parquet(io.BytesIO(tf.extractfile(member).read()))
-                continue
-            m = POINT.search(member.name)
-            if not m:
-                continue
-            text = tf.extractfile(member).read().decode()
-            entry = points.setdefault(_identity(m.group(1)), {})
-            if m.group(2) == "result.json":
-                entry["result"] = json.loads(text)
-            else:
-                recs = [json.loads(line) for line in text.splitlines() if line.strip()]
-                entry["records"] = [r for r in recs if r["metadata"].get("benchmark_phase") == "profiling"]
-    return points, metrics
+    return read_snapshot(SNAPSHOT)
 
 
 def _table() -> pd.DataFrame:

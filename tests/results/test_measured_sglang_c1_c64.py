@@ -10,60 +10,26 @@ snapshot (benchmarks/summarize_snapshots.py); `summary-as-run/` is what the run'
 
 from __future__ import annotations
 
-import io
-import json
 import math
-import re
 import statistics
-import tarfile
 from pathlib import Path
 
 import pandas as pd
 import pytest
+
+from tests.support.measured_snapshot import read_snapshot
 
 FOLDER = (
     Path(__file__).resolve().parents[2] / "benchmarks" / "measured" / "h200-2026-12-04" / "sglang-qwen3-32b-bf16-c1-c64"
 )
 SNAPSHOT = FOLDER / "qwen3-32b-bf16-sglang-c1-c64-snapshot.tar.xz"
 SUMMARY = FOLDER / "summary" / "qwen3-32b-bf16-sglang-c1-c64"
-POINT = re.compile(
-    r"/volumes/workdir/run/points/(c\d+(?:-r\d+)?)/"
-    r"(result\.json|aiperf/profile_export\.jsonl|aiperf/server_metrics_export\.json)$"
-)
-METRICS = re.compile(r"/volumes/workdir/run/metrics/server_metrics\.parquet$")
 T975_2 = 4.303  # two-sided 95 % Student-t critical value, 2 degrees of freedom
-
-
-def _identity(name: str) -> tuple[int, int]:
-    conc, _, rep = name[1:].partition("-r")
-    return int(conc), int(rep or 0)
 
 
 @pytest.fixture(scope="module")
 def snapshot() -> tuple[dict[tuple[int, int], dict], pd.DataFrame]:
-    points: dict[tuple[int, int], dict] = {}
-    metrics = pd.DataFrame()
-    with tarfile.open(SNAPSHOT) as tf:  # one pass: an xz stream has no random access
-        for member in tf:
-            if not member.isfile():
-                continue
-            if METRICS.search(member.name):
-                metrics = pd.read_parquet(io.BytesIO(tf.extractfile(member).read()))
-                continue
-            m = POINT.search(member.name)
-            if not m:
-                continue
-            text = tf.extractfile(member).read().decode()
-            entry = points.setdefault(_identity(m.group(1)), {})
-            if m.group(2) == "result.json":
-                entry["result"] = json.loads(text)
-            elif m.group(2).endswith("server_metrics_export.json"):
-                entry["export"] = json.loads(text)
-            else:
-                recs = [json.loads(line) for line in text.splitlines() if line.strip()]
-                entry["records"] = [r for r in recs if r["metadata"].get("benchmark_phase") == "profiling"]
-                entry["warmup"] = [r for r in recs if r["metadata"].get("benchmark_phase") == "warmup"]
-    return points, metrics
+    return read_snapshot(SNAPSHOT)
 
 
 def _table(folder: Path = SUMMARY) -> pd.DataFrame:
