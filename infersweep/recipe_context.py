@@ -29,6 +29,9 @@ LATER_WORKLOAD_DEFAULTS = {
     "warmup_rounds": 1,
 }
 LATER_TRACE_DEFAULTS = {"fixed_schedule": False, "block_size": None}
+# Engine facts added after recipes were first hashed (params/engines/*.yaml), at the value that changes nothing:
+# a vLLM recipe keeps its hash; an SGLang one, whose workers now run with --enable-metrics, does not.
+LATER_ENGINE_DEFAULTS = {"metrics_args": []}
 
 
 # Defaults changed after recipes were first hashed: (new default, the value hashed for it). How often the
@@ -87,7 +90,11 @@ def recipe_hash(resolved) -> str:
     doc = {
         "recipe": recipe,
         "model": resolved.model.model_dump(mode="json"),
-        "engine": resolved.engine.model_dump(mode="json"),
+        "engine": {
+            k: v
+            for k, v in resolved.engine.model_dump(mode="json").items()
+            if k not in LATER_ENGINE_DEFAULTS or v != LATER_ENGINE_DEFAULTS[k]
+        },
         "gpu_type": resolved.gpu_type.model_dump(mode="json"),
     }
     return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
