@@ -69,11 +69,14 @@ def window_measures(records_path: Path, concurrency: int | None, request_rate: f
         **_no_cycles(0),
         "send_delay_p99_ms": math.nan,
         "records": 0,
+        "client_warmup_tail_tokens": 0.0,
     }
     if not Path(records_path).exists():
         return out
     reqs, warmup = read_window(records_path)
     out["records"] = len(reqs)
+    if reqs:
+        out["client_warmup_tail_tokens"] = warmup_tokens_after(warmup, min(r[0] for r in reqs))
     lengths = [r[3] for r in reqs if math.isfinite(r[2]) and math.isfinite(r[3]) and r[3] > 0]
     out["osl_delivered"] = sum(lengths) / len(lengths) if lengths else math.nan
     if len(reqs) < 2:
@@ -81,7 +84,7 @@ def window_measures(records_path: Path, concurrency: int | None, request_rate: f
     a = min(r[0] for r in reqs)
     b = max(r[0] for r in reqs)
     if b > a:
-        spans = [(s, e) for s, e, *_ in reqs] + warmup
+        spans = [(s, e) for s, e, *_ in reqs] + [(s, e) for s, e, _ in warmup]
         busy = sum(max(0, min(e, b) - max(s, a)) for s, e in spans)
         out["delivered_concurrency"] = busy / (b - a)
     delays = sorted(d for *_, d in reqs if math.isfinite(d))
@@ -104,10 +107,11 @@ def read_requests(records_path: Path) -> list[tuple[int, int, float, float, floa
     return read_window(records_path)[0]
 
 
-def read_window(records_path: Path) -> tuple[list[tuple[int, int, float, float, float]], list[tuple[int, int]]]:
-    """read_requests' tuples, and the (start ns, end ns) of every warm-up request, in one pass over the records: a
-    seamless window (infersweep/aiperf/flags.py seamless_warmup) opens while the warm-up's last requests still run,
-    and the server holds them as it holds the measured ones (window_measures' delivered load)."""
+def read_window(records_path: Path) -> tuple[list[tuple[int, int, float, float, float]], list[tuple[int, int, dict]]]:
+    """read_requests' tuples, and the (start ns, end ns, metrics) of every warm-up request, in one pass over the
+    records: a seamless window (infersweep/aiperf/flags.py seamless_warmup) opens while the warm-up's last requests
+    still run, and the server holds them as it holds the measured ones (window_measures' delivered load), and
+    counts their tokens in the window (warmup_tokens_after)."""
     reqs, warmup = [], []
     for phase, rec in iter_records(records_path):
         meta = rec.get("metadata") or {}
@@ -115,7 +119,7 @@ def read_window(records_path: Path) -> tuple[list[tuple[int, int, float, float, 
         if not isinstance(start, int) or not isinstance(end, int):
             continue
         if phase == "warmup":
-            warmup.append((start, end))
+            warmup.append((start, end, rec.get("metrics") or {}))
             continue
         if phase != "profiling":
             continue
@@ -131,8 +135,9 @@ def read_window(records_path: Path) -> tuple[list[tuple[int, int, float, float, 
     return sorted(reqs), warmup
 
 
-def warmup_tokens_after(records_path: Path, start_ns: int) -> float:
-    """Output tokens of warm-up requests that reached the client after `start_ns` (the profiling window's start).
+def warmup_tokens_after(warmup: list[tuple[int, int, dict]], start_ns: int) -> float:
+    """Output tokens of warm-up requests (read_window's) that reached the client after `start_ns` (the window's
+    start, its first measured request).
 
     Behind a seamless window (infersweep/aiperf/flags.py seamless_warmup) the warm-up's last requests are still
     generating when the window opens, so the server's token count over the window holds their tails as well as
@@ -143,22 +148,16 @@ def warmup_tokens_after(records_path: Path, start_ns: int) -> float:
     between consecutive content responses); its tokens are shared evenly over its chunks (several tokens may
     share a chunk under load)."""
     total = 0.0
-    if not Path(records_path).exists():
-        return total
-    for phase, rec in iter_records(records_path):
-        meta = rec.get("metadata") or {}
-        start, end = meta.get("request_start_ns"), meta.get("request_end_ns")
-        if phase != "warmup" or not isinstance(start, int) or not isinstance(end, int) or end <= start_ns:
+    for start, end, metrics in warmup:
+        if end <= start_ns:
             continue
-        metrics = rec.get("metrics") or {}
         tokens, ttft_ms = _value(metrics, "output_sequence_length"), _value(metrics, "time_to_first_token")
         if not (math.isfinite(tokens) and tokens > 0 and math.isfinite(ttft_ms)):
             continue
         gaps = (metrics.get("inter_chunk_latency") or {}).get("value")
-        gaps = gaps if isinstance(gaps, list) else []
         t = start + ttft_ms * 1e6
         arrivals = [t]
-        for gap in gaps:
+        for gap in gaps if isinstance(gaps, list) else []:
             t += float(gap) * 1e6
             arrivals.append(t)
         total += tokens * sum(1 for a in arrivals if a > start_ns) / len(arrivals)

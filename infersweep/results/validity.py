@@ -27,7 +27,7 @@ from infersweep.aiperf.server_export import frontend_cache_read_pct
 
 # The steadiness rule lives beside the point step, which judges every window with it (standard library only:
 # the AIPerf image carries it); the final window is judged here with the same rule.
-from infersweep.aiperf.steadiness import steady_state_reasons, warmup_tokens_after, window_measures
+from infersweep.aiperf.steadiness import steady_state_reasons, window_measures
 from infersweep.validity_thresholds import load_thresholds  # noqa: F401  (results/ reads them from here)
 
 # The warning AIPerf's worker manager logs when a worker's CPU passes Environment.WORKER.HIGH_LOAD_CPU_USAGE
@@ -90,10 +90,7 @@ def point_measures(
     m.update(window_measures(art / RECORDS_FILE, m["concurrency"], m["request_rate"]))
     # The server counts every token generated inside the window, the warm-up's last requests' tails too (a
     # seamless window opens while they run): the client's side of the comparison holds them as well.
-    start_ns = result.get("profiling_start_ns")
-    tails = warmup_tokens_after(art / RECORDS_FILE, start_ns) if isinstance(start_ns, int) else 0.0
-    m["client_warmup_tail_tokens"] = tails
-    m["client_output_tokens"] += tails
+    m["client_output_tokens"] += m["client_warmup_tail_tokens"]
     m["osl_requested"] = requested_osl(result.get("argv") or [])
     m["aiperf_high_cpu_warnings"] = high_cpu_warnings(art / LOG_FILE)
     return m

@@ -84,7 +84,7 @@ def test_the_warmups_tails_inside_a_seamless_window_count_on_the_clients_side(tm
     ~9,000 of their tokens inside the window, and two steady points refused at -7 %)."""
     import json
 
-    from infersweep.aiperf.steadiness import warmup_tokens_after
+    from infersweep.aiperf.steadiness import read_window, warmup_tokens_after, window_measures
 
     records = tmp_path / "profile_export.jsonl"
     rows = [
@@ -95,8 +95,10 @@ def test_the_warmups_tails_inside_a_seamless_window_count_on_the_clients_side(tm
         _warmup_record(100.1455, 20.0, [10.0], 2, phase="profiling"),  # a measured request: the client's own count
     ]
     records.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    assert warmup_tokens_after(records, int(100.1455e9)) == pytest.approx(22 * 6 / 11 + 2)
-    assert warmup_tokens_after(tmp_path / "none.jsonl", 0) == 0.0
+    assert warmup_tokens_after(read_window(records)[1], int(100.1455e9)) == pytest.approx(22 * 6 / 11 + 2)
+    # window_measures counts them from its window's first measured request, in its one pass over the records
+    assert window_measures(records, 1)["client_warmup_tail_tokens"] == pytest.approx(22 * 6 / 11 + 2)
+    assert window_measures(tmp_path / "none.jsonl", 1)["client_warmup_tail_tokens"] == 0.0
     # the agreement check names them when it still fails
     why = server_agreement_reasons(
         _m(client_output_tokens=9000.0, client_warmup_tail_tokens=500.0, server_output_tokens=12000.0),
