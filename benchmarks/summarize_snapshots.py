@@ -114,6 +114,7 @@ def frontend_figures(points_dir: Path) -> list[dict]:
     """Per point with a result.json: the client's TTFT / ITL / output tokens (AIPerf's summary) beside the Dynamo
     frontend's histograms over the profiling phase (AIPerf's own server_metrics_export.json), and the verdict of
     the tool's agreement rule on them."""
+    from infersweep.aiperf.server_export import frontend_token_figures
     from infersweep.results.table import SUMMARY_FILE, aiperf_statistics, point_dirs, point_identity, read_result
     from infersweep.results.validity import load_thresholds, server_agreement_reasons
 
@@ -125,16 +126,13 @@ def frontend_figures(points_dir: Path) -> list[dict]:
         stats = aiperf_statistics(d / "aiperf" / SUMMARY_FILE)
         export = json.loads((d / "aiperf" / "server_metrics_export.json").read_text())
         metrics = export["metrics"]  # the profiling phase (export["metrics_phase"])
-        ttft_n = _stat(metrics, "dynamo_frontend_time_to_first_token_seconds", "count")
-        ttft_s = _stat(metrics, "dynamo_frontend_time_to_first_token_seconds", "sum")
-        itl_n = _stat(metrics, "dynamo_frontend_inter_token_latency_seconds", "count")
-        itl_s = _stat(metrics, "dynamo_frontend_inter_token_latency_seconds", "sum")
+        fig = frontend_token_figures(d / "aiperf") or {}
         m = {
             "client_ttft_avg_ms": stats.get("time_to_first_token__avg"),
             "client_itl_avg_ms": stats.get("inter_token_latency__avg"),
             "client_output_tokens": stats.get("total_output_tokens__avg"),
-            "server_ttft_avg_ms": 1000 * ttft_s / ttft_n if ttft_n else None,
-            "server_itl_avg_ms": 1000 * itl_s / itl_n if itl_n else None,
+            "server_ttft_avg_ms": fig.get("ttft_avg_ms"),
+            "server_itl_avg_ms": fig.get("itl_avg_ms"),
             "server_output_tokens": _stat(metrics, "dynamo_frontend_output_tokens", "total"),
             "server_figures_source": "Dynamo frontend via AIPerf's server_metrics_export.json",
         }
@@ -149,7 +147,7 @@ def frontend_figures(points_dir: Path) -> list[dict]:
                 "repetition": rep,
                 "metrics_phase": export.get("metrics_phase"),
                 **{k: v for k, v in m.items() if k != "server_figures_source"},
-                "frontend_first_tokens": ttft_n,
+                "frontend_first_tokens": fig.get("first_tokens"),
                 "frontend_cached_tokens_requests": _stat(metrics, "dynamo_frontend_cached_tokens", "count"),
                 # an empty histogram exports its count only
                 "frontend_cached_tokens_sum": _stat(metrics, "dynamo_frontend_cached_tokens", "sum") or 0.0,

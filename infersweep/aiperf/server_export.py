@@ -35,24 +35,19 @@ INPUT = "dynamo_frontend_input_sequence_tokens"
 SOURCE = f"Dynamo frontend {CACHED} / {INPUT} over the profiling phase (AIPerf {SERVER_METRICS_FILE})"
 
 
-def _histogram_sum(metrics: dict[str, Any], name: str) -> float | None:
-    """The sum over every series of a histogram in the export; None when the frontend did not export it. A
-    histogram nothing was observed into has stats {"count": 0} and no sum: 0."""
+def _histogram(metrics: dict[str, Any], name: str) -> tuple[float, float] | None:
+    """(count, sum) over every series of a histogram in the export; None when the frontend did not export it. A
+    histogram nothing was observed into has stats {"count": 0} and no sum: (0, 0)."""
     family = metrics.get(name)
     if not isinstance(family, dict) or family.get("type") != "histogram":
         return None
-    total = 0.0
+    count = total = 0.0
     for series in family.get("series") or []:
         stats = series.get("stats") or {}
-        total += float(stats.get("sum") or 0.0) if stats.get("count") else 0.0
-    return total
-
-
-def _histogram_count(metrics: dict[str, Any], name: str) -> float:
-    family = metrics.get(name)
-    if not isinstance(family, dict) or family.get("type") != "histogram":
-        return 0.0
-    return sum(float((series.get("stats") or {}).get("count") or 0.0) for series in family.get("series") or [])
+        if stats.get("count"):
+            count += float(stats["count"])
+            total += float(stats.get("sum") or 0.0)
+    return count, total
 
 
 def _profiling_metrics(aiperf_dir: Path) -> dict[str, Any] | None:
@@ -72,10 +67,10 @@ def frontend_cache_read_pct(aiperf_dir: Path) -> float:
     metrics = _profiling_metrics(aiperf_dir)
     if metrics is None:
         return math.nan
-    cached, prompt = _histogram_sum(metrics, CACHED), _histogram_sum(metrics, INPUT)
-    if cached is None or not prompt:
+    cached, prompt = _histogram(metrics, CACHED), _histogram(metrics, INPUT)
+    if cached is None or prompt is None or not prompt[1]:
         return math.nan
-    return 100.0 * cached / prompt
+    return 100.0 * cached[1] / prompt[1]
 
 
 TTFT = "dynamo_frontend_time_to_first_token_seconds"
@@ -97,12 +92,11 @@ def frontend_token_figures(aiperf_dir: Path) -> dict[str, float] | None:
     metrics = _profiling_metrics(aiperf_dir)
     if metrics is None:
         return None
-    first_tokens = _histogram_count(metrics, TTFT)
-    ttft_sum = _histogram_sum(metrics, TTFT)
-    if not first_tokens or ttft_sum is None:
+    first_tokens, ttft_sum = _histogram(metrics, TTFT) or (0.0, 0.0)
+    if not first_tokens:
         return None
     out: dict[str, float] = {"ttft_avg_ms": 1000.0 * ttft_sum / first_tokens, "first_tokens": first_tokens}
-    itl_n, itl_sum = _histogram_count(metrics, ITL), _histogram_sum(metrics, ITL)
-    if itl_n and itl_sum is not None:
+    itl_n, itl_sum = _histogram(metrics, ITL) or (0.0, 0.0)
+    if itl_n:
         out["itl_avg_ms"] = 1000.0 * itl_sum / itl_n
     return out
