@@ -154,15 +154,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for m in manifests:
         site = assemble(m, args.into)
-        print(f"assemble: {site} ({len(json.loads(m.read_text())['parts'])} parts verified)")
+        manifest = json.loads(m.read_text())
+        print(f"assemble: {site} ({len(manifest['parts'])} parts verified)")
         if args.venv:
-            hide = json.loads(m.read_text()).get("hide_host_modules") or []
+            hide = manifest.get("hide_host_modules") or []
             venv = make_venv(site, hide)
             print(
                 f"assemble: {venv}/bin/python has {site.name} first on its path" + (f", hides {hide}" if hide else "")
             )
         if args.check:
-            failed = smoke(site, json.loads(m.read_text()).get("smoke", []))
+            failed = smoke(site, manifest.get("smoke", []))
             if failed:
                 print("assemble: " + "; ".join(failed), file=sys.stderr)
                 return 1
