@@ -10,8 +10,9 @@ read from the run's scraped series (metrics/server_metrics.parquet; params/metri
 Source, strongest first: the engine's histograms (vLLM `vllm:time_to_first_token_seconds`, SGLang's
 `sglang:...`), else the Dynamo frontend's (`dynamo_frontend_time_to_first_token_seconds`). Local mode's
 Prometheus scrapes the frontend only, so its figures are the frontend's. Where Prometheus has no sample after
-a window (a run's last point: the exit handler stops the frontend beside the scrape, and its staleness marker
-ends the series), the frontend's histograms as AIPerf scraped them over its profiling phase
+a window (a run's last point: the exit handler stops the frontend beside the scrape, and the staleness marker
+Prometheus writes for a target that stops answering ends the series: prometheus docs/querying/basics.md,
+"Staleness"), the frontend's histograms as AIPerf scraped them over its profiling phase
 (infersweep.aiperf.server_export.frontend_token_figures) stand in, and the source says so.
 
 Precision: a Prometheus sample at time t is the last scrape at or before t, so the start is exact to one scrape
