@@ -130,3 +130,42 @@ def test_the_warmups_tails_explain_the_frontends_extra_tokens_at_c64(snapshot):
         refused = "output tokens" in str(as_run.loc[(64, rep), "validity_reasons"])
         assert refused == (rep < 2) and bool(as_run.loc[(64, rep), "valid"]) == (rep == 2)
     assert seen == {0: (63, 12350, -7.1), 1: (63, 11468, -6.8), 2: (52, 20, -0.7)}
+
+
+def _uncached(record: dict) -> int:
+    m = record["metrics"]
+    return int(m["usage_prompt_tokens"]["value"] - m["usage_prompt_cache_read_tokens"]["value"])
+
+
+def test_the_two_c1_ttft_modes_are_the_prefill_graph_a_request_fits(snapshot):
+    """docs/measured-h200.md "Why two modes": at c1 each prefill runs alone, through SGLang 0.5.14's piecewise CUDA
+    graph padded to 1,024 or, a token over, to 1,280 (sglang/srt/server_args.py
+    _generate_prefill_cuda_graph_batch_sizes). The uncached count (the prompt less its radix-cache hit) decides the
+    mode for every request of every repetition, with no overlap; the group means are the docs' figures."""
+    points, _ = snapshot
+    fits, over = [], []
+    for rep in range(3):
+        recs = points[(1, rep)]["records"]
+        assert {int(r["metrics"]["usage_prompt_tokens"]["value"]) for r in recs} == {1028}  # ISL 1024 + template
+        small = [t for r, t in zip(recs, _ttfts(recs), strict=True) if _uncached(r) <= 1024]
+        large = [t for r, t in zip(recs, _ttfts(recs), strict=True) if _uncached(r) > 1024]
+        assert small and large and max(small) + 20 < min(large), (rep, max(small), min(large))
+        fits.append(statistics.fmean(small))
+        over.append(statistics.fmean(large))
+    for means, text in ((fits, "116.8 ± 0.7 (n=3)"), (over, "147.5 ± 1.7 (n=3)")):
+        half = T975_2 * statistics.stdev(means) / math.sqrt(3)
+        assert f"{statistics.fmean(means):.1f} ± {half:.1f} (n=3)" == text
+
+
+def test_the_committed_prefill_split_is_what_the_script_prints(capsys):
+    """FOLDER/ttft-by-prefill-size.txt holds each command (`$ ...`) and its output: rerun, it prints the same."""
+    from benchmarks.ttft_by_prefill_size import main
+
+    blocks = (FOLDER / "ttft-by-prefill-size.txt").read_text().strip().split("\n\n")
+    assert len(blocks) == 2
+    repo = FOLDER.parents[3]
+    for block in blocks:
+        command, _, expected = block.partition("\n")
+        argv = command.split("benchmarks/ttft_by_prefill_size.py ", 1)[1].split()
+        main([str(repo / argv[0]), *argv[1:]])
+        assert capsys.readouterr().out.strip() == expected.strip()
