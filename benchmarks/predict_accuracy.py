@@ -4,8 +4,9 @@ Cases:
 - the Nemotron-3.5-Lightning expected-performance table (seeds/004; each recipe's `baseline`): TTFT p50,
   output tok/s per GPU, tok/s per user at the published concurrency, Mooncake trace modelled at its
   averages (9300 / 339 tokens: the page names no trace, see the folder's _defaults.yaml);
-- the H200 runs infersweep itself measured (benchmarks/measured/h200-*: vLLM 0.23 + ai-dynamo 1.3.1, random
-  weights): every valid point of `qwen3-32b-bf16-vllm-h200-tp1`, TTFT and ITL means and output tok/s; TTFT
+- the H200 runs infersweep itself measured (benchmarks/measured/h200-*: vLLM 0.23 or SGLang 0.5.14 + ai-dynamo
+  1.3.1, random weights): every valid point of `qwen3-32b-bf16-vllm-h200-tp1` and of its SGLang twin
+  `qwen3-32b-bf16-sglang-h200-tp1`, TTFT and ITL means and output tok/s; TTFT
   both against the static (zero-queue) estimate and the closed loop's lockstep queue, and whether it lies in
   the band between them (infersweep.predict.queueing);
 - the cluster report's TP=1 vs TP=2 paragraph (seeds/000; params/measured/cluster-report-tp1-vs-tp2.yaml):
@@ -137,54 +138,56 @@ def physics_rows() -> list[tuple]:
     return rows
 
 
-H200_RECIPE = "qwen3-32b-bf16-vllm-h200-tp1"
+H200_RECIPES = ("qwen3-32b-bf16-vllm-h200-tp1", "qwen3-32b-bf16-sglang-h200-tp1")
 
 
 def h200_rows() -> list[tuple]:
-    """Every valid point of the H200 sweeps (the runs' own summaries) beside the recipe's prediction: per session
-    folder and load, the mean over its valid repetitions (n). From 2026-12-03 on TTFT is the first token and no
-    warm-up prompt is measured; the older sessions' TTFT is the first visible chunk (docs/measured-h200.md)."""
+    """Every valid point of the H200 sweeps (the runs' own summaries) beside its recipe's prediction: per recipe,
+    session folder and load, the mean over its valid repetitions (n). From 2026-12-03 on TTFT is the first token
+    and no warm-up prompt is measured; the older sessions' TTFT is the first visible chunk (docs/measured-h200.md)."""
     import pandas as pd
 
     from infersweep.results.legacy import upgrade_table
 
     measured = Path(__file__).resolve().parent / "measured"
     tables = sorted({*measured.glob("h200-*/*/summary/results.parquet"), *measured.glob("h200-*/summary/results.parquet"),
-                     *measured.glob("h200-*/summary/*/results.parquet")})  # fmt: skip
+                     *measured.glob("h200-*/summary/*/results.parquet"),
+                     *measured.glob("h200-*/*/summary/*/results.parquet")})  # fmt: skip
     # Older sessions' tables are schema v2: read through the upgrade every reader uses.
     frames = []
     for f in tables:
         t = upgrade_table(pd.read_parquet(f), str(f))
         frames.append(t.assign(session=f.relative_to(measured).parts[0]))
-    df = pd.concat([f for f in frames if (f["recipe"] == H200_RECIPE).any()])
-    df = df[(df["recipe"] == H200_RECIPE) & (df["valid"] == True)]  # noqa: E712
+    df = pd.concat([f for f in frames if f["recipe"].isin(H200_RECIPES).any()])
+    df = df[df["recipe"].isin(H200_RECIPES) & (df["valid"] == True)]  # noqa: E712
     cols = ["ttft_avg_ms", "itl_avg_ms", "output_throughput_tok_s"]
-    agg = (
-        df.groupby(["session", "concurrency"])[cols]
-        .mean()
-        .join(df.groupby(["session", "concurrency"]).size().rename("n"))
-    )
-    pred = predict_recipe(load_recipe(H200_RECIPE), sorted({int(c) for c in df["concurrency"]}))
-    by_c = {p.concurrency: p for p in pred.points}
+    keys = ["recipe", "session", "concurrency"]
+    agg = df.groupby(keys)[cols].mean().join(df.groupby(keys).size().rename("n"))
     rows = []
-    for (session, conc), m in agg.reset_index().set_index(["session", "concurrency"]).sort_index(level=1).iterrows():
-        pt = by_c[int(conc)]
-        band = pt.ttft_band()
-        method = "first token" if session >= "h200-2026-12-03" else "first visible chunk (older method)"
-        note = f"{session}, n = {int(m['n'])} valid, TTFT at the {method}; {'; '.join(pred.target.notes)}"
-        for metric, value, predicted in (
-            ("TTFT mean ms", m["ttft_avg_ms"], pt.ttft_ms),
-            ("TTFT mean ms, lockstep queue", m["ttft_avg_ms"], pt.ttft_lockstep_ms),
-            ("ITL mean ms", m["itl_avg_ms"], pt.itl_ms),
-            ("output tok/s", m["output_throughput_tok_s"], pt.output_tok_s),
-        ):
-            if metric.endswith("lockstep queue") and band is not None:
-                v = float(value)
-                where = "inside" if band.contains(v) else "above" if v > band.high_ms else "below"
-                note = f"closed-loop band {band.text()} ms: measured {where}"
-            rows.append((f"H200 {H200_RECIPE} c{int(conc)}", metric, _fmt(value), _fmt(predicted),
-                         _ratio(value, predicted), note))  # fmt: skip
-            note = ""
+    for recipe in H200_RECIPES:
+        mine = agg.loc[recipe] if recipe in agg.index.get_level_values(0) else None
+        if mine is None:
+            continue
+        pred = predict_recipe(load_recipe(recipe), sorted({int(c) for c in mine.index.get_level_values("concurrency")}))
+        by_c = {p.concurrency: p for p in pred.points}
+        for (session, conc), m in mine.sort_index(level=1).iterrows():
+            pt = by_c[int(conc)]
+            band = pt.ttft_band()
+            method = "first token" if session >= "h200-2026-12-03" else "first visible chunk (older method)"
+            note = f"{session}, n = {int(m['n'])} valid, TTFT at the {method}; {'; '.join(pred.target.notes)}"
+            for metric, value, predicted in (
+                ("TTFT mean ms", m["ttft_avg_ms"], pt.ttft_ms),
+                ("TTFT mean ms, lockstep queue", m["ttft_avg_ms"], pt.ttft_lockstep_ms),
+                ("ITL mean ms", m["itl_avg_ms"], pt.itl_ms),
+                ("output tok/s", m["output_throughput_tok_s"], pt.output_tok_s),
+            ):
+                if metric.endswith("lockstep queue") and band is not None:
+                    v = float(value)
+                    where = "inside" if band.contains(v) else "above" if v > band.high_ms else "below"
+                    note = f"closed-loop band {band.text()} ms: measured {where}"
+                rows.append((f"H200 {recipe} c{int(conc)}", metric, _fmt(value), _fmt(predicted),
+                             _ratio(value, predicted), note))  # fmt: skip
+                note = ""
     return rows
 
 
