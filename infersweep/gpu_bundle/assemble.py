@@ -3,10 +3,15 @@
 
 Standard library only: it runs on the GPU host before anything is installed there.
 
-    python3 assemble.py --parts DIR [--into /opt/infersweep] [--venv] [--check]
+    python3 assemble.py --parts DIR [--into /opt/infersweep] [--follow [--timeout-s N]] [--venv] [--check]
 
 DIR holds ``<site>.manifest.json`` and its ``.partNN`` files (several manifests may share it). A missing or
 corrupt part is named with its expected size and checksum; nothing is unpacked until every part verifies.
+``--follow`` starts with the manifests alone and unpacks while the parts are still arriving: it waits for each
+part in order, verifies it the moment it is there and feeds it to the one decompress-and-untar stream, so the
+unpacking is done soon after the last part lands instead of starting then. A part that has not appeared
+``--timeout-s`` seconds after the last progress is named; on a corrupt or missing part the half-unpacked site
+folder is removed. Parts must appear whole (``gpu_host.sh stash`` copies to a hidden name and renames).
 ``--check`` then imports each module the profile names with the site first on ``PYTHONPATH`` and prints the
 ``export PYTHONPATH=...`` line to use. ``--venv`` also makes ``<into>/venv-<site>``: a virtual environment over
 the host's Python (``--system-site-packages``) whose ``.pth`` puts the site before the host's own packages
@@ -24,10 +29,12 @@ import io
 import json
 import lzma
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
 import tarfile
+import time
 from pathlib import Path
 
 
@@ -36,7 +43,7 @@ class PartsReader(io.RawIOBase):
 
     def __init__(self, paths: list[Path]):
         self.paths = list(paths)
-        self.cur = None
+        self.cur: io.BufferedIOBase | None = None
         self.whole = hashlib.sha256()
 
     def readable(self) -> bool:
@@ -56,6 +63,15 @@ class PartsReader(io.RawIOBase):
             self.cur = None
 
 
+def _corrupt(part: dict, size: int, digest: str) -> str | None:
+    if size == part["bytes"] and digest == part["sha256"]:
+        return None
+    return (
+        f"{part['name']}: corrupt ({size} bytes, sha256 {digest[:12]}; "
+        f"expected {part['bytes']} bytes, {part['sha256'][:12]}); copy it again"
+    )
+
+
 def verify(manifest: dict, parts_dir: Path) -> list[str]:
     problems = []
     for part in manifest["parts"]:
@@ -67,27 +83,79 @@ def verify(manifest: dict, parts_dir: Path) -> list[str]:
         with path.open("rb") as f:
             for block in iter(lambda: f.read(1 << 20), b""):
                 h.update(block)
-        if path.stat().st_size != part["bytes"] or h.hexdigest() != part["sha256"]:
-            problems.append(
-                f"{part['name']}: corrupt ({path.stat().st_size} bytes, sha256 {h.hexdigest()[:12]}; "
-                f"expected {part['bytes']} bytes, {part['sha256'][:12]}); copy it again"
-            )
+        problem = _corrupt(part, path.stat().st_size, h.hexdigest())
+        if problem:
+            problems.append(problem)
     return problems
 
 
-def assemble(manifest_path: Path, into: Path) -> Path:
+class FollowedParts(PartsReader):
+    """The parts as they arrive, one remote call apart: when the current part is used up, wait for the next one
+    in manifest order (polling: it is copied in by a later call, a minute or more away), verify it, then read it.
+    The decompressor and the untar block on this wait, so they run while the transfers go on. Only whole files
+    are ever seen here: the stash step copies each part to a hidden name and renames it into place."""
+
+    POLL_S = 0.2
+
+    def __init__(self, manifest: dict, parts_dir: Path, timeout_s: float):
+        super().__init__([])
+        self.todo = list(manifest["parts"])
+        self.parts_dir = parts_dir
+        self.timeout_s = timeout_s
+
+    def readinto(self, buf) -> int:
+        while True:
+            if self.cur is None and self.todo:
+                self.cur = self._arrived(self.todo.pop(0))
+            n = super().readinto(buf)  # 0: this part is used up; on to the next one, once it is there
+            if n or not self.todo:
+                return n
+
+    def _arrived(self, part: dict) -> io.BytesIO:
+        path = self.parts_dir / part["name"]
+        deadline = time.monotonic() + self.timeout_s  # from the last progress: the previous part's end
+        while not path.is_file():
+            if time.monotonic() > deadline:
+                raise SystemExit(
+                    f"assemble: {part['name']}: missing after {self.timeout_s:g} s of waiting "
+                    f"(expected {part['bytes']} bytes); copy it into {self.parts_dir} (gpu_host.sh stash)"
+                )
+            time.sleep(self.POLL_S)
+        data = path.read_bytes()  # ~53 MiB: held once, so the bytes verified are the bytes unpacked
+        problem = _corrupt(part, len(data), hashlib.sha256(data).hexdigest())
+        if problem:
+            raise SystemExit("assemble: " + problem)
+        return io.BytesIO(data)
+
+
+def assemble(manifest_path: Path, into: Path, follow: bool = False, timeout_s: float = 1200.0) -> Path:
     manifest = json.loads(manifest_path.read_text())
     parts_dir = manifest_path.parent
-    problems = verify(manifest, parts_dir)
-    if problems:
-        raise SystemExit("assemble: " + manifest["site"] + " not unpacked:\n  " + "\n  ".join(problems))
+    site = into / manifest["site"]
+    reader: PartsReader
+    if follow:
+        reader = FollowedParts(manifest, parts_dir, timeout_s)
+    else:
+        problems = verify(manifest, parts_dir)
+        if problems:
+            raise SystemExit("assemble: " + manifest["site"] + " not unpacked:\n  " + "\n  ".join(problems))
+        reader = PartsReader([parts_dir / p["name"] for p in manifest["parts"]])
     into.mkdir(parents=True, exist_ok=True)
-    reader = PartsReader([parts_dir / p["name"] for p in manifest["parts"]])
-    with lzma.open(io.BufferedReader(reader, 1 << 20)) as xz, tarfile.open(fileobj=xz, mode="r|") as tar:
-        tar.extractall(into, filter="data")
-    if reader.whole.hexdigest() != manifest["whole_sha256"]:
-        raise SystemExit(f"assemble: {manifest['site']}: the joined parts do not match the bundle's checksum")
-    return into / manifest["site"]
+    try:
+        with lzma.open(io.BufferedReader(reader, 1 << 20)) as xz, tarfile.open(fileobj=xz, mode="r|") as tar:
+            tar.extractall(into, filter="data")
+        # The tar ends at its end-of-archive blocks: read what follows (padding, the xz index) into the checksum,
+        # and, following, wait for a last part that holds nothing else.
+        rest = bytearray(1 << 20)
+        while reader.readinto(rest):
+            pass
+        if reader.whole.hexdigest() != manifest["whole_sha256"]:
+            raise SystemExit(f"assemble: {manifest['site']}: the joined parts do not match the bundle's checksum")
+    except BaseException:
+        if follow:  # half unpacked: gone, so that nothing left behind looks usable
+            shutil.rmtree(site, ignore_errors=True)
+        raise
+    return site
 
 
 def make_venv(site: Path, hide: list[str] | tuple[str, ...] = ()) -> Path:
@@ -147,15 +215,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--into", type=Path, default=Path("/opt/infersweep"), help="where the site folders go")
     ap.add_argument("--check", action="store_true", help="import the profile's modules afterwards")
     ap.add_argument("--venv", action="store_true", help="also make <into>/venv-<site> over the host's Python")
+    ap.add_argument("--follow", action="store_true", help="unpack each part as it arrives (manifests first)")
+    ap.add_argument("--timeout-s", type=float, default=1200.0, help="--follow: wait this long for a part")
     args = ap.parse_args(argv)
     manifests = sorted(args.parts.glob("*.manifest.json"))
     if not manifests:
         print(f"assemble: no *.manifest.json in {args.parts}", file=sys.stderr)
         return 2
     for m in manifests:
-        site = assemble(m, args.into)
+        site = assemble(m, args.into, args.follow, args.timeout_s)
         manifest = json.loads(m.read_text())
-        print(f"assemble: {site} ({len(manifest['parts'])} parts verified)")
+        print(f"assemble: {site} ({len(manifest['parts'])} parts verified)", flush=True)
         if args.venv:
             hide = manifest.get("hide_host_modules") or []
             venv = make_venv(site, hide)

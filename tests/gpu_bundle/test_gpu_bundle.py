@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -114,6 +117,70 @@ def test_parts_verify_join_and_unpack_and_a_corrupt_part_is_named(tmp_path):
     first.unlink()
     with pytest.raises(SystemExit, match=r"part00: missing"):
         assemble.assemble(mpath, tmp_path / "host3")
+
+
+def _bundle(tmp_path: Path) -> tuple[Path, list[Path]]:
+    """A tiny site packed into several parts beside its manifest: (manifest, parts in order)."""
+    out = tmp_path / "bundle"
+    out.mkdir()
+    site = _site(tmp_path)
+    parts = pack(site, out, part_bytes=20_000)
+    whole = parts.pop()["whole_sha256"]
+    mpath = out / f"{site.name}.manifest.json"
+    mpath.write_text(json.dumps({"site": site.name, "parts": parts, "whole_sha256": whole, "smoke": ["demo_pkg"]}))
+    return mpath, [out / str(p["name"]) for p in parts]
+
+
+def _drop(part: Path, into: Path) -> None:
+    """As `gpu_host.sh stash` does: a hidden name first, renamed into place whole."""
+    tmp = into / f".{part.name}.partial"
+    shutil.copyfile(part, tmp)
+    os.replace(tmp, into / part.name)
+
+
+def test_a_follower_unpacks_the_parts_as_they_arrive(tmp_path):
+    """Started with the manifest and the first part alone, it unpacks that part at once; the rest are dropped in
+    by another thread only once the site folder is there (the unpacking began before they existed)."""
+    mpath, parts = _bundle(tmp_path)
+    assert len(parts) >= 4
+    host = tmp_path / "host"
+    later = tmp_path / "later"
+    later.mkdir()
+    for p in parts[1:]:
+        p.rename(later / p.name)
+
+    def transfers():
+        deadline = time.monotonic() + 10  # a safety net only: the follower's own timeout is as long
+        while not (host / "site-demo").is_dir() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        for p in parts[1:]:
+            _drop(later / p.name, mpath.parent)
+
+    thread = threading.Thread(target=transfers)
+    thread.start()
+    try:
+        got = assemble.assemble(mpath, host, follow=True, timeout_s=10)
+    finally:
+        thread.join()
+    assert (got / "demo_pkg" / "__init__.py").read_text() == "VALUE = 42\n"
+    assert (got / "blob.bin").read_bytes() == (tmp_path / "src" / "site-demo" / "blob.bin").read_bytes()
+
+
+def test_a_follower_names_a_corrupt_or_missing_part_and_leaves_no_site_behind(tmp_path):
+    mpath, parts = _bundle(tmp_path)
+    host = tmp_path / "host"
+    good = parts[2].read_bytes()
+    parts[2].write_bytes(b"garbage" + good[7:])
+    with pytest.raises(SystemExit, match=r"part02: corrupt .*copy it again"):
+        assemble.assemble(mpath, host, follow=True, timeout_s=5)
+    assert not (host / "site-demo").exists()  # parts 00 and 01 had been unpacked into it
+    parts[2].write_bytes(good)
+    size = parts[3].stat().st_size
+    parts[3].unlink()
+    expected = rf"part03: missing after 0.3 s .*expected {size} bytes.*copy it into {mpath.parent}"
+    with pytest.raises(SystemExit, match=expected):
+        assemble.assemble(mpath, host, follow=True, timeout_s=0.3)
+    assert not (host / "site-demo").exists()
 
 
 def test_a_site_venv_hides_the_host_modules_its_profile_names(tmp_path):
