@@ -13,7 +13,9 @@ round waits for the k-1 before it, so a more clustered loop has a longer first-t
 latency, so points of different speeds are judged alike. Per load the share is given as the mean of the
 repetitions' means, with the 95 % Student-t interval over them and n (infersweep.results.repetitions.interval).
 `--summaries` names each snapshot's summarized table (in the same order): only the repetitions it judged valid
-count, and the others are named as left out.
+count, and the others are named as left out. A second table gives every measured repetition's share and mean TTFT
+by thirds of its window (requests in start order), with its verdict: whether the loop's synchronisation changed
+while it was measured (every closed-loop window opens on a loop its warm-up started all at once).
 """
 
 from __future__ import annotations
@@ -37,21 +39,62 @@ from tests.support.measured_snapshot import read_snapshot  # noqa: E402
 WINDOW = 0.1  # of the point's mean request latency
 
 
-def clustering(records: list[dict], concurrency: int, window: float = WINDOW) -> float:
-    """Mean over requests of the share of the loop's users started within a window of `window` x latency centred on
-    each start (the request itself included). Centred, so that every request of a burst counts the whole burst:
-    a window that only looked back would read a perfect lockstep loop as 0.5 (a burst's first start sees itself,
-    its last sees all)."""
-    starts = sorted(r["metadata"]["request_start_ns"] / 1e9 for r in records)
+def shares(records: list[dict], concurrency: int, window: float = WINDOW) -> list[tuple[float, float]]:
+    """(share, TTFT ms) of each request in start order: the share of the loop's users started within a window of
+    `window` x latency centred on its start (the request itself included). Centred, so that every request of a
+    burst counts the whole burst: a window that only looked back would read a perfect lockstep loop as 0.5 (a
+    burst's first start sees itself, its last sees all)."""
+    ordered = sorted(records, key=lambda r: r["metadata"]["request_start_ns"])
+    starts = [r["metadata"]["request_start_ns"] / 1e9 for r in ordered]
     latency_s = statistics.fmean(float(r["metrics"]["request_latency"]["value"]) for r in records) / 1000
     w = window * latency_s
-    return statistics.fmean(
-        (bisect.bisect_right(starts, t + w / 2) - bisect.bisect_left(starts, t - w / 2)) / concurrency for t in starts
-    )
+    return [
+        (
+            (bisect.bisect_right(starts, t + w / 2) - bisect.bisect_left(starts, t - w / 2)) / concurrency,
+            float(r["metrics"]["time_to_first_token"]["value"]),
+        )
+        for t, r in zip(starts, ordered, strict=True)
+    ]
+
+
+def clustering(records: list[dict], concurrency: int, window: float = WINDOW) -> float:
+    """Mean over the window's requests of their share (`shares`)."""
+    return statistics.fmean(share for share, _ in shares(records, concurrency, window))
+
+
+def thirds(records: list[dict], concurrency: int) -> list[tuple[float, float]]:
+    """(mean share, mean TTFT ms) over each third of the window's requests in start order: whether the loop's
+    synchronisation, and the TTFT with it, changed while it was measured."""
+    each = shares(records, concurrency)
+    n = len(each)
+    parts = [each[i * n // 3 : (i + 1) * n // 3] for i in range(3)]
+    return [(statistics.fmean(s for s, _ in p), statistics.fmean(t for _, t in p)) for p in parts]
 
 
 def _metric(records: list[dict], name: str) -> list[float]:
     return sorted(float(r["metrics"][name]["value"]) for r in records)
+
+
+def by_thirds(snapshot: Path, concurrency: int, summary: Path | None = None) -> list[list[str]]:
+    """One row per measured repetition (valid or not): its share and mean TTFT by thirds of the window."""
+    points, _ = read_snapshot(snapshot)
+    versions = engine_versions(snapshot)
+    engine = next((f"{k} {versions[k]}" for k in ("vllm", "sglang", "tensorrt-llm") if k in versions), snapshot.name)
+    invalid = invalid_repetitions(summary, concurrency)
+    out = []
+    for rep in sorted(rep for conc, rep in points if conc == concurrency):
+        parts = thirds(points[(concurrency, rep)]["records"], concurrency)
+        verdict = "not judged" if summary is None else "invalid" if rep in invalid else "valid"
+        out.append(
+            [
+                engine,
+                f"c{concurrency} r{rep}",
+                verdict,
+                " / ".join(f"{share:.2f}" for share, _ in parts),
+                " / ".join(f"{ttft:,.0f}" for _, ttft in parts),
+            ]
+        )
+    return out
 
 
 def invalid_repetitions(summary: Path | None, concurrency: int) -> set[int]:
@@ -104,6 +147,9 @@ HEADER = [
 ]
 
 
+THIRDS_HEADER = ["engine", "point", "verdict", "share by thirds of the window", "TTFT mean ms by thirds"]
+
+
 def main(argv: list[str] | None = None) -> str:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("snapshots", type=Path, nargs="+")
@@ -115,8 +161,11 @@ def main(argv: list[str] | None = None) -> str:
             f"--summaries: give one per snapshot ({len(a.snapshots)}), in the same order; {len(a.summaries)} given"
         )
     summaries = a.summaries or [None] * len(a.snapshots)
-    text = table(
-        [row for s, t in zip(a.snapshots, summaries, strict=True) for row in rows(s, a.concurrency, t)], HEADER
+    pairs = list(zip(a.snapshots, summaries, strict=True))
+    text = (
+        table([row for s, t in pairs for row in rows(s, a.concurrency, t)], HEADER)
+        + "\n\n"
+        + table([row for s, t in pairs for row in by_thirds(s, a.concurrency, t)], THIRDS_HEADER)
     )
     print(text)
     return text
