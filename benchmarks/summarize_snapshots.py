@@ -139,7 +139,7 @@ def frontend_figures(points_dir: Path) -> list[dict]:
         # Behind a seamless window AIPerf's profiling phase opens before the first measured request
         # (infersweep/aiperf/phase_overlap.py), so the export's token total holds warm-up tails the client's
         # count has no span for: shown, not judged (infersweep.aiperf.server_export.frontend_token_figures).
-        judged = m if result.get("warmup_mode") != "seamless" else {**m, "server_output_tokens": None}
+        judged = m if not str(result.get("warmup_mode")).startswith("seamless") else {**m, "server_output_tokens": None}
         reasons = server_agreement_reasons(judged, t)
         rows.append(
             {

@@ -20,13 +20,15 @@ if TYPE_CHECKING:
 # are not hashed, so a recipe that does not use them keeps the hash its earlier runs and baselines carry.
 # (max_requests_per_concurrency, ci95_target: the adaptive length's budget and target, added later, unset =
 # today's fixed-length point; warmup_rounds: 1 is how every point warmed up before the field, so a recipe that
-# sets 1 keeps its hash, while the new default, 4, measures differently and hashes differently)
+# sets 1 keeps its hash, while the new default, 4, measures differently and hashes differently; warmup_ramp_s:
+# unset = every user starts at once, as before)
 LATER_WORKLOAD_DEFAULTS = {
     "request_rate": None,
     "arrival": None,
     "max_requests_per_concurrency": None,
     "ci95_target": None,
     "warmup_rounds": 1,
+    "warmup_ramp_s": None,
 }
 LATER_TRACE_DEFAULTS = {"fixed_schedule": False, "block_size": None}
 # Engine facts added after recipes were first hashed (params/engines/*.yaml), at the value that changes nothing:

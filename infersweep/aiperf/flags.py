@@ -45,6 +45,16 @@ WORKLOAD_FLAGS = {
 WORKLOAD_SWITCHES = {"server_token_count": "--use-server-token-count"}
 
 TRACE_KEYS = ("trace", "trace_type", "fixed_schedule")  # taken by build_argv itself, not WORKLOAD_FLAGS
+# Seconds over which the warm-up starts its users (the recipe's workload.warmup_ramp_s): taken by build_argv itself,
+# since the flag only keeps the spread beside a seamless window (seamless_warmup, SEAMLESS_PHASES_YAML). Why: a
+# loop whose users start together can stay in lockstep; on the H200 SGLang's c64 loop did for its whole window
+# (benchmarks/loop_clustering.py), vLLM's opened locked and spread out (docs/measured-h200.md). AIPerf 0.13's
+# CLIConfig.warmup_concurrency_ramp_duration (config/flags/cli_config.py) becomes the warm-up phase's
+# concurrency_ramp (config/flags/_converter_warmup.py _warmup_ramps), a linear step of its session limit from 1 to
+# the concurrency over that many seconds (timing/phase/runner.py _create_rampers; timing/ramping.py
+# Ramper._run_discrete waits with asyncio.sleep, so a user may start late, never early).
+RAMP_KEY = "warmup_ramp_s"
+RAMP_FLAG = "--warmup-concurrency-ramp-duration"
 
 # The workload keys that carry the steadiness thresholds to the point step (infersweep.aiperf.steadiness):
 # key -> (params/validity.yaml block, threshold). Each is a number > 0, checked with the other length keys.
@@ -103,11 +113,13 @@ def choose_seed(args: argparse.Namespace) -> tuple[int, str, str]:
 
 
 def workload_argv(workload: dict) -> list[str]:
-    unknown = sorted(set(workload) - set(WORKLOAD_FLAGS) - set(WORKLOAD_SWITCHES) - set(TRACE_KEYS) - set(LENGTH_KEYS))
+    unknown = sorted(
+        set(workload) - set(WORKLOAD_FLAGS) - set(WORKLOAD_SWITCHES) - set(TRACE_KEYS) - set(LENGTH_KEYS) - {RAMP_KEY}
+    )
     if unknown:
         raise ValueError(
             f"--workload: unknown keys {unknown}; known: {sorted(WORKLOAD_FLAGS)} + "
-            f"{sorted(WORKLOAD_SWITCHES)} + trace, trace_type + {', '.join(LENGTH_KEYS)}"
+            f"{sorted(WORKLOAD_SWITCHES)} + trace, trace_type, {RAMP_KEY} + {', '.join(LENGTH_KEYS)}"
         )
     for key in LENGTH_KEYS:
         value = workload.get(key)
@@ -202,6 +214,14 @@ def drained_argv(argv: list[str]) -> list[str]:
     return [x for i, x in enumerate(argv) if x not in SEAMLESS_FLAGS and not (i and argv[i - 1] in SEAMLESS_FLAGS)]
 
 
+def warmup_ramp_s(workload: dict) -> float | None:
+    """The warm-up's ramp in seconds (RAMP_KEY), checked: a number above 0, or None when the workload has none."""
+    value = workload.get(RAMP_KEY)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0):
+        raise ValueError(f"--workload: {RAMP_KEY} must be seconds > 0, not {value!r}")
+    return None if value is None else float(value)
+
+
 def write_phases_file(out: Path) -> Path:
     """OUT/PHASES_FILE, the constant YAML build_argv's `--config` names."""
     path = Path(out) / PHASES_FILE
@@ -227,6 +247,7 @@ def build_argv(args: argparse.Namespace) -> list[str]:
         str(args.concurrency),
     ]
     workload = dict(args.workload or {})
+    ramp = warmup_ramp_s(workload)
     if not workload.get("fixed_schedule"):
         # A fixed schedule replays the whole trace at its timestamps: the trace is the request count and
         # there is no warmup phase (its requests would be the trace's own first lines).
@@ -235,9 +256,20 @@ def build_argv(args: argparse.Namespace) -> list[str]:
             argv += ["--warmup-request-count", str(args.warmup)]
         if seamless_warmup(args):
             argv += ["--config", str(Path(args.out) / PHASES_FILE), "--warmup-concurrency", str(args.concurrency)]
+            if ramp is not None:
+                # AIPerf steps the warm-up's session limit from 1 to the concurrency over these seconds (timing/
+                # phase/runner.py _create_rampers, RampType.LINEAR); the profiling phase, seamless, takes each
+                # slot a warm-up request frees, so it inherits the spread (SEAMLESS_PHASES_YAML)
+                argv += [RAMP_FLAG, f"{ramp:g}"]
         entries = dataset_entries(workload, args.requests, args.warmup, trace=bool(args.trace))
         if entries:
             argv += ["--num-dataset-entries", str(entries)]
+    if ramp is not None and RAMP_FLAG not in argv:
+        raise ValueError(
+            f"--workload: {RAMP_KEY} spreads the warm-up of a closed-loop point with a warm-up and synthetic "
+            "prompts, whose window follows it seamlessly; this point is not one (a rate point, a trace or no "
+            f"warm-up): remove {RAMP_KEY}"
+        )
     if args.request_rate:
         # Open loop: AIPerf schedules arrivals at this rate; --concurrency stays as the in-flight cap
         # (AIPerf 0.13 aiperf/config/flags/cli_config.py, CLIConfig.request_rate: "Can be combined with

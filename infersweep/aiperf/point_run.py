@@ -43,6 +43,7 @@ from infersweep.aiperf.artifacts import RECORDS_FILE, RecordCounter, read_point
 from infersweep.aiperf.flags import (
     ARTIFACT_SUBDIR,
     CONSOLE_LOG_FILE,
+    RAMP_KEY,
     RESULT_FILE,
     TRACE_KEYS,
     build_argv,
@@ -52,6 +53,7 @@ from infersweep.aiperf.flags import (
     point_seed,
     seamless_warmup,
     tokenizer_as_cached_hub_id,
+    warmup_ramp_s,
     workload_argv,
     write_phases_file,
 )
@@ -76,6 +78,7 @@ def workload_json(text: str) -> dict:
     try:
         workload_argv({k: v for k, v in value.items() if k not in TRACE_KEYS})
         thresholds_from_workload(value)
+        warmup_ramp_s(value)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
     return value
@@ -111,6 +114,11 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> arg
     for item in args.extra_inputs:
         if ":" not in item:
             parser.error(f"--extra-inputs wants KEY:VALUE, got {item!r}")
+    if w.get(RAMP_KEY) is not None and not seamless_warmup(args):
+        parser.error(
+            f"--workload {RAMP_KEY} spreads a closed-loop point's warm-up (its window follows it seamlessly): give "
+            f"--warmup above 0, no --request-rate and no trace, or remove {RAMP_KEY}"
+        )
     return args
 
 
@@ -362,7 +370,10 @@ def measure_window(
         warmup=args.warmup,
         # seamless: the window follows the warm-up without a drain (flags.seamless_warmup); drained: AIPerf's
         # default, the window opens with `concurrency` requests sent together
-        warmup_mode=("seamless" if seamless else "drained") if args.warmup else "none",
+        # seamless-ramped: a seamless window after a warm-up whose users started one after another over
+        # warmup_ramp_s seconds (flags.RAMP_KEY), so the loop opens spread out
+        warmup_mode=warmup_mode(args, seamless),
+        warmup_ramp_s=warmup_ramp_s(args.workload or {}),
         seed=args.chosen_seed,
         argv=command,
         exit_code=exit_code,
@@ -371,6 +382,15 @@ def measure_window(
         stopped_by=stopped_by,
     )
     return result
+
+
+def warmup_mode(args: argparse.Namespace, seamless: bool) -> str:
+    """How the window followed its warm-up (the results table's warmup_mode)."""
+    if not args.warmup:
+        return "none"
+    if not seamless:
+        return "drained"
+    return "seamless-ramped" if warmup_ramp_s(args.workload or {}) is not None else "seamless"
 
 
 PILOTS_DIR = "pilots"

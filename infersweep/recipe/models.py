@@ -234,6 +234,14 @@ class Workload(_Strict):
         description="a point with a warm-up warms up for at least this many rounds at its concurrency (the "
         "start burst's echo: infersweep/aiperf/point.py WARMUP_ROUNDS)",
     )
+    # Users started together can stay in lockstep (docs/measured-h200.md); AIPerf's ramp: flags.py RAMP_FLAG
+    warmup_ramp_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=3600,
+        description="seconds over which the warm-up starts its users one after another, so the measured loop "
+        "opens spread out (about one request latency); unset = all at once",
+    )
     request_timeout_s: int = Field(default=1200, gt=0)
     max_error_rate: float = Field(
         default=0.0, ge=0, le=1, description="fraction of failed requests a point may have and still count"
@@ -334,6 +342,12 @@ class Workload(_Strict):
                 "ci95_target applies to a point that may be extended; add max_requests_per_concurrency "
                 "or remove ci95_target"
             )
+        if self.warmup_ramp_s is not None and (self.request_rate or self.trace or not self.warmup_requests):
+            # only a seamless window keeps the spread (flags.py seamless_warmup): not a rate point's or a trace's
+            raise ValueError(
+                "warmup_ramp_s spreads a closed-loop point's warm-up over a synthetic workload: remove it, or use a "
+                "concurrency sweep (no request_rate, no trace) with warmup_requests above 0"
+            )
         if self.trace and self.trace.fixed_schedule and (self.request_rate or len(self.concurrency) != 1):
             raise ValueError(
                 "trace.fixed_schedule replays the trace's timestamps: one point, so give one concurrency "
@@ -375,7 +389,8 @@ class Workload(_Strict):
     def aiperf_workload(self) -> dict[str, Any]:
         """What the benchmark-point step sends (keys of infersweep.aiperf.WORKLOAD_FLAGS + trace, trace_type, and
         the point's length keys)."""
-        return self._aiperf_workload() | self.length()
+        ramp = {"warmup_ramp_s": self.warmup_ramp_s} if self.warmup_ramp_s is not None else {}
+        return self._aiperf_workload() | self.length() | ramp
 
     def _aiperf_workload(self) -> dict[str, Any]:
         arrival = {"arrival": self.arrival or "poisson"} if self.request_rate else {}
@@ -394,7 +409,8 @@ class Workload(_Strict):
     def synthetic_workload(self, isl: int, osl: int) -> dict[str, Any]:
         """The synthetic stand-in local mode runs at (scaled) `isl`/`osl`: a trace it cannot replay (see
         infersweep.local.run.local_workload) or a mix becomes its average lengths (a mix's 32K-token buckets
-        do not fit a laptop); a shared prefix keeps its share of the input."""
+        do not fit a laptop); a shared prefix keeps its share of the input. No warm-up ramp: its seconds are one
+        latency at the recipe's scale, longer than a scaled point's short warm-up."""
         arrival = {"arrival": self.arrival or "poisson"} if self.request_rate else {}
         return self._shape(isl, osl) | arrival | self.length()
 

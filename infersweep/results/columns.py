@@ -87,7 +87,8 @@ POINT = [
         "",
         "point",
         "how the window followed the warm-up: seamless (on a running loop, AIPerf's seamless phase; throughputs over "
-        "the requests' span: infersweep/aiperf/phase_overlap.py) / drained (AIPerf's default: the window opens with "
+        "the requests' span: infersweep/aiperf/phase_overlap.py) / seamless-ramped (the same, after a warm-up whose "
+        "users started one after another: workload.warmup_ramp_s) / drained (AIPerf's default: the window opens with "
         "`concurrency` requests sent together) / none; NA: not recorded",
     ),
     Column("duration_s", "float64", "s", "point", "AIPerf's benchmark duration"),

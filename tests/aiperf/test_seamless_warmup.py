@@ -10,9 +10,7 @@ before the first measured request (infersweep/aiperf/artifacts.py THROUGHPUT_OVE
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -22,6 +20,7 @@ from infersweep.aiperf.artifacts import read_point
 from infersweep.aiperf.flags import PHASES_FILE, SEAMLESS_FLAGS, drained_argv, write_phases_file
 from infersweep.aiperf.phase_overlap import THROUGHPUT_OVER_PHASE, THROUGHPUT_OVER_REQUESTS
 from steps import aiperf_point
+from tests.support.aiperf_resolve import resolved
 from tests.support.mocker_point import AIPERF_BIN, mocker_deployment, run_point_step
 
 REPO = Path(__file__).resolve().parents[2]
@@ -66,33 +65,6 @@ def test_other_points_keep_aiperfs_drained_warmup(tmp_path, workload, extra, war
     assert _seamless_flags(argv) == [], why
 
 
-RESOLVE = """
-import json, sys
-import aiperf.cli_runner as runner
-def show(plan):
-    print(json.dumps([c.model_dump(mode="json") for c in plan.configs], sort_keys=True, default=str))
-    raise SystemExit(0)
-runner.run_benchmark = show
-from aiperf.cli import app
-app(sys.argv[1:])
-"""
-
-
-def _resolved(argv: list[str], cwd: Path) -> list[dict]:
-    """The benchmark AIPerf's own CLI resolves `argv` to (aiperf/cli_commands/profile.py resolves the config before
-    run_benchmark, which is replaced here by a print): nothing is sent."""
-    proc = subprocess.run(
-        [str(AIPERF_BIN.parent / "python"), "-c", RESOLVE, *argv[1:]],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        cwd=cwd,
-        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 @pytest.mark.skipif(not AIPERF_BIN.exists(), reason="needs the AIPerf env at .venv-aiperf")
 @pytest.mark.parametrize(
     "workload",
@@ -114,7 +86,7 @@ def test_aiperf_resolves_the_seamless_argv_to_the_same_benchmark_but_seamless(tm
     flags = _seamless_flags(argv)
     assert flags, "the point did not ask for a seamless window"
     drained = drained_argv(argv)
-    [seamless_cfg], [drained_cfg] = _resolved(argv, tmp_path), _resolved(drained, tmp_path)
+    [seamless_cfg], [drained_cfg] = resolved(argv, tmp_path), resolved(drained, tmp_path)
     phases = {p["name"]: p for p in seamless_cfg["phases"]}
     assert phases["profiling"]["seamless"] is True and phases["warmup"]["concurrency"] == 16
     assert (phases["warmup"]["requests"], phases["profiling"]["requests"]) == (64, 192)

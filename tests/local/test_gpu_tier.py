@@ -31,7 +31,8 @@ pytestmark = [
 def test_a_real_engine_point_measures_the_requested_tokens_on_the_server(tmp_path):
     """$INFERSWEEP_GPU_TIER_RECIPE's run (default qwen3-32b-bf16-vllm-h200-tp1; its SGLang twin is
     qwen3-32b-bf16-sglang-h200-tp1) at $INFERSWEEP_GPU_TIER_CONCURRENCY (default 1; the H200 sessions ran 1,16,64 and 1,64)
-    and $INFERSWEEP_GPU_TIER_ROUNDS rounds per point (default: the recipe's) with its
+    and $INFERSWEEP_GPU_TIER_ROUNDS rounds per point (default: the recipe's), the warm-up's users started over
+    $INFERSWEEP_GPU_TIER_WARMUP_RAMP_S seconds when set (default: all at once), with its
     repetitions (regression.repetitions, default 3), kept in $INFERSWEEP_GPU_TIER_OUT when set (what
     benchmarks/measured/ commits). Needs a Prometheus ($INFERSWEEP_PROMETHEUS) for the server's own figures."""
     from infersweep.local.run import run_local
@@ -46,6 +47,15 @@ def test_a_real_engine_point_measures_the_requested_tokens_on_the_server(tmp_pat
     # 2026-12-04 ran 10 at c64, so that the loop's start burst weighs 1/10 of its mean TTFT, not 1/6.
     if os.environ.get("INFERSWEEP_GPU_TIER_ROUNDS"):
         overrides["workload.requests_per_concurrency"] = int(os.environ["INFERSWEEP_GPU_TIER_ROUNDS"])
+    # The warm-up's users started one after another over this many seconds (workload.warmup_ramp_s): the loop
+    # then opens spread out, not in lockstep (benchmarks/loop_clustering.py reads which state it kept)
+    ramp = (
+        float(os.environ["INFERSWEEP_GPU_TIER_WARMUP_RAMP_S"])
+        if os.environ.get("INFERSWEEP_GPU_TIER_WARMUP_RAMP_S")
+        else None
+    )
+    if ramp is not None:
+        overrides["workload.warmup_ramp_s"] = ramp
     res = run_local(
         recipe,
         out_root=out,
@@ -70,7 +80,8 @@ def test_a_real_engine_point_measures_the_requested_tokens_on_the_server(tmp_pat
         assert ((ratio - 1).abs() < 0.15).all(), c1[["ttft_avg_ms", "server_ttft_avg_ms", "server_figures_source"]]
     # every window followed its warm-up without a drain, after 4 rounds (infersweep/aiperf/flags.py seamless_warmup)
     points = [json.loads(f.read_text()) for f in (res.run_dir / "points").glob("*/result.json")]
-    assert len(points) == len(df) and all(p["warmup_mode"] == "seamless" for p in points)
+    mode = "seamless-ramped" if ramp is not None else "seamless"
+    assert len(points) == len(df) and all(p["warmup_mode"] == mode for p in points)
     assert all(p["warmup"] >= 4 * p["concurrency"] for p in points)
     row = c1.iloc[0]
     assert row["status"] == "ok" and str(row["source"]).startswith("measured (local GPU:")
