@@ -15,7 +15,8 @@ repetitions' means, with the 95 % Student-t interval over them and n (infersweep
 `--summaries` names each snapshot's summarized table (in the same order): only the repetitions it judged valid
 count, and the others are named as left out. A second table gives every measured repetition's share and mean TTFT
 by thirds of its window (requests in start order), with its verdict: whether the loop's synchronisation changed
-while it was measured (every closed-loop window opens on a loop its warm-up started all at once).
+while it was measured (a closed-loop window opens on a loop its warm-up started all at once, unless the recipe
+sets workload.warmup_ramp_s: benchmarks/warmup_ramp.py).
 """
 
 from __future__ import annotations
