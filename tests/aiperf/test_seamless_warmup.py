@@ -21,7 +21,7 @@ from infersweep.aiperf.flags import PHASES_FILE, SEAMLESS_FLAGS, drained_argv, w
 from infersweep.aiperf.phase_overlap import THROUGHPUT_OVER_PHASE, THROUGHPUT_OVER_REQUESTS
 from steps import aiperf_point
 from tests.support.aiperf_resolve import resolved
-from tests.support.mocker_point import AIPERF_BIN, mocker_deployment, run_point_step
+from tests.support.mocker_point import AIPERF_BIN, c4_point, peak_in_flight, record_metadata
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "aiperf" / "0.13.0" / "dynamo-mocker-c4"
@@ -132,23 +132,12 @@ def test_a_seamless_window_overlaps_the_warmup_on_a_real_frontend(tmp_path):
 
     run = tmp_path / "run"
     out = run / "points" / "c4"
-    with mocker_deployment(tmp_path, "nemotron-3-nano-fp8-vllm-agg-kv") as dep:
-        proc = run_point_step(
-            dep,
-            *("--concurrency", "4", "--requests", "16", "--warmup", "8"),
-            # 256 output tokens (~1.4 s a request on the mocker): the warm-up's last requests still run when AIPerf
-            # has switched phases, however loaded the machine (with 8 tokens, ~70 ms, they had sometimes ended)
-            *("--isl", "64", "--osl", "256", "--out", str(out), "--timeout-s", "300"),
-            *("--extra-inputs", "ignore_eos:true"),
-            timeout_s=420,
-        )
-    result = json.loads((out / "result.json").read_text())
-    assert result["status"] == "ok", (result["reason"], proc.stderr[-2000:])
+    # 256 output tokens (~1.4 s a request on the mocker): the warm-up's last requests still run when AIPerf has
+    # switched phases, however loaded the machine (with 8 tokens, ~70 ms, they had sometimes ended)
+    result = c4_point(tmp_path, out, "--requests", "16", "--warmup", "8", "--isl", "64", "--osl", "256")
     assert (result["warmup_mode"], result["throughput_window"]) == ("seamless", THROUGHPUT_OVER_REQUESTS)
     assert "--config" in result["argv"] and (out / PHASES_FILE).is_file()
-    metas = [
-        json.loads(line)["metadata"] for line in (out / "aiperf" / "profile_export.jsonl").read_text().splitlines()
-    ]
+    metas = record_metadata(out)
     warm = [m for m in metas if m["benchmark_phase"] == "warmup"]
     measured = [m for m in metas if m["benchmark_phase"] == "profiling"]
     assert (len(warm), len(measured)) == (8, 16)
@@ -161,12 +150,7 @@ def test_a_seamless_window_overlaps_the_warmup_on_a_real_frontend(tmp_path):
     phases = {p["phase_kind"]: p for p in json.loads((out / "aiperf" / "phase_manifest.json").read_text())["phases"]}
     assert phases["profiling"]["start_ns"] < phases["warmup"]["end_ns"], "the profiling phase waited for the drain"
     assert phases["profiling"]["start_ns"] < max(m["request_end_ns"] for m in warm)  # the records say the same
-    events = sorted([(m["request_start_ns"], 1) for m in metas] + [(m["request_end_ns"], -1) for m in metas])
-    in_flight, most = 0, 0
-    for _, step in events:
-        in_flight += step
-        most = max(most, in_flight)
-    assert most <= 4
+    assert peak_in_flight(metas) <= 4
     assert result["profiling_start_ns"] == first
     # req/s over AIPerf's own span of these records (benchmark_duration: first request to last response; it and
     # the records' request_start/end differ by about a millisecond either way), which the phase's window, opened

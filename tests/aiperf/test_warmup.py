@@ -21,7 +21,7 @@ from infersweep.aiperf.point import round_warmup
 from infersweep.recipe import load_recipe
 from infersweep.recipe.models import Workload
 from steps import aiperf_point
-from tests.support.mocker_point import AIPERF_BIN, mocker_deployment, run_point_step
+from tests.support.mocker_point import AIPERF_BIN, c4_point
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "aiperf" / "0.13.0" / "dynamo-mocker-c4"
@@ -105,16 +105,7 @@ def test_no_measured_request_repeats_a_warmup_prompt_on_a_real_frontend(tmp_path
     """A real Dynamo frontend + mocker and real AIPerf: warm-up and measured requests are distinct sessions
     with distinct prompts (AIPerf's inputs.json), and the full round of warm-up ran before the window."""
     out = tmp_path / "c4"
-    with mocker_deployment(tmp_path, "nemotron-3-nano-fp8-vllm-agg-kv") as dep:
-        proc = run_point_step(
-            dep,
-            *("--concurrency", "4", "--requests", "12", "--warmup", str(round_warmup(4, 2))),
-            *("--isl", "64", "--osl", "8", "--out", str(out), "--timeout-s", "300"),
-            *("--extra-inputs", "ignore_eos:true"),
-            timeout_s=420,
-        )
-    result = json.loads((out / "result.json").read_text())
-    assert result["status"] == "ok", (result["reason"], proc.stderr[-2000:])
+    c4_point(tmp_path, out, "--requests", "12", "--warmup", str(round_warmup(4, 2)), "--isl", "64", "--osl", "8")
     phases = phase_conversations(out / "aiperf" / "profile_export.jsonl")
     assert len(phases["warmup"]) == 4 and len(phases["profiling"]) == 12
     assert not set(phases["warmup"]) & set(phases["profiling"])

@@ -19,7 +19,7 @@ from infersweep.recipe.models import Workload
 from infersweep.recipe_context import recipe_hash
 from steps import aiperf_point
 from tests.support.aiperf_resolve import resolved
-from tests.support.mocker_point import AIPERF_BIN, mocker_deployment, run_point_step
+from tests.support.mocker_point import AIPERF_BIN, c4_point, peak_in_flight, record_metadata
 
 BASE = {"isl": 64, "osl": 16, "concurrency": [4, 16]}
 H200 = "qwen3-32b-bf16-vllm-h200-tp1"
@@ -129,30 +129,14 @@ def test_a_ramped_warmup_starts_its_users_one_after_another_on_a_real_frontend(t
     run = tmp_path / "run"
     out = run / "points" / "c4"
     workload = {"isl": 64, "osl": 256, "warmup_ramp_s": ramp_s}
-    with mocker_deployment(tmp_path, "nemotron-3-nano-fp8-vllm-agg-kv") as dep:
-        proc = run_point_step(
-            dep,
-            *("--concurrency", "4", "--requests", "16", "--warmup", "16"),
-            *("--workload", json.dumps(workload), "--out", str(out), "--timeout-s", "300"),
-            *("--extra-inputs", "ignore_eos:true"),
-            timeout_s=420,
-        )
-    result = json.loads((out / "result.json").read_text())
-    assert result["status"] == "ok", (result["reason"], proc.stderr[-2000:])
+    result = c4_point(tmp_path, out, "--requests", "16", "--warmup", "16", "--workload", json.dumps(workload))
     assert (result["warmup_mode"], result["warmup_ramp_s"]) == ("seamless-ramped", ramp_s)
     assert (out / PHASES_FILE).is_file() and result["argv"][result["argv"].index(RAMP_FLAG) + 1] == "3"
-    metas = [
-        json.loads(line)["metadata"] for line in (out / "aiperf" / "profile_export.jsonl").read_text().splitlines()
-    ]
+    metas = record_metadata(out)
     phases = {p["phase_kind"]: p for p in json.loads((out / "aiperf" / "phase_manifest.json").read_text())["phases"]}
     ramp_start = phases["warmup"]["start_ns"]
     first_third = [m for m in metas if m["request_start_ns"] < ramp_start + ramp_s / 3 * 1e9]
     assert len(first_third) == 1, [m["request_start_ns"] - ramp_start for m in metas]
-    events = sorted([(m["request_start_ns"], 1) for m in metas] + [(m["request_end_ns"], -1) for m in metas])
-    in_flight, most = 0, 0
-    for _, step in events:
-        in_flight += step
-        most = max(most, in_flight)
-    assert most == 4  # the ramp reached the point's concurrency
+    assert peak_in_flight(metas) == 4  # the ramp reached the point's concurrency
     [row] = summarize(run, gpu_count=1, slo={}, title="ramped").to_dict("records")
     assert row["warmup_mode"] == "seamless-ramped"

@@ -4,6 +4,7 @@ tests/predict/test_predict_mocker.py)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from contextlib import contextmanager
@@ -60,3 +61,33 @@ def run_point_step(dep: LocalDeployment, *args: str, timeout_s: float) -> subpro
         text=True,
         timeout=timeout_s,
     )
+
+
+def c4_point(tmp_path: Path, out: Path, *args: str) -> dict:
+    """One c4 point of the point step on the README recipe's mocker (ignore_eos, so every request runs its full
+    OSL): its result.json, asserted ok. `args` give the rest (--requests, --warmup, --isl/--osl or --workload)."""
+    with mocker_deployment(tmp_path, "nemotron-3-nano-fp8-vllm-agg-kv") as dep:
+        proc = run_point_step(
+            dep,
+            *("--concurrency", "4", *args, "--out", str(out), "--timeout-s", "300"),
+            *("--extra-inputs", "ignore_eos:true"),
+            timeout_s=420,
+        )
+    result = json.loads((out / "result.json").read_text())
+    assert result["status"] == "ok", (result["reason"], proc.stderr[-2000:])
+    return result
+
+
+def record_metadata(out: Path) -> list[dict]:
+    """The `metadata` of every request AIPerf recorded under OUT/aiperf (warm-up and measured)."""
+    return [json.loads(line)["metadata"] for line in (out / "aiperf" / "profile_export.jsonl").read_text().splitlines()]
+
+
+def peak_in_flight(metas: list[dict]) -> int:
+    """The most requests in flight at once over these records."""
+    events = sorted([(m["request_start_ns"], 1) for m in metas] + [(m["request_end_ns"], -1) for m in metas])
+    in_flight = most = 0
+    for _, step in events:
+        in_flight += step
+        most = max(most, in_flight)
+    return most
