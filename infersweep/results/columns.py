@@ -168,7 +168,14 @@ SERVER = [
         "server",
         "mean inter-token latency the server measured (beside itl_avg_ms)",
     ),
-    Column("server_output_tokens", "Int64", "tok", "server", "output tokens the server counted in the point's window"),
+    Column(
+        "server_output_tokens",
+        "Int64",
+        "tok",
+        "server",
+        "output tokens the server counted in the point's window: the Dynamo frontend's streamed count where it was "
+        "scraped (an engine's own counter may count a request only when it finishes), else the source's",
+    ),
     Column(
         "server_figures_source",
         "string",

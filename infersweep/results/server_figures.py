@@ -68,7 +68,18 @@ def figures(samples: pd.DataFrame, start_s: float, end_s: float) -> dict[str, An
             continue
         itl_n = window_delta(samples, f"{source}_itl_count", start_s, end_s)
         itl_sum = window_delta(samples, f"{source}_itl_sum_s", start_s, end_s)
-        tokens = window_delta(samples, f"{source}_output_tokens", start_s, end_s)
+        # Output tokens as the Dynamo frontend streamed them, wherever it was scraped: an engine's own counter may
+        # count a request's tokens only when it finishes (SGLang 0.5.14: sglang:generation_tokens_total grows in
+        # TokenizerMetricsCollector.observe_one_finished_request, srt/observability/metrics_collector.py, called
+        # from tokenizer_manager.py for finished requests), so its window holds whole the warm-up requests that
+        # finished after the counter's last sample before the window: on the H200 (2026-12-05, SGLang c2-c8) it read
+        # exactly concurrency x 256 tokens above the client at every point, while the frontend's counter read the
+        # client's count within 0.4-2.2 %. vLLM's vllm:generation_tokens counts each step's tokens, as the frontend.
+        # A frontend scraped without a sample after this window (the run's last point: the teardown stopped it)
+        # gives no count, not the engine's.
+        tokens = window_delta(samples, "frontend_output_tokens", start_s, end_s)
+        if tokens is None and not (samples["metric"] == "frontend_output_tokens").any():
+            tokens = window_delta(samples, f"{source}_output_tokens", start_s, end_s)
         return {
             "server_ttft_avg_ms": 1000.0 * total / count,
             "server_itl_avg_ms": 1000.0 * itl_sum / itl_n if itl_n and itl_sum is not None else None,

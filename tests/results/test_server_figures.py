@@ -153,3 +153,28 @@ def test_a_recorded_local_run_has_the_frontends_figures_beside_the_clients():
         assert got["server_itl_avg_ms"] == pytest.approx(result["metrics"]["itl_avg_ms"], rel=0.15), point.name
         seen[point.name] = n
     assert seen == {"c1": 24, "c4": 36}
+
+
+def _at_finish(per_request: float, finished_at: list[float], lag_s: float = 2.0) -> list[tuple[float, float]]:
+    """A counter that grows by a request's whole output when it finishes (SGLang's sglang:generation_tokens_total),
+    as a range query reads it: each step's value is the last scrape's, up to a scrape interval old (`lag_s`)."""
+    return [(t, per_request * sum(1 for f in finished_at if f <= t - lag_s)) for t in GRID]
+
+
+def test_output_tokens_are_the_frontends_streamed_count_not_an_engine_counting_at_finish():
+    """SGLang c2 on the H200: the loop's 2 last warm-up requests finish between the counter's last sample before the
+    window and its first request, so an engine counting at finish reads 2 x 256 tokens above the client's 32 x 256;
+    the frontend, counting tokens as they stream, reads the client's count. Without a frontend series the engine's
+    count is all there is; a frontend scraped without a sample after the window (the run's last point) gives none."""
+    measured = [100.0 + 60.0 * (k + 1) / 32 for k in range(32)]
+    engine = [
+        *series("engine_ttft_sum_s", cumulative(0.5, 32 * 0.23)),
+        *series("engine_ttft_count", cumulative(2, 32)),
+        *series("engine_output_tokens", _at_finish(256, [99.0, 99.9, *measured])),
+    ]
+    streamed = series("frontend_output_tokens", cumulative(512, 32 * 256))
+    got = figures(samples(engine, streamed), 100.0, 160.0)
+    assert got["server_figures_source"].startswith("engine") and got["server_output_tokens"] == 32 * 256
+    assert figures(samples(engine), 100.0, 160.0)["server_output_tokens"] == 34 * 256
+    cut = [r for r in streamed if r["ts"] < 160.0]
+    assert figures(samples(engine, cut), 100.0, 160.0)["server_output_tokens"] is None
