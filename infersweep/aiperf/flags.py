@@ -248,6 +248,12 @@ def build_argv(args: argparse.Namespace) -> list[str]:
     ]
     workload = dict(args.workload or {})
     ramp = warmup_ramp_s(workload)
+    if ramp is not None and not seamless_warmup(args):
+        raise ValueError(
+            f"--workload: {RAMP_KEY} spreads the warm-up of a closed-loop point with a warm-up and synthetic "
+            "prompts, whose window follows it seamlessly; this point is not one (a rate point, a trace or no "
+            f"warm-up): remove {RAMP_KEY}"
+        )
     if not workload.get("fixed_schedule"):
         # A fixed schedule replays the whole trace at its timestamps: the trace is the request count and
         # there is no warmup phase (its requests would be the trace's own first lines).
@@ -264,12 +270,6 @@ def build_argv(args: argparse.Namespace) -> list[str]:
         entries = dataset_entries(workload, args.requests, args.warmup, trace=bool(args.trace))
         if entries:
             argv += ["--num-dataset-entries", str(entries)]
-    if ramp is not None and RAMP_FLAG not in argv:
-        raise ValueError(
-            f"--workload: {RAMP_KEY} spreads the warm-up of a closed-loop point with a warm-up and synthetic "
-            "prompts, whose window follows it seamlessly; this point is not one (a rate point, a trace or no "
-            f"warm-up): remove {RAMP_KEY}"
-        )
     if args.request_rate:
         # Open loop: AIPerf schedules arrivals at this rate; --concurrency stays as the in-flight cap
         # (AIPerf 0.13 aiperf/config/flags/cli_config.py, CLIConfig.request_rate: "Can be combined with
