@@ -157,3 +157,24 @@ def test_slo_search_on_a_fake_gpu_records_fake_gpu(tmp_path):
     assert record["measured_on"].startswith("fake GPU: 1 of 1x NVIDIA H200 (fake GPU)")
     samples = (tmp_path / "s" / "telemetry" / "gpu-samples.jsonl").read_text().splitlines()
     assert samples and all(json.loads(s)["fake"] for s in samples)
+
+
+def test_the_gpu_tiers_end_of_run_checks_run_on_a_fake_gpu(tmp_path):
+    # The GPU tier's own checks (tests/support/gpu_tier_checks.py) on the run the tier makes, three repetitions
+    # and the recipe's own warm-up, with the mocker for the engine: a check that cannot pass (the H200 session of
+    # 2026-12-05 read result.json files from a folder that does not exist) fails here, in CI, not at the end
+    # of a GPU session.
+    from infersweep.local.run import run_local
+    from tests.support.gpu_tier_checks import check_tier_run
+
+    short = {k: v for k, v in SMALL.items() if k != "workload.warmup_requests"}
+    res = run_local(
+        "qwen3-32b-bf16-sglang-h200-tp1",
+        out_root=tmp_path / "runs",
+        cache_root=tmp_path / "cache",
+        workers="gpu",
+        recipe_overrides={"workload.concurrency": [2], **short},
+    )
+    assert res.phase == "Succeeded", why_failed(res)
+    df = check_tier_run(res, [2], "sglang", None, real=False)
+    assert sorted(df["repetition"]) == [0, 1, 2]

@@ -13,6 +13,7 @@ import pytest
 from infersweep.local.gpu.fake_gpu import fake_gpu_count
 from infersweep.local.gpu.workers import detect_gpus
 from infersweep.paths import venv_python
+from tests.support.gpu_tier_checks import check_tier_run
 from tests.support.run_failure import why_failed
 
 GPU_PYTHON = os.environ.get("INFERSWEEP_GPU_PYTHON") or venv_python("gpu")
@@ -67,39 +68,8 @@ def test_a_real_engine_point_measures_the_requested_tokens_on_the_server(tmp_pat
         recipe_overrides=overrides,
     )
     assert res.phase == "Succeeded", why_failed(res)
-    import pandas as pd
-
-    df = pd.read_parquet(res.results_dir / "summary" / "results.parquet")
-    assert sorted(set(df["concurrency"])) == sorted(conc) and len(df) == 3 * len(conc)  # three repetitions of each
-    # warm-up prompts never come back as measured ones: no prompt-cache reads on fresh random prompts
-    assert (df["prompt_cache_read_pct"] < 3).all(), df[["concurrency", "repetition", "prompt_cache_read_pct"]]
-    c1 = df[df["concurrency"] == min(conc)]  # the lightest load (the list may run heaviest first)
-    # TTFT is the first token: the client's agrees with the engine's own histogram (issue 32's 15 %)
-    if Path(os.environ.get("INFERSWEEP_PROMETHEUS", "/usr/bin/prometheus")).exists():
-        ratio = c1["ttft_avg_ms"] / c1["server_ttft_avg_ms"]
-        assert ((ratio - 1).abs() < 0.15).all(), c1[["ttft_avg_ms", "server_ttft_avg_ms", "server_figures_source"]]
-    # every window followed its warm-up without a drain, after 4 rounds (infersweep/aiperf/flags.py seamless_warmup)
-    points = [json.loads(f.read_text()) for f in (res.run_dir / "points").glob("*/result.json")]
-    mode = "seamless-ramped" if ramp is not None else "seamless"
-    assert len(points) == len(df) and all(p["warmup_mode"] == mode for p in points)
-    assert all(p["warmup"] >= 4 * p["concurrency"] for p in points)
-    row = c1.iloc[0]
-    assert row["status"] == "ok" and str(row["source"]).startswith("measured (local GPU:")
-    assert 250 <= row["osl_delivered"] <= 256 and 5 < row["itl_avg_ms"] < 100
-    assert row["gpu_power_total_w"] > 50 and row["energy_j_per_output_token"] > 0
-    # provenance names what ran (the GPU python's ai-dynamo + vLLM), not the rendered image (issue 32 item 7)
-    import yaml
-
-    stack = json.loads((res.run_dir / "telemetry" / "stack.json").read_text())["versions"]
-    record = json.loads((res.results_dir / "summary" / "run.json").read_text())
-    assert f"ai-dynamo {stack['ai-dynamo']}" in record["context"]["engine_image"]
-    assert "did not run" in record["context"]["engine_image"]
-    ran = record["engine_ran"]
-    assert ran["engine_release"] == f"dynamo {stack['ai-dynamo']}" and ran["engine_wheels"][engine] == stack[engine]
-    dgd = yaml.safe_load((res.run_dir / "rendered" / "dgd.yaml").read_text())
-    assert (
-        json.loads(dgd["metadata"]["annotations"]["infersweep.io/engine-ran"])["engine_wheels"] == ran["engine_wheels"]
-    )
+    prometheus = Path(os.environ.get("INFERSWEEP_PROMETHEUS", "/usr/bin/prometheus")).exists()
+    check_tier_run(res, conc, engine, ramp, real=True, server_figures=prometheus)
 
 
 def test_an_experiment_on_real_engines_resets_the_caches_and_judges_its_claim_on_abba_blocks(tmp_path):
