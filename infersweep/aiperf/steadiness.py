@@ -68,6 +68,7 @@ def window_measures(records_path: Path, concurrency: int | None, request_rate: f
         "delivered_concurrency": math.nan,
         **_no_cycles(0),
         "send_delay_p99_ms": math.nan,
+        "request_latency_mean_ms": math.nan,
         "records": 0,
         "client_warmup_tail_tokens": 0.0,
     }
@@ -90,6 +91,8 @@ def window_measures(records_path: Path, concurrency: int | None, request_rate: f
     delays = sorted(d for *_, d in reqs if math.isfinite(d))
     if delays:
         out["send_delay_p99_ms"] = delays[min(len(delays) - 1, math.ceil(0.99 * len(delays)) - 1)]
+    # the cycle a send delay is a share of (the client-bound check, params/validity.yaml client)
+    out["request_latency_mean_ms"] = sum(e - s for s, e, *_ in reqs) / len(reqs) / 1e6
     open_loop = request_rate is not None and math.isfinite(request_rate) and request_rate > 0
     if open_loop or not concurrency:
         # An open loop has no rounds: its cycle is the requests the server holds at once (Little's law: the

@@ -193,10 +193,21 @@ def judge_point(m: dict[str, Any], t: dict[str, Any]) -> tuple[bool, list[str]]:
     c = t["client"]
     delay = m["send_delay_p99_ms"]
     if math.isfinite(delay) and delay > c["max_send_delay_ms_p99"]:
-        reasons.append(
-            f"client-bound: AIPerf sent requests {delay:.0f} ms (p99) after issuing them "
-            f"(> max_send_delay_ms_p99 {c['max_send_delay_ms_p99']:g})"
-        )
+        # Long, and a share of the cycle it delays that the point would notice (params/validity.yaml client)
+        cycle = m.get("request_latency_mean_ms", math.nan)
+        share_limit = c.get("max_send_delay_share_p99")
+        share = delay / cycle if isinstance(cycle, (int, float)) and math.isfinite(cycle) and cycle > 0 else math.nan
+        if share_limit is None or not math.isfinite(share):
+            reasons.append(
+                f"client-bound: AIPerf sent requests {delay:.0f} ms (p99) after issuing them "
+                f"(> max_send_delay_ms_p99 {c['max_send_delay_ms_p99']:g})"
+            )
+        elif share > share_limit:
+            reasons.append(
+                f"client-bound: AIPerf sent requests {delay:.0f} ms (p99) after issuing them "
+                f"(> max_send_delay_ms_p99 {c['max_send_delay_ms_p99']:g}), {share:.1%} of a request's mean "
+                f"latency {cycle:.0f} ms (> max_send_delay_share_p99 {share_limit:.0%})"
+            )
     if c.get("high_cpu_warning_invalidates") and m.get("aiperf_high_cpu_warnings"):
         reasons.append(
             f"client-bound: AIPerf logged {m['aiperf_high_cpu_warnings']} high-CPU warning(s) "
