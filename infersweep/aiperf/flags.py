@@ -146,7 +146,13 @@ def dataset_entries(workload: dict, requests: int, warmup: int, *, trace: bool =
     sequential by default for synthetic data (aiperf/config/dataset/config.py SyntheticDataset.sampling;
     aiperf/dataset/dataset_samplers.py SequentialSampler wraps to the start). So with W warm-up requests the
     last W measured requests were the warm-up prompts again, served from the prefix cache (measured: 4/N
-    of every point's prompt tokens read from cache)."""
+    of every point's prompt tokens read from cache).
+
+    Distinct entries, not guaranteed distinct texts: each prompt is a window at a random offset of AIPerf's corpus
+    (aiperf/dataset/generator/prompt.py sample_tokens_from_corpus), so two coincide about once per corpus-size
+    pairs (963,106 tokens with the GPU runs' tokenizer), within a point or across points. The prompt-cache check
+    (params/validity.yaml cache) refuses a point that such a repeat served from the cache;
+    benchmarks/prompt_collisions.py finds them in a run."""
     if trace or workload.get("trace") or workload.get("sessions"):
         return None
     return requests + warmup

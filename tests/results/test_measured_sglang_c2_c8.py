@@ -75,3 +75,23 @@ def test_the_client_ttft_is_sglangs_own_first_token_within_issue_32s_15_percent(
     assert table["server_figures_source"].str.startswith("engine (").all()  # SGLang's histograms, --enable-metrics
     ratio = table["ttft_avg_ms"] / table["server_ttft_avg_ms"] - 1
     assert ((ratio > 0.01) & (ratio < 0.065)).all(), ratio.tolist()
+
+
+def test_c4_r1s_cache_read_is_a_prompt_c8_had_sent_regenerated_by_aiperf_itself(tmp_path):
+    """c4 r1 read 3.4 % of its prompt tokens from SGLang's radix cache: one measured request, 1,027 of 1,028. AIPerf
+    regenerates both points' prompts here from their own commands (the same md5 as on the H200), and that
+    request's prompt is one c8 r0 had measured five minutes before: two seeds drew the same corpus offset
+    (benchmarks/prompt_collisions.py; about 1 in 963,106 per pair). Not a warm-up replay."""
+    from benchmarks.prompt_collisions import AIPERF, collisions
+
+    if not AIPERF.exists():
+        pytest.skip("needs .venv-aiperf (scripts/setup.sh)")
+    r = collisions(SNAPSHOT, ["c8", "c4-r1"], tmp_path)
+    assert r["corpus_tokens"] == 963_106 and r["prompts"] == 80 + 48 and r["distinct"] == r["prompts"] - 1
+    assert r["shared"] == [[("c4-r1", "session_000025"), ("c8", "session_000034")]]
+    hits = [(p, ph, s, hit, other) for p, ph, s, _, hit, other in r["cached"]]
+    assert hits == [("c4-r1", "profiling", "session_000025", 1027, [("c8", "session_000034")])]
+    # the committed table, made over all nine points, says the same
+    text = (FOLDER / "prompt-collisions.txt").read_text()
+    assert "504 prompts regenerated (every inputs.json matches the run's md5), 503 distinct" in text
+    assert "c4-r1  profiling  session_000025  1028           1027             c8 session_000034" in text
