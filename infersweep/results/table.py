@@ -39,6 +39,7 @@ from infersweep.results.columns import (
     SUMMARY_COLUMNS,
 )
 from infersweep.results.evidence import MEASURED_STATUSES, enforce, judge_slo
+from infersweep.results.prompt_repeats import repeated_prompts
 from infersweep.results.server_figures import point_figures
 from infersweep.results.validity import MEASURE_COLUMNS, judge_point, load_thresholds, mark_saturation, point_measures
 
@@ -204,7 +205,10 @@ def point_row(
     slo: dict[str, float],
     context: dict[str, Any],
     thresholds: dict[str, Any] | None = None,
+    repeats: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
+    """One results row. `repeats`: the point's measured requests whose prompt the run had sent before
+    (infersweep.results.prompt_repeats), which the cache check names."""
     result = read_result(point_dir)
     conc, rep = point_identity(point_dir, result)
     m = result_metrics(result)
@@ -245,6 +249,7 @@ def point_row(
     server = point_figures(point_dir, result)
     measures = point_measures(point_dir, {**result, "concurrency": conc}, stats) | server
     measures["kv_cache_state"] = context.get("kv_cache_state")  # an experiment treatment's inherited cache
+    measures["point"], measures["prompt_repeats"] = Path(point_dir).name, repeats or []
     row |= server
     row["valid"], reasons = judge_point(measures, t)
     row["validity_reasons"] = "; ".join(reasons)
@@ -266,7 +271,9 @@ def build_table(
     thresholds: dict[str, Any] | None = None,
 ) -> pd.DataFrame:
     t = thresholds or load_thresholds()
-    rows = [point_row(d, gpu_count, slo, context, t) for d in point_dirs(points_dir)]
+    dirs = point_dirs(points_dir)
+    repeats = repeated_prompts(dirs)  # across the run's points: a prompt may repeat one an earlier point sent
+    rows = [point_row(d, gpu_count, slo, context, t, repeats.get(d.name)) for d in dirs]
     df = finish_table(pd.DataFrame(rows), context)
     return enforce(mark_saturation(df, t))  # a point marked saturated is invalid: no SLO verdict either
 

@@ -28,6 +28,7 @@ from infersweep.aiperf.server_export import frontend_cache_read_pct
 # The steadiness rule lives beside the point step, which judges every window with it (standard library only:
 # the AIPerf image carries it); the final window is judged here with the same rule.
 from infersweep.aiperf.steadiness import steady_state_reasons, window_measures
+from infersweep.results.prompt_repeats import repeats_line
 from infersweep.validity_thresholds import load_thresholds  # noqa: F401  (results/ reads them from here)
 
 # The warning AIPerf's worker manager logs when a worker's CPU passes Environment.WORKER.HIGH_LOAD_CPU_USAGE
@@ -237,6 +238,7 @@ def judge_point(m: dict[str, Any], t: dict[str, Any]) -> tuple[bool, list[str]]:
             f"prefix cache served {read:.1f}% of prompt tokens though the workload reuses no prompts "
             f"(max_unintended_cache_read_pct {cache['max_unintended_cache_read_pct']:g}; read from "
             f"{m.get('prompt_cache_read_source', 'AIPerf usage')})"
+            + (f": {repeats_line(m['point'], m['prompt_repeats'])}" if m.get("prompt_repeats") else "")
         )
     return not reasons, reasons
 

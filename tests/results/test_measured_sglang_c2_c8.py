@@ -95,3 +95,35 @@ def test_c4_r1s_cache_read_is_a_prompt_c8_had_sent_regenerated_by_aiperf_itself(
     text = (FOLDER / "prompt-collisions.txt").read_text()
     assert "504 prompts regenerated (every inputs.json matches the run's md5), 503 distinct" in text
     assert "c4-r1  profiling  session_000025  1028           1027             c8 session_000034" in text
+
+
+def test_the_summarize_step_names_c4_r1s_cached_prompt_as_a_chance_repeat_of_c8s(tmp_path):
+    """The run's own summarize step over the snapshot, with the two points' inputs.json that AIPerf regenerates
+    (the snapshot drops them): c4 r1 stays invalid for its cache reads, and the reason now says the cached prompt
+    was c8's session 34, a chance repeat rather than a warm-up replay (infersweep.results.prompt_repeats)."""
+    import os
+    import shutil
+    import subprocess
+
+    from benchmarks.prompt_collisions import AIPERF, regenerate
+    from benchmarks.summarize_snapshots import REPO, RUN_DIR, step_command, unpack
+    from infersweep.aiperf.flags import tokenizer_as_cached_hub_id
+    from infersweep.local.dynamo.toy_model import config_only_model
+
+    if not AIPERF.exists():
+        pytest.skip("needs .venv-aiperf (scripts/setup.sh)")
+    run = unpack(SNAPSHOT, tmp_path / "snapshot")
+    repo, env = tokenizer_as_cached_hub_id(config_only_model("Qwen/Qwen3-32B", tmp_path / "cache"), tmp_path / "hub")
+    for name in ("c8", "c4-r1"):
+        point = run / RUN_DIR / "points" / name
+        shutil.copy2(regenerate(point, repo, env), point / "aiperf" / "inputs.json")
+    argv, step_env = step_command(run)
+    subprocess.run(
+        argv, cwd=REPO, env=os.environ | step_env | {"PYTHONPATH": str(REPO)}, check=True, capture_output=True
+    )
+    table = pd.read_parquet(run / RUN_DIR / "summary" / "results.parquet").set_index(["concurrency", "repetition"])
+    assert [k for k, row in table.iterrows() if not row["valid"]] == [(4, 1)]
+    assert table.loc[(4, 1), "validity_reasons"].endswith(
+        "1 measured prompt(s) had been sent before in this run (session_000025 as c8 session_000034); AIPerf's "
+        "synthetic prompts are windows at random offsets of its corpus and can coincide: not a warm-up replay"
+    )
