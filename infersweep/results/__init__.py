@@ -25,6 +25,7 @@ run.py         one run's results in memory (`Run`), read from a local run folder
 files.py       where a run folder keeps its tables (names only, so any module can import them)
 listing.py     the runs of a store as `infersweep runs` lists them, with incomplete ones on request
 validity.py    is a point's measurement one a reviewer would accept: `valid` and `validity_reasons`
+prompt_repeats.py  measured requests the cache served a prompt the run had sent before, and where it was sent first
 server_figures.py  the server's own first-token figures of a point, beside the client's
 gpu_telemetry.py   the GPU columns of a point from NVML samples (local GPU runs)
 repetitions.py a load's repetitions reduced to a mean with its 95 % Student-t interval and n
