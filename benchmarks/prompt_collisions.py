@@ -88,49 +88,34 @@ def regenerate(point: Path, repo: str, env: dict[str, str]) -> Path:
     return out / "inputs.json"
 
 
-def prompts(inputs: Path) -> dict[str, str]:
-    """{session id: its first turn's prompt text} of one inputs.json."""
-    return {s["session_id"]: s["payloads"][0]["messages"][0]["content"] for s in json.loads(inputs.read_text())["data"]}
-
-
-def cached_requests(records: Path, share: float = 0.5) -> list[tuple[str, str, int, int]]:
-    """(phase, session, prompt tokens, cached tokens) of each request that read more than `share` from the cache."""
-    out = []
-    for line in records.read_text().splitlines():
-        rec = json.loads(line)
-        meta, met = rec["metadata"], rec.get("metrics") or {}
-        total = (met.get("usage_prompt_tokens") or {}).get("value") or 0
-        cached = (met.get("usage_prompt_cache_read_tokens") or {}).get("value") or 0
-        if total and cached > share * total:
-            out.append((meta.get("benchmark_phase"), meta["conversation_id"], int(total), int(cached)))
-    return out
-
-
 def collisions(snapshot: Path, points: list[str] | None = None, work: Path | None = None) -> dict:
     """Regenerate, check, match: {"corpus_tokens", "prompts", "distinct", "shared": [...], "cached": [...]}."""
     from infersweep.aiperf.flags import tokenizer_as_cached_hub_id
     from infersweep.local.dynamo.toy_model import config_only_model
+    from infersweep.results.prompt_repeats import payload_digests, sent_requests
 
     work = Path(work or tempfile.mkdtemp(prefix="prompt-collisions-"))
     folders, md5 = extract(snapshot, work / "points", set(points) if points else None)
     argv = json.loads(next(iter(folders.values())).joinpath("result.json").read_text())["argv"]
     model = argv[argv.index("--model") + 1]
     repo, env = tokenizer_as_cached_hub_id(config_only_model(model, work / "cache"), work / "hub")
-    texts: dict[tuple[str, str], str] = {}
+    texts: dict[tuple[str, str], str] = {}  # (point, session) -> digest of its first request's body
     for name, folder in sorted(folders.items()):
         inputs = regenerate(folder, repo, env)
         got = hashlib.md5(inputs.read_bytes()).hexdigest() if inputs.exists() else None
         if got != md5.get(name):
             raise SystemExit(f"{name}: regenerated inputs.json md5 {got} is not the run's {md5.get(name)}")
-        texts |= {(name, sid): text for sid, text in prompts(inputs).items()}
+        texts |= {(name, sid): digest for (sid, turn), digest in payload_digests(inputs).items() if turn == 0}
     where: dict[str, list[tuple[str, str]]] = {}
     for key, text in texts.items():
         where.setdefault(text, []).append(key)
     shared = sorted(keys for keys in where.values() if len(keys) > 1)
+    # every request that read more than half its prompt from the cache, wherever (or nowhere) its prompt was sent
     cached = [
-        (name, phase, sid, total, hit, [k for k in where[texts[(name, sid)]] if k != (name, sid)])
+        (name, phase, sid, int(total), int(hit), [k for k in where[texts[(name, sid)]] if k != (name, sid)])
         for name, folder in sorted(folders.items())
-        for phase, sid, total, hit in cached_requests(folder / "aiperf" / "profile_export.jsonl")
+        for _, sid, _, phase, hit, total in sent_requests(folder / "aiperf" / "profile_export.jsonl")
+        if total and hit > 0.5 * total
     ]
     size = subprocess.run(
         [str(AIPERF.parent / "python"), "-c", CORPUS_SIZE.format(repo=repo)],

@@ -27,8 +27,8 @@ from infersweep.aiperf.artifacts import RECORDS_FILE, iter_records
 INPUTS_FILE = "inputs.json"  # AIPerf's own name for the request bodies it sends (in the artifact dir)
 
 
-def _payload_digests(inputs: Path) -> dict[tuple[str, int], str]:
-    """{(session id, turn): digest of the request body} of one inputs.json."""
+def payload_digests(inputs: Path) -> dict[tuple[str, int], str]:
+    """{(session id, turn): digest of the request body} of one inputs.json (equal bodies, equal digests)."""
     data = json.loads(inputs.read_text(encoding="utf-8")).get("data") or []
     return {
         (str(s.get("session_id")), turn): hashlib.sha1(json.dumps(body, sort_keys=True).encode()).hexdigest()
@@ -42,29 +42,42 @@ def _value(metrics: dict, name: str) -> float:
     return float(v) if isinstance(v, (int, float)) else 0.0
 
 
-def repeated_prompts(point_dirs: list[Path], min_cached_share: float = 0.5) -> dict[str, list[dict[str, Any]]]:
-    """{point folder name: [{session, cached, prompt_tokens, first_point, first_session}]}: each measured request
-    that read more than `min_cached_share` of its prompt from the cache and whose body had been sent before in
-    the run (any point, warm-up or measured, by send time)."""
-    sent: list[tuple[int, str, str, str, Any, float, float]] = []
-    for d in point_dirs:
-        art = Path(d) / "aiperf"
-        if not (art / INPUTS_FILE).is_file() or not (art / RECORDS_FILE).is_file():
-            continue
-        digests = _payload_digests(art / INPUTS_FILE)
-        for phase, rec in iter_records(art / RECORDS_FILE):
-            meta, metrics = rec.get("metadata") or {}, rec.get("metrics") or {}
-            key = (str(meta.get("conversation_id")), int(meta.get("turn_index") or 0))
-            start = meta.get("request_start_ns")
-            if key not in digests or not isinstance(start, int):
-                continue
+def sent_requests(records: Path) -> list[tuple[int, str, int, Any, float, float]]:
+    """(start ns, session, turn, phase, cached tokens, prompt tokens) of each request of a profile_export.jsonl."""
+    out = []
+    for phase, rec in iter_records(records):
+        meta, metrics = rec.get("metadata") or {}, rec.get("metrics") or {}
+        start = meta.get("request_start_ns")
+        if isinstance(start, int):
             cached, total = _value(metrics, "usage_prompt_cache_read_tokens"), _value(metrics, "usage_prompt_tokens")
-            sent.append((start, digests[key], Path(d).name, key[0], phase, cached, total))
+            out.append(
+                (start, str(meta.get("conversation_id")), int(meta.get("turn_index") or 0), phase, cached, total)
+            )
+    return out
+
+
+def repeated_prompts(point_dirs: list[Path], min_cached_share: float = 0.5) -> dict[str, list[dict[str, Any]]]:
+    """{point folder name: [{session, cached, prompt_tokens, first_point, first_session, first_phase}]}: each
+    measured request that read more than `min_cached_share` of its prompt from the cache and whose body had been
+    sent before in the run (any point, warm-up or measured, by send time)."""
+    arts = [Path(d) / "aiperf" for d in point_dirs]
+    arts = [a for a in arts if (a / INPUTS_FILE).is_file() and (a / RECORDS_FILE).is_file()]
+    requests = {a: sent_requests(a / RECORDS_FILE) for a in arts}
+
+    def served_from_cache(phase: Any, cached: float, total: float) -> bool:
+        return phase == "profiling" and 0 < min_cached_share * total < cached
+
+    if not any(served_from_cache(*r[3:]) for reqs in requests.values() for r in reqs):
+        return {}  # the common case: no prompt's bodies (megabytes a point at c128) need reading
+    sent: list[tuple[int, str, str, str, Any, float, float]] = []
+    for art, reqs in requests.items():
+        digests = payload_digests(art / INPUTS_FILE)
+        sent += [(t, digests[(s, k)], art.parent.name, s, ph, c, n) for t, s, k, ph, c, n in reqs if (s, k) in digests]
     first: dict[str, tuple[str, str, Any]] = {}
     out: dict[str, list[dict[str, Any]]] = {}
     for _, digest, point, session, phase, cached, total in sorted(sent):
         earlier = first.setdefault(digest, (point, session, phase))
-        if earlier[:2] == (point, session) or phase != "profiling" or not 0 < min_cached_share * total < cached:
+        if earlier[:2] == (point, session) or not served_from_cache(phase, cached, total):
             continue
         out.setdefault(point, []).append(
             {

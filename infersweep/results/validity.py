@@ -194,20 +194,20 @@ def judge_point(m: dict[str, Any], t: dict[str, Any]) -> tuple[bool, list[str]]:
     c = t["client"]
     delay = m["send_delay_p99_ms"]
     if math.isfinite(delay) and delay > c["max_send_delay_ms_p99"]:
-        # Long, and a share of the cycle it delays that the point would notice (params/validity.yaml client)
+        # Long, and a share of the cycle it delays that the point would notice (params/validity.yaml client); a
+        # window without a known latency is judged by the length alone
+        why = (
+            f"client-bound: AIPerf sent requests {delay:.0f} ms (p99) after issuing them "
+            f"(> max_send_delay_ms_p99 {c['max_send_delay_ms_p99']:g})"
+        )
         cycle = m.get("request_latency_mean_ms", math.nan)
         share_limit = c.get("max_send_delay_share_p99")
-        share = delay / cycle if isinstance(cycle, (int, float)) and math.isfinite(cycle) and cycle > 0 else math.nan
-        if share_limit is None or not math.isfinite(share):
+        if share_limit is None or not (isinstance(cycle, (int, float)) and math.isfinite(cycle) and cycle > 0):
+            reasons.append(why)
+        elif delay / cycle > share_limit:
             reasons.append(
-                f"client-bound: AIPerf sent requests {delay:.0f} ms (p99) after issuing them "
-                f"(> max_send_delay_ms_p99 {c['max_send_delay_ms_p99']:g})"
-            )
-        elif share > share_limit:
-            reasons.append(
-                f"client-bound: AIPerf sent requests {delay:.0f} ms (p99) after issuing them "
-                f"(> max_send_delay_ms_p99 {c['max_send_delay_ms_p99']:g}), {share:.1%} of a request's mean "
-                f"latency {cycle:.0f} ms (> max_send_delay_share_p99 {share_limit:.0%})"
+                f"{why}, {delay / cycle:.1%} of a request's mean latency {cycle:.0f} ms "
+                f"(> max_send_delay_share_p99 {share_limit:.0%})"
             )
     if c.get("high_cpu_warning_invalidates") and m.get("aiperf_high_cpu_warnings"):
         reasons.append(
